@@ -1,0 +1,161 @@
+/* The stallscope profile file format, version 1. Shared by the interposer (writer) and documented
+ * in docs/FORMAT.md; the Rust reader (src/profile/) mirrors these layouts and must be changed with them.
+ *
+ * A file is a file header followed by records. All integers are little-endian (the only byte order
+ * the interposer runs on); every record starts on an 8-byte boundary. Each record carries a CRC-32
+ * (IEEE, as zlib) of its payload so that damage is detected rather than misread.
+ *
+ * Thread and lock records are cumulative: the writer rewrites a thread's record at each flush in
+ * which it changed, and the reader keeps the last one per thread serial. A flush ends with an
+ * SS_REC_FLUSH record; a clean exit writes SS_REC_END. A file that ends after FLUSH but without END
+ * is a partial profile (the process was killed or crashed); a file that ends anywhere else is
+ * truncated. */
+#ifndef STALLSCOPE_FORMAT_H
+#define STALLSCOPE_FORMAT_H
+
+#include <stdint.h>
+
+#define SS_MAGIC "STALLSCP" /* 8 bytes, no terminator in the file */
+#define SS_VERSION 1u
+#define SS_BYTE_ORDER_MARK 0x01020304u
+
+/* Allocator functions, counted separately. */
+enum ss_fn {
+    SS_FN_MALLOC = 0,
+    SS_FN_CALLOC,
+    SS_FN_REALLOC,
+    SS_FN_REALLOCARRAY,
+    SS_FN_FREE,
+    SS_FN_POSIX_MEMALIGN,
+    SS_FN_ALIGNED_ALLOC,
+    SS_FN_MEMALIGN,
+    SS_FN_VALLOC,
+    SS_FN_PVALLOC,
+    SS_FN_COUNT
+};
+
+/* Latency histograms are kept per function group (the report's contract groups). */
+enum ss_group { SS_GRP_MALLOC = 0, SS_GRP_CALLOC, SS_GRP_REALLOC, SS_GRP_FREE, SS_GRP_ALIGNED, SS_GRP_COUNT };
+
+/* Request-size histogram: buckets 0..31 hold sizes 8*i+1 .. 8*(i+1) (bucket 0 also holds size 0);
+ * bucket 32+k holds sizes 2^(8+k)+1 .. 2^(9+k), k = 0..55. */
+#define SS_SIZE_FINE_BUCKETS 32u
+#define SS_SIZE_BUCKETS 88u
+
+/* Latency histogram: bucket k holds calls of [2^k, 2^(k+1)) ns; bucket 0 also holds 0 ns. */
+#define SS_LAT_BUCKETS 40u
+
+enum ss_record_type {
+    SS_REC_PROCESS = 1,
+    SS_REC_THREAD = 2,
+    SS_REC_FLUSH = 3,
+    SS_REC_END = 4,
+    SS_REC_SUPERVISOR = 5
+};
+
+enum ss_lock_kind { SS_LOCK_MUTEX = 1, SS_LOCK_RWLOCK_READ = 2, SS_LOCK_RWLOCK_WRITE = 3, SS_LOCK_SPIN = 4 };
+
+enum ss_end_how { SS_END_EXIT = 1, SS_END_UNDERSCORE_EXIT = 2, SS_END_EXEC = 3, SS_END_DESTRUCTOR = 4 };
+
+/* Timing modes: every call timed, or a random 1-in-N sample (counts and bytes are always exact). */
+enum ss_timing { SS_TIMING_SAMPLED = 0, SS_TIMING_EXACT = 1 };
+
+struct ss_file_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_size; /* sizeof(struct ss_file_header) */
+    uint32_t byte_order;  /* SS_BYTE_ORDER_MARK */
+    uint32_t crc;         /* CRC-32 of the 20 bytes before it */
+};
+
+struct ss_record_header {
+    uint32_t type;
+    uint32_t size; /* payload bytes, not counting this header or the padding to 8 */
+    uint32_t crc;  /* CRC-32 of the payload */
+    uint32_t reserved;
+};
+
+/* SS_REC_PROCESS: once, first record. Followed by cmdline_len bytes of NUL-separated arguments and
+ * exe_len bytes of the executable's path (no terminators counted). */
+struct ss_process_record {
+    uint32_t pid;
+    uint32_t ppid;
+    uint64_t start_realtime_ns;
+    uint64_t start_mono_ns; /* CLOCK_MONOTONIC */
+    uint64_t start_ticks;   /* the tick counter (TSC, or monotonic ns without one) at start_mono_ns */
+    uint64_t ticks_per_sec; /* calibrated at start; FLUSH/END pairs refine it */
+    uint32_t ncpus;
+    uint32_t timing; /* enum ss_timing */
+    uint32_t timing_period; /* mean 1-in-N sampling period when SS_TIMING_SAMPLED */
+    uint32_t flags;         /* bit 0: forked child (started at fork, not exec) */
+    char libc_version[32];
+    char allocator[64]; /* the file that provides the next malloc: libc.so.6, libjemalloc.so.2, ... */
+    uint32_t cmdline_len;
+    uint32_t exe_len;
+};
+
+struct ss_fn_stats {
+    uint64_t calls;
+    uint64_t bytes;       /* requested; 0 for free */
+    uint64_t timed_calls; /* calls whose duration was measured */
+    uint64_t timed_ticks; /* their summed duration */
+};
+
+struct ss_lock_stats {
+    uint64_t address;
+    uint32_t kind; /* enum ss_lock_kind */
+    uint32_t reserved;
+    uint64_t acquisitions;
+    uint64_t contended; /* acquisitions that had to wait */
+    uint64_t wait_ticks;
+    uint64_t max_wait_ticks;
+    uint64_t timed_holds; /* holds whose length was measured */
+    uint64_t hold_ticks;
+};
+
+/* SS_REC_THREAD: cumulative statistics of one thread, followed by nlocks struct ss_lock_stats. */
+struct ss_thread_record {
+    uint32_t serial; /* unique per process, in order of appearance; tids may be reused */
+    uint32_t tid;
+    uint32_t flags; /* bit 0: ended; bit 1: main thread; bit 2: lock table overflowed */
+    uint32_t nlocks;
+    char name[16];
+    uint64_t start_mono_ns;
+    uint64_t end_mono_ns; /* 0 while running */
+    uint64_t cpu_ns;
+    uint64_t lock_wait_ticks;
+    struct ss_fn_stats fn[SS_FN_COUNT];
+    uint64_t size_hist[SS_SIZE_BUCKETS];
+    uint64_t lat_hist[SS_GRP_COUNT][SS_LAT_BUCKETS];
+};
+
+#define SS_THREAD_ENDED 1u
+#define SS_THREAD_MAIN 2u
+#define SS_THREAD_LOCKS_OVERFLOW 4u
+
+/* SS_REC_FLUSH: ends every flush; pairs of (ticks, mono_ns) calibrate the tick rate. */
+struct ss_flush_record {
+    uint64_t seq;
+    uint64_t mono_ns;
+    uint64_t ticks;
+    uint64_t reserved;
+};
+
+/* SS_REC_END: the process image ended cleanly (exit, return from main, _exit, or exec). */
+struct ss_end_record {
+    uint32_t how; /* enum ss_end_how */
+    int32_t status;
+    uint64_t mono_ns;
+    uint64_t ticks;
+};
+
+/* SS_REC_SUPERVISOR: appended by `stallscope run` after waiting for the launched process. */
+struct ss_supervisor_record {
+    int32_t exit_code; /* -1 when killed by a signal */
+    int32_t signal;    /* 0 when it exited */
+    uint32_t core_dumped;
+    uint32_t reserved;
+    uint64_t wall_ns; /* as measured by the supervisor */
+};
+
+#endif

@@ -1,0 +1,44 @@
+//! The command line: one subcommand per capability, each handled by its own module.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "stallscope",
+    version,
+    about = "Find out why a multithreaded native program does not scale"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a program under the profiler and write a profile
+    Run(crate::run::RunArgs),
+    /// Print a profile as a terminal report or as JSON
+    Report(crate::report::ReportArgs),
+    /// Benchmark commands in isolated, interleaved processes with confidence intervals
+    Bench(crate::bench::BenchArgs),
+    /// Build and profile a bundled multithreaded program
+    Demo(crate::demo::DemoArgs),
+    /// Print the path of the interposer library (extracting it if needed)
+    #[command(hide = true)]
+    PreloadPath,
+}
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Run(args) => crate::run::main(args),
+        Command::Report(args) => crate::report::main(args),
+        Command::Bench(args) => crate::bench::main(args),
+        Command::Demo(args) => crate::demo::main(args),
+        Command::PreloadPath => {
+            let path: PathBuf = crate::preload::library_path()?;
+            println!("{}", path.display());
+            Ok(0)
+        }
+    }
+}
