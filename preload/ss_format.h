@@ -158,4 +158,15 @@ struct ss_supervisor_record {
     uint64_t wall_ns; /* as measured by the supervisor */
 };
 
+/* The reader (src/profile/format.rs) hard-codes these sizes. */
+_Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
+_Static_assert(sizeof(struct ss_record_header) == 16, "record header layout");
+_Static_assert(sizeof(struct ss_process_record) == 160, "process record layout");
+_Static_assert(sizeof(struct ss_fn_stats) == 32, "function stats layout");
+_Static_assert(sizeof(struct ss_lock_stats) == 64, "lock stats layout");
+_Static_assert(sizeof(struct ss_thread_record) == 2688, "thread record layout");
+_Static_assert(sizeof(struct ss_flush_record) == 32, "flush record layout");
+_Static_assert(sizeof(struct ss_end_record) == 24, "end record layout");
+_Static_assert(sizeof(struct ss_supervisor_record) == 24, "supervisor record layout");
+
 #endif

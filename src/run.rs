@@ -1,9 +1,333 @@
-//! `stallscope run`: launch a program under the interposer.
+//! `stallscope run`: launch a program with the interposer preloaded, pass its I/O, signals and
+//! exit status through unchanged, then summarise the profile it wrote.
+
+use crate::profile::{self, format};
+use crate::report::summary::{self, Summary};
+use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
+use anyhow::{Context, Result, bail};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Instant;
+
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    #[arg(trailing_var_arg = true, required = true)]
+    /// Write the profile to FILE (never overwritten) instead of stallscope-<command>-<pid>.prof
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Profile only the launched process, not the processes it starts
+    #[arg(long)]
+    pub no_children: bool,
+    /// Time a random sample of allocator calls (counts stay exact), or every call
+    #[arg(long, value_enum, default_value_t = Timing::Sampled)]
+    pub timing: Timing,
+    /// Mean sampling period for --timing sampled: one call in N is timed
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub timing_period: u32,
+    /// Print no summary after the run
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The command to profile, with its arguments
+    #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
-pub fn main(_args: RunArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("run: work in progress")
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    Sampled,
+    Exact,
+}
+
+/// The launched process, for the signal handler that forwards termination requests to it.
+static CHILD_PID: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pid = CHILD_PID.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+pub fn main(args: RunArgs) -> Result<i32> {
+    let program = match resolve_program(&args.command[0]) {
+        Some(p) => p,
+        None => {
+            eprintln!("stallscope: {}: command not found", args.command[0]);
+            return Ok(127);
+        }
+    };
+    if let Err(reason) = check_preloadable(&program, 0) {
+        eprintln!("stallscope: cannot profile {}: {reason}", program.display());
+        eprintln!("stallscope: the program was not run (a profile needs LD_PRELOAD, which it would ignore)");
+        return Ok(2);
+    }
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let output = args.output.as_ref().map(|o| cwd.join(o));
+    if let Some(out) = &output {
+        if out.exists() {
+            eprintln!("stallscope: {} exists; refusing to overwrite it", out.display());
+            return Ok(2);
+        }
+    }
+    let library = crate::preload::library_path()?;
+    let session = Session::create()?;
+
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]);
+    let preload = match std::env::var("LD_PRELOAD") {
+        Ok(existing) if !existing.is_empty() => format!("{} {existing}", library.display()),
+        _ => library.display().to_string(),
+    };
+    cmd.env("LD_PRELOAD", preload)
+        .env("STALLSCOPE_DIR", &cwd)
+        .env("STALLSCOPE_INDEX", &session.index)
+        .env("STALLSCOPE_SUPERVISOR", std::process::id().to_string())
+        .env("STALLSCOPE_TIMING", if args.timing == Timing::Exact { "exact" } else { "sampled" })
+        .env("STALLSCOPE_TIMING_PERIOD", args.timing_period.max(1).to_string());
+    if let Some(out) = &output {
+        cmd.env("STALLSCOPE_OUTPUT", out);
+    }
+    if args.no_children {
+        cmd.env("STALLSCOPE_NO_CHILDREN", "1");
+    }
+
+    // Like a shell waiting for a foreground job: keyboard signals reach the child through the
+    // terminal's process group, so ignore them here; forward termination requests sent to us.
+    // SAFETY: installing handlers before the child exists; the handler only calls kill.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+        for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
+            libc::signal(sig, forward_signal as *const () as libc::sighandler_t);
+        }
+    }
+    let started = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("stallscope: cannot run {}: {e}", args.command[0]);
+            return Ok(if e.kind() == std::io::ErrorKind::PermissionDenied { 126 } else { 127 });
+        }
+    };
+    CHILD_PID.store(child.id() as i32, Ordering::Relaxed);
+    let status = child.wait().context("waiting for the profiled program")?;
+    let wall = started.elapsed();
+    CHILD_PID.store(0, Ordering::Relaxed);
+
+    let files = session.profiles();
+    let root_pid = child.id();
+    let root_file = files.iter().rev().find(|(pid, _)| *pid == root_pid).map(|(_, p)| p.clone());
+    if let Some(path) = &root_file {
+        if let Err(e) = append_supervisor(path, &status, wall.as_nanos() as u64) {
+            eprintln!("stallscope: could not record the exit status in {}: {e:#}", path.display());
+        }
+    }
+    if !args.quiet {
+        print_summary(root_file.as_deref(), &files, root_pid, &status);
+    }
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(sig)) => 128 + sig,
+        _ => 1,
+    })
+}
+
+/// A temporary directory holding the index the interposers append their profile paths to.
+struct Session {
+    dir: PathBuf,
+    index: PathBuf,
+}
+
+impl Session {
+    fn create() -> Result<Session> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!("stallscope-run-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let index = dir.join("index");
+        std::fs::File::create(&index).with_context(|| format!("creating {}", index.display()))?;
+        Ok(Session { dir, index })
+    }
+
+    /// (pid, path) of every profile written, in order, keeping only files that still exist.
+    fn profiles(&self) -> Vec<(u32, PathBuf)> {
+        let text = std::fs::read_to_string(&self.index).unwrap_or_default();
+        let mut out: Vec<(u32, PathBuf)> = Vec::new();
+        for line in text.lines() {
+            let mut parts = line.splitn(3, ' ');
+            let (Some(pid), Some(_ppid), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+                continue;
+            };
+            let (Ok(pid), path) = (pid.parse::<u32>(), PathBuf::from(path)) else {
+                continue;
+            };
+            if path.exists() && !out.iter().any(|(_, p)| *p == path) {
+                out.push((pid, path));
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Finds the program the way execvp would.
+fn resolve_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.exists().then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// Whether the dynamic linker will honour LD_PRELOAD for this program (following `#!`).
+fn check_preloadable(program: &Path, depth: u32) -> std::result::Result<(), String> {
+    let meta = std::fs::metadata(program).map_err(|e| e.to_string())?;
+    let mode = meta.permissions().mode();
+    if mode & 0o6000 != 0 {
+        return Err("it is setuid or setgid, and the dynamic linker ignores LD_PRELOAD for such programs".into());
+    }
+    let mut head = vec![0u8; 4096];
+    let n = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(program).map_err(|e| e.to_string())?;
+        f.read(&mut head).map_err(|e| e.to_string())?
+    };
+    head.truncate(n);
+    if head.starts_with(b"#!") && depth < 4 {
+        let line = head[2..].split(|&b| b == b'\n').next().unwrap_or_default();
+        let text = String::from_utf8_lossy(line);
+        if let Some(interp) = text.split_whitespace().next() {
+            return check_preloadable(Path::new(interp), depth + 1);
+        }
+        return Ok(());
+    }
+    if !head.starts_with(b"\x7fELF") {
+        return Ok(()); // a script without #! runs under /bin/sh, which takes the preload
+    }
+    let data = std::fs::read(program).map_err(|e| e.to_string())?;
+    elf_check(&data)
+}
+
+fn elf_check(data: &[u8]) -> std::result::Result<(), String> {
+    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+    let elf = ElfFile64::<object::Endianness>::parse(data)
+        .map_err(|_| "it is not a 64-bit ELF program, and the interposer is built for x86-64".to_string())?;
+    let endian = elf.endian();
+    if elf.elf_header().e_machine(endian) != object::elf::EM_X86_64 {
+        return Err("it is not an x86-64 program".into());
+    }
+    let has_interp = elf
+        .elf_program_headers()
+        .iter()
+        .any(|ph| ph.p_type(endian) == object::elf::PT_INTERP);
+    if !has_interp {
+        return Err("it is statically linked, so no library can be preloaded into it".into());
+    }
+    Ok(())
+}
+
+/// Appends the exit status the supervisor observed, framed like every other record.
+fn append_supervisor(path: &Path, status: &std::process::ExitStatus, wall_ns: u64) -> Result<()> {
+    let mut payload = Vec::with_capacity(format::SUPERVISOR_SIZE);
+    payload.extend_from_slice(&status.code().unwrap_or(-1).to_le_bytes());
+    payload.extend_from_slice(&status.signal().unwrap_or(0).to_le_bytes());
+    payload.extend_from_slice(&u32::from(status.core_dumped()).to_le_bytes());
+    payload.extend_from_slice(&0u32.to_le_bytes());
+    payload.extend_from_slice(&wall_ns.to_le_bytes());
+    let mut record = Vec::with_capacity(format::RECORD_HEADER_SIZE + payload.len());
+    record.extend_from_slice(&format::REC_SUPERVISOR.to_le_bytes());
+    record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    record.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    record.extend_from_slice(&0u32.to_le_bytes());
+    record.extend_from_slice(&payload);
+    let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
+    file.write_all(&record)?;
+    Ok(())
+}
+
+fn print_summary(root: Option<&Path>, files: &[(u32, PathBuf)], root_pid: u32, status: &std::process::ExitStatus) {
+    let style = Style::for_stderr();
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", style.bold("── stallscope ──"));
+    if let Some(sig) = status.signal() {
+        let _ = writeln!(err, "the program was killed by signal {sig}{}", if status.core_dumped() { " (core dumped)" } else { "" });
+    }
+    match root.map(|p| (p, profile::read(p))) {
+        None => {
+            let _ = writeln!(
+                err,
+                "no profile was written: the program ended before the interposer started, or could not create its file"
+            );
+        }
+        Some((path, Err(e))) => {
+            let _ = writeln!(err, "the profile {} could not be read: {e:#}", path.display());
+        }
+        Some((path, Ok(p))) => {
+            let s = summary::summarize(&p);
+            summary_lines(&mut err, &s, path);
+        }
+    }
+    let earlier: Vec<_> = files.iter().filter(|(pid, p)| *pid == root_pid && Some(p.as_path()) != root).collect();
+    if !earlier.is_empty() {
+        let names: Vec<_> = earlier.iter().map(|(_, p)| p.display().to_string()).collect();
+        let _ = writeln!(err, "before exec:  {}", names.join(", "));
+    }
+    let children: Vec<_> = files.iter().filter(|(pid, _)| *pid != root_pid).collect();
+    if !children.is_empty() {
+        let _ = writeln!(err, "children:     {} profiles", children.len());
+        for (pid, path) in children.iter().take(10) {
+            let _ = writeln!(err, "  {pid:>8}  {}", path.display());
+        }
+        if children.len() > 10 {
+            let _ = writeln!(err, "  ... and {} more", children.len() - 10);
+        }
+    }
+}
+
+fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
+    let _ = writeln!(
+        err,
+        "wall time:    {}   threads: {}",
+        fmt_ns(s.wall_ns as f64),
+        s.threads.len()
+    );
+    let _ = writeln!(
+        err,
+        "allocator:    {} calls, {} of thread time inside",
+        fmt_count(s.alloc_calls()),
+        fmt_pct(s.alloc_share())
+    );
+    match s.locks.iter().find(|l| l.contended > 0) {
+        Some(l) => {
+            let _ = writeln!(
+                err,
+                "top lock:     {} {:#x}: {} of {} acquisitions contended, {} waiting",
+                l.kind,
+                l.address,
+                fmt_count(l.contended),
+                fmt_count(l.acquisitions),
+                fmt_ns(l.wait_ns as f64)
+            );
+        }
+        None => {
+            let _ = writeln!(err, "locks:        no contended pthread lock");
+        }
+    }
+    if !s.complete && s.signal.is_none() && !s.ended_by_exec {
+        let _ = writeln!(err, "partial:      the program did not exit cleanly; data up to its last flush");
+    }
+    let _ = writeln!(err, "profile:      {}   (stallscope report {})", path.display(), path.display());
 }

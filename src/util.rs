@@ -1,1 +1,102 @@
-//! Small shared helpers.
+//! Small shared helpers: human-readable numbers and terminal styling.
+
+use std::io::IsTerminal;
+
+/// A duration in nanoseconds as a short human string: 850 ns, 12.3 us, 4.56 ms, 1.234 s.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.1} us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+/// A byte count with a binary unit: 512 B, 1.5 KiB, 3.2 MiB.
+pub fn fmt_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+}
+
+/// A count with thousands separators: 1,234,567.
+pub fn fmt_count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn fmt_pct(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
+/// ANSI styling, only when writing to a terminal and NO_COLOR is not set.
+#[derive(Clone, Copy)]
+pub struct Style {
+    pub enabled: bool,
+}
+
+impl Style {
+    pub fn for_stdout() -> Self {
+        Style {
+            enabled: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+    pub fn for_stderr() -> Self {
+        Style {
+            enabled: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+    fn wrap(&self, code: &str, text: &str) -> String {
+        if self.enabled { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+    }
+    pub fn bold(&self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+    pub fn dim(&self, text: &str) -> String {
+        self.wrap("2", text)
+    }
+    pub fn warn(&self, text: &str) -> String {
+        self.wrap("33", text)
+    }
+}
+
+/// A horizontal bar of `width` cells for `share` in [0, 1], with eighth-cell resolution.
+pub fn bar(share: f64, width: usize) -> String {
+    const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let eighths = (share.clamp(0.0, 1.0) * (width * 8) as f64).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    if eighths % 8 != 0 {
+        s.push(PARTS[eighths % 8]);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_human() {
+        assert_eq!(fmt_count(1234567), "1,234,567");
+        assert_eq!(fmt_count(12), "12");
+        assert_eq!(fmt_bytes(1536), "1.5 KiB");
+        assert_eq!(fmt_ns(2_500_000.0), "2.50 ms");
+        assert_eq!(bar(0.5, 4), "██");
+        assert_eq!(bar(0.0, 4), "");
+    }
+}

@@ -1,1 +1,121 @@
-//! Profile reading.
+//! Profiles: the data model, and the reader that validates a file into it.
+
+pub mod format;
+mod reader;
+
+pub use reader::{ProfileError, parse, read};
+
+use format::*;
+
+/// What the process was and how it ran.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    pub ppid: u32,
+    pub start_realtime_ns: u64,
+    pub start_mono_ns: u64,
+    pub start_ticks: u64,
+    pub ticks_per_sec: u64,
+    pub ncpus: u32,
+    pub timing_exact: bool,
+    pub timing_period: u32,
+    pub forked: bool,
+    pub libc_version: String,
+    pub allocator: String,
+    pub command: Vec<String>,
+    pub exe: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FnStats {
+    pub calls: u64,
+    pub bytes: u64,
+    pub timed_calls: u64,
+    pub timed_ticks: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LockStats {
+    pub address: u64,
+    pub kind: u32,
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub wait_ticks: u64,
+    pub max_wait_ticks: u64,
+    pub timed_holds: u64,
+    pub hold_ticks: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ThreadStats {
+    pub serial: u32,
+    pub tid: u32,
+    pub flags: u32,
+    pub name: String,
+    pub start_mono_ns: u64,
+    pub end_mono_ns: u64,
+    pub cpu_ns: u64,
+    pub lock_wait_ticks: u64,
+    pub fns: [FnStats; FN_COUNT],
+    pub size_hist: [u64; SIZE_BUCKETS],
+    pub lat_hist: [[u64; LAT_BUCKETS]; GROUP_COUNT],
+    pub locks: Vec<LockStats>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct EndInfo {
+    pub how: u32,
+    pub status: i32,
+    pub mono_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct SupervisorInfo {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub core_dumped: bool,
+    pub wall_ns: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub process: ProcessInfo,
+    /// The last record of each thread, in order of appearance.
+    pub threads: Vec<ThreadStats>,
+    pub end: Option<EndInfo>,
+    pub supervisor: Option<SupervisorInfo>,
+    /// The process image ended cleanly (an END record is the last thing it wrote).
+    pub complete: bool,
+    /// The latest monotonic time the file speaks of.
+    pub last_mono_ns: u64,
+    /// Ticks per second, refined from the longest (ticks, time) baseline in the file.
+    pub ticks_per_sec: f64,
+    pub flushes: u64,
+}
+
+impl Profile {
+    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        (ticks as f64 * 1e9 / self.ticks_per_sec).round() as u64
+    }
+
+    /// Wall time of the process image, from its start to its end (or last flush).
+    pub fn wall_ns(&self) -> u64 {
+        let end = self.end.map_or(self.last_mono_ns, |e| e.mono_ns);
+        end.saturating_sub(self.process.start_mono_ns)
+    }
+
+    /// How the process ended: its exit code, or the signal that killed it.
+    pub fn exit_code(&self) -> Option<i32> {
+        if let Some(s) = self.supervisor {
+            return s.exit_code;
+        }
+        match self.end {
+            Some(e) if e.how == END_EXIT || e.how == END_UNDERSCORE_EXIT => Some(e.status),
+            _ => None,
+        }
+    }
+
+    pub fn signal(&self) -> Option<i32> {
+        self.supervisor.and_then(|s| s.signal)
+    }
+}

@@ -1,8 +1,45 @@
-//! `stallscope report`.
+//! `stallscope report`: a profile as a terminal report or as JSON.
+
+pub mod json;
+pub mod summary;
+pub mod text;
+
+use crate::profile;
+use crate::util::Style;
+use std::path::PathBuf;
+
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    pub files: Vec<std::path::PathBuf>,
+    /// Print JSON (schema stallscope.report/1) instead of the terminal report
+    #[arg(long)]
+    pub json: bool,
+    /// Profile files written by `stallscope run`
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
-pub fn main(_args: ReportArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("report: work in progress")
+
+pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
+    let mut reports = Vec::new();
+    for path in &args.files {
+        let profile = profile::read(path)?;
+        reports.push((path.display().to_string(), summary::summarize(&profile)));
+    }
+    if args.json {
+        let values: Vec<_> = reports.iter().map(|(p, s)| json::report_json(s, p)).collect();
+        let out = if values.len() == 1 {
+            values.into_iter().next().expect("one report")
+        } else {
+            serde_json::Value::Array(values)
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        let style = Style::for_stdout();
+        for (i, (path, s)) in reports.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print!("{}", text::render(s, path, style));
+        }
+    }
+    Ok(0)
 }

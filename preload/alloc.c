@@ -1,0 +1,199 @@
+/* Allocator hooks: every call is counted with its requested bytes and size bucket; a random
+ * 1-in-N sample (every call in exact mode) is also timed, because reading the clock around each
+ * call would cost more than the fast path of malloc itself. */
+#include "ss_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ---- bootstrap pool: serves allocations made by dlsym while the real functions are unknown ---- */
+
+#define SS_BOOTSTRAP_SIZE (256u * 1024u)
+static _Alignas(16) unsigned char ss_bootstrap[SS_BOOTSTRAP_SIZE];
+static size_t ss_bootstrap_used;
+
+void *ss_bootstrap_alloc(size_t size) {
+    size_t need = 16 + ((size + 15) & ~(size_t)15);
+    size_t at = __atomic_fetch_add(&ss_bootstrap_used, need, __ATOMIC_RELAXED);
+    if (at + need > SS_BOOTSTRAP_SIZE) return NULL;
+    unsigned char *p = ss_bootstrap + at;
+    memcpy(p, &size, sizeof size); /* the block's size, for realloc and malloc_usable_size */
+    return p + 16;                 /* fresh static memory is already zero, as calloc needs */
+}
+
+int ss_is_bootstrap(const void *p) {
+    return (const unsigned char *)p >= ss_bootstrap && (const unsigned char *)p < ss_bootstrap + SS_BOOTSTRAP_SIZE;
+}
+
+static size_t ss_bootstrap_size(const void *p) {
+    size_t size;
+    memcpy(&size, (const unsigned char *)p - 16, sizeof size);
+    return size;
+}
+
+/* ---- accounting ---- */
+
+static inline uint32_t ss_size_bucket(size_t n) {
+    if (n <= 256) return n == 0 ? 0 : (uint32_t)((n - 1) >> 3);
+    return SS_SIZE_FINE_BUCKETS + (uint32_t)(64 - __builtin_clzll((unsigned long long)(n - 1))) - 9;
+}
+
+static inline uint32_t ss_latency_bucket(uint64_t ns) {
+    uint32_t b = (uint32_t)(63 - __builtin_clzll(ns | 1));
+    return b < SS_LAT_BUCKETS ? b : SS_LAT_BUCKETS - 1;
+}
+
+static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
+    struct ss_fn_stats *f = &t->rec.fn[fn];
+    SS_ADD(f->calls, 1);
+    if (fn != SS_FN_FREE) {
+        SS_ADD(f->bytes, bytes);
+        SS_ADD(t->rec.size_hist[ss_size_bucket(bytes)], 1);
+    }
+}
+
+static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group grp, uint64_t start) {
+    uint64_t ticks = ss_ticks() - start;
+    struct ss_fn_stats *f = &t->rec.fn[fn];
+    SS_ADD(f->timed_calls, 1);
+    SS_ADD(f->timed_ticks, ticks);
+    SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], 1);
+}
+
+static inline size_t ss_mul_saturating(size_t a, size_t b) {
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? (size_t)-1 : r;
+}
+
+/* The body shared by every hook: count, then call `real_call` with the clock read around it
+ * when this call is in the timed sample. `ret` receives the result. */
+#define SS_RECORDED_CALL(t, fn, grp, bytes, ret, real_call)                                                  \
+    do {                                                                                                    \
+        ss_count(t, fn, bytes);                                                                             \
+        ss_busy = 1;                                                                                        \
+        if (SS_UNLIKELY(ss_take_timed(t))) {                                                                \
+            uint64_t start_ = ss_ticks();                                                                   \
+            ret = real_call;                                                                                \
+            ss_timed(t, fn, grp, start_);                                                                   \
+        } else {                                                                                            \
+            ret = real_call;                                                                                \
+        }                                                                                                   \
+        ss_busy = 0;                                                                                        \
+    } while (0)
+
+/* ---- hooks ---- */
+
+SS_EXPORT void *malloc(size_t size) {
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) return ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size);
+    void *p;
+    SS_RECORDED_CALL(t, SS_FN_MALLOC, SS_GRP_MALLOC, size, p, ss_real.malloc(size));
+    return p;
+}
+
+SS_EXPORT void free(void *ptr) {
+    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) return;
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) {
+        if (ss_real.free) ss_real.free(ptr);
+        return;
+    }
+    int unused;
+    SS_RECORDED_CALL(t, SS_FN_FREE, SS_GRP_FREE, 0, unused, (ss_real.free(ptr), 0));
+    (void)unused;
+}
+
+SS_EXPORT void *calloc(size_t n, size_t size) {
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) {
+        if (ss_real.calloc) return ss_real.calloc(n, size);
+        size_t total = ss_mul_saturating(n, size);
+        return total == (size_t)-1 ? NULL : ss_bootstrap_alloc(total);
+    }
+    void *p;
+    SS_RECORDED_CALL(t, SS_FN_CALLOC, SS_GRP_CALLOC, ss_mul_saturating(n, size), p, ss_real.calloc(n, size));
+    return p;
+}
+
+static void *ss_realloc_from_bootstrap(void *ptr, size_t size) {
+    void *p = malloc(size);
+    if (p) {
+        size_t old = ss_bootstrap_size(ptr);
+        memcpy(p, ptr, old < size ? old : size);
+    }
+    return p;
+}
+
+SS_EXPORT void *realloc(void *ptr, size_t size) {
+    if (SS_UNLIKELY(ptr && ss_is_bootstrap(ptr))) return ss_realloc_from_bootstrap(ptr, size);
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) {
+        if (ss_real.realloc) return ss_real.realloc(ptr, size);
+        return ptr ? NULL : ss_bootstrap_alloc(size);
+    }
+    void *p;
+    SS_RECORDED_CALL(t, SS_FN_REALLOC, SS_GRP_REALLOC, size, p, ss_real.realloc(ptr, size));
+    return p;
+}
+
+SS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
+    size_t total = ss_mul_saturating(n, size);
+    if (SS_UNLIKELY(ptr && ss_is_bootstrap(ptr))) {
+        if (total == (size_t)-1) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        return ss_realloc_from_bootstrap(ptr, total);
+    }
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) return ss_real.reallocarray ? ss_real.reallocarray(ptr, n, size) : NULL;
+    void *p;
+    SS_RECORDED_CALL(t, SS_FN_REALLOCARRAY, SS_GRP_REALLOC, total, p, ss_real.reallocarray(ptr, n, size));
+    return p;
+}
+
+SS_EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) return ss_real.posix_memalign ? ss_real.posix_memalign(out, alignment, size) : ENOMEM;
+    int rc;
+    SS_RECORDED_CALL(t, SS_FN_POSIX_MEMALIGN, SS_GRP_ALIGNED, size, rc, ss_real.posix_memalign(out, alignment, size));
+    return rc;
+}
+
+SS_EXPORT void *aligned_alloc(size_t alignment, size_t size) {
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) return ss_real.aligned_alloc ? ss_real.aligned_alloc(alignment, size) : NULL;
+    void *p;
+    SS_RECORDED_CALL(t, SS_FN_ALIGNED_ALLOC, SS_GRP_ALIGNED, size, p, ss_real.aligned_alloc(alignment, size));
+    return p;
+}
+
+SS_EXPORT void *memalign(size_t alignment, size_t size) {
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) return ss_real.memalign ? ss_real.memalign(alignment, size) : NULL;
+    void *p;
+    SS_RECORDED_CALL(t, SS_FN_MEMALIGN, SS_GRP_ALIGNED, size, p, ss_real.memalign(alignment, size));
+    return p;
+}
+
+SS_EXPORT void *valloc(size_t size) {
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) return ss_real.valloc ? ss_real.valloc(size) : NULL;
+    void *p;
+    SS_RECORDED_CALL(t, SS_FN_VALLOC, SS_GRP_ALIGNED, size, p, ss_real.valloc(size));
+    return p;
+}
+
+SS_EXPORT void *pvalloc(size_t size) {
+    struct ss_thread *t = ss_enter();
+    if (SS_UNLIKELY(!t)) return ss_real.pvalloc ? ss_real.pvalloc(size) : NULL;
+    void *p;
+    SS_RECORDED_CALL(t, SS_FN_PVALLOC, SS_GRP_ALIGNED, size, p, ss_real.pvalloc(size));
+    return p;
+}
+
+SS_EXPORT size_t malloc_usable_size(void *ptr) {
+    if (ptr && ss_is_bootstrap(ptr)) return ss_bootstrap_size(ptr);
+    ss_ensure_resolved();
+    return ss_real.malloc_usable_size ? ss_real.malloc_usable_size(ptr) : 0;
+}

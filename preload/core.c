@@ -1,0 +1,456 @@
+/* Initialisation, configuration, clocks, thread registry, and the process-lifecycle hooks
+ * (pthread_create, fork, exec, exit). */
+#include "ss_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ss_real ss_real;
+struct ss_config ss_config;
+int ss_active;
+int ss_use_tsc;
+uint64_t ss_ns_per_tick_q32 = 1ull << 32;
+uint64_t ss_ticks_per_sec = 1000000000ull;
+struct ss_thread *ss_threads;
+pid_t ss_pid;
+SS_TLS struct ss_thread *ss_self;
+SS_TLS int ss_busy;
+
+enum { SS_UNINIT = 0, SS_RESOLVING = 1, SS_READY = 2 };
+static int ss_state;
+static uint32_t ss_next_serial;
+static pthread_key_t ss_thread_key;
+static int ss_is_fork_child;
+static struct ss_thread *ss_fork_pending;
+static int ss_exit_status_known;
+static int ss_exit_status;
+
+/* ---- clocks ---- */
+
+uint64_t ss_mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ss_realtime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int ss_cpu_has_invariant_tsc(void) {
+    uint32_t a, b, c, d;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+    if (a < 0x80000007u) return 0;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+    return (d >> 8) & 1;
+}
+
+/* Calibrate the TSC against CLOCK_MONOTONIC over a short spin; flush records refine it later. */
+static void ss_calibrate(void) {
+    ss_use_tsc = ss_cpu_has_invariant_tsc();
+    if (!ss_use_tsc) return;
+    uint64_t n0 = ss_mono_ns(), t0 = ss_ticks(), n1, t1;
+    do {
+        n1 = ss_mono_ns();
+        t1 = ss_ticks();
+    } while (n1 - n0 < 300000);
+    if (t1 <= t0) {
+        ss_use_tsc = 0;
+        return;
+    }
+    ss_ticks_per_sec = (uint64_t)((unsigned __int128)(t1 - t0) * 1000000000ull / (n1 - n0));
+    ss_ns_per_tick_q32 = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
+}
+
+/* ---- sampling ---- */
+
+uint32_t ss_next_interval(struct ss_thread *t) {
+    uint32_t period = ss_config.period;
+    if (period <= 1) return 1;
+    uint64_t x = t->rng; /* xorshift64 */
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t->rng = x;
+    return 1 + (uint32_t)(x % (2ull * period - 1)); /* uniform on [1, 2*period-1], mean period */
+}
+
+/* ---- configuration ---- */
+
+static void ss_copy_env(char *dst, size_t cap, const char *name) {
+    const char *v = getenv(name);
+    dst[0] = 0;
+    if (!v) return;
+    size_t n = strlen(v);
+    if (n >= cap) return; /* too long: treated as unset rather than truncated */
+    memcpy(dst, v, n + 1);
+}
+
+static void ss_read_config(void) {
+    ss_copy_env(ss_config.dir, sizeof ss_config.dir, "STALLSCOPE_DIR");
+    ss_copy_env(ss_config.index, sizeof ss_config.index, "STALLSCOPE_INDEX");
+    const char *timing = getenv("STALLSCOPE_TIMING");
+    ss_config.timing = (timing && strcmp(timing, "exact") == 0) ? SS_TIMING_EXACT : SS_TIMING_SAMPLED;
+    ss_config.period = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_TIMING_PERIOD"), 32);
+    if (ss_config.timing == SS_TIMING_EXACT || ss_config.period == 0) ss_config.period = 1;
+    ss_config.flush_ms = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_FLUSH_MS"), 1000);
+    if (ss_config.flush_ms < 10) ss_config.flush_ms = 10;
+
+    /* The launched process is the one whose parent is the supervisor (also after it execs). */
+    uint64_t supervisor = ss_parse_u64(getenv("STALLSCOPE_SUPERVISOR"), 0);
+    int is_launched = supervisor != 0 && (uint64_t)getppid() == supervisor;
+    if (is_launched) ss_copy_env(ss_config.output, sizeof ss_config.output, "STALLSCOPE_OUTPUT");
+    const char *no_children = getenv("STALLSCOPE_NO_CHILDREN");
+    ss_config.dormant = no_children && no_children[0] == '1' && supervisor != 0 && !is_launched;
+}
+
+/* ---- symbol resolution ---- */
+
+static void *ss_sym(const char *name) { return dlsym(RTLD_NEXT, name); }
+
+static void *ss_vsym(const char *name, const char *version) {
+    void *p = dlvsym(RTLD_NEXT, name, version);
+    return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+static void ss_resolve(void) {
+    struct ss_real r;
+    memset(&r, 0, sizeof r);
+#define SS_RESOLVE(field, name) *(void **)&r.field = ss_sym(name)
+    SS_RESOLVE(malloc, "malloc");
+    SS_RESOLVE(calloc, "calloc");
+    SS_RESOLVE(realloc, "realloc");
+    SS_RESOLVE(reallocarray, "reallocarray");
+    SS_RESOLVE(free, "free");
+    SS_RESOLVE(posix_memalign, "posix_memalign");
+    SS_RESOLVE(aligned_alloc, "aligned_alloc");
+    SS_RESOLVE(memalign, "memalign");
+    SS_RESOLVE(valloc, "valloc");
+    SS_RESOLVE(pvalloc, "pvalloc");
+    SS_RESOLVE(malloc_usable_size, "malloc_usable_size");
+    SS_RESOLVE(mutex_lock, "pthread_mutex_lock");
+    SS_RESOLVE(mutex_trylock, "pthread_mutex_trylock");
+    SS_RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");
+    SS_RESOLVE(mutex_clocklock, "pthread_mutex_clocklock");
+    SS_RESOLVE(mutex_unlock, "pthread_mutex_unlock");
+    SS_RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock");
+    SS_RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
+    SS_RESOLVE(rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
+    SS_RESOLVE(rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
+    SS_RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock");
+    SS_RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock");
+    SS_RESOLVE(rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
+    SS_RESOLVE(rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
+    SS_RESOLVE(rwlock_unlock, "pthread_rwlock_unlock");
+    SS_RESOLVE(spin_lock, "pthread_spin_lock");
+    SS_RESOLVE(spin_trylock, "pthread_spin_trylock");
+    SS_RESOLVE(spin_unlock, "pthread_spin_unlock");
+    /* The unversioned lookup finds the pre-2.3.2 condition variables; programs use the new ones. */
+    *(void **)&r.cond_wait = ss_vsym("pthread_cond_wait", "GLIBC_2.3.2");
+    *(void **)&r.cond_timedwait = ss_vsym("pthread_cond_timedwait", "GLIBC_2.3.2");
+    SS_RESOLVE(cond_clockwait, "pthread_cond_clockwait");
+    SS_RESOLVE(pthread_create, "pthread_create");
+    SS_RESOLVE(exit, "exit");
+    SS_RESOLVE(underscore_exit, "_exit");
+    SS_RESOLVE(underscore_Exit, "_Exit");
+    SS_RESOLVE(execve, "execve");
+    SS_RESOLVE(execv, "execv");
+    SS_RESOLVE(execvp, "execvp");
+    SS_RESOLVE(execvpe, "execvpe");
+    SS_RESOLVE(fexecve, "fexecve");
+    SS_RESOLVE(libc_start_main, "__libc_start_main");
+#undef SS_RESOLVE
+    /* Publish field by field: another thread may read a pointer as soon as it is non-NULL. */
+    void **src = (void **)&r, **dst = (void **)&ss_real;
+    for (size_t i = 0; i < sizeof r / sizeof(void *); i++) __atomic_store_n(&dst[i], src[i], __ATOMIC_RELEASE);
+}
+
+/* ---- threads ---- */
+
+static void ss_thread_destructor(void *arg) {
+    struct ss_thread *t = arg;
+    if (!t || ss_pid != getpid()) return;
+    char name[16] = {0};
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    memcpy(t->rec.name, name, sizeof name);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    SS_STORE(t->rec.cpu_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+    SS_STORE(t->rec.end_mono_ns, ss_mono_ns());
+    __atomic_or_fetch(&t->rec.flags, SS_THREAD_ENDED, __ATOMIC_RELEASE);
+}
+
+struct ss_thread *ss_thread_alloc(void) {
+    struct ss_thread *t = ss_map(sizeof *t);
+    if (!t) return NULL;
+    t->rng = (uint64_t)(uintptr_t)t ^ ss_ticks() ^ 0x9E3779B97F4A7C15ull;
+    if (!t->rng) t->rng = 1;
+    t->countdown = 1;
+    t->countdown = ss_next_interval(t);
+    return t;
+}
+
+/* Makes `t` the record of the calling thread and publishes it on the global list. */
+void ss_thread_attach(struct ss_thread *t, int is_main) {
+    t->rec.serial = __atomic_fetch_add(&ss_next_serial, 1, __ATOMIC_RELAXED);
+    t->rec.tid = (uint32_t)syscall(SYS_gettid);
+    t->rec.flags = is_main ? SS_THREAD_MAIN : 0;
+    t->rec.start_mono_ns = ss_mono_ns();
+    ss_self = t;
+    if (!is_main) pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit */
+    struct ss_thread *head = __atomic_load_n(&ss_threads, __ATOMIC_RELAXED);
+    do {
+        t->next = head;
+    } while (!__atomic_compare_exchange_n(&ss_threads, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+uint64_t ss_thread_cpu_ns(pid_t tid) {
+    /* The kernel's per-thread CPU clock id for a tid: safe even after the thread is gone. */
+    clockid_t id = (clockid_t)((~(unsigned)tid << 3) | 6);
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *ss_thread_trampoline(void *arg) {
+    struct ss_thread *t = arg;
+    ss_thread_attach(t, 0);
+    return t->start_fn(t->start_arg);
+}
+
+SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+    ss_ensure_resolved();
+    struct ss_thread *self = ss_enter();
+    if (!self) return ss_real.pthread_create(thread, attr, fn, arg);
+    ss_busy = 1;
+    struct ss_thread *t = ss_thread_alloc();
+    int rc;
+    if (t) {
+        t->start_fn = fn;
+        t->start_arg = arg;
+        rc = ss_real.pthread_create(thread, attr, ss_thread_trampoline, t);
+        if (rc != 0) ss_unmap(t, sizeof *t);
+    } else {
+        rc = ss_real.pthread_create(thread, attr, fn, arg);
+    }
+    ss_busy = 0;
+    return rc;
+}
+
+/* ---- initialisation ---- */
+
+static void ss_after_fork_child(void);
+
+static void ss_init(void) {
+    int expected = SS_UNINIT;
+    if (!__atomic_compare_exchange_n(&ss_state, &expected, SS_RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return; /* another thread initialises; its calls meanwhile go to the bootstrap pool */
+    ss_busy = 1;
+    ss_resolve();
+    ss_read_config();
+    ss_pid = getpid();
+    ss_calibrate();
+    ss_writer_init();
+    int ok = ss_real.malloc && ss_real.free && ss_real.pthread_create && ss_real.mutex_lock &&
+             ss_real.mutex_trylock && ss_real.mutex_unlock;
+    if (ok && !ss_config.dormant) {
+        ok = pthread_key_create(&ss_thread_key, ss_thread_destructor) == 0 &&
+             pthread_atfork(NULL, NULL, ss_after_fork_child) == 0;
+        struct ss_thread *t = ok ? ss_thread_alloc() : NULL;
+        if (t) {
+            ss_thread_attach(t, 1);
+            __atomic_store_n(&ss_active, 1, __ATOMIC_RELEASE);
+        }
+    }
+    ss_busy = 0;
+    __atomic_store_n(&ss_state, SS_READY, __ATOMIC_RELEASE);
+}
+
+void ss_ensure_resolved(void) {
+    if (SS_UNLIKELY(__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) == SS_UNINIT)) ss_init();
+}
+
+struct ss_thread *ss_enter_slow(void) {
+    if (ss_busy) return NULL;
+    ss_ensure_resolved();
+    if (__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) != SS_READY) return NULL;
+    if (!__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE)) return NULL;
+    if (ss_self) return ss_self;
+    ss_busy = 1;
+    struct ss_thread *t = ss_fork_pending;
+    if (t) { /* the first call in a fork child: its thread record, then its flusher */
+        ss_fork_pending = NULL;
+        ss_thread_attach(t, 1);
+        ss_start_flusher();
+    } else { /* a thread not created through pthread_create (or created before we were ready) */
+        t = ss_thread_alloc();
+        if (t) ss_thread_attach(t, 0);
+    }
+    ss_busy = 0;
+    return t;
+}
+
+/* After fork the child has only the calling thread: start afresh with its record alone. */
+static void ss_after_fork_child(void) {
+    if (!ss_active) return;
+    ss_pid = getpid();
+    ss_is_fork_child = 1;
+    struct ss_thread *self = ss_self;
+    ss_threads = NULL;
+    ss_self = NULL;
+    ss_config.output[0] = 0; /* the explicit output path belongs to the launched process */
+    ss_writer_after_fork_child();
+    if (self) {
+        memset(&self->rec, 0, sizeof self->rec);
+        memset(self->locks, 0, sizeof self->locks);
+        self->nheld = 0;
+        self->written = 0;
+        ss_fork_pending = self; /* the next hook takes the slow path, which re-attaches it */
+    }
+}
+
+int ss_process_is_fork_child(void) { return ss_is_fork_child; }
+
+__attribute__((constructor)) static void ss_constructor(void) {
+    ss_ensure_resolved();
+    if (!ss_active) return;
+    ss_busy = 1;
+    if (ss_open_profile() == 0) ss_start_flusher();
+    ss_busy = 0;
+}
+
+__attribute__((destructor)) static void ss_destructor(void) {
+    if (!ss_active || ss_pid != getpid()) return;
+    ss_busy = 1;
+    ss_flush(1, ss_exit_status_known ? SS_END_EXIT : SS_END_DESTRUCTOR, ss_exit_status);
+}
+
+/* ---- exit and exec ---- */
+
+static int (*ss_program_main)(int, char **, char **);
+
+static int ss_main_wrapper(int argc, char **argv, char **envp) {
+    int status = ss_program_main(argc, argv, envp);
+    ss_exit_status = status;
+    ss_exit_status_known = 1;
+    return status;
+}
+
+/* Wrapping main is the only way to learn the status of a plain `return` from main. */
+SS_EXPORT int __libc_start_main(int (*main_fn)(int, char **, char **), int argc, char **argv, void (*init)(void),
+                                void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
+    ss_ensure_resolved();
+    ss_program_main = main_fn;
+    return ss_real.libc_start_main(ss_main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+SS_EXPORT void exit(int status) {
+    ss_ensure_resolved();
+    ss_exit_status = status;
+    ss_exit_status_known = 1;
+    ss_real.exit(status);
+}
+
+static void ss_before_underscore_exit(int status) {
+    if (ss_active && ss_pid == getpid()) { /* not in a vfork child, which shares our memory */
+        ss_busy = 1;
+        ss_flush(1, SS_END_UNDERSCORE_EXIT, status);
+    }
+}
+
+SS_EXPORT void _exit(int status) {
+    ss_ensure_resolved();
+    ss_before_underscore_exit(status);
+    ss_real.underscore_exit(status);
+}
+
+SS_EXPORT void _Exit(int status) {
+    ss_ensure_resolved();
+    ss_before_underscore_exit(status);
+    ss_real.underscore_Exit(status);
+}
+
+/* exec replaces the image without running destructors: write what this image recorded. If exec
+ * fails the process goes on, and later flushes simply follow the END record. */
+static void ss_before_exec(void) {
+    ss_ensure_resolved();
+    if (ss_active && ss_pid == getpid() && !ss_busy) {
+        ss_busy = 1;
+        ss_flush(1, SS_END_EXEC, 0);
+        ss_writer_before_exec();
+        ss_busy = 0;
+    }
+}
+
+SS_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    ss_before_exec();
+    return ss_real.execve(path, argv, envp);
+}
+
+SS_EXPORT int execv(const char *path, char *const argv[]) {
+    ss_before_exec();
+    return ss_real.execv(path, argv);
+}
+
+SS_EXPORT int execvp(const char *file, char *const argv[]) {
+    ss_before_exec();
+    return ss_real.execvp(file, argv);
+}
+
+SS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    ss_before_exec();
+    return ss_real.execvpe(file, argv, envp);
+}
+
+SS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+    ss_before_exec();
+    return ss_real.fexecve(fd, argv, envp);
+}
+
+/* The variadic forms collect their arguments on the stack, as glibc does. */
+#define SS_COLLECT_ARGS(first, ap, argv, extra)                                                             \
+    size_t argc_ = 1;                                                                                       \
+    va_start(ap, first);                                                                                    \
+    while (va_arg(ap, char *) != NULL) argc_++;                                                             \
+    va_end(ap);                                                                                             \
+    char *argv[argc_ + 1];                                                                                  \
+    argv[0] = (char *)(first);                                                                              \
+    va_start(ap, first);                                                                                    \
+    for (size_t i_ = 1; i_ <= argc_; i_++) argv[i_] = va_arg(ap, char *);                                   \
+    extra;                                                                                                  \
+    va_end(ap)
+
+SS_EXPORT int execl(const char *path, const char *arg, ...) {
+    va_list ap;
+    SS_COLLECT_ARGS(arg, ap, argv, (void)0);
+    ss_before_exec();
+    return ss_real.execv(path, argv);
+}
+
+SS_EXPORT int execlp(const char *file, const char *arg, ...) {
+    va_list ap;
+    SS_COLLECT_ARGS(arg, ap, argv, (void)0);
+    ss_before_exec();
+    return ss_real.execvp(file, argv);
+}
+
+SS_EXPORT int execle(const char *path, const char *arg, ...) {
+    va_list ap;
+    char **envp;
+    SS_COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
+    ss_before_exec();
+    return ss_real.execve(path, argv, envp);
+}

@@ -1,0 +1,185 @@
+/* Internal declarations of the interposer. Rules for every file here: no allocation through the
+ * program's allocator, no locks and no stdio on the hot path, initial-exec TLS only. */
+#ifndef STALLSCOPE_INTERNAL_H
+#define STALLSCOPE_INTERNAL_H
+
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ss_format.h"
+
+#define SS_EXPORT __attribute__((visibility("default")))
+#define SS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SS_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Counters owned by one thread and read by the flusher: relaxed atomics compile to plain
+ * loads and stores on x86-64 but keep the concurrent read well defined. */
+#define SS_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define SS_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define SS_ADD(x, v) SS_STORE(x, SS_LOAD(x) + (v))
+
+/* Per-thread lock table: open addressing on the lock's address, plus one overflow slot. */
+#define SS_LOCK_SLOTS 256u
+#define SS_LOCK_PROBES 8u
+#define SS_LOCK_OVERFLOW SS_LOCK_SLOTS
+#define SS_HELD_MAX 16u
+
+struct ss_held {
+    uintptr_t address;
+    uint32_t slot;
+    uint32_t timed;
+    uint64_t start;
+};
+
+struct ss_thread {
+    struct ss_thread *next; /* the global list; pushed once, never removed */
+    struct ss_thread_record rec;
+    struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
+    uint32_t countdown; /* calls until the next timed one */
+    uint32_t nheld;
+    uint64_t rng;
+    struct ss_held held[SS_HELD_MAX];
+    void *(*start_fn)(void *);
+    void *start_arg;
+    uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
+    int written;
+};
+
+/* Real functions, resolved with dlsym(RTLD_NEXT). */
+struct ss_real {
+    void *(*malloc)(size_t);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    void (*free)(void *);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*malloc_usable_size)(void *);
+
+    int (*mutex_lock)(pthread_mutex_t *);
+    int (*mutex_trylock)(pthread_mutex_t *);
+    int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+    int (*mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+    int (*mutex_unlock)(pthread_mutex_t *);
+    int (*rwlock_rdlock)(pthread_rwlock_t *);
+    int (*rwlock_tryrdlock)(pthread_rwlock_t *);
+    int (*rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+    int (*rwlock_clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+    int (*rwlock_wrlock)(pthread_rwlock_t *);
+    int (*rwlock_trywrlock)(pthread_rwlock_t *);
+    int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+    int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+    int (*rwlock_unlock)(pthread_rwlock_t *);
+    int (*spin_lock)(pthread_spinlock_t *);
+    int (*spin_trylock)(pthread_spinlock_t *);
+    int (*spin_unlock)(pthread_spinlock_t *);
+    int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+    int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
+
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    void (*exit)(int) __attribute__((noreturn));
+    void (*underscore_exit)(int) __attribute__((noreturn));
+    void (*underscore_Exit)(int) __attribute__((noreturn));
+    int (*execve)(const char *, char *const[], char *const[]);
+    int (*execv)(const char *, char *const[]);
+    int (*execvp)(const char *, char *const[]);
+    int (*execvpe)(const char *, char *const[], char *const[]);
+    int (*fexecve)(int, char *const[], char *const[]);
+    int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),
+                           void (*)(void), void *);
+};
+
+struct ss_config {
+    int dormant;       /* loaded but not recording (e.g. a child with --no-children) */
+    uint32_t timing;   /* enum ss_timing */
+    uint32_t period;   /* mean sampling period for timed calls */
+    uint32_t flush_ms; /* period of the background flush */
+    char dir[512];     /* where profiles go (absolute) */
+    char output[1024]; /* explicit path for the launched process, if any */
+    char index[1024];  /* the supervisor's index of written profiles, if any */
+};
+
+/* Global state (core.c). */
+extern struct ss_real ss_real;
+extern struct ss_config ss_config;
+extern int ss_active;         /* recording: hooks take the fast path */
+extern int ss_use_tsc;        /* ticks come from rdtsc rather than clock_gettime */
+extern uint64_t ss_ns_per_tick_q32; /* ns = ticks * this >> 32 */
+extern uint64_t ss_ticks_per_sec;
+extern struct ss_thread *ss_threads; /* list head, pushed with CAS */
+extern pid_t ss_pid;
+extern SS_TLS struct ss_thread *ss_self;
+extern SS_TLS int ss_busy;
+
+/* Time. */
+uint64_t ss_mono_ns(void);
+uint64_t ss_realtime_ns(void);
+static inline uint64_t ss_ticks(void) {
+    if (SS_LIKELY(ss_use_tsc)) {
+        uint32_t lo, hi;
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+        return ((uint64_t)hi << 32) | lo;
+    }
+    return ss_mono_ns();
+}
+static inline uint64_t ss_ticks_to_ns(uint64_t ticks) {
+    return (uint64_t)(((unsigned __int128)ticks * ss_ns_per_tick_q32) >> 32);
+}
+
+/* Whether this call is timed: a random 1-in-period sample, unbiased for totals. */
+uint32_t ss_next_interval(struct ss_thread *t);
+static inline int ss_take_timed(struct ss_thread *t) {
+    if (SS_LIKELY(--t->countdown != 0)) return 0;
+    t->countdown = ss_next_interval(t);
+    return 1;
+}
+
+/* The slow path for every hook: makes sure the interposer is initialised and this thread has a
+ * record. Returns the thread to record into, or NULL when the call must just be forwarded. */
+struct ss_thread *ss_enter_slow(void);
+static inline struct ss_thread *ss_enter(void) {
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(t != NULL && !ss_busy && ss_active)) return t;
+    return ss_enter_slow();
+}
+void ss_ensure_resolved(void);
+
+/* Threads. */
+struct ss_thread *ss_thread_alloc(void);
+void ss_thread_attach(struct ss_thread *t, int is_main);
+uint64_t ss_thread_cpu_ns(pid_t tid);
+
+/* Bootstrap pool used while dlsym runs (alloc.c). */
+void *ss_bootstrap_alloc(size_t size);
+int ss_is_bootstrap(const void *p);
+
+/* Writing (writer.c). */
+void ss_writer_init(void);
+int ss_open_profile(void);
+void ss_flush(int final, uint32_t how, int32_t status);
+void ss_writer_after_fork_child(void);
+void ss_writer_before_exec(void);
+void ss_start_flusher(void);
+uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);
+
+/* A small formatter that never allocates (fmt.c). */
+struct ss_str {
+    char *p;
+    size_t len, cap;
+};
+void ss_str_cat(struct ss_str *s, const char *text);
+void ss_str_u64(struct ss_str *s, uint64_t v);
+uint64_t ss_parse_u64(const char *text, uint64_t fallback);
+
+void *ss_map(size_t size);
+void ss_unmap(void *p, size_t size);
+
+#endif

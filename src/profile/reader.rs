@@ -1,0 +1,388 @@
+//! The profile reader: every byte is validated (magic, version, byte order, checksums, sizes,
+//! reserved fields, padding, record order), and damage is answered with an error that says what
+//! and where — never a panic.
+
+use super::format::*;
+use super::*;
+use std::fmt;
+use std::path::Path;
+
+#[derive(Debug)]
+pub struct ProfileError {
+    /// Byte offset in the file where the problem is, when it is at one place.
+    pub offset: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.offset {
+            Some(off) => write!(f, "at byte {off}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+fn err<T>(offset: usize, message: impl Into<String>) -> Result<T, ProfileError> {
+    Err(ProfileError {
+        offset: Some(offset),
+        message: message.into(),
+    })
+}
+
+/// Little-endian fields of one validated payload. Bounds were checked against the record size
+/// before a payload reaches here, so reading past the end is a bug in this file, caught by tests.
+struct Fields<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Fields { bytes, pos: 0 }
+    }
+    fn take(&mut self, n: usize) -> &'a [u8] {
+        let s = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        s
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take(4).try_into().expect("4 bytes"))
+    }
+    fn i32(&mut self) -> i32 {
+        i32::from_le_bytes(self.take(4).try_into().expect("4 bytes"))
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take(8).try_into().expect("8 bytes"))
+    }
+    fn text(&mut self, n: usize) -> String {
+        let raw = self.take(n);
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(n);
+        String::from_utf8_lossy(&raw[..end]).into_owned()
+    }
+}
+
+/// Reads and validates a profile file.
+pub fn read(path: &Path) -> anyhow::Result<Profile> {
+    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    parse(&bytes).map_err(|e| anyhow::anyhow!("{}: not a valid stallscope profile: {e}", path.display()))
+}
+
+pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
+    check_file_header(bytes)?;
+    let mut pos = FILE_HEADER_SIZE;
+    let mut process: Option<ProcessInfo> = None;
+    let mut threads: Vec<ThreadStats> = Vec::new();
+    let mut end = None;
+    let mut supervisor = None;
+    let mut last_type = 0;
+    let mut last_mono_ns = 0;
+    let mut last_ticks_pair = None;
+    let mut flushes = 0;
+    let mut ended_after = false; // records followed an END (an exec that failed)
+
+    while pos < bytes.len() {
+        let (rtype, payload, next) = next_record(bytes, pos)?;
+        if process.is_none() && rtype != REC_PROCESS {
+            return err(pos, format!("the first record must describe the process, found type {rtype}"));
+        }
+        match rtype {
+            REC_PROCESS => {
+                if process.is_some() {
+                    return err(pos, "a second process record");
+                }
+                let p = parse_process(payload, pos)?;
+                last_mono_ns = p.start_mono_ns;
+                process = Some(p);
+            }
+            REC_THREAD => {
+                let t = parse_thread(payload, pos)?;
+                match threads.iter_mut().find(|x| x.serial == t.serial) {
+                    Some(slot) => *slot = t,
+                    None => threads.push(t),
+                }
+                ended_after = end.is_some();
+            }
+            REC_FLUSH => {
+                expect_size(payload, FLUSH_SIZE, "flush", pos)?;
+                let mut f = Fields::new(payload);
+                let _seq = f.u64();
+                let mono = f.u64();
+                let ticks = f.u64();
+                if f.u64() != 0 {
+                    return err(pos, "reserved field of a flush record is not zero");
+                }
+                last_mono_ns = last_mono_ns.max(mono);
+                last_ticks_pair = Some((ticks, mono));
+                flushes += 1;
+                ended_after = end.is_some();
+            }
+            REC_END => {
+                expect_size(payload, END_SIZE, "end", pos)?;
+                let mut f = Fields::new(payload);
+                let how = f.u32();
+                if !(END_EXIT..=END_DESTRUCTOR).contains(&how) {
+                    return err(pos, format!("unknown way of ending: {how}"));
+                }
+                let status = f.i32();
+                let mono = f.u64();
+                let ticks = f.u64();
+                last_mono_ns = last_mono_ns.max(mono);
+                last_ticks_pair = Some((ticks, mono));
+                end = Some(EndInfo { how, status, mono_ns: mono });
+                ended_after = false;
+            }
+            REC_SUPERVISOR => {
+                expect_size(payload, SUPERVISOR_SIZE, "supervisor", pos)?;
+                let mut f = Fields::new(payload);
+                let code = f.i32();
+                let signal = f.i32();
+                let core = f.u32();
+                if f.u32() != 0 || core > 1 || (code < 0 && signal == 0) {
+                    return err(pos, "inconsistent supervisor record");
+                }
+                let wall_ns = f.u64();
+                supervisor = Some(SupervisorInfo {
+                    exit_code: (code >= 0).then_some(code),
+                    signal: (signal != 0).then_some(signal),
+                    core_dumped: core == 1,
+                    wall_ns,
+                });
+            }
+            other => return err(pos, format!("unknown record type {other}")),
+        }
+        if rtype != REC_SUPERVISOR {
+            last_type = rtype;
+        }
+        pos = next;
+    }
+
+    let Some(process) = process else {
+        return err(bytes.len(), "the file has no process record");
+    };
+    // A file cut at a record boundary would otherwise look whole: the writer ends every batch
+    // (the first one too) with a flush or end record; only the supervisor adds one after it.
+    if !matches!(last_type, REC_FLUSH | REC_END) {
+        return err(
+            bytes.len(),
+            "truncated: the file ends in the middle of a flush (its last record is not a flush or end record)",
+        );
+    }
+
+    let mut ticks_per_sec = process.ticks_per_sec as f64;
+    if let Some((ticks, mono)) = last_ticks_pair {
+        let dt = mono.saturating_sub(process.start_mono_ns);
+        let dticks = ticks.saturating_sub(process.start_ticks);
+        if dt > 100_000_000 && dticks > 0 {
+            ticks_per_sec = dticks as f64 * 1e9 / dt as f64;
+        }
+    }
+    if ticks_per_sec <= 0.0 || !ticks_per_sec.is_finite() {
+        return err(FILE_HEADER_SIZE, "the tick rate in the process record is zero");
+    }
+    Ok(Profile {
+        complete: end.is_some() && !ended_after,
+        process,
+        threads,
+        end,
+        supervisor,
+        last_mono_ns,
+        ticks_per_sec,
+        flushes,
+    })
+}
+
+fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {
+    if bytes.len() < FILE_HEADER_SIZE {
+        return err(0, format!("truncated: {} bytes, shorter than the file header", bytes.len()));
+    }
+    if &bytes[..8] != MAGIC {
+        return err(0, "not a stallscope profile (wrong magic)");
+    }
+    let mut f = Fields::new(&bytes[8..FILE_HEADER_SIZE]);
+    let version = f.u32();
+    let header_size = f.u32();
+    let order = f.u32();
+    let crc = f.u32();
+    if crc != crc32fast::hash(&bytes[..20]) {
+        return err(0, "the file header is damaged (checksum mismatch)");
+    }
+    if version != VERSION {
+        return err(8, format!("format version {version} is not supported (this stallscope reads version {VERSION})"));
+    }
+    if order != BYTE_ORDER_MARK {
+        return err(16, "written with another byte order");
+    }
+    if header_size as usize != FILE_HEADER_SIZE {
+        return err(12, format!("unexpected header size {header_size}"));
+    }
+    Ok(())
+}
+
+/// Validates the record at `pos`; returns its type, payload and the offset of the next record.
+fn next_record(bytes: &[u8], pos: usize) -> Result<(u32, &[u8], usize), ProfileError> {
+    let remaining = bytes.len() - pos;
+    if remaining < RECORD_HEADER_SIZE {
+        return err(pos, format!("truncated: {remaining} bytes left, a record header needs {RECORD_HEADER_SIZE}"));
+    }
+    let mut f = Fields::new(&bytes[pos..pos + RECORD_HEADER_SIZE]);
+    let rtype = f.u32();
+    let size = f.u32() as usize;
+    let crc = f.u32();
+    if f.u32() != 0 {
+        return err(pos, "reserved field of a record header is not zero");
+    }
+    let padded = size.div_ceil(8) * 8;
+    let start = pos + RECORD_HEADER_SIZE;
+    if bytes.len() - start < padded {
+        return err(
+            pos,
+            format!("truncated: record of type {rtype} needs {padded} bytes, {} remain", bytes.len() - start),
+        );
+    }
+    let payload = &bytes[start..start + size];
+    if crc32fast::hash(payload) != crc {
+        return err(pos, format!("record of type {rtype} is damaged (checksum mismatch)"));
+    }
+    if bytes[start + size..start + padded].iter().any(|&b| b != 0) {
+        return err(start + size, "padding after a record is not zero");
+    }
+    Ok((rtype, payload, start + padded))
+}
+
+fn expect_size(payload: &[u8], size: usize, what: &str, pos: usize) -> Result<(), ProfileError> {
+    if payload.len() != size {
+        return err(pos, format!("{what} record has {} bytes, expected {size}", payload.len()));
+    }
+    Ok(())
+}
+
+fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError> {
+    if payload.len() < PROCESS_SIZE {
+        return err(pos, format!("process record has {} bytes, expected at least {PROCESS_SIZE}", payload.len()));
+    }
+    let mut f = Fields::new(payload);
+    let pid = f.u32();
+    let ppid = f.u32();
+    let start_realtime_ns = f.u64();
+    let start_mono_ns = f.u64();
+    let start_ticks = f.u64();
+    let ticks_per_sec = f.u64();
+    let ncpus = f.u32();
+    let timing = f.u32();
+    let timing_period = f.u32();
+    let flags = f.u32();
+    let libc_version = f.text(32);
+    let allocator = f.text(64);
+    let cmdline_len = f.u32() as usize;
+    let exe_len = f.u32() as usize;
+    if timing > 1 || flags > 1 || ticks_per_sec == 0 {
+        return err(pos, "process record has impossible values");
+    }
+    if PROCESS_SIZE + cmdline_len + exe_len != payload.len() {
+        return err(pos, "process record's string lengths do not match its size");
+    }
+    let cmdline = f.take(cmdline_len);
+    let exe = String::from_utf8_lossy(f.take(exe_len)).into_owned();
+    let command = if cmdline.is_empty() {
+        Vec::new()
+    } else {
+        cmdline.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
+    };
+    Ok(ProcessInfo {
+        pid,
+        ppid,
+        start_realtime_ns,
+        start_mono_ns,
+        start_ticks,
+        ticks_per_sec,
+        ncpus,
+        timing_exact: timing == TIMING_EXACT,
+        timing_period,
+        forked: flags & 1 != 0,
+        libc_version,
+        allocator,
+        command,
+        exe,
+    })
+}
+
+fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError> {
+    if payload.len() < THREAD_SIZE {
+        return err(pos, format!("thread record has {} bytes, expected at least {THREAD_SIZE}", payload.len()));
+    }
+    let mut f = Fields::new(payload);
+    let serial = f.u32();
+    let tid = f.u32();
+    let flags = f.u32();
+    let nlocks = f.u32() as usize;
+    if THREAD_SIZE.checked_add(nlocks.saturating_mul(LOCK_STATS_SIZE)) != Some(payload.len()) {
+        return err(pos, format!("thread record's size does not match its {nlocks} locks"));
+    }
+    if flags & !(THREAD_ENDED | THREAD_MAIN | THREAD_LOCKS_OVERFLOW) != 0 {
+        return err(pos, format!("thread record has unknown flags {flags:#x}"));
+    }
+    let name = f.text(16);
+    let start_mono_ns = f.u64();
+    let end_mono_ns = f.u64();
+    let cpu_ns = f.u64();
+    let lock_wait_ticks = f.u64();
+    let mut fns = [FnStats::default(); FN_COUNT];
+    for s in fns.iter_mut() {
+        *s = FnStats {
+            calls: f.u64(),
+            bytes: f.u64(),
+            timed_calls: f.u64(),
+            timed_ticks: f.u64(),
+        };
+        if s.timed_calls > s.calls {
+            return err(pos, "thread record times more calls than it counts");
+        }
+    }
+    let mut size_hist = [0u64; SIZE_BUCKETS];
+    for v in size_hist.iter_mut() {
+        *v = f.u64();
+    }
+    let mut lat_hist = [[0u64; LAT_BUCKETS]; GROUP_COUNT];
+    for group in lat_hist.iter_mut() {
+        for v in group.iter_mut() {
+            *v = f.u64();
+        }
+    }
+    let mut locks = Vec::with_capacity(nlocks);
+    for _ in 0..nlocks {
+        let address = f.u64();
+        let kind = f.u32();
+        let reserved = f.u32();
+        let l = LockStats {
+            address,
+            kind,
+            acquisitions: f.u64(),
+            contended: f.u64(),
+            wait_ticks: f.u64(),
+            max_wait_ticks: f.u64(),
+            timed_holds: f.u64(),
+            hold_ticks: f.u64(),
+        };
+        if reserved != 0 || !(1..=4).contains(&kind) || l.contended > l.acquisitions {
+            return err(pos, format!("thread {tid} has a damaged lock entry"));
+        }
+        locks.push(l);
+    }
+    Ok(ThreadStats {
+        serial,
+        tid,
+        flags,
+        name,
+        start_mono_ns,
+        end_mono_ns,
+        cpu_ns,
+        lock_wait_ticks,
+        fns,
+        size_hist,
+        lat_hist,
+        locks,
+    })
+}

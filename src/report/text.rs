@@ -1,0 +1,221 @@
+//! The terminal report: overview, threads, allocator functions, request sizes, locks.
+
+use super::summary::{Summary, ratio};
+use crate::util::{Style, bar, fmt_bytes, fmt_count, fmt_ns, fmt_pct};
+use std::fmt::Write;
+
+/// Display rows of the size histogram: fine at the small end, where small-allocation problems
+/// live, coarser above (the JSON keeps every bucket).
+const SIZE_ROWS: [(u64, u64); 10] = [
+    (0, 8),
+    (9, 16),
+    (17, 24),
+    (25, 32),
+    (33, 48),
+    (49, 64),
+    (65, 96),
+    (97, 128),
+    (129, 192),
+    (193, 256),
+];
+
+pub fn render(s: &Summary, path: &str, style: Style) -> String {
+    let mut o = String::new();
+    overview(&mut o, s, path, style);
+    threads(&mut o, s, style);
+    functions(&mut o, s, style);
+    sizes(&mut o, s, style);
+    locks(&mut o, s, style);
+    o
+}
+
+fn heading(o: &mut String, style: Style, title: &str) {
+    let _ = writeln!(o, "\n{}", style.bold(title));
+}
+
+fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
+    let _ = writeln!(o, "{} {}", style.bold("stallscope profile"), path);
+    let _ = writeln!(o, "  command     {}", s.command.join(" "));
+    let ended = match (s.exit_code, s.signal) {
+        (_, Some(sig)) => format!("killed by signal {sig}"),
+        (Some(code), None) => format!("exit status {code}"),
+        (None, None) if s.ended_by_exec => "replaced itself by exec".to_string(),
+        (None, None) => "unknown".to_string(),
+    };
+    let _ = writeln!(o, "  pid         {} (parent {}), {}", s.pid, s.ppid, ended);
+    if !s.complete {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.warn("partial profile: the process did not exit cleanly; data up to its last flush")
+        );
+    }
+    let _ = writeln!(o, "  wall time   {}   threads {}   CPUs {}", fmt_ns(s.wall_ns as f64), s.threads.len(), s.ncpus);
+    let _ = writeln!(
+        o,
+        "  allocator   {} calls, {} requested, {} inside ({} of thread time)",
+        fmt_count(s.alloc_calls()),
+        fmt_bytes(s.groups.iter().map(|g| g.bytes).sum()),
+        fmt_ns(s.alloc_ns() as f64),
+        fmt_pct(s.alloc_share())
+    );
+    let _ = writeln!(
+        o,
+        "  locks       {} objects, {} waiting ({} of thread time)",
+        s.locks.len(),
+        fmt_ns(s.lock_wait_ns() as f64),
+        fmt_pct(s.lock_share())
+    );
+    let timing = if s.timing_exact {
+        "every call timed".to_string()
+    } else {
+        format!("durations estimated from a random 1-in-{} sample of calls; counts exact", s.timing_period)
+    };
+    let _ = writeln!(o, "  {}", style.dim(&format!("{} · glibc {} · {}", s.allocator, s.libc_version, timing)));
+}
+
+fn threads(o: &mut String, s: &Summary, style: Style) {
+    heading(o, style, "Threads (shares of each thread's life)");
+    let _ = writeln!(
+        o,
+        "  {:>8}  {:<16} {:>10} {:>7} {:>10} {:>7} {:>10} {:>7}",
+        "tid", "name", "life", "CPU", "allocator", "", "lock wait", ""
+    );
+    const MAX_ROWS: usize = 20;
+    let mut rows: Vec<_> = s.threads.iter().collect();
+    rows.sort_by(|a, b| b.main.cmp(&a.main).then((b.alloc_ns + b.lock_wait_ns).cmp(&(a.alloc_ns + a.lock_wait_ns))));
+    for t in rows.iter().take(MAX_ROWS) {
+        let _ = writeln!(
+            o,
+            "  {:>8}  {:<16} {:>10} {:>7} {:>10} {:>7} {:>10} {:>7}",
+            t.tid,
+            if t.main { format!("{} (main)", t.name) } else { t.name.clone() },
+            fmt_ns(t.wall_ns as f64),
+            fmt_pct(ratio(t.cpu_ns, t.wall_ns)),
+            fmt_ns(t.alloc_ns as f64),
+            fmt_pct(ratio(t.alloc_ns, t.wall_ns)),
+            fmt_ns(t.lock_wait_ns as f64),
+            fmt_pct(ratio(t.lock_wait_ns, t.wall_ns)),
+        );
+    }
+    if rows.len() > MAX_ROWS {
+        let _ = writeln!(o, "  {}", style.dim(&format!("... and {} more threads (see --json)", rows.len() - MAX_ROWS)));
+    }
+}
+
+fn functions(o: &mut String, s: &Summary, style: Style) {
+    heading(o, style, "Allocator functions");
+    let _ = writeln!(
+        o,
+        "  {:<15} {:>13} {:>11} {:>11} {:>9} {:>9}",
+        "function", "calls", "bytes", "time", "mean", "p99"
+    );
+    for f in s.functions.iter().filter(|f| f.calls > 0) {
+        let p99 = f.quantile_ns(0.99).map_or("-".to_string(), fmt_ns);
+        let p99 = s
+            .groups
+            .iter()
+            .find(|g| g.name == f.name)
+            .and_then(|g| g.quantile_ns(0.99))
+            .map_or(p99, fmt_ns);
+        let _ = writeln!(
+            o,
+            "  {:<15} {:>13} {:>11} {:>11} {:>9} {:>9}",
+            f.name,
+            fmt_count(f.calls),
+            if f.name == "free" { "-".to_string() } else { fmt_bytes(f.bytes) },
+            fmt_ns(f.time_ns as f64),
+            fmt_ns(f.mean_ns()),
+            p99,
+        );
+    }
+}
+
+fn sizes(o: &mut String, s: &Summary, style: Style) {
+    let total: u64 = s.size_hist.iter().sum();
+    if total == 0 {
+        return;
+    }
+    heading(o, style, "Request sizes");
+    for limit in [16u64, 64, 256] {
+        let share = s.size_share_at_most(limit);
+        if share > 0.0 {
+            let _ = writeln!(o, "  {} of allocations are {} bytes or less", fmt_pct(share), limit);
+            break;
+        }
+    }
+    let mut rows: Vec<(String, u64)> = Vec::new();
+    for (lo, hi) in SIZE_ROWS {
+        rows.push((format!("{lo}-{hi}"), count_between(s, lo, hi)));
+    }
+    let mut lo = 257u64;
+    while lo <= 1 << 40 {
+        let hi = (lo - 1) * 2;
+        rows.push((format!("{}-{}", fmt_bytes(lo), fmt_bytes(hi)), count_between(s, lo, hi)));
+        lo = hi + 1;
+    }
+    let bigger = total - rows.iter().map(|r| r.1).sum::<u64>();
+    if bigger > 0 {
+        rows.push(("larger".to_string(), bigger));
+    }
+    let max = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1);
+    let mut cumulative = 0u64;
+    let _ = writeln!(o, "  {:>19} {:>13} {:>7}  {:<30}", "bytes", "calls", "cumul.", "");
+    for (label, count) in rows {
+        cumulative += count;
+        if count == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "  {:>19} {:>13} {:>7}  {}",
+            label,
+            fmt_count(count),
+            fmt_pct(ratio(cumulative, total)),
+            bar(count as f64 / max as f64, 30)
+        );
+    }
+}
+
+fn count_between(s: &Summary, lo: u64, hi: u64) -> u64 {
+    use crate::profile::format::size_bucket_range;
+    s.size_hist
+        .iter()
+        .enumerate()
+        .filter(|(b, _)| {
+            let (blo, bhi) = size_bucket_range(*b);
+            blo >= lo && bhi <= hi
+        })
+        .map(|(_, c)| *c)
+        .sum()
+}
+
+fn locks(o: &mut String, s: &Summary, style: Style) {
+    heading(o, style, "Locks by wait time");
+    if s.locks.is_empty() {
+        let _ = writeln!(o, "  no pthread lock was taken");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  {:<16} {:<12} {:>12} {:>12} {:>11} {:>10} {:>11} {:>7}",
+        "address", "kind", "acquired", "contended", "wait", "max wait", "held", "threads"
+    );
+    for l in s.locks.iter().take(10) {
+        let _ = writeln!(
+            o,
+            "  {:<16} {:<12} {:>12} {:>12} {:>11} {:>10} {:>11} {:>7}",
+            format!("{:#x}", l.address),
+            l.kind,
+            fmt_count(l.acquisitions),
+            format!("{} ({})", fmt_count(l.contended), fmt_pct(ratio(l.contended, l.acquisitions))),
+            fmt_ns(l.wait_ns as f64),
+            fmt_ns(l.max_wait_ns as f64),
+            fmt_ns(l.hold_ns as f64),
+            l.threads
+        );
+    }
+    if s.locks.len() > 10 {
+        let _ = writeln!(o, "  {}", style.dim(&format!("... and {} more locks (see --json)", s.locks.len() - 10)));
+    }
+}

@@ -1,0 +1,282 @@
+//! Helpers shared by the `run_*` integration tests: temporary directories, compiling the small
+//! C/C++ programs in tests/programs/, running them with and without `stallscope run`, and reading
+//! the JSON report.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The stallscope executable under test.
+pub fn stallscope() -> &'static str {
+    env!("CARGO_BIN_EXE_stallscope")
+}
+
+/// A directory removed when dropped (kept when `STALLSCOPE_KEEP_TEST_DIRS` is set, for debugging).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "stallscope-test-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::env::var_os("STALLSCOPE_KEEP_TEST_DIRS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// The absolute path of a test program's source in tests/programs/.
+pub fn program_source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(name)
+}
+
+/// Compiles tests/programs/`source` with `-O1 -pthread` (cc for .c, c++ for .cpp) into `dir`,
+/// and returns the executable's path.
+pub fn compile(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
+    let src = program_source(source);
+    let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
+    let exe = dir.join(stem);
+    let compiler = if source.ends_with(".cpp") { "c++" } else { "cc" };
+    let out = Command::new(compiler)
+        .args(["-O1", "-pthread", "-Wall", "-Wextra", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| panic!("running {compiler} (Debian package gcc/g++ needed): {e}"));
+    assert!(
+        out.status.success(),
+        "compiling {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs `stallscope run RUN_ARGS -- CMD...` in `dir` with stdin from /dev/null.
+pub fn stallscope_run<S: AsRef<OsStr>>(dir: &Path, run_args: &[&str], cmd: &[S]) -> Output {
+    stallscope_run_with(dir, run_args, cmd, |_| {})
+}
+
+/// Like `stallscope_run`, with a hook to adjust the command (environment, stdin) before it runs.
+pub fn stallscope_run_with<S: AsRef<OsStr>>(
+    dir: &Path,
+    run_args: &[&str],
+    cmd: &[S],
+    adjust: impl FnOnce(&mut Command),
+) -> Output {
+    let mut c = Command::new(stallscope());
+    c.arg("run").args(run_args).arg("--").args(cmd).current_dir(dir).stdin(Stdio::null());
+    adjust(&mut c);
+    c.output().expect("running stallscope")
+}
+
+/// Runs CMD directly (no profiler) in `dir`, with stdin from /dev/null.
+pub fn plain_run<S: AsRef<OsStr>>(dir: &Path, cmd: &[S], adjust: impl FnOnce(&mut Command)) -> Output {
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..]).current_dir(dir).stdin(Stdio::null());
+    adjust(&mut c);
+    c.output()
+        .unwrap_or_else(|e| panic!("running {:?}: {e}", cmd[0].as_ref()))
+}
+
+/// A readable account of a finished process, for assertion messages.
+pub fn describe(out: &Output) -> String {
+    format!(
+        "status: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The exit code of a process that exited (stallscope itself must always exit, never be killed).
+pub fn exit_code(out: &Output) -> i32 {
+    out.status
+        .code()
+        .unwrap_or_else(|| panic!("stallscope did not exit normally\n{}", describe(out)))
+}
+
+/// Runs `stallscope run -o DIR/NAME [ARGS] -- CMD`, asserts that it exited with `expect_code`,
+/// and returns the run's output and the profile path.
+pub fn profile<S: AsRef<OsStr>>(
+    dir: &Path,
+    name: &str,
+    run_args: &[&str],
+    cmd: &[S],
+    expect_code: i32,
+) -> (Output, PathBuf) {
+    let path = dir.join(name);
+    let path_str = path.to_str().unwrap().to_string();
+    let mut args = vec!["-o", path_str.as_str()];
+    args.extend_from_slice(run_args);
+    let out = stallscope_run(dir, &args, cmd);
+    assert_eq!(exit_code(&out), expect_code, "unexpected exit status\n{}", describe(&out));
+    assert!(path.is_file(), "no profile at {}\n{}", path.display(), describe(&out));
+    (out, path)
+}
+
+/// `stallscope report --json FILE`, parsed; asserts that it succeeded.
+pub fn report_json(file: &Path) -> Value {
+    let out = Command::new(stallscope())
+        .args(["report", "--json"])
+        .arg(file)
+        .output()
+        .expect("running stallscope report");
+    assert!(
+        out.status.success(),
+        "stallscope report --json {} failed\n{}",
+        file.display(),
+        describe(&out)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("report is not JSON: {e}\n{}", String::from_utf8_lossy(&out.stdout))
+    });
+    assert_eq!(
+        report["schema"], "stallscope.report/1",
+        "unexpected schema in report of {}",
+        file.display()
+    );
+    report
+}
+
+/// Profile files (`*.prof`) directly in `dir`, sorted.
+pub fn prof_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "prof"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// An unsigned integer field of the report (panics with the path when absent or not a number).
+pub fn num(v: &Value, path: &[&str]) -> u64 {
+    let mut cur = v;
+    for key in path {
+        cur = &cur[*key];
+    }
+    cur.as_u64()
+        .unwrap_or_else(|| panic!("report field {} is not an unsigned number: {cur}", path.join(".")))
+}
+
+/// Counts of one allocator function group of the report: (calls, bytes, time_ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FnStats {
+    pub calls: u64,
+    pub bytes: u64,
+    pub time_ns: u64,
+}
+
+pub const FUNCTIONS: [&str; 5] = ["malloc", "calloc", "realloc", "free", "aligned"];
+
+pub fn fn_stats(report: &Value, function: &str) -> FnStats {
+    let f = &report["alloc"]["functions"][function];
+    FnStats {
+        calls: num(f, &["calls"]),
+        bytes: num(f, &["bytes"]),
+        time_ns: num(f, &["time_ns"]),
+    }
+}
+
+/// Allocation calls as heaptrack counts them: every function that returns memory (not free).
+pub fn allocation_calls(report: &Value) -> u64 {
+    ["malloc", "calloc", "realloc", "aligned"]
+        .iter()
+        .map(|f| fn_stats(report, f).calls)
+        .sum()
+}
+
+/// Sum of `count` over a histogram array of the report.
+pub fn histogram_total(hist: &Value) -> u64 {
+    hist.as_array()
+        .unwrap_or_else(|| panic!("histogram is not an array: {hist}"))
+        .iter()
+        .map(|b| num(b, &["count"]))
+        .sum()
+}
+
+/// The report's lock entry with this address, if any. The address may be written as a number or
+/// as a hexadecimal string ("0x...").
+pub fn find_lock(report: &Value, address: u64) -> Option<&Value> {
+    report["locks"]
+        .as_array()
+        .expect("report.locks is an array")
+        .iter()
+        .find(|l| parse_address(&l["address"]) == Some(address))
+}
+
+pub fn parse_address(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => {
+            let s = s.trim();
+            let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"));
+            match hex {
+                Some(h) => u64::from_str_radix(h, 16).ok(),
+                None => s.parse().ok(),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The command line recorded in a report, as strings.
+pub fn command_of(report: &Value) -> Vec<String> {
+    report["command"]
+        .as_array()
+        .unwrap_or_else(|| panic!("report.command is not an array: {}", report["command"]))
+        .iter()
+        .map(|a| a.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// `/usr/bin/python3` when it exists (`python3` on PATH may be a pyenv shim), else `python3`.
+pub fn python3() -> String {
+    if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3".into()
+    } else {
+        "python3".into()
+    }
+}
+
+/// Panics with an install hint unless `tool` runs (`tool --version` or the given probe).
+pub fn require_tool(tool: &str, probe: &[&str], package: &str) {
+    let ok = Command::new(tool)
+        .args(probe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    assert!(
+        ok,
+        "`{tool}` is needed by this test but could not be run: install the Debian package `{package}` \
+         (apt-get install {package})"
+    );
+}
