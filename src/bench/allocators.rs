@@ -34,7 +34,11 @@ impl MissingAllocator {
 const KNOWN: &[(&str, &str, &str)] = &[
     ("jemalloc", "libjemalloc.so.2", "libjemalloc2"),
     ("mimalloc", "libmimalloc.so.2", "libmimalloc2.0"),
-    ("tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"),
+    (
+        "tcmalloc",
+        "libtcmalloc_minimal.so.4",
+        "libtcmalloc-minimal4",
+    ),
 ];
 
 /// Names accepted for the C library's allocator (no preload).
@@ -43,10 +47,17 @@ const SYSTEM_NAMES: &[&str] = &["glibc", "system", "libc", "ptmalloc"];
 /// Directories searched for the libraries, multiarch first.
 pub fn library_dirs() -> Vec<PathBuf> {
     let multiarch = format!("/usr/lib/{}-linux-gnu", std::env::consts::ARCH);
-    [multiarch.as_str(), "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib64", "/lib"]
-        .iter()
-        .map(PathBuf::from)
-        .collect()
+    [
+        multiarch.as_str(),
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/lib64",
+        "/lib",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect()
 }
 
 /// Resolves each requested name: a known allocator, the system one, or a path to a
@@ -108,7 +119,8 @@ mod tests {
 
     #[test]
     fn resolves_known_system_path_and_missing_allocators() {
-        let dir = std::env::temp_dir().join(format!("stallscope-alloc-test-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("stallscope-alloc-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("libjemalloc.so.2"), b"").unwrap();
         let names: Vec<String> = ["glibc", "jemalloc", "tcmalloc", "/nonexistent/libx.so"]
@@ -123,7 +135,11 @@ mod tests {
         assert_eq!(found[1].preload, Some(dir.join("libjemalloc.so.2")));
         assert_eq!(missing.len(), 2);
         assert_eq!(missing[0].package.as_deref(), Some("libtcmalloc-minimal4"));
-        assert!(missing[0].message().contains("apt-get install libtcmalloc-minimal4"));
+        assert!(
+            missing[0]
+                .message()
+                .contains("apt-get install libtcmalloc-minimal4")
+        );
         assert_eq!(missing[1].package, None);
     }
 
@@ -132,6 +148,9 @@ mod tests {
         let lib = Path::new("/usr/lib/libjemalloc.so.2");
         assert_eq!(preload_value(lib, None), "/usr/lib/libjemalloc.so.2");
         assert_eq!(preload_value(lib, Some("")), "/usr/lib/libjemalloc.so.2");
-        assert_eq!(preload_value(lib, Some("/x.so")), "/usr/lib/libjemalloc.so.2:/x.so");
+        assert_eq!(
+            preload_value(lib, Some("/x.so")),
+            "/usr/lib/libjemalloc.so.2:/x.so"
+        );
     }
 }

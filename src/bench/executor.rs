@@ -82,10 +82,7 @@ pub struct ProcessExecutor;
 
 impl Executor for ProcessExecutor {
     fn run(&mut self, command: &CommandSpec, output: Output) -> Result<Measurement> {
-        let (program, arguments) = command
-            .argv
-            .split_first()
-            .context("empty command")?;
+        let (program, arguments) = command.argv.split_first().context("empty command")?;
         let mut process = Command::new(program);
         process
             .args(arguments)
@@ -221,14 +218,18 @@ mod tests {
         let mut executor = ProcessExecutor;
         // The shell holds a 32 MB string: its peak RSS and fault count must show it.
         let script = "x=$(head -c 32000000 /dev/zero | tr '\\0' a); sleep 0.05";
-        let m = executor.run(&spec(&["sh", "-c", script]), Output::Discard).unwrap();
+        let m = executor
+            .run(&spec(&["sh", "-c", script]), Output::Discard)
+            .unwrap();
         assert!(m.exit.success(), "{m:?}");
         assert!(m.wall_ns >= 50_000_000, "{m:?}");
         assert!(m.max_rss_bytes >= 32_000_000, "{m:?}");
         assert!(m.minor_faults >= 32_000_000 / 4096, "{m:?}");
         assert!(m.user_ns + m.system_ns > 0, "{m:?}");
         let mut command = spec(&["sh", "-c", "echo \"$STALLSCOPE_TEST_VAR\""]);
-        command.env.push(("STALLSCOPE_TEST_VAR".into(), "from-env".into()));
+        command
+            .env
+            .push(("STALLSCOPE_TEST_VAR".into(), "from-env".into()));
         let m = executor.run(&command, Output::Capture).unwrap();
         assert_eq!(m.stdout, b"from-env\n");
     }

@@ -62,7 +62,12 @@ pub fn list_cases(
         if m.exit.success() && !cases.is_empty() {
             return Ok((dialect, cases));
         }
-        failures.push(format!("`{}`: {}, {} cases", listing.display(), m.exit, cases.len()));
+        failures.push(format!(
+            "`{}`: {}, {} cases",
+            listing.display(),
+            m.exit,
+            cases.len()
+        ));
     }
     bail!(
         "cannot list the cases of `{}` (tried {}); it must be a Google Benchmark program or \
@@ -141,8 +146,7 @@ fn parse_gbench_json(stdout: &[u8]) -> Result<HashMap<String, f64>> {
         {
             continue;
         }
-        let (Some(name), Some(time)) = (entry["name"].as_str(), entry["real_time"].as_f64())
-        else {
+        let (Some(name), Some(time)) = (entry["name"].as_str(), entry["real_time"].as_f64()) else {
             continue;
         };
         let scale = match entry["time_unit"].as_str().unwrap_or("ns") {
@@ -152,7 +156,10 @@ fn parse_gbench_json(stdout: &[u8]) -> Result<HashMap<String, f64>> {
             "s" => 1e9,
             other => bail!("unknown Google Benchmark time unit `{other}`"),
         };
-        samples.entry(name.to_string()).or_default().push(time * scale);
+        samples
+            .entry(name.to_string())
+            .or_default()
+            .push(time * scale);
     }
     Ok(samples
         .into_iter()
@@ -256,8 +263,12 @@ pub fn measure(
             } else {
                 let i = slot - 1;
                 progress.update(done, total, &format!("alone: {}", cases[i]));
-                let (times, _) =
-                    run_and_parse(executor, &alone[i], dialect, std::slice::from_ref(&cases[i]))?;
+                let (times, _) = run_and_parse(
+                    executor,
+                    &alone[i],
+                    dialect,
+                    std::slice::from_ref(&cases[i]),
+                )?;
                 alone_times[i].push(times[&cases[i]]);
             }
             done += 1;
@@ -373,9 +384,14 @@ mod tests {
             alpha: 0.05,
             noise: 0.02,
         };
-        let (dialect, effects) =
-            measure(&mut executor, &strings(&["prog"]), Protocol::Auto, &options, &mut Silent)
-                .unwrap();
+        let (dialect, effects) = measure(
+            &mut executor,
+            &strings(&["prog"]),
+            Protocol::Auto,
+            &options,
+            &mut Silent,
+        )
+        .unwrap();
         assert_eq!(dialect, Dialect::Stallscope);
         assert_eq!(effects.len(), 2);
         assert!(!effects[0].flagged, "{:?}", effects[0]);
@@ -390,7 +406,14 @@ mod tests {
             .iter()
             .map(|c| c.argv[1..].join(" "))
             .collect();
-        assert_eq!(round_two, ["--stallscope-run b", "--stallscope-run a", "--stallscope-run a b"]);
+        assert_eq!(
+            round_two,
+            [
+                "--stallscope-run b",
+                "--stallscope-run a",
+                "--stallscope-run a b"
+            ]
+        );
     }
 
     #[test]
@@ -406,8 +429,14 @@ mod tests {
             alpha: 0.05,
             noise: 0.02,
         };
-        let error = measure(&mut executor, &strings(&["prog"]), Protocol::Auto, &options, &mut Silent)
-            .unwrap_err();
+        let error = measure(
+            &mut executor,
+            &strings(&["prog"]),
+            Protocol::Auto,
+            &options,
+            &mut Silent,
+        )
+        .unwrap_err();
         assert!(error.to_string().contains("docs/BENCH.md"), "{error}");
     }
 }

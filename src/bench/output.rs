@@ -90,7 +90,11 @@ pub fn terminal(report: &BenchReport) -> String {
     if !report.variants.is_empty() {
         let rows: Vec<Vec<String>> = report.variants.iter().map(variant_row).collect();
         out.push_str(&text_table(&VARIANT_HEADER, &rows));
-        let level = report.variants.iter().map(|v| v.ci_level).fold(1.0, f64::min);
+        let level = report
+            .variants
+            .iter()
+            .map(|v| v.ci_level)
+            .fold(1.0, f64::min);
         let _ = writeln!(
             out,
             "CI: order-statistic interval of the median (at least {:.1}% coverage); \
@@ -104,8 +108,11 @@ pub fn terminal(report: &BenchReport) -> String {
             let _ = writeln!(out, "  {}: {}", c.variant, c.summary);
         }
     }
-    let profiled: Vec<&VariantSummary> =
-        report.variants.iter().filter(|v| v.profile.is_some()).collect();
+    let profiled: Vec<&VariantSummary> = report
+        .variants
+        .iter()
+        .filter(|v| v.profile.is_some())
+        .collect();
     if !profiled.is_empty() {
         let _ = writeln!(out, "\nWhere the time went (one profiled run each):");
         let rows: Vec<Vec<String>> = profiled
@@ -120,7 +127,10 @@ pub fn terminal(report: &BenchReport) -> String {
                 ])
             })
             .collect();
-        out.push_str(&text_table(&["variant", "wall", "allocator", "locks"], &rows));
+        out.push_str(&text_table(
+            &["variant", "wall", "allocator", "locks"],
+            &rows,
+        ));
     }
     if !report.scaling.is_empty() {
         out.push('\n');
@@ -150,7 +160,10 @@ fn scaling_table(rows: &[ScalingRow]) -> String {
             ]
         })
         .collect();
-    text_table(&["variant", "threads", "speedup", "CI", "efficiency"], &body)
+    text_table(
+        &["variant", "threads", "speedup", "CI", "efficiency"],
+        &body,
+    )
 }
 
 /// Horizontal bars of the speedup, with `|` where perfect scaling would end.
@@ -161,7 +174,11 @@ pub fn scaling_chart(rows: &[ScalingRow]) -> String {
         .iter()
         .map(|r| r.speedup.max(ideal(r)))
         .fold(1.0, f64::max);
-    let label_width = rows.iter().map(|r| r.variant.chars().count()).max().unwrap_or(0);
+    let label_width = rows
+        .iter()
+        .map(|r| r.variant.chars().count())
+        .max()
+        .unwrap_or(0);
     let mut out = String::from("speedup (# measured, | ideal)\n");
     for r in rows {
         let filled = ((r.speedup / top) * WIDTH).round() as usize;
@@ -193,12 +210,24 @@ fn order_effect_table(effects: &[OrderEffect]) -> String {
                 format!("{:.2}x", e.ratio),
                 format!("{:.2e}", e.p_value),
                 format!("{:+.2}", e.effect_size),
-                if e.flagged { "ORDER EFFECT".into() } else { "-".into() },
+                if e.flagged {
+                    "ORDER EFFECT".into()
+                } else {
+                    "-".into()
+                },
             ]
         })
         .collect();
     let mut out = text_table(
-        &["case", "alone", "in sequence", "ratio", "p", "effect", "flag"],
+        &[
+            "case",
+            "alone",
+            "in sequence",
+            "ratio",
+            "p",
+            "effect",
+            "flag",
+        ],
         &rows,
     );
     out.push_str(
@@ -247,7 +276,13 @@ pub fn markdown(report: &BenchReport) -> String {
         let rows: Vec<Vec<String>> = report
             .comparisons
             .iter()
-            .map(|c| vec![format!("`{}`", c.variant), format!("`{}`", c.baseline), c.summary.clone()])
+            .map(|c| {
+                vec![
+                    format!("`{}`", c.variant),
+                    format!("`{}`", c.baseline),
+                    c.summary.clone(),
+                ]
+            })
             .collect();
         out.push('\n');
         out.push_str(&markdown_table(&["variant", "baseline", "result"], &rows));
@@ -266,7 +301,10 @@ pub fn markdown(report: &BenchReport) -> String {
             })
             .collect();
         out.push('\n');
-        out.push_str(&markdown_table(&["threads", "speedup", "CI", "efficiency"], &rows));
+        out.push_str(&markdown_table(
+            &["threads", "speedup", "CI", "efficiency"],
+            &rows,
+        ));
     }
     if !report.order_effects.is_empty() {
         let rows: Vec<Vec<String>> = report
@@ -280,12 +318,24 @@ pub fn markdown(report: &BenchReport) -> String {
                     format!("{:.2}x", e.ratio),
                     format!("{:.2e}", e.p_value),
                     format!("{:+.2}", e.effect_size),
-                    if e.flagged { "**yes**".into() } else { "no".into() },
+                    if e.flagged {
+                        "**yes**".into()
+                    } else {
+                        "no".into()
+                    },
                 ]
             })
             .collect();
         out.push_str(&markdown_table(
-            &["case", "alone", "in sequence", "ratio", "p", "effect", "order effect"],
+            &[
+                "case",
+                "alone",
+                "in sequence",
+                "ratio",
+                "p",
+                "effect",
+                "order effect",
+            ],
             &rows,
         ));
     }
@@ -329,15 +379,25 @@ pub fn csv(report: &BenchReport) -> String {
             })
             .collect();
         return csv_lines(
-            &["case", "alone_ns", "in_sequence_ns", "ratio", "p_value", "effect_size", "flagged"],
+            &[
+                "case",
+                "alone_ns",
+                "in_sequence_ns",
+                "ratio",
+                "p_value",
+                "effect_size",
+                "flagged",
+            ],
             rows,
         );
     }
+    // Comparisons are of every variant after the first, in order.
     let rows = report
         .variants
         .iter()
-        .map(|v| {
-            let comparison = report.comparisons.iter().find(|c| c.variant == v.name);
+        .enumerate()
+        .map(|(i, v)| {
+            let comparison = i.checked_sub(1).and_then(|c| report.comparisons.get(c));
             let ratio_field = |f: fn(&super::results::Comparison) -> String| {
                 comparison.map(f).unwrap_or_default()
             };
@@ -359,15 +419,35 @@ pub fn csv(report: &BenchReport) -> String {
                 ratio_field(|c| c.ratio.to_string()),
                 ratio_field(|c| c.ci_low.to_string()),
                 ratio_field(|c| c.ci_high.to_string()),
-                ratio_field(|c| serde_json::to_value(c.verdict).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()),
+                ratio_field(|c| {
+                    serde_json::to_value(c.verdict)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                }),
             ]
         })
         .collect();
     csv_lines(
         &[
-            "name", "command", "runs", "median_ns", "ci_low_ns", "ci_high_ns", "min_ns", "max_ns",
-            "user_ns", "system_ns", "max_rss_bytes", "minor_faults", "major_faults", "outliers",
-            "ratio", "ratio_ci_low", "ratio_ci_high", "verdict",
+            "name",
+            "command",
+            "runs",
+            "median_ns",
+            "ci_low_ns",
+            "ci_high_ns",
+            "min_ns",
+            "max_ns",
+            "user_ns",
+            "system_ns",
+            "max_rss_bytes",
+            "minor_faults",
+            "major_faults",
+            "outliers",
+            "ratio",
+            "ratio_ci_low",
+            "ratio_ci_high",
+            "verdict",
         ],
         rows,
     )
@@ -392,7 +472,13 @@ mod tests {
 
     #[test]
     fn table_aligns_columns() {
-        let table = text_table(&["name", "n"], &[vec!["a".into(), "100".into()], vec!["long name".into(), "2".into()]]);
+        let table = text_table(
+            &["name", "n"],
+            &[
+                vec!["a".into(), "100".into()],
+                vec!["long name".into(), "2".into()],
+            ],
+        );
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[0], "name         n");
         assert_eq!(lines[1], "---------  ---");
@@ -414,7 +500,10 @@ mod tests {
         let chart = scaling_chart(&[row(1, 1.0), row(4, 2.0)]);
         let lines: Vec<&str> = chart.lines().collect();
         // 4 threads is the top of the scale: ideal at the last column, half filled.
-        assert_eq!(lines[2], format!("4 threads {}{}| 2.00x", "#".repeat(25), " ".repeat(24)));
+        assert_eq!(
+            lines[2],
+            format!("4 threads {}{}| 2.00x", "#".repeat(25), " ".repeat(24))
+        );
         assert_eq!(lines[1], format!("1 threads {}| 1.00x", "#".repeat(12)));
     }
 

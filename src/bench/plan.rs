@@ -105,8 +105,20 @@ pub fn build_variants(
                 if let Some(n) = thread_count {
                     parts.push(format!("{n} thread{}", if n == 1 { "" } else { "s" }));
                 }
+                let mut name = parts.join(" / ");
+                // Comparing a command with itself is legitimate (an A/A test); keep
+                // the names distinct so that tables and exports stay unambiguous.
+                let same = variants
+                    .iter()
+                    .filter(|v: &&Variant| {
+                        v.name == name || v.name.starts_with(&format!("{name} #"))
+                    })
+                    .count();
+                if same > 0 {
+                    name = format!("{name} #{}", same + 1);
+                }
                 variants.push(Variant {
-                    name: parts.join(" / "),
+                    name,
                     command,
                     source,
                     allocator: allocator.map(|a| a.name.clone()),
@@ -158,8 +170,14 @@ mod tests {
         let variants =
             build_variants(&strings(&["work --threads {threads}"]), &[], &[], &[1, 4]).unwrap();
         assert_eq!(variants.len(), 2);
-        assert_eq!(variants[1].command.argv, strings(&["work", "--threads", "4"]));
-        assert_eq!(variants[1].command.env, vec![(THREADS_VARIABLE.into(), "4".into())]);
+        assert_eq!(
+            variants[1].command.argv,
+            strings(&["work", "--threads", "4"])
+        );
+        assert_eq!(
+            variants[1].command.env,
+            vec![(THREADS_VARIABLE.into(), "4".into())]
+        );
         assert_eq!(variants[0].name, "1 thread");
         assert_eq!(variants[1].name, "4 threads");
         assert_eq!(variants[1].threads, Some(4));
@@ -168,8 +186,14 @@ mod tests {
     #[test]
     fn allocators_multiply_commands_and_set_preload() {
         let allocators = vec![
-            Allocator { name: "glibc".into(), preload: None },
-            Allocator { name: "jemalloc".into(), preload: Some(PathBuf::from("/lib/libjemalloc.so.2")) },
+            Allocator {
+                name: "glibc".into(),
+                preload: None,
+            },
+            Allocator {
+                name: "jemalloc".into(),
+                preload: Some(PathBuf::from("/lib/libjemalloc.so.2")),
+            },
         ];
         let variants = build_variants(
             &strings(&["a", "b x"]),
@@ -179,12 +203,27 @@ mod tests {
         )
         .unwrap();
         let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-        assert_eq!(names, ["first / glibc", "first / jemalloc", "second / glibc", "second / jemalloc"]);
+        assert_eq!(
+            names,
+            [
+                "first / glibc",
+                "first / jemalloc",
+                "second / glibc",
+                "second / jemalloc"
+            ]
+        );
         assert!(variants[0].command.env.is_empty());
         let preload = &variants[3].command.env[0];
         assert_eq!(preload.0, "LD_PRELOAD");
         assert!(preload.1.starts_with("/lib/libjemalloc.so.2"));
         assert_eq!(variants[3].source, 1);
+    }
+
+    #[test]
+    fn repeated_commands_get_distinct_names() {
+        let variants = build_variants(&strings(&["true", "true", "true"]), &[], &[], &[]).unwrap();
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["true", "true #2", "true #3"]);
     }
 
     #[test]
@@ -195,13 +234,19 @@ mod tests {
 
     #[test]
     fn order_alternates_direction_each_round() {
-        assert_eq!(balanced_order(2, 4), vec![vec![0, 1], vec![1, 0], vec![0, 1], vec![1, 0]]);
+        assert_eq!(
+            balanced_order(2, 4),
+            vec![vec![0, 1], vec![1, 0], vec![0, 1], vec![1, 0]]
+        );
         let order = balanced_order(3, 2);
         assert_eq!(order, vec![vec![0, 1, 2], vec![2, 1, 0]]);
         // Over an even number of rounds every variant has the same mean position.
         let order = balanced_order(3, 6);
         for variant in 0..3 {
-            let total: usize = order.iter().map(|r| r.iter().position(|&v| v == variant).unwrap()).sum();
+            let total: usize = order
+                .iter()
+                .map(|r| r.iter().position(|&v| v == variant).unwrap())
+                .sum();
             assert_eq!(total, 6);
         }
     }

@@ -134,7 +134,11 @@ fn median_of(measurements: &[Measurement], field: impl Fn(&Measurement) -> u64) 
     stats::median(&values).round() as u64
 }
 
-pub fn summarize(variant: &Variant, measurements: &[Measurement], confidence: f64) -> VariantSummary {
+pub fn summarize(
+    variant: &Variant,
+    measurements: &[Measurement],
+    confidence: f64,
+) -> VariantSummary {
     let times = walls(measurements);
     let ci = stats::median_ci(&times, confidence);
     VariantSummary {
@@ -152,7 +156,11 @@ pub fn summarize(variant: &Variant, measurements: &[Measurement], confidence: f6
         system_ns: median_of(measurements, |m| m.system_ns),
         minor_faults: median_of(measurements, |m| m.minor_faults),
         major_faults: median_of(measurements, |m| m.major_faults),
-        max_rss_bytes: measurements.iter().map(|m| m.max_rss_bytes).max().unwrap_or(0),
+        max_rss_bytes: measurements
+            .iter()
+            .map(|m| m.max_rss_bytes)
+            .max()
+            .unwrap_or(0),
         outliers: stats::outlier_indices(&times),
         failed_runs: measurements.iter().filter(|m| !m.exit.success()).count(),
         allocator: variant.allocator.clone(),
@@ -185,7 +193,10 @@ pub fn describe(estimate: &RatioEstimate, verdict: Verdict) -> String {
             1.0 / low
         ),
         Verdict::Slower => {
-            format!("{:.2}x slower, {level:.1}% CI {low:.2}-{high:.2}x", estimate.ratio)
+            format!(
+                "{:.2}x slower, {level:.1}% CI {low:.2}-{high:.2}x",
+                estimate.ratio
+            )
         }
         Verdict::WithinNoise => format!(
             "{:.2}x, within noise ({level:.1}% CI {low:.2}-{high:.2}x)",
@@ -274,16 +285,29 @@ mod tests {
     fn estimate(ratio: f64, low: f64, high: f64) -> RatioEstimate {
         RatioEstimate {
             ratio,
-            ci: Interval { low, high, level: 0.95 },
+            ci: Interval {
+                low,
+                high,
+                level: 0.95,
+            },
         }
     }
 
     #[test]
     fn verdict_respects_interval_and_noise_band() {
-        assert_eq!(verdict(&estimate(1.04, 0.99, 1.10), 0.02), Verdict::WithinNoise);
-        assert_eq!(verdict(&estimate(1.015, 1.01, 1.02), 0.02), Verdict::WithinNoise);
+        assert_eq!(
+            verdict(&estimate(1.04, 0.99, 1.10), 0.02),
+            Verdict::WithinNoise
+        );
+        assert_eq!(
+            verdict(&estimate(1.015, 1.01, 1.02), 0.02),
+            Verdict::WithinNoise
+        );
         assert_eq!(verdict(&estimate(1.015, 1.01, 1.02), 0.01), Verdict::Slower);
-        assert_eq!(verdict(&estimate(0.256, 0.244, 0.27), 0.02), Verdict::Faster);
+        assert_eq!(
+            verdict(&estimate(0.256, 0.244, 0.27), 0.02),
+            Verdict::Faster
+        );
         assert_eq!(
             describe(&estimate(0.256, 0.244, 0.27), Verdict::Faster),
             "3.91x faster, 95.0% CI 3.70-4.10x"

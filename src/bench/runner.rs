@@ -134,7 +134,13 @@ mod tests {
             let base = if command.argv[0] == "a" { 1_000 } else { 2_000 };
             measurement_with_wall(base + previous as u64)
         });
-        let results = measure(&mut executor, &variants, options(1, RunCount::Fixed(4)), &mut Silent).unwrap();
+        let results = measure(
+            &mut executor,
+            &variants,
+            options(1, RunCount::Fixed(4)),
+            &mut Silent,
+        )
+        .unwrap();
         let order: Vec<&str> = executor.calls.iter().map(|c| c.argv[0].as_str()).collect();
         assert_eq!(order, ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]);
         // Warm-up results are discarded: the timed runs are calls 1..=4 of each.
@@ -148,7 +154,11 @@ mod tests {
         let variants = variants(&["a", "b"]);
         // A round takes 10 ms + 30 ms; a 1 s budget fits 25 rounds, rounded to 24.
         let mut executor = MockExecutor::new(|command, _| {
-            measurement_with_wall(if command.argv[0] == "a" { 10_000_000 } else { 30_000_000 })
+            measurement_with_wall(if command.argv[0] == "a" {
+                10_000_000
+            } else {
+                30_000_000
+            })
         });
         let budget = RunCount::Budget(Duration::from_secs(1));
         let results = measure(&mut executor, &variants, options(0, budget), &mut Silent).unwrap();
@@ -176,8 +186,13 @@ mod tests {
             m
         };
         let mut executor = MockExecutor::new(respond);
-        let error = measure(&mut executor, &variants, options(0, RunCount::Fixed(2)), &mut Silent)
-            .unwrap_err();
+        let error = measure(
+            &mut executor,
+            &variants,
+            options(0, RunCount::Fixed(2)),
+            &mut Silent,
+        )
+        .unwrap_err();
         assert!(error.to_string().contains("broken"), "{error}");
         assert!(error.to_string().contains("exit code 1"), "{error}");
 

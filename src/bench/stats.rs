@@ -83,7 +83,11 @@ pub struct RatioEstimate {
 }
 
 pub fn paired_ratio(baseline: &[f64], variant: &[f64], confidence: f64) -> RatioEstimate {
-    assert_eq!(baseline.len(), variant.len(), "paired samples differ in length");
+    assert_eq!(
+        baseline.len(),
+        variant.len(),
+        "paired samples differ in length"
+    );
     let log_ratios: Vec<f64> = baseline
         .iter()
         .zip(variant)
@@ -116,7 +120,10 @@ pub struct MannWhitney {
 const EXACT_LIMIT: usize = 30;
 
 pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
-    assert!(!a.is_empty() && !b.is_empty(), "Mann-Whitney needs two non-empty samples");
+    assert!(
+        !a.is_empty() && !b.is_empty(),
+        "Mann-Whitney needs two non-empty samples"
+    );
     let (n1, n2) = (a.len(), b.len());
     let mut pooled: Vec<(f64, bool)> = a
         .iter()
@@ -307,7 +314,10 @@ mod tests {
         }
         let coverage = covered as f64 / trials as f64;
         assert!(nominal >= 0.95);
-        assert!((coverage - nominal).abs() < 0.02, "coverage {coverage} vs {nominal}");
+        assert!(
+            (coverage - nominal).abs() < 0.02,
+            "coverage {coverage} vs {nominal}"
+        );
     }
 
     #[test]
@@ -324,7 +334,10 @@ mod tests {
         }
         let estimate = paired_ratio(&baseline, &variant, 0.95);
         assert!((estimate.ratio - 2.0).abs() < 0.03, "{estimate:?}");
-        assert!(estimate.ci.low <= 2.0 && 2.0 <= estimate.ci.high, "{estimate:?}");
+        assert!(
+            estimate.ci.low <= 2.0 && 2.0 <= estimate.ci.high,
+            "{estimate:?}"
+        );
         assert!(estimate.ci.high / estimate.ci.low < 1.1, "{estimate:?}");
     }
 
@@ -340,7 +353,7 @@ mod tests {
         assert!((r.p_value - 2.0 / 252.0).abs() < 1e-12);
         assert_eq!(r.effect_size, -1.0);
         // U = 1 of 3 vs 3: P(U <= 1) = 2/20, two-sided 0.2.
-        let r = mann_whitney(&[1.0, 2.0, 5.0], &[3.0, 4.0, 6.0]);
+        let r = mann_whitney(&[1.0, 2.0, 4.0], &[3.0, 5.0, 6.0]);
         assert_eq!(r.u, 1.0);
         assert!((r.p_value - 0.2).abs() < 1e-12);
     }
@@ -355,7 +368,10 @@ mod tests {
         let b_tied: Vec<f64> = b.iter().chain(&[1000.0]).copied().collect();
         let approx = mann_whitney(&a_tied, &b_tied);
         assert!(exact.exact && !approx.exact);
-        assert!((exact.p_value - approx.p_value).abs() < 0.05, "{exact:?} {approx:?}");
+        assert!(
+            (exact.p_value - approx.p_value).abs() < 0.05,
+            "{exact:?} {approx:?}"
+        );
         // All values tied: no evidence at all.
         let r = mann_whitney(&[1.0; 40], &[1.0; 40]);
         assert_eq!(r.p_value, 1.0);
@@ -381,7 +397,10 @@ mod tests {
         }
         let rate = false_positives as f64 / trials as f64;
         assert!((0.03..0.07).contains(&rate), "false positive rate {rate}");
-        assert!(detected as f64 / trials as f64 > 0.9, "power {detected}/{trials}");
+        assert!(
+            detected as f64 / trials as f64 > 0.9,
+            "power {detected}/{trials}"
+        );
     }
 
     #[test]
