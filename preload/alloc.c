@@ -65,20 +65,19 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
     return __builtin_mul_overflow(a, b, &r) ? (size_t)-1 : r;
 }
 
-/* The body shared by every hook: count, then call `real_call` with the clock read around it
- * when this call is in the timed sample. `ret` receives the result. */
+/* The body shared by every hook: count, then forward. Untimed calls to glibc's allocator leave by a
+ * tail call, which keeps the common path to a few instructions; a timed or guarded call reads the
+ * clock around the real function. `ret` receives the result. */
 #define SS_RECORDED_CALL(t, fn, grp, bytes, ret, real_call)                                                  \
     do {                                                                                                    \
         ss_count(t, fn, bytes);                                                                             \
-        ss_busy = 1;                                                                                        \
-        if (SS_UNLIKELY(ss_take_timed(t))) {                                                                \
-            uint64_t start_ = ss_ticks();                                                                   \
-            ret = real_call;                                                                                \
-            ss_timed(t, fn, grp, start_);                                                                   \
-        } else {                                                                                            \
-            ret = real_call;                                                                                \
-        }                                                                                                   \
-        ss_busy = 0;                                                                                        \
+        int timed_ = ss_take_timed(t);                                                                      \
+        if (SS_LIKELY(!timed_ && !ss_guard_calls)) return real_call;                                        \
+        uint64_t start_ = timed_ ? ss_ticks() : 0;                                                          \
+        SS_GUARD_BEGIN(saved_);                                                                             \
+        ret = real_call;                                                                                    \
+        SS_GUARD_END(saved_);                                                                               \
+        if (timed_) ss_timed(t, fn, grp, start_);                                                           \
     } while (0)
 
 /* ---- hooks ---- */
@@ -98,9 +97,14 @@ SS_EXPORT void free(void *ptr) {
         if (ss_real.free) ss_real.free(ptr);
         return;
     }
-    int unused;
-    SS_RECORDED_CALL(t, SS_FN_FREE, SS_GRP_FREE, 0, unused, (ss_real.free(ptr), 0));
-    (void)unused;
+    ss_count(t, SS_FN_FREE, 0);
+    int timed = ss_take_timed(t);
+    if (SS_LIKELY(!timed && !ss_guard_calls)) return ss_real.free(ptr);
+    uint64_t start = timed ? ss_ticks() : 0;
+    SS_GUARD_BEGIN(saved);
+    ss_real.free(ptr);
+    SS_GUARD_END(saved);
+    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, start);
 }
 
 SS_EXPORT void *calloc(size_t n, size_t size) {

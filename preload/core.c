@@ -19,6 +19,7 @@
 struct ss_real ss_real;
 struct ss_config ss_config;
 int ss_active;
+int ss_guard_calls = 1;
 int ss_use_tsc;
 uint64_t ss_ns_per_tick_q32 = 1ull << 32;
 uint64_t ss_ticks_per_sec = 1000000000ull;
@@ -235,7 +236,7 @@ SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
     ss_ensure_resolved();
     struct ss_thread *self = ss_enter();
     if (!self) return ss_real.pthread_create(thread, attr, fn, arg);
-    ss_busy = 1;
+    SS_GUARD_BEGIN(saved);
     struct ss_thread *t = ss_thread_alloc();
     int rc;
     if (t) {
@@ -246,7 +247,7 @@ SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
     } else {
         rc = ss_real.pthread_create(thread, attr, fn, arg);
     }
-    ss_busy = 0;
+    SS_GUARD_END(saved);
     return rc;
 }
 
@@ -270,6 +271,9 @@ static void ss_init(void) {
         ok = pthread_key_create(&ss_thread_key, ss_thread_destructor) == 0 &&
              pthread_atfork(NULL, NULL, ss_after_fork_child) == 0;
         struct ss_thread *t = ok ? ss_thread_alloc() : NULL;
+        Dl_info info;
+        ss_guard_calls = !(dladdr((void *)ss_real.malloc, &info) && info.dli_fname &&
+                           strstr(info.dli_fname, "/libc.so") != NULL);
         if (t) {
             ss_thread_attach(t, 1);
             __atomic_store_n(&ss_active, 1, __ATOMIC_RELEASE);
@@ -291,10 +295,10 @@ struct ss_thread *ss_enter_slow(void) {
     if (ss_self) return ss_self;
     ss_busy = 1;
     struct ss_thread *t = ss_fork_pending;
-    if (t) { /* the first call in a fork child: its thread record, then its flusher */
+    if (t) { /* the first call in a fork child: its flusher (unseen, so first), then its record */
         ss_fork_pending = NULL;
-        ss_thread_attach(t, 1);
         ss_start_flusher();
+        ss_thread_attach(t, 1);
     } else { /* a thread not created through pthread_create (or created before we were ready) */
         t = ss_thread_alloc();
         if (t) ss_thread_attach(t, 0);
@@ -327,13 +331,14 @@ int ss_process_is_fork_child(void) { return ss_is_fork_child; }
 __attribute__((constructor)) static void ss_constructor(void) {
     ss_ensure_resolved();
     if (!ss_active) return;
-    ss_busy = 1;
+    SS_GUARD_BEGIN(saved);
     if (ss_open_profile() == 0) ss_start_flusher();
-    ss_busy = 0;
+    SS_GUARD_END(saved);
 }
 
 __attribute__((destructor)) static void ss_destructor(void) {
     if (!ss_active || ss_pid != getpid()) return;
+    ss_self = NULL; /* for good: nothing after the final flush is recorded */
     ss_busy = 1;
     ss_flush(1, ss_exit_status_known ? SS_END_EXIT : SS_END_DESTRUCTOR, ss_exit_status);
 }
@@ -366,6 +371,7 @@ SS_EXPORT void exit(int status) {
 
 static void ss_before_underscore_exit(int status) {
     if (ss_active && ss_pid == getpid()) { /* not in a vfork child, which shares our memory */
+        ss_self = NULL;
         ss_busy = 1;
         ss_flush(1, SS_END_UNDERSCORE_EXIT, status);
     }
@@ -388,10 +394,10 @@ SS_EXPORT void _Exit(int status) {
 static void ss_before_exec(void) {
     ss_ensure_resolved();
     if (ss_active && ss_pid == getpid() && !ss_busy) {
-        ss_busy = 1;
+        SS_GUARD_BEGIN(saved);
         ss_flush(1, SS_END_EXEC, 0);
         ss_writer_before_exec();
-        ss_busy = 0;
+        SS_GUARD_END(saved);
     }
 }
 

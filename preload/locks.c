@@ -63,11 +63,9 @@ static void ss_released(struct ss_thread *t, const void *address) {
 /* Try first; on failure time the blocking call. The blocking call's result is returned. */
 #define SS_LOCK_HOOK(t, lock, kind, try_call, block_call)                                                    \
     do {                                                                                                    \
-        ss_busy = 1;                                                                                        \
         int rc_ = try_call;                                                                                 \
         if (SS_LIKELY(rc_ == 0)) {                                                                          \
             ss_acquired(t, lock, kind, 0, 0, 0);                                                            \
-            ss_busy = 0;                                                                                    \
             return 0;                                                                                       \
         }                                                                                                   \
         uint64_t start_ = ss_ticks();                                                                       \
@@ -75,17 +73,14 @@ static void ss_released(struct ss_thread *t, const void *address) {
         uint64_t end_ = ss_ticks();                                                                         \
         if (rc_ == 0 || rc_ == EOWNERDEAD) ss_acquired(t, lock, kind, 1, end_ - start_, end_);              \
         else if (rc_ == ETIMEDOUT) SS_ADD(t->rec.lock_wait_ticks, end_ - start_);                           \
-        ss_busy = 0;                                                                                        \
         return rc_;                                                                                         \
     } while (0)
 
 /* A program's own try-lock: counted when it succeeds, never a wait. */
 #define SS_TRYLOCK_HOOK(t, lock, kind, try_call)                                                             \
     do {                                                                                                    \
-        ss_busy = 1;                                                                                        \
         int rc_ = try_call;                                                                                 \
         if (rc_ == 0) ss_acquired(t, lock, kind, 0, 0, 0);                                                  \
-        ss_busy = 0;                                                                                        \
         return rc_;                                                                                         \
     } while (0)
 
@@ -133,11 +128,7 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     do {                                                                                                    \
         ss_released(t, m);                                                                                  \
         int rc_ = wait_call;                                                                                \
-        if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
-            ss_busy = 1;                                                                                    \
-            ss_acquired(t, m, SS_LOCK_MUTEX, 0, 0, 0);                                                      \
-            ss_busy = 0;                                                                                    \
-        }                                                                                                   \
+        if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) ss_acquired(t, m, SS_LOCK_MUTEX, 0, 0, 0); \
         return rc_;                                                                                         \
     } while (0)
 

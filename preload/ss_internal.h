@@ -142,14 +142,24 @@ static inline int ss_take_timed(struct ss_thread *t) {
     return 1;
 }
 
-/* The slow path for every hook: makes sure the interposer is initialised and this thread has a
- * record. Returns the thread to record into, or NULL when the call must just be forwarded. */
+/* Every hook starts with `ss_self`: non-NULL means "record into this thread". The interposer's own
+ * code and guarded calls set it to NULL (and ss_busy to 1), so one TLS load decides the fast path.
+ * ss_enter_slow makes sure the interposer is initialised and gives the thread a record; it returns
+ * NULL when the call must just be forwarded. */
 struct ss_thread *ss_enter_slow(void);
 static inline struct ss_thread *ss_enter(void) {
     struct ss_thread *t = ss_self;
-    if (SS_LIKELY(t != NULL && !ss_busy && ss_active)) return t;
-    return ss_enter_slow();
+    return SS_LIKELY(t != NULL) ? t : ss_enter_slow();
 }
+#define SS_GUARD_BEGIN(saved)                                                                                \
+    struct ss_thread *saved = ss_self;                                                                      \
+    ss_self = NULL;                                                                                         \
+    ss_busy = 1
+#define SS_GUARD_END(saved)                                                                                  \
+    ss_busy = 0;                                                                                            \
+    ss_self = saved
+/* Calls into an allocator other than glibc's are guarded: it may call hooked functions itself. */
+extern int ss_guard_calls;
 void ss_ensure_resolved(void);
 
 /* Threads. */

@@ -1,0 +1,243 @@
+//! Allocator accounting of `stallscope run` on programs whose allocations are known exactly.
+//! Each program also runs in an "empty" mode (same binary, same threads, no allocations) that
+//! measures what the C runtime allocates by itself; the report must equal known + baseline.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// What each of the two workers of tests/programs/alloc_known.c does: (calls, bytes) per function.
+fn alloc_known_per_worker(function: &str) -> (u64, u64) {
+    match function {
+        "malloc" => (10_000 + 3_000, 10_000 * 24 + 3_000 * 16),
+        "calloc" => (5_000, 5_000 * 32),
+        "realloc" => (3_000, 3_000 * 100),
+        "aligned" => (2_000 + 1_000, 2_000 * 48 + 1_000 * 128),
+        "free" => (10_000 + 5_000 + 3_000 + 2_000 + 1_000, 0),
+        _ => unreachable!(),
+    }
+}
+
+fn baseline_and_known(dir: &TempDir, source: &str, run_args: &[&str]) -> (Value, Value) {
+    let exe = compile(dir.path(), source, &[]);
+    let (_, empty) = profile(
+        dir.path(),
+        "empty.prof",
+        run_args,
+        &[exe.as_os_str(), "empty".as_ref()],
+        0,
+    );
+    let (out, known) = profile(dir.path(), "known.prof", run_args, &[exe.as_os_str()], 0);
+    assert!(
+        out.stdout.is_empty(),
+        "the program prints nothing\n{}",
+        describe(&out)
+    );
+    (report_json(&empty), report_json(&known))
+}
+
+#[test]
+fn known_allocations_are_counted_exactly_per_function() {
+    let dir = TempDir::new("alloc-known");
+    let (base, report) = baseline_and_known(&dir, "alloc_known.c", &[]);
+    for function in FUNCTIONS {
+        let (calls, bytes) = alloc_known_per_worker(function);
+        let b = fn_stats(&base, function);
+        let r = fn_stats(&report, function);
+        assert_eq!(
+            r.calls,
+            b.calls + 2 * calls,
+            "{function} calls: report {r:?}, C runtime baseline {b:?}, known {}",
+            2 * calls
+        );
+        assert_eq!(
+            r.bytes,
+            b.bytes + 2 * bytes,
+            "{function} bytes: report {r:?}, baseline {b:?}, known {}",
+            2 * bytes
+        );
+    }
+    if let Some(total) = report["alloc"]["total_calls"].as_u64() {
+        let sum: u64 = FUNCTIONS.iter().map(|f| fn_stats(&report, f).calls).sum();
+        let allocs = allocation_calls(&report);
+        assert!(
+            total == sum || total == allocs,
+            "alloc.total_calls {total} is neither the sum of all calls ({sum}) nor of allocations ({allocs})"
+        );
+    }
+
+    // The size histogram: 20000 malloc(24) land in the 17..24 bucket, 10000 calloc(4, 8) in 25..32.
+    let hist = report["alloc"]["size_histogram"]
+        .as_array()
+        .expect("alloc.size_histogram");
+    let bucket = |size: u64| -> u64 {
+        hist.iter()
+            .filter(|b| num(b, &["min_bytes"]) <= size && size <= num(b, &["max_bytes"]))
+            .map(|b| num(b, &["count"]))
+            .sum()
+    };
+    let b24 = hist
+        .iter()
+        .find(|b| num(b, &["min_bytes"]) <= 24 && 24 <= num(b, &["max_bytes"]))
+        .expect("a size bucket holding 24 bytes");
+    assert!(
+        num(b24, &["min_bytes"]) >= 17 && num(b24, &["max_bytes"]) <= 24,
+        "the bucket of 24 bytes should be 17..24: {b24}"
+    );
+    assert!(
+        bucket(24) >= 20_000,
+        "17..24 byte bucket holds {} (< 20000): {b24}",
+        bucket(24)
+    );
+    assert!(
+        bucket(32) >= 10_000,
+        "the bucket of 32 bytes holds {} (< 10000)",
+        bucket(32)
+    );
+    // Every allocation (not free) is in exactly one bucket.
+    assert_eq!(
+        histogram_total(&report["alloc"]["size_histogram"]),
+        allocation_calls(&report),
+        "size histogram total vs allocation calls"
+    );
+
+    // Three threads: main and two workers (the profiler's own flusher thread must not appear).
+    let threads = report["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 3, "threads: {threads:?}");
+}
+
+#[test]
+fn sampled_timing_times_about_one_call_in_32() {
+    let dir = TempDir::new("alloc-sampled");
+    let exe = compile(dir.path(), "alloc_known.c", &[]);
+    let (_, path) = profile(dir.path(), "sampled.prof", &[], &[&exe], 0);
+    let report = report_json(&path);
+    for function in FUNCTIONS {
+        let calls = fn_stats(&report, function).calls;
+        let timed = histogram_total(&report["alloc"]["latency_histogram"][function]);
+        // Intervals between timed calls are uniform on [1, 63]: about calls/32 are timed.
+        assert!(
+            timed >= calls / 64 && timed <= calls / 16,
+            "{function}: {timed} of {calls} calls timed, expected about {}",
+            calls / 32
+        );
+        assert!(
+            fn_stats(&report, function).time_ns > 0,
+            "{function} has no time"
+        );
+    }
+}
+
+#[test]
+fn exact_timing_counts_the_same_and_times_every_call() {
+    let dir = TempDir::new("alloc-exact");
+    let (base, report) = baseline_and_known(&dir, "alloc_known.c", &["--timing", "exact"]);
+    for function in FUNCTIONS {
+        let (calls, _) = alloc_known_per_worker(function);
+        let r = fn_stats(&report, function);
+        assert_eq!(
+            r.calls,
+            fn_stats(&base, function).calls + 2 * calls,
+            "{function} calls"
+        );
+        let timed = histogram_total(&report["alloc"]["latency_histogram"][function]);
+        assert_eq!(
+            timed, r.calls,
+            "{function}: every call is timed in exact mode"
+        );
+        assert!(r.time_ns > 0, "{function} has no time: {r:?}");
+    }
+    // Thread time in the allocator: the two workers spent some, and never more than their wall time.
+    let threads = report["threads"].as_array().expect("threads");
+    let busy: Vec<&Value> = threads
+        .iter()
+        .filter(|t| num(t, &["alloc_ns"]) > 0)
+        .collect();
+    assert!(
+        busy.len() >= 2,
+        "at least the two workers have alloc_ns > 0: {threads:?}"
+    );
+    for t in threads {
+        assert!(
+            num(t, &["alloc_ns"]) <= num(t, &["wall_ns"]),
+            "a thread spent longer in the allocator than it lived: {t}"
+        );
+    }
+}
+
+#[test]
+fn five_hundred_short_lived_threads() {
+    let dir = TempDir::new("alloc-threads");
+    let (base, report) = baseline_and_known(&dir, "many_threads.c", &[]);
+    let threads = report["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 501, "500 workers and main");
+    assert_eq!(
+        base["threads"].as_array().expect("threads").len(),
+        501,
+        "500 workers and main (empty run)"
+    );
+    for (function, calls, bytes) in [
+        ("malloc", 500 * 100, 500 * 100 * 40),
+        ("free", 500 * 100, 0),
+    ] {
+        let b = fn_stats(&base, function);
+        let r = fn_stats(&report, function);
+        assert_eq!(
+            r.calls,
+            b.calls + calls,
+            "{function}: report {r:?}, baseline {b:?}"
+        );
+        assert_eq!(
+            r.bytes,
+            b.bytes + bytes,
+            "{function}: report {r:?}, baseline {b:?}"
+        );
+    }
+    for function in ["calloc", "realloc", "aligned"] {
+        assert_eq!(
+            fn_stats(&report, function).calls,
+            fn_stats(&base, function).calls,
+            "{function}"
+        );
+    }
+}
+
+#[test]
+fn cxx_new_delete_and_std_mutex() {
+    let dir = TempDir::new("alloc-cxx");
+    let exe = compile(dir.path(), "cxx_threads.cpp", &[]);
+    let (_, empty) = profile(
+        dir.path(),
+        "empty.prof",
+        &[],
+        &[exe.as_os_str(), "empty".as_ref()],
+        0,
+    );
+    let (out, known) = profile(dir.path(), "known.prof", &[], &[exe.as_os_str()], 0);
+    let base = report_json(&empty);
+    let report = report_json(&known);
+    // Two threads, each exactly 10000 `new int[6]` + `delete[]` and 50000 lock_guard on one
+    // std::mutex (see the program).
+    let b = fn_stats(&base, "malloc");
+    let r = fn_stats(&report, "malloc");
+    assert_eq!(
+        r.calls,
+        b.calls + 2 * 10_000,
+        "operator new goes through malloc: {r:?} vs {b:?}"
+    );
+    assert_eq!(r.bytes, b.bytes + 2 * 10_000 * 24);
+    assert_eq!(
+        fn_stats(&report, "free").calls,
+        fn_stats(&base, "free").calls + 2 * 10_000
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let address = stdout
+        .split_whitespace()
+        .nth(1)
+        .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+        .unwrap_or_else(|| panic!("program output: {stdout}"));
+    let lock = find_lock(&report, address)
+        .unwrap_or_else(|| panic!("std::mutex {address:#x} not in locks: {}", report["locks"]));
+    assert_eq!(num(lock, &["acquisitions"]), 2 * 50_000, "{lock}");
+}

@@ -1,0 +1,146 @@
+//! Child processes under `stallscope run`: fork + exec and posix_spawn children get their own
+//! profile files (listed on stderr); `--no-children` profiles only the launched process.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// Runs `exe` under stallscope in `dir` (default profile names, so children land there too) and
+/// returns (stdout, stderr, profiles found in `dir`).
+fn run_in(dir: &Path, run_args: &[&str], exe: &Path) -> (String, String, Vec<PathBuf>) {
+    let out = stallscope_run(dir, run_args, &[exe]);
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        prof_files(dir),
+    )
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// The profile among `files` whose recorded command starts with `program` (by base name).
+fn profiles_of<'a>(files: &'a [PathBuf], program: &str) -> Vec<(&'a PathBuf, serde_json::Value)> {
+    files
+        .iter()
+        .map(|f| (f, report_json(f)))
+        .filter(|(_, r)| {
+            command_of(r)
+                .first()
+                .is_some_and(|c| Path::new(c).file_name().is_some_and(|n| n == program))
+        })
+        .collect()
+}
+
+fn check_child_profiles(source: &str, child_says: &str) {
+    let dir = TempDir::new("children");
+    let bin = TempDir::new("children-bin");
+    let exe = compile(bin.path(), source, &[]);
+    let stem = exe.file_name().unwrap().to_str().unwrap().to_string();
+    let (stdout, stderr, files) = run_in(dir.path(), &[], &exe);
+    assert_eq!(
+        stdout,
+        format!("{child_says}\nparent done\n"),
+        "stdout passes through"
+    );
+    assert!(
+        files.len() >= 2,
+        "a profile for the parent and for the child: {files:?}\n{stderr}"
+    );
+
+    let parents = profiles_of(&files, &stem);
+    assert_eq!(parents.len(), 1, "one profile of {stem}: {files:?}");
+    let (parent_file, parent) = &parents[0];
+    assert!(
+        fn_stats(parent, "malloc").calls >= 1,
+        "the parent's malloc(100) is counted"
+    );
+    assert_eq!(parent["exit_code"], 0, "parent exit code");
+    let shells = profiles_of(&files, "sh");
+    assert_eq!(shells.len(), 1, "one profile of the child `sh`: {files:?}");
+    let (shell_file, shell) = &shells[0];
+    assert_eq!(
+        command_of(shell),
+        ["sh", "-c", &format!("echo {child_says}")]
+    );
+    assert_ne!(shell["pid"], parent["pid"], "the child has its own pid");
+    // Children are listed at the end on stderr, by path.
+    assert!(
+        stderr.contains(&file_name(shell_file)),
+        "the child's profile {} is listed on stderr:\n{stderr}",
+        shell_file.display()
+    );
+    assert!(
+        stderr.contains(&file_name(parent_file)),
+        "the parent's profile {} is named on stderr:\n{stderr}",
+        parent_file.display()
+    );
+    // Every file in the directory opens, and the report accepts them all at once (a JSON array).
+    let out = std::process::Command::new(stallscope())
+        .args(["report", "--json"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        all.as_array().map(Vec::len),
+        Some(files.len()),
+        "one report per file"
+    );
+
+    // --no-children: the launched process only.
+    let dir2 = TempDir::new("no-children");
+    let (stdout, stderr, files) = run_in(dir2.path(), &["--no-children"], &exe);
+    assert_eq!(
+        stdout,
+        format!("{child_says}\nparent done\n"),
+        "stdout passes through"
+    );
+    assert_eq!(
+        files.len(),
+        1,
+        "--no-children writes one profile: {files:?}\n{stderr}"
+    );
+    assert_eq!(
+        profiles_of(&files, &stem).len(),
+        1,
+        "and it is the launched program's"
+    );
+}
+
+#[test]
+fn fork_and_exec_child_gets_its_own_profile() {
+    check_child_profiles("fork_exec.c", "child");
+}
+
+#[test]
+fn posix_spawn_child_gets_its_own_profile() {
+    check_child_profiles("spawn.c", "spawned");
+}
+
+#[test]
+fn shell_pipeline_profiles_every_command() {
+    let dir = TempDir::new("pipeline");
+    let out = stallscope_run(
+        dir.path(),
+        &[],
+        &["sh", "-c", "seq 1 1000 | sort -r | head -5"],
+    );
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "999\n998\n997\n996\n995\n"
+    );
+    let files = prof_files(dir.path());
+    for program in ["seq", "sort", "head"] {
+        assert_eq!(
+            profiles_of(&files, program).len(),
+            1,
+            "one profile of {program}: {files:?}"
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! Lock accounting of `stallscope run`: a pthread mutex that two threads fight over.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn contended_mutex_is_found_with_exact_acquisitions_and_real_waits() {
+    let dir = TempDir::new("locks");
+    let exe = compile(dir.path(), "mutex_fight.c", &[]);
+    let (out, path) = profile(dir.path(), "fight.prof", &[], &[&exe], 0);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    // "mutex 0x... iterations 400000"
+    let words: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(words.len(), 4, "program output: {stdout}");
+    let address =
+        u64::from_str_radix(words[1].trim_start_matches("0x"), 16).expect("mutex address");
+    let iterations: u64 = words[3].parse().expect("iteration count");
+
+    let report = report_json(&path);
+    let lock = find_lock(&report, address).unwrap_or_else(|| {
+        panic!(
+            "mutex {address:#x} is not in the report's locks: {}",
+            report["locks"]
+        )
+    });
+    let acquisitions = num(lock, &["acquisitions"]);
+    let contended = num(lock, &["contended"]);
+    let wait_ns = num(lock, &["wait_ns"]);
+    let max_wait_ns = num(lock, &["max_wait_ns"]);
+    assert_eq!(
+        acquisitions, iterations,
+        "every lock is counted once: {lock}"
+    );
+    assert!(
+        contended * 100 > acquisitions,
+        "more than 1% of acquisitions contended: {lock}"
+    );
+    assert!(contended <= acquisitions, "{lock}");
+    assert!(wait_ns > 1_000_000, "more than 1 ms of total wait: {lock}");
+    assert!(
+        max_wait_ns > 0 && max_wait_ns <= wait_ns,
+        "max wait within the total: {lock}"
+    );
+    assert!(
+        num(lock, &["hold_ns"]) > 0,
+        "holds are measured (on a sample): {lock}"
+    );
+    if let Some(kind) = lock["kind"].as_str() {
+        assert!(
+            kind.to_lowercase().contains("mutex"),
+            "kind of a pthread_mutex_t: {lock}"
+        );
+    }
+
+    // The waits belong to the two worker threads; their lock_wait_ns covers this lock's wait.
+    let threads = report["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 3, "main and two workers: {threads:?}");
+    let thread_wait: u64 = threads.iter().map(|t| num(t, &["lock_wait_ns"])).sum();
+    assert!(
+        thread_wait as f64 >= wait_ns as f64 * 0.99,
+        "threads' lock_wait_ns ({thread_wait}) below the lock's wait_ns ({wait_ns})"
+    );
+    // And this is the most contended lock of the program.
+    let max_other = report["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| parse_address(&l["address"]) != Some(address))
+        .map(|l| num(l, &["wait_ns"]))
+        .max()
+        .unwrap_or(0);
+    assert!(
+        max_other <= wait_ns,
+        "another lock waited longer: {}",
+        report["locks"]
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{address:x}")) || stderr.contains("shared"),
+        "the run summary names the most contended lock ({address:#x}, symbol `shared`)\n{stderr}"
+    );
+}

@@ -1,0 +1,192 @@
+//! The launched process's life under `stallscope run`: exit statuses and signals pass through,
+//! `_exit` and SIGKILL still leave a profile, stdio passes through byte for byte, and programs
+//! that cannot be profiled (static, setuid) or an existing output file are refused before running.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+#[test]
+fn exit_status_passes_through() {
+    let dir = TempDir::new("exit7");
+    let (_, path) = profile(dir.path(), "sh.prof", &[], &["sh", "-c", "exit 7"], 7);
+    let report = report_json(&path);
+    assert_eq!(report["exit_code"], 7, "report exit_code");
+    assert!(report["signal"].is_null(), "no signal: {}", report["signal"]);
+    assert_eq!(command_of(&report), ["sh", "-c", "exit 7"]);
+    assert!(num(&report, &["wall_ns"]) > 0);
+}
+
+#[test]
+fn underscore_exit_leaves_a_complete_profile() {
+    let dir = TempDir::new("underscore-exit");
+    let exe = compile(dir.path(), "underscore_exit.c", &[]);
+    let (_, empty) = profile(dir.path(), "empty.prof", &[], &[exe.as_os_str(), "empty".as_ref()], 3);
+    let (_, path) = profile(dir.path(), "exit.prof", &[], &[&exe], 3);
+    let base = report_json(&empty);
+    let report = report_json(&path);
+    assert_eq!(report["exit_code"], 3);
+    assert!(report["signal"].is_null());
+    if !report["complete"].is_null() {
+        assert_eq!(report["complete"], true, "_exit is a clean end");
+    }
+    let (b, r) = (fn_stats(&base, "malloc"), fn_stats(&report, "malloc"));
+    assert_eq!(r.calls, b.calls + 1000, "the 1000 malloc before _exit: {r:?} vs {b:?}");
+    assert_eq!(r.bytes, b.bytes + 1000 * 40);
+}
+
+#[test]
+fn sigkill_leaves_a_partial_profile_that_opens() {
+    let dir = TempDir::new("sigkill");
+    let exe = compile(dir.path(), "killed_midrun.c", &[]);
+    let (out, path) = profile(dir.path(), "killed.prof", &[], &[&exe], 128 + 9);
+    let report = report_json(&path);
+    assert_eq!(report["complete"], false, "a SIGKILLed process cannot write its end\n{}", describe(&out));
+    assert_eq!(report["signal"], 9, "report signal");
+    assert!(report["exit_code"].is_null(), "no exit code: {}", report["exit_code"]);
+    // About 2.5 s of 100 malloc per ms were running; at least the first flush (after ~1 s) holds
+    // tens of thousands of them.
+    let mallocs = fn_stats(&report, "malloc").calls;
+    assert!(mallocs >= 10_000, "allocations flushed before the kill: {mallocs}");
+    assert!(fn_stats(&report, "free").calls > 0);
+}
+
+#[test]
+fn sigterm_gives_143() {
+    let dir = TempDir::new("sigterm");
+    let exe = compile(dir.path(), "raise_signal.c", &[]);
+    let (out, path) = profile(dir.path(), "term.prof", &[], &[exe.as_os_str(), "15".as_ref()], 128 + 15);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "raising 15\n");
+    let report = report_json(&path);
+    assert_eq!(report["signal"], 15);
+    assert!(report["exit_code"].is_null());
+    let (out, _) = profile(dir.path(), "abrt.prof", &[], &[exe.as_os_str(), "6".as_ref()], 128 + 6);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "raising 6\n");
+}
+
+/// Every byte value, in an order that is not trivially periodic, 1 MiB.
+fn binary_data() -> Vec<u8> {
+    let mut x: u32 = 0x1234_5678;
+    (0..(1 << 20))
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            if i < 256 { i as u8 } else { (x >> 11) as u8 }
+        })
+        .collect()
+}
+
+fn pipe_through(dir: &TempDir, name: &str, cmd: &[&str], data: &[u8]) -> std::process::Output {
+    let out_path = dir.join(name);
+    let mut child = Command::new(stallscope())
+        .args(["run", "-o"])
+        .arg(&out_path)
+        .arg("--")
+        .args(cmd)
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning stallscope");
+    let mut stdin = child.stdin.take().unwrap();
+    let data = data.to_vec();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(&data).expect("writing stdin");
+    });
+    let out = child.wait_with_output().expect("waiting for stallscope");
+    writer.join().unwrap();
+    assert!(out_path.is_file(), "profile written\n{}", describe(&out));
+    out
+}
+
+#[test]
+fn stdin_stdout_stderr_pass_through_byte_for_byte() {
+    let dir = TempDir::new("stdio");
+    let data = binary_data();
+
+    let out = pipe_through(&dir, "cat.prof", &["cat"], &data);
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    assert!(out.stdout == data, "stdout differs from stdin ({} vs {} bytes)", out.stdout.len(), data.len());
+
+    let out = pipe_through(&dir, "cat2.prof", &["sh", "-c", "cat >&2; exit 4"], &data);
+    assert_eq!(exit_code(&out), 4, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+    // The program's stderr comes first and intact; stallscope's summary may follow it.
+    assert!(
+        out.stderr.len() >= data.len() && out.stderr[..data.len()] == data[..],
+        "stderr does not start with the program's {} bytes (got {} bytes)",
+        data.len(),
+        out.stderr.len()
+    );
+}
+
+#[test]
+fn existing_output_file_is_never_overwritten() {
+    let dir = TempDir::new("no-overwrite");
+    let existing = dir.join("existing.prof");
+    std::fs::write(&existing, b"precious").unwrap();
+    let marker = dir.join("ran");
+    let out = stallscope_run(
+        dir.path(),
+        &["-o", existing.to_str().unwrap()],
+        &["sh", "-c", &format!("echo x > {}", marker.display())],
+    );
+    assert_eq!(exit_code(&out), 2, "{}", describe(&out));
+    assert!(!marker.exists(), "the program must not run");
+    assert_eq!(std::fs::read(&existing).unwrap(), b"precious", "the file is untouched");
+    assert!(!out.stderr.is_empty(), "a message says why");
+}
+
+#[test]
+fn static_program_is_refused_without_running() {
+    let dir = TempDir::new("static");
+    let exe = compile(dir.path(), "marker.c", &["-static"]);
+    let marker = dir.join("ran");
+    let out = stallscope_run(dir.path(), &["-o", "static.prof"], &[exe.as_os_str(), marker.as_os_str()]);
+    assert_eq!(exit_code(&out), 2, "{}", describe(&out));
+    assert!(!marker.exists(), "the static program must not run\n{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(stderr.contains("static"), "the message says the program is static:\n{stderr}");
+    assert!(prof_files(dir.path()).is_empty(), "no profile");
+    // The same program linked dynamically runs (the test is not refusing everything).
+    let exe = compile(dir.path(), "marker.c", &[]);
+    let out = stallscope_run(dir.path(), &["-o", "dynamic.prof"], &[exe.as_os_str(), marker.as_os_str()]);
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    assert!(marker.exists());
+}
+
+#[test]
+fn setuid_program_is_refused_without_running() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("setuid");
+    let exe = compile(dir.path(), "marker.c", &[]);
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let marker = dir.join("ran");
+    let out = stallscope_run(dir.path(), &["-o", "setuid.prof"], &[exe.as_os_str(), marker.as_os_str()]);
+    assert_eq!(exit_code(&out), 2, "{}", describe(&out));
+    assert!(!marker.exists(), "the setuid program must not run\n{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(
+        stderr.contains("setuid") || stderr.contains("set-user-id") || stderr.contains("setgid"),
+        "the message says the program is setuid:\n{stderr}"
+    );
+}
+
+#[test]
+fn summary_on_stderr_after_the_run() {
+    let dir = TempDir::new("summary");
+    let exe = compile(dir.path(), "alloc_known.c", &[]);
+    let (out, path) = profile(dir.path(), "s.prof", &[], &[&exe], 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(path.to_str().unwrap()) || stderr.contains("s.prof"),
+        "the summary names the profile path:\n{stderr}"
+    );
+    let lower = stderr.to_lowercase();
+    assert!(lower.contains("thread"), "the summary counts threads:\n{stderr}");
+    assert!(lower.contains("alloc"), "the summary gives allocator figures:\n{stderr}");
+}
