@@ -28,7 +28,7 @@ impl Variant {
             .command
             .env
             .iter()
-            .map(|(k, v)| shell_words::quote(&format!("{k}={v}")).into_owned())
+            .map(|(k, v)| format!("{k}={}", shell_words::quote(v)))
             .collect();
         words.push(self.command.display());
         words.join(" ")

@@ -1,0 +1,70 @@
+//! `stallscope bench --order-effect` against real benchmark programs.
+
+#[path = "bench_programs/support.rs"]
+mod support;
+
+use support::{bench_json, compile, f64_of};
+
+fn effect<'a>(json: &'a serde_json::Value, case: &str) -> &'a serde_json::Value {
+    json["order_effects"]
+        .as_array()
+        .expect("order_effects in the export")
+        .iter()
+        .find(|e| e["case"] == case)
+        .unwrap_or_else(|| panic!("no case {case} in {json}"))
+}
+
+/// BM_ListWalk is several times slower after BM_FragmentHeap scattered the heap
+/// (see the program's comment); BM_FragmentHeap itself runs first either way.
+#[test]
+fn google_benchmark_case_slowed_by_an_earlier_case_is_flagged() {
+    let Some(program) = compile(
+        "g++",
+        "order_effect_gbench.cc",
+        "order_effect_gbench",
+        &["-lbenchmark", "-lpthread"],
+    ) else {
+        eprintln!("SKIPPED: needs g++ and Google Benchmark (apt-get install g++ libbenchmark-dev)");
+        return;
+    };
+    let (json, terminal) = bench_json(
+        "order_effect_gbench",
+        &["--order-effect", "--runs", "5", program.to_str().unwrap()],
+    );
+    let walk = effect(&json, "BM_ListWalk/iterations:5");
+    assert_eq!(walk["flagged"], true, "{walk}");
+    assert!(f64_of(walk, "ratio") > 2.0, "{walk}");
+    assert!(f64_of(walk, "p_value") < 0.05, "{walk}");
+    assert_eq!(f64_of(walk, "effect_size"), 1.0, "{walk}");
+    assert!(f64_of(walk, "in_sequence_ns") > f64_of(walk, "alone_ns"));
+    let first = effect(&json, "BM_FragmentHeap/iterations:100");
+    assert!(first["flagged"].is_boolean());
+    assert!(terminal.contains("ORDER EFFECT"), "{terminal}");
+}
+
+#[test]
+fn stallscope_protocol_program_flags_only_the_affected_case() {
+    let Some(program) = compile("cc", "protocol_cases.c", "protocol_cases", &[]) else {
+        eprintln!("SKIPPED: needs a C compiler (apt-get install gcc)");
+        return;
+    };
+    let (json, _) = bench_json(
+        "order_effect_protocol",
+        &[
+            "--order-effect",
+            "--protocol",
+            "stallscope",
+            "--runs",
+            "6",
+            program.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(json["order_effects"].as_array().unwrap().len(), 3);
+    let scan = effect(&json, "scan");
+    assert_eq!(scan["flagged"], true, "{scan}");
+    assert!(f64_of(scan, "ratio") > 1.5, "{scan}");
+    assert_eq!(scan["alone_runs"], 6);
+    // "steady" does identical work in both settings.
+    let steady = effect(&json, "steady");
+    assert_eq!(steady["flagged"], false, "{steady}");
+}
