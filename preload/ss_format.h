@@ -3,7 +3,7 @@
  *
  * A file is a file header followed by records. All integers are little-endian (the only byte order
  * the interposer runs on); every record starts on an 8-byte boundary. Each record carries a CRC-32
- * (IEEE, as zlib) of its payload so that damage is detected rather than misread.
+ * (IEEE, as zlib) of its type, size and payload so that damage is detected rather than misread.
  *
  * Thread and lock records are cumulative: the writer rewrites a thread's record at each flush in
  * which it changed, and the reader keeps the last one per thread serial. A flush ends with an
@@ -71,7 +71,7 @@ struct ss_file_header {
 struct ss_record_header {
     uint32_t type;
     uint32_t size; /* payload bytes, not counting this header or the padding to 8 */
-    uint32_t crc;  /* CRC-32 of the payload */
+    uint32_t crc;  /* CRC-32 of type and size (the 8 bytes before it) followed by the payload */
     uint32_t reserved;
 };
 

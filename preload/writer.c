@@ -111,7 +111,7 @@ static int ss_out_record(uint32_t type, const void *a, size_t alen, const void *
     if (alen) memcpy(payload, a, alen);
     if (blen) memcpy(payload + alen, b, blen);
     memset(payload + size, 0, padded - size);
-    h.crc = ss_crc32(0, payload, size);
+    h.crc = ss_crc32(ss_crc32(0, &h, 8), payload, size); /* covers type and size too */
     memcpy(ss_out + ss_out_len, &h, sizeof h);
     ss_out_len += sizeof h + padded;
     return 0;

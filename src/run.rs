@@ -250,7 +250,8 @@ fn append_supervisor(path: &Path, status: &std::process::ExitStatus, wall_ns: u6
     let mut record = Vec::with_capacity(format::RECORD_HEADER_SIZE + payload.len());
     record.extend_from_slice(&format::REC_SUPERVISOR.to_le_bytes());
     record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    record.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    let crc = profile::record_crc(&record[..8], &payload);
+    record.extend_from_slice(&crc.to_le_bytes());
     record.extend_from_slice(&0u32.to_le_bytes());
     record.extend_from_slice(&payload);
     let mut file = std::fs::OpenOptions::new().append(true).open(path)?;

@@ -3,7 +3,7 @@
 pub mod format;
 mod reader;
 
-pub use reader::{ProfileError, parse, read};
+pub use reader::{ProfileError, parse, read, record_crc};
 
 use format::*;
 
@@ -119,3 +119,6 @@ impl Profile {
         self.supervisor.and_then(|s| s.signal)
     }
 }
+
+#[cfg(test)]
+mod reader_tests;

@@ -243,13 +243,21 @@ fn next_record(bytes: &[u8], pos: usize) -> Result<(u32, &[u8], usize), ProfileE
         );
     }
     let payload = &bytes[start..start + size];
-    if crc32fast::hash(payload) != crc {
+    if record_crc(&bytes[pos..pos + 8], payload) != crc {
         return err(pos, format!("record of type {rtype} is damaged (checksum mismatch)"));
     }
     if bytes[start + size..start + padded].iter().any(|&b| b != 0) {
         return err(start + size, "padding after a record is not zero");
     }
     Ok((rtype, payload, start + padded))
+}
+
+/// The checksum of a record: its type and size (`type_and_size`, 8 bytes) and its payload.
+pub fn record_crc(type_and_size: &[u8], payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(type_and_size);
+    h.update(payload);
+    h.finalize()
 }
 
 fn expect_size(payload: &[u8], size: usize, what: &str, pos: usize) -> Result<(), ProfileError> {

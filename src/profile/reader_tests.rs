@@ -1,0 +1,211 @@
+//! The reader against damaged files: every truncation and every single-bit flip of a valid
+//! profile must be answered with an error (or, for a cut exactly between two flushes, with a
+//! profile marked partial), never a panic.
+
+use super::format::*;
+use super::{parse, record_crc};
+
+/// Encodes records the way preload/writer.c does.
+struct Writer {
+    bytes: Vec<u8>,
+    /// Offsets just after each batch (flush or end), where a cut leaves a valid partial file.
+    batch_ends: Vec<usize>,
+}
+
+impl Writer {
+    fn new() -> Self {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&VERSION.to_le_bytes());
+        bytes.extend_from_slice(&(FILE_HEADER_SIZE as u32).to_le_bytes());
+        bytes.extend_from_slice(&BYTE_ORDER_MARK.to_le_bytes());
+        let crc = crc32fast::hash(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        Writer { bytes, batch_ends: Vec::new() }
+    }
+
+    fn record(&mut self, rtype: u32, payload: &[u8]) {
+        let mut head = Vec::new();
+        head.extend_from_slice(&rtype.to_le_bytes());
+        head.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        let crc = record_crc(&head, payload);
+        self.bytes.extend_from_slice(&head);
+        self.bytes.extend_from_slice(&crc.to_le_bytes());
+        self.bytes.extend_from_slice(&0u32.to_le_bytes());
+        self.bytes.extend_from_slice(payload);
+        while self.bytes.len() % 8 != 0 {
+            self.bytes.push(0);
+        }
+        if rtype == REC_FLUSH || rtype == REC_END {
+            self.batch_ends.push(self.bytes.len());
+        }
+    }
+}
+
+fn u32s(v: &mut Vec<u8>, xs: &[u32]) {
+    for x in xs {
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn u64s(v: &mut Vec<u8>, xs: &[u64]) {
+    for x in xs {
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn process_payload() -> Vec<u8> {
+    let mut p = Vec::new();
+    u32s(&mut p, &[4242, 1]);
+    u64s(&mut p, &[1_700_000_000_000_000_000, 1_000_000_000, 5_000_000, 2_500_000_000]);
+    u32s(&mut p, &[2, 0, 32, 0]);
+    let mut libc = b"2.36".to_vec();
+    libc.resize(32, 0);
+    p.extend_from_slice(&libc);
+    let mut alloc = b"/lib/x86_64-linux-gnu/libc.so.6".to_vec();
+    alloc.resize(64, 0);
+    p.extend_from_slice(&alloc);
+    let cmd = b"./prog\0--flag";
+    let exe = b"/tmp/prog";
+    u32s(&mut p, &[cmd.len() as u32, exe.len() as u32]);
+    assert_eq!(p.len(), PROCESS_SIZE);
+    p.extend_from_slice(cmd);
+    p.extend_from_slice(exe);
+    p
+}
+
+fn thread_payload(serial: u32, mallocs: u64, with_lock: bool) -> Vec<u8> {
+    let mut p = Vec::new();
+    u32s(&mut p, &[serial, 100 + serial, if serial == 0 { THREAD_MAIN } else { 0 }, u32::from(with_lock)]);
+    let mut name = b"worker".to_vec();
+    name.resize(16, 0);
+    p.extend_from_slice(&name);
+    u64s(&mut p, &[1_000_000_000, 0, 7_000_000, 3_000]);
+    for f in 0..FN_COUNT {
+        let calls = if f == 0 { mallocs } else { 0 };
+        u64s(&mut p, &[calls, calls * 24, calls / 32, calls / 32 * 50]);
+    }
+    let mut size_hist = [0u64; SIZE_BUCKETS];
+    size_hist[2] = mallocs;
+    u64s(&mut p, &size_hist);
+    let mut lat = [0u64; GROUP_COUNT * LAT_BUCKETS];
+    lat[4] = mallocs / 32;
+    u64s(&mut p, &lat);
+    assert_eq!(p.len(), THREAD_SIZE);
+    if with_lock {
+        u64s(&mut p, &[0x5555_0000]);
+        u32s(&mut p, &[1, 0]);
+        u64s(&mut p, &[1000, 10, 5000, 900, 30, 2000]);
+    }
+    p
+}
+
+fn flush_payload(seq: u64, mono: u64) -> Vec<u8> {
+    let mut p = Vec::new();
+    u64s(&mut p, &[seq, mono, 5_000_000 + (mono - 1_000_000_000) * 5 / 2, 0]);
+    p
+}
+
+fn sample_profile() -> Writer {
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    w.record(REC_THREAD, &thread_payload(0, 640, false));
+    w.record(REC_THREAD, &thread_payload(1, 320, true));
+    w.record(REC_FLUSH, &flush_payload(1, 2_000_000_000));
+    w.record(REC_THREAD, &thread_payload(0, 6400, false));
+    let mut end = Vec::new();
+    u32s(&mut end, &[END_EXIT, 3]);
+    u64s(&mut end, &[2_500_000_000, 5_000_000 + 1_500_000_000 * 5 / 2]);
+    w.record(REC_END, &end);
+    w
+}
+
+#[test]
+fn a_valid_profile_reads_back() {
+    let w = sample_profile();
+    let p = parse(&w.bytes).expect("valid");
+    assert!(p.complete);
+    assert_eq!(p.process.pid, 4242);
+    assert_eq!(p.process.command, vec!["./prog", "--flag"]);
+    assert_eq!(p.process.exe, "/tmp/prog");
+    assert_eq!(p.threads.len(), 2);
+    assert_eq!(p.threads[0].fns[0].calls, 6400, "the last record of a thread wins");
+    assert_eq!(p.threads[1].locks.len(), 1);
+    assert_eq!(p.threads[1].locks[0].contended, 10);
+    assert_eq!(p.exit_code(), Some(3));
+    assert_eq!(p.wall_ns(), 1_500_000_000);
+    assert!((p.ticks_per_sec - 2.5e9).abs() < 1e3, "tick rate from the longest baseline");
+}
+
+#[test]
+fn every_truncation_is_an_error_or_a_partial_profile() {
+    let w = sample_profile();
+    for len in 0..w.bytes.len() {
+        match parse(&w.bytes[..len]) {
+            Err(e) => assert!(!e.to_string().is_empty()),
+            Ok(p) => {
+                assert!(w.batch_ends.contains(&len), "a cut at {len} was taken as valid");
+                assert!(!p.complete, "a cut at {len} must be partial");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_single_bit_flip_is_an_error() {
+    let w = sample_profile();
+    for pos in 0..w.bytes.len() {
+        for bit in [pos % 8, (pos + 3) % 8] {
+            let mut damaged = w.bytes.clone();
+            damaged[pos] ^= 1 << bit;
+            assert!(parse(&damaged).is_err(), "flipping bit {bit} of byte {pos} went unnoticed");
+        }
+    }
+}
+
+#[test]
+fn errors_say_what_and_where() {
+    let mut w = sample_profile();
+    w.bytes[8] = 9; // version
+    let e = parse(&w.bytes).unwrap_err().to_string();
+    assert!(e.contains("checksum") || e.contains("version"), "{e}");
+
+    let w = sample_profile();
+    let e = parse(&w.bytes[..w.bytes.len() - 3]).unwrap_err().to_string();
+    assert!(e.contains("truncated") && e.contains("at byte"), "{e}");
+
+    let e = parse(b"hello world, this is not a profile").unwrap_err().to_string();
+    assert!(e.contains("magic"), "{e}");
+}
+
+#[test]
+fn another_version_is_refused_by_name() {
+    let mut w = Writer::new();
+    w.bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let crc = crc32fast::hash(&w.bytes[..20]);
+    w.bytes[20..24].copy_from_slice(&crc.to_le_bytes());
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    let e = parse(&w.bytes).unwrap_err().to_string();
+    assert!(e.contains("version 2 is not supported"), "{e}");
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut state = 0x1234_5678_9abc_def0u64;
+    let valid = sample_profile().bytes;
+    for round in 0..2000 {
+        let mut bytes = valid.clone();
+        for _ in 0..(1 + round % 16) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let pos = (state as usize) % bytes.len();
+            bytes[pos] = (state >> 40) as u8;
+        }
+        let cut = (state as usize >> 3) % (bytes.len() + 1);
+        let _ = parse(&bytes[..cut]);
+        let _ = parse(&bytes);
+    }
+}
