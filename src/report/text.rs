@@ -137,13 +137,11 @@ fn sizes(o: &mut String, s: &Summary, style: Style) {
         return;
     }
     heading(o, style, "Request sizes");
-    for limit in [16u64, 64, 256] {
-        let share = s.size_share_at_most(limit);
-        if share > 0.0 {
-            let _ = writeln!(o, "  {} of allocations are {} bytes or less", fmt_pct(share), limit);
-            break;
-        }
-    }
+    let shares: Vec<String> = [16u64, 32, 64, 256]
+        .iter()
+        .map(|&limit| format!("{} are {limit} bytes or less", fmt_pct(s.size_share_at_most(limit))))
+        .collect();
+    let _ = writeln!(o, "  of {} requests, {}", fmt_count(total), shares.join(", "));
     let mut rows: Vec<(String, u64)> = Vec::new();
     for (lo, hi) in SIZE_ROWS {
         rows.push((format!("{lo}-{hi}"), count_between(s, lo, hi)));
