@@ -34,7 +34,12 @@ fn main() {
         "-Iinclude",
         "-Wl,-z,nodelete",
     ]);
-    cmd.args(&sources).arg("-o").arg(&lib).args(["-ldl", "-lpthread"]);
-    let status = cmd.status().expect("running the C compiler for the interposer");
+    cmd.args(&sources)
+        .arg("-o")
+        .arg(&lib)
+        .args(["-ldl", "-lpthread"]);
+    let status = cmd
+        .status()
+        .expect("running the C compiler for the interposer");
     assert!(status.success(), "building the interposer failed: {cmd:?}");
 }

@@ -24,7 +24,10 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     let program = dir.join("quickstart");
     std::fs::write(&source, QUICKSTART_SOURCE)?;
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    eprintln!("building the demo program: {cc} -O2 -pthread {}", source.display());
+    eprintln!(
+        "building the demo program: {cc} -O2 -pthread {}",
+        source.display()
+    );
     let status = Command::new(&cc)
         .args(["-O2", "-g", "-pthread"])
         .arg(&source)
@@ -37,7 +40,11 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     }
     let profile = dir.join(format!("quickstart-{}.prof", std::process::id()));
     let _ = std::fs::remove_file(&profile);
-    eprintln!("profiling it: stallscope run -o {} -- {}\n", profile.display(), program.display());
+    eprintln!(
+        "profiling it: stallscope run -o {} -- {}\n",
+        profile.display(),
+        program.display()
+    );
     let code = crate::run::main(crate::run::RunArgs {
         output: Some(profile.clone()),
         no_children: false,

@@ -53,8 +53,13 @@ pub fn library_path() -> Result<PathBuf> {
 fn extract(dir: &std::path::Path, path: &std::path::Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     // Write to a private name, then rename: concurrent runs never see a half-written library.
-    let tmp = dir.join(format!(".tmp-{}-{}", std::process::id(), path.display().to_string().len()));
-    let mut file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let tmp = dir.join(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        path.display().to_string().len()
+    ));
+    let mut file =
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     file.write_all(LIBRARY)?;
     file.sync_all().ok();
     drop(file);

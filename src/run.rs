@@ -4,7 +4,7 @@
 use crate::profile::{self, format};
 use crate::report::summary::{self, Summary};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
@@ -62,16 +62,19 @@ pub fn main(args: RunArgs) -> Result<i32> {
     };
     if let Err(reason) = check_preloadable(&program, 0) {
         eprintln!("stallscope: cannot profile {}: {reason}", program.display());
-        eprintln!("stallscope: the program was not run (a profile needs LD_PRELOAD, which it would ignore)");
+        eprintln!(
+            "stallscope: the program was not run (a profile needs LD_PRELOAD, which it would ignore)"
+        );
         return Ok(2);
     }
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let output = args.output.as_ref().map(|o| cwd.join(o));
-    if let Some(out) = &output {
-        if out.exists() {
-            eprintln!("stallscope: {} exists; refusing to overwrite it", out.display());
-            return Ok(2);
-        }
+    if let Some(out) = output.as_ref().filter(|o| o.exists()) {
+        eprintln!(
+            "stallscope: {} exists; refusing to overwrite it",
+            out.display()
+        );
+        return Ok(2);
     }
     let library = crate::preload::library_path()?;
     let session = Session::create()?;
@@ -86,8 +89,18 @@ pub fn main(args: RunArgs) -> Result<i32> {
         .env("STALLSCOPE_DIR", &cwd)
         .env("STALLSCOPE_INDEX", &session.index)
         .env("STALLSCOPE_SUPERVISOR", std::process::id().to_string())
-        .env("STALLSCOPE_TIMING", if args.timing == Timing::Exact { "exact" } else { "sampled" })
-        .env("STALLSCOPE_TIMING_PERIOD", args.timing_period.max(1).to_string());
+        .env(
+            "STALLSCOPE_TIMING",
+            if args.timing == Timing::Exact {
+                "exact"
+            } else {
+                "sampled"
+            },
+        )
+        .env(
+            "STALLSCOPE_TIMING_PERIOD",
+            args.timing_period.max(1).to_string(),
+        );
     if let Some(out) = &output {
         cmd.env("STALLSCOPE_OUTPUT", out);
     }
@@ -110,7 +123,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
         Ok(c) => c,
         Err(e) => {
             eprintln!("stallscope: cannot run {}: {e}", args.command[0]);
-            return Ok(if e.kind() == std::io::ErrorKind::PermissionDenied { 126 } else { 127 });
+            return Ok(if e.kind() == std::io::ErrorKind::PermissionDenied {
+                126
+            } else {
+                127
+            });
         }
     };
     CHILD_PID.store(child.id() as i32, Ordering::Relaxed);
@@ -120,11 +137,18 @@ pub fn main(args: RunArgs) -> Result<i32> {
 
     let files = session.profiles();
     let root_pid = child.id();
-    let root_file = files.iter().rev().find(|(pid, _)| *pid == root_pid).map(|(_, p)| p.clone());
-    if let Some(path) = &root_file {
-        if let Err(e) = append_supervisor(path, &status, wall.as_nanos() as u64) {
-            eprintln!("stallscope: could not record the exit status in {}: {e:#}", path.display());
-        }
+    let root_file = files
+        .iter()
+        .rev()
+        .find(|(pid, _)| *pid == root_pid)
+        .map(|(_, p)| p.clone());
+    if let Some(path) = &root_file
+        && let Err(e) = append_supervisor(path, &status, wall.as_nanos() as u64)
+    {
+        eprintln!(
+            "stallscope: could not record the exit status in {}: {e:#}",
+            path.display()
+        );
     }
     if !args.quiet {
         print_summary(root_file.as_deref(), &files, root_pid, &status);
@@ -147,7 +171,8 @@ impl Session {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!("stallscope-run-{}-{nanos}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("stallscope-run-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let index = dir.join("index");
         std::fs::File::create(&index).with_context(|| format!("creating {}", index.display()))?;
@@ -160,7 +185,8 @@ impl Session {
         let mut out: Vec<(u32, PathBuf)> = Vec::new();
         for line in text.lines() {
             let mut parts = line.splitn(3, ' ');
-            let (Some(pid), Some(_ppid), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            let (Some(pid), Some(_ppid), Some(path)) = (parts.next(), parts.next(), parts.next())
+            else {
                 continue;
             };
             let (Ok(pid), path) = (pid.parse::<u32>(), PathBuf::from(path)) else {
@@ -189,7 +215,10 @@ fn resolve_program(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
-        .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Whether the dynamic linker will honour LD_PRELOAD for this program (following `#!`).
@@ -197,7 +226,10 @@ fn check_preloadable(program: &Path, depth: u32) -> std::result::Result<(), Stri
     let meta = std::fs::metadata(program).map_err(|e| e.to_string())?;
     let mode = meta.permissions().mode();
     if mode & 0o6000 != 0 {
-        return Err("it is setuid or setgid, and the dynamic linker ignores LD_PRELOAD for such programs".into());
+        return Err(
+            "it is setuid or setgid, and the dynamic linker ignores LD_PRELOAD for such programs"
+                .into(),
+        );
     }
     let mut head = vec![0u8; 4096];
     let n = {
@@ -223,8 +255,9 @@ fn check_preloadable(program: &Path, depth: u32) -> std::result::Result<(), Stri
 
 fn elf_check(data: &[u8]) -> std::result::Result<(), String> {
     use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
-    let elf = ElfFile64::<object::Endianness>::parse(data)
-        .map_err(|_| "it is not a 64-bit ELF program, and the interposer is built for x86-64".to_string())?;
+    let elf = ElfFile64::<object::Endianness>::parse(data).map_err(|_| {
+        "it is not a 64-bit ELF program, and the interposer is built for x86-64".to_string()
+    })?;
     let endian = elf.endian();
     if elf.elf_header().e_machine(endian) != object::elf::EM_X86_64 {
         return Err("it is not an x86-64 program".into());
@@ -259,12 +292,25 @@ fn append_supervisor(path: &Path, status: &std::process::ExitStatus, wall_ns: u6
     Ok(())
 }
 
-fn print_summary(root: Option<&Path>, files: &[(u32, PathBuf)], root_pid: u32, status: &std::process::ExitStatus) {
+fn print_summary(
+    root: Option<&Path>,
+    files: &[(u32, PathBuf)],
+    root_pid: u32,
+    status: &std::process::ExitStatus,
+) {
     let style = Style::for_stderr();
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{}", style.bold("── stallscope ──"));
     if let Some(sig) = status.signal() {
-        let _ = writeln!(err, "the program was killed by signal {sig}{}", if status.core_dumped() { " (core dumped)" } else { "" });
+        let _ = writeln!(
+            err,
+            "the program was killed by signal {sig}{}",
+            if status.core_dumped() {
+                " (core dumped)"
+            } else {
+                ""
+            }
+        );
     }
     match root.map(|p| (p, profile::read(p))) {
         None => {
@@ -274,16 +320,26 @@ fn print_summary(root: Option<&Path>, files: &[(u32, PathBuf)], root_pid: u32, s
             );
         }
         Some((path, Err(e))) => {
-            let _ = writeln!(err, "the profile {} could not be read: {e:#}", path.display());
+            let _ = writeln!(
+                err,
+                "the profile {} could not be read: {e:#}",
+                path.display()
+            );
         }
         Some((path, Ok(p))) => {
             let s = summary::summarize(&p);
             summary_lines(&mut err, &s, path);
         }
     }
-    let earlier: Vec<_> = files.iter().filter(|(pid, p)| *pid == root_pid && Some(p.as_path()) != root).collect();
+    let earlier: Vec<_> = files
+        .iter()
+        .filter(|(pid, p)| *pid == root_pid && Some(p.as_path()) != root)
+        .collect();
     if !earlier.is_empty() {
-        let names: Vec<_> = earlier.iter().map(|(_, p)| p.display().to_string()).collect();
+        let names: Vec<_> = earlier
+            .iter()
+            .map(|(_, p)| p.display().to_string())
+            .collect();
         let _ = writeln!(err, "before exec:  {}", names.join(", "));
     }
     let children: Vec<_> = files.iter().filter(|(pid, _)| *pid != root_pid).collect();
@@ -328,7 +384,15 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
         }
     }
     if !s.complete && s.signal.is_none() && !s.ended_by_exec {
-        let _ = writeln!(err, "partial:      the program did not exit cleanly; data up to its last flush");
+        let _ = writeln!(
+            err,
+            "partial:      the program did not exit cleanly; data up to its last flush"
+        );
     }
-    let _ = writeln!(err, "profile:      {}   (stallscope report {})", path.display(), path.display());
+    let _ = writeln!(
+        err,
+        "profile:      {}   (stallscope report {})",
+        path.display(),
+        path.display()
+    );
 }

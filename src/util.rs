@@ -24,7 +24,11 @@ pub fn fmt_bytes(bytes: u64) -> String {
         v /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
 }
 
 /// A count with thousands separators: 1,234,567.
@@ -32,7 +36,7 @@ pub fn fmt_count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -62,7 +66,11 @@ impl Style {
         }
     }
     fn wrap(&self, code: &str, text: &str) -> String {
-        if self.enabled { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+        if self.enabled {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
     }
     pub fn bold(&self, text: &str) -> String {
         self.wrap("1", text)
@@ -80,7 +88,7 @@ pub fn bar(share: f64, width: usize) -> String {
     const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
     let eighths = (share.clamp(0.0, 1.0) * (width * 8) as f64).round() as usize;
     let mut s = "█".repeat(eighths / 8);
-    if eighths % 8 != 0 {
+    if !eighths.is_multiple_of(8) {
         s.push(PARTS[eighths % 8]);
     }
     s

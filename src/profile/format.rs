@@ -8,7 +8,6 @@ pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
 pub const FILE_HEADER_SIZE: usize = 24;
 pub const RECORD_HEADER_SIZE: usize = 16;
 pub const PROCESS_SIZE: usize = 160;
-pub const FN_STATS_SIZE: usize = 32;
 pub const LOCK_STATS_SIZE: usize = 64;
 pub const THREAD_SIZE: usize = 2688;
 pub const FLUSH_SIZE: usize = 32;
@@ -70,7 +69,11 @@ pub fn size_bucket_range(bucket: usize) -> (u64, u64) {
     } else {
         let k = (bucket - SIZE_FINE_BUCKETS) as u32;
         let lo = 1u64 << (8 + k);
-        let hi = if k + 9 >= 64 { u64::MAX } else { 1u64 << (9 + k) };
+        let hi = if k + 9 >= 64 {
+            u64::MAX
+        } else {
+            1u64 << (9 + k)
+        };
         (lo + 1, hi)
     }
 }

@@ -3,7 +3,9 @@
 pub mod format;
 mod reader;
 
-pub use reader::{ProfileError, parse, read, record_crc};
+#[cfg(test)]
+use reader::parse;
+pub use reader::{read, record_crc};
 
 use format::*;
 

@@ -67,7 +67,8 @@ impl<'a> Fields<'a> {
 /// Reads and validates a profile file.
 pub fn read(path: &Path) -> anyhow::Result<Profile> {
     let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    parse(&bytes).map_err(|e| anyhow::anyhow!("{}: not a valid stallscope profile: {e}", path.display()))
+    parse(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: not a valid stallscope profile: {e}", path.display()))
 }
 
 pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
@@ -86,7 +87,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     while pos < bytes.len() {
         let (rtype, payload, next) = next_record(bytes, pos)?;
         if process.is_none() && rtype != REC_PROCESS {
-            return err(pos, format!("the first record must describe the process, found type {rtype}"));
+            return err(
+                pos,
+                format!("the first record must describe the process, found type {rtype}"),
+            );
         }
         match rtype {
             REC_PROCESS => {
@@ -131,7 +135,11 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 let ticks = f.u64();
                 last_mono_ns = last_mono_ns.max(mono);
                 last_ticks_pair = Some((ticks, mono));
-                end = Some(EndInfo { how, status, mono_ns: mono });
+                end = Some(EndInfo {
+                    how,
+                    status,
+                    mono_ns: mono,
+                });
                 ended_after = false;
             }
             REC_SUPERVISOR => {
@@ -180,7 +188,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
         }
     }
     if ticks_per_sec <= 0.0 || !ticks_per_sec.is_finite() {
-        return err(FILE_HEADER_SIZE, "the tick rate in the process record is zero");
+        return err(
+            FILE_HEADER_SIZE,
+            "the tick rate in the process record is zero",
+        );
     }
     Ok(Profile {
         complete: end.is_some() && !ended_after,
@@ -196,7 +207,13 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
 
 fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {
     if bytes.len() < FILE_HEADER_SIZE {
-        return err(0, format!("truncated: {} bytes, shorter than the file header", bytes.len()));
+        return err(
+            0,
+            format!(
+                "truncated: {} bytes, shorter than the file header",
+                bytes.len()
+            ),
+        );
     }
     if &bytes[..8] != MAGIC {
         return err(0, "not a stallscope profile (wrong magic)");
@@ -210,7 +227,12 @@ fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {
         return err(0, "the file header is damaged (checksum mismatch)");
     }
     if version != VERSION {
-        return err(8, format!("format version {version} is not supported (this stallscope reads version {VERSION})"));
+        return err(
+            8,
+            format!(
+                "format version {version} is not supported (this stallscope reads version {VERSION})"
+            ),
+        );
     }
     if order != BYTE_ORDER_MARK {
         return err(16, "written with another byte order");
@@ -225,7 +247,12 @@ fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {
 fn next_record(bytes: &[u8], pos: usize) -> Result<(u32, &[u8], usize), ProfileError> {
     let remaining = bytes.len() - pos;
     if remaining < RECORD_HEADER_SIZE {
-        return err(pos, format!("truncated: {remaining} bytes left, a record header needs {RECORD_HEADER_SIZE}"));
+        return err(
+            pos,
+            format!(
+                "truncated: {remaining} bytes left, a record header needs {RECORD_HEADER_SIZE}"
+            ),
+        );
     }
     let mut f = Fields::new(&bytes[pos..pos + RECORD_HEADER_SIZE]);
     let rtype = f.u32();
@@ -239,12 +266,18 @@ fn next_record(bytes: &[u8], pos: usize) -> Result<(u32, &[u8], usize), ProfileE
     if bytes.len() - start < padded {
         return err(
             pos,
-            format!("truncated: record of type {rtype} needs {padded} bytes, {} remain", bytes.len() - start),
+            format!(
+                "truncated: record of type {rtype} needs {padded} bytes, {} remain",
+                bytes.len() - start
+            ),
         );
     }
     let payload = &bytes[start..start + size];
     if record_crc(&bytes[pos..pos + 8], payload) != crc {
-        return err(pos, format!("record of type {rtype} is damaged (checksum mismatch)"));
+        return err(
+            pos,
+            format!("record of type {rtype} is damaged (checksum mismatch)"),
+        );
     }
     if bytes[start + size..start + padded].iter().any(|&b| b != 0) {
         return err(start + size, "padding after a record is not zero");
@@ -262,14 +295,23 @@ pub fn record_crc(type_and_size: &[u8], payload: &[u8]) -> u32 {
 
 fn expect_size(payload: &[u8], size: usize, what: &str, pos: usize) -> Result<(), ProfileError> {
     if payload.len() != size {
-        return err(pos, format!("{what} record has {} bytes, expected {size}", payload.len()));
+        return err(
+            pos,
+            format!("{what} record has {} bytes, expected {size}", payload.len()),
+        );
     }
     Ok(())
 }
 
 fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError> {
     if payload.len() < PROCESS_SIZE {
-        return err(pos, format!("process record has {} bytes, expected at least {PROCESS_SIZE}", payload.len()));
+        return err(
+            pos,
+            format!(
+                "process record has {} bytes, expected at least {PROCESS_SIZE}",
+                payload.len()
+            ),
+        );
     }
     let mut f = Fields::new(payload);
     let pid = f.u32();
@@ -297,7 +339,10 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
     let command = if cmdline.is_empty() {
         Vec::new()
     } else {
-        cmdline.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
+        cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect()
     };
     Ok(ProcessInfo {
         pid,
@@ -319,7 +364,13 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
 
 fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError> {
     if payload.len() < THREAD_SIZE {
-        return err(pos, format!("thread record has {} bytes, expected at least {THREAD_SIZE}", payload.len()));
+        return err(
+            pos,
+            format!(
+                "thread record has {} bytes, expected at least {THREAD_SIZE}",
+                payload.len()
+            ),
+        );
     }
     let mut f = Fields::new(payload);
     let serial = f.u32();
@@ -327,7 +378,10 @@ fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError>
     let flags = f.u32();
     let nlocks = f.u32() as usize;
     if THREAD_SIZE.checked_add(nlocks.saturating_mul(LOCK_STATS_SIZE)) != Some(payload.len()) {
-        return err(pos, format!("thread record's size does not match its {nlocks} locks"));
+        return err(
+            pos,
+            format!("thread record's size does not match its {nlocks} locks"),
+        );
     }
     if flags & !(THREAD_ENDED | THREAD_MAIN | THREAD_LOCKS_OVERFLOW) != 0 {
         return err(pos, format!("thread record has unknown flags {flags:#x}"));

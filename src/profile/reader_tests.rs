@@ -21,7 +21,10 @@ impl Writer {
         bytes.extend_from_slice(&BYTE_ORDER_MARK.to_le_bytes());
         let crc = crc32fast::hash(&bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
-        Writer { bytes, batch_ends: Vec::new() }
+        Writer {
+            bytes,
+            batch_ends: Vec::new(),
+        }
     }
 
     fn record(&mut self, rtype: u32, payload: &[u8]) {
@@ -33,7 +36,7 @@ impl Writer {
         self.bytes.extend_from_slice(&crc.to_le_bytes());
         self.bytes.extend_from_slice(&0u32.to_le_bytes());
         self.bytes.extend_from_slice(payload);
-        while self.bytes.len() % 8 != 0 {
+        while !self.bytes.len().is_multiple_of(8) {
             self.bytes.push(0);
         }
         if rtype == REC_FLUSH || rtype == REC_END {
@@ -57,7 +60,15 @@ fn u64s(v: &mut Vec<u8>, xs: &[u64]) {
 fn process_payload() -> Vec<u8> {
     let mut p = Vec::new();
     u32s(&mut p, &[4242, 1]);
-    u64s(&mut p, &[1_700_000_000_000_000_000, 1_000_000_000, 5_000_000, 2_500_000_000]);
+    u64s(
+        &mut p,
+        &[
+            1_700_000_000_000_000_000,
+            1_000_000_000,
+            5_000_000,
+            2_500_000_000,
+        ],
+    );
     u32s(&mut p, &[2, 0, 32, 0]);
     let mut libc = b"2.36".to_vec();
     libc.resize(32, 0);
@@ -76,7 +87,15 @@ fn process_payload() -> Vec<u8> {
 
 fn thread_payload(serial: u32, mallocs: u64, with_lock: bool) -> Vec<u8> {
     let mut p = Vec::new();
-    u32s(&mut p, &[serial, 100 + serial, if serial == 0 { THREAD_MAIN } else { 0 }, u32::from(with_lock)]);
+    u32s(
+        &mut p,
+        &[
+            serial,
+            100 + serial,
+            if serial == 0 { THREAD_MAIN } else { 0 },
+            u32::from(with_lock),
+        ],
+    );
     let mut name = b"worker".to_vec();
     name.resize(16, 0);
     p.extend_from_slice(&name);
@@ -102,7 +121,10 @@ fn thread_payload(serial: u32, mallocs: u64, with_lock: bool) -> Vec<u8> {
 
 fn flush_payload(seq: u64, mono: u64) -> Vec<u8> {
     let mut p = Vec::new();
-    u64s(&mut p, &[seq, mono, 5_000_000 + (mono - 1_000_000_000) * 5 / 2, 0]);
+    u64s(
+        &mut p,
+        &[seq, mono, 5_000_000 + (mono - 1_000_000_000) * 5 / 2, 0],
+    );
     p
 }
 
@@ -116,7 +138,10 @@ fn sample_profile() -> Writer {
     w.record(REC_THREAD, &thread_payload(0, 6400, false));
     let mut end = Vec::new();
     u32s(&mut end, &[END_EXIT, 3]);
-    u64s(&mut end, &[2_500_000_000, 5_000_000 + 1_500_000_000 * 5 / 2]);
+    u64s(
+        &mut end,
+        &[2_500_000_000, 5_000_000 + 1_500_000_000 * 5 / 2],
+    );
     w.record(REC_END, &end);
     w
 }
@@ -130,12 +155,18 @@ fn a_valid_profile_reads_back() {
     assert_eq!(p.process.command, vec!["./prog", "--flag"]);
     assert_eq!(p.process.exe, "/tmp/prog");
     assert_eq!(p.threads.len(), 2);
-    assert_eq!(p.threads[0].fns[0].calls, 6400, "the last record of a thread wins");
+    assert_eq!(
+        p.threads[0].fns[0].calls, 6400,
+        "the last record of a thread wins"
+    );
     assert_eq!(p.threads[1].locks.len(), 1);
     assert_eq!(p.threads[1].locks[0].contended, 10);
     assert_eq!(p.exit_code(), Some(3));
     assert_eq!(p.wall_ns(), 1_500_000_000);
-    assert!((p.ticks_per_sec - 2.5e9).abs() < 1e3, "tick rate from the longest baseline");
+    assert!(
+        (p.ticks_per_sec - 2.5e9).abs() < 1e3,
+        "tick rate from the longest baseline"
+    );
 }
 
 #[test]
@@ -145,7 +176,10 @@ fn every_truncation_is_an_error_or_a_partial_profile() {
         match parse(&w.bytes[..len]) {
             Err(e) => assert!(!e.to_string().is_empty()),
             Ok(p) => {
-                assert!(w.batch_ends.contains(&len), "a cut at {len} was taken as valid");
+                assert!(
+                    w.batch_ends.contains(&len),
+                    "a cut at {len} was taken as valid"
+                );
                 assert!(!p.complete, "a cut at {len} must be partial");
             }
         }
@@ -159,7 +193,10 @@ fn every_single_bit_flip_is_an_error() {
         for bit in [pos % 8, (pos + 3) % 8] {
             let mut damaged = w.bytes.clone();
             damaged[pos] ^= 1 << bit;
-            assert!(parse(&damaged).is_err(), "flipping bit {bit} of byte {pos} went unnoticed");
+            assert!(
+                parse(&damaged).is_err(),
+                "flipping bit {bit} of byte {pos} went unnoticed"
+            );
         }
     }
 }
@@ -172,10 +209,14 @@ fn errors_say_what_and_where() {
     assert!(e.contains("checksum") || e.contains("version"), "{e}");
 
     let w = sample_profile();
-    let e = parse(&w.bytes[..w.bytes.len() - 3]).unwrap_err().to_string();
+    let e = parse(&w.bytes[..w.bytes.len() - 3])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("truncated") && e.contains("at byte"), "{e}");
 
-    let e = parse(b"hello world, this is not a profile").unwrap_err().to_string();
+    let e = parse(b"hello world, this is not a profile")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("magic"), "{e}");
 }
 

@@ -25,7 +25,10 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         reports.push((path.display().to_string(), summary::summarize(&profile)));
     }
     if args.json {
-        let values: Vec<_> = reports.iter().map(|(p, s)| json::report_json(s, p)).collect();
+        let values: Vec<_> = reports
+            .iter()
+            .map(|(p, s)| json::report_json(s, p))
+            .collect();
         let out = if values.len() == 1 {
             values.into_iter().next().expect("one report")
         } else {

@@ -2,8 +2,8 @@
 //! Durations are estimates where calls were timed on a sample: a function's time is its sampled
 //! time scaled by calls / timed calls (an unbiased estimate, since the sample is random).
 
-use crate::profile::format::*;
 use crate::profile::Profile;
+use crate::profile::format::*;
 
 #[derive(Debug, Clone)]
 pub struct ThreadSummary {
@@ -30,7 +30,11 @@ pub struct FnSummary {
 
 impl FnSummary {
     pub fn mean_ns(&self) -> f64 {
-        if self.calls == 0 { 0.0 } else { self.time_ns as f64 / self.calls as f64 }
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.time_ns as f64 / self.calls as f64
+        }
     }
 
     /// The latency at quantile `q`, interpolated within its power-of-two bucket.
@@ -77,6 +81,10 @@ pub struct Summary {
     pub signal: Option<i32>,
     pub complete: bool,
     pub ended_by_exec: bool,
+    pub core_dumped: bool,
+    pub forked: bool,
+    pub start_time_unix_ns: u64,
+    pub flushes: u64,
     pub wall_ns: u64,
     pub ncpus: u32,
     pub libc_version: String,
@@ -127,15 +135,28 @@ impl Summary {
 }
 
 pub fn ratio(part: u64, whole: u64) -> f64 {
-    if whole == 0 { 0.0 } else { part as f64 / whole as f64 }
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
 }
 
 /// Scales a sampled duration to all calls.
 fn estimate(timed_ticks: u64, timed_calls: u64, calls: u64) -> f64 {
-    if timed_calls == 0 { 0.0 } else { timed_ticks as f64 * calls as f64 / timed_calls as f64 }
+    if timed_calls == 0 {
+        0.0
+    } else {
+        timed_ticks as f64 * calls as f64 / timed_calls as f64
+    }
 }
 
-fn fn_summary(p: &Profile, name: &'static str, members: &[usize], group: Option<usize>) -> FnSummary {
+fn fn_summary(
+    p: &Profile,
+    name: &'static str,
+    members: &[usize],
+    group: Option<usize>,
+) -> FnSummary {
     let (mut calls, mut bytes, mut timed_calls, mut ticks) = (0u64, 0u64, 0u64, 0.0f64);
     let mut raw_latency = [0u64; LAT_BUCKETS];
     for t in &p.threads {
@@ -153,7 +174,11 @@ fn fn_summary(p: &Profile, name: &'static str, members: &[usize], group: Option<
         }
     }
     let raw_total: u64 = raw_latency.iter().sum();
-    let scale = if raw_total == 0 { 0.0 } else { calls as f64 / raw_total as f64 };
+    let scale = if raw_total == 0 {
+        0.0
+    } else {
+        calls as f64 / raw_total as f64
+    };
     let latency = raw_latency
         .iter()
         .enumerate()
@@ -179,8 +204,16 @@ pub fn summarize(p: &Profile) -> Summary {
         .threads
         .iter()
         .map(|t| {
-            let end = if t.end_mono_ns != 0 { t.end_mono_ns } else { process_end };
-            let alloc_ticks: f64 = t.fns.iter().map(|f| estimate(f.timed_ticks, f.timed_calls, f.calls)).sum();
+            let end = if t.end_mono_ns != 0 {
+                t.end_mono_ns
+            } else {
+                process_end
+            };
+            let alloc_ticks: f64 = t
+                .fns
+                .iter()
+                .map(|f| estimate(f.timed_ticks, f.timed_calls, f.calls))
+                .sum();
             ThreadSummary {
                 tid: t.tid,
                 name: t.name.clone(),
@@ -188,7 +221,13 @@ pub fn summarize(p: &Profile) -> Summary {
                 cpu_ns: t.cpu_ns,
                 wall_ns: end.saturating_sub(t.start_mono_ns),
                 alloc_ns: (alloc_ticks * 1e9 / p.ticks_per_sec).round() as u64,
-                alloc_calls: t.fns.iter().enumerate().filter(|(i, _)| *i != FN_FREE).map(|(_, f)| f.calls).sum(),
+                alloc_calls: t
+                    .fns
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != FN_FREE)
+                    .map(|(_, f)| f.calls)
+                    .sum(),
                 lock_wait_ns: p.ticks_to_ns(t.lock_wait_ticks),
             }
         })
@@ -218,7 +257,13 @@ pub fn summarize(p: &Profile) -> Summary {
         signal: p.signal(),
         complete: p.complete,
         ended_by_exec: p.end.is_some_and(|e| e.how == END_EXEC),
-        wall_ns: p.supervisor.map_or(p.wall_ns(), |s| s.wall_ns.max(p.wall_ns())),
+        core_dumped: p.supervisor.is_some_and(|s| s.core_dumped),
+        forked: p.process.forked,
+        start_time_unix_ns: p.process.start_realtime_ns,
+        flushes: p.flushes,
+        wall_ns: p
+            .supervisor
+            .map_or(p.wall_ns(), |s| s.wall_ns.max(p.wall_ns())),
         ncpus: p.process.ncpus,
         libc_version: p.process.libc_version.clone(),
         allocator: p.process.allocator.clone(),
@@ -242,7 +287,10 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
             let hold_ns = (hold * 1e9 / p.ticks_per_sec).round() as u64;
             let wait_ns = p.ticks_to_ns(l.wait_ticks);
             let max_wait_ns = p.ticks_to_ns(l.max_wait_ticks);
-            match locks.iter_mut().find(|x| x.address == l.address && x.kind == kind) {
+            match locks
+                .iter_mut()
+                .find(|x| x.address == l.address && x.kind == kind)
+            {
                 Some(x) => {
                     x.acquisitions += l.acquisitions;
                     x.contended += l.contended;
@@ -264,6 +312,10 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
             }
         }
     }
-    locks.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(b.acquisitions.cmp(&a.acquisitions)));
+    locks.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(b.acquisitions.cmp(&a.acquisitions))
+    });
     locks
 }

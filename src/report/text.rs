@@ -47,10 +47,18 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         let _ = writeln!(
             o,
             "  {}",
-            style.warn("partial profile: the process did not exit cleanly; data up to its last flush")
+            style.warn(
+                "partial profile: the process did not exit cleanly; data up to its last flush"
+            )
         );
     }
-    let _ = writeln!(o, "  wall time   {}   threads {}   CPUs {}", fmt_ns(s.wall_ns as f64), s.threads.len(), s.ncpus);
+    let _ = writeln!(
+        o,
+        "  wall time   {}   threads {}   CPUs {}",
+        fmt_ns(s.wall_ns as f64),
+        s.threads.len(),
+        s.ncpus
+    );
     let _ = writeln!(
         o,
         "  allocator   {} calls, {} requested, {} inside ({} of thread time)",
@@ -69,9 +77,19 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
     let timing = if s.timing_exact {
         "every call timed".to_string()
     } else {
-        format!("durations estimated from a random 1-in-{} sample of calls; counts exact", s.timing_period)
+        format!(
+            "durations estimated from a random 1-in-{} sample of calls; counts exact",
+            s.timing_period
+        )
     };
-    let _ = writeln!(o, "  {}", style.dim(&format!("{} · glibc {} · {}", s.allocator, s.libc_version, timing)));
+    let _ = writeln!(
+        o,
+        "  {}",
+        style.dim(&format!(
+            "{} · glibc {} · {}",
+            s.allocator, s.libc_version, timing
+        ))
+    );
 }
 
 fn threads(o: &mut String, s: &Summary, style: Style) {
@@ -83,13 +101,21 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
     );
     const MAX_ROWS: usize = 20;
     let mut rows: Vec<_> = s.threads.iter().collect();
-    rows.sort_by(|a, b| b.main.cmp(&a.main).then((b.alloc_ns + b.lock_wait_ns).cmp(&(a.alloc_ns + a.lock_wait_ns))));
+    rows.sort_by(|a, b| {
+        b.main
+            .cmp(&a.main)
+            .then((b.alloc_ns + b.lock_wait_ns).cmp(&(a.alloc_ns + a.lock_wait_ns)))
+    });
     for t in rows.iter().take(MAX_ROWS) {
         let _ = writeln!(
             o,
             "  {:>8}  {:<16} {:>10} {:>7} {:>10} {:>7} {:>10} {:>7}",
             t.tid,
-            if t.main { format!("{} (main)", t.name) } else { t.name.clone() },
+            if t.main {
+                format!("{} (main)", t.name)
+            } else {
+                t.name.clone()
+            },
             fmt_ns(t.wall_ns as f64),
             fmt_pct(ratio(t.cpu_ns, t.wall_ns)),
             fmt_ns(t.alloc_ns as f64),
@@ -99,7 +125,14 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
         );
     }
     if rows.len() > MAX_ROWS {
-        let _ = writeln!(o, "  {}", style.dim(&format!("... and {} more threads (see --json)", rows.len() - MAX_ROWS)));
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.dim(&format!(
+                "... and {} more threads (see --json)",
+                rows.len() - MAX_ROWS
+            ))
+        );
     }
 }
 
@@ -123,7 +156,11 @@ fn functions(o: &mut String, s: &Summary, style: Style) {
             "  {:<15} {:>13} {:>11} {:>11} {:>9} {:>9}",
             f.name,
             fmt_count(f.calls),
-            if f.name == "free" { "-".to_string() } else { fmt_bytes(f.bytes) },
+            if f.name == "free" {
+                "-".to_string()
+            } else {
+                fmt_bytes(f.bytes)
+            },
             fmt_ns(f.time_ns as f64),
             fmt_ns(f.mean_ns()),
             p99,
@@ -139,9 +176,19 @@ fn sizes(o: &mut String, s: &Summary, style: Style) {
     heading(o, style, "Request sizes");
     let shares: Vec<String> = [16u64, 32, 64, 256]
         .iter()
-        .map(|&limit| format!("{} are {limit} bytes or less", fmt_pct(s.size_share_at_most(limit))))
+        .map(|&limit| {
+            format!(
+                "{} are {limit} bytes or less",
+                fmt_pct(s.size_share_at_most(limit))
+            )
+        })
         .collect();
-    let _ = writeln!(o, "  of {} requests, {}", fmt_count(total), shares.join(", "));
+    let _ = writeln!(
+        o,
+        "  of {} requests, {}",
+        fmt_count(total),
+        shares.join(", ")
+    );
     let mut rows: Vec<(String, u64)> = Vec::new();
     for (lo, hi) in SIZE_ROWS {
         rows.push((format!("{lo}-{hi}"), count_between(s, lo, hi)));
@@ -149,7 +196,10 @@ fn sizes(o: &mut String, s: &Summary, style: Style) {
     let mut lo = 257u64;
     while lo <= 1 << 40 {
         let hi = (lo - 1) * 2;
-        rows.push((format!("{}-{}", fmt_bytes(lo), fmt_bytes(hi)), count_between(s, lo, hi)));
+        rows.push((
+            format!("{}-{}", fmt_bytes(lo), fmt_bytes(hi)),
+            count_between(s, lo, hi),
+        ));
         lo = hi + 1;
     }
     let bigger = total - rows.iter().map(|r| r.1).sum::<u64>();
@@ -158,7 +208,11 @@ fn sizes(o: &mut String, s: &Summary, style: Style) {
     }
     let max = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1);
     let mut cumulative = 0u64;
-    let _ = writeln!(o, "  {:>19} {:>13} {:>7}  {:<30}", "bytes", "calls", "cumul.", "");
+    let _ = writeln!(
+        o,
+        "  {:>19} {:>13} {:>7}  {:<30}",
+        "bytes", "calls", "cumul.", ""
+    );
     for (label, count) in rows {
         cumulative += count;
         if count == 0 {
@@ -206,7 +260,11 @@ fn locks(o: &mut String, s: &Summary, style: Style) {
             format!("{:#x}", l.address),
             l.kind,
             fmt_count(l.acquisitions),
-            format!("{} ({})", fmt_count(l.contended), fmt_pct(ratio(l.contended, l.acquisitions))),
+            format!(
+                "{} ({})",
+                fmt_count(l.contended),
+                fmt_pct(ratio(l.contended, l.acquisitions))
+            ),
             fmt_ns(l.wait_ns as f64),
             fmt_ns(l.max_wait_ns as f64),
             fmt_ns(l.hold_ns as f64),
@@ -214,6 +272,13 @@ fn locks(o: &mut String, s: &Summary, style: Style) {
         );
     }
     if s.locks.len() > 10 {
-        let _ = writeln!(o, "  {}", style.dim(&format!("... and {} more locks (see --json)", s.locks.len() - 10)));
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.dim(&format!(
+                "... and {} more locks (see --json)",
+                s.locks.len() - 10
+            ))
+        );
     }
 }
