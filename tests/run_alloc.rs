@@ -107,24 +107,37 @@ fn known_allocations_are_counted_exactly_per_function() {
     assert_eq!(threads.len(), 3, "threads: {threads:?}");
 }
 
+/// The calls whose duration was measured: the report's extra `timed_calls` key.
+fn timed_calls(report: &Value, function: &str) -> u64 {
+    num(&report["alloc"]["functions"][function], &["timed_calls"])
+}
+
 #[test]
 fn sampled_timing_times_about_one_call_in_32() {
     let dir = TempDir::new("alloc-sampled");
     let exe = compile(dir.path(), "alloc_known.c", &[]);
     let (_, path) = profile(dir.path(), "sampled.prof", &[], &[&exe], 0);
     let report = report_json(&path);
+    assert_eq!(report["timing"]["mode"], "sampled", "default timing mode");
     for function in FUNCTIONS {
-        let calls = fn_stats(&report, function).calls;
-        let timed = histogram_total(&report["alloc"]["latency_histogram"][function]);
+        let stats = fn_stats(&report, function);
+        let timed = timed_calls(&report, function);
         // Intervals between timed calls are uniform on [1, 63]: about calls/32 are timed.
         assert!(
-            timed >= calls / 64 && timed <= calls / 16,
-            "{function}: {timed} of {calls} calls timed, expected about {}",
-            calls / 32
+            timed >= stats.calls / 64 && timed <= stats.calls / 16,
+            "{function}: {timed} of {} calls timed, expected about {}",
+            stats.calls,
+            stats.calls / 32
         );
+        assert!(stats.time_ns > 0, "{function} has no time: {stats:?}");
+        // The latency histogram is scaled from the sample to all calls (each bucket rounded).
+        let hist = &report["alloc"]["latency_histogram"][function];
+        let buckets = hist.as_array().map_or(0, Vec::len) as u64;
+        let total = histogram_total(hist);
         assert!(
-            fn_stats(&report, function).time_ns > 0,
-            "{function} has no time"
+            total.abs_diff(stats.calls) <= buckets,
+            "{function}: latency histogram holds {total}, calls {}: {hist}",
+            stats.calls
         );
     }
 }
@@ -133,6 +146,7 @@ fn sampled_timing_times_about_one_call_in_32() {
 fn exact_timing_counts_the_same_and_times_every_call() {
     let dir = TempDir::new("alloc-exact");
     let (base, report) = baseline_and_known(&dir, "alloc_known.c", &["--timing", "exact"]);
+    assert_eq!(report["timing"]["mode"], "exact");
     for function in FUNCTIONS {
         let (calls, _) = alloc_known_per_worker(function);
         let r = fn_stats(&report, function);
@@ -141,13 +155,28 @@ fn exact_timing_counts_the_same_and_times_every_call() {
             fn_stats(&base, function).calls + 2 * calls,
             "{function} calls"
         );
+        assert_eq!(
+            timed_calls(&report, function),
+            r.calls,
+            "{function}: every call is timed"
+        );
         let timed = histogram_total(&report["alloc"]["latency_histogram"][function]);
         assert_eq!(
             timed, r.calls,
-            "{function}: every call is timed in exact mode"
+            "{function}: the latency histogram holds every call"
         );
         assert!(r.time_ns > 0, "{function} has no time: {r:?}");
     }
+    // The individual aligned functions: 2 x 2000 posix_memalign and 2 x 1000 aligned_alloc.
+    let by = |r: &Value, f: &str| num(&r["alloc"]["by_function"][f], &["calls"]);
+    assert_eq!(
+        by(&report, "posix_memalign"),
+        by(&base, "posix_memalign") + 4_000
+    );
+    assert_eq!(
+        by(&report, "aligned_alloc"),
+        by(&base, "aligned_alloc") + 2_000
+    );
     // Thread time in the allocator: the two workers spent some, and never more than their wall time.
     let threads = report["threads"].as_array().expect("threads");
     let busy: Vec<&Value> = threads
