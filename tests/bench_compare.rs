@@ -170,6 +170,9 @@ fn a_time_budget_fixes_an_even_number_of_runs() {
     );
     let runs = json["variants"][0]["runs"].as_u64().unwrap();
     // A round takes a little over 40 ms: at most 12 fit, rounded down to even.
-    assert!(runs >= 4 && runs <= 12 && runs % 2 == 0, "runs {runs}");
+    assert!(
+        (4..=12).contains(&runs) && runs.is_multiple_of(2),
+        "runs {runs}"
+    );
     assert_eq!(json["variants"][1]["runs"].as_u64().unwrap(), runs);
 }

@@ -59,7 +59,7 @@ fn validate(args: &BenchArgs) -> Result<()> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1, got {}", args.alpha);
     }
-    if !(args.noise >= 0.0) {
+    if args.noise.is_nan() || args.noise < 0.0 {
         bail!("--noise must be 0 or more, got {}", args.noise);
     }
     if args.runs == Some(0) {

@@ -95,12 +95,23 @@ pub fn terminal(report: &BenchReport) -> String {
             .iter()
             .map(|v| v.ci_level)
             .fold(1.0, f64::min);
+        let requested = report.settings.confidence;
         let _ = writeln!(
             out,
             "CI: order-statistic interval of the median (at least {:.1}% coverage); \
              faults: minor/major (median); outliers by MAD, kept in all figures.",
             level * 100.0
         );
+        if level < requested {
+            // [min, max] of n runs covers the median with probability 1 - 2^(1-n).
+            let needed = (2.0 / (1.0 - requested)).log2().ceil() as usize;
+            let _ = writeln!(
+                out,
+                "note: {} runs cannot give {:.0}% intervals; use --runs {needed} or more.",
+                report.settings.runs_per_variant,
+                requested * 100.0
+            );
+        }
     }
     if !report.comparisons.is_empty() {
         let _ = writeln!(out, "\nCompared with {}:", report.comparisons[0].baseline);
