@@ -123,7 +123,10 @@ fn size_differences(h: &Heaptrack, report: &Value) -> Vec<(u64, u64, i64)> {
     let buckets = report["alloc"]["size_histogram"]
         .as_array()
         .expect("size_histogram");
-    let ranges: Vec<(u64, u64)> = buckets.iter().map(|b| (num(b, &["min_bytes"]), num(b, &["max_bytes"]))).collect();
+    let ranges: Vec<(u64, u64)> = buckets
+        .iter()
+        .map(|b| (num(b, &["min_bytes"]), num(b, &["max_bytes"])))
+        .collect();
     let mut diffs = Vec::new();
     for (b, &(lo, hi)) in buckets.iter().zip(&ranges) {
         let theirs: u64 = h.sizes.range(lo..=hi).map(|(_, c)| c).sum();

@@ -14,7 +14,11 @@ fn exit_status_passes_through() {
     let (_, path) = profile(dir.path(), "sh.prof", &[], &["sh", "-c", "exit 7"], 7);
     let report = report_json(&path);
     assert_eq!(report["exit_code"], 7, "report exit_code");
-    assert!(report["signal"].is_null(), "no signal: {}", report["signal"]);
+    assert!(
+        report["signal"].is_null(),
+        "no signal: {}",
+        report["signal"]
+    );
     assert_eq!(command_of(&report), ["sh", "-c", "exit 7"]);
     assert!(num(&report, &["wall_ns"]) > 0);
 }
@@ -23,7 +27,13 @@ fn exit_status_passes_through() {
 fn underscore_exit_leaves_a_complete_profile() {
     let dir = TempDir::new("underscore-exit");
     let exe = compile(dir.path(), "underscore_exit.c", &[]);
-    let (_, empty) = profile(dir.path(), "empty.prof", &[], &[exe.as_os_str(), "empty".as_ref()], 3);
+    let (_, empty) = profile(
+        dir.path(),
+        "empty.prof",
+        &[],
+        &[exe.as_os_str(), "empty".as_ref()],
+        3,
+    );
     let (_, path) = profile(dir.path(), "exit.prof", &[], &[&exe], 3);
     let base = report_json(&empty);
     let report = report_json(&path);
@@ -33,7 +43,11 @@ fn underscore_exit_leaves_a_complete_profile() {
         assert_eq!(report["complete"], true, "_exit is a clean end");
     }
     let (b, r) = (fn_stats(&base, "malloc"), fn_stats(&report, "malloc"));
-    assert_eq!(r.calls, b.calls + 1000, "the 1000 malloc before _exit: {r:?} vs {b:?}");
+    assert_eq!(
+        r.calls,
+        b.calls + 1000,
+        "the 1000 malloc before _exit: {r:?} vs {b:?}"
+    );
     assert_eq!(r.bytes, b.bytes + 1000 * 40);
 }
 
@@ -43,13 +57,25 @@ fn sigkill_leaves_a_partial_profile_that_opens() {
     let exe = compile(dir.path(), "killed_midrun.c", &[]);
     let (out, path) = profile(dir.path(), "killed.prof", &[], &[&exe], 128 + 9);
     let report = report_json(&path);
-    assert_eq!(report["complete"], false, "a SIGKILLed process cannot write its end\n{}", describe(&out));
+    assert_eq!(
+        report["complete"],
+        false,
+        "a SIGKILLed process cannot write its end\n{}",
+        describe(&out)
+    );
     assert_eq!(report["signal"], 9, "report signal");
-    assert!(report["exit_code"].is_null(), "no exit code: {}", report["exit_code"]);
+    assert!(
+        report["exit_code"].is_null(),
+        "no exit code: {}",
+        report["exit_code"]
+    );
     // About 2.5 s of 100 malloc per ms were running; at least the first flush (after ~1 s) holds
     // tens of thousands of them.
     let mallocs = fn_stats(&report, "malloc").calls;
-    assert!(mallocs >= 10_000, "allocations flushed before the kill: {mallocs}");
+    assert!(
+        mallocs >= 10_000,
+        "allocations flushed before the kill: {mallocs}"
+    );
     assert!(fn_stats(&report, "free").calls > 0);
 }
 
@@ -57,12 +83,24 @@ fn sigkill_leaves_a_partial_profile_that_opens() {
 fn sigterm_gives_143() {
     let dir = TempDir::new("sigterm");
     let exe = compile(dir.path(), "raise_signal.c", &[]);
-    let (out, path) = profile(dir.path(), "term.prof", &[], &[exe.as_os_str(), "15".as_ref()], 128 + 15);
+    let (out, path) = profile(
+        dir.path(),
+        "term.prof",
+        &[],
+        &[exe.as_os_str(), "15".as_ref()],
+        128 + 15,
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "raising 15\n");
     let report = report_json(&path);
     assert_eq!(report["signal"], 15);
     assert!(report["exit_code"].is_null());
-    let (out, _) = profile(dir.path(), "abrt.prof", &[], &[exe.as_os_str(), "6".as_ref()], 128 + 6);
+    let (out, _) = profile(
+        dir.path(),
+        "abrt.prof",
+        &[],
+        &[exe.as_os_str(), "6".as_ref()],
+        128 + 6,
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "raising 6\n");
 }
 
@@ -110,10 +148,20 @@ fn stdin_stdout_stderr_pass_through_byte_for_byte() {
 
     let out = pipe_through(&dir, "cat.prof", &["cat"], &data);
     assert_eq!(exit_code(&out), 0, "{}", describe(&out));
-    assert!(out.stdout == data, "stdout differs from stdin ({} vs {} bytes)", out.stdout.len(), data.len());
+    assert!(
+        out.stdout == data,
+        "stdout differs from stdin ({} vs {} bytes)",
+        out.stdout.len(),
+        data.len()
+    );
 
     let out = pipe_through(&dir, "cat2.prof", &["sh", "-c", "cat >&2; exit 4"], &data);
-    assert_eq!(exit_code(&out), 4, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        exit_code(&out),
+        4,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(out.stdout.is_empty(), "nothing on stdout");
     // The program's stderr comes first and intact; stallscope's summary may follow it.
     assert!(
@@ -137,7 +185,11 @@ fn existing_output_file_is_never_overwritten() {
     );
     assert_eq!(exit_code(&out), 2, "{}", describe(&out));
     assert!(!marker.exists(), "the program must not run");
-    assert_eq!(std::fs::read(&existing).unwrap(), b"precious", "the file is untouched");
+    assert_eq!(
+        std::fs::read(&existing).unwrap(),
+        b"precious",
+        "the file is untouched"
+    );
     assert!(!out.stderr.is_empty(), "a message says why");
 }
 
@@ -146,15 +198,30 @@ fn static_program_is_refused_without_running() {
     let dir = TempDir::new("static");
     let exe = compile(dir.path(), "marker.c", &["-static"]);
     let marker = dir.join("ran");
-    let out = stallscope_run(dir.path(), &["-o", "static.prof"], &[exe.as_os_str(), marker.as_os_str()]);
+    let out = stallscope_run(
+        dir.path(),
+        &["-o", "static.prof"],
+        &[exe.as_os_str(), marker.as_os_str()],
+    );
     assert_eq!(exit_code(&out), 2, "{}", describe(&out));
-    assert!(!marker.exists(), "the static program must not run\n{}", describe(&out));
+    assert!(
+        !marker.exists(),
+        "the static program must not run\n{}",
+        describe(&out)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
-    assert!(stderr.contains("static"), "the message says the program is static:\n{stderr}");
+    assert!(
+        stderr.contains("static"),
+        "the message says the program is static:\n{stderr}"
+    );
     assert!(prof_files(dir.path()).is_empty(), "no profile");
     // The same program linked dynamically runs (the test is not refusing everything).
     let exe = compile(dir.path(), "marker.c", &[]);
-    let out = stallscope_run(dir.path(), &["-o", "dynamic.prof"], &[exe.as_os_str(), marker.as_os_str()]);
+    let out = stallscope_run(
+        dir.path(),
+        &["-o", "dynamic.prof"],
+        &[exe.as_os_str(), marker.as_os_str()],
+    );
     assert_eq!(exit_code(&out), 0, "{}", describe(&out));
     assert!(marker.exists());
 }
@@ -166,9 +233,17 @@ fn setuid_program_is_refused_without_running() {
     let exe = compile(dir.path(), "marker.c", &[]);
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
     let marker = dir.join("ran");
-    let out = stallscope_run(dir.path(), &["-o", "setuid.prof"], &[exe.as_os_str(), marker.as_os_str()]);
+    let out = stallscope_run(
+        dir.path(),
+        &["-o", "setuid.prof"],
+        &[exe.as_os_str(), marker.as_os_str()],
+    );
     assert_eq!(exit_code(&out), 2, "{}", describe(&out));
-    assert!(!marker.exists(), "the setuid program must not run\n{}", describe(&out));
+    assert!(
+        !marker.exists(),
+        "the setuid program must not run\n{}",
+        describe(&out)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
     assert!(
         stderr.contains("setuid") || stderr.contains("set-user-id") || stderr.contains("setgid"),
@@ -187,6 +262,12 @@ fn summary_on_stderr_after_the_run() {
         "the summary names the profile path:\n{stderr}"
     );
     let lower = stderr.to_lowercase();
-    assert!(lower.contains("thread"), "the summary counts threads:\n{stderr}");
-    assert!(lower.contains("alloc"), "the summary gives allocator figures:\n{stderr}");
+    assert!(
+        lower.contains("thread"),
+        "the summary counts threads:\n{stderr}"
+    );
+    assert!(
+        lower.contains("alloc"),
+        "the summary gives allocator figures:\n{stderr}"
+    );
 }

@@ -33,7 +33,13 @@ fn compare(
     env: impl Fn(&mut Command),
 ) -> (Output, Output) {
     let plain = plain_run(plain_dir, cmd, &env);
+    let before = prof_files(profiled_dir).len();
     let profiled = stallscope_run_with(profiled_dir, &[], cmd, &env);
+    assert!(
+        prof_files(profiled_dir).len() > before,
+        "the profiled run of {cmd:?} wrote no profile\n{}",
+        describe(&profiled)
+    );
     assert_eq!(
         profiled.status.code(),
         plain.status.code(),
@@ -57,7 +63,10 @@ fn profiled_programs(dir: &Path) -> Vec<String> {
         .map(|f| {
             let cmd = command_of(&report_json(f));
             let first = cmd.first().cloned().unwrap_or_default();
-            Path::new(&first).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or(first)
+            Path::new(&first)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or(first)
         })
         .collect()
 }
@@ -94,7 +103,12 @@ fn python3_with_threads() {
     let (a, b) = (TempDir::new("py-plain"), TempDir::new("py-prof"));
     let script = a.join("threads.py");
     std::fs::write(&script, PYTHON_SCRIPT).unwrap();
-    let (_, profiled) = compare(a.path(), b.path(), &[&python, script.to_str().unwrap()], |_| {});
+    let (_, profiled) = compare(
+        a.path(),
+        b.path(),
+        &[&python, script.to_str().unwrap()],
+        |_| {},
+    );
     assert_eq!(profiled.status.code(), Some(3));
     assert_eq!(String::from_utf8_lossy(&profiled.stdout).lines().count(), 4);
     let files = prof_files(b.path());
@@ -117,7 +131,14 @@ fn git_in_a_temporary_repository() {
         vec!["init", "-q", "-b", "main", "{repo}"],
         vec!["-C", "{repo}", "add", "."],
         vec!["-C", "{repo}", "commit", "-q", "-m", "first commit"],
-        vec!["-C", "{repo}", "commit", "--allow-empty", "-m", "second commit"],
+        vec![
+            "-C",
+            "{repo}",
+            "commit",
+            "--allow-empty",
+            "-m",
+            "second commit",
+        ],
         vec!["-C", "{repo}", "log", "--stat", "--format=%H %an %ad %s"],
         vec!["-C", "{repo}", "rev-list", "--count", "HEAD"],
         vec!["-C", "{repo}", "cat-file", "-p", "HEAD~1:hello.txt"],
@@ -135,19 +156,30 @@ fn git_in_a_temporary_repository() {
         if i == 1 {
             for repo in [&ra, &rb] {
                 std::fs::write(repo.join("hello.txt"), "hello\nworld\n").unwrap();
-                std::fs::write(repo.join("numbers.txt"), (1..200).map(|n| format!("{n}\n")).collect::<String>())
-                    .unwrap();
+                std::fs::write(
+                    repo.join("numbers.txt"),
+                    (1..200).map(|n| format!("{n}\n")).collect::<String>(),
+                )
+                .unwrap();
             }
         }
         let args = |repo: &PathBuf| -> Vec<String> {
             let mut v = vec!["git".to_string()];
-            v.extend(step.iter().map(|s| s.replace("{repo}", repo.to_str().unwrap())));
+            v.extend(
+                step.iter()
+                    .map(|s| s.replace("{repo}", repo.to_str().unwrap())),
+            );
             v
         };
         let (cmd_a, cmd_b) = (args(&ra), args(&rb));
         let plain = plain_run(&pa, &cmd_a, env);
         let profiled = stallscope_run_with(&pb, &[], &cmd_b, env);
-        assert_eq!(profiled.status.code(), plain.status.code(), "git {step:?}\n{}", describe(&profiled));
+        assert_eq!(
+            profiled.status.code(),
+            plain.status.code(),
+            "git {step:?}\n{}",
+            describe(&profiled)
+        );
         assert!(
             profiled.stdout == plain.stdout,
             "stdout of git {step:?}\nplain: {}\nprofiled: {}",
@@ -156,7 +188,11 @@ fn git_in_a_temporary_repository() {
         );
     }
     // The commit hashes depend on content, author, committer and dates only: identical.
-    let log = plain_run(&pb, &["git", "-C", rb.to_str().unwrap(), "log", "--format=%H"], env);
+    let log = plain_run(
+        &pb,
+        &["git", "-C", rb.to_str().unwrap(), "log", "--format=%H"],
+        env,
+    );
     assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 2);
     assert!(!prof_files(&pb).is_empty(), "profiles were written");
 }
@@ -169,20 +205,42 @@ fn gcc_compiles_with_children_profiled() {
     for dir in [&a, &b] {
         std::fs::write(dir.join("hello.c"), source).unwrap();
     }
-    compare(a.path(), b.path(), &["gcc", "-O1", "-o", "hello", "hello.c"], |_| {});
+    compare(
+        a.path(),
+        b.path(),
+        &["gcc", "-O1", "-o", "hello", "hello.c"],
+        |_| {},
+    );
     // The compiled programs are the same bytes.
-    let (ea, eb) = (std::fs::read(a.join("hello")).unwrap(), std::fs::read(b.join("hello")).unwrap());
-    assert!(ea == eb, "gcc produced different executables with and without stallscope");
+    let (ea, eb) = (
+        std::fs::read(a.join("hello")).unwrap(),
+        std::fs::read(b.join("hello")).unwrap(),
+    );
+    assert!(
+        ea == eb,
+        "gcc produced different executables with and without stallscope"
+    );
     let out = plain_run(b.path(), &[b.join("hello").to_str().unwrap()], |_| {});
     assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
     // gcc's children each wrote a profile: the driver, cc1, as and the linker (collect2 and ld).
     let programs = profiled_programs(b.path());
     for expected in ["gcc", "cc1", "as", "collect2", "ld"] {
-        assert!(programs.iter().any(|p| p == expected), "a profile of {expected} among {programs:?}");
+        assert!(
+            programs.iter().any(|p| p == expected),
+            "a profile of {expected} among {programs:?}"
+        );
     }
     // An error: same diagnostics status.
-    std::fs::write(a.join("bad.c"), "int main(void) { return undefined_name; }\n").unwrap();
-    std::fs::write(b.join("bad.c"), "int main(void) { return undefined_name; }\n").unwrap();
+    std::fs::write(
+        a.join("bad.c"),
+        "int main(void) { return undefined_name; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        b.join("bad.c"),
+        "int main(void) { return undefined_name; }\n",
+    )
+    .unwrap();
     let (plain, _) = compare(a.path(), b.path(), &["gcc", "-c", "bad.c"], |_| {});
     assert_eq!(plain.status.code(), Some(1));
 }
@@ -199,9 +257,17 @@ fn sqlite3_query() {
         SELECT n % 10 AS k, count(*), group_concat(n, ',') FILTER (WHERE n < 60) FROM t GROUP BY k ORDER BY k;";
     let (plain, _) = compare(a.path(), b.path(), &["sqlite3", "db.sqlite", sql], |_| {});
     let out = String::from_utf8_lossy(&plain.stdout);
-    assert!(out.starts_with("5000|12502500|row-00000|row-04999\n"), "{out}");
+    assert!(
+        out.starts_with("5000|12502500|row-00000|row-04999\n"),
+        "{out}"
+    );
     // A failing statement: same status (1) and output.
-    let (plain, _) = compare(a.path(), b.path(), &["sqlite3", ":memory:", "SELECT * FROM missing;"], |_| {});
+    let (plain, _) = compare(
+        a.path(),
+        b.path(),
+        &["sqlite3", ":memory:", "SELECT * FROM missing;"],
+        |_| {},
+    );
     assert_ne!(plain.status.code(), Some(0));
 }
 

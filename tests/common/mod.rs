@@ -29,7 +29,8 @@ impl TempDir {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
+        std::fs::create_dir_all(&path)
+            .unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
         TempDir(path)
     }
 
@@ -52,7 +53,9 @@ impl Drop for TempDir {
 
 /// The absolute path of a test program's source in tests/programs/.
 pub fn program_source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(name)
 }
 
 /// Compiles tests/programs/`source` with `-O1 -pthread` (cc for .c, c++ for .cpp) into `dir`,
@@ -61,7 +64,11 @@ pub fn compile(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
     let src = program_source(source);
     let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
     let exe = dir.join(stem);
-    let compiler = if source.ends_with(".cpp") { "c++" } else { "cc" };
+    let compiler = if source.ends_with(".cpp") {
+        "c++"
+    } else {
+        "cc"
+    };
     let out = Command::new(compiler)
         .args(["-O1", "-pthread", "-Wall", "-Wextra", "-o"])
         .arg(&exe)
@@ -91,13 +98,22 @@ pub fn stallscope_run_with<S: AsRef<OsStr>>(
     adjust: impl FnOnce(&mut Command),
 ) -> Output {
     let mut c = Command::new(stallscope());
-    c.arg("run").args(run_args).arg("--").args(cmd).current_dir(dir).stdin(Stdio::null());
+    c.arg("run")
+        .args(run_args)
+        .arg("--")
+        .args(cmd)
+        .current_dir(dir)
+        .stdin(Stdio::null());
     adjust(&mut c);
     c.output().expect("running stallscope")
 }
 
 /// Runs CMD directly (no profiler) in `dir`, with stdin from /dev/null.
-pub fn plain_run<S: AsRef<OsStr>>(dir: &Path, cmd: &[S], adjust: impl FnOnce(&mut Command)) -> Output {
+pub fn plain_run<S: AsRef<OsStr>>(
+    dir: &Path,
+    cmd: &[S],
+    adjust: impl FnOnce(&mut Command),
+) -> Output {
     let mut c = Command::new(&cmd[0]);
     c.args(&cmd[1..]).current_dir(dir).stdin(Stdio::null());
     adjust(&mut c);
@@ -136,8 +152,18 @@ pub fn profile<S: AsRef<OsStr>>(
     let mut args = vec!["-o", path_str.as_str()];
     args.extend_from_slice(run_args);
     let out = stallscope_run(dir, &args, cmd);
-    assert_eq!(exit_code(&out), expect_code, "unexpected exit status\n{}", describe(&out));
-    assert!(path.is_file(), "no profile at {}\n{}", path.display(), describe(&out));
+    assert_eq!(
+        exit_code(&out),
+        expect_code,
+        "unexpected exit status\n{}",
+        describe(&out)
+    );
+    assert!(
+        path.is_file(),
+        "no profile at {}\n{}",
+        path.display(),
+        describe(&out)
+    );
     (out, path)
 }
 
@@ -155,10 +181,14 @@ pub fn report_json(file: &Path) -> Value {
         describe(&out)
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("report is not JSON: {e}\n{}", String::from_utf8_lossy(&out.stdout))
+        panic!(
+            "report is not JSON: {e}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
     });
     assert_eq!(
-        report["schema"], "stallscope.report/1",
+        report["schema"],
+        "stallscope.report/1",
         "unexpected schema in report of {}",
         file.display()
     );
@@ -182,8 +212,12 @@ pub fn num(v: &Value, path: &[&str]) -> u64 {
     for key in path {
         cur = &cur[*key];
     }
-    cur.as_u64()
-        .unwrap_or_else(|| panic!("report field {} is not an unsigned number: {cur}", path.join(".")))
+    cur.as_u64().unwrap_or_else(|| {
+        panic!(
+            "report field {} is not an unsigned number: {cur}",
+            path.join(".")
+        )
+    })
 }
 
 /// Counts of one allocator function group of the report: (calls, bytes, time_ns).
