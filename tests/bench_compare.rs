@@ -39,8 +39,10 @@ fn identical_commands_are_within_noise() {
     let (json, terminal) = bench_json("identical", &["--runs", "6", "sleep 0.02", "sleep 0.02"]);
     let comparison = &json["comparisons"][0];
     assert_eq!(comparison["verdict"], "within noise", "{json}");
+    // The verdict is the claim under test; the ratio only has to be plausible, since
+    // other processes on a shared machine can delay single runs by milliseconds.
     let ratio = f64_of(comparison, "ratio");
-    assert!((0.9..1.1).contains(&ratio), "ratio {ratio}");
+    assert!((0.75..1.33).contains(&ratio), "ratio {ratio}");
     // Repeated commands are told apart by name.
     assert_eq!(json["variants"][1]["name"], "sleep 0.02 #2");
     assert!(terminal.contains("within noise"), "{terminal}");
