@@ -189,7 +189,8 @@ static void ss_thread_destructor(void *arg) {
     memcpy(t->rec.name, name, sizeof name);
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    SS_STORE(t->rec.cpu_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+    uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    SS_STORE(t->rec.cpu_ns, cpu > t->cpu_base_ns ? cpu - t->cpu_base_ns : 0);
     SS_STORE(t->rec.end_mono_ns, ss_mono_ns());
     __atomic_or_fetch(&t->rec.flags, SS_THREAD_ENDED, __ATOMIC_RELEASE);
 }
@@ -210,8 +211,10 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
     t->rec.tid = (uint32_t)syscall(SYS_gettid);
     t->rec.flags = is_main ? SS_THREAD_MAIN : 0;
     t->rec.start_mono_ns = ss_mono_ns();
+    /* The main thread's CPU clock started at exec, before its record: count from now on. */
+    t->cpu_base_ns = is_main ? ss_thread_cpu_ns((pid_t)t->rec.tid) : 0;
     ss_self = t;
-    if (!is_main) pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit */
+    pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit (main: pthread_exit) */
     struct ss_thread *head = __atomic_load_n(&ss_threads, __ATOMIC_RELAXED);
     do {
         t->next = head;

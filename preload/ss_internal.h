@@ -45,6 +45,7 @@ struct ss_thread {
     struct ss_held held[SS_HELD_MAX];
     void *(*start_fn)(void *);
     void *start_arg;
+    uint64_t cpu_base_ns; /* CPU time before the record began (the main thread's start-up) */
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
     int written;
 };

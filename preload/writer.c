@@ -340,7 +340,8 @@ static int ss_out_thread(struct ss_thread *t, int final) {
     /* Running threads are rewritten at every flush (their CPU time moves); ended ones once more. */
     if (ended && t->written && sig == t->written_signature && !final) return 0;
     if (!ended) {
-        rec.cpu_ns = ss_thread_cpu_ns((pid_t)rec.tid);
+        uint64_t cpu = ss_thread_cpu_ns((pid_t)rec.tid);
+        rec.cpu_ns = cpu > t->cpu_base_ns ? cpu - t->cpu_base_ns : 0;
         char path[64], name[32];
         struct ss_str s = {path, 0, sizeof path};
         ss_str_cat(&s, "/proc/self/task/");
@@ -401,19 +402,53 @@ out:
 
 /* ---- the flusher thread ---- */
 
-static int ss_only_thread_left(void) {
-    char buf[1024];
-    size_t len = ss_read_file("/proc/self/stat", buf, sizeof buf - 1);
-    buf[len] = 0;
-    /* Field 20 (num_threads) counts from the end of the command name, which ends at the last ')'. */
-    size_t i = len;
-    while (i > 0 && buf[i - 1] != ')') i--;
-    if (i == 0) return 0;
-    for (int field = 2; i < len && field < 20; i++)
-        if (buf[i] == ' ') field++;
-    uint64_t threads = 0;
-    for (; i < len && buf[i] >= '0' && buf[i] <= '9'; i++) threads = threads * 10 + (uint64_t)(buf[i] - '0');
-    return threads == 1;
+/* Whether any thread other than the caller is still alive (not a zombie). Reads the task
+ * directory with getdents64 and a stack buffer: opendir would allocate. */
+static int ss_other_threads_alive(void) {
+    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return 1;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    char buf[4096];
+    int alive = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long off = 0; off < n && !alive;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            uint64_t tid = ss_parse_u64(d->name, 0);
+            if (tid == 0 || (pid_t)tid == self) continue;
+            char path[64], stat[512];
+            struct ss_str s = {path, 0, sizeof path};
+            ss_str_cat(&s, "/proc/self/task/");
+            ss_str_u64(&s, tid);
+            ss_str_cat(&s, "/stat");
+            size_t len = ss_read_file(path, stat, sizeof stat - 1);
+            size_t i = len;
+            while (i > 0 && stat[i - 1] != ')') i--;
+            /* The state follows ") "; a thread that is gone or a zombie does not count. */
+            if (len == 0 || i == 0 || i + 1 >= len) continue;
+            if (stat[i + 1] != 'Z' && stat[i + 1] != 'X') alive = 1;
+        }
+        if (alive) break;
+    }
+    close(dir);
+    return alive;
+}
+
+/* The main thread called pthread_exit: its record ended while the process goes on. */
+static int ss_main_thread_ended(void) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        uint32_t flags = __atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE);
+        if (flags & SS_THREAD_MAIN) return (flags & SS_THREAD_ENDED) != 0;
+    }
+    return 0;
 }
 
 static void *ss_flusher_main(void *arg) {
@@ -425,11 +460,9 @@ static void *ss_flusher_main(void *arg) {
         struct timespec ts = {0, (long)tick_ms * 1000000L};
         nanosleep(&ts, NULL);
         if (ss_pid != getpid()) return NULL;
-        /* When the program's last thread has gone (main called pthread_exit), the process would
-         * end now but for this thread: end it as glibc would, with status 0. */
-        if (ss_only_thread_left()) {
-            ss_real.exit(0);
-        }
+        /* When the program's last thread has gone after main called pthread_exit, the process
+         * would end now but for this thread: end it as glibc would, with exit(0). */
+        if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
         since_flush += tick_ms;
         if (since_flush >= ss_config.flush_ms) {
             since_flush = 0;
