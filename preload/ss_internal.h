@@ -28,10 +28,10 @@
 #define SS_LOCK_OVERFLOW SS_LOCK_SLOTS
 #define SS_HELD_MAX 16u
 
+/* A hold in the timed sample, open until its unlock. */
 struct ss_held {
     uintptr_t address;
     uint32_t slot;
-    uint32_t timed;
     uint64_t start;
 };
 

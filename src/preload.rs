@@ -31,7 +31,7 @@ fn cache_dirs() -> Vec<PathBuf> {
 /// The path of the interposer, extracting it if this build's copy is not there yet.
 /// `STALLSCOPE_PRELOAD_LIB` overrides it (for testing another build of the library).
 pub fn library_path() -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os("STALLSCOPE_PRELOAD_LIB") {
+    if let Some(path) = std::env::var_os("STALLSCOPE_PRELOAD_LIB").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(path));
     }
     let name = format!("libstallscope-{:016x}.so", content_hash(LIBRARY));

@@ -428,7 +428,7 @@ fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError>
             timed_holds: f.u64(),
             hold_ticks: f.u64(),
         };
-        if reserved != 0 || !(1..=4).contains(&kind) || l.contended > l.acquisitions {
+        if reserved != 0 || !(1..=4).contains(&kind) {
             return err(pos, format!("thread {tid} has a damaged lock entry"));
         }
         locks.push(l);
