@@ -144,3 +144,46 @@ fn shell_pipeline_profiles_every_command() {
         );
     }
 }
+
+#[test]
+fn vfork_and_exec_child_gets_its_own_profile() {
+    check_child_profiles("vfork_exec.c", "child");
+}
+
+#[test]
+fn exec_of_the_launched_process_gets_its_own_profile() {
+    // perl replaces itself with sh, which exits 4: two images of one process, two profiles.
+    let dir = TempDir::new("exec");
+    let out = stallscope_run(
+        dir.path(),
+        &[],
+        &[
+            "perl",
+            "-e",
+            "print qq(before exec\\n); exec('sh', '-c', 'echo after exec; exit 4')",
+        ],
+    );
+    assert_eq!(exit_code(&out), 4, "{}", describe(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "before exec\nafter exec\n"
+    );
+    let files = prof_files(dir.path());
+    let perl = profiles_of(&files, "perl");
+    let sh = profiles_of(&files, "sh");
+    assert_eq!(
+        (perl.len(), sh.len()),
+        (1, 1),
+        "one profile per image: {files:?}"
+    );
+    assert_eq!(perl[0].1["pid"], sh[0].1["pid"], "the same process");
+    assert_eq!(sh[0].1["exit_code"], 4, "the last image's exit code");
+    assert_eq!(
+        perl[0].1["complete"], true,
+        "perl's image ended cleanly by exec"
+    );
+    assert!(
+        fn_stats(&perl[0].1, "malloc").calls > 100,
+        "perl allocates before exec"
+    );
+}

@@ -81,3 +81,93 @@ fn contended_mutex_is_found_with_exact_acquisitions_and_real_waits() {
         "the run summary names the most contended lock ({address:#x}, symbol `shared`)\n{stderr}"
     );
 }
+
+/// Sum of `acquisitions` over the report's entries for one address (an rwlock may be listed once
+/// per mode).
+fn acquisitions_at(report: &serde_json::Value, address: u64) -> u64 {
+    report["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| parse_address(&l["address"]) == Some(address))
+        .map(|l| num(l, &["acquisitions"]))
+        .sum()
+}
+
+fn total_acquisitions(report: &serde_json::Value) -> u64 {
+    report["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| num(l, &["acquisitions"]))
+        .sum()
+}
+
+#[test]
+fn every_lock_kind_and_a_thousand_mutexes_are_counted() {
+    let dir = TempDir::new("many-locks");
+    let exe = compile(dir.path(), "many_locks.c", &[]);
+    let (_, empty) = profile(
+        dir.path(),
+        "empty.prof",
+        &[],
+        &[exe.as_os_str(), "empty".as_ref()],
+        0,
+    );
+    let (out, path) = profile(dir.path(), "locks.prof", &[], &[&exe], 0);
+    let base = report_json(&empty);
+    let report = report_json(&path);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let words: Vec<&str> = stdout.split_whitespace().collect();
+    let addr = |i: usize| {
+        u64::from_str_radix(words[i].trim_start_matches("0x"), 16)
+            .unwrap_or_else(|_| panic!("program output: {stdout}"))
+    };
+    let (rwlock, spin, first, last) = (addr(1), addr(3), addr(5), addr(6));
+
+    assert_eq!(
+        acquisitions_at(&report, rwlock),
+        150,
+        "rwlock: 100 read + 50 write"
+    );
+    assert_eq!(
+        acquisitions_at(&report, spin),
+        70,
+        "spinlock: {}",
+        report["locks"]
+    );
+    let kinds = |address: u64| -> Vec<String> {
+        report["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| parse_address(&l["address"]) == Some(address))
+            .map(|l| l["kind"].as_str().unwrap_or_default().to_lowercase())
+            .collect()
+    };
+    assert!(
+        kinds(rwlock).iter().all(|k| k.contains("rw")),
+        "rwlock kinds: {:?}",
+        kinds(rwlock)
+    );
+    assert!(
+        kinds(spin).iter().all(|k| k.contains("spin")),
+        "spin kinds: {:?}",
+        kinds(spin)
+    );
+    assert_eq!(acquisitions_at(&report, first), 3, "the first mutex");
+    // 1000 mutexes do not all fit in a per-thread table, but every acquisition is counted: the
+    // total over all entries (including any overflow entry) is exact.
+    assert_eq!(
+        total_acquisitions(&report),
+        total_acquisitions(&base) + 3 * 1000 + 150 + 70,
+        "all lock acquisitions of the program are counted"
+    );
+    assert!(
+        acquisitions_at(&report, last) == 3 || acquisitions_at(&report, last) == 0,
+        "the last mutex is either listed exactly or folded into an overflow entry"
+    );
+    for l in report["locks"].as_array().unwrap() {
+        assert_eq!(num(l, &["contended"]), 0, "one thread never waits: {l}");
+    }
+}

@@ -271,3 +271,29 @@ fn summary_on_stderr_after_the_run() {
         "the summary gives allocator figures:\n{stderr}"
     );
 }
+
+#[test]
+fn main_thread_pthread_exit_ends_with_status_0_and_a_complete_profile() {
+    let dir = TempDir::new("pthread-exit");
+    let exe = compile(dir.path(), "main_pthread_exit.c", &[]);
+    let (_, empty) = profile(
+        dir.path(),
+        "empty.prof",
+        &[],
+        &[exe.as_os_str(), "empty".as_ref()],
+        0,
+    );
+    let (out, path) = profile(dir.path(), "exit.prof", &[], &[&exe], 0);
+    let base = report_json(&empty);
+    let report = report_json(&path);
+    assert_eq!(report["exit_code"], 0, "{}", describe(&out));
+    assert_eq!(report["complete"], true, "the process ended normally");
+    let (b, r) = (fn_stats(&base, "malloc"), fn_stats(&report, "malloc"));
+    assert_eq!(
+        r.calls,
+        b.calls + 500,
+        "the worker's 500 malloc after main left"
+    );
+    assert_eq!(r.bytes, b.bytes + 500 * 56);
+    assert_eq!(report["threads"].as_array().map(Vec::len), Some(2));
+}

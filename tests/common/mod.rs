@@ -105,7 +105,83 @@ pub fn stallscope_run_with<S: AsRef<OsStr>>(
         .current_dir(dir)
         .stdin(Stdio::null());
     adjust(&mut c);
-    c.output().expect("running stallscope")
+    output_within(c, RUN_TIMEOUT)
+}
+
+/// No test program runs for more than a few seconds: a run still going after this has hung.
+pub const RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs `c` to completion like `Command::output`, but fails the test (instead of hanging it) when
+/// it is still running after `limit`: it and its direct children are then killed with SIGKILL.
+pub fn output_within(mut c: Command, limit: std::time::Duration) -> Output {
+    use std::io::Read;
+    let description = format!("{c:?}");
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {description}: {e}"));
+    let mut pipes: Vec<Box<dyn Read + Send>> = vec![
+        Box::new(child.stdout.take().unwrap()),
+        Box::new(child.stderr.take().unwrap()),
+    ];
+    let readers: Vec<std::thread::JoinHandle<Vec<u8>>> = pipes
+        .drain(..)
+        .map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                buf
+            })
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for a child") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let children = child_pids(child.id());
+            for pid in &children {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let out: Vec<Vec<u8>> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+            panic!(
+                "{description} was still running after {limit:?} (hung); killed it and its children \
+                 {children:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                String::from_utf8_lossy(&out[0]),
+                String::from_utf8_lossy(&out[1])
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out: Vec<Vec<u8>> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+    let stderr = out.pop().unwrap();
+    let stdout = out.pop().unwrap();
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// The direct children of a process, from /proc/PID/task/*/children.
+fn child_pids(pid: u32) -> Vec<i32> {
+    let mut pids = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok()),
+                );
+            }
+        }
+    }
+    pids
 }
 
 /// Runs CMD directly (no profiler) in `dir`, with stdin from /dev/null.
@@ -117,8 +193,7 @@ pub fn plain_run<S: AsRef<OsStr>>(
     let mut c = Command::new(&cmd[0]);
     c.args(&cmd[1..]).current_dir(dir).stdin(Stdio::null());
     adjust(&mut c);
-    c.output()
-        .unwrap_or_else(|e| panic!("running {:?}: {e}", cmd[0].as_ref()))
+    output_within(c, RUN_TIMEOUT)
 }
 
 /// A readable account of a finished process, for assertion messages.
