@@ -52,8 +52,7 @@ static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     }
 }
 
-static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group grp, uint64_t start) {
-    uint64_t ticks = ss_ticks() - start;
+static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group grp, uint64_t ticks) {
     struct ss_fn_stats *f = &t->rec.fn[fn];
     SS_ADD(f->timed_calls, 1);
     SS_ADD(f->timed_ticks, ticks);
@@ -70,14 +69,21 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
  * clock around the real function. `ret` receives the result. */
 #define SS_RECORDED_CALL(t, fn, grp, bytes, ret, real_call)                                                  \
     do {                                                                                                    \
-        ss_count(t, fn, bytes);                                                                             \
+        size_t bytes_ = (bytes);                                                                            \
+        ss_count(t, fn, bytes_);                                                                            \
         int timed_ = ss_take_timed(t);                                                                      \
-        if (SS_LIKELY(!timed_ && !ss_guard_calls)) return real_call;                                        \
-        uint64_t start_ = timed_ ? ss_ticks() : 0;                                                          \
+        int bfired_ = ss_take_bytes(t, bytes_);                                                             \
+        if (SS_LIKELY(!(timed_ | bfired_) && !ss_guard_calls)) return real_call;                            \
+        uint32_t site_ = (timed_ | bfired_) ? ss_stack_sample(t, fn, bytes_, timed_, bfired_) : 0;          \
+        uint64_t start_ = (timed_ || site_) ? ss_ticks() : 0;                                               \
         SS_GUARD_BEGIN(saved_);                                                                             \
         ret = real_call;                                                                                    \
         SS_GUARD_END(saved_);                                                                               \
-        if (timed_) ss_timed(t, fn, grp, start_);                                                           \
+        if (timed_ || site_) {                                                                              \
+            uint64_t ticks_ = ss_ticks() - start_;                                                          \
+            if (timed_) ss_timed(t, fn, grp, ticks_);                                                       \
+            if (site_) ss_stack_time(t, site_, ticks_);                                                        \
+        }                                                                                                   \
     } while (0)
 
 /* ---- hooks ---- */
@@ -104,7 +110,7 @@ SS_EXPORT void free(void *ptr) {
     SS_GUARD_BEGIN(saved);
     ss_real.free(ptr);
     SS_GUARD_END(saved);
-    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, start);
+    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_ticks() - start);
 }
 
 SS_EXPORT void *calloc(size_t n, size_t size) {

@@ -108,6 +108,8 @@ static void ss_read_config(void) {
     ss_config.period = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_TIMING_PERIOD"), 32);
     if (ss_config.timing == SS_TIMING_EXACT || ss_config.period == 0) ss_config.period = 1;
     ss_config.flush_ms = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_FLUSH_MS"), 1000);
+    ss_config.stack_bytes = ss_parse_u64(getenv("STALLSCOPE_STACK_BYTES"), 512 * 1024);
+    ss_config.stack_period = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_STACK_PERIOD"), 1024);
     if (ss_config.flush_ms < 10) ss_config.flush_ms = 10;
 
     /* The launched process is the one whose parent is the supervisor (also after it execs). */
@@ -172,6 +174,7 @@ static void ss_resolve(void) {
     SS_RESOLVE(execvp, "execvp");
     SS_RESOLVE(execvpe, "execvpe");
     SS_RESOLVE(fexecve, "fexecve");
+    SS_RESOLVE(dlclose, "dlclose");
     SS_RESOLVE(libc_start_main, "__libc_start_main");
 #undef SS_RESOLVE
     /* Publish field by field: another thread may read a pointer as soon as it is non-NULL. */
@@ -202,6 +205,7 @@ struct ss_thread *ss_thread_alloc(void) {
     if (!t->rng) t->rng = 1;
     t->countdown = 1;
     t->countdown = ss_next_interval(t);
+    ss_stacks_thread_init(t);
     return t;
 }
 
@@ -335,6 +339,7 @@ __attribute__((constructor)) static void ss_constructor(void) {
     ss_ensure_resolved();
     if (!ss_active) return;
     SS_GUARD_BEGIN(saved);
+    ss_stacks_init();
     if (ss_open_profile() == 0) ss_start_flusher();
     SS_GUARD_END(saved);
 }

@@ -1,4 +1,4 @@
-/* The stallscope profile file format, version 1. Shared by the interposer (writer) and documented
+/* The stallscope profile file format, version 2. Shared by the interposer (writer) and documented
  * in docs/FORMAT.md; the Rust reader (src/profile/) mirrors these layouts and must be changed with them.
  *
  * A file is a file header followed by records. All integers are little-endian (the only byte order
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define SS_MAGIC "STALLSCP" /* 8 bytes, no terminator in the file */
-#define SS_VERSION 1u
+#define SS_VERSION 2u
 #define SS_BYTE_ORDER_MARK 0x01020304u
 
 /* Allocator functions, counted separately. */
@@ -50,8 +50,15 @@ enum ss_record_type {
     SS_REC_THREAD = 2,
     SS_REC_FLUSH = 3,
     SS_REC_END = 4,
-    SS_REC_SUPERVISOR = 5
+    SS_REC_SUPERVISOR = 5,
+    SS_REC_MODULE = 6,     /* a loaded object: struct ss_module_record, then build id, then path */
+    SS_REC_STACK = 7,      /* a call stack: struct ss_stack_record, then depth x uint64_t pcs */
+    SS_REC_ALLOC_SITES = 8 /* struct ss_alloc_sites_record, then count x struct ss_alloc_site */
 };
+
+/* Call stacks hold at most this many frames (innermost first, the interposer's own frames cut). */
+#define SS_STACK_MAX_FRAMES 64u
+#define SS_BUILD_ID_MAX 32u
 
 enum ss_lock_kind { SS_LOCK_MUTEX = 1, SS_LOCK_RWLOCK_READ = 2, SS_LOCK_RWLOCK_WRITE = 3, SS_LOCK_SPIN = 4 };
 
@@ -158,6 +165,45 @@ struct ss_supervisor_record {
     uint64_t wall_ns; /* as measured by the supervisor */
 };
 
+/* SS_REC_MODULE: an object loaded in the process (written once when first seen, and again if it
+ * is seen at another address). Addresses inside [lo, hi) belong to it; the file-relative address of
+ * a pc is pc - bias. Followed by build_id_len bytes of GNU build id and path_len bytes of path. */
+struct ss_module_record {
+    uint64_t bias; /* load bias (dlpi_addr) */
+    uint64_t lo;   /* lowest address of its PT_LOAD segments, after relocation */
+    uint64_t hi;   /* one past the highest */
+    uint64_t seen_mono_ns;
+    uint32_t build_id_len;
+    uint32_t path_len;
+};
+
+/* SS_REC_STACK: stack `id` (once per id), followed by depth return addresses, innermost first.
+ * The first address is the return address into the code that called the allocator. */
+struct ss_stack_record {
+    uint32_t id;
+    uint32_t depth;
+};
+
+/* SS_REC_ALLOC_SITES: cumulative statistics of every allocation site seen so far; the reader
+ * keeps the last record. Each sampled call of size s is taken with probability
+ * p(s) = 1 - (1 - 1/count_period) * exp(-s / mean_bytes) and weighted by 1/p(s). */
+struct ss_alloc_sites_record {
+    uint32_t count;        /* entries that follow */
+    uint32_t count_period; /* the count-based rate: one call in count_period (0: off) */
+    uint64_t mean_bytes;   /* the mean of the exponential byte intervals (0: off) */
+    uint64_t dropped;      /* samples lost because the stack table was full */
+};
+
+struct ss_alloc_site {
+    uint32_t stack; /* a stack id */
+    uint32_t fn;    /* enum ss_fn */
+    uint64_t samples;
+    uint64_t sampled_bytes;
+    uint64_t weight_q16;  /* sum of 1/p over the samples, in units of 2^-16: estimated calls */
+    uint64_t est_bytes;   /* sum of s/p */
+    uint64_t est_ticks;   /* sum of (duration of the sampled call)/p */
+};
+
 /* The reader (src/profile/format.rs) hard-codes these sizes. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
 _Static_assert(sizeof(struct ss_record_header) == 16, "record header layout");
@@ -168,5 +214,9 @@ _Static_assert(sizeof(struct ss_thread_record) == 2688, "thread record layout");
 _Static_assert(sizeof(struct ss_flush_record) == 32, "flush record layout");
 _Static_assert(sizeof(struct ss_end_record) == 24, "end record layout");
 _Static_assert(sizeof(struct ss_supervisor_record) == 24, "supervisor record layout");
+_Static_assert(sizeof(struct ss_module_record) == 40, "module record layout");
+_Static_assert(sizeof(struct ss_stack_record) == 8, "stack record layout");
+_Static_assert(sizeof(struct ss_alloc_sites_record) == 24, "alloc sites record layout");
+_Static_assert(sizeof(struct ss_alloc_site) == 48, "alloc site layout");
 
 #endif

@@ -40,6 +40,9 @@ struct ss_thread {
     struct ss_thread_record rec;
     struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
     uint32_t countdown; /* calls until the next timed one */
+    uint32_t stack_countdown; /* timed allocation calls until the next count-sampled stack */
+    int64_t bytes_left;       /* requested bytes until the next byte-sampled stack */
+    uint64_t sample_weight_q16; /* the weight of the current stack sample */
     uint32_t nheld;
     uint64_t rng;
     struct ss_held held[SS_HELD_MAX];
@@ -94,6 +97,7 @@ struct ss_real {
     int (*execvp)(const char *, char *const[]);
     int (*execvpe)(const char *, char *const[], char *const[]);
     int (*fexecve)(int, char *const[], char *const[]);
+    int (*dlclose)(void *);
     int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),
                            void (*)(void), void *);
 };
@@ -106,6 +110,8 @@ struct ss_config {
     char dir[512];     /* where profiles go (absolute) */
     char output[1024]; /* explicit path for the launched process, if any */
     char index[1024];  /* the supervisor's index of written profiles, if any */
+    uint64_t stack_bytes;  /* mean bytes between byte-sampled allocation stacks (0: off) */
+    uint32_t stack_period; /* one allocation call in N has its stack taken (0: off) */
 };
 
 /* Global state (core.c). */
@@ -163,6 +169,20 @@ static inline struct ss_thread *ss_enter(void) {
 extern int ss_guard_calls;
 void ss_ensure_resolved(void);
 
+/* Allocation stacks (stacks.c). The byte countdown runs on every allocation call; the count-based
+ * sample is a subset of the timed calls, so the unsampled path gains one subtraction and a test. */
+extern int ss_stacks_on;
+static inline int ss_take_bytes(struct ss_thread *t, size_t bytes) {
+    t->bytes_left -= (int64_t)bytes;
+    return SS_UNLIKELY(t->bytes_left < 0);
+}
+uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired);
+void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks);
+void ss_stacks_thread_init(struct ss_thread *t);
+void ss_stacks_init(void);
+void ss_stacks_after_fork_child(void);
+int ss_stacks_write(void);
+
 /* Threads. */
 struct ss_thread *ss_thread_alloc(void);
 void ss_thread_attach(struct ss_thread *t, int is_main);
@@ -180,6 +200,9 @@ void ss_writer_after_fork_child(void);
 void ss_writer_before_exec(void);
 void ss_start_flusher(void);
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);
+int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
+int ss_out_record3(uint32_t type, const void *a, size_t alen, const void *b, size_t blen, const void *c,
+                   size_t clen);
 
 /* A small formatter that never allocates (fmt.c). */
 struct ss_str {

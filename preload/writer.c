@@ -102,19 +102,25 @@ static int ss_out_reserve(size_t more) {
     return 0;
 }
 
-/* Appends a record made of up to two payload parts; returns -1 when out of memory. */
-static int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen) {
-    size_t size = alen + blen, padded = (size + 7) & ~(size_t)7;
+/* Appends a record made of up to three payload parts; returns -1 when out of memory. */
+int ss_out_record3(uint32_t type, const void *a, size_t alen, const void *b, size_t blen, const void *c,
+                   size_t clen) {
+    size_t size = alen + blen + clen, padded = (size + 7) & ~(size_t)7;
     if (ss_out_reserve(sizeof(struct ss_record_header) + padded) != 0) return -1;
     struct ss_record_header h = {type, (uint32_t)size, 0, 0};
     unsigned char *payload = ss_out + ss_out_len + sizeof h;
     if (alen) memcpy(payload, a, alen);
     if (blen) memcpy(payload + alen, b, blen);
+    if (clen) memcpy(payload + alen + blen, c, clen);
     memset(payload + size, 0, padded - size);
     h.crc = ss_crc32(ss_crc32(0, &h, 8), payload, size); /* covers type and size too */
     memcpy(ss_out + ss_out_len, &h, sizeof h);
     ss_out_len += sizeof h + padded;
     return 0;
+}
+
+int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen) {
+    return ss_out_record3(type, a, alen, b, blen, NULL, 0);
 }
 
 /* ---- the process record ---- */
@@ -304,6 +310,7 @@ void ss_writer_after_fork_child(void) {
     ss_flush_seq = 0;
     ss_flusher_started = 0;
     ss_fill_process();
+    ss_stacks_after_fork_child();
 }
 
 /* ---- flushing ---- */
@@ -383,6 +390,7 @@ void ss_flush(int final, uint32_t how, int32_t status) {
         if (how == SS_END_EXEC || !ss_process_has_activity() || ss_open_profile() != 0) goto out;
     }
     ss_out_len = 0;
+    if (ss_stacks_write() != 0) goto out;
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (ss_out_thread(t, final) != 0) goto out;
     if (final) {

@@ -50,6 +50,9 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         no_children: false,
         timing: crate::run::Timing::Sampled,
         timing_period: 32,
+        stack_period: 1024,
+        stack_bytes: 512 * 1024,
+        no_stacks: false,
         quiet: false,
         command: vec![program.display().to_string()],
     })?;
@@ -59,6 +62,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     println!();
     crate::report::main(crate::report::ReportArgs {
         json: false,
+        stacks: false,
         files: vec![profile],
     })
 }

@@ -8,6 +8,7 @@ mod preload;
 mod profile;
 mod report;
 mod run;
+mod symbols;
 mod util;
 
 use clap::Parser;

@@ -27,6 +27,16 @@ pub struct RunArgs {
     /// Mean sampling period for --timing sampled: one call in N is timed
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub timing_period: u32,
+    /// Take the call stack of one allocation call in N on average (0: none by count)
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub stack_period: u32,
+    /// Also take a stack once per BYTES allocated on average, so large calls are represented by
+    /// size (0: none by size); --no-stacks turns both off
+    #[arg(long, value_name = "BYTES", default_value_t = 512 * 1024)]
+    pub stack_bytes: u64,
+    /// Record no allocation call stacks
+    #[arg(long)]
+    pub no_stacks: bool,
     /// Print no summary after the run
     #[arg(short, long)]
     pub quiet: bool,
@@ -107,6 +117,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if args.no_children {
         cmd.env("STALLSCOPE_NO_CHILDREN", "1");
     }
+    let (stack_period, stack_bytes) = if args.no_stacks {
+        (0, 0)
+    } else {
+        (args.stack_period, args.stack_bytes)
+    };
+    cmd.env("STALLSCOPE_STACK_PERIOD", stack_period.to_string())
+        .env("STALLSCOPE_STACK_BYTES", stack_bytes.to_string());
 
     // Like a shell waiting for a foreground job: keyboard signals reach the child through the
     // terminal's process group, so ignore them here; forward termination requests sent to us.

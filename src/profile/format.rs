@@ -2,7 +2,7 @@
 //! pin the sizes used here). See docs/FORMAT.md.
 
 pub const MAGIC: &[u8; 8] = b"STALLSCP";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
 
 pub const FILE_HEADER_SIZE: usize = 24;
@@ -13,12 +13,21 @@ pub const THREAD_SIZE: usize = 2688;
 pub const FLUSH_SIZE: usize = 32;
 pub const END_SIZE: usize = 24;
 pub const SUPERVISOR_SIZE: usize = 24;
+pub const MODULE_SIZE: usize = 40;
+pub const STACK_SIZE: usize = 8;
+pub const ALLOC_SITES_SIZE: usize = 24;
+pub const ALLOC_SITE_SIZE: usize = 48;
+pub const STACK_MAX_FRAMES: usize = 64;
+pub const BUILD_ID_MAX: usize = 32;
 
 pub const REC_PROCESS: u32 = 1;
 pub const REC_THREAD: u32 = 2;
 pub const REC_FLUSH: u32 = 3;
 pub const REC_END: u32 = 4;
 pub const REC_SUPERVISOR: u32 = 5;
+pub const REC_MODULE: u32 = 6;
+pub const REC_STACK: u32 = 7;
+pub const REC_ALLOC_SITES: u32 = 8;
 
 pub const FN_COUNT: usize = 10;
 /// Names of the allocator functions, in the order of `enum ss_fn`.

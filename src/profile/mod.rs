@@ -79,6 +79,41 @@ pub struct SupervisorInfo {
     pub wall_ns: u64,
 }
 
+/// An object loaded in the process: addresses in `[lo, hi)` are `bias` + its file's addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Module {
+    pub bias: u64,
+    pub lo: u64,
+    pub hi: u64,
+    pub seen_mono_ns: u64,
+    pub build_id: Vec<u8>,
+    pub path: String,
+}
+
+/// Sampled statistics of one allocation site (a call stack and an allocator function).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllocSite {
+    pub stack: u32,
+    pub function: usize,
+    pub samples: u64,
+    pub sampled_bytes: u64,
+    /// Estimated calls, in units of 2^-16.
+    pub weight_q16: u64,
+    pub est_bytes: u64,
+    pub est_ticks: u64,
+}
+
+/// How allocation stacks were sampled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StackSampling {
+    /// One call in `count_period` (0: off).
+    pub count_period: u32,
+    /// Mean bytes between byte-sampled calls (0: off).
+    pub mean_bytes: u64,
+    /// Samples lost because the interposer's stack table was full.
+    pub dropped: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Profile {
     pub process: ProcessInfo,
@@ -93,6 +128,13 @@ pub struct Profile {
     /// Ticks per second, refined from the longest (ticks, time) baseline in the file.
     pub ticks_per_sec: f64,
     pub flushes: u64,
+    /// Loaded objects, in order of appearance (an unloaded object stays).
+    pub modules: Vec<Module>,
+    /// Call stacks by id: return addresses, innermost first.
+    pub stacks: std::collections::HashMap<u32, Vec<u64>>,
+    /// The last record of allocation sites.
+    pub alloc_sites: Vec<AllocSite>,
+    pub stack_sampling: Option<StackSampling>,
 }
 
 impl Profile {

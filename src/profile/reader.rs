@@ -83,6 +83,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut last_ticks_pair = None;
     let mut flushes = 0;
     let mut ended_after = false; // records followed an END (an exec that failed)
+    let mut modules: Vec<Module> = Vec::new();
+    let mut stacks: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::new();
+    let mut alloc_sites = Vec::new();
+    let mut stack_sampling = None;
 
     while pos < bytes.len() {
         let (rtype, payload, next) = next_record(bytes, pos)?;
@@ -159,6 +163,24 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
                     wall_ns,
                 });
             }
+            REC_MODULE => {
+                modules.push(parse_module(payload, pos)?);
+                ended_after = end.is_some();
+            }
+            REC_STACK => {
+                let (id, pcs) = parse_stack(payload, pos)?;
+                if stacks.get(&id).is_some_and(|old| *old != pcs) {
+                    return err(pos, format!("stack {id} is described twice, differently"));
+                }
+                stacks.insert(id, pcs);
+                ended_after = end.is_some();
+            }
+            REC_ALLOC_SITES => {
+                let (sampling, sites) = parse_alloc_sites(payload, pos, &stacks)?;
+                stack_sampling = Some(sampling);
+                alloc_sites = sites;
+                ended_after = end.is_some();
+            }
             other => return err(pos, format!("unknown record type {other}")),
         }
         if rtype != REC_SUPERVISOR {
@@ -202,7 +224,125 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
         last_mono_ns,
         ticks_per_sec,
         flushes,
+        modules,
+        stacks,
+        alloc_sites,
+        stack_sampling,
     })
+}
+
+fn parse_module(payload: &[u8], pos: usize) -> Result<Module, ProfileError> {
+    if payload.len() < MODULE_SIZE {
+        return err(pos, format!("module record has {} bytes", payload.len()));
+    }
+    let mut f = Fields::new(payload);
+    let bias = f.u64();
+    let lo = f.u64();
+    let hi = f.u64();
+    let seen_mono_ns = f.u64();
+    let build_id_len = f.u32() as usize;
+    let path_len = f.u32() as usize;
+    if build_id_len > BUILD_ID_MAX || MODULE_SIZE + build_id_len + path_len != payload.len() {
+        return err(pos, "module record's lengths do not match its size");
+    }
+    if lo >= hi || lo < bias {
+        return err(pos, "module record has an impossible address range");
+    }
+    let build_id = f.take(build_id_len).to_vec();
+    let path = String::from_utf8_lossy(f.take(path_len)).into_owned();
+    Ok(Module {
+        bias,
+        lo,
+        hi,
+        seen_mono_ns,
+        build_id,
+        path,
+    })
+}
+
+fn parse_stack(payload: &[u8], pos: usize) -> Result<(u32, Vec<u64>), ProfileError> {
+    if payload.len() < STACK_SIZE {
+        return err(pos, format!("stack record has {} bytes", payload.len()));
+    }
+    let mut f = Fields::new(payload);
+    let id = f.u32();
+    let depth = f.u32() as usize;
+    if depth == 0 || depth > STACK_MAX_FRAMES || STACK_SIZE + 8 * depth != payload.len() {
+        return err(
+            pos,
+            format!("stack record's depth {depth} does not match its size"),
+        );
+    }
+    let pcs: Vec<u64> = (0..depth).map(|_| f.u64()).collect();
+    if pcs.contains(&0) {
+        return err(pos, "stack record holds a null address");
+    }
+    Ok((id, pcs))
+}
+
+fn parse_alloc_sites(
+    payload: &[u8],
+    pos: usize,
+    stacks: &std::collections::HashMap<u32, Vec<u64>>,
+) -> Result<(StackSampling, Vec<AllocSite>), ProfileError> {
+    if payload.len() < ALLOC_SITES_SIZE {
+        return err(
+            pos,
+            format!("allocation sites record has {} bytes", payload.len()),
+        );
+    }
+    let mut f = Fields::new(payload);
+    let count = f.u32() as usize;
+    let count_period = f.u32();
+    let mean_bytes = f.u64();
+    let dropped = f.u64();
+    if ALLOC_SITES_SIZE.checked_add(count.saturating_mul(ALLOC_SITE_SIZE)) != Some(payload.len()) {
+        return err(
+            pos,
+            format!("allocation sites record's size does not match its {count} sites"),
+        );
+    }
+    let mut sites = Vec::with_capacity(count);
+    for _ in 0..count {
+        let stack = f.u32();
+        let function = f.u32() as usize;
+        let site = AllocSite {
+            stack,
+            function,
+            samples: f.u64(),
+            sampled_bytes: f.u64(),
+            weight_q16: f.u64(),
+            est_bytes: f.u64(),
+            est_ticks: f.u64(),
+        };
+        if !stacks.contains_key(&stack) {
+            return err(
+                pos,
+                format!("allocation site refers to unknown stack {stack}"),
+            );
+        }
+        if function >= FN_COUNT || function == FN_FREE {
+            return err(pos, format!("allocation site has function {function}"));
+        }
+        // Each sample weighs at least 1 call (p <= 1).
+        if site.weight_q16
+            < site
+                .samples
+                .saturating_mul(65536)
+                .saturating_sub(site.samples)
+        {
+            return err(pos, "allocation site estimates fewer calls than it sampled");
+        }
+        sites.push(site);
+    }
+    Ok((
+        StackSampling {
+            count_period,
+            mean_bytes,
+            dropped,
+        },
+        sites,
+    ))
 }
 
 fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {

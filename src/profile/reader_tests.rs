@@ -128,13 +128,62 @@ fn flush_payload(seq: u64, mono: u64) -> Vec<u8> {
     p
 }
 
+fn module_payload(bias: u64, path: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    let build_id = [0xabu8; 20];
+    u64s(&mut p, &[bias, bias + 0x1000, bias + 0x9000, 1_000_000_500]);
+    u32s(&mut p, &[build_id.len() as u32, path.len() as u32]);
+    p.extend_from_slice(&build_id);
+    p.extend_from_slice(path.as_bytes());
+    p
+}
+
+fn stack_payload(id: u32, pcs: &[u64]) -> Vec<u8> {
+    let mut p = Vec::new();
+    u32s(&mut p, &[id, pcs.len() as u32]);
+    u64s(&mut p, pcs);
+    p
+}
+
+fn alloc_sites_payload(sites: &[(u32, u64)]) -> Vec<u8> {
+    let mut p = Vec::new();
+    u32s(&mut p, &[sites.len() as u32, 1024]);
+    u64s(&mut p, &[512 * 1024, 0]);
+    for &(stack, samples) in sites {
+        u32s(&mut p, &[stack, 0]);
+        u64s(
+            &mut p,
+            &[
+                samples,
+                samples * 64,
+                samples * 1000 * 65536,
+                samples * 64_000,
+                samples * 90_000,
+            ],
+        );
+    }
+    p
+}
+
 fn sample_profile() -> Writer {
     let mut w = Writer::new();
     w.record(REC_PROCESS, &process_payload());
     w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    w.record(REC_MODULE, &module_payload(0x5555_0000_0000, "/tmp/prog"));
+    w.record(
+        REC_MODULE,
+        &module_payload(0x7f00_0000_0000, "/lib/libc.so.6"),
+    );
+    w.record(
+        REC_STACK,
+        &stack_payload(7, &[0x5555_0000_1234, 0x7f00_0000_2345]),
+    );
+    w.record(REC_ALLOC_SITES, &alloc_sites_payload(&[(7, 3)]));
     w.record(REC_THREAD, &thread_payload(0, 640, false));
     w.record(REC_THREAD, &thread_payload(1, 320, true));
     w.record(REC_FLUSH, &flush_payload(1, 2_000_000_000));
+    w.record(REC_STACK, &stack_payload(9, &[0x5555_0000_1300]));
+    w.record(REC_ALLOC_SITES, &alloc_sites_payload(&[(7, 5), (9, 2)]));
     w.record(REC_THREAD, &thread_payload(0, 6400, false));
     let mut end = Vec::new();
     u32s(&mut end, &[END_EXIT, 3]);
@@ -167,6 +216,23 @@ fn a_valid_profile_reads_back() {
         (p.ticks_per_sec - 2.5e9).abs() < 1e3,
         "tick rate from the longest baseline"
     );
+    assert_eq!(p.modules.len(), 2);
+    assert_eq!(p.modules[1].path, "/lib/libc.so.6");
+    assert_eq!(p.modules[0].build_id, vec![0xab; 20]);
+    assert_eq!(p.stacks[&7], vec![0x5555_0000_1234, 0x7f00_0000_2345]);
+    assert_eq!(p.alloc_sites.len(), 2, "the last sites record wins");
+    assert_eq!(p.alloc_sites[0].samples, 5);
+    assert_eq!(p.stack_sampling.map(|s| s.count_period), Some(1024));
+}
+
+#[test]
+fn a_site_must_name_a_known_stack() {
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_ALLOC_SITES, &alloc_sites_payload(&[(3, 1)]));
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    let e = parse(&w.bytes).unwrap_err().to_string();
+    assert!(e.contains("unknown stack 3"), "{e}");
 }
 
 #[test]
@@ -223,13 +289,13 @@ fn errors_say_what_and_where() {
 #[test]
 fn another_version_is_refused_by_name() {
     let mut w = Writer::new();
-    w.bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    w.bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
     let crc = crc32fast::hash(&w.bytes[..20]);
     w.bytes[20..24].copy_from_slice(&crc.to_le_bytes());
     w.record(REC_PROCESS, &process_payload());
     w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
     let e = parse(&w.bytes).unwrap_err().to_string();
-    assert!(e.contains("version 2 is not supported"), "{e}");
+    assert!(e.contains("version 1 is not supported"), "{e}");
 }
 
 #[test]

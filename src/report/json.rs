@@ -3,6 +3,7 @@
 
 use super::summary::{FnSummary, Summary};
 use crate::profile::format::size_bucket_range;
+use crate::symbols::Frame;
 use serde_json::{Map, Value, json};
 
 fn function_json(f: &FnSummary) -> Value {
@@ -14,6 +15,17 @@ fn function_json(f: &FnSummary) -> Value {
         "mean_ns": f.mean_ns(),
         "p50_ns": f.quantile_ns(0.5),
         "p99_ns": f.quantile_ns(0.99),
+    })
+}
+
+fn frame_json(f: &Frame) -> Value {
+    json!({
+        "function": f.function,
+        "file": f.file,
+        "line": f.line,
+        "module": f.module,
+        "offset": format!("{:#x}", f.offset),
+        "inlined": f.inlined,
     })
 }
 
@@ -75,6 +87,25 @@ pub fn report_json(s: &Summary, path: &str) -> Value {
             })
         })
         .collect();
+    let sites: Vec<Value> = s
+        .alloc_sites
+        .iter()
+        .map(|site| {
+            let frames: Vec<Value> = site.frames.iter().map(frame_json).collect();
+            json!({
+                "frames": frames,
+                "user_frame": site.user,
+                "function": site.function,
+                "calls": site.calls,
+                "bytes": site.bytes,
+                "time_ns": site.time_ns,
+                "samples": site.samples,
+            })
+        })
+        .collect();
+    let stack_sampling = s.stack_sampling.map_or(Value::Null, |k| {
+        json!({"count_period": k.count_period, "mean_bytes": k.mean_bytes, "dropped": k.dropped})
+    });
     json!({
         "schema": "stallscope.report/1",
         "path": path,
@@ -108,6 +139,8 @@ pub fn report_json(s: &Summary, path: &str) -> Value {
             "by_function": by_function,
             "size_histogram": size_histogram,
             "latency_histogram": latency,
+            "sites": sites,
+            "stack_sampling": stack_sampling,
         },
         "locks": locks,
     })

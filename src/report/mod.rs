@@ -1,6 +1,7 @@
 //! `stallscope report`: a profile as a terminal report or as JSON.
 
 pub mod json;
+pub mod sites;
 pub mod summary;
 pub mod text;
 
@@ -13,6 +14,9 @@ pub struct ReportArgs {
     /// Print JSON (schema stallscope.report/1) instead of the terminal report
     #[arg(long)]
     pub json: bool,
+    /// Show the full call chain of each allocation site (not only its user frame)
+    #[arg(long)]
+    pub stacks: bool,
     /// Profile files written by `stallscope run`
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
@@ -22,7 +26,10 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     let mut reports = Vec::new();
     for path in &args.files {
         let profile = profile::read(path)?;
-        reports.push((path.display().to_string(), summary::summarize(&profile)));
+        let mut s = summary::summarize(&profile);
+        s.alloc_sites = sites::alloc_sites(&profile);
+        s.stack_sampling = profile.stack_sampling;
+        reports.push((path.display().to_string(), s));
     }
     if args.json {
         let values: Vec<_> = reports
@@ -41,7 +48,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             if i > 0 {
                 println!();
             }
-            print!("{}", text::render(s, path, style));
+            print!("{}", text::render(s, path, style, args.stacks));
         }
     }
     Ok(0)

@@ -98,6 +98,9 @@ pub struct Summary {
     pub functions: Vec<FnSummary>,
     pub size_hist: Vec<u64>,
     pub locks: Vec<LockSummary>,
+    /// Sampled allocation sites, symbolized (filled by `report`, which resolves symbols).
+    pub alloc_sites: Vec<super::sites::SiteSummary>,
+    pub stack_sampling: Option<crate::profile::StackSampling>,
 }
 
 impl Summary {
@@ -273,6 +276,8 @@ pub fn summarize(p: &Profile) -> Summary {
         groups,
         functions,
         size_hist,
+        alloc_sites: Vec::new(),
+        stack_sampling: None,
         locks: merge_locks(p),
     }
 }

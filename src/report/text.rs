@@ -1,5 +1,6 @@
 //! The terminal report: overview, threads, allocator functions, request sizes, locks.
 
+use super::sites::{SiteGroup, group_by_user_frame};
 use super::summary::{Summary, ratio};
 use crate::util::{Style, bar, fmt_bytes, fmt_count, fmt_ns, fmt_pct};
 use std::fmt::Write;
@@ -19,14 +20,88 @@ const SIZE_ROWS: [(u64, u64); 10] = [
     (193, 256),
 ];
 
-pub fn render(s: &Summary, path: &str, style: Style) -> String {
+pub fn render(s: &Summary, path: &str, style: Style, stacks: bool) -> String {
     let mut o = String::new();
     overview(&mut o, s, path, style);
     threads(&mut o, s, style);
     functions(&mut o, s, style);
     sizes(&mut o, s, style);
+    alloc_sites(&mut o, s, style, stacks);
     locks(&mut o, s, style);
     o
+}
+
+const TOP_SITES: usize = 10;
+
+fn alloc_sites(o: &mut String, s: &Summary, style: Style, stacks: bool) {
+    let Some(sampling) = s.stack_sampling else {
+        return;
+    };
+    if s.alloc_sites.is_empty() {
+        return;
+    }
+    let groups = group_by_user_frame(&s.alloc_sites);
+    let rate = format!(
+        "stacks of 1 call in {} and 1 per {} allocated; estimates",
+        fmt_count(u64::from(sampling.count_period)),
+        fmt_bytes(sampling.mean_bytes)
+    );
+    type Key = fn(&SiteGroup) -> u64;
+    let orders: [(&str, Key); 3] = [
+        ("by estimated time", |g| g.time_ns),
+        ("by calls", |g| g.calls),
+        ("by bytes", |g| g.bytes),
+    ];
+    for (title, key) in orders {
+        heading(o, style, &format!("Allocation sites {title}"));
+        let _ = writeln!(o, "  {}", style.dim(&rate));
+        let mut order: Vec<&SiteGroup> = groups.iter().collect();
+        order.sort_by_key(|g| std::cmp::Reverse(key(g)));
+        let _ = writeln!(
+            o,
+            "  {:>11} {:>12} {:>11} {:>8}  site",
+            "time", "calls", "bytes", "samples"
+        );
+        for g in order.iter().take(TOP_SITES) {
+            let _ = writeln!(
+                o,
+                "  {:>11} {:>12} {:>11} {:>8}  {}",
+                fmt_ns(g.time_ns as f64),
+                fmt_count(g.calls),
+                fmt_bytes(g.bytes),
+                fmt_count(g.samples),
+                g.label
+            );
+            if stacks {
+                let site = &s.alloc_sites[g.members[0]];
+                for (i, f) in site.frames.iter().enumerate() {
+                    let mark = if i == site.user { ">" } else { " " };
+                    let inl = if f.inlined { " [inlined]" } else { "" };
+                    let _ = writeln!(o, "      {mark} {}{inl}", f.display());
+                }
+                if g.members.len() > 1 {
+                    let _ = writeln!(
+                        o,
+                        "      {}",
+                        style.dim(&format!(
+                            "(and {} other stacks through this frame)",
+                            g.members.len() - 1
+                        ))
+                    );
+                }
+            }
+        }
+        if order.len() > TOP_SITES {
+            let _ = writeln!(
+                o,
+                "  {}",
+                style.dim(&format!(
+                    "... and {} more sites (see --json)",
+                    order.len() - TOP_SITES
+                ))
+            );
+        }
+    }
 }
 
 fn heading(o: &mut String, style: Style, title: &str) {

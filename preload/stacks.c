@@ -1,0 +1,415 @@
+/* Allocation call stacks: sampling, unwinding, deduplication, and the list of loaded objects.
+ *
+ * Sampling (see docs/STACKS.md): every allocation call subtracts its size from a per-thread byte
+ * countdown drawn from an exponential distribution (mean ss_config.stack_bytes), as tcmalloc does;
+ * and one timed call in K (the timed calls are themselves a random 1-in-N sample) is taken too, so
+ * that small calls are represented by count. A call of size s is thus taken with probability
+ * p(s) = 1 - (1 - 1/(N*K)) * exp(-s/mean), and each sample carries the weight 1/p(s).
+ *
+ * Unwinding uses libgcc's _Unwind_Backtrace (the .eh_frame tables), found with dlopen at start-up
+ * so that the interposer needs nothing but glibc: without libgcc_s there are no stacks. It only
+ * ever runs on sampled calls, under the reentrancy guard.
+ *
+ * Stacks are deduplicated in one global open-addressing table whose slots are claimed with a CAS
+ * on the hash word; counters are atomic adds (sampled calls only). Nothing here allocates. */
+#include "ss_internal.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <unistd.h>
+#include <unwind.h>
+
+int ss_stacks_on;
+static uint32_t ss_stack_k;        /* timed calls per count-sampled stack */
+static double ss_count_q;          /* 1/(N*K): the count-based inclusion probability */
+static double ss_inv_mean_bytes;   /* 1/mean, 0 when byte sampling is off */
+
+static _Unwind_Reason_Code (*ss_unwind_backtrace)(_Unwind_Trace_Fn, void *);
+static _Unwind_Ptr (*ss_unwind_getip)(struct _Unwind_Context *);
+static uintptr_t ss_self_lo, ss_self_hi; /* the interposer's own code: frames cut from stacks */
+
+/* ---- the site table ---- */
+
+#define SS_SITE_SLOTS 8192u
+#define SS_SITE_PROBES 64u
+
+struct ss_site {
+    uint64_t hash; /* 0: free; claimed with a CAS */
+    uint32_t ready; /* pcs, depth and fn are written */
+    uint32_t depth;
+    uint32_t fn;
+    uint32_t written; /* its STACK record is in the file */
+    uint64_t samples;
+    uint64_t sampled_bytes;
+    uint64_t weight_q16;
+    uint64_t est_bytes;
+    uint64_t est_ticks;
+    uint64_t last_samples; /* what the last flush wrote */
+};
+
+static struct ss_site *ss_sites;
+static uint64_t (*ss_site_pcs)[SS_STACK_MAX_FRAMES];
+static uint64_t ss_dropped;
+
+/* ---- small maths without libm ---- */
+
+static uint64_t ss_rand(struct ss_thread *t) {
+    uint64_t x = t->rng; /* xorshift64, shared with the timing countdown */
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t->rng = x;
+    return x;
+}
+
+/* Natural logarithm of x > 0: exponent, then 2*atanh((m-1)/(m+1)) on the mantissa. */
+static double ss_ln(double x) {
+    uint64_t bits;
+    memcpy(&bits, &x, 8);
+    int e = (int)((bits >> 52) & 0x7ff) - 1023;
+    bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+    double m;
+    memcpy(&m, &bits, 8);
+    if (m > 1.41421356237) {
+        m *= 0.5;
+        e++;
+    }
+    double z = (m - 1) / (m + 1), z2 = z * z;
+    double s = z * (1 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 + z2 / 11)))));
+    return 2 * s + e * 0.69314718055994531;
+}
+
+/* 1 - exp(-x) for x >= 0. */
+static double ss_one_minus_exp_neg(double x) {
+    if (x > 40) return 1;
+    if (x < 1e-3) return x * (1 - x * (0.5 - x / 6));
+    int k = 0;
+    while (x > 0.0625) {
+        x *= 0.5;
+        k++;
+    }
+    double y = 1 - x * (1 - x * (0.5 - x * (1.0 / 6 - x * (1.0 / 24 - x / 120)))); /* exp(-x) */
+    while (k-- > 0) y *= y;
+    return 1 - y;
+}
+
+static int64_t ss_next_bytes(struct ss_thread *t) {
+    if (ss_inv_mean_bytes == 0) return INT64_MAX;
+    double u = ((double)(ss_rand(t) >> 11) + 1) * (1.0 / 9007199254740992.0); /* (0, 1] */
+    double v = -ss_ln(u) / ss_inv_mean_bytes;
+    return v > 9e18 ? INT64_MAX : (int64_t)v + 1;
+}
+
+static uint32_t ss_next_k(struct ss_thread *t) {
+    if (ss_stack_k <= 1) return 1;
+    return 1 + (uint32_t)(ss_rand(t) % (2ull * ss_stack_k - 1));
+}
+
+void ss_stacks_thread_init(struct ss_thread *t) {
+    t->bytes_left = ss_stacks_on ? ss_next_bytes(t) : INT64_MAX;
+    t->stack_countdown = ss_next_k(t);
+}
+
+/* ---- unwinding ---- */
+
+struct ss_unwind {
+    uint64_t *pcs;
+    uint32_t n;
+};
+
+static _Unwind_Reason_Code ss_unwind_cb(struct _Unwind_Context *ctx, void *arg) {
+    struct ss_unwind *u = arg;
+    uintptr_t ip = ss_unwind_getip(ctx);
+    if (ip == 0) return _URC_END_OF_STACK;
+    if (ip >= ss_self_lo && ip < ss_self_hi) return _URC_NO_REASON; /* our own frames (hooks, main's wrapper) */
+    u->pcs[u->n++] = ip;
+    return u->n == SS_STACK_MAX_FRAMES ? _URC_NORMAL_STOP : _URC_NO_REASON;
+}
+
+static uint64_t ss_hash_stack(const uint64_t *pcs, uint32_t n, uint32_t fn) {
+    uint64_t h = 0xcbf29ce484222325ull ^ fn;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= pcs[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h ? h : 1;
+}
+
+static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn) {
+    uint64_t h = ss_hash_stack(pcs, n, fn);
+    for (uint32_t i = 0; i < SS_SITE_PROBES; i++) {
+        uint32_t s = (uint32_t)(h + i) & (SS_SITE_SLOTS - 1);
+        struct ss_site *site = &ss_sites[s];
+        uint64_t cur = __atomic_load_n(&site->hash, __ATOMIC_ACQUIRE);
+        if (cur == h) return s + 1; /* a 64-bit hash match is taken as the same stack */
+        if (cur == 0) {
+            uint64_t expected = 0;
+            if (__atomic_compare_exchange_n(&site->hash, &expected, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                memcpy(ss_site_pcs[s], pcs, n * sizeof *pcs);
+                site->depth = n;
+                site->fn = fn;
+                __atomic_store_n(&site->ready, 1, __ATOMIC_RELEASE);
+                return s + 1;
+            }
+            if (expected == h) return s + 1;
+        }
+    }
+    __atomic_fetch_add(&ss_dropped, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* A sampled allocation call (the timing countdown or the byte countdown fired): decides whether
+ * its stack is taken, and if so records it; returns the site (index + 1) or 0. */
+uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired) {
+    if (!ss_stacks_on) {
+        if (byte_fired) t->bytes_left = INT64_MAX;
+        return 0;
+    }
+    int count_fired = 0;
+    if (timed && ss_count_q > 0 && --t->stack_countdown == 0) {
+        t->stack_countdown = ss_next_k(t);
+        count_fired = 1;
+    }
+    if (byte_fired) t->bytes_left = ss_next_bytes(t);
+    if (!count_fired && !byte_fired) return 0;
+
+    uint64_t pcs[SS_STACK_MAX_FRAMES];
+    struct ss_unwind u = {pcs, 0};
+    SS_GUARD_BEGIN(saved);
+    ss_unwind_backtrace(ss_unwind_cb, &u);
+    SS_GUARD_END(saved);
+    if (u.n == 0) return 0;
+    uint32_t site = ss_site_for(pcs, u.n, (uint32_t)fn);
+    if (!site) return 0;
+
+    double pb = ss_inv_mean_bytes > 0 ? ss_one_minus_exp_neg((double)bytes * ss_inv_mean_bytes) : 0;
+    double p = 1 - (1 - ss_count_q) * (1 - pb);
+    double w = p > 0 ? 1 / p : 0;
+    struct ss_site *s = &ss_sites[site - 1];
+    __atomic_fetch_add(&s->samples, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->sampled_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->weight_q16, (uint64_t)(w * 65536.0 + 0.5), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->est_bytes, (uint64_t)((double)bytes * w + 0.5), __ATOMIC_RELAXED);
+    t->sample_weight_q16 = (uint64_t)(w * 65536.0 + 0.5); /* for ss_stack_time */
+    return site;
+}
+
+/* Adds the duration of a sampled call, weighted like its sample. */
+void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks) {
+    uint64_t wq = t->sample_weight_q16;
+    uint64_t est = (uint64_t)(((unsigned __int128)ticks * wq) >> 16);
+    __atomic_fetch_add(&ss_sites[site - 1].est_ticks, est, __ATOMIC_RELAXED);
+}
+
+/* ---- loaded objects ---- */
+
+#define SS_MODULES_MAX 1024u
+
+struct ss_module {
+    uint64_t bias, lo, hi, seen;
+    uint32_t written;
+    uint32_t bid_len;
+    unsigned char bid[SS_BUILD_ID_MAX];
+    char path[512];
+};
+
+static struct ss_module ss_modules[SS_MODULES_MAX];
+static uint32_t ss_nmodules;
+static int ss_modules_lock;
+static char ss_exe_path[512];
+
+static int ss_modules_try_lock(int wait_ms) {
+    for (int i = 0;; i++) {
+        int expected = 0;
+        if (__atomic_compare_exchange_n(&ss_modules_lock, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return 1;
+        if (i >= wait_ms * 10) return 0;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void ss_modules_unlock(void) { __atomic_store_n(&ss_modules_lock, 0, __ATOMIC_RELEASE); }
+
+static uint32_t ss_build_id(struct dl_phdr_info *info, unsigned char *out) {
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE) continue;
+        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const void *)p;
+            const unsigned char *name = p + sizeof *nh;
+            const unsigned char *desc = name + ((nh->n_namesz + 3) & ~3u);
+            const unsigned char *next = desc + ((nh->n_descsz + 3) & ~3u);
+            if (next > end) break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+                uint32_t n = nh->n_descsz < SS_BUILD_ID_MAX ? nh->n_descsz : SS_BUILD_ID_MAX;
+                memcpy(out, desc, n);
+                return n;
+            }
+            p = next;
+        }
+    }
+    return 0;
+}
+
+static int ss_module_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uint64_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo) lo = a;
+        if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+    }
+    if (hi <= lo) return 0;
+    const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : ss_exe_path;
+    for (uint32_t i = 0; i < ss_nmodules; i++) {
+        struct ss_module *m = &ss_modules[i];
+        if (m->bias == info->dlpi_addr && m->lo == lo && m->hi == hi && strcmp(m->path, path) == 0) return 0;
+    }
+    if (ss_nmodules >= SS_MODULES_MAX) return 1;
+    struct ss_module *m = &ss_modules[ss_nmodules];
+    memset(m, 0, sizeof *m);
+    m->bias = info->dlpi_addr;
+    m->lo = lo;
+    m->hi = hi;
+    m->seen = ss_mono_ns();
+    size_t n = strlen(path);
+    if (n >= sizeof m->path) n = sizeof m->path - 1;
+    memcpy(m->path, path, n);
+    m->bid_len = ss_build_id(info, m->bid);
+    ss_nmodules++;
+    return 0;
+}
+
+/* Adds the objects loaded now to the list (which only grows: an unloaded object stays in it). */
+static void ss_modules_scan(void) {
+    if (!ss_exe_path[0]) {
+        ssize_t n = readlink("/proc/self/exe", ss_exe_path, sizeof ss_exe_path - 1);
+        ss_exe_path[n > 0 ? n : 0] = 0;
+    }
+    dl_iterate_phdr(ss_module_cb, NULL);
+}
+
+/* Before an object may be unloaded, note what is loaded, so that its frames still resolve. */
+SS_EXPORT int dlclose(void *handle) {
+    ss_ensure_resolved();
+    if (ss_stacks_on && !ss_busy && ss_pid == getpid()) {
+        SS_GUARD_BEGIN(saved);
+        if (ss_modules_try_lock(50)) { /* bounded: a destructor's nested dlclose must not deadlock */
+            ss_modules_scan();
+            ss_modules_unlock();
+        }
+        SS_GUARD_END(saved);
+    }
+    return ss_real.dlclose ? ss_real.dlclose(handle) : -1;
+}
+
+/* ---- start-up, fork, writing ---- */
+
+void ss_stacks_init(void) {
+    uint64_t period = ss_config.stack_period, bytes = ss_config.stack_bytes;
+    if (period == 0 && bytes == 0) return;
+    void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!gcc) return;
+    *(void **)&ss_unwind_backtrace = dlsym(gcc, "_Unwind_Backtrace");
+    *(void **)&ss_unwind_getip = dlsym(gcc, "_Unwind_GetIP");
+    if (!ss_unwind_backtrace || !ss_unwind_getip) return;
+    Dl_info info;
+    if (!dladdr((void *)ss_stack_sample, &info) || !info.dli_fbase) return;
+    const ElfW(Ehdr) *eh = info.dli_fbase;
+    const ElfW(Phdr) *ph = (const void *)((const char *)eh + eh->e_phoff);
+    uintptr_t bias = 0, lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) bias = (uintptr_t)eh - ph[i].p_vaddr;
+    for (int i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD) continue;
+        if (bias + ph[i].p_vaddr < lo) lo = bias + ph[i].p_vaddr;
+        if (bias + ph[i].p_vaddr + ph[i].p_memsz > hi) hi = bias + ph[i].p_vaddr + ph[i].p_memsz;
+    }
+    ss_self_lo = lo;
+    ss_self_hi = hi;
+    ss_sites = ss_map(SS_SITE_SLOTS * sizeof *ss_sites);
+    ss_site_pcs = ss_map(SS_SITE_SLOTS * sizeof *ss_site_pcs);
+    if (!ss_sites || !ss_site_pcs) return;
+    uint32_t timing = ss_config.period ? ss_config.period : 1;
+    ss_stack_k = period == 0 ? 0 : (uint32_t)((period + timing - 1) / timing);
+    if (ss_stack_k == 0 && period) ss_stack_k = 1;
+    ss_count_q = period == 0 ? 0 : 1.0 / ((double)ss_stack_k * timing);
+    ss_inv_mean_bytes = bytes == 0 ? 0 : 1.0 / (double)bytes;
+    /* Warm the unwinder up (its first call may allocate and take the loader's lock). */
+    uint64_t pcs[SS_STACK_MAX_FRAMES];
+    struct ss_unwind u = {pcs, 0};
+    ss_unwind_backtrace(ss_unwind_cb, &u);
+    __atomic_store_n(&ss_stacks_on, 1, __ATOMIC_RELEASE);
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        ss_stacks_thread_init(t); /* only the main thread exists this early */
+}
+
+void ss_stacks_after_fork_child(void) {
+    if (!ss_stacks_on) return;
+    memset(ss_sites, 0, SS_SITE_SLOTS * sizeof *ss_sites); /* the child's file starts afresh */
+    ss_dropped = 0;
+    for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = 0;
+    ss_modules_lock = 0;
+}
+
+/* Appends MODULE records for new objects, STACK records for new stacks and the ALLOC_SITES
+ * record to the flush being assembled (called by ss_flush, which runs one at a time). */
+int ss_stacks_write(void) {
+    if (!ss_stacks_on) return 0;
+    if (ss_modules_try_lock(1000)) {
+        ss_modules_scan();
+        for (uint32_t i = 0; i < ss_nmodules; i++) {
+            struct ss_module *m = &ss_modules[i];
+            if (m->written) continue;
+            struct ss_module_record r = {m->bias, m->lo, m->hi, m->seen, m->bid_len, (uint32_t)strlen(m->path)};
+            if (ss_out_record3(SS_REC_MODULE, &r, sizeof r, m->bid, m->bid_len, m->path, r.path_len) != 0) {
+                ss_modules_unlock();
+                return -1;
+            }
+            m->written = 1;
+        }
+        ss_modules_unlock();
+    }
+    uint32_t count = 0;
+    for (uint32_t s = 0; s < SS_SITE_SLOTS; s++) {
+        struct ss_site *site = &ss_sites[s];
+        if (!__atomic_load_n(&site->ready, __ATOMIC_ACQUIRE)) continue;
+        if (!site->written) {
+            struct ss_stack_record r = {s, site->depth};
+            if (ss_out_record(SS_REC_STACK, &r, sizeof r, ss_site_pcs[s], site->depth * sizeof(uint64_t)) != 0)
+                return -1;
+            site->written = 1;
+        }
+        count++;
+    }
+    if (count == 0) return 0;
+    /* The sites go into one record: assemble it in the table's own spare pages. */
+    static struct ss_alloc_site *buf;
+    if (!buf) buf = ss_map(SS_SITE_SLOTS * sizeof *buf);
+    if (!buf) return -1;
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < SS_SITE_SLOTS && n < count; s++) {
+        struct ss_site *site = &ss_sites[s];
+        if (!site->written) continue;
+        struct ss_alloc_site *a = &buf[n++];
+        a->stack = s;
+        a->fn = site->fn;
+        a->samples = __atomic_load_n(&site->samples, __ATOMIC_RELAXED);
+        a->sampled_bytes = __atomic_load_n(&site->sampled_bytes, __ATOMIC_RELAXED);
+        a->weight_q16 = __atomic_load_n(&site->weight_q16, __ATOMIC_RELAXED);
+        a->est_bytes = __atomic_load_n(&site->est_bytes, __ATOMIC_RELAXED);
+        a->est_ticks = __atomic_load_n(&site->est_ticks, __ATOMIC_RELAXED);
+    }
+    struct ss_alloc_sites_record h = {n, ss_stack_k ? (uint32_t)(ss_stack_k * (ss_config.period ? ss_config.period : 1)) : 0,
+                                      ss_config.stack_bytes, __atomic_load_n(&ss_dropped, __ATOMIC_RELAXED)};
+    return ss_out_record(SS_REC_ALLOC_SITES, &h, sizeof h, buf, n * sizeof *buf);
+}

@@ -1,0 +1,95 @@
+//! Allocation sites: the sampled stacks of a profile, symbolized, with their estimated calls,
+//! bytes and time (Horvitz–Thompson estimates: each sample weighs 1/p, see docs/STACKS.md).
+
+use crate::profile::Profile;
+use crate::profile::format::FN_NAMES;
+use crate::symbols::{Frame, Symbolizer, user_frame};
+
+#[derive(Debug, Clone)]
+pub struct SiteSummary {
+    /// Innermost first, inlined frames included.
+    pub frames: Vec<Frame>,
+    /// Index in `frames` of the user's frame (the first outside the allocator and runtimes).
+    pub user: usize,
+    pub function: &'static str,
+    pub samples: u64,
+    pub calls: u64,
+    pub bytes: u64,
+    pub time_ns: u64,
+}
+
+impl SiteSummary {
+    pub fn user_frame(&self) -> Option<&Frame> {
+        self.frames.get(self.user)
+    }
+}
+
+/// The allocation sites of a profile, by estimated time, most first.
+pub fn alloc_sites(profile: &Profile) -> Vec<SiteSummary> {
+    let mut sym = Symbolizer::new(profile);
+    let total = profile.alloc_sites.len();
+    let mut out = Vec::with_capacity(total);
+    for (i, site) in profile.alloc_sites.iter().enumerate() {
+        sym.progress(i, total);
+        if site.samples == 0 {
+            continue;
+        }
+        let frames = sym.stack(&profile.stacks[&site.stack]);
+        let user = user_frame(&frames);
+        out.push(SiteSummary {
+            user,
+            frames,
+            function: FN_NAMES[site.function],
+            samples: site.samples,
+            calls: (site.weight_q16 as f64 / 65536.0).round() as u64,
+            bytes: site.est_bytes,
+            time_ns: profile.ticks_to_ns(site.est_ticks),
+        });
+    }
+    sym.finish();
+    out.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(b.calls.cmp(&a.calls)));
+    out
+}
+
+/// Sites merged by their user frame (function, file and line), for the terminal report.
+#[derive(Debug, Clone)]
+pub struct SiteGroup {
+    pub label: String,
+    pub calls: u64,
+    pub bytes: u64,
+    pub time_ns: u64,
+    pub samples: u64,
+    /// Indices of the member sites, heaviest (by time) first.
+    pub members: Vec<usize>,
+}
+
+pub fn group_by_user_frame(sites: &[SiteSummary]) -> Vec<SiteGroup> {
+    let mut groups: Vec<SiteGroup> = Vec::new();
+    for (i, s) in sites.iter().enumerate() {
+        let mut label = s
+            .user_frame()
+            .map_or_else(|| "?".to_string(), Frame::display);
+        // The caller too: a helper called from two places is two sites.
+        if let Some(caller) = s.frames.get(s.user + 1) {
+            label = format!("{label} <- {}", caller.display());
+        }
+        match groups.iter_mut().find(|g| g.label == label) {
+            Some(g) => {
+                g.calls += s.calls;
+                g.bytes += s.bytes;
+                g.time_ns += s.time_ns;
+                g.samples += s.samples;
+                g.members.push(i);
+            }
+            None => groups.push(SiteGroup {
+                label,
+                calls: s.calls,
+                bytes: s.bytes,
+                time_ns: s.time_ns,
+                samples: s.samples,
+                members: vec![i],
+            }),
+        }
+    }
+    groups
+}

@@ -1,0 +1,347 @@
+//! Symbolization of the return addresses in a profile's stacks, after the process has ended:
+//! each address is mapped to the module (loaded object) that held it by the profile's MODULE
+//! records, then resolved in that module's file — its DWARF (with inlined frames) and symbol
+//! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/. Frames
+//! that cannot be resolved are kept as `module+offset`. One loader per module, cached.
+
+use crate::profile::{Module, Profile};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// One frame of a resolved stack; an address with inlined calls yields several, innermost first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// The module's path (or `?` when no module holds the address).
+    pub module: String,
+    /// The address relative to the module's file (its ELF virtual address).
+    pub offset: u64,
+    /// This frame was inlined into the next one (same address).
+    pub inlined: bool,
+}
+
+impl Frame {
+    /// `function (file:line)`, or `module+0xoffset` when nothing better is known.
+    pub fn display(&self) -> String {
+        let module = Path::new(&self.module)
+            .file_name()
+            .map_or(self.module.clone(), |n| n.to_string_lossy().into_owned());
+        let name = match &self.function {
+            Some(f) => f.clone(),
+            None => format!("{module}+{:#x}", self.offset),
+        };
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => format!("{name} ({}:{line})", short_path(file)),
+            (Some(file), None) => format!("{name} ({})", short_path(file)),
+            _ if self.function.is_some() => format!("{name} [{module}]"),
+            _ => name,
+        }
+    }
+}
+
+fn short_path(file: &str) -> String {
+    let parts: Vec<&str> = file.rsplit('/').take(2).collect();
+    if parts.len() == 2 && file.starts_with('/') {
+        format!("{}/{}", parts[1], parts[0])
+    } else {
+        file.to_string()
+    }
+}
+
+struct ModuleDebug {
+    /// DWARF and symbols: the separate debug file when there is one, else the module itself.
+    primary: Option<addr2line::Loader>,
+    /// The module itself, for its symbol tables, when `primary` is a debug file.
+    fallback: Option<addr2line::Loader>,
+}
+
+/// Resolves addresses of one profile; caches a loader per module and each address's frames.
+pub struct Symbolizer<'a> {
+    modules: &'a [Module],
+    loaders: HashMap<usize, ModuleDebug>,
+    cache: HashMap<u64, Vec<Frame>>,
+    started: Instant,
+    progress_shown: bool,
+    debug_root: PathBuf,
+}
+
+impl<'a> Symbolizer<'a> {
+    pub fn new(profile: &'a Profile) -> Self {
+        Symbolizer {
+            modules: &profile.modules,
+            loaders: HashMap::new(),
+            cache: HashMap::new(),
+            started: Instant::now(),
+            progress_shown: false,
+            debug_root: std::env::var_os("STALLSCOPE_DEBUG_ROOT")
+                .map_or_else(|| PathBuf::from("/usr/lib/debug"), PathBuf::from),
+        }
+    }
+
+    /// The module holding `pc`: the last one recorded whose range contains it.
+    fn module_for(&self, pc: u64) -> Option<usize> {
+        self.modules.iter().rposition(|m| m.lo <= pc && pc < m.hi)
+    }
+
+    /// Resolves a whole stack (return addresses, innermost first).
+    pub fn stack(&mut self, pcs: &[u64]) -> Vec<Frame> {
+        let mut out = Vec::new();
+        for &pc in pcs {
+            // A return address points after the call: look up the call instruction itself.
+            out.extend(self.address(pc.saturating_sub(1)));
+        }
+        out
+    }
+
+    /// Shows a progress line on stderr once symbolization has taken more than a second.
+    pub fn progress(&mut self, done: usize, total: usize) {
+        if self.started.elapsed().as_secs_f64() < 1.0 || !std::io::stderr().is_terminal() {
+            return;
+        }
+        self.progress_shown = true;
+        let width = 30;
+        let filled = (done * width).checked_div(total).unwrap_or(width);
+        eprint!(
+            "\rsymbolizing [{}{}] {done}/{total} stacks",
+            "#".repeat(filled),
+            " ".repeat(width - filled)
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    pub fn finish(&mut self) {
+        if self.progress_shown {
+            eprint!("\r{:60}\r", "");
+            self.progress_shown = false;
+        }
+    }
+
+    pub fn address(&mut self, pc: u64) -> Vec<Frame> {
+        if let Some(f) = self.cache.get(&pc) {
+            return f.clone();
+        }
+        let frames = self.resolve(pc);
+        self.cache.insert(pc, frames.clone());
+        frames
+    }
+
+    fn resolve(&mut self, pc: u64) -> Vec<Frame> {
+        let Some(mi) = self.module_for(pc) else {
+            return vec![Frame {
+                function: None,
+                file: None,
+                line: None,
+                module: "?".into(),
+                offset: pc,
+                inlined: false,
+            }];
+        };
+        let module = &self.modules[mi];
+        let offset = pc - module.bias;
+        let path = module.path.clone();
+        let debug_root = self.debug_root.clone();
+        let dbg = self
+            .loaders
+            .entry(mi)
+            .or_insert_with(|| open_module(module, &debug_root));
+        let base = Frame {
+            function: None,
+            file: None,
+            line: None,
+            module: path,
+            offset,
+            inlined: false,
+        };
+        let mut frames = Vec::new();
+        if let Some(loader) = &dbg.primary
+            && let Ok(mut iter) = loader.find_frames(offset)
+        {
+            while let Ok(Some(f)) = iter.next() {
+                let function = f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
+                let (file, line) = f
+                    .location
+                    .map_or((None, None), |l| (l.file.map(str::to_string), l.line));
+                frames.push(Frame {
+                    function,
+                    file,
+                    line,
+                    inlined: true,
+                    ..base.clone()
+                });
+            }
+        }
+        if let Some(last) = frames.last_mut() {
+            last.inlined = false;
+        }
+        // No DWARF function name: the symbol tables (the debug file's, then the module's).
+        if frames.iter().all(|f| f.function.is_none()) {
+            let symbol = [&dbg.primary, &dbg.fallback]
+                .into_iter()
+                .flatten()
+                .find_map(|l| l.find_symbol(offset).map(demangle));
+            let (file, line) = frames
+                .last()
+                .map_or((None, None), |f| (f.file.clone(), f.line));
+            frames = vec![Frame {
+                function: symbol,
+                file,
+                line,
+                ..base
+            }];
+        }
+        frames
+    }
+}
+
+/// Demangles a C++ or Rust symbol name; other names are returned as they are.
+pub fn demangle(name: &str) -> String {
+    addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
+}
+
+fn build_id_of(path: &Path) -> Option<Vec<u8>> {
+    use object::Object;
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    file.build_id().ok()?.map(<[u8]>::to_vec)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Opens what is known of a module: its file (when its build id still matches the profile's)
+/// and its separate debug file by build id.
+fn open_module(module: &Module, debug_root: &Path) -> ModuleDebug {
+    let path = Path::new(&module.path);
+    let file_ok = path.is_absolute()
+        && path.is_file()
+        && (module.build_id.is_empty() || build_id_of(path).is_none_or(|id| id == module.build_id));
+    let own = if file_ok {
+        addr2line::Loader::new(path).ok()
+    } else {
+        None
+    };
+    let debug = (module.build_id.len() >= 2)
+        .then(|| {
+            let id = hex(&module.build_id);
+            debug_root
+                .join(".build-id")
+                .join(&id[..2])
+                .join(format!("{}.debug", &id[2..]))
+        })
+        .filter(|p| p.is_file())
+        .and_then(|p| addr2line::Loader::new(p).ok());
+    match debug {
+        Some(d) => ModuleDebug {
+            primary: Some(d),
+            fallback: own,
+        },
+        None => ModuleDebug {
+            primary: own,
+            fallback: None,
+        },
+    }
+}
+
+/// Modules and functions that are the allocator's, the interposer's or the language runtime's:
+/// a site is shown by its first frame that matches none of these (the user's frame).
+const RUNTIME_MODULES: &[&str] = &[
+    "libstallscope",
+    "libc.so",
+    "libstdc++.so",
+    "libgcc_s.so",
+    "ld-linux",
+    "libm.so",
+    "libjemalloc",
+    "libtcmalloc",
+    "libmimalloc",
+];
+const RUNTIME_FUNCTIONS: &[&str] = &[
+    "std::",
+    "__gnu_cxx::",
+    "operator new",
+    "operator delete",
+    "__cxxabiv1::",
+    "__cxa_",
+    "__libc_",
+    "_IO_",
+    "__gnu_",
+    "alloc::",
+    "__rust_",
+    "__rdl_",
+    "<alloc::",
+    "<std::",
+    "core::",
+    "<core::",
+];
+
+pub fn is_runtime_frame(f: &Frame) -> bool {
+    let module = Path::new(&f.module)
+        .file_name()
+        .map_or(Cow::Borrowed(""), |n| n.to_string_lossy());
+    RUNTIME_MODULES.iter().any(|m| module.contains(m))
+        || f.function
+            .as_deref()
+            .is_some_and(|name| RUNTIME_FUNCTIONS.iter().any(|p| name.starts_with(p)))
+}
+
+/// The index of the user's frame: the first one (from the innermost) outside the runtime, or the
+/// outermost frame when every frame is the runtime's.
+pub fn user_frame(frames: &[Frame]) -> usize {
+    frames
+        .iter()
+        .position(|f| !is_runtime_frame(f))
+        .unwrap_or(frames.len().saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: Option<&str>, module: &str) -> Frame {
+        Frame {
+            function: function.map(str::to_string),
+            file: None,
+            line: None,
+            module: module.into(),
+            offset: 0x10,
+            inlined: false,
+        }
+    }
+
+    #[test]
+    fn user_frame_skips_runtime_modules_and_functions() {
+        let frames = vec![
+            frame(Some("malloc"), "/root/.cache/stallscope/libstallscope-1.so"),
+            frame(Some("operator new(unsigned long)"), "/lib/libstdc++.so.6"),
+            frame(
+                Some("std::__cxx11::basic_string<char>::_M_create"),
+                "/tmp/prog",
+            ),
+            frame(Some("build_name()"), "/tmp/prog"),
+            frame(Some("main"), "/tmp/prog"),
+        ];
+        assert_eq!(user_frame(&frames), 3);
+    }
+
+    #[test]
+    fn unknown_frames_show_module_and_offset() {
+        let f = frame(None, "/usr/lib/libfoo.so.1");
+        assert_eq!(f.display(), "libfoo.so.1+0x10");
+    }
+
+    #[test]
+    fn demangles_cpp_and_rust() {
+        assert_eq!(demangle("_Z6helperm"), "helper(unsigned long)");
+        assert!(demangle("_ZN4core3fmt5write17h0123456789abcdefE").starts_with("core::fmt::write"));
+        assert_eq!(demangle("malloc"), "malloc");
+    }
+}
