@@ -70,10 +70,12 @@ static void ss_end_hold(struct ss_thread *t, int i, uint64_t now) {
             ss_acquired(t, slot_, lock, 0, 0, 0);                                                           \
             return 0;                                                                                       \
         }                                                                                                   \
+        uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, lock, kind) : 0;                            \
         uint64_t start_ = ss_ticks();                                                                       \
         rc_ = block_call;                                                                                   \
         uint64_t end_ = ss_ticks();                                                                         \
         if (rc_ == 0 || rc_ == EOWNERDEAD) ss_acquired(t, slot_, lock, 1, end_ - start_, end_);             \
+        if (site_ && (rc_ == 0 || rc_ == EOWNERDEAD)) ss_lock_waiter_done(site_, end_ - start_);            \
         else if (rc_ == ETIMEDOUT) SS_ADD(t->rec.lock_wait_ticks, end_ - start_);                           \
         return rc_;                                                                                         \
     } while (0)
@@ -112,6 +114,13 @@ static inline int ss_mutex_looks_free(pthread_mutex_t *m) {
     return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0;
 }
 
+/* Whether threads wait for `m`: glibc's lock word is 2 for a normal, recursive, error-checking or
+ * adaptive mutex with waiters, and has FUTEX_WAITERS set for a robust or priority-inheriting one. */
+static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
+    int w = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
+    return w == 2 || (w & (int)0x80000000u) != 0;
+}
+
 /* Starts a timed hold of `m`, acquired at `now`. */
 static void ss_hold_begin(struct ss_thread *t, const void *m, uint32_t slot, uint64_t now) {
     if (t->nheld >= SS_HELD_MAX) return;
@@ -141,9 +150,11 @@ static inline void ss_mutex_releasing(struct ss_thread *t, pthread_mutex_t *m) {
             return rc_;                                                                                     \
         }                                                                                                   \
         uint32_t slot_ = ss_lock_slot(t, m, SS_LOCK_MUTEX);                                                 \
+        uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX) : 0;                      \
         uint64_t start_ = ss_ticks();                                                                       \
         int rc_ = real_call;                                                                                \
         uint64_t end_ = ss_ticks();                                                                         \
+        if (site_ && (rc_ == 0 || rc_ == EOWNERDEAD)) ss_lock_waiter_done(site_, end_ - start_);            \
         struct ss_lock_stats *l_ = &t->locks[slot_];                                                        \
         SS_ADD(t->rec.lock_wait_ticks, end_ - start_);                                                      \
         if (rc_ == 0 || rc_ == EOWNERDEAD) {                                                                \
@@ -186,6 +197,11 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     struct ss_thread *t = ss_enter();
     if (SS_UNLIKELY(!t)) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
     ss_mutex_releasing(t, m);
+    if (SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m))) {
+        int rc = ss_real.mutex_unlock(m); /* release first: the waiters must not wait for our stack */
+        ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
+        return rc;
+    }
     return ss_real.mutex_unlock(m);
 }
 

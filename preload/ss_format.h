@@ -53,7 +53,8 @@ enum ss_record_type {
     SS_REC_SUPERVISOR = 5,
     SS_REC_MODULE = 6,     /* a loaded object: struct ss_module_record, then build id, then path */
     SS_REC_STACK = 7,      /* a call stack: struct ss_stack_record, then depth x uint64_t pcs */
-    SS_REC_ALLOC_SITES = 8 /* struct ss_alloc_sites_record, then count x struct ss_alloc_site */
+    SS_REC_ALLOC_SITES = 8, /* struct ss_alloc_sites_record, then count x struct ss_alloc_site */
+    SS_REC_LOCK_SITES = 9   /* struct ss_lock_sites_record, then count x struct ss_lock_site */
 };
 
 /* Call stacks hold at most this many frames (innermost first, the interposer's own frames cut). */
@@ -204,6 +205,30 @@ struct ss_alloc_site {
     uint64_t est_ticks;   /* sum of (duration of the sampled call)/p */
 };
 
+/* SS_REC_LOCK_SITES: cumulative stacks of contended lock acquisitions; the reader keeps the last
+ * record. A thread takes at most one waiter stack and one holder stack per min_interval_ns: the
+ * counts are of sampled events, and the report scales them to the lock's exact totals. */
+struct ss_lock_sites_record {
+    uint32_t count;
+    uint32_t reserved;
+    uint64_t min_interval_ns;
+};
+
+enum ss_lock_role {
+    SS_ROLE_WAITER = 1, /* the stack of a thread that had to wait for the lock */
+    SS_ROLE_HOLDER = 2  /* the stack of a thread releasing the lock while others waited for it */
+};
+
+struct ss_lock_site {
+    uint64_t address;
+    uint32_t kind;  /* enum ss_lock_kind */
+    uint32_t role;  /* enum ss_lock_role */
+    uint32_t stack; /* a stack id */
+    uint32_t reserved;
+    uint64_t events;     /* sampled contended acquisitions (waiter) or releases with waiters (holder) */
+    uint64_t wait_ticks; /* their waits (waiter) */
+};
+
 /* The reader (src/profile/format.rs) hard-codes these sizes. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
 _Static_assert(sizeof(struct ss_record_header) == 16, "record header layout");
@@ -218,5 +243,7 @@ _Static_assert(sizeof(struct ss_module_record) == 40, "module record layout");
 _Static_assert(sizeof(struct ss_stack_record) == 8, "stack record layout");
 _Static_assert(sizeof(struct ss_alloc_sites_record) == 24, "alloc sites record layout");
 _Static_assert(sizeof(struct ss_alloc_site) == 48, "alloc site layout");
+_Static_assert(sizeof(struct ss_lock_sites_record) == 16, "lock sites record layout");
+_Static_assert(sizeof(struct ss_lock_site) == 40, "lock site layout");
 
 #endif

@@ -43,6 +43,8 @@ struct ss_thread {
     uint32_t stack_countdown; /* timed allocation calls until the next count-sampled stack */
     int64_t bytes_left;       /* requested bytes until the next byte-sampled stack */
     uint64_t sample_weight_q16; /* the weight of the current stack sample */
+    uint64_t last_waiter_stack; /* ticks of the last lock stacks taken (rate limit) */
+    uint64_t last_holder_stack;
     uint32_t nheld;
     uint64_t rng;
     struct ss_held held[SS_HELD_MAX];
@@ -182,6 +184,11 @@ void ss_stacks_thread_init(struct ss_thread *t);
 void ss_stacks_init(void);
 void ss_stacks_after_fork_child(void);
 int ss_stacks_write(void);
+/* Lock stacks, rate-limited per thread: a waiter's before it blocks (returns a site, 0 if none),
+ * and a holder's when it releases a lock that others wait for. */
+uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind);
+void ss_lock_waiter_done(uint32_t lock_site, uint64_t wait_ticks);
+void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 
 /* Threads. */
 struct ss_thread *ss_thread_alloc(void);

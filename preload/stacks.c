@@ -162,6 +162,84 @@ static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn) {
     return 0;
 }
 
+/* Takes the caller's stack and returns its site (index + 1), or 0. `fn` is an enum ss_fn for an
+ * allocation, or SS_FN_COUNT + role for a lock stack. */
+static uint32_t ss_capture(uint32_t fn) {
+    uint64_t pcs[SS_STACK_MAX_FRAMES];
+    struct ss_unwind u = {pcs, 0};
+    SS_GUARD_BEGIN(saved);
+    ss_unwind_backtrace(ss_unwind_cb, &u);
+    SS_GUARD_END(saved);
+    if (u.n == 0) return 0;
+    return ss_site_for(pcs, u.n, fn);
+}
+
+/* ---- lock sites: (lock, kind, role, stack) -> sampled counts ---- */
+
+#define SS_LOCK_SITE_SLOTS 4096u
+#define SS_LOCK_STACK_INTERVAL_NS 10000000ull /* per thread and role: at most 100 stacks a second */
+
+struct ss_lock_site_slot {
+    uint64_t key; /* 0: free; claimed with a CAS */
+    uint64_t address;
+    uint32_t kind, role, stack, ready;
+    uint64_t events, wait_ticks;
+};
+
+static struct ss_lock_site_slot *ss_lock_sites;
+static uint64_t ss_lock_interval_ticks;
+
+static uint32_t ss_lock_site_for(const void *lock, uint32_t kind, uint32_t role, uint32_t stack) {
+    uint64_t key = ((uint64_t)(uintptr_t)lock * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)stack << 3) ^ (kind << 1) ^ role;
+    key = key ? key : 1;
+    for (uint32_t i = 0; i < SS_SITE_PROBES; i++) {
+        uint32_t s = (uint32_t)((key >> 7) + i) & (SS_LOCK_SITE_SLOTS - 1);
+        struct ss_lock_site_slot *l = &ss_lock_sites[s];
+        uint64_t cur = __atomic_load_n(&l->key, __ATOMIC_ACQUIRE);
+        if (cur == key) return s + 1;
+        if (cur == 0) {
+            uint64_t expected = 0;
+            if (__atomic_compare_exchange_n(&l->key, &expected, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                l->address = (uintptr_t)lock;
+                l->kind = kind;
+                l->role = role;
+                l->stack = stack;
+                __atomic_store_n(&l->ready, 1, __ATOMIC_RELEASE);
+                return s + 1;
+            }
+            if (expected == key) return s + 1;
+        }
+    }
+    __atomic_fetch_add(&ss_dropped, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static int ss_lock_rate_ok(uint64_t *last) {
+    uint64_t now = ss_ticks();
+    if (*last != 0 && now - *last < ss_lock_interval_ticks) return 0;
+    *last = now;
+    return 1;
+}
+
+uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind) {
+    if (!ss_lock_sites || !ss_lock_rate_ok(&t->last_waiter_stack)) return 0;
+    uint32_t stack = ss_capture(SS_FN_COUNT + SS_ROLE_WAITER);
+    return stack ? ss_lock_site_for(lock, kind, SS_ROLE_WAITER, stack - 1) : 0;
+}
+
+void ss_lock_waiter_done(uint32_t lock_site, uint64_t wait_ticks) {
+    struct ss_lock_site_slot *l = &ss_lock_sites[lock_site - 1];
+    __atomic_fetch_add(&l->events, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&l->wait_ticks, wait_ticks, __ATOMIC_RELAXED);
+}
+
+void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind) {
+    if (!ss_lock_sites || !ss_lock_rate_ok(&t->last_holder_stack)) return;
+    uint32_t stack = ss_capture(SS_FN_COUNT + SS_ROLE_HOLDER);
+    uint32_t site = stack ? ss_lock_site_for(lock, kind, SS_ROLE_HOLDER, stack - 1) : 0;
+    if (site) __atomic_fetch_add(&ss_lock_sites[site - 1].events, 1, __ATOMIC_RELAXED);
+}
+
 /* A sampled allocation call (the timing countdown or the byte countdown fired): decides whether
  * its stack is taken, and if so records it; returns the site (index + 1) or 0. */
 uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired) {
@@ -177,13 +255,7 @@ uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int t
     if (byte_fired) t->bytes_left = ss_next_bytes(t);
     if (!count_fired && !byte_fired) return 0;
 
-    uint64_t pcs[SS_STACK_MAX_FRAMES];
-    struct ss_unwind u = {pcs, 0};
-    SS_GUARD_BEGIN(saved);
-    ss_unwind_backtrace(ss_unwind_cb, &u);
-    SS_GUARD_END(saved);
-    if (u.n == 0) return 0;
-    uint32_t site = ss_site_for(pcs, u.n, (uint32_t)fn);
+    uint32_t site = ss_capture((uint32_t)fn);
     if (!site) return 0;
 
     double pb = ss_inv_mean_bytes > 0 ? ss_one_minus_exp_neg((double)bytes * ss_inv_mean_bytes) : 0;
@@ -338,6 +410,8 @@ void ss_stacks_init(void) {
     ss_self_hi = hi;
     ss_sites = ss_map(SS_SITE_SLOTS * sizeof *ss_sites);
     ss_site_pcs = ss_map(SS_SITE_SLOTS * sizeof *ss_site_pcs);
+    ss_lock_sites = ss_map(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites); /* no lock stacks without it */
+    ss_lock_interval_ticks = (uint64_t)((unsigned __int128)SS_LOCK_STACK_INTERVAL_NS * ss_ticks_per_sec / 1000000000ull);
     if (!ss_sites || !ss_site_pcs) return;
     uint32_t timing = ss_config.period ? ss_config.period : 1;
     ss_stack_k = period == 0 ? 0 : (uint32_t)((period + timing - 1) / timing);
@@ -356,6 +430,7 @@ void ss_stacks_init(void) {
 void ss_stacks_after_fork_child(void) {
     if (!ss_stacks_on) return;
     memset(ss_sites, 0, SS_SITE_SLOTS * sizeof *ss_sites); /* the child's file starts afresh */
+    if (ss_lock_sites) memset(ss_lock_sites, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites);
     ss_dropped = 0;
     for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = 0;
     ss_modules_lock = 0;
@@ -379,7 +454,7 @@ int ss_stacks_write(void) {
         }
         ss_modules_unlock();
     }
-    uint32_t count = 0;
+    uint32_t count = 0, nlock = 0;
     for (uint32_t s = 0; s < SS_SITE_SLOTS; s++) {
         struct ss_site *site = &ss_sites[s];
         if (!__atomic_load_n(&site->ready, __ATOMIC_ACQUIRE)) continue;
@@ -389,7 +464,20 @@ int ss_stacks_write(void) {
                 return -1;
             site->written = 1;
         }
-        count++;
+        if (site->fn < SS_FN_COUNT) count++;
+    }
+    if (ss_lock_sites) { /* lock sites whose stack is in the file */
+        static struct ss_lock_site lbuf[SS_LOCK_SITE_SLOTS];
+        for (uint32_t i = 0; i < SS_LOCK_SITE_SLOTS; i++) {
+            struct ss_lock_site_slot *l = &ss_lock_sites[i];
+            if (!__atomic_load_n(&l->ready, __ATOMIC_ACQUIRE) || !ss_sites[l->stack].written) continue;
+            uint64_t events = __atomic_load_n(&l->events, __ATOMIC_RELAXED);
+            if (events == 0) continue;
+            lbuf[nlock++] = (struct ss_lock_site){l->address, l->kind, l->role, l->stack, 0, events,
+                                                  __atomic_load_n(&l->wait_ticks, __ATOMIC_RELAXED)};
+        }
+        struct ss_lock_sites_record lh = {nlock, 0, SS_LOCK_STACK_INTERVAL_NS};
+        if (nlock && ss_out_record(SS_REC_LOCK_SITES, &lh, sizeof lh, lbuf, nlock * sizeof *lbuf) != 0) return -1;
     }
     if (count == 0) return 0;
     /* The sites go into one record: assemble it in the table's own spare pages. */
@@ -399,7 +487,7 @@ int ss_stacks_write(void) {
     uint32_t n = 0;
     for (uint32_t s = 0; s < SS_SITE_SLOTS && n < count; s++) {
         struct ss_site *site = &ss_sites[s];
-        if (!site->written) continue;
+        if (!site->written || site->fn >= SS_FN_COUNT) continue;
         struct ss_alloc_site *a = &buf[n++];
         a->stack = s;
         a->fn = site->fn;

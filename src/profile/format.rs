@@ -17,6 +17,10 @@ pub const MODULE_SIZE: usize = 40;
 pub const STACK_SIZE: usize = 8;
 pub const ALLOC_SITES_SIZE: usize = 24;
 pub const ALLOC_SITE_SIZE: usize = 48;
+pub const LOCK_SITES_SIZE: usize = 16;
+pub const LOCK_SITE_SIZE: usize = 40;
+pub const ROLE_WAITER: u32 = 1;
+pub const ROLE_HOLDER: u32 = 2;
 pub const STACK_MAX_FRAMES: usize = 64;
 pub const BUILD_ID_MAX: usize = 32;
 
@@ -28,6 +32,7 @@ pub const REC_SUPERVISOR: u32 = 5;
 pub const REC_MODULE: u32 = 6;
 pub const REC_STACK: u32 = 7;
 pub const REC_ALLOC_SITES: u32 = 8;
+pub const REC_LOCK_SITES: u32 = 9;
 
 pub const FN_COUNT: usize = 10;
 /// Names of the allocator functions, in the order of `enum ss_fn`.

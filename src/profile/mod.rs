@@ -103,6 +103,19 @@ pub struct AllocSite {
     pub est_ticks: u64,
 }
 
+/// Sampled stacks of one lock: of threads that waited for it, or that released it while others
+/// waited (rate-limited per thread, so counts are of samples).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LockSite {
+    pub address: u64,
+    pub kind: u32,
+    /// `format::ROLE_WAITER` or `format::ROLE_HOLDER`.
+    pub role: u32,
+    pub stack: u32,
+    pub events: u64,
+    pub wait_ticks: u64,
+}
+
 /// How allocation stacks were sampled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StackSampling {
@@ -135,6 +148,8 @@ pub struct Profile {
     /// The last record of allocation sites.
     pub alloc_sites: Vec<AllocSite>,
     pub stack_sampling: Option<StackSampling>,
+    /// The last record of lock sites.
+    pub lock_sites: Vec<LockSite>,
 }
 
 impl Profile {

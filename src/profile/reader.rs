@@ -87,6 +87,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut stacks: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::new();
     let mut alloc_sites = Vec::new();
     let mut stack_sampling = None;
+    let mut lock_sites = Vec::new();
 
     while pos < bytes.len() {
         let (rtype, payload, next) = next_record(bytes, pos)?;
@@ -181,6 +182,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 alloc_sites = sites;
                 ended_after = end.is_some();
             }
+            REC_LOCK_SITES => {
+                lock_sites = parse_lock_sites(payload, pos, &stacks)?;
+                ended_after = end.is_some();
+            }
             other => return err(pos, format!("unknown record type {other}")),
         }
         if rtype != REC_SUPERVISOR {
@@ -228,7 +233,61 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
         stacks,
         alloc_sites,
         stack_sampling,
+        lock_sites,
     })
+}
+
+fn parse_lock_sites(
+    payload: &[u8],
+    pos: usize,
+    stacks: &std::collections::HashMap<u32, Vec<u64>>,
+) -> Result<Vec<LockSite>, ProfileError> {
+    if payload.len() < LOCK_SITES_SIZE {
+        return err(
+            pos,
+            format!("lock sites record has {} bytes", payload.len()),
+        );
+    }
+    let mut f = Fields::new(payload);
+    let count = f.u32() as usize;
+    let reserved = f.u32();
+    let _min_interval_ns = f.u64();
+    if reserved != 0
+        || LOCK_SITES_SIZE.checked_add(count.saturating_mul(LOCK_SITE_SIZE)) != Some(payload.len())
+    {
+        return err(
+            pos,
+            format!("lock sites record's size does not match its {count} sites"),
+        );
+    }
+    let mut sites = Vec::with_capacity(count);
+    for _ in 0..count {
+        let address = f.u64();
+        let kind = f.u32();
+        let role = f.u32();
+        let stack = f.u32();
+        let reserved = f.u32();
+        let site = LockSite {
+            address,
+            kind,
+            role,
+            stack,
+            events: f.u64(),
+            wait_ticks: f.u64(),
+        };
+        if reserved != 0
+            || !(1..=4).contains(&kind)
+            || !(ROLE_WAITER..=ROLE_HOLDER).contains(&role)
+            || site.events == 0
+        {
+            return err(pos, "damaged lock site");
+        }
+        if !stacks.contains_key(&stack) {
+            return err(pos, format!("lock site refers to unknown stack {stack}"));
+        }
+        sites.push(site);
+    }
+    Ok(sites)
 }
 
 fn parse_module(payload: &[u8], pos: usize) -> Result<Module, ProfileError> {

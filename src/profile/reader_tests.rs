@@ -165,6 +165,18 @@ fn alloc_sites_payload(sites: &[(u32, u64)]) -> Vec<u8> {
     p
 }
 
+fn lock_sites_payload() -> Vec<u8> {
+    let mut p = Vec::new();
+    u32s(&mut p, &[2, 0]);
+    u64s(&mut p, &[10_000_000]);
+    for (role, stack, wait) in [(ROLE_WAITER, 7u32, 5000u64), (ROLE_HOLDER, 9, 0)] {
+        u64s(&mut p, &[0x5555_0000]);
+        u32s(&mut p, &[1, role, stack, 0]);
+        u64s(&mut p, &[4, wait]);
+    }
+    p
+}
+
 fn sample_profile() -> Writer {
     let mut w = Writer::new();
     w.record(REC_PROCESS, &process_payload());
@@ -184,6 +196,7 @@ fn sample_profile() -> Writer {
     w.record(REC_FLUSH, &flush_payload(1, 2_000_000_000));
     w.record(REC_STACK, &stack_payload(9, &[0x5555_0000_1300]));
     w.record(REC_ALLOC_SITES, &alloc_sites_payload(&[(7, 5), (9, 2)]));
+    w.record(REC_LOCK_SITES, &lock_sites_payload());
     w.record(REC_THREAD, &thread_payload(0, 6400, false));
     let mut end = Vec::new();
     u32s(&mut end, &[END_EXIT, 3]);
@@ -223,6 +236,10 @@ fn a_valid_profile_reads_back() {
     assert_eq!(p.alloc_sites.len(), 2, "the last sites record wins");
     assert_eq!(p.alloc_sites[0].samples, 5);
     assert_eq!(p.stack_sampling.map(|s| s.count_period), Some(1024));
+    assert_eq!(p.lock_sites.len(), 2);
+    assert_eq!(p.lock_sites[0].role, ROLE_WAITER);
+    assert_eq!(p.lock_sites[0].wait_ticks, 5000);
+    assert_eq!(p.lock_sites[1].stack, 9);
 }
 
 #[test]

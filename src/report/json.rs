@@ -1,6 +1,7 @@
 //! The report as JSON. The keys of schema `stallscope.report/1` are a contract: add keys freely,
 //! never rename or remove one.
 
+use super::sites::LockSiteSummary;
 use super::summary::{FnSummary, Summary};
 use crate::profile::format::size_bucket_range;
 use crate::symbols::Frame;
@@ -26,6 +27,16 @@ fn frame_json(f: &Frame) -> Value {
         "module": f.module,
         "offset": format!("{:#x}", f.offset),
         "inlined": f.inlined,
+    })
+}
+
+fn lock_site_json(site: &LockSiteSummary) -> Value {
+    json!({
+        "frames": site.frames.iter().map(frame_json).collect::<Vec<_>>(),
+        "user_frame": site.user,
+        "contended": site.contended,
+        "wait_ns": site.wait_ns,
+        "samples": site.samples,
     })
 }
 
@@ -84,6 +95,8 @@ pub fn report_json(s: &Summary, path: &str) -> Value {
                 "max_wait_ns": l.max_wait_ns,
                 "hold_ns": l.hold_ns,
                 "threads": l.threads,
+                "sites": l.sites.iter().map(lock_site_json).collect::<Vec<_>>(),
+                "holder_sites": l.holder_sites.iter().map(lock_site_json).collect::<Vec<_>>(),
             })
         })
         .collect();

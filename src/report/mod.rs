@@ -27,8 +27,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     for path in &args.files {
         let profile = profile::read(path)?;
         let mut s = summary::summarize(&profile);
-        s.alloc_sites = sites::alloc_sites(&profile);
-        s.stack_sampling = profile.stack_sampling;
+        sites::fill(&profile, &mut s);
         reports.push((path.display().to_string(), s));
     }
     if args.json {

@@ -1,8 +1,9 @@
 //! Allocation sites: the sampled stacks of a profile, symbolized, with their estimated calls,
 //! bytes and time (Horvitz–Thompson estimates: each sample weighs 1/p, see docs/STACKS.md).
 
+use super::summary::{LockSummary, Summary};
 use crate::profile::Profile;
-use crate::profile::format::FN_NAMES;
+use crate::profile::format::{FN_NAMES, ROLE_HOLDER, ROLE_WAITER, lock_kind_name};
 use crate::symbols::{Frame, Symbolizer, user_frame};
 
 #[derive(Debug, Clone)]
@@ -24,9 +25,17 @@ impl SiteSummary {
     }
 }
 
-/// The allocation sites of a profile, by estimated time, most first.
-pub fn alloc_sites(profile: &Profile) -> Vec<SiteSummary> {
+/// Fills the allocation sites and the lock sites of a summary from its profile.
+pub fn fill(profile: &Profile, s: &mut Summary) {
     let mut sym = Symbolizer::new(profile);
+    s.alloc_sites = alloc_sites(profile, &mut sym);
+    s.stack_sampling = profile.stack_sampling;
+    lock_sites(profile, &mut sym, &mut s.locks);
+    sym.finish();
+}
+
+/// The allocation sites of a profile, by estimated time, most first.
+fn alloc_sites(profile: &Profile, sym: &mut Symbolizer) -> Vec<SiteSummary> {
     let total = profile.alloc_sites.len();
     let mut out = Vec::with_capacity(total);
     for (i, site) in profile.alloc_sites.iter().enumerate() {
@@ -46,9 +55,68 @@ pub fn alloc_sites(profile: &Profile) -> Vec<SiteSummary> {
             time_ns: profile.ticks_to_ns(site.est_ticks),
         });
     }
-    sym.finish();
     out.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(b.calls.cmp(&a.calls)));
     out
+}
+
+/// A stack of threads waiting for a lock (or releasing it while others waited), with its share
+/// of the lock's exact contended acquisitions and wait time, in proportion to the samples.
+#[derive(Debug, Clone)]
+pub struct LockSiteSummary {
+    pub frames: Vec<Frame>,
+    pub user: usize,
+    pub samples: u64,
+    pub contended: u64,
+    pub wait_ns: u64,
+}
+
+impl LockSiteSummary {
+    pub fn user_frame(&self) -> Option<&Frame> {
+        self.frames.get(self.user)
+    }
+}
+
+fn lock_sites(profile: &Profile, sym: &mut Symbolizer, locks: &mut [LockSummary]) {
+    for lock in locks.iter_mut() {
+        for role in [ROLE_WAITER, ROLE_HOLDER] {
+            let sites: Vec<_> = profile
+                .lock_sites
+                .iter()
+                .filter(|l| {
+                    l.address == lock.address
+                        && lock_kind_name(l.kind) == lock.kind
+                        && l.role == role
+                })
+                .collect();
+            let events: u64 = sites.iter().map(|l| l.events).sum();
+            let waits: u64 = sites.iter().map(|l| l.wait_ticks).sum();
+            let mut out: Vec<LockSiteSummary> = sites
+                .iter()
+                .map(|l| {
+                    let frames = sym.stack(&profile.stacks[&l.stack]);
+                    let share_events = l.events as f64 / events.max(1) as f64;
+                    let share_wait = if waits > 0 {
+                        l.wait_ticks as f64 / waits as f64
+                    } else {
+                        share_events
+                    };
+                    LockSiteSummary {
+                        user: user_frame(&frames),
+                        frames,
+                        samples: l.events,
+                        contended: (lock.contended as f64 * share_events).round() as u64,
+                        wait_ns: (lock.wait_ns as f64 * share_wait).round() as u64,
+                    }
+                })
+                .collect();
+            out.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(b.samples.cmp(&a.samples)));
+            if role == ROLE_WAITER {
+                lock.sites = out;
+            } else {
+                lock.holder_sites = out;
+            }
+        }
+    }
 }
 
 /// Sites merged by their user frame (function, file and line), for the terminal report.

@@ -69,6 +69,10 @@ pub struct LockSummary {
     pub max_wait_ns: u64,
     pub hold_ns: u64,
     pub threads: usize,
+    /// Stacks of the threads that waited (filled by `report`, which resolves symbols).
+    pub sites: Vec<super::sites::LockSiteSummary>,
+    /// Stacks of the threads that released the lock while others waited.
+    pub holder_sites: Vec<super::sites::LockSiteSummary>,
 }
 
 #[derive(Debug, Clone)]
@@ -313,6 +317,8 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     max_wait_ns,
                     hold_ns,
                     threads: 1,
+                    sites: Vec::new(),
+                    holder_sites: Vec::new(),
                 }),
             }
         }

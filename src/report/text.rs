@@ -27,7 +27,7 @@ pub fn render(s: &Summary, path: &str, style: Style, stacks: bool) -> String {
     functions(&mut o, s, style);
     sizes(&mut o, s, style);
     alloc_sites(&mut o, s, style, stacks);
-    locks(&mut o, s, style);
+    locks(&mut o, s, style, stacks);
     o
 }
 
@@ -317,7 +317,7 @@ fn count_between(s: &Summary, lo: u64, hi: u64) -> u64 {
         .sum()
 }
 
-fn locks(o: &mut String, s: &Summary, style: Style) {
+fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
     heading(o, style, "Locks by wait time");
     if s.locks.is_empty() {
         let _ = writeln!(o, "  no pthread lock was taken");
@@ -345,6 +345,30 @@ fn locks(o: &mut String, s: &Summary, style: Style) {
             fmt_ns(l.hold_ns as f64),
             l.threads
         );
+        for (what, sites) in [("waited in", &l.sites), ("held by", &l.holder_sites)] {
+            for site in sites.iter().take(3) {
+                let label = site
+                    .user_frame()
+                    .map_or_else(|| "?".into(), |f| f.display());
+                let _ = writeln!(
+                    o,
+                    "      {} {label}  {}",
+                    style.dim(what),
+                    style.dim(&format!(
+                        "(~{} contended, ~{} wait, {} samples)",
+                        fmt_count(site.contended),
+                        fmt_ns(site.wait_ns as f64),
+                        site.samples
+                    ))
+                );
+                if stacks {
+                    for (i, f) in site.frames.iter().enumerate() {
+                        let mark = if i == site.user { ">" } else { " " };
+                        let _ = writeln!(o, "        {mark} {}", f.display());
+                    }
+                }
+            }
+        }
     }
     if s.locks.len() > 10 {
         let _ = writeln!(

@@ -1,0 +1,100 @@
+//! Stacks of contended lock acquisitions: the waiter's stack (where it blocked) and the holder's
+//! (where it released the lock while others waited), named by function and line in the report.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const STALLSCOPE: &str = env!("CARGO_BIN_EXE_stallscope");
+
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/stack_programs")
+        .join(name)
+}
+
+fn mark_line(name: &str) -> u64 {
+    let needle = format!("// MARK {name}");
+    std::fs::read_to_string(source("lock_sites.c"))
+        .unwrap()
+        .lines()
+        .position(|l| l.ends_with(&needle))
+        .unwrap() as u64
+        + 1
+}
+
+fn user(site: &Value) -> &Value {
+    &site["frames"][site["user_frame"].as_u64().unwrap() as usize]
+}
+
+#[test]
+fn waiter_and_holder_stacks_of_a_contended_mutex() {
+    let dir = std::env::temp_dir().join(format!("stallscope-stacks-locks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("lock_sites");
+    let out = Command::new("cc")
+        .args(["-O1", "-g", "-pthread"])
+        .arg(source("lock_sites.c"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prof = dir.join("locks.prof");
+    let ok = Command::new(STALLSCOPE)
+        .args(["run", "-q", "-o"])
+        .arg(&prof)
+        .arg("--")
+        .arg(&exe)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let out = Command::new(STALLSCOPE)
+        .args(["report", "--json"])
+        .arg(&prof)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lock = &report["locks"][0];
+    assert!(lock["contended"].as_u64().unwrap() > 0, "{lock:#}");
+
+    let sites = lock["sites"].as_array().unwrap();
+    let waiter = sites
+        .iter()
+        .find(|s| user(s)["function"] == "take_briefly")
+        .unwrap_or_else(|| panic!("no waiter site in take_briefly: {lock:#}"));
+    assert_eq!(
+        user(waiter)["line"].as_u64(),
+        Some(mark_line("waiter_lock"))
+    );
+    assert!(
+        user(waiter)["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("lock_sites.c")
+    );
+    // The estimates are the lock's exact totals shared out by the samples.
+    let contended: u64 = sites.iter().map(|s| s["contended"].as_u64().unwrap()).sum();
+    let wait: u64 = sites.iter().map(|s| s["wait_ns"].as_u64().unwrap()).sum();
+    assert!(contended.abs_diff(lock["contended"].as_u64().unwrap()) <= sites.len() as u64);
+    assert!(wait.abs_diff(lock["wait_ns"].as_u64().unwrap()) <= sites.len() as u64);
+
+    let holders = lock["holder_sites"].as_array().unwrap();
+    let holder = holders
+        .iter()
+        .find(|s| user(s)["function"] == "hold_for_a_while")
+        .unwrap_or_else(|| panic!("no holder site in hold_for_a_while: {lock:#}"));
+    assert_eq!(
+        user(holder)["line"].as_u64(),
+        Some(mark_line("holder_unlock"))
+    );
+    let caller = &holder["frames"][holder["user_frame"].as_u64().unwrap() as usize + 1];
+    assert_eq!(caller["function"], "slow_holder", "{holder:#}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
