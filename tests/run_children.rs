@@ -67,6 +67,17 @@ fn check_child_profiles(source: &str, child_says: &str) {
         ["sh", "-c", &format!("echo {child_says}")]
     );
     assert_ne!(shell["pid"], parent["pid"], "the child has its own pid");
+    // Default names: stallscope-<command name>-<pid>.prof in the working directory.
+    assert_eq!(
+        file_name(parent_file),
+        format!("stallscope-{stem}-{}.prof", parent["pid"]),
+        "default profile name"
+    );
+    assert_eq!(
+        file_name(shell_file),
+        format!("stallscope-sh-{}.prof", shell["pid"]),
+        "default profile name of the child"
+    );
     // Children are listed at the end on stderr, by path.
     assert!(
         stderr.contains(&file_name(shell_file)),
