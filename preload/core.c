@@ -243,18 +243,16 @@ SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
     ss_ensure_resolved();
     struct ss_thread *self = ss_enter();
     if (!self) return ss_real.pthread_create(thread, attr, fn, arg);
+    /* Only our own bookkeeping is guarded: what glibc allocates while creating the thread (its
+     * DTV, for one) is the program's, and counted like any other call. */
     SS_GUARD_BEGIN(saved);
     struct ss_thread *t = ss_thread_alloc();
-    int rc;
-    if (t) {
-        t->start_fn = fn;
-        t->start_arg = arg;
-        rc = ss_real.pthread_create(thread, attr, ss_thread_trampoline, t);
-        if (rc != 0) ss_unmap(t, sizeof *t);
-    } else {
-        rc = ss_real.pthread_create(thread, attr, fn, arg);
-    }
     SS_GUARD_END(saved);
+    if (!t) return ss_real.pthread_create(thread, attr, fn, arg);
+    t->start_fn = fn;
+    t->start_arg = arg;
+    int rc = ss_real.pthread_create(thread, attr, ss_thread_trampoline, t);
+    if (rc != 0) ss_unmap(t, sizeof *t);
     return rc;
 }
 

@@ -291,7 +291,8 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
     let mut locks: Vec<LockSummary> = Vec::new();
     for t in &p.threads {
         for l in &t.locks {
-            let kind = lock_kind_name(l.kind);
+            // Address 0 is the overflow entry: locks beyond a thread's table, of any kind.
+            let kind = if l.address == 0 { "other" } else { lock_kind_name(l.kind) };
             let hold = estimate(l.hold_ticks, l.timed_holds, l.acquisitions);
             let hold_ns = (hold * 1e9 / p.ticks_per_sec).round() as u64;
             let wait_ns = p.ticks_to_ns(l.wait_ticks);
