@@ -198,3 +198,50 @@ fn exec_of_the_launched_process_gets_its_own_profile() {
         "perl allocates before exec"
     );
 }
+
+#[test]
+fn fork_while_other_threads_allocate() {
+    let dir = TempDir::new("fork-threads");
+    let bin = TempDir::new("fork-threads-bin");
+    let exe = compile(bin.path(), "fork_in_threads.c", &[]);
+    let (stdout, stderr, files) = run_in(dir.path(), &[], &exe);
+    assert_eq!(stdout, "ok\n");
+    assert_eq!(files.len(), 21, "the parent and 20 children:\n{stderr}");
+    let reports: Vec<serde_json::Value> = files.iter().map(|f| report_json(f)).collect();
+    // The parent is the process whose pid is every other profile's ppid.
+    let parent_pid = reports
+        .iter()
+        .map(|r| num(r, &["pid"]))
+        .find(|&pid| {
+            reports
+                .iter()
+                .filter(|r| num(r, &["pid"]) != pid)
+                .all(|r| num(r, &["ppid"]) == pid)
+        })
+        .expect("one profile is the parent of all the others");
+    let mut children = 0;
+    for r in &reports {
+        assert_eq!(r["exit_code"], 0, "{}", r["path"]);
+        assert_eq!(r["complete"], true, "{}", r["path"]);
+        if num(r, &["pid"]) == parent_pid {
+            assert_eq!(
+                r["threads"].as_array().map(Vec::len),
+                Some(4),
+                "main and 3 workers"
+            );
+            continue;
+        }
+        children += 1;
+        // A fork child starts afresh: only its own 10 malloc(72), in its only thread.
+        let m = fn_stats(r, "malloc");
+        assert_eq!((m.calls, m.bytes), (10, 720), "child {}: {m:?}", r["pid"]);
+        assert_eq!(fn_stats(r, "free").calls, 0, "child {}", r["pid"]);
+        assert_eq!(
+            r["threads"].as_array().map(Vec::len),
+            Some(1),
+            "child {}",
+            r["pid"]
+        );
+    }
+    assert_eq!(children, 20);
+}
