@@ -297,3 +297,20 @@ fn main_thread_pthread_exit_ends_with_status_0_and_a_complete_profile() {
     assert_eq!(r.bytes, b.bytes + 500 * 56);
     assert_eq!(report["threads"].as_array().map(Vec::len), Some(2));
 }
+
+#[test]
+#[ignore = "known bug: a program that closes all inherited descriptors loses its whole profile \
+            (see .notes-from-tests.md); run with --ignored once fixed"]
+fn closing_all_descriptors_keeps_the_profile() {
+    let dir = TempDir::new("close-fds");
+    let exe = compile(dir.path(), "close_all_fds.c", &[]);
+    let (out, path) = profile(dir.path(), "fds.prof", &[], &[&exe], 0);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    let report = report_json(&path);
+    assert_eq!(report["complete"], true, "the program exited normally");
+    let malloc = fn_stats(&report, "malloc");
+    assert!(
+        malloc.calls >= 3000 && malloc.bytes >= 3000 * 40,
+        "all 3000 malloc(40) are counted: {malloc:?}"
+    );
+}
