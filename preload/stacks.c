@@ -381,7 +381,9 @@ SS_EXPORT int dlclose(void *handle) {
         }
         SS_GUARD_END(saved);
     }
-    return ss_real.dlclose ? ss_real.dlclose(handle) : -1;
+    int (*real)(void *) = ss_real.dlclose;
+    if (!real) *(void **)&real = dlsym(RTLD_NEXT, "dlclose"); /* while another thread initialises */
+    return real ? real(handle) : -1;
 }
 
 /* ---- start-up, fork, writing ---- */
