@@ -270,3 +270,41 @@ fn cxx_new_delete_and_std_mutex() {
         .unwrap_or_else(|| panic!("std::mutex {address:#x} not in locks: {}", report["locks"]));
     assert_eq!(num(lock, &["acquisitions"]), 2 * 50_000, "{lock}");
 }
+
+#[test]
+fn rarer_entry_points_are_grouped_and_counted_once() {
+    let dir = TempDir::new("alloc-edge");
+    let (base, report) = baseline_and_known(&dir, "alloc_edge.c", &[]);
+    let delta = |f: &str| {
+        let (r, b) = (fn_stats(&report, f), fn_stats(&base, f));
+        (r.calls - b.calls, r.bytes - b.bytes)
+    };
+    let by = |f: &str| {
+        num(&report["alloc"]["by_function"][f], &["calls"])
+            - num(&base["alloc"]["by_function"][f], &["calls"])
+    };
+    // memalign, valloc and pvalloc are "aligned" (requested sizes, not rounded ones).
+    assert_eq!(
+        delta("aligned"),
+        (15, 7 * 100 + 5 * 200 + 3 * 300),
+        "aligned"
+    );
+    assert_eq!((by("memalign"), by("valloc"), by("pvalloc")), (7, 5, 3));
+    // 11 reallocarray(p, 10, 12) and 13 realloc(NULL, 50) are "realloc", each counted once
+    // (glibc's reallocarray calls realloc itself: that inner call is not the program's).
+    assert_eq!(
+        (by("reallocarray"), by("realloc")),
+        (11, 13),
+        "by_function: {}",
+        report["alloc"]["by_function"]
+    );
+    assert_eq!(delta("realloc"), (24, 11 * 120 + 13 * 50), "realloc group");
+    assert_eq!(
+        delta("malloc"),
+        (11, 11 * 8),
+        "malloc: the reallocarray sources only"
+    );
+    // free(NULL) is a call too: 7 + 5 + 3 + 11 + 13 frees of blocks and 17 of NULL.
+    assert_eq!(delta("free"), (56, 0), "free");
+    assert_eq!(delta("calloc"), (0, 0));
+}
