@@ -2,12 +2,12 @@
 
 use std::io::IsTerminal;
 
-/// A duration in nanoseconds as a short human string: 850 ns, 12.3 us, 4.56 ms, 1.234 s.
+/// A duration in nanoseconds as a short human string: 850 ns, 12.3 µs, 4.56 ms, 1.234 s.
 pub fn fmt_ns(ns: f64) -> String {
     if ns < 1e3 {
         format!("{ns:.0} ns")
     } else if ns < 1e6 {
-        format!("{:.1} us", ns / 1e3)
+        format!("{:.1} µs", ns / 1e3)
     } else if ns < 1e9 {
         format!("{:.2} ms", ns / 1e6)
     } else {

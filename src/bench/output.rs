@@ -6,28 +6,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 pub fn format_ns(ns: u64) -> String {
-    let ns = ns as f64;
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else if ns < 1e6 {
-        format!("{:.1} µs", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
-    }
+    crate::util::fmt_ns(ns as f64)
 }
 
-pub fn format_bytes(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b < 1024.0 * 1024.0 {
-        format!("{:.0} KiB", b / 1024.0)
-    } else if b < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / (1024.0 * 1024.0))
-    } else {
-        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
-    }
-}
+pub use crate::util::fmt_bytes as format_bytes;
 
 fn percent(fraction: f64) -> String {
     format!("{:.0}%", fraction * 100.0)
