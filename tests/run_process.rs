@@ -314,3 +314,42 @@ fn closing_all_descriptors_keeps_the_profile() {
         "all 3000 malloc(40) are counted: {malloc:?}"
     );
 }
+
+#[test]
+fn program_killed_from_outside_leaves_a_partial_profile() {
+    let dir = TempDir::new("killed-outside");
+    let exe = compile(dir.path(), "killed_midrun.c", &[]);
+    let path = dir.join("killed.prof");
+    let mut run = Command::new(stallscope())
+        .args(["run", "-o"])
+        .arg(&path)
+        .arg("--")
+        .arg(&exe)
+        .arg("forever")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting stallscope");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let children =
+        std::fs::read_to_string(format!("/proc/{}/task/{}/children", run.id(), run.id()))
+            .unwrap_or_default();
+    let program: i32 = children
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the profiled program runs as stallscope's child");
+    // SAFETY: kill has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(program, libc::SIGKILL) }, 0);
+    let out = run.wait_with_output().expect("waiting for stallscope");
+    assert_eq!(exit_code(&out), 128 + 9, "{}", describe(&out));
+    let report = report_json(&path);
+    assert_eq!(report["complete"], false);
+    assert_eq!(report["signal"], 9);
+    let mallocs = fn_stats(&report, "malloc").calls;
+    assert!(
+        mallocs >= 10_000,
+        "allocations flushed before the kill: {mallocs}"
+    );
+}
