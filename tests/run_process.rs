@@ -320,7 +320,7 @@ fn program_killed_from_outside_leaves_a_partial_profile() {
     let dir = TempDir::new("killed-outside");
     let exe = compile(dir.path(), "killed_midrun.c", &[]);
     let path = dir.join("killed.prof");
-    let mut run = Command::new(stallscope())
+    let run = Command::new(stallscope())
         .args(["run", "-o"])
         .arg(&path)
         .arg("--")
