@@ -331,7 +331,17 @@ fn program_killed_from_outside_leaves_a_partial_profile() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting stallscope");
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // The profile is flushed about once a second while the program runs: after 1.6 s the file
+    // already opens, as a partial profile with allocations in it.
+    std::thread::sleep(std::time::Duration::from_millis(1600));
+    let live = report_json(&path);
+    assert_eq!(
+        live["complete"], false,
+        "a running program's profile is partial"
+    );
+    let early = fn_stats(&live, "malloc").calls;
+    assert!(early > 0, "the first flush happened within 1.6 s");
+    std::thread::sleep(std::time::Duration::from_millis(900));
     let children =
         std::fs::read_to_string(format!("/proc/{}/task/{}/children", run.id(), run.id()))
             .unwrap_or_default();
