@@ -374,4 +374,8 @@ fn program_killed_from_outside_leaves_a_partial_profile() {
         mallocs >= 10_000,
         "allocations flushed before the kill: {mallocs}"
     );
+    assert!(
+        mallocs >= early,
+        "later flushes only add: {early}, then {mallocs}"
+    );
 }
