@@ -54,7 +54,8 @@ enum ss_record_type {
     SS_REC_MODULE = 6,     /* a loaded object: struct ss_module_record, then build id, then path */
     SS_REC_STACK = 7,      /* a call stack: struct ss_stack_record, then depth x uint64_t pcs */
     SS_REC_ALLOC_SITES = 8, /* struct ss_alloc_sites_record, then count x struct ss_alloc_site */
-    SS_REC_LOCK_SITES = 9   /* struct ss_lock_sites_record, then count x struct ss_lock_site */
+    SS_REC_LOCK_SITES = 9,  /* struct ss_lock_sites_record, then count x struct ss_lock_site */
+    SS_REC_MODULE_GONE = 10 /* struct ss_module_gone_record: a module was unloaded */
 };
 
 /* Call stacks hold at most this many frames (innermost first, the interposer's own frames cut). */
@@ -178,11 +179,21 @@ struct ss_module_record {
     uint32_t path_len;
 };
 
+/* SS_REC_MODULE_GONE: the module of the index-th MODULE record in the file (counting from 0) was
+ * found unloaded at mono_ns (right after a dlclose, or at a flush for unloads the interposer did
+ * not see happen). Addresses of stacks first taken after that belong to another module. */
+struct ss_module_gone_record {
+    uint32_t index;
+    uint32_t reserved;
+    uint64_t mono_ns;
+};
+
 /* SS_REC_STACK: stack `id` (once per id), followed by depth return addresses, innermost first.
  * The first address is the return address into the code that called the allocator. */
 struct ss_stack_record {
     uint32_t id;
     uint32_t depth;
+    uint64_t first_mono_ns; /* when the stack was first taken */
 };
 
 /* SS_REC_ALLOC_SITES: cumulative statistics of every allocation site seen so far; the reader
@@ -240,7 +251,8 @@ _Static_assert(sizeof(struct ss_flush_record) == 32, "flush record layout");
 _Static_assert(sizeof(struct ss_end_record) == 24, "end record layout");
 _Static_assert(sizeof(struct ss_supervisor_record) == 24, "supervisor record layout");
 _Static_assert(sizeof(struct ss_module_record) == 40, "module record layout");
-_Static_assert(sizeof(struct ss_stack_record) == 8, "stack record layout");
+_Static_assert(sizeof(struct ss_stack_record) == 16, "stack record layout");
+_Static_assert(sizeof(struct ss_module_gone_record) == 16, "module gone record layout");
 _Static_assert(sizeof(struct ss_alloc_sites_record) == 24, "alloc sites record layout");
 _Static_assert(sizeof(struct ss_alloc_site) == 48, "alloc site layout");
 _Static_assert(sizeof(struct ss_lock_sites_record) == 16, "lock sites record layout");

@@ -42,6 +42,7 @@ struct ss_site {
     uint32_t depth;
     uint32_t fn;
     uint32_t written; /* its STACK record is in the file */
+    uint64_t first_mono_ns;
     uint64_t samples;
     uint64_t sampled_bytes;
     uint64_t weight_q16;
@@ -152,6 +153,7 @@ static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn) {
                 memcpy(ss_site_pcs[s], pcs, n * sizeof *pcs);
                 site->depth = n;
                 site->fn = fn;
+                site->first_mono_ns = ss_mono_ns();
                 __atomic_store_n(&site->ready, 1, __ATOMIC_RELEASE);
                 return s + 1;
             }
@@ -283,6 +285,9 @@ void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks) {
 
 struct ss_module {
     uint64_t bias, lo, hi, seen;
+    uint64_t gone;      /* when found unloaded (0: loaded) */
+    uint32_t present;   /* seen by the current scan */
+    uint32_t gone_written;
     uint32_t written;
     uint32_t bid_len;
     unsigned char bid[SS_BUILD_ID_MAX];
@@ -342,9 +347,19 @@ static int ss_module_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     }
     if (hi <= lo) return 0;
     const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : ss_exe_path;
+    char full[512];
+    if (path[0] != '/' && strchr(path, '/') && getcwd(full, sizeof full - 1)) { /* dlopen("./x.so") */
+        struct ss_str s = {full, strlen(full), sizeof full};
+        ss_str_cat(&s, "/");
+        ss_str_cat(&s, path);
+        path = full;
+    }
     for (uint32_t i = 0; i < ss_nmodules; i++) {
         struct ss_module *m = &ss_modules[i];
-        if (m->bias == info->dlpi_addr && m->lo == lo && m->hi == hi && strcmp(m->path, path) == 0) return 0;
+        if (!m->gone && m->bias == info->dlpi_addr && m->lo == lo && m->hi == hi && strcmp(m->path, path) == 0) {
+            m->present = 1;
+            return 0;
+        }
     }
     if (ss_nmodules >= SS_MODULES_MAX) return 1;
     struct ss_module *m = &ss_modules[ss_nmodules];
@@ -357,6 +372,7 @@ static int ss_module_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     if (n >= sizeof m->path) n = sizeof m->path - 1;
     memcpy(m->path, path, n);
     m->bid_len = ss_build_id(info, m->bid);
+    m->present = 1;
     ss_nmodules++;
     return 0;
 }
@@ -367,7 +383,11 @@ static void ss_modules_scan(void) {
         ssize_t n = readlink("/proc/self/exe", ss_exe_path, sizeof ss_exe_path - 1);
         ss_exe_path[n > 0 ? n : 0] = 0;
     }
-    dl_iterate_phdr(ss_module_cb, NULL);
+    for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].present = 0;
+    if (dl_iterate_phdr(ss_module_cb, NULL) != 0) return; /* the table is full: presence unknown */
+    uint64_t now = ss_mono_ns();
+    for (uint32_t i = 0; i < ss_nmodules; i++)
+        if (!ss_modules[i].present && !ss_modules[i].gone) ss_modules[i].gone = now;
 }
 
 /* Before an object may be unloaded, note what is loaded, so that its frames still resolve. */
@@ -383,7 +403,16 @@ SS_EXPORT int dlclose(void *handle) {
     }
     int (*real)(void *) = ss_real.dlclose;
     if (!real) *(void **)&real = dlsym(RTLD_NEXT, "dlclose"); /* while another thread initialises */
-    return real ? real(handle) : -1;
+    int rc = real ? real(handle) : -1;
+    if (ss_stacks_on && !ss_busy && ss_pid == getpid()) { /* note the time of the unload */
+        SS_GUARD_BEGIN(saved);
+        if (ss_modules_try_lock(50)) {
+            ss_modules_scan();
+            ss_modules_unlock();
+        }
+        SS_GUARD_END(saved);
+    }
+    return rc;
 }
 
 /* ---- start-up, fork, writing ---- */
@@ -434,7 +463,7 @@ void ss_stacks_after_fork_child(void) {
     memset(ss_sites, 0, SS_SITE_SLOTS * sizeof *ss_sites); /* the child's file starts afresh */
     if (ss_lock_sites) memset(ss_lock_sites, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites);
     ss_dropped = 0;
-    for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = 0;
+    for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = ss_modules[i].gone_written = 0;
     ss_modules_lock = 0;
 }
 
@@ -454,6 +483,16 @@ int ss_stacks_write(void) {
             }
             m->written = 1;
         }
+        for (uint32_t i = 0; i < ss_nmodules; i++) {
+            struct ss_module *m = &ss_modules[i];
+            if (!m->gone || m->gone_written) continue;
+            struct ss_module_gone_record g = {i, 0, m->gone};
+            if (ss_out_record(SS_REC_MODULE_GONE, &g, sizeof g, NULL, 0) != 0) {
+                ss_modules_unlock();
+                return -1;
+            }
+            m->gone_written = 1;
+        }
         ss_modules_unlock();
     }
     uint32_t count = 0, nlock = 0;
@@ -461,7 +500,7 @@ int ss_stacks_write(void) {
         struct ss_site *site = &ss_sites[s];
         if (!__atomic_load_n(&site->ready, __ATOMIC_ACQUIRE)) continue;
         if (!site->written) {
-            struct ss_stack_record r = {s, site->depth};
+            struct ss_stack_record r = {s, site->depth, site->first_mono_ns};
             if (ss_out_record(SS_REC_STACK, &r, sizeof r, ss_site_pcs[s], site->depth * sizeof(uint64_t)) != 0)
                 return -1;
             site->written = 1;

@@ -95,6 +95,80 @@ fn frames_of_an_unloaded_library_resolve() {
     );
     assert!(u["file"].as_str().unwrap().ends_with("dl_lib.c"), "{u}");
     let caller = &site["frames"][site["user_frame"].as_u64().unwrap() as usize + 1];
-    assert_eq!(caller["function"], "main", "{site}");
+    assert_eq!(caller["function"], "use", "{site}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A second library loaded after the first was unloaded usually lands at the same addresses:
+/// each stack must resolve against the library that was there when it was taken.
+#[test]
+fn two_libraries_at_the_same_addresses_are_told_apart_by_time() {
+    let dir = std::env::temp_dir().join(format!("stallscope-stacks-dl2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib_a = dir.join("liba.so");
+    let lib_b = dir.join("libb.so");
+    let exe = dir.join("dl_main");
+    for (src, lib) in [("dl_lib.c", &lib_a), ("dl_lib_b.c", &lib_b)] {
+        compile(&[
+            "cc",
+            "-O1",
+            "-g",
+            "-fPIC",
+            "-shared",
+            source(src).to_str().unwrap(),
+            "-o",
+            lib.to_str().unwrap(),
+        ]);
+    }
+    compile(&[
+        "cc",
+        "-O1",
+        "-g",
+        source("dl_main.c").to_str().unwrap(),
+        "-o",
+        exe.to_str().unwrap(),
+        "-ldl",
+    ]);
+    let prof = dir.join("dl2.prof");
+    // Relative library paths, as a program may pass them to dlopen: the profile keeps them
+    // absolute, so the report can be run from anywhere.
+    let out = Command::new(STALLSCOPE)
+        .args(["run", "-q", "-o"])
+        .arg(&prof)
+        .args(["--", "./dl_main", "./liba.so", "./libb.so"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let same = String::from_utf8_lossy(&out.stderr).contains("same addresses");
+    let out = Command::new(STALLSCOPE)
+        .args(["report", "--json"])
+        .arg(&prof)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sites = report["alloc"]["sites"].as_array().unwrap();
+    for (function, file) in [
+        ("dl_alloc_many", "dl_lib.c"),
+        ("dl_alloc_other", "dl_lib_b.c"),
+    ] {
+        let site = sites
+            .iter()
+            .find(|s| user_of(s)["function"] == function)
+            .unwrap_or_else(|| {
+                panic!("no site in {function} (same addresses: {same}): {report:#}")
+            });
+        let u = user_of(site);
+        assert!(u["file"].as_str().unwrap().ends_with(file), "{u}");
+        assert!(u["module"].as_str().unwrap().starts_with('/'), "{u}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn user_of(site: &Value) -> &Value {
+    &site["frames"][site["user_frame"].as_u64().unwrap() as usize]
 }

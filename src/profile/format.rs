@@ -14,7 +14,8 @@ pub const FLUSH_SIZE: usize = 32;
 pub const END_SIZE: usize = 24;
 pub const SUPERVISOR_SIZE: usize = 24;
 pub const MODULE_SIZE: usize = 40;
-pub const STACK_SIZE: usize = 8;
+pub const STACK_SIZE: usize = 16;
+pub const MODULE_GONE_SIZE: usize = 16;
 pub const ALLOC_SITES_SIZE: usize = 24;
 pub const ALLOC_SITE_SIZE: usize = 48;
 pub const LOCK_SITES_SIZE: usize = 16;
@@ -33,6 +34,7 @@ pub const REC_MODULE: u32 = 6;
 pub const REC_STACK: u32 = 7;
 pub const REC_ALLOC_SITES: u32 = 8;
 pub const REC_LOCK_SITES: u32 = 9;
+pub const REC_MODULE_GONE: u32 = 10;
 
 pub const FN_COUNT: usize = 10;
 /// Names of the allocator functions, in the order of `enum ss_fn`.

@@ -88,6 +88,15 @@ pub struct Module {
     pub seen_mono_ns: u64,
     pub build_id: Vec<u8>,
     pub path: String,
+    /// When it was found unloaded, if it was.
+    pub gone_mono_ns: Option<u64>,
+}
+
+/// A call stack: return addresses, innermost first, and when it was first taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    pub pcs: Vec<u64>,
+    pub first_mono_ns: u64,
 }
 
 /// Sampled statistics of one allocation site (a call stack and an allocator function).
@@ -143,8 +152,8 @@ pub struct Profile {
     pub flushes: u64,
     /// Loaded objects, in order of appearance (an unloaded object stays).
     pub modules: Vec<Module>,
-    /// Call stacks by id: return addresses, innermost first.
-    pub stacks: std::collections::HashMap<u32, Vec<u64>>,
+    /// Call stacks by id.
+    pub stacks: std::collections::HashMap<u32, Stack>,
     /// The last record of allocation sites.
     pub alloc_sites: Vec<AllocSite>,
     pub stack_sampling: Option<StackSampling>,

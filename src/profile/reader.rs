@@ -25,7 +25,7 @@ impl fmt::Display for ProfileError {
 
 impl std::error::Error for ProfileError {}
 
-fn err<T>(offset: usize, message: impl Into<String>) -> Result<T, ProfileError> {
+pub(super) fn err<T>(offset: usize, message: impl Into<String>) -> Result<T, ProfileError> {
     Err(ProfileError {
         offset: Some(offset),
         message: message.into(),
@@ -34,27 +34,27 @@ fn err<T>(offset: usize, message: impl Into<String>) -> Result<T, ProfileError> 
 
 /// Little-endian fields of one validated payload. Bounds were checked against the record size
 /// before a payload reaches here, so reading past the end is a bug in this file, caught by tests.
-struct Fields<'a> {
+pub(super) struct Fields<'a> {
     bytes: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Fields<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
+    pub(super) fn new(bytes: &'a [u8]) -> Self {
         Fields { bytes, pos: 0 }
     }
-    fn take(&mut self, n: usize) -> &'a [u8] {
+    pub(super) fn take(&mut self, n: usize) -> &'a [u8] {
         let s = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
         s
     }
-    fn u32(&mut self) -> u32 {
+    pub(super) fn u32(&mut self) -> u32 {
         u32::from_le_bytes(self.take(4).try_into().expect("4 bytes"))
     }
     fn i32(&mut self) -> i32 {
         i32::from_le_bytes(self.take(4).try_into().expect("4 bytes"))
     }
-    fn u64(&mut self) -> u64 {
+    pub(super) fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take(8).try_into().expect("8 bytes"))
     }
     fn text(&mut self, n: usize) -> String {
@@ -84,7 +84,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut flushes = 0;
     let mut ended_after = false; // records followed an END (an exec that failed)
     let mut modules: Vec<Module> = Vec::new();
-    let mut stacks: std::collections::HashMap<u32, Vec<u64>> = std::collections::HashMap::new();
+    let mut stacks: std::collections::HashMap<u32, Stack> = std::collections::HashMap::new();
     let mut alloc_sites = Vec::new();
     let mut stack_sampling = None;
     let mut lock_sites = Vec::new();
@@ -169,17 +169,31 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 ended_after = end.is_some();
             }
             REC_STACK => {
-                let (id, pcs) = parse_stack(payload, pos)?;
-                if stacks.get(&id).is_some_and(|old| *old != pcs) {
+                let (id, stack) = parse_stack(payload, pos)?;
+                if stacks.get(&id).is_some_and(|old| *old != stack) {
                     return err(pos, format!("stack {id} is described twice, differently"));
                 }
-                stacks.insert(id, pcs);
+                stacks.insert(id, stack);
                 ended_after = end.is_some();
             }
             REC_ALLOC_SITES => {
                 let (sampling, sites) = parse_alloc_sites(payload, pos, &stacks)?;
                 stack_sampling = Some(sampling);
                 alloc_sites = sites;
+                ended_after = end.is_some();
+            }
+            REC_MODULE_GONE => {
+                expect_size(payload, MODULE_GONE_SIZE, "module gone", pos)?;
+                let mut f = Fields::new(payload);
+                let index = f.u32() as usize;
+                let reserved = f.u32();
+                let mono = f.u64();
+                match modules.get_mut(index) {
+                    Some(m) if reserved == 0 && m.gone_mono_ns.is_none() => {
+                        m.gone_mono_ns = Some(mono);
+                    }
+                    _ => return err(pos, format!("module {index} cannot be unloaded here")),
+                }
                 ended_after = end.is_some();
             }
             REC_LOCK_SITES => {
@@ -240,7 +254,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
 fn parse_lock_sites(
     payload: &[u8],
     pos: usize,
-    stacks: &std::collections::HashMap<u32, Vec<u64>>,
+    stacks: &std::collections::HashMap<u32, Stack>,
 ) -> Result<Vec<LockSite>, ProfileError> {
     if payload.len() < LOCK_SITES_SIZE {
         return err(
@@ -316,16 +330,18 @@ fn parse_module(payload: &[u8], pos: usize) -> Result<Module, ProfileError> {
         seen_mono_ns,
         build_id,
         path,
+        gone_mono_ns: None,
     })
 }
 
-fn parse_stack(payload: &[u8], pos: usize) -> Result<(u32, Vec<u64>), ProfileError> {
+fn parse_stack(payload: &[u8], pos: usize) -> Result<(u32, Stack), ProfileError> {
     if payload.len() < STACK_SIZE {
         return err(pos, format!("stack record has {} bytes", payload.len()));
     }
     let mut f = Fields::new(payload);
     let id = f.u32();
     let depth = f.u32() as usize;
+    let first_mono_ns = f.u64();
     if depth == 0 || depth > STACK_MAX_FRAMES || STACK_SIZE + 8 * depth != payload.len() {
         return err(
             pos,
@@ -336,13 +352,13 @@ fn parse_stack(payload: &[u8], pos: usize) -> Result<(u32, Vec<u64>), ProfileErr
     if pcs.contains(&0) {
         return err(pos, "stack record holds a null address");
     }
-    Ok((id, pcs))
+    Ok((id, Stack { pcs, first_mono_ns }))
 }
 
 fn parse_alloc_sites(
     payload: &[u8],
     pos: usize,
-    stacks: &std::collections::HashMap<u32, Vec<u64>>,
+    stacks: &std::collections::HashMap<u32, Stack>,
 ) -> Result<(StackSampling, Vec<AllocSite>), ProfileError> {
     if payload.len() < ALLOC_SITES_SIZE {
         return err(

@@ -141,6 +141,7 @@ fn module_payload(bias: u64, path: &str) -> Vec<u8> {
 fn stack_payload(id: u32, pcs: &[u64]) -> Vec<u8> {
     let mut p = Vec::new();
     u32s(&mut p, &[id, pcs.len() as u32]);
+    u64s(&mut p, &[1_000_000_700]);
     u64s(&mut p, pcs);
     p
 }
@@ -195,6 +196,10 @@ fn sample_profile() -> Writer {
     w.record(REC_THREAD, &thread_payload(1, 320, true));
     w.record(REC_FLUSH, &flush_payload(1, 2_000_000_000));
     w.record(REC_STACK, &stack_payload(9, &[0x5555_0000_1300]));
+    let mut gone = Vec::new();
+    u32s(&mut gone, &[1, 0]);
+    u64s(&mut gone, &[1_500_000_000]);
+    w.record(REC_MODULE_GONE, &gone);
     w.record(REC_ALLOC_SITES, &alloc_sites_payload(&[(7, 5), (9, 2)]));
     w.record(REC_LOCK_SITES, &lock_sites_payload());
     w.record(REC_THREAD, &thread_payload(0, 6400, false));
@@ -232,7 +237,10 @@ fn a_valid_profile_reads_back() {
     assert_eq!(p.modules.len(), 2);
     assert_eq!(p.modules[1].path, "/lib/libc.so.6");
     assert_eq!(p.modules[0].build_id, vec![0xab; 20]);
-    assert_eq!(p.stacks[&7], vec![0x5555_0000_1234, 0x7f00_0000_2345]);
+    assert_eq!(p.stacks[&7].pcs, vec![0x5555_0000_1234, 0x7f00_0000_2345]);
+    assert_eq!(p.stacks[&7].first_mono_ns, 1_000_000_700);
+    assert_eq!(p.modules[0].gone_mono_ns, None);
+    assert_eq!(p.modules[1].gone_mono_ns, Some(1_500_000_000));
     assert_eq!(p.alloc_sites.len(), 2, "the last sites record wins");
     assert_eq!(p.alloc_sites[0].samples, 5);
     assert_eq!(p.stack_sampling.map(|s| s.count_period), Some(1024));

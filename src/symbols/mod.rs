@@ -4,7 +4,7 @@
 //! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/. Frames
 //! that cannot be resolved are kept as `module+offset`. One loader per module, cached.
 
-use crate::profile::{Module, Profile};
+use crate::profile::{Module, Profile, Stack};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -64,7 +64,7 @@ struct ModuleDebug {
 pub struct Symbolizer<'a> {
     modules: &'a [Module],
     loaders: HashMap<usize, ModuleDebug>,
-    cache: HashMap<u64, Vec<Frame>>,
+    cache: HashMap<(u64, Option<usize>), Vec<Frame>>,
     started: Instant,
     progress_shown: bool,
     debug_root: PathBuf,
@@ -83,17 +83,23 @@ impl<'a> Symbolizer<'a> {
         }
     }
 
-    /// The module holding `pc`: the last one recorded whose range contains it.
-    fn module_for(&self, pc: u64) -> Option<usize> {
-        self.modules.iter().rposition(|m| m.lo <= pc && pc < m.hi)
+    /// The module holding `pc` at time `t`: of the modules whose range contains it, the first
+    /// recorded that was not yet unloaded at `t` (objects loaded one after another at the same
+    /// addresses are recorded in that order); failing that, the last recorded.
+    fn module_for(&self, pc: u64, t: u64) -> Option<usize> {
+        let holds = |m: &Module| m.lo <= pc && pc < m.hi;
+        self.modules
+            .iter()
+            .position(|m| holds(m) && m.gone_mono_ns.is_none_or(|g| g > t))
+            .or_else(|| self.modules.iter().rposition(holds))
     }
 
-    /// Resolves a whole stack (return addresses, innermost first).
-    pub fn stack(&mut self, pcs: &[u64]) -> Vec<Frame> {
+    /// Resolves a whole stack, innermost first.
+    pub fn stack(&mut self, stack: &Stack) -> Vec<Frame> {
         let mut out = Vec::new();
-        for &pc in pcs {
+        for &pc in &stack.pcs {
             // A return address points after the call: look up the call instruction itself.
-            out.extend(self.address(pc.saturating_sub(1)));
+            out.extend(self.address(pc.saturating_sub(1), stack.first_mono_ns));
         }
         out
     }
@@ -121,17 +127,19 @@ impl<'a> Symbolizer<'a> {
         }
     }
 
-    pub fn address(&mut self, pc: u64) -> Vec<Frame> {
-        if let Some(f) = self.cache.get(&pc) {
+    /// Resolves one code address, as it was at time `t`.
+    pub fn address(&mut self, pc: u64, t: u64) -> Vec<Frame> {
+        let module = self.module_for(pc, t);
+        if let Some(f) = self.cache.get(&(pc, module)) {
             return f.clone();
         }
-        let frames = self.resolve(pc);
-        self.cache.insert(pc, frames.clone());
+        let frames = self.resolve(pc, module);
+        self.cache.insert((pc, module), frames.clone());
         frames
     }
 
-    fn resolve(&mut self, pc: u64) -> Vec<Frame> {
-        let Some(mi) = self.module_for(pc) else {
+    fn resolve(&mut self, pc: u64, module: Option<usize>) -> Vec<Frame> {
+        let Some(mi) = module else {
             return vec![Frame {
                 function: None,
                 file: None,
