@@ -102,9 +102,13 @@ fn known_allocations_are_counted_exactly_per_function() {
         "size histogram total vs allocation calls"
     );
 
-    // Three threads: main and two workers (the profiler's own flusher thread must not appear).
+    // Three threads: main and two workers (the profiler's own flusher thread must not appear),
+    // with the names the workers gave themselves.
     let threads = report["threads"].as_array().expect("threads");
     assert_eq!(threads.len(), 3, "threads: {threads:?}");
+    let mut names: Vec<&str> = threads.iter().filter_map(|t| t["name"].as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["alloc-a", "alloc-b", "alloc_known"], "thread names");
 }
 
 /// The calls whose duration was measured: the report's extra `timed_calls` key.

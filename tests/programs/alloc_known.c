@@ -4,7 +4,9 @@
  * So per worker: malloc 13000 (10000 + the 3000 realloc sources), calloc 5000, realloc 3000,
  * aligned 3000, free 10000 + 5000 + 3000 + 2000 + 1000 = 21000.
  * With the argument "empty" the same threads are created and joined but allocate nothing, which
- * measures what the C runtime itself allocates (thread creation does). Prints nothing. */
+ * measures what the C runtime itself allocates (thread creation does). The workers name
+ * themselves "alloc-a" and "alloc-b" (in both modes). Prints nothing. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@ static void touch(void *p, size_t n) {
 }
 
 static void *worker(void *arg) {
-    (void)arg;
+    pthread_setname_np(pthread_self(), (const char *)arg);
     if (empty) return NULL;
     for (int i = 0; i < 10000; i++) {
         void *p = malloc(24);
@@ -54,8 +56,8 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
     empty = argc > 1 && strcmp(argv[1], "empty") == 0;
     pthread_t a, b;
-    if (pthread_create(&a, NULL, worker, NULL) != 0) return 10;
-    if (pthread_create(&b, NULL, worker, NULL) != 0) return 11;
+    if (pthread_create(&a, NULL, worker, "alloc-a") != 0) return 10;
+    if (pthread_create(&b, NULL, worker, "alloc-b") != 0) return 11;
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     return 0;
