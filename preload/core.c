@@ -108,6 +108,9 @@ static void ss_read_config(void) {
     ss_config.period = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_TIMING_PERIOD"), 32);
     if (ss_config.timing == SS_TIMING_EXACT || ss_config.period == 0) ss_config.period = 1;
     ss_config.flush_ms = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_FLUSH_MS"), 1000);
+    ss_config.snapshot_ms = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_SNAPSHOT_MS"), 0);
+    const char *snapshot_signal = getenv("STALLSCOPE_SNAPSHOT_SIGNAL");
+    ss_config.snapshot_signal = snapshot_signal && snapshot_signal[0] == '1';
     ss_config.stack_bytes = ss_parse_u64(getenv("STALLSCOPE_STACK_BYTES"), 512 * 1024);
     ss_config.stack_period = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_STACK_PERIOD"), 1024);
     if (ss_config.flush_ms < 10) ss_config.flush_ms = 10;
@@ -326,6 +329,7 @@ static void ss_after_fork_child(void) {
         memset(&self->rec, 0, sizeof self->rec);
         memset(self->locks, 0, sizeof self->locks);
         self->nheld = 0;
+        self->nphases = 0;
         self->written = 0;
         ss_fork_pending = self; /* the next hook takes the slow path, which re-attaches it */
     }
@@ -338,7 +342,10 @@ __attribute__((constructor)) static void ss_constructor(void) {
     if (!ss_active) return;
     SS_GUARD_BEGIN(saved);
     ss_stacks_init();
-    if (ss_open_profile() == 0) ss_start_flusher();
+    if (ss_open_profile() == 0) {
+        ss_phases_start();
+        ss_start_flusher();
+    }
     SS_GUARD_END(saved);
 }
 
@@ -346,6 +353,7 @@ __attribute__((destructor)) static void ss_destructor(void) {
     if (!ss_active || ss_pid != getpid()) return;
     ss_self = NULL; /* for good: nothing after the final flush is recorded */
     ss_busy = 1;
+    ss_phases_at_exit();
     ss_flush(1, ss_exit_status_known ? SS_END_EXIT : SS_END_DESTRUCTOR, ss_exit_status);
 }
 

@@ -35,6 +35,8 @@ struct ss_held {
     uint64_t start;
 };
 
+struct ss_phase_open;
+
 struct ss_thread {
     struct ss_thread *next; /* the global list; pushed once, never removed */
     struct ss_thread_record rec;
@@ -50,6 +52,8 @@ struct ss_thread {
     struct ss_held held[SS_HELD_MAX];
     void *(*start_fn)(void *);
     void *start_arg;
+    struct ss_phase_open *phases; /* open phases (phases.c), mapped on first use */
+    uint32_t nphases;
     uint64_t cpu_base_ns; /* CPU time before the record began (the main thread's start-up) */
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
     int written;
@@ -112,6 +116,8 @@ struct ss_config {
     char dir[512];     /* where profiles go (absolute) */
     char output[1024]; /* explicit path for the launched process, if any */
     char index[1024];  /* the supervisor's index of written profiles, if any */
+    uint32_t snapshot_ms;  /* period of heap snapshots taken by the flusher (0: none) */
+    int snapshot_signal;   /* SIGUSR2 takes a heap snapshot */
     uint64_t stack_bytes;  /* mean bytes between byte-sampled allocation stacks (0: off) */
     uint32_t stack_period; /* one allocation call in N has its stack taken (0: off) */
 };
@@ -205,6 +211,14 @@ int ss_open_profile(void);
 void ss_flush(int final, uint32_t how, int32_t status);
 void ss_writer_after_fork_child(void);
 void ss_writer_before_exec(void);
+void ss_out_append(uint32_t type, const void *payload, size_t size);
+
+/* Phases and heap snapshots (phases.c). */
+void ss_phases_start(void);
+void ss_phases_at_exit(void);
+void ss_phases_tick(uint32_t elapsed_ms);
+void ss_phases_append_pending(void);
+void ss_phases_after_fork_child(void);
 void ss_start_flusher(void);
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);
 int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);

@@ -123,6 +123,9 @@ int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size
     return ss_out_record3(type, a, alen, b, blen, NULL, 0);
 }
 
+/* For records made elsewhere (phases.c); a record that does not fit in memory is dropped. */
+void ss_out_append(uint32_t type, const void *payload, size_t size) { (void)ss_out_record(type, payload, size, NULL, 0); }
+
 /* ---- the process record ---- */
 
 static size_t ss_read_file(const char *path, char *buf, size_t cap) {
@@ -308,6 +311,7 @@ void ss_writer_after_fork_child(void) {
     ss_flushing = 0;
     ss_finished = 0;
     ss_flush_seq = 0;
+    ss_phases_after_fork_child();
     ss_flusher_started = 0;
     ss_fill_process();
     ss_stacks_after_fork_child();
@@ -393,6 +397,7 @@ void ss_flush(int final, uint32_t how, int32_t status) {
     if (ss_stacks_write() != 0) goto out;
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (ss_out_thread(t, final) != 0) goto out;
+    ss_phases_append_pending();
     if (final) {
         struct ss_end_record end = {how, status, ss_mono_ns(), ss_ticks()};
         if (ss_out_record(SS_REC_END, &end, sizeof end, NULL, 0) != 0) goto out;
@@ -471,6 +476,7 @@ static void *ss_flusher_main(void *arg) {
         /* When the program's last thread has gone after main called pthread_exit, the process
          * would end now but for this thread: end it as glibc would, with exit(0). */
         if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
+        ss_phases_tick(tick_ms);
         since_flush += tick_ms;
         if (since_flush >= ss_config.flush_ms) {
             since_flush = 0;

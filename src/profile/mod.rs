@@ -1,6 +1,7 @@
 //! Profiles: the data model, and the reader that validates a file into it.
 
 pub mod format;
+pub mod phases;
 mod reader;
 
 #[cfg(test)]
@@ -159,6 +160,10 @@ pub struct Profile {
     pub stack_sampling: Option<StackSampling>,
     /// The last record of lock sites.
     pub lock_sites: Vec<LockSite>,
+    /// Phases that ended, in the order they ended.
+    pub phases: Vec<phases::PhaseRecord>,
+    /// Heap snapshots, in the order they were taken.
+    pub heap_snapshots: Vec<phases::HeapSnapshot>,
 }
 
 impl Profile {

@@ -88,6 +88,8 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut alloc_sites = Vec::new();
     let mut stack_sampling = None;
     let mut lock_sites = Vec::new();
+    let mut phases = Vec::new();
+    let mut heap_snapshots = Vec::new();
 
     while pos < bytes.len() {
         let (rtype, payload, next) = next_record(bytes, pos)?;
@@ -200,6 +202,14 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 lock_sites = parse_lock_sites(payload, pos, &stacks)?;
                 ended_after = end.is_some();
             }
+            super::phases::REC_PHASE => {
+                phases.push(super::phases::parse_phase(payload, pos)?);
+                ended_after = end.is_some();
+            }
+            super::phases::REC_HEAP => {
+                heap_snapshots.push(super::phases::parse_heap(payload, pos)?);
+                ended_after = end.is_some();
+            }
             other => return err(pos, format!("unknown record type {other}")),
         }
         if rtype != REC_SUPERVISOR {
@@ -248,6 +258,8 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
         alloc_sites,
         stack_sampling,
         lock_sites,
+        phases,
+        heap_snapshots,
     })
 }
 

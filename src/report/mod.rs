@@ -1,6 +1,7 @@
 //! `stallscope report`: a profile as a terminal report or as JSON.
 
 pub mod json;
+pub mod phases;
 pub mod sites;
 pub mod summary;
 pub mod text;
@@ -28,12 +29,21 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         let profile = profile::read(path)?;
         let mut s = summary::summarize(&profile);
         sites::fill(&profile, &mut s);
-        reports.push((path.display().to_string(), s));
+        let phase_report = phases::build(&profile);
+        reports.push((path.display().to_string(), s, phase_report));
     }
     if args.json {
         let values: Vec<_> = reports
             .iter()
-            .map(|(p, s)| json::report_json(s, p))
+            .map(|(p, s, ph)| {
+                let mut value = json::report_json(s, p);
+                if let Some(object) = value.as_object_mut() {
+                    for (key, v) in phases::json_keys(ph) {
+                        object.insert(key.to_string(), v);
+                    }
+                }
+                value
+            })
             .collect();
         let out = if values.len() == 1 {
             values.into_iter().next().expect("one report")
@@ -43,11 +53,12 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let style = Style::for_stdout();
-        for (i, (path, s)) in reports.iter().enumerate() {
+        for (i, (path, s, ph)) in reports.iter().enumerate() {
             if i > 0 {
                 println!();
             }
             print!("{}", text::render(s, path, style, args.stacks));
+            print!("{}", phases::render_text(ph, style));
         }
     }
     Ok(0)

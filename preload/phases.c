@@ -1,0 +1,259 @@
+/* Phases and heap snapshots: the implementation behind include/stallscope.h, plus snapshots at
+ * start, at exit, periodically and on SIGUSR2 when asked for. None of this is on the allocation hot
+ * path. Records are queued on a lock-free list and written by the next flush. */
+#include "ss_internal.h"
+#include "ss_format_phases.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SS_PHASES_MAX 32u
+
+/* What a phase remembers from its begin: the thread's counters then. */
+struct ss_phase_open {
+    char name[SS_PHASE_NAME];
+    uint32_t heap_before;
+    uint64_t begin_mono_ns;
+    struct ss_fn_stats fn[SS_FN_COUNT];
+    uint64_t lat_hist[SS_GRP_COUNT][SS_LAT_BUCKETS];
+};
+
+/* A record waiting for the next flush. */
+struct ss_pending {
+    struct ss_pending *next;
+    size_t map_size;
+    uint32_t type;
+    uint32_t size;
+    unsigned char payload[];
+};
+
+static struct ss_pending *ss_pending_head;
+static uint32_t ss_heap_seq;
+static volatile sig_atomic_t ss_snapshot_requested;
+
+static void ss_push_pending(uint32_t type, const void *a, size_t alen, const void *b, size_t blen) {
+    size_t map_size = sizeof(struct ss_pending) + alen + blen;
+    struct ss_pending *p = ss_map(map_size);
+    if (!p) return;
+    p->map_size = map_size;
+    p->type = type;
+    p->size = (uint32_t)(alen + blen);
+    memcpy(p->payload, a, alen);
+    if (blen) memcpy(p->payload + alen, b, blen);
+    struct ss_pending *head = __atomic_load_n(&ss_pending_head, __ATOMIC_RELAXED);
+    do {
+        p->next = head;
+    } while (!__atomic_compare_exchange_n(&ss_pending_head, &head, p, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+/* Called by the flush (one at a time): appends the queued records in the order they were made. */
+void ss_phases_append_pending(void) {
+    struct ss_pending *list = __atomic_exchange_n(&ss_pending_head, NULL, __ATOMIC_ACQUIRE);
+    struct ss_pending *ordered = NULL;
+    while (list) {
+        struct ss_pending *next = list->next;
+        list->next = ordered;
+        ordered = list;
+        list = next;
+    }
+    while (ordered) {
+        struct ss_pending *next = ordered->next;
+        ss_out_append(ordered->type, ordered->payload, ordered->size);
+        ss_unmap(ordered, ordered->map_size);
+        ordered = next;
+    }
+}
+
+void ss_phases_after_fork_child(void) {
+    ss_pending_head = NULL; /* the parent's records: its own flush writes them */
+    ss_heap_seq = 0;
+}
+
+static void ss_copy_label(char *dst, size_t cap, const char *a, const char *b) {
+    size_t n = 0;
+    for (; a && *a && n + 1 < cap; a++) dst[n++] = *a;
+    for (; b && *b && n + 1 < cap; b++) dst[n++] = *b;
+    memset(dst + n, 0, cap - n);
+}
+
+static uint64_t ss_rss_bytes(void) {
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    const char *p = buf;
+    while (*p && *p != ' ') p++; /* field 2 is the resident set, in pages */
+    uint64_t pages = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++) pages = pages * 10 + (uint64_t)(*p - '0');
+    return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* malloc_info writes to a FILE; a memory file keeps it off the disk. The FILE itself is allocated
+ * by stdio: a few hundred bytes (a small-bin request, taken and given back under the guard, never
+ * counted). Its buffer must not be: a 4 KiB request is a large-bin one, which makes glibc
+ * consolidate the fast bins, destroying the very state the snapshot is there to see. Snapshots are
+ * taken by one thread at a time in practice; the buffer is per thread to be sure. */
+static unsigned char *ss_malloc_info_xml(size_t *len, size_t *map_size) {
+    *len = 0;
+    *map_size = 0;
+    int fd = (int)syscall(SYS_memfd_create, "stallscope-heap", 1u /* MFD_CLOEXEC */);
+    if (fd < 0) return NULL;
+    int keep = dup(fd);
+    FILE *f = keep >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        close(fd);
+        if (keep >= 0) close(keep);
+        return NULL;
+    }
+    static __thread char buffer[4096];
+    setvbuf(f, buffer, _IOFBF, sizeof buffer);
+    malloc_info(0, f);
+    fclose(f);
+    off_t size = lseek(keep, 0, SEEK_END);
+    unsigned char *xml = size > 0 ? ss_map((size_t)size) : NULL;
+    if (xml && pread(keep, xml, (size_t)size, 0) == size) {
+        *len = (size_t)size;
+        *map_size = (size_t)size;
+    } else if (xml) {
+        ss_unmap(xml, (size_t)size);
+        xml = NULL;
+    }
+    close(keep);
+    return xml;
+}
+
+/* Takes a snapshot now; returns its sequence number. The caller holds the guard. */
+static uint32_t ss_take_snapshot(const char *label, const char *suffix) {
+    struct ss_heap_record r;
+    memset(&r, 0, sizeof r);
+    uint64_t start = ss_mono_ns();
+    r.seq = __atomic_add_fetch(&ss_heap_seq, 1, __ATOMIC_RELAXED);
+    r.tid = (uint32_t)syscall(SYS_gettid);
+    ss_copy_label(r.label, sizeof r.label, label, suffix);
+    unsigned char *xml = NULL;
+    size_t xml_len = 0, xml_map = 0;
+    if (!ss_guard_calls) { /* glibc's allocator: its own statistics describe the heap */
+        struct mallinfo2 mi = mallinfo2();
+        r.arena = mi.arena;
+        r.ordblks = mi.ordblks;
+        r.smblks = mi.smblks;
+        r.hblks = mi.hblks;
+        r.hblkhd = mi.hblkhd;
+        r.usmblks = mi.usmblks;
+        r.fsmblks = mi.fsmblks;
+        r.uordblks = mi.uordblks;
+        r.fordblks = mi.fordblks;
+        r.keepcost = mi.keepcost;
+        r.flags |= SS_HEAP_GLIBC;
+        xml = ss_malloc_info_xml(&xml_len, &xml_map);
+    }
+    r.rss_bytes = ss_rss_bytes();
+    r.mono_ns = start;
+    r.duration_ns = ss_mono_ns() - start;
+    r.xml_len = (uint32_t)xml_len;
+    ss_push_pending(SS_REC_HEAP, &r, sizeof r, xml, xml_len);
+    if (xml) ss_unmap(xml, xml_map);
+    return r.seq;
+}
+
+/* ---- the public API (include/stallscope.h binds to these when they exist) ---- */
+
+SS_EXPORT void stallscope_impl_heap_snapshot(const char *label) {
+    struct ss_thread *t = ss_enter();
+    if (!t) return;
+    SS_GUARD_BEGIN(saved);
+    ss_take_snapshot(label ? label : "snapshot", NULL);
+    SS_GUARD_END(saved);
+}
+
+SS_EXPORT void stallscope_impl_phase_begin(const char *name) {
+    struct ss_thread *t = ss_enter();
+    if (!t) return;
+    SS_GUARD_BEGIN(saved);
+    if (!t->phases) t->phases = ss_map(SS_PHASES_MAX * sizeof(struct ss_phase_open));
+    if (t->phases && t->nphases < SS_PHASES_MAX) {
+        struct ss_phase_open *o = &t->phases[t->nphases];
+        ss_copy_label(o->name, sizeof o->name, name ? name : "phase", NULL);
+        o->heap_before = ss_take_snapshot("begin ", o->name);
+        /* The phase starts after its snapshot, so the snapshot's cost is not in it. */
+        o->begin_mono_ns = ss_mono_ns();
+        memcpy(o->fn, t->rec.fn, sizeof o->fn);
+        memcpy(o->lat_hist, t->rec.lat_hist, sizeof o->lat_hist);
+    }
+    t->nphases++; /* deeper than SS_PHASES_MAX: counted, so begins and ends still pair up */
+    SS_GUARD_END(saved);
+}
+
+SS_EXPORT void stallscope_impl_phase_end(void) {
+    struct ss_thread *t = ss_enter();
+    if (!t || t->nphases == 0) return;
+    SS_GUARD_BEGIN(saved);
+    uint32_t depth = --t->nphases;
+    if (t->phases && depth < SS_PHASES_MAX) {
+        struct ss_phase_open *o = &t->phases[depth];
+        static __thread struct ss_phase_record r; /* 2 KB: kept off small thread stacks */
+        memset(&r, 0, sizeof r);
+        r.end_mono_ns = ss_mono_ns();
+        r.tid = t->rec.tid;
+        r.depth = depth;
+        r.heap_before = o->heap_before;
+        r.begin_mono_ns = o->begin_mono_ns;
+        memcpy(r.name, o->name, sizeof r.name);
+        for (int f = 0; f < SS_FN_COUNT; f++) {
+            r.fn[f].calls = t->rec.fn[f].calls - o->fn[f].calls;
+            r.fn[f].bytes = t->rec.fn[f].bytes - o->fn[f].bytes;
+            r.fn[f].timed_calls = t->rec.fn[f].timed_calls - o->fn[f].timed_calls;
+            r.fn[f].timed_ticks = t->rec.fn[f].timed_ticks - o->fn[f].timed_ticks;
+        }
+        for (int g = 0; g < SS_GRP_COUNT; g++)
+            for (uint32_t b = 0; b < SS_LAT_BUCKETS; b++) r.lat_hist[g][b] = t->rec.lat_hist[g][b] - o->lat_hist[g][b];
+        r.heap_after = ss_take_snapshot("end ", o->name);
+        ss_push_pending(SS_REC_PHASE, &r, sizeof r, NULL, 0);
+    }
+    SS_GUARD_END(saved);
+}
+
+/* ---- snapshots without code changes ---- */
+
+static void ss_on_snapshot_signal(int sig) {
+    (void)sig;
+    ss_snapshot_requested = 1; /* taken by the flusher thread within its next tick */
+}
+
+void ss_phases_start(void) {
+    if (ss_config.snapshot_signal) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = ss_on_snapshot_signal;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGUSR2, &sa, NULL);
+    }
+    ss_take_snapshot("start", NULL);
+}
+
+void ss_phases_at_exit(void) { ss_take_snapshot("exit", NULL); }
+
+/* The flusher's tick: periodic snapshots and those asked for by signal. */
+void ss_phases_tick(uint32_t elapsed_ms) {
+    static uint32_t since;
+    if (ss_snapshot_requested) {
+        ss_snapshot_requested = 0;
+        ss_take_snapshot("SIGUSR2", NULL);
+    }
+    if (ss_config.snapshot_ms == 0) return;
+    since += elapsed_ms;
+    if (since >= ss_config.snapshot_ms) {
+        since = 0;
+        ss_take_snapshot("periodic", NULL);
+    }
+}

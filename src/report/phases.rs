@@ -1,0 +1,421 @@
+//! Phases and heap snapshots in the report: the phase table, the heap over time, and the flag for
+//! a phase whose allocator calls cost far more per call than elsewhere, with the heap state that
+//! explains it.
+
+use crate::profile::Profile;
+use crate::profile::format::{GROUPS, LAT_BUCKETS, latency_bucket_range};
+use crate::profile::phases::{HeapSnapshot, PhaseRecord};
+use crate::util::{Style, fmt_bytes, fmt_count, fmt_ns};
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+/// When a phase is flagged: its mean time per call of `function` is at least `ratio` times the
+/// lowest of the other runs of the same phase (same name and depth: the same work, in another heap
+/// state), both having at least `min_calls` calls and `min_timed` timed ones (enough for a stable
+/// mean under 1-in-32 sampling). Different phases do different work and are never compared.
+pub struct SlowdownRule {
+    pub function: &'static str,
+    pub min_calls: u64,
+    pub min_timed: u64,
+    pub ratio: f64,
+}
+
+pub const SLOWDOWN_RULES: [SlowdownRule; 2] = [
+    SlowdownRule {
+        function: "malloc",
+        min_calls: 10_000,
+        min_timed: 200,
+        ratio: 3.0,
+    },
+    SlowdownRule {
+        function: "free",
+        min_calls: 10_000,
+        min_timed: 200,
+        ratio: 3.0,
+    },
+];
+
+/// One allocator function group inside a phase.
+#[derive(Debug, Clone)]
+pub struct PhaseFn {
+    pub name: &'static str,
+    pub calls: u64,
+    pub bytes: u64,
+    pub timed_calls: u64,
+    pub time_ns: u64,
+    pub p99_ns: Option<f64>,
+}
+
+impl PhaseFn {
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.timed_calls > 0).then(|| self.time_ns as f64 / self.calls as f64)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PhaseSummary {
+    pub name: String,
+    pub tid: u32,
+    pub depth: u32,
+    pub begin_ns: u64,
+    pub end_ns: u64,
+    pub fns: Vec<PhaseFn>,
+    pub heap_before: Option<HeapSnapshot>,
+    pub heap_after: Option<HeapSnapshot>,
+}
+
+impl PhaseSummary {
+    pub fn wall_ns(&self) -> u64 {
+        self.end_ns - self.begin_ns
+    }
+    pub fn function(&self, name: &str) -> Option<&PhaseFn> {
+        self.fns.iter().find(|f| f.name == name)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PhaseFlag {
+    pub phase: String,
+    pub baseline_phase: String,
+    pub function: &'static str,
+    pub ratio: f64,
+    pub message: String,
+}
+
+pub struct PhaseReport {
+    pub phases: Vec<PhaseSummary>,
+    pub snapshots: Vec<HeapSnapshot>,
+    pub flags: Vec<PhaseFlag>,
+    pub start_mono_ns: u64,
+}
+
+fn phase_fn(p: &Profile, r: &PhaseRecord, group: usize) -> PhaseFn {
+    let (name, members) = GROUPS[group];
+    let (mut calls, mut bytes, mut timed_calls, mut ticks) = (0, 0, 0, 0.0f64);
+    for &i in members {
+        let f = &r.fns[i];
+        calls += f.calls;
+        bytes += f.bytes;
+        timed_calls += f.timed_calls;
+        if f.timed_calls > 0 {
+            ticks += f.timed_ticks as f64 * f.calls as f64 / f.timed_calls as f64;
+        }
+    }
+    let hist = &r.lat_hist[group];
+    let total: u64 = hist.iter().sum();
+    let p99_ns = (total > 0).then(|| {
+        let target = 0.99 * total as f64;
+        let mut seen = 0.0;
+        for (b, &count) in hist.iter().enumerate().take(LAT_BUCKETS) {
+            if count > 0 && seen + count as f64 >= target {
+                let (lo, hi) = latency_bucket_range(b);
+                return lo as f64 + (target - seen) / count as f64 * (hi - lo) as f64;
+            }
+            seen += count as f64;
+        }
+        latency_bucket_range(LAT_BUCKETS - 1).1 as f64
+    });
+    PhaseFn {
+        name,
+        calls,
+        bytes,
+        timed_calls,
+        time_ns: (ticks * 1e9 / p.ticks_per_sec).round() as u64,
+        p99_ns,
+    }
+}
+
+pub fn build(p: &Profile) -> PhaseReport {
+    let snapshot =
+        |seq: Option<u32>| seq.and_then(|s| p.heap_snapshots.iter().find(|h| h.seq == s).cloned());
+    let mut phases: Vec<PhaseSummary> = p
+        .phases
+        .iter()
+        .map(|r| PhaseSummary {
+            name: r.name.clone(),
+            tid: r.tid,
+            depth: r.depth,
+            begin_ns: r.begin_mono_ns.saturating_sub(p.process.start_mono_ns),
+            end_ns: r.end_mono_ns.saturating_sub(p.process.start_mono_ns),
+            fns: (0..GROUPS.len()).map(|g| phase_fn(p, r, g)).collect(),
+            heap_before: snapshot(r.heap_before),
+            heap_after: snapshot(r.heap_after),
+        })
+        .collect();
+    phases.sort_by_key(|ph| (ph.begin_ns, ph.depth));
+    let flags = flag_slow_phases(&phases);
+    PhaseReport {
+        phases,
+        snapshots: p.heap_snapshots.clone(),
+        flags,
+        start_mono_ns: p.process.start_mono_ns,
+    }
+}
+
+fn flag_slow_phases(phases: &[PhaseSummary]) -> Vec<PhaseFlag> {
+    let mut flags = Vec::new();
+    for rule in &SLOWDOWN_RULES {
+        let qualifies = |ph: &PhaseSummary| {
+            ph.function(rule.function)
+                .filter(|f| f.calls >= rule.min_calls && f.timed_calls >= rule.min_timed)
+                .and_then(PhaseFn::mean_ns)
+        };
+        for ph in phases {
+            let Some(mean) = qualifies(ph) else { continue };
+            let baseline = phases
+                .iter()
+                .filter(|o| !std::ptr::eq(*o, ph) && o.depth == ph.depth && o.name == ph.name)
+                .filter_map(|o| qualifies(o).map(|m| (m, o)))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let Some((base_mean, base)) = baseline else {
+                continue;
+            };
+            let ratio = mean / base_mean;
+            if ratio < rule.ratio {
+                continue;
+            }
+            let mut message = format!(
+                "`{}` took {:.1}x longer per call in phase \"{}\" ({} per call) than in phase \"{}\" ({})",
+                rule.function,
+                ratio,
+                ph.name,
+                fmt_ns(mean),
+                base.name,
+                fmt_ns(base_mean)
+            );
+            if let Some(h) = &ph.heap_before {
+                let _ = write!(
+                    message,
+                    "; {}",
+                    heap_state_sentence(h, base.heap_before.as_ref())
+                );
+            }
+            flags.push(PhaseFlag {
+                phase: ph.name.clone(),
+                baseline_phase: base.name.clone(),
+                function: rule.function,
+                ratio,
+                message,
+            });
+        }
+    }
+    flags
+}
+
+/// What the heap held when a phase began, compared with the baseline phase's start.
+fn heap_state_sentence(h: &HeapSnapshot, base: Option<&HeapSnapshot>) -> String {
+    if !h.glibc {
+        return "heap details are available for glibc's allocator only".to_string();
+    }
+    let mut s = format!(
+        "when it began, {} free chunks ({}) sat in the heap, {} of them ({}) in fast bins",
+        fmt_count(h.free_chunks + h.fastbin_chunks),
+        fmt_bytes(h.free_bytes),
+        fmt_count(h.fastbin_chunks),
+        fmt_bytes(h.fastbin_bytes)
+    );
+    if let Some(bin) = h
+        .info
+        .as_ref()
+        .and_then(|i| i.bins.iter().max_by_key(|b| b.count))
+    {
+        let _ = write!(
+            s,
+            "; the fullest size class was {}-{} bytes with {} chunks",
+            bin.min_bytes,
+            bin.max_bytes,
+            fmt_count(bin.count)
+        );
+    }
+    if let Some(b) = base.filter(|b| b.glibc) {
+        let _ = write!(
+            s,
+            " (versus {} free chunks, {}, when the baseline began)",
+            fmt_count(b.free_chunks + b.fastbin_chunks),
+            fmt_bytes(b.free_bytes)
+        );
+    }
+    s
+}
+
+fn heap_json(h: &HeapSnapshot, start_mono_ns: u64) -> Value {
+    json!({
+        "seq": h.seq,
+        "label": h.label,
+        "tid": h.tid,
+        "t_ns": h.mono_ns.saturating_sub(start_mono_ns),
+        "duration_ns": h.duration_ns,
+        "glibc": h.glibc,
+        "in_use_bytes": h.in_use_bytes(),
+        "free_bytes": h.free_bytes,
+        "fastbin_bytes": h.fastbin_bytes,
+        "top_bytes": h.top_bytes,
+        "mmap_bytes": h.mmap_bytes,
+        "arena_bytes": h.arena_bytes,
+        "free_chunks": h.free_chunks + h.fastbin_chunks,
+        "fastbin_chunks": h.fastbin_chunks,
+        "fragmentation": h.fragmentation(),
+        "arenas": h.info.as_ref().map(|i| i.arenas),
+        "rss_bytes": h.rss_bytes,
+        "bins": h.info.as_ref().map(|i| i.bins.iter().map(|b| json!({
+            "min_bytes": b.min_bytes, "max_bytes": b.max_bytes, "count": b.count, "bytes": b.bytes,
+        })).collect::<Vec<_>>()),
+    })
+}
+
+/// The keys `phases`, `heap_snapshots` and `phase_flags` of the report's JSON.
+pub fn json_keys(r: &PhaseReport) -> Vec<(&'static str, Value)> {
+    let phases: Vec<Value> = r
+        .phases
+        .iter()
+        .map(|ph| {
+            let mut functions = serde_json::Map::new();
+            for f in &ph.fns {
+                functions.insert(
+                    f.name.to_string(),
+                    json!({
+                        "calls": f.calls, "bytes": f.bytes, "time_ns": f.time_ns,
+                        "timed_calls": f.timed_calls, "mean_ns": f.mean_ns(), "p99_ns": f.p99_ns,
+                    }),
+                );
+            }
+            json!({
+                "name": ph.name,
+                "tid": ph.tid,
+                "depth": ph.depth,
+                "begin_ns": ph.begin_ns,
+                "end_ns": ph.end_ns,
+                "wall_ns": ph.wall_ns(),
+                "alloc": {"functions": functions},
+                "heap_before": ph.heap_before.as_ref().map(|h| heap_json(h, r.start_mono_ns)),
+                "heap_after": ph.heap_after.as_ref().map(|h| heap_json(h, r.start_mono_ns)),
+            })
+        })
+        .collect();
+    let snapshots: Vec<Value> = r
+        .snapshots
+        .iter()
+        .map(|h| heap_json(h, r.start_mono_ns))
+        .collect();
+    let flags: Vec<Value> = r
+        .flags
+        .iter()
+        .map(|f| {
+            json!({
+                "phase": f.phase, "baseline_phase": f.baseline_phase, "function": f.function,
+                "ratio": f.ratio, "message": f.message,
+            })
+        })
+        .collect();
+    vec![
+        ("phases", Value::Array(phases)),
+        ("heap_snapshots", Value::Array(snapshots)),
+        ("phase_flags", Value::Array(flags)),
+    ]
+}
+
+pub fn render_text(r: &PhaseReport, style: Style) -> String {
+    let mut o = String::new();
+    if !r.phases.is_empty() {
+        let _ = writeln!(o, "\n{}", style.bold("Phases"));
+        let _ = writeln!(
+            o,
+            "  {:<28} {:>8} {:>10} {:>11} {:>10} {:>10} {:>10} {:>10} {:>11} {:>11}",
+            "phase",
+            "tid",
+            "wall",
+            "alloc calls",
+            "in alloc",
+            "malloc",
+            "free",
+            "malloc p99",
+            "heap free",
+            "→ after"
+        );
+        for ph in &r.phases {
+            let calls: u64 = ph.fns.iter().map(|f| f.calls).sum();
+            let time: u64 = ph.fns.iter().map(|f| f.time_ns).sum();
+            let mean = |name: &str| {
+                ph.function(name)
+                    .and_then(PhaseFn::mean_ns)
+                    .map_or("-".to_string(), fmt_ns)
+            };
+            let p99 = ph
+                .function("malloc")
+                .and_then(|f| f.p99_ns)
+                .map_or("-".to_string(), fmt_ns);
+            let free = |h: &Option<HeapSnapshot>| {
+                h.as_ref()
+                    .filter(|h| h.glibc)
+                    .map_or("-".to_string(), |h| fmt_bytes(h.free_bytes))
+            };
+            let name = format!("{}{}", "  ".repeat(ph.depth as usize), ph.name);
+            let _ = writeln!(
+                o,
+                "  {:<28} {:>8} {:>10} {:>11} {:>10} {:>10} {:>10} {:>10} {:>11} {:>11}",
+                name,
+                ph.tid,
+                fmt_ns(ph.wall_ns() as f64),
+                fmt_count(calls),
+                fmt_ns(time as f64),
+                mean("malloc"),
+                mean("free"),
+                p99,
+                free(&ph.heap_before),
+                free(&ph.heap_after)
+            );
+        }
+        let _ = writeln!(o, "  {}", style.dim("malloc, free: mean time per call; heap free: free bytes held by the allocator at the phase's begin and end"));
+    }
+    for f in &r.flags {
+        let _ = writeln!(o, "  {} {}", style.warn("!"), f.message);
+    }
+    if !r.snapshots.is_empty() {
+        let _ = writeln!(o, "\n{}", style.bold("Heap snapshots"));
+        let _ = writeln!(
+            o,
+            "  {:<30} {:>10} {:>11} {:>11} {:>13} {:>11} {:>7} {:>11} {:>9}",
+            "label", "at", "in use", "free", "free chunks", "fast bins", "frag.", "RSS", "took"
+        );
+        for h in &r.snapshots {
+            let at = fmt_ns(h.mono_ns.saturating_sub(r.start_mono_ns) as f64);
+            if !h.glibc {
+                let _ = writeln!(
+                    o,
+                    "  {:<30} {:>10} {:>11} {:>11} {:>13} {:>11} {:>7} {:>11} {:>9}",
+                    h.label,
+                    at,
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    fmt_bytes(h.rss_bytes),
+                    fmt_ns(h.duration_ns as f64)
+                );
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "  {:<30} {:>10} {:>11} {:>11} {:>13} {:>11} {:>6.0}% {:>11} {:>9}",
+                h.label,
+                at,
+                fmt_bytes(h.in_use_bytes()),
+                fmt_bytes(h.free_bytes),
+                fmt_count(h.free_chunks + h.fastbin_chunks),
+                fmt_bytes(h.fastbin_bytes),
+                h.fragmentation() * 100.0,
+                fmt_bytes(h.rss_bytes),
+                fmt_ns(h.duration_ns as f64)
+            );
+        }
+        if r.snapshots.iter().any(|h| !h.glibc) {
+            let _ = writeln!(
+                o,
+                "  {}",
+                style.dim("heap details are glibc-only: another allocator is in use")
+            );
+        }
+    }
+    o
+}
