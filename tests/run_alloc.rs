@@ -312,3 +312,47 @@ fn rarer_entry_points_are_grouped_and_counted_once() {
     assert_eq!(delta("free"), (56, 0), "free");
     assert_eq!(delta("calloc"), (0, 0));
 }
+
+#[test]
+fn counts_stay_exact_with_a_preloaded_jemalloc() {
+    // The user's own LD_PRELOAD (another allocator) is kept, and the interposer forwards to it.
+    let jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+    assert!(
+        std::path::Path::new(jemalloc).exists(),
+        "{jemalloc} is needed by this test: install the Debian package libjemalloc2"
+    );
+    let dir = TempDir::new("alloc-jemalloc");
+    let exe = compile(dir.path(), "alloc_known.c", &[]);
+    let with_jemalloc = |c: &mut std::process::Command| {
+        c.env("LD_PRELOAD", jemalloc);
+    };
+    let runs = [("empty.prof", Some("empty")), ("known.prof", None)];
+    let reports: Vec<Value> = runs
+        .iter()
+        .map(|(name, arg)| {
+            let mut cmd = vec![exe.as_os_str()];
+            cmd.extend(arg.map(std::ffi::OsStr::new));
+            let (_, path) = profile_with(dir.path(), name, &[], &cmd, 0, with_jemalloc);
+            report_json(&path)
+        })
+        .collect();
+    let (base, report) = (&reports[0], &reports[1]);
+    for r in [base, report] {
+        assert!(
+            r["allocator"]
+                .as_str()
+                .is_some_and(|a| a.contains("jemalloc")),
+            "the allocator behind malloc is jemalloc: {}",
+            r["allocator"]
+        );
+    }
+    for function in FUNCTIONS {
+        let (calls, bytes) = alloc_known_per_worker(function);
+        let (b, r) = (fn_stats(base, function), fn_stats(report, function));
+        assert_eq!(
+            (r.calls, r.bytes),
+            (b.calls + 2 * calls, b.bytes + 2 * bytes),
+            "{function}: {r:?} vs baseline {b:?}"
+        );
+    }
+}

@@ -222,11 +222,23 @@ pub fn profile<S: AsRef<OsStr>>(
     cmd: &[S],
     expect_code: i32,
 ) -> (Output, PathBuf) {
+    profile_with(dir, name, run_args, cmd, expect_code, |_| {})
+}
+
+/// Like `profile`, with a hook to adjust stallscope's command (its environment) before it runs.
+pub fn profile_with<S: AsRef<OsStr>>(
+    dir: &Path,
+    name: &str,
+    run_args: &[&str],
+    cmd: &[S],
+    expect_code: i32,
+    adjust: impl FnOnce(&mut Command),
+) -> (Output, PathBuf) {
     let path = dir.join(name);
     let path_str = path.to_str().unwrap().to_string();
     let mut args = vec!["-o", path_str.as_str()];
     args.extend_from_slice(run_args);
-    let out = stallscope_run(dir, &args, cmd);
+    let out = stallscope_run_with(dir, &args, cmd, adjust);
     assert_eq!(
         exit_code(&out),
         expect_code,
