@@ -52,12 +52,24 @@ static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     }
 }
 
-static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group grp, uint64_t ticks) {
+/* Records a measured call: one always timed (it stands for itself in the histogram) or one of the
+ * random sample (it stands for `period` calls). */
+static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group grp, uint64_t ticks, int exact) {
     struct ss_fn_stats *f = &t->rec.fn[fn];
-    SS_ADD(f->timed_calls, 1);
-    SS_ADD(f->timed_ticks, ticks);
-    SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], 1);
+    if (exact) {
+        SS_ADD(f->exact_calls, 1);
+        SS_ADD(f->exact_ticks, ticks);
+    } else {
+        SS_ADD(f->timed_calls, 1);
+        SS_ADD(f->timed_ticks, ticks);
+    }
+    SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], exact ? 1u : ss_config.period);
 }
+
+/* Calls likely to be slow are always timed, since a 1-in-N sample would miss the rare call that
+ * costs more than all the others together: a request this large is a large-bin request in glibc,
+ * which first consolidates the fast bins (with millions of free chunks: tens of milliseconds). */
+#define SS_EXACT_BYTES 1000u
 
 static inline size_t ss_mul_saturating(size_t a, size_t b) {
     size_t r;
@@ -73,15 +85,17 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
         ss_count(t, fn, bytes_);                                                                            \
         int timed_ = ss_take_timed(t);                                                                      \
         int bfired_ = ss_take_bytes(t, bytes_);                                                             \
-        if (SS_LIKELY(!(timed_ | bfired_) && !ss_guard_calls)) return real_call;                            \
+        int exact_ = bytes_ >= SS_EXACT_BYTES;                                                              \
+        if (SS_LIKELY(!(timed_ | bfired_ | exact_) && !ss_guard_calls)) return real_call;                   \
         uint32_t site_ = (timed_ | bfired_) ? ss_stack_sample(t, fn, bytes_, timed_, bfired_) : 0;          \
+        timed_ |= exact_;                                                                                   \
         uint64_t start_ = (timed_ || site_) ? ss_ticks() : 0;                                               \
         SS_GUARD_BEGIN(saved_);                                                                             \
         ret = real_call;                                                                                    \
         SS_GUARD_END(saved_);                                                                               \
         if (timed_ || site_) {                                                                              \
             uint64_t ticks_ = ss_ticks() - start_;                                                          \
-            if (timed_) ss_timed(t, fn, grp, ticks_);                                                       \
+            if (timed_) ss_timed(t, fn, grp, ticks_, exact_);                                               \
             if (site_) ss_stack_time(t, site_, ticks_);                                                        \
         }                                                                                                   \
     } while (0)
@@ -104,13 +118,16 @@ SS_EXPORT void free(void *ptr) {
         return;
     }
     ss_count(t, SS_FN_FREE, 0);
-    int timed = ss_take_timed(t);
+    /* Freeing a large chunk can consolidate the heap: always timed. With glibc's allocator the
+     * chunk's size is in the word before it (its low 3 bits are flags). */
+    int exact = !ss_guard_calls && ptr && (((const size_t *)ptr)[-1] & ~(size_t)7) >= SS_EXACT_BYTES;
+    int timed = exact || ss_take_timed(t);
     if (SS_LIKELY(!timed && !ss_guard_calls)) return ss_real.free(ptr);
     uint64_t start = timed ? ss_ticks() : 0;
     SS_GUARD_BEGIN(saved);
     ss_real.free(ptr);
     SS_GUARD_END(saved);
-    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_ticks() - start);
+    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_ticks() - start, exact);
 }
 
 SS_EXPORT void *calloc(size_t n, size_t size) {

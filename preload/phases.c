@@ -213,6 +213,8 @@ SS_EXPORT void stallscope_impl_phase_end(void) {
             r.fn[f].bytes = t->rec.fn[f].bytes - o->fn[f].bytes;
             r.fn[f].timed_calls = t->rec.fn[f].timed_calls - o->fn[f].timed_calls;
             r.fn[f].timed_ticks = t->rec.fn[f].timed_ticks - o->fn[f].timed_ticks;
+            r.fn[f].exact_calls = t->rec.fn[f].exact_calls - o->fn[f].exact_calls;
+            r.fn[f].exact_ticks = t->rec.fn[f].exact_ticks - o->fn[f].exact_ticks;
         }
         for (int g = 0; g < SS_GRP_COUNT; g++)
             for (uint32_t b = 0; b < SS_LAT_BUCKETS; b++) r.lat_hist[g][b] = t->rec.lat_hist[g][b] - o->lat_hist[g][b];

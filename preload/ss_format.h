@@ -42,7 +42,8 @@ enum ss_group { SS_GRP_MALLOC = 0, SS_GRP_CALLOC, SS_GRP_REALLOC, SS_GRP_FREE, S
 #define SS_SIZE_FINE_BUCKETS 32u
 #define SS_SIZE_BUCKETS 88u
 
-/* Latency histogram: bucket k holds calls of [2^k, 2^(k+1)) ns; bucket 0 also holds 0 ns. */
+/* Latency histogram: bucket k holds calls of [2^k, 2^(k+1)) ns; bucket 0 also holds 0 ns. Counts
+ * are estimates of all calls: a sampled call adds the sampling period, an always-timed call 1. */
 #define SS_LAT_BUCKETS 40u
 
 enum ss_record_type {
@@ -103,11 +104,16 @@ struct ss_process_record {
     uint32_t exe_len;
 };
 
+/* Durations are measured in two strata: calls likely to be slow (large requests, frees of large
+ * chunks) are always timed (exact_*); the others on a random 1-in-N sample (timed_*). The estimated
+ * total is exact_ticks + timed_ticks * (calls - exact_calls) / timed_calls. */
 struct ss_fn_stats {
     uint64_t calls;
     uint64_t bytes;       /* requested; 0 for free */
-    uint64_t timed_calls; /* calls whose duration was measured */
+    uint64_t timed_calls; /* sampled calls whose duration was measured */
     uint64_t timed_ticks; /* their summed duration */
+    uint64_t exact_calls; /* calls always timed */
+    uint64_t exact_ticks; /* their summed duration */
 };
 
 struct ss_lock_stats {
@@ -244,9 +250,9 @@ struct ss_lock_site {
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
 _Static_assert(sizeof(struct ss_record_header) == 16, "record header layout");
 _Static_assert(sizeof(struct ss_process_record) == 160, "process record layout");
-_Static_assert(sizeof(struct ss_fn_stats) == 32, "function stats layout");
+_Static_assert(sizeof(struct ss_fn_stats) == 48, "function stats layout");
 _Static_assert(sizeof(struct ss_lock_stats) == 64, "lock stats layout");
-_Static_assert(sizeof(struct ss_thread_record) == 2688, "thread record layout");
+_Static_assert(sizeof(struct ss_thread_record) == 2848, "thread record layout");
 _Static_assert(sizeof(struct ss_flush_record) == 32, "flush record layout");
 _Static_assert(sizeof(struct ss_end_record) == 24, "end record layout");
 _Static_assert(sizeof(struct ss_supervisor_record) == 24, "supervisor record layout");

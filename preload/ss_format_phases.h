@@ -44,7 +44,7 @@ struct ss_heap_record {
     uint32_t xml_len;
 };
 
-_Static_assert(sizeof(struct ss_phase_record) == 2016, "phase record layout");
+_Static_assert(sizeof(struct ss_phase_record) == 2176, "phase record layout");
 _Static_assert(sizeof(struct ss_heap_record) == 184, "heap record layout");
 
 #endif

@@ -54,6 +54,8 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         stack_bytes: 512 * 1024,
         no_stacks: false,
         quiet: false,
+        snapshot_every: None,
+        snapshot_on_signal: false,
         command: vec![program.display().to_string()],
     })?;
     if code != 0 {

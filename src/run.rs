@@ -37,6 +37,12 @@ pub struct RunArgs {
     /// Record no allocation call stacks
     #[arg(long)]
     pub no_stacks: bool,
+    /// Take a heap snapshot every DURATION (e.g. 500ms, 2s) besides those at start, exit and phase boundaries
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ms)]
+    pub snapshot_every: Option<u64>,
+    /// Take a heap snapshot when the program receives SIGUSR2 (installs a handler for that signal)
+    #[arg(long)]
+    pub snapshot_on_signal: bool,
     /// Print no summary after the run
     #[arg(short, long)]
     pub quiet: bool,
@@ -117,6 +123,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if args.no_children {
         cmd.env("STALLSCOPE_NO_CHILDREN", "1");
     }
+    if let Some(ms) = args.snapshot_every {
+        cmd.env("STALLSCOPE_SNAPSHOT_MS", ms.max(1).to_string());
+    }
+    if args.snapshot_on_signal {
+        cmd.env("STALLSCOPE_SNAPSHOT_SIGNAL", "1");
+    }
     let (stack_period, stack_bytes) = if args.no_stacks {
         (0, 0)
     } else {
@@ -175,6 +187,29 @@ pub fn main(args: RunArgs) -> Result<i32> {
         (None, Some(sig)) => 128 + sig,
         _ => 1,
     })
+}
+
+/// Parses a duration such as `250ms`, `2s`, `1.5s` or `1m` into milliseconds.
+fn parse_duration_ms(text: &str) -> std::result::Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("not a duration: {text} (try 500ms or 2s)"))?;
+    let scale = match unit {
+        "ms" => 1.0,
+        "s" | "" => 1000.0,
+        "m" | "min" => 60_000.0,
+        _ => return Err(format!("unknown unit in {text}: use ms, s or m")),
+    };
+    let ms = value * scale;
+    if !(1.0..=86_400_000.0).contains(&ms) {
+        return Err(format!("{text} is out of range (1ms to 24h)"));
+    }
+    Ok(ms.round() as u64)
 }
 
 /// A temporary directory holding the index the interposers append their profile paths to.

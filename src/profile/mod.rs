@@ -35,6 +35,27 @@ pub struct FnStats {
     pub bytes: u64,
     pub timed_calls: u64,
     pub timed_ticks: u64,
+    pub exact_calls: u64,
+    pub exact_ticks: u64,
+}
+
+impl FnStats {
+    /// Estimated total duration in ticks: the always-timed calls as measured, plus the sampled
+    /// calls scaled to all the other calls (unbiased, since the sample is random).
+    pub fn estimated_ticks(&self) -> f64 {
+        let sampled = if self.timed_calls == 0 {
+            0.0
+        } else {
+            self.timed_ticks as f64 * self.calls.saturating_sub(self.exact_calls) as f64
+                / self.timed_calls as f64
+        };
+        self.exact_ticks as f64 + sampled
+    }
+
+    /// Calls whose duration was measured, in either stratum.
+    pub fn measured_calls(&self) -> u64 {
+        self.timed_calls + self.exact_calls
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

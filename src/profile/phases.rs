@@ -3,11 +3,11 @@
 
 use super::FnStats;
 use super::format::{FN_COUNT, GROUP_COUNT, LAT_BUCKETS};
-use super::reader::{Fields, ProfileError, err};
+use super::reader::{Fields, ProfileError, err, read_fn_stats};
 
 pub const REC_PHASE: u32 = 20;
 pub const REC_HEAP: u32 = 21;
-pub const PHASE_SIZE: usize = 2016;
+pub const PHASE_SIZE: usize = 2176;
 pub const HEAP_SIZE: usize = 184;
 const NAME_SIZE: usize = 64;
 const HEAP_GLIBC: u32 = 1;
@@ -117,18 +117,7 @@ pub fn parse_phase(payload: &[u8], pos: usize) -> Result<PhaseRecord, ProfileErr
     if end_mono_ns < begin_mono_ns || depth > 1024 {
         return err(pos, "phase record ends before it begins");
     }
-    let mut fns = [FnStats::default(); FN_COUNT];
-    for s in fns.iter_mut() {
-        *s = FnStats {
-            calls: f.u64(),
-            bytes: f.u64(),
-            timed_calls: f.u64(),
-            timed_ticks: f.u64(),
-        };
-        if s.timed_calls > s.calls {
-            return err(pos, "phase record times more calls than it counts");
-        }
-    }
+    let fns = read_fn_stats(&mut f, pos)?;
     let mut lat_hist = [[0u64; LAT_BUCKETS]; GROUP_COUNT];
     for group in lat_hist.iter_mut() {
         for v in group.iter_mut() {

@@ -512,6 +512,28 @@ fn next_record(bytes: &[u8], pos: usize) -> Result<(u32, &[u8], usize), ProfileE
     Ok((rtype, payload, start + padded))
 }
 
+/// The per-function counters of a thread or phase record.
+pub(super) fn read_fn_stats(
+    f: &mut Fields,
+    pos: usize,
+) -> Result<[FnStats; FN_COUNT], ProfileError> {
+    let mut fns = [FnStats::default(); FN_COUNT];
+    for s in fns.iter_mut() {
+        *s = FnStats {
+            calls: f.u64(),
+            bytes: f.u64(),
+            timed_calls: f.u64(),
+            timed_ticks: f.u64(),
+            exact_calls: f.u64(),
+            exact_ticks: f.u64(),
+        };
+        if s.measured_calls() > s.calls {
+            return err(pos, "a record times more calls than it counts");
+        }
+    }
+    Ok(fns)
+}
+
 /// The checksum of a record: its type and size (`type_and_size`, 8 bytes) and its payload.
 pub fn record_crc(type_and_size: &[u8], payload: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
@@ -618,18 +640,7 @@ fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError>
     let end_mono_ns = f.u64();
     let cpu_ns = f.u64();
     let lock_wait_ticks = f.u64();
-    let mut fns = [FnStats::default(); FN_COUNT];
-    for s in fns.iter_mut() {
-        *s = FnStats {
-            calls: f.u64(),
-            bytes: f.u64(),
-            timed_calls: f.u64(),
-            timed_ticks: f.u64(),
-        };
-        if s.timed_calls > s.calls {
-            return err(pos, "thread record times more calls than it counts");
-        }
-    }
+    let fns = read_fn_stats(&mut f, pos)?;
     let mut size_hist = [0u64; SIZE_BUCKETS];
     for v in size_hist.iter_mut() {
         *v = f.u64();

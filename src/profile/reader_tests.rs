@@ -102,7 +102,17 @@ fn thread_payload(serial: u32, mallocs: u64, with_lock: bool) -> Vec<u8> {
     u64s(&mut p, &[1_000_000_000, 0, 7_000_000, 3_000]);
     for f in 0..FN_COUNT {
         let calls = if f == 0 { mallocs } else { 0 };
-        u64s(&mut p, &[calls, calls * 24, calls / 32, calls / 32 * 50]);
+        u64s(
+            &mut p,
+            &[
+                calls,
+                calls * 24,
+                calls / 32,
+                calls / 32 * 50,
+                calls.min(1),
+                calls.min(1) * 4000,
+            ],
+        );
     }
     let mut size_hist = [0u64; SIZE_BUCKETS];
     size_hist[2] = mallocs;

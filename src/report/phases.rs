@@ -55,6 +55,8 @@ impl PhaseFn {
 #[derive(Debug, Clone)]
 pub struct PhaseSummary {
     pub name: String,
+    /// The name, with "#k" when the same phase ran several times on that thread.
+    pub label: String,
     pub tid: u32,
     pub depth: u32,
     pub begin_ns: u64,
@@ -96,10 +98,8 @@ fn phase_fn(p: &Profile, r: &PhaseRecord, group: usize) -> PhaseFn {
         let f = &r.fns[i];
         calls += f.calls;
         bytes += f.bytes;
-        timed_calls += f.timed_calls;
-        if f.timed_calls > 0 {
-            ticks += f.timed_ticks as f64 * f.calls as f64 / f.timed_calls as f64;
-        }
+        timed_calls += f.measured_calls();
+        ticks += f.estimated_ticks();
     }
     let hist = &r.lat_hist[group];
     let total: u64 = hist.iter().sum();
@@ -133,6 +133,7 @@ pub fn build(p: &Profile) -> PhaseReport {
         .iter()
         .map(|r| PhaseSummary {
             name: r.name.clone(),
+            label: r.name.clone(),
             tid: r.tid,
             depth: r.depth,
             begin_ns: r.begin_mono_ns.saturating_sub(p.process.start_mono_ns),
@@ -143,6 +144,15 @@ pub fn build(p: &Profile) -> PhaseReport {
         })
         .collect();
     phases.sort_by_key(|ph| (ph.begin_ns, ph.depth));
+    for i in 0..phases.len() {
+        let same = |o: &PhaseSummary| {
+            o.name == phases[i].name && o.tid == phases[i].tid && o.depth == phases[i].depth
+        };
+        if phases.iter().filter(|o| same(o)).count() > 1 {
+            let k = phases[..=i].iter().filter(|o| same(o)).count();
+            phases[i].label = format!("{} #{k}", phases[i].name);
+        }
+    }
     let flags = flag_slow_phases(&phases);
     PhaseReport {
         phases,
@@ -178,9 +188,9 @@ fn flag_slow_phases(phases: &[PhaseSummary]) -> Vec<PhaseFlag> {
                 "`{}` took {:.1}x longer per call in phase \"{}\" ({} per call) than in phase \"{}\" ({})",
                 rule.function,
                 ratio,
-                ph.name,
+                ph.label,
                 fmt_ns(mean),
-                base.name,
+                base.label,
                 fmt_ns(base_mean)
             );
             if let Some(h) = &ph.heap_before {
@@ -191,8 +201,8 @@ fn flag_slow_phases(phases: &[PhaseSummary]) -> Vec<PhaseFlag> {
                 );
             }
             flags.push(PhaseFlag {
-                phase: ph.name.clone(),
-                baseline_phase: base.name.clone(),
+                phase: ph.label.clone(),
+                baseline_phase: base.label.clone(),
                 function: rule.function,
                 ratio,
                 message,
@@ -208,7 +218,7 @@ fn heap_state_sentence(h: &HeapSnapshot, base: Option<&HeapSnapshot>) -> String 
         return "heap details are available for glibc's allocator only".to_string();
     }
     let mut s = format!(
-        "when it began, {} free chunks ({}) sat in the heap, {} of them ({}) in fast bins",
+        "when it began, {} free chunk(s) ({}) sat in the heap, {} of them ({}) in fast bins",
         fmt_count(h.free_chunks + h.fastbin_chunks),
         fmt_bytes(h.free_bytes),
         fmt_count(h.fastbin_chunks),
@@ -230,7 +240,7 @@ fn heap_state_sentence(h: &HeapSnapshot, base: Option<&HeapSnapshot>) -> String 
     if let Some(b) = base.filter(|b| b.glibc) {
         let _ = write!(
             s,
-            " (versus {} free chunks, {}, when the baseline began)",
+            " (versus {} free chunk(s), {}, when the baseline began)",
             fmt_count(b.free_chunks + b.fastbin_chunks),
             fmt_bytes(b.free_bytes)
         );
@@ -281,6 +291,7 @@ pub fn json_keys(r: &PhaseReport) -> Vec<(&'static str, Value)> {
             }
             json!({
                 "name": ph.name,
+                "label": ph.label,
                 "tid": ph.tid,
                 "depth": ph.depth,
                 "begin_ns": ph.begin_ns,
@@ -349,7 +360,7 @@ pub fn render_text(r: &PhaseReport, style: Style) -> String {
                     .filter(|h| h.glibc)
                     .map_or("-".to_string(), |h| fmt_bytes(h.free_bytes))
             };
-            let name = format!("{}{}", "  ".repeat(ph.depth as usize), ph.name);
+            let name = format!("{}{}", "  ".repeat(ph.depth as usize), ph.label);
             let _ = writeln!(
                 o,
                 "  {:<28} {:>8} {:>10} {:>11} {:>10} {:>10} {:>10} {:>10} {:>11} {:>11}",

@@ -171,8 +171,8 @@ fn fn_summary(
             let f = &t.fns[i];
             calls += f.calls;
             bytes += f.bytes;
-            timed_calls += f.timed_calls;
-            ticks += estimate(f.timed_ticks, f.timed_calls, f.calls);
+            timed_calls += f.measured_calls();
+            ticks += f.estimated_ticks();
         }
         if let Some(g) = group {
             for (acc, v) in raw_latency.iter_mut().zip(t.lat_hist[g].iter()) {
@@ -180,19 +180,15 @@ fn fn_summary(
             }
         }
     }
-    let raw_total: u64 = raw_latency.iter().sum();
-    let scale = if raw_total == 0 {
-        0.0
-    } else {
-        calls as f64 / raw_total as f64
-    };
+    // The interposer weights each measured call by what it stands for: the counts already
+    // estimate all calls.
     let latency = raw_latency
         .iter()
         .enumerate()
         .filter(|(_, c)| **c > 0)
         .map(|(b, &c)| {
             let (lo, hi) = latency_bucket_range(b);
-            (lo, hi, (c as f64 * scale).round() as u64)
+            (lo, hi, c)
         })
         .collect();
     FnSummary {
@@ -216,11 +212,7 @@ pub fn summarize(p: &Profile) -> Summary {
             } else {
                 process_end
             };
-            let alloc_ticks: f64 = t
-                .fns
-                .iter()
-                .map(|f| estimate(f.timed_ticks, f.timed_calls, f.calls))
-                .sum();
+            let alloc_ticks: f64 = t.fns.iter().map(|f| f.estimated_ticks()).sum();
             ThreadSummary {
                 tid: t.tid,
                 name: t.name.clone(),
@@ -292,7 +284,11 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
     for t in &p.threads {
         for l in &t.locks {
             // Address 0 is the overflow entry: locks beyond a thread's table, of any kind.
-            let kind = if l.address == 0 { "other" } else { lock_kind_name(l.kind) };
+            let kind = if l.address == 0 {
+                "other"
+            } else {
+                lock_kind_name(l.kind)
+            };
             let hold = estimate(l.hold_ticks, l.timed_holds, l.acquisitions);
             let hold_ns = (hold * 1e9 / p.ticks_per_sec).round() as u64;
             let wait_ns = p.ticks_to_ns(l.wait_ticks);
