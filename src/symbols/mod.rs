@@ -296,9 +296,35 @@ pub fn is_runtime_frame(f: &Frame) -> bool {
         .file_name()
         .map_or(Cow::Borrowed(""), |n| n.to_string_lossy());
     RUNTIME_MODULES.iter().any(|m| module.contains(m))
-        || f.function
-            .as_deref()
-            .is_some_and(|name| RUNTIME_FUNCTIONS.iter().any(|p| name.starts_with(p)))
+        || f.function.as_deref().is_some_and(|name| {
+            let name = qualified_name(name);
+            RUNTIME_FUNCTIONS.iter().any(|p| name.starts_with(p))
+        })
+}
+
+/// The qualified name of a demangled C++ function without the return type that demangling puts
+/// before template functions: `void std::vector<int>::push_back(int&&)` gives
+/// `std::vector<int>::push_back(int&&)`.
+pub fn qualified_name(name: &str) -> &str {
+    let bytes = name.as_bytes();
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b'(' if name[i..].starts_with("(anonymous namespace)") => {
+                i += "(anonymous namespace)".len();
+                continue;
+            }
+            b'(' if depth == 0 => break,
+            b' ' if depth == 0 && !name[..i].ends_with("operator") => start = i + 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    &name[start..]
 }
 
 /// The index of the user's frame: the first one (from the innermost) outside the runtime, or the
@@ -338,6 +364,26 @@ mod tests {
             frame(Some("main"), "/tmp/prog"),
         ];
         assert_eq!(user_frame(&frames), 3);
+    }
+
+    #[test]
+    fn runtime_templates_with_return_types_are_recognized() {
+        for name in [
+            "void std::__new_allocator<std::string>::construct<std::string, int>(std::string*, int&&)",
+            "std::__cxx11::basic_string<char>& std::vector<std::string>::emplace_back<int>(int&&)",
+            "operator new(unsigned long)",
+        ] {
+            assert!(is_runtime_frame(&frame(Some(name), "/tmp/prog")), "{name}");
+        }
+        assert_eq!(
+            qualified_name("int (anonymous namespace)::f(int)"),
+            "(anonymous namespace)::f(int)"
+        );
+        assert_eq!(qualified_name("std::pair<int, int> make(int)"), "make(int)");
+        assert!(!is_runtime_frame(&frame(
+            Some("void work<std::string>(int)"),
+            "/tmp/prog"
+        )));
     }
 
     #[test]
