@@ -134,12 +134,14 @@ fn sampled_timing_times_about_one_call_in_32() {
             stats.calls / 32
         );
         assert!(stats.time_ns > 0, "{function} has no time: {stats:?}");
-        // The latency histogram is scaled from the sample to all calls (each bucket rounded).
+        // The latency histogram estimates all calls from the sample (each timed call weighted by
+        // the calls it stands for): its total is within a few percent of the exact count. About
+        // calls/32 samples with intervals uniform on [1, 63] give a relative standard deviation
+        // of about sqrt(10/calls); 20% is more than 4 of them even for the 6000 aligned calls.
         let hist = &report["alloc"]["latency_histogram"][function];
-        let buckets = hist.as_array().map_or(0, Vec::len) as u64;
         let total = histogram_total(hist);
         assert!(
-            total.abs_diff(stats.calls) <= buckets,
+            total.abs_diff(stats.calls) * 5 <= stats.calls,
             "{function}: latency histogram holds {total}, calls {}: {hist}",
             stats.calls
         );
