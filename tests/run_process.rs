@@ -331,6 +331,8 @@ fn program_killed_from_outside_leaves_a_partial_profile() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting stallscope");
+    // Whatever happens below, the never-ending program must not outlive the test.
+    let program = KillOnDrop(wait_for_child(run.id()));
     // The profile is flushed about once a second while the program runs: within a few seconds
     // (the machine may be loaded) the file opens, as a partial profile with allocations in it.
     let started = std::time::Instant::now();
@@ -354,16 +356,8 @@ fn program_killed_from_outside_leaves_a_partial_profile() {
     if waited < std::time::Duration::from_millis(2500) {
         std::thread::sleep(std::time::Duration::from_millis(2500) - waited);
     }
-    let children =
-        std::fs::read_to_string(format!("/proc/{}/task/{}/children", run.id(), run.id()))
-            .unwrap_or_default();
-    let program: i32 = children
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("the profiled program runs as stallscope's child");
     // SAFETY: kill has no memory-safety preconditions.
-    assert_eq!(unsafe { libc::kill(program, libc::SIGKILL) }, 0);
+    assert_eq!(unsafe { libc::kill(program.0, libc::SIGKILL) }, 0);
     let out = run.wait_with_output().expect("waiting for stallscope");
     assert_eq!(exit_code(&out), 128 + 9, "{}", describe(&out));
     let report = report_json(&path);
@@ -378,4 +372,35 @@ fn program_killed_from_outside_leaves_a_partial_profile() {
         mallocs >= early,
         "later flushes only add: {early}, then {mallocs}"
     );
+}
+
+/// Kills a process with SIGKILL when dropped (also when the test panics).
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory-safety preconditions; a process already gone is fine.
+        unsafe { libc::kill(self.0, libc::SIGKILL) };
+    }
+}
+
+/// The pid of `parent`'s first child, waiting up to 5 s for it to appear.
+fn wait_for_child(parent: u32) -> i32 {
+    let started = std::time::Instant::now();
+    loop {
+        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default();
+        if let Some(pid) = children
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "stallscope started no program"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
