@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Overhead of allocation stacks on the allocation-heavy case of benches/overhead.sh
-# (benches/programs/alloc_churn.c): the unprofiled program, `stallscope run --no-stacks`,
-# `stallscope run` (stacks at the default rate) and, for the file size, heaptrack.
+# Overhead of allocation stacks on two allocation-heavy cases: `alloc`, the one of
+# benches/overhead.sh (benches/programs/alloc_churn.c, shallow stacks), and `deep`
+# (benches/unwind_deep.cc, ~32-frame stacks through libstdc++). Each runs unprofiled, under
+# `stallscope run --no-stacks` and under `stallscope run` (stacks at the default rate); for the
+# file size, heaptrack runs the alloc case once.
 # Usage: benches/unwind_overhead.sh [ROUNDS]   (default 11; rounds are interleaved)
 set -euo pipefail
 rounds="${1:-11}"
@@ -12,31 +14,36 @@ stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-unwind.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -pthread -o "$work/alloc" benches/programs/alloc_churn.c
+g++ -O2 -o "$work/deep" benches/unwind_deep.cc
 modes=(plain nostacks stacks)
 declare -A times
 for ((r = 1; r <= rounds; r++)); do
-    n=${#modes[@]}
-    for ((k = 0; k < n; k++)); do
-        m=${modes[$(((k + r) % n))]}
-        s=$(date +%s%N)
-        case $m in
-            plain) "$work/alloc" >/dev/null ;;
-            nostacks) "$stallscope" run -q --no-stacks -o "$work/$m.$r.prof" -- "$work/alloc" >/dev/null ;;
-            stacks) "$stallscope" run -q -o "$work/$m.$r.prof" -- "$work/alloc" >/dev/null ;;
-        esac
-        e=$(date +%s%N)
-        times[$m]+="$((e - s)) "
+    for c in alloc deep; do
+        n=${#modes[@]}
+        for ((k = 0; k < n; k++)); do
+            m=${modes[$(((k + r) % n))]}
+            s=$(date +%s%N)
+            case $m in
+                plain) "$work/$c" >/dev/null ;;
+                nostacks) "$stallscope" run -q --no-stacks -o "$work/$c.$m.$r.prof" -- "$work/$c" >/dev/null ;;
+                stacks) "$stallscope" run -q -o "$work/$c.$m.$r.prof" -- "$work/$c" >/dev/null ;;
+            esac
+            e=$(date +%s%N)
+            times[$c.$m]+="$((e - s)) "
+        done
     done
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-plain=$(echo "${times[plain]}" | median)
-echo "median of $rounds rounds (ms): unprofiled, --no-stacks, stacks (default rate); ratios"
-for m in "${modes[@]}"; do
-    t=$(echo "${times[$m]}" | median)
-    awk -v m="$m" -v t="$t" -v p="$plain" 'BEGIN { printf "%-9s %8.1f ms  %.2fx\n", m, t / 1e6, t / p }'
+echo "median of $rounds interleaved rounds; ratios to the unprofiled run"
+for c in alloc deep; do
+    plain=$(echo "${times[$c.plain]}" | median)
+    for m in "${modes[@]}"; do
+        t=$(echo "${times[$c.$m]}" | median)
+        awk -v c="$c" -v m="$m" -v t="$t" -v p="$plain" 'BEGIN { printf "%-6s %-9s %8.1f ms  %.2fx\n", c, m, t / 1e6, t / p }'
+    done
 done
-size=$(stat -c %s "$work/stacks.1.prof")
-echo "profile with stacks: $size bytes"
+size=$(stat -c %s "$work/alloc.stacks.1.prof")
+echo "alloc profile with stacks: $size bytes"
 if command -v heaptrack >/dev/null; then
     heaptrack -o "$work/ht" "$work/alloc" >/dev/null 2>&1 || true
     hsize=$(stat -c %s "$work"/ht*.zst 2>/dev/null || stat -c %s "$work"/ht*.gz 2>/dev/null || echo 0)

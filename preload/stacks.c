@@ -191,14 +191,21 @@ struct ss_lock_site_slot {
 static struct ss_lock_site_slot *ss_lock_sites;
 static uint64_t ss_lock_interval_ticks;
 
+static uint64_t ss_mix(uint64_t x) { /* splitmix64's finaliser */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 static uint32_t ss_lock_site_for(const void *lock, uint32_t kind, uint32_t role, uint32_t stack) {
-    uint64_t key = ((uint64_t)(uintptr_t)lock * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)stack << 3) ^ (kind << 1) ^ role;
+    uint64_t key = ss_mix((uint64_t)(uintptr_t)lock ^ ss_mix(((uint64_t)stack << 8) | (kind << 4) | role));
     key = key ? key : 1;
     for (uint32_t i = 0; i < SS_SITE_PROBES; i++) {
-        uint32_t s = (uint32_t)((key >> 7) + i) & (SS_LOCK_SITE_SLOTS - 1);
+        uint32_t s = (uint32_t)(key + i) & (SS_LOCK_SITE_SLOTS - 1);
         struct ss_lock_site_slot *l = &ss_lock_sites[s];
         uint64_t cur = __atomic_load_n(&l->key, __ATOMIC_ACQUIRE);
-        if (cur == key) return s + 1;
         if (cur == 0) {
             uint64_t expected = 0;
             if (__atomic_compare_exchange_n(&l->key, &expected, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -209,8 +216,13 @@ static uint32_t ss_lock_site_for(const void *lock, uint32_t kind, uint32_t role,
                 __atomic_store_n(&l->ready, 1, __ATOMIC_RELEASE);
                 return s + 1;
             }
-            if (expected == key) return s + 1;
+            cur = expected;
         }
+        /* The same key: the same site once its fields are there (a slot being filled by another
+         * thread is passed over; at worst the site gets a second slot, which the report merges). */
+        if (cur == key && __atomic_load_n(&l->ready, __ATOMIC_ACQUIRE) && l->address == (uintptr_t)lock &&
+            l->kind == kind && l->role == role && l->stack == stack)
+            return s + 1;
     }
     __atomic_fetch_add(&ss_dropped, 1, __ATOMIC_RELAXED);
     return 0;

@@ -2,8 +2,8 @@
 //! bytes and time (Horvitz–Thompson estimates: each sample weighs 1/p, see docs/STACKS.md).
 
 use super::summary::{LockSummary, Summary};
-use crate::profile::Profile;
 use crate::profile::format::{FN_NAMES, ROLE_HOLDER, ROLE_WAITER, lock_kind_name};
+use crate::profile::{LockSite, Profile};
 use crate::symbols::{Frame, Symbolizer, user_frame};
 
 #[derive(Debug, Clone)]
@@ -79,15 +79,19 @@ impl LockSiteSummary {
 fn lock_sites(profile: &Profile, sym: &mut Symbolizer, locks: &mut [LockSummary]) {
     for lock in locks.iter_mut() {
         for role in [ROLE_WAITER, ROLE_HOLDER] {
-            let sites: Vec<_> = profile
-                .lock_sites
-                .iter()
-                .filter(|l| {
-                    l.address == lock.address
-                        && lock_kind_name(l.kind) == lock.kind
-                        && l.role == role
-                })
-                .collect();
+            // One entry per stack (the interposer may have given a stack two slots).
+            let mut sites: Vec<LockSite> = Vec::new();
+            for l in profile.lock_sites.iter().filter(|l| {
+                l.address == lock.address && lock_kind_name(l.kind) == lock.kind && l.role == role
+            }) {
+                match sites.iter_mut().find(|x| x.stack == l.stack) {
+                    Some(x) => {
+                        x.events += l.events;
+                        x.wait_ticks += l.wait_ticks;
+                    }
+                    None => sites.push(*l),
+                }
+            }
             let events: u64 = sites.iter().map(|l| l.events).sum();
             let waits: u64 = sites.iter().map(|l| l.wait_ticks).sum();
             let mut out: Vec<LockSiteSummary> = sites

@@ -41,11 +41,17 @@ fn alloc_sites(o: &mut String, s: &Summary, style: Style, stacks: bool) {
         return;
     }
     let groups = group_by_user_frame(&s.alloc_sites);
-    let rate = format!(
+    let mut rate = format!(
         "stacks of 1 call in {} and 1 per {} allocated; estimates",
         fmt_count(u64::from(sampling.count_period)),
         fmt_bytes(sampling.mean_bytes)
     );
+    if sampling.dropped > 0 {
+        rate.push_str(&format!(
+            "; {} samples lost to a full stack table",
+            fmt_count(sampling.dropped)
+        ));
+    }
     type Key = fn(&SiteGroup) -> u64;
     let orders: [(&str, Key); 3] = [
         ("by estimated time", |g| g.time_ns),
