@@ -174,8 +174,15 @@ SS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
     }
     struct ss_thread *t = ss_enter();
     if (SS_UNLIKELY(!t)) return ss_real.reallocarray ? ss_real.reallocarray(ptr, n, size) : NULL;
+    /* glibc's reallocarray is this overflow check and a call of realloc through the PLT, which is
+     * our hook: doing the check here and calling the real realloc records the call once. */
+    if (total == (size_t)-1) {
+        ss_count(t, SS_FN_REALLOCARRAY, total);
+        errno = ENOMEM;
+        return NULL;
+    }
     void *p;
-    SS_RECORDED_CALL(t, SS_FN_REALLOCARRAY, SS_GRP_REALLOC, total, p, ss_real.reallocarray(ptr, n, size));
+    SS_RECORDED_CALL(t, SS_FN_REALLOCARRAY, SS_GRP_REALLOC, total, p, ss_real.realloc(ptr, total));
     return p;
 }
 

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -19,6 +20,8 @@ int ss_process_is_fork_child(void);
 
 static int ss_fd = -1;
 static char ss_path[1200]; /* the profile this image writes */
+static dev_t ss_file_dev;  /* and its identity, to notice when the program closed our descriptor */
+static ino_t ss_file_ino;
 static int ss_file_failed;
 static int ss_flushing; /* one flush at a time: the flusher thread or an exiting thread */
 static int ss_finished; /* the final flush was written */
@@ -69,6 +72,29 @@ uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
     crc = ~crc;
     while (len--) crc = ss_crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
     return ~crc;
+}
+
+/* Programs close or reuse descriptors they did not open (daemons close them all at start-up). Before
+ * writing, make sure ours is still our file; if not, never touch that number again (it may be the
+ * program's now) and reopen the profile by its path. */
+static int ss_check_descriptor(void) {
+    struct stat st;
+    if (fstat(ss_fd, &st) == 0 && st.st_dev == ss_file_dev && st.st_ino == ss_file_ino) return 0;
+    int fd = open(ss_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    ss_file_dev = st.st_dev;
+    ss_file_ino = st.st_ino;
+    ss_fd = fd;
+    return 0;
 }
 
 static int ss_write_all(int fd, const void *data, size_t len) {
@@ -228,7 +254,7 @@ int ss_open_profile(void) {
             ss_str_cat(&s, ".prof");
         }
         if (s.len + 1 >= s.cap) break;
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
@@ -244,6 +270,11 @@ int ss_open_profile(void) {
     }
     ss_fd = fd;
     memcpy(ss_path, path, sizeof ss_path);
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        ss_file_dev = st.st_dev;
+        ss_file_ino = st.st_ino;
+    }
 
     struct ss_file_header fh;
     memset(&fh, 0, sizeof fh);
@@ -405,7 +436,7 @@ void ss_flush(int final, uint32_t how, int32_t status) {
         struct ss_flush_record fl = {++ss_flush_seq, ss_mono_ns(), ss_ticks(), 0};
         if (ss_out_record(SS_REC_FLUSH, &fl, sizeof fl, NULL, 0) != 0) goto out;
     }
-    if (ss_write_all(ss_fd, ss_out, ss_out_len) != 0) ss_file_failed = 1;
+    if (ss_check_descriptor() != 0 || ss_write_all(ss_fd, ss_out, ss_out_len) != 0) ss_file_failed = 1;
     if (final) ss_finished = 1;
 out:
     /* After an exec that failed the process goes on: let later flushes follow the END record. */

@@ -436,10 +436,13 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
         }
     }
     if !s.complete && s.signal.is_none() && !s.ended_by_exec {
-        let _ = writeln!(
-            err,
-            "partial:      the program did not exit cleanly; data up to its last flush"
-        );
+        let why = match s.exit_code {
+            Some(code) => format!(
+                "the program exited with status {code}, but its last data was not written; data up to its last flush"
+            ),
+            None => "the program did not exit cleanly; data up to its last flush".to_string(),
+        };
+        let _ = writeln!(err, "partial:      {why}");
     }
     let _ = writeln!(
         err,

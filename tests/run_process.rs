@@ -299,8 +299,6 @@ fn main_thread_pthread_exit_ends_with_status_0_and_a_complete_profile() {
 }
 
 #[test]
-#[ignore = "known bug: a program that closes all inherited descriptors loses its whole profile \
-            (see .notes-from-tests.md); run with --ignored once fixed"]
 fn closing_all_descriptors_keeps_the_profile() {
     let dir = TempDir::new("close-fds");
     let exe = compile(dir.path(), "close_all_fds.c", &[]);
