@@ -53,6 +53,7 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         stack_period: 1024,
         stack_bytes: 512 * 1024,
         no_stacks: false,
+        unwinder: crate::run::Unwinder::Libgcc,
         quiet: false,
         snapshot_every: None,
         snapshot_on_signal: false,

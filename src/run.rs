@@ -37,6 +37,11 @@ pub struct RunArgs {
     /// Record no allocation call stacks
     #[arg(long)]
     pub no_stacks: bool,
+    /// How stacks are unwound: libgcc's unwinder (.eh_frame; stops where tables are missing), or
+    /// libunwind's (Debian libunwind8; 20-50x faster, but guesses from frame pointers where
+    /// tables are missing); see docs/STACKS.md
+    #[arg(long, value_enum, default_value_t = Unwinder::Libgcc)]
+    pub unwinder: Unwinder,
     /// Take a heap snapshot every DURATION (e.g. 500ms, 2s) besides those at start, exit and phase boundaries
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_ms)]
     pub snapshot_every: Option<u64>,
@@ -49,6 +54,12 @@ pub struct RunArgs {
     /// The command to profile, with its arguments
     #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unwinder {
+    Libgcc,
+    Libunwind,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,7 +146,15 @@ pub fn main(args: RunArgs) -> Result<i32> {
         (args.stack_period, args.stack_bytes)
     };
     cmd.env("STALLSCOPE_STACK_PERIOD", stack_period.to_string())
-        .env("STALLSCOPE_STACK_BYTES", stack_bytes.to_string());
+        .env("STALLSCOPE_STACK_BYTES", stack_bytes.to_string())
+        .env(
+            "STALLSCOPE_UNWINDER",
+            if args.unwinder == Unwinder::Libunwind {
+                "libunwind"
+            } else {
+                "libgcc"
+            },
+        );
 
     // Like a shell waiting for a foreground job: keyboard signals reach the child through the
     // terminal's process group, so ignore them here; forward termination requests sent to us.

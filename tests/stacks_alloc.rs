@@ -63,11 +63,12 @@ fn compile(args: &[&str]) {
     );
 }
 
-fn run_and_report(dir: &Path, cmd: &[&str]) -> Value {
+fn run_and_report(dir: &Path, run_args: &[&str], cmd: &[&str]) -> Value {
     let prof = dir.join("out.prof");
     let status = Command::new(STALLSCOPE)
         .arg("run")
         .arg("-q")
+        .args(run_args)
         .arg("-o")
         .arg(&prof)
         .arg("--")
@@ -144,7 +145,27 @@ fn sum(sites: &[&Value], key: &str) -> f64 {
 
 #[test]
 fn known_call_chains_are_named_with_their_lines_and_estimated() {
-    let dir = Dir::new("known");
+    check_known_sites("known", &[]);
+}
+
+/// libunwind (opt-in) must find the same chains; skipped where Debian's libunwind8 is missing.
+#[test]
+fn libunwind_finds_the_same_chains() {
+    let present = [
+        "/usr/lib/x86_64-linux-gnu/libunwind.so.8",
+        "/usr/lib/libunwind.so.8",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists());
+    if !present {
+        eprintln!("skipped: libunwind.so.8 is not installed");
+        return;
+    }
+    check_known_sites("libunwind", &["--unwinder", "libunwind"]);
+}
+
+fn check_known_sites(tag: &str, run_args: &[&str]) {
+    let dir = Dir::new(tag);
     let exe = dir.0.join("known_sites");
     let src = source("known_sites.cpp");
     compile(&[
@@ -155,7 +176,7 @@ fn known_call_chains_are_named_with_their_lines_and_estimated() {
         "-o",
         exe.to_str().unwrap(),
     ]);
-    let report = run_and_report(&dir.0, &[exe.to_str().unwrap()]);
+    let report = run_and_report(&dir.0, run_args, &[exe.to_str().unwrap()]);
     let file = "known_sites.cpp";
     assert!(!sites(&report).is_empty(), "no allocation sites: {report}");
     for s in sites(&report) {
