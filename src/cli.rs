@@ -22,6 +22,8 @@ pub enum Command {
     Report(crate::report::ReportArgs),
     /// Benchmark commands in isolated, interleaved processes with confidence intervals
     Bench(crate::bench::BenchArgs),
+    /// Write a profile in another tool's format (collapsed stacks, JSON, Chrome trace, pprof)
+    Export(crate::export::ExportArgs),
     /// Build and profile a bundled multithreaded program
     Demo(crate::demo::DemoArgs),
     /// Print the path of the interposer library (extracting it if needed)
@@ -35,6 +37,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Report(args) => crate::report::main(args),
         Command::Bench(args) => crate::bench::main(args),
         Command::Demo(args) => crate::demo::main(args),
+        Command::Export(args) => crate::export::main(args),
         Command::PreloadPath => {
             let path: PathBuf = crate::preload::library_path()?;
             println!("{}", path.display());

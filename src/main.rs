@@ -4,6 +4,7 @@
 mod bench;
 mod cli;
 mod demo;
+mod export;
 mod preload;
 mod profile;
 mod report;

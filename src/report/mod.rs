@@ -23,6 +23,21 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 }
 
+/// The JSON report of one profile (schema stallscope.report/1): the summary, its sites and phases.
+pub fn report_value(
+    s: &summary::Summary,
+    path: &str,
+    ph: &phases::PhaseReport,
+) -> serde_json::Value {
+    let mut value = json::report_json(s, path);
+    if let Some(object) = value.as_object_mut() {
+        for (key, v) in phases::json_keys(ph) {
+            object.insert(key.to_string(), v);
+        }
+    }
+    value
+}
+
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     let mut reports = Vec::new();
     for path in &args.files {
@@ -35,15 +50,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     if args.json {
         let values: Vec<_> = reports
             .iter()
-            .map(|(p, s, ph)| {
-                let mut value = json::report_json(s, p);
-                if let Some(object) = value.as_object_mut() {
-                    for (key, v) in phases::json_keys(ph) {
-                        object.insert(key.to_string(), v);
-                    }
-                }
-                value
-            })
+            .map(|(p, s, ph)| report_value(s, p, ph))
             .collect();
         let out = if values.len() == 1 {
             values.into_iter().next().expect("one report")

@@ -1,0 +1,131 @@
+//! Chrome's Trace Event Format (`{"traceEvents": [...], "displayTimeUnit": "ns"}`), for
+//! chrome://tracing, Perfetto or speedscope. Times are microseconds from the process's start.
+//! Each source of events is its own function, so new ones (per-thread state slices, once threads
+//! are sampled) are one more function in [`events`].
+
+use super::{Exporter, Loaded, Options};
+use anyhow::Result;
+use serde_json::{Value, json};
+use std::io::Write;
+
+pub struct Chrome;
+
+/// Nanoseconds to the format's microseconds.
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// All the events of a profile, in the order of their sources.
+pub fn events(p: &Loaded) -> Vec<Value> {
+    let mut out = Vec::new();
+    out.extend(metadata_events(p));
+    out.extend(thread_events(p));
+    out.extend(phase_events(p));
+    out.extend(heap_events(p));
+    out
+}
+
+/// The process's and threads' names (`ph: "M"`).
+fn metadata_events(p: &Loaded) -> Vec<Value> {
+    let pid = p.profile.process.pid;
+    let command = if p.summary.command.is_empty() {
+        p.summary.exe.clone()
+    } else {
+        p.summary.command.join(" ")
+    };
+    let mut out = vec![json!({
+        "name": "process_name", "ph": "M", "pid": pid, "tid": pid, "ts": 0,
+        "args": {"name": command},
+    })];
+    for t in &p.profile.threads {
+        let name = if t.name.is_empty() {
+            format!("thread {}", t.tid)
+        } else {
+            t.name.clone()
+        };
+        out.push(json!({
+            "name": "thread_name", "ph": "M", "pid": pid, "tid": t.tid, "ts": 0,
+            "args": {"name": name},
+        }));
+    }
+    out
+}
+
+/// One complete event (`ph: "X"`) per thread, its lifetime, with its figures as arguments.
+fn thread_events(p: &Loaded) -> Vec<Value> {
+    let pid = p.profile.process.pid;
+    let start = p.profile.process.start_mono_ns;
+    let process_end = p.profile.end.map_or(p.profile.last_mono_ns, |e| e.mono_ns);
+    p.profile
+        .threads
+        .iter()
+        .zip(&p.summary.threads)
+        .map(|(t, s)| {
+            let end = if t.end_mono_ns != 0 {
+                t.end_mono_ns
+            } else {
+                process_end
+            };
+            let begin = t.start_mono_ns.saturating_sub(start);
+            json!({
+                "name": "thread", "cat": "thread", "ph": "X", "pid": pid, "tid": t.tid,
+                "ts": us(begin), "dur": us(end.saturating_sub(t.start_mono_ns)),
+                "args": {
+                    "cpu_ns": s.cpu_ns, "alloc_ns": s.alloc_ns, "alloc_calls": s.alloc_calls,
+                    "lock_wait_ns": s.lock_wait_ns,
+                },
+            })
+        })
+        .collect()
+}
+
+/// Phases as complete events on their thread, with their allocator calls and time.
+fn phase_events(p: &Loaded) -> Vec<Value> {
+    let pid = p.profile.process.pid;
+    p.phases
+        .phases
+        .iter()
+        .map(|ph| {
+            let mut args = serde_json::Map::new();
+            args.insert("depth".into(), json!(ph.depth));
+            for f in &ph.fns {
+                args.insert(format!("{}_calls", f.name), json!(f.calls));
+                args.insert(format!("{}_ns", f.name), json!(f.time_ns));
+            }
+            json!({
+                "name": ph.label, "cat": "phase", "ph": "X", "pid": pid, "tid": ph.tid,
+                "ts": us(ph.begin_ns), "dur": us(ph.wall_ns()), "args": args,
+            })
+        })
+        .collect()
+}
+
+/// Heap snapshots as a counter (`ph: "C"`): bytes in use, free in the arenas, resident.
+fn heap_events(p: &Loaded) -> Vec<Value> {
+    let pid = p.profile.process.pid;
+    let start = p.profile.process.start_mono_ns;
+    p.phases
+        .snapshots
+        .iter()
+        .map(|h| {
+            json!({
+                "name": "heap", "ph": "C", "pid": pid, "tid": h.tid,
+                "ts": us(h.mono_ns.saturating_sub(start)),
+                "args": {"in_use": h.in_use_bytes(), "free": h.free_bytes, "rss": h.rss_bytes},
+            })
+        })
+        .collect()
+}
+
+impl Exporter for Chrome {
+    fn name(&self) -> &'static str {
+        "chrome"
+    }
+
+    fn write(&self, p: &Loaded, _opts: &Options, out: &mut dyn Write) -> Result<()> {
+        let doc = json!({"traceEvents": events(p), "displayTimeUnit": "ns"});
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,61 @@
+//! Folded stacks: one line per distinct stack, `root;...;leaf value`, sorted. Allocation sites
+//! end with the allocator function they called (`malloc`, ...); lock waits with `<kind> wait`.
+
+use super::{Exporter, Loaded, Options, Weight, frame_name, lock_leaf};
+use crate::symbols::Frame;
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+pub struct Collapsed;
+
+/// The folded stacks of a profile with their values (zero values left out).
+pub fn stacks(p: &Loaded, weight: Weight) -> BTreeMap<String, u64> {
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    let mut add = |frames: &[Frame], leaf: String, value: u64| {
+        if value == 0 {
+            return;
+        }
+        let mut names: Vec<String> = frames.iter().rev().map(frame_name).collect();
+        names.push(leaf);
+        let line = names
+            .iter()
+            .map(|n| n.replace([';', '\n', '\r'], ":"))
+            .collect::<Vec<_>>()
+            .join(";");
+        *lines.entry(line).or_default() += value;
+    };
+    match weight {
+        Weight::LockWait => {
+            for lock in &p.summary.locks {
+                for site in &lock.sites {
+                    add(&site.frames, lock_leaf(lock.kind), site.wait_ns);
+                }
+            }
+        }
+        _ => {
+            for site in &p.summary.alloc_sites {
+                let value = match weight {
+                    Weight::Calls => site.calls,
+                    Weight::Bytes => site.bytes,
+                    _ => site.time_ns,
+                };
+                add(&site.frames, site.function.to_string(), value);
+            }
+        }
+    }
+    lines
+}
+
+impl Exporter for Collapsed {
+    fn name(&self) -> &'static str {
+        "collapsed"
+    }
+
+    fn write(&self, p: &Loaded, opts: &Options, out: &mut dyn Write) -> Result<()> {
+        for (line, value) in stacks(p, opts.weight) {
+            writeln!(out, "{line} {value}")?;
+        }
+        Ok(())
+    }
+}

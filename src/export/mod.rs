@@ -1,0 +1,136 @@
+//! `stallscope export`: a profile in another tool's format. One exporter per file, all behind
+//! [`Exporter`]; each reads the same [`Loaded`] profile (summary, symbolized sites and phases).
+
+mod chrome;
+mod collapsed;
+mod json;
+mod pprof;
+
+use crate::profile::{self, Profile};
+use crate::report::phases::{self, PhaseReport};
+use crate::report::sites;
+use crate::report::summary::{self, Summary};
+use crate::symbols::Frame;
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Folded stacks, `frame;frame;frame value` (flamegraph.pl, inferno, speedscope)
+    Collapsed,
+    /// The report's JSON (the same as `report --json`)
+    Json,
+    /// Chrome's Trace Event Format (chrome://tracing, Perfetto, speedscope)
+    Chrome,
+    /// Gzipped perftools.profiles.Profile protobuf (`go tool pprof`)
+    Pprof,
+}
+
+/// What the value of a collapsed stack is.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weight {
+    /// Estimated allocator calls of each allocation site
+    Calls,
+    /// Estimated requested bytes of each allocation site
+    Bytes,
+    /// Estimated nanoseconds in the allocator of each allocation site
+    Time,
+    /// Nanoseconds waited for locks, by the waiting threads' stacks
+    LockWait,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// Output format
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Format,
+    /// The value of each stack (collapsed only)
+    #[arg(long, value_enum, default_value = "time")]
+    pub weight: Weight,
+    /// Output file (default: standard output)
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Profile file written by `stallscope run`
+    pub file: PathBuf,
+}
+
+/// Options that some exporters use.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub weight: Weight,
+}
+
+/// A profile read and summarized once, for every exporter.
+pub struct Loaded {
+    pub path: String,
+    pub profile: Profile,
+    pub summary: Summary,
+    pub phases: PhaseReport,
+}
+
+impl Loaded {
+    pub fn read(path: &Path) -> Result<Loaded> {
+        let profile = profile::read(path)?;
+        let mut summary = summary::summarize(&profile);
+        sites::fill(&profile, &mut summary);
+        let phases = phases::build(&profile);
+        Ok(Loaded {
+            path: path.display().to_string(),
+            profile,
+            summary,
+            phases,
+        })
+    }
+}
+
+pub trait Exporter {
+    fn name(&self) -> &'static str;
+    fn write(&self, p: &Loaded, opts: &Options, out: &mut dyn Write) -> Result<()>;
+}
+
+pub fn exporter(format: Format) -> Box<dyn Exporter> {
+    match format {
+        Format::Collapsed => Box::new(collapsed::Collapsed),
+        Format::Json => Box::new(json::Json),
+        Format::Chrome => Box::new(chrome::Chrome),
+        Format::Pprof => Box::new(pprof::Pprof),
+    }
+}
+
+/// A frame's name in exported stacks: its function, else `module+0xoffset`.
+pub fn frame_name(f: &Frame) -> String {
+    match &f.function {
+        Some(name) => name.clone(),
+        None => {
+            let module = Path::new(&f.module)
+                .file_name()
+                .map_or(f.module.clone(), |n| n.to_string_lossy().into_owned());
+            format!("{module}+{:#x}", f.offset)
+        }
+    }
+}
+
+/// The leaf frame added below a lock wait's stack.
+pub fn lock_leaf(kind: &str) -> String {
+    format!("{kind} wait")
+}
+
+pub fn main(args: ExportArgs) -> Result<i32> {
+    let loaded = Loaded::read(&args.file)?;
+    let exporter = exporter(args.format);
+    let opts = Options {
+        weight: args.weight,
+    };
+    let mut buf = Vec::new();
+    exporter
+        .write(&loaded, &opts, &mut buf)
+        .with_context(|| format!("exporting {} as {}", loaded.path, exporter.name()))?;
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &buf).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => std::io::stdout().write_all(&buf)?,
+    }
+    Ok(0)
+}
