@@ -2,8 +2,9 @@
 # Overhead of allocation stacks on two allocation-heavy cases: `alloc`, the one of
 # benches/overhead.sh (benches/programs/alloc_churn.c, shallow stacks), and `deep`
 # (benches/unwind_deep.cc, ~32-frame stacks through libstdc++). Each runs unprofiled, under
-# `stallscope run --no-stacks` and under `stallscope run` (stacks at the default rate); for the
-# file size, heaptrack runs the alloc case once.
+# `stallscope run --no-stacks`, under `stallscope run` (stacks at the default rate, libgcc's
+# unwinder) and, when libunwind.so.8 is installed, under `stallscope run --unwinder libunwind`;
+# for the file size, heaptrack runs the alloc case once.
 # Usage: benches/unwind_overhead.sh [ROUNDS]   (default 11; rounds are interleaved)
 set -euo pipefail
 rounds="${1:-11}"
@@ -16,6 +17,7 @@ trap 'rm -rf "$work"' EXIT
 cc -O2 -pthread -o "$work/alloc" benches/programs/alloc_churn.c
 g++ -O2 -o "$work/deep" benches/unwind_deep.cc
 modes=(plain nostacks stacks)
+if [ -e /usr/lib/x86_64-linux-gnu/libunwind.so.8 ]; then modes+=(libunwind); fi
 declare -A times
 for ((r = 1; r <= rounds; r++)); do
     for c in alloc deep; do
@@ -27,6 +29,7 @@ for ((r = 1; r <= rounds; r++)); do
                 plain) "$work/$c" >/dev/null ;;
                 nostacks) "$stallscope" run -q --no-stacks -o "$work/$c.$m.$r.prof" -- "$work/$c" >/dev/null ;;
                 stacks) "$stallscope" run -q -o "$work/$c.$m.$r.prof" -- "$work/$c" >/dev/null ;;
+                libunwind) "$stallscope" run -q --unwinder libunwind -o "$work/$c.$m.$r.prof" -- "$work/$c" >/dev/null ;;
             esac
             e=$(date +%s%N)
             times[$c.$m]+="$((e - s)) "
