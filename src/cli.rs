@@ -24,6 +24,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Write a profile in another tool's format (collapsed stacks, JSON, Chrome trace, pprof)
     Export(crate::export::ExportArgs),
+    /// Compare two profiles of the same program
+    Diff(crate::diff::DiffArgs),
     /// Build and profile a bundled multithreaded program
     Demo(crate::demo::DemoArgs),
     /// Print the path of the interposer library (extracting it if needed)
@@ -38,6 +40,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Bench(args) => crate::bench::main(args),
         Command::Demo(args) => crate::demo::main(args),
         Command::Export(args) => crate::export::main(args),
+        Command::Diff(args) => crate::diff::main(args),
         Command::PreloadPath => {
             let path: PathBuf = crate::preload::library_path()?;
             println!("{}", path.display());

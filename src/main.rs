@@ -4,6 +4,7 @@
 mod bench;
 mod cli;
 mod demo;
+mod diff;
 mod export;
 mod preload;
 mod profile;

@@ -1,0 +1,451 @@
+//! `stallscope diff BEFORE AFTER`: two profiles of the same program compared — wall time,
+//! allocator calls, bytes and time per function group, lock wait, each category's share of the
+//! threads' time (all threads, and thread by thread in order of creation), and the allocation
+//! sites that appeared, vanished or changed most. Ratios are after / before.
+//!
+//! Sites are matched by their user frame (function and file:line) and allocator function when the
+//! user frame is symbolized, else by their whole stack (`module+offset` frames are stable between
+//! runs of the same binary).
+
+use crate::export::{Loaded, frame_name};
+use crate::report::sites::SiteSummary;
+use crate::report::summary::{Summary, ThreadSummary, ratio};
+use crate::util::{Style, fmt_bytes, fmt_count, fmt_ns, fmt_pct};
+use anyhow::Result;
+use serde_json::{Value, json};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// Print JSON (schema stallscope.diff/1) instead of the terminal tables
+    #[arg(long)]
+    pub json: bool,
+    /// How many sites to list as changed most
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// The profile before the change
+    pub before: PathBuf,
+    /// The profile after the change
+    pub after: PathBuf,
+}
+
+/// A figure in both profiles.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pair {
+    pub before: u64,
+    pub after: u64,
+}
+
+impl Pair {
+    pub fn new(before: u64, after: u64) -> Pair {
+        Pair { before, after }
+    }
+    /// after / before (none when before is zero).
+    pub fn ratio(&self) -> Option<f64> {
+        (self.before > 0).then(|| self.after as f64 / self.before as f64)
+    }
+    pub fn delta(&self) -> i128 {
+        self.after as i128 - self.before as i128
+    }
+    fn json(&self) -> Value {
+        json!({"before": self.before, "after": self.after, "ratio": self.ratio()})
+    }
+}
+
+/// Shares of a thread's (or all threads') lifetime: on CPU, in the allocator, waiting for locks.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Shares {
+    pub cpu: f64,
+    pub allocator: f64,
+    pub lock_wait: f64,
+}
+
+impl Shares {
+    fn of(threads: &[&ThreadSummary]) -> Shares {
+        let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
+        let sum = |f: fn(&ThreadSummary) -> u64| threads.iter().map(|t| f(t)).sum::<u64>();
+        Shares {
+            cpu: ratio(sum(|t| t.cpu_ns), wall),
+            allocator: ratio(sum(|t| t.alloc_ns), wall),
+            lock_wait: ratio(sum(|t| t.lock_wait_ns), wall),
+        }
+    }
+    fn json(&self) -> Value {
+        json!({"cpu": self.cpu, "allocator": self.allocator, "lock_wait": self.lock_wait})
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ThreadDiff {
+    /// The thread's name, with `#k` for its rank among threads of that name.
+    pub label: String,
+    pub before: Option<Shares>,
+    pub after: Option<Shares>,
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupDiff {
+    pub name: &'static str,
+    pub calls: Pair,
+    pub bytes: Pair,
+    pub time_ns: Pair,
+}
+
+/// Allocation sites with the same key, summed.
+#[derive(Debug, Clone)]
+pub struct SiteDiff {
+    pub key: String,
+    pub calls: Pair,
+    pub bytes: Pair,
+    pub time_ns: Pair,
+}
+
+#[derive(Debug, Clone)]
+pub struct Diff {
+    pub before_path: String,
+    pub after_path: String,
+    pub wall_ns: Pair,
+    pub groups: Vec<GroupDiff>,
+    pub alloc_calls: Pair,
+    pub alloc_ns: Pair,
+    pub lock_wait_ns: Pair,
+    pub all_threads: (Shares, Shares),
+    pub threads: Vec<ThreadDiff>,
+    /// Sites only in the after profile, heaviest (by time) first.
+    pub appeared: Vec<SiteDiff>,
+    /// Sites only in the before profile, heaviest first.
+    pub vanished: Vec<SiteDiff>,
+    /// Sites in both, by how much their time changed (absolute difference), most first.
+    pub changed: Vec<SiteDiff>,
+}
+
+/// The key a site is matched by between profiles.
+pub fn site_key(s: &SiteSummary) -> String {
+    match s.user_frame() {
+        Some(f) if f.function.is_some() => {
+            let place = match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!(" ({}:{line})", short_file(file)),
+                (Some(file), None) => format!(" ({})", short_file(file)),
+                _ => String::new(),
+            };
+            format!("{}{place} -> {}", frame_name(f), s.function)
+        }
+        _ => {
+            let mut names: Vec<String> = s.frames.iter().rev().map(frame_name).collect();
+            names.push(s.function.to_string());
+            names.join(";")
+        }
+    }
+}
+
+fn short_file(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}
+
+fn thread_labels(s: &Summary) -> Vec<(String, &ThreadSummary)> {
+    let mut out: Vec<(String, &ThreadSummary)> = Vec::new();
+    for t in &s.threads {
+        let base = if t.main {
+            format!("{} (main)", t.name)
+        } else {
+            t.name.clone()
+        };
+        let k = out
+            .iter()
+            .filter(|(l, _)| l == &base || l.starts_with(&format!("{base} #")))
+            .count();
+        let label = if k == 0 {
+            base
+        } else {
+            format!("{base} #{}", k + 1)
+        };
+        out.push((label, t));
+    }
+    out
+}
+
+fn sites_by_key(s: &Summary) -> Vec<(String, u64, u64, u64)> {
+    let mut out: Vec<(String, u64, u64, u64)> = Vec::new();
+    for site in &s.alloc_sites {
+        let key = site_key(site);
+        match out.iter_mut().find(|x| x.0 == key) {
+            Some(x) => {
+                x.1 += site.calls;
+                x.2 += site.bytes;
+                x.3 += site.time_ns;
+            }
+            None => out.push((key, site.calls, site.bytes, site.time_ns)),
+        }
+    }
+    out
+}
+
+pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
+    let (b, a) = (&before.summary, &after.summary);
+    let groups = b
+        .groups
+        .iter()
+        .zip(&a.groups)
+        .map(|(gb, ga)| GroupDiff {
+            name: gb.name,
+            calls: Pair::new(gb.calls, ga.calls),
+            bytes: Pair::new(gb.bytes, ga.bytes),
+            time_ns: Pair::new(gb.time_ns, ga.time_ns),
+        })
+        .collect();
+    let (lb, la) = (thread_labels(b), thread_labels(a));
+    let mut threads: Vec<ThreadDiff> = lb
+        .iter()
+        .map(|(label, t)| ThreadDiff {
+            label: label.clone(),
+            before: Some(Shares::of(&[t])),
+            after: la
+                .iter()
+                .find(|(l, _)| l == label)
+                .map(|(_, t)| Shares::of(&[t])),
+        })
+        .collect();
+    for (label, t) in &la {
+        if !lb.iter().any(|(l, _)| l == label) {
+            threads.push(ThreadDiff {
+                label: label.clone(),
+                before: None,
+                after: Some(Shares::of(&[t])),
+            });
+        }
+    }
+    let (sb, sa) = (sites_by_key(b), sites_by_key(a));
+    let pair_site =
+        |key: &str, x: Option<&(String, u64, u64, u64)>, y: Option<&(String, u64, u64, u64)>| {
+            let v = |s: Option<&(String, u64, u64, u64)>| s.map_or((0, 0, 0), |s| (s.1, s.2, s.3));
+            let (xb, yb) = (v(x), v(y));
+            SiteDiff {
+                key: key.to_string(),
+                calls: Pair::new(xb.0, yb.0),
+                bytes: Pair::new(xb.1, yb.1),
+                time_ns: Pair::new(xb.2, yb.2),
+            }
+        };
+    let mut appeared = Vec::new();
+    let mut vanished = Vec::new();
+    let mut changed = Vec::new();
+    for s in &sb {
+        match sa.iter().find(|x| x.0 == s.0) {
+            Some(x) => changed.push(pair_site(&s.0, Some(s), Some(x))),
+            None => vanished.push(pair_site(&s.0, Some(s), None)),
+        }
+    }
+    for x in &sa {
+        if !sb.iter().any(|s| s.0 == x.0) {
+            appeared.push(pair_site(&x.0, None, Some(x)));
+        }
+    }
+    appeared.sort_by(|p, q| {
+        q.time_ns
+            .after
+            .cmp(&p.time_ns.after)
+            .then(p.key.cmp(&q.key))
+    });
+    vanished.sort_by(|p, q| {
+        q.time_ns
+            .before
+            .cmp(&p.time_ns.before)
+            .then(p.key.cmp(&q.key))
+    });
+    changed.sort_by(|p, q| {
+        q.time_ns
+            .delta()
+            .abs()
+            .cmp(&p.time_ns.delta().abs())
+            .then(p.key.cmp(&q.key))
+    });
+    appeared.truncate(top);
+    vanished.truncate(top);
+    changed.truncate(top);
+    let all = |s: &Summary| Shares::of(&s.threads.iter().collect::<Vec<_>>());
+    Diff {
+        before_path: before.path.clone(),
+        after_path: after.path.clone(),
+        wall_ns: Pair::new(b.wall_ns, a.wall_ns),
+        groups,
+        alloc_calls: Pair::new(b.alloc_calls(), a.alloc_calls()),
+        alloc_ns: Pair::new(b.alloc_ns(), a.alloc_ns()),
+        lock_wait_ns: Pair::new(b.lock_wait_ns(), a.lock_wait_ns()),
+        all_threads: (all(b), all(a)),
+        threads,
+        appeared,
+        vanished,
+        changed,
+    }
+}
+
+fn site_json(s: &SiteDiff) -> Value {
+    json!({
+        "site": s.key,
+        "calls": s.calls.json(),
+        "bytes": s.bytes.json(),
+        "time_ns": s.time_ns.json(),
+    })
+}
+
+pub fn to_json(d: &Diff) -> Value {
+    let mut groups = serde_json::Map::new();
+    for g in &d.groups {
+        groups.insert(
+            g.name.to_string(),
+            json!({"calls": g.calls.json(), "bytes": g.bytes.json(), "time_ns": g.time_ns.json()}),
+        );
+    }
+    json!({
+        "schema": "stallscope.diff/1",
+        "before": d.before_path,
+        "after": d.after_path,
+        "wall_ns": d.wall_ns.json(),
+        "alloc": {
+            "calls": d.alloc_calls.json(),
+            "time_ns": d.alloc_ns.json(),
+            "groups": groups,
+        },
+        "lock_wait_ns": d.lock_wait_ns.json(),
+        "threads": {
+            "all": {"before": d.all_threads.0.json(), "after": d.all_threads.1.json()},
+            "each": d.threads.iter().map(|t| json!({
+                "label": t.label,
+                "before": t.before.map(|s| s.json()),
+                "after": t.after.map(|s| s.json()),
+            })).collect::<Vec<_>>(),
+        },
+        "sites": {
+            "appeared": d.appeared.iter().map(site_json).collect::<Vec<_>>(),
+            "vanished": d.vanished.iter().map(site_json).collect::<Vec<_>>(),
+            "changed": d.changed.iter().map(site_json).collect::<Vec<_>>(),
+        },
+    })
+}
+
+fn fmt_ratio(p: &Pair) -> String {
+    match p.ratio() {
+        Some(r) => format!("{r:.2}x"),
+        None if p.after == 0 => "-".into(),
+        None => "new".into(),
+    }
+}
+
+fn row(out: &mut String, label: &str, p: &Pair, fmt: fn(u64) -> String) {
+    let _ = writeln!(
+        out,
+        "  {label:<22} {:>14} {:>14} {:>9}",
+        fmt(p.before),
+        fmt(p.after),
+        fmt_ratio(p)
+    );
+}
+
+fn ns(v: u64) -> String {
+    fmt_ns(v as f64)
+}
+
+fn shares_cells(s: Option<Shares>) -> [String; 3] {
+    match s {
+        Some(s) => [fmt_pct(s.cpu), fmt_pct(s.allocator), fmt_pct(s.lock_wait)],
+        None => ["-".into(), "-".into(), "-".into()],
+    }
+}
+
+pub fn render_text(d: &Diff, style: Style) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}\n  before  {}\n  after   {}\n",
+        style.bold("stallscope diff"),
+        d.before_path,
+        d.after_path
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        style.bold(&format!(
+            "  {:<22} {:>14} {:>14} {:>9}",
+            "", "before", "after", "ratio"
+        ))
+    );
+    row(&mut out, "wall time", &d.wall_ns, ns);
+    row(&mut out, "allocator calls", &d.alloc_calls, fmt_count);
+    row(&mut out, "allocator time", &d.alloc_ns, ns);
+    row(&mut out, "lock wait", &d.lock_wait_ns, ns);
+    for g in &d.groups {
+        if g.calls.before == 0 && g.calls.after == 0 {
+            continue;
+        }
+        row(&mut out, &format!("{} calls", g.name), &g.calls, fmt_count);
+        if g.name != "free" {
+            row(&mut out, &format!("{} bytes", g.name), &g.bytes, fmt_bytes);
+        }
+        row(&mut out, &format!("{} time", g.name), &g.time_ns, ns);
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        style.bold("Shares of thread time (before -> after)")
+    );
+    let _ = writeln!(
+        out,
+        "  {:<22} {:>17} {:>17} {:>17}",
+        "thread", "CPU", "allocator", "lock wait"
+    );
+    let mut share_row = |label: &str, b: Option<Shares>, a: Option<Shares>| {
+        let (b, a) = (shares_cells(b), shares_cells(a));
+        let cells: Vec<String> = (0..3).map(|i| format!("{} -> {}", b[i], a[i])).collect();
+        let _ = writeln!(
+            out,
+            "  {label:<22} {:>17} {:>17} {:>17}",
+            cells[0], cells[1], cells[2]
+        );
+    };
+    share_row("all threads", Some(d.all_threads.0), Some(d.all_threads.1));
+    for t in &d.threads {
+        share_row(&t.label, t.before, t.after);
+    }
+    for (title, list) in [
+        ("Allocation sites that changed most (by time)", &d.changed),
+        ("Allocation sites that appeared", &d.appeared),
+        ("Allocation sites that vanished", &d.vanished),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{}", style.bold(title));
+        let _ = writeln!(
+            out,
+            "  {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}  site",
+            "calls", "calls", "ratio", "time", "time", "ratio"
+        );
+        for s in list {
+            let _ = writeln!(
+                out,
+                "  {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}  {}",
+                fmt_count(s.calls.before),
+                fmt_count(s.calls.after),
+                fmt_ratio(&s.calls),
+                ns(s.time_ns.before),
+                ns(s.time_ns.after),
+                fmt_ratio(&s.time_ns),
+                s.key
+            );
+        }
+    }
+    out
+}
+
+pub fn main(args: DiffArgs) -> Result<i32> {
+    let before = Loaded::read(&args.before)?;
+    let after = Loaded::read(&args.after)?;
+    let d = compare(&before, &after, args.top);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&to_json(&d))?);
+    } else {
+        print!("{}", render_text(&d, Style::for_stdout()));
+    }
+    Ok(0)
+}
