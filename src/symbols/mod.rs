@@ -291,6 +291,29 @@ const RUNTIME_FUNCTIONS: &[&str] = &[
     "<core::",
 ];
 
+/// Allocation wrappers common in C programs (libiberty, GLib, git, ...), matched by exact name:
+/// their caller is the interesting frame.
+const ALLOC_WRAPPERS: &[&str] = &[
+    "xmalloc",
+    "xcalloc",
+    "xrealloc",
+    "xstrdup",
+    "xstrndup",
+    "xmemdup",
+    "xzalloc",
+    "g_malloc",
+    "g_malloc0",
+    "g_realloc",
+    "g_try_malloc",
+    "g_strdup",
+    "g_slice_alloc",
+    "g_slice_alloc0",
+    "emalloc",
+    "ecalloc",
+    "erealloc",
+    "xmallocz",
+];
+
 pub fn is_runtime_frame(f: &Frame) -> bool {
     let module = Path::new(&f.module)
         .file_name()
@@ -298,7 +321,8 @@ pub fn is_runtime_frame(f: &Frame) -> bool {
     RUNTIME_MODULES.iter().any(|m| module.contains(m))
         || f.function.as_deref().is_some_and(|name| {
             let name = qualified_name(name);
-            RUNTIME_FUNCTIONS.iter().any(|p| name.starts_with(p))
+            let bare = name.split('(').next().unwrap_or(name);
+            RUNTIME_FUNCTIONS.iter().any(|p| name.starts_with(p)) || ALLOC_WRAPPERS.contains(&bare)
         })
 }
 
