@@ -26,6 +26,8 @@ pub enum Command {
     Export(crate::export::ExportArgs),
     /// Compare two profiles of the same program
     Diff(crate::diff::DiffArgs),
+    /// Write a profile as one self-contained HTML page
+    Html(crate::html::HtmlArgs),
     /// Build and profile a bundled multithreaded program
     Demo(crate::demo::DemoArgs),
     /// Print the path of the interposer library (extracting it if needed)
@@ -41,6 +43,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Demo(args) => crate::demo::main(args),
         Command::Export(args) => crate::export::main(args),
         Command::Diff(args) => crate::diff::main(args),
+        Command::Html(args) => crate::html::main(args),
         Command::PreloadPath => {
             let path: PathBuf = crate::preload::library_path()?;
             println!("{}", path.display());

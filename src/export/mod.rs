@@ -2,7 +2,7 @@
 //! [`Exporter`]; each reads the same [`Loaded`] profile (summary, symbolized sites and phases).
 
 mod chrome;
-mod collapsed;
+pub mod collapsed;
 mod json;
 mod pprof;
 
