@@ -9,7 +9,9 @@ use support::{assert_success, bench_json, f64_of, scratch_dir, stallscope};
 fn sleeping_twice_as_long_is_about_twice_as_slow() {
     let (json, terminal) = bench_json(
         "sleep_ratio",
-        &["--runs", "5", "--warmup", "1", "sleep 0.02", "sleep 0.04"],
+        // Long enough that process start-up (milliseconds, more on a loaded machine) stays small
+        // beside the difference measured.
+        &["--runs", "5", "--warmup", "1", "sleep 0.1", "sleep 0.2"],
     );
     let variants = json["variants"].as_array().unwrap();
     assert_eq!(variants.len(), 2);
@@ -21,12 +23,12 @@ fn sleeping_twice_as_long_is_about_twice_as_slow() {
         assert!(f64_of(v, "ci_high_ns") <= f64_of(v, "max_ns"));
         assert!(f64_of(v, "max_rss_bytes") > 0.0);
     }
-    assert!(f64_of(&variants[0], "median_ns") >= 20e6);
-    assert!(f64_of(&variants[1], "median_ns") >= 40e6);
+    assert!(f64_of(&variants[0], "median_ns") >= 100e6);
+    assert!(f64_of(&variants[1], "median_ns") >= 200e6);
 
     let comparison = &json["comparisons"][0];
-    assert_eq!(comparison["variant"], "sleep 0.04");
-    assert_eq!(comparison["baseline"], "sleep 0.02");
+    assert_eq!(comparison["variant"], "sleep 0.2");
+    assert_eq!(comparison["baseline"], "sleep 0.1");
     let ratio = f64_of(comparison, "ratio");
     assert!((1.6..2.5).contains(&ratio), "ratio {ratio}");
     assert!(f64_of(comparison, "ci_low") <= ratio && ratio <= f64_of(comparison, "ci_high"));
@@ -59,8 +61,8 @@ fn faster_variant_is_reported_as_faster_with_inverted_factor() {
             "slow",
             "--name",
             "fast",
-            "sleep 0.04",
-            "sleep 0.01",
+            "sleep 0.2",
+            "sleep 0.05",
         ],
     );
     let comparison = &json["comparisons"][0];
@@ -75,8 +77,8 @@ fn faster_variant_is_reported_as_faster_with_inverted_factor() {
 #[test]
 fn thread_counts_are_substituted_exported_and_charted() {
     // The command reads the count from the environment and the placeholder; sleeping
-    // 80 ms / n makes a perfectly scaling "program".
-    let script = r#"sh -c 'test "$STALLSCOPE_THREADS" = "$0" && sleep $(echo "scale=3; 0.08 / $0" | bc)' {threads}"#;
+    // 300 ms / n makes a perfectly scaling "program" (long beside the start-up of sh and bc).
+    let script = r#"sh -c 'test "$STALLSCOPE_THREADS" = "$0" && sleep $(echo "scale=3; 0.3 / $0" | bc)' {threads}"#;
     let has_bc = std::process::Command::new("bc")
         .arg("--version")
         .output()
@@ -84,8 +86,8 @@ fn thread_counts_are_substituted_exported_and_charted() {
     let script = if has_bc {
         script.to_string()
     } else {
-        // Without bc: sleep 80 ms for one thread, 40 ms for two.
-        r#"sh -c 'test "$STALLSCOPE_THREADS" = "$0" && if [ "$0" = 1 ]; then sleep 0.08; else sleep 0.04; fi' {threads}"#.to_string()
+        // Without bc: sleep 300 ms for one thread, 150 ms for two.
+        r#"sh -c 'test "$STALLSCOPE_THREADS" = "$0" && if [ "$0" = 1 ]; then sleep 0.3; else sleep 0.15; fi' {threads}"#.to_string()
     };
     let (json, terminal) = bench_json("threads", &["--runs", "3", "--threads", "1,2", &script]);
     let scaling = json["scaling"].as_array().expect("scaling rows");
