@@ -71,6 +71,14 @@ static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group gr
  * which first consolidates the fast bins (with millions of free chunks: tens of milliseconds). */
 #define SS_EXACT_BYTES 1000u
 
+/* A sampled call stands for `period` calls, so one that was descheduled for milliseconds would
+ * count as many times over. Its duration is capped: a small request that takes longer than this
+ * was almost certainly preempted (the calls that are really slow are in the always-timed stratum,
+ * which is never capped). */
+static inline uint64_t ss_sampled_ticks(uint64_t ticks, int exact) {
+    return !exact && ticks > ss_sample_cap_ticks ? ss_sample_cap_ticks : ticks;
+}
+
 static inline size_t ss_mul_saturating(size_t a, size_t b) {
     size_t r;
     return __builtin_mul_overflow(a, b, &r) ? (size_t)-1 : r;
@@ -94,7 +102,7 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
         ret = real_call;                                                                                    \
         SS_GUARD_END(saved_);                                                                               \
         if (timed_ || site_) {                                                                              \
-            uint64_t ticks_ = ss_ticks() - start_;                                                          \
+            uint64_t ticks_ = ss_sampled_ticks(ss_ticks() - start_, exact_);                                \
             if (timed_) ss_timed(t, fn, grp, ticks_, exact_);                                               \
             if (site_) ss_stack_time(t, site_, ticks_);                                                        \
         }                                                                                                   \
@@ -127,7 +135,7 @@ SS_EXPORT void free(void *ptr) {
     SS_GUARD_BEGIN(saved);
     ss_real.free(ptr);
     SS_GUARD_END(saved);
-    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_ticks() - start, exact);
+    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_sampled_ticks(ss_ticks() - start, exact), exact);
 }
 
 SS_EXPORT void *calloc(size_t n, size_t size) {

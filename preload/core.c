@@ -23,6 +23,7 @@ int ss_guard_calls = 1;
 int ss_use_tsc;
 uint64_t ss_ns_per_tick_q32 = 1ull << 32;
 uint64_t ss_ticks_per_sec = 1000000000ull;
+uint64_t ss_sample_cap_ticks = 50000ull;
 struct ss_thread *ss_threads;
 pid_t ss_pid;
 SS_TLS struct ss_thread *ss_self;
@@ -74,6 +75,7 @@ static void ss_calibrate(void) {
     }
     ss_ticks_per_sec = (uint64_t)((unsigned __int128)(t1 - t0) * 1000000000ull / (n1 - n0));
     ss_ns_per_tick_q32 = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
+    ss_sample_cap_ticks = ss_ticks_per_sec / 20000; /* 50 us */
 }
 
 /* ---- sampling ---- */

@@ -129,6 +129,7 @@ extern int ss_active;         /* recording: hooks take the fast path */
 extern int ss_use_tsc;        /* ticks come from rdtsc rather than clock_gettime */
 extern uint64_t ss_ns_per_tick_q32; /* ns = ticks * this >> 32 */
 extern uint64_t ss_ticks_per_sec;
+extern uint64_t ss_sample_cap_ticks; /* longest duration counted for a sampled call (50 us) */
 extern struct ss_thread *ss_threads; /* list head, pushed with CAS */
 extern pid_t ss_pid;
 extern SS_TLS struct ss_thread *ss_self;
