@@ -1,11 +1,11 @@
 //! Stacks of contended lock acquisitions: the waiter's stack (where it blocked) and the holder's
 //! (where it released the lock while others waited), named by function and line in the report.
 
+mod common;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-const STALLSCOPE: &str = env!("CARGO_BIN_EXE_stallscope");
+use std::process::Command;
 
 fn source(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -44,23 +44,8 @@ fn waiter_and_holder_stacks_of_a_contended_mutex() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let prof = dir.join("locks.prof");
-    let ok = Command::new(STALLSCOPE)
-        .args(["run", "-q", "-o"])
-        .arg(&prof)
-        .arg("--")
-        .arg(&exe)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    let out = Command::new(STALLSCOPE)
-        .args(["report", "--json"])
-        .arg(&prof)
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, prof) = common::profile(&dir, "locks.prof", &["-q"], &[&exe], 0);
+    let report = common::report_json(&prof);
     let lock = &report["locks"][0];
     assert!(lock["contended"].as_u64().unwrap() > 0, "{lock:#}");
 

@@ -2,11 +2,11 @@
 //! allocation frames (alloc::, core::, <alloc::...>) skipped, the user's function as the site,
 //! with its line, and its calls estimated within the stated statistical error.
 
+mod common;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-const STALLSCOPE: &str = env!("CARGO_BIN_EXE_stallscope");
+use std::process::Command;
 
 fn source(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,23 +32,8 @@ fn rust_frames_are_demangled_and_the_user_function_is_the_site() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let prof = dir.join("rust.prof");
-    let ok = Command::new(STALLSCOPE)
-        .args(["run", "-q", "-o"])
-        .arg(&prof)
-        .arg("--")
-        .arg(&exe)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    let out = Command::new(STALLSCOPE)
-        .args(["report", "--json"])
-        .arg(&prof)
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, prof) = common::profile(&dir, "rust.prof", &["-q"], &[&exe], 0);
+    let report = common::report_json(&prof);
     let mark = std::fs::read_to_string(source("rust_sites.rs"))
         .unwrap()
         .lines()
