@@ -197,7 +197,11 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     struct ss_thread *t = ss_enter();
     if (SS_UNLIKELY(!t)) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
     ss_mutex_releasing(t, m);
-    if (SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m))) {
+    /* A holder stack is considered on one release with waiters in 64 (and then rate-limited by
+     * time): on a hot lock, leaving the tail call or reading the clock on every such release
+     * changes the hand-over between the threads and costs more than the rest of the hook. */
+    if (SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m)) && t->holder_skip-- == 0) {
+        t->holder_skip = 63;
         int rc = ss_real.mutex_unlock(m); /* release first: the waiters must not wait for our stack */
         ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
         return rc;

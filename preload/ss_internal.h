@@ -54,6 +54,7 @@ struct ss_thread {
     void *start_arg;
     struct ss_phase_open *phases; /* open phases (phases.c), mapped on first use */
     uint32_t nphases;
+    uint32_t holder_skip; /* releases with waiters to let pass before the next holder stack */
     uint64_t cpu_base_ns; /* CPU time before the record began (the main thread's start-up) */
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
     int written;
