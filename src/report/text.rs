@@ -351,19 +351,28 @@ fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
             fmt_ns(l.hold_ns as f64),
             l.threads
         );
-        for (what, sites) in [("waited in", &l.sites), ("held by", &l.holder_sites)] {
+        // A waiter site's figures are its own waits; a holder site's are the waits of others
+        // attributed to it, by its share of the sampled releases that found waiters.
+        for (what, figures, sites) in [
+            ("waited in", "contended, ~{w} waiting", &l.sites),
+            (
+                "held by",
+                "waits caused, ~{w} of others' waiting",
+                &l.holder_sites,
+            ),
+        ] {
             for site in sites.iter().take(3) {
                 let label = site
                     .user_frame()
                     .map_or_else(|| "?".into(), |f| f.display());
+                let figures = figures.replace("{w}", &fmt_ns(site.wait_ns as f64));
                 let _ = writeln!(
                     o,
                     "      {} {label}  {}",
                     style.dim(what),
                     style.dim(&format!(
-                        "(~{} contended, ~{} wait, {} samples)",
+                        "(~{} {figures}, {} samples)",
                         fmt_count(site.contended),
-                        fmt_ns(site.wait_ns as f64),
                         site.samples
                     ))
                 );
