@@ -5,6 +5,10 @@ mod support;
 
 use support::{bench_json, compile, f64_of};
 
+/// The two tests measure timing differences; run side by side, each one's load would show up in
+/// the other's measurements (a steady case flagged because the other test ran during half of it).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn effect<'a>(json: &'a serde_json::Value, case: &str) -> &'a serde_json::Value {
     json["order_effects"]
         .as_array()
@@ -18,6 +22,7 @@ fn effect<'a>(json: &'a serde_json::Value, case: &str) -> &'a serde_json::Value 
 /// (see the program's comment); BM_FragmentHeap itself runs first either way.
 #[test]
 fn google_benchmark_case_slowed_by_an_earlier_case_is_flagged() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = compile(
         "g++",
         "order_effect_gbench.cc",
@@ -44,6 +49,7 @@ fn google_benchmark_case_slowed_by_an_earlier_case_is_flagged() {
 
 #[test]
 fn stallscope_protocol_program_flags_only_the_affected_case() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = compile("cc", "protocol_cases.c", "protocol_cases", &[]) else {
         eprintln!("SKIPPED: needs a C compiler (apt-get install gcc)");
         return;
