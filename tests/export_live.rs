@@ -4,26 +4,18 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// tests/golden/work.c, with the frame-pointer and include flags the golden profile was made with.
 fn compile_work(dir: &TempDir) -> PathBuf {
-    let exe = dir.join("work");
-    let root = env!("CARGO_MANIFEST_DIR");
-    let out = Command::new("cc")
-        .args(["-O1", "-g", "-pthread", "-fno-omit-frame-pointer"])
-        .arg(format!("-I{root}/include"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("{root}/tests/golden/work.c"))
-        .output()
-        .expect("running cc (Debian package gcc)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let include = format!("-I{}", root.join("include").display());
+    compile_file(
+        dir.path(),
+        &root.join("tests/golden/work.c"),
+        &["-g", "-fno-omit-frame-pointer", &include],
+    )
 }
 
 fn export(args: &[&str], file: &std::path::Path) -> Vec<u8> {

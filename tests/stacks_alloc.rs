@@ -337,23 +337,7 @@ fn no_stacks_turns_sampling_off() {
         "-o",
         exe.to_str().unwrap(),
     ]);
-    let prof = dir.0.join("off.prof");
-    let ok = Command::new(STALLSCOPE)
-        .args(["run", "-q", "--no-stacks", "-o"])
-        .arg(&prof)
-        .arg("--")
-        .arg(&exe)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    let out = Command::new(STALLSCOPE)
-        .args(["report", "--json"])
-        .arg(&prof)
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = run_and_report(&dir.0, &["--no-stacks"], &[exe.to_str().unwrap()]);
     assert_eq!(report["alloc"]["sites"].as_array().map(Vec::len), Some(0));
     assert!(report["alloc"]["by_function"]["malloc"]["calls"].as_u64() > Some(200_000));
 }

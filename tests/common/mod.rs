@@ -61,7 +61,12 @@ pub fn program_source(name: &str) -> PathBuf {
 /// Compiles tests/programs/`source` with `-O1 -pthread` (cc for .c, c++ for .cpp) into `dir`,
 /// and returns the executable's path.
 pub fn compile(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
-    let src = program_source(source);
+    compile_file(dir, &program_source(source), extra)
+}
+
+/// Like `compile`, for a source file anywhere (its path, not a name in tests/programs).
+pub fn compile_file(dir: &Path, src: &Path, extra: &[&str]) -> PathBuf {
+    let source = src.file_name().unwrap().to_str().unwrap();
     let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
     let exe = dir.join(stem);
     let compiler = if source.ends_with(".cpp") {
@@ -72,7 +77,7 @@ pub fn compile(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
     let out = Command::new(compiler)
         .args(["-O1", "-pthread", "-Wall", "-Wextra", "-o"])
         .arg(&exe)
-        .arg(&src)
+        .arg(src)
         .args(extra)
         .output()
         .unwrap_or_else(|e| panic!("running {compiler} (Debian package gcc/g++ needed): {e}"));
