@@ -2,8 +2,9 @@
 //! a phase whose allocator calls cost far more per call than elsewhere, with the heap state that
 //! explains it.
 
+use super::summary::latency_quantile;
 use crate::profile::Profile;
-use crate::profile::format::{GROUPS, LAT_BUCKETS, latency_bucket_range};
+use crate::profile::format::{GROUPS, latency_bucket_range};
 use crate::profile::phases::{HeapSnapshot, PhaseRecord};
 use crate::util::{Style, fmt_bytes, fmt_count, fmt_ns};
 use serde_json::{Value, json};
@@ -101,20 +102,15 @@ fn phase_fn(p: &Profile, r: &PhaseRecord, group: usize) -> PhaseFn {
         timed_calls += f.measured_calls();
         ticks += f.estimated_ticks();
     }
-    let hist = &r.lat_hist[group];
-    let total: u64 = hist.iter().sum();
-    let p99_ns = (total > 0).then(|| {
-        let target = 0.99 * total as f64;
-        let mut seen = 0.0;
-        for (b, &count) in hist.iter().enumerate().take(LAT_BUCKETS) {
-            if count > 0 && seen + count as f64 >= target {
-                let (lo, hi) = latency_bucket_range(b);
-                return lo as f64 + (target - seen) / count as f64 * (hi - lo) as f64;
-            }
-            seen += count as f64;
-        }
-        latency_bucket_range(LAT_BUCKETS - 1).1 as f64
-    });
+    let latency: Vec<(u64, u64, u64)> = r.lat_hist[group]
+        .iter()
+        .enumerate()
+        .map(|(b, &count)| {
+            let (lo, hi) = latency_bucket_range(b);
+            (lo, hi, count)
+        })
+        .collect();
+    let p99_ns = latency_quantile(&latency, 0.99);
     PhaseFn {
         name,
         calls,

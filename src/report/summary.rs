@@ -39,24 +39,29 @@ impl FnSummary {
 
     /// The latency at quantile `q`, interpolated within its power-of-two bucket.
     pub fn quantile_ns(&self, q: f64) -> Option<f64> {
-        let total: u64 = self.latency.iter().map(|b| b.2).sum();
-        if total == 0 {
-            return None;
-        }
-        let target = q * total as f64;
-        let mut seen = 0.0;
-        for &(lo, hi, count) in &self.latency {
-            if count == 0 {
-                continue;
-            }
-            if seen + count as f64 >= target {
-                let frac = ((target - seen) / count as f64).clamp(0.0, 1.0);
-                return Some(lo as f64 + frac * (hi - lo) as f64);
-            }
-            seen += count as f64;
-        }
-        self.latency.last().map(|b| b.1 as f64)
+        latency_quantile(&self.latency, q)
     }
+}
+
+/// The quantile `q` of latency buckets `(min_ns, max_ns, count)`, interpolated within its bucket.
+pub fn latency_quantile(latency: &[(u64, u64, u64)], q: f64) -> Option<f64> {
+    let total: u64 = latency.iter().map(|b| b.2).sum();
+    if total == 0 {
+        return None;
+    }
+    let target = q * total as f64;
+    let mut seen = 0.0;
+    for &(lo, hi, count) in latency {
+        if count == 0 {
+            continue;
+        }
+        if seen + count as f64 >= target {
+            let frac = ((target - seen) / count as f64).clamp(0.0, 1.0);
+            return Some(lo as f64 + frac * (hi - lo) as f64);
+        }
+        seen += count as f64;
+    }
+    latency.last().map(|b| b.1 as f64)
 }
 
 #[derive(Debug, Clone)]
