@@ -6,6 +6,7 @@ mod cli;
 mod demo;
 mod diff;
 mod export;
+mod findings;
 mod html;
 mod preload;
 mod profile;
