@@ -116,6 +116,10 @@ static void ss_read_config(void) {
     ss_config.stack_bytes = ss_parse_u64(getenv("STALLSCOPE_STACK_BYTES"), 512 * 1024);
     ss_config.stack_period = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_STACK_PERIOD"), 1024);
     if (ss_config.flush_ms < 10) ss_config.flush_ms = 10;
+    ss_config.cpu_hz = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_SAMPLE_HZ"), 1000);
+    ss_config.wall_hz = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_WALL_HZ"), 100);
+    if (ss_config.cpu_hz > 10000) ss_config.cpu_hz = 10000;
+    if (ss_config.wall_hz > 1000) ss_config.wall_hz = 1000;
 
     /* The launched process is the one whose parent is the supervisor (also after it execs). */
     uint64_t supervisor = ss_parse_u64(getenv("STALLSCOPE_SUPERVISOR"), 0);
@@ -170,6 +174,8 @@ static void ss_resolve(void) {
     *(void **)&r.cond_wait = ss_vsym("pthread_cond_wait", "GLIBC_2.3.2");
     *(void **)&r.cond_timedwait = ss_vsym("pthread_cond_timedwait", "GLIBC_2.3.2");
     SS_RESOLVE(cond_clockwait, "pthread_cond_clockwait");
+    SS_RESOLVE(sigaction, "sigaction");
+    SS_RESOLVE(signal, "signal");
     SS_RESOLVE(pthread_create, "pthread_create");
     SS_RESOLVE(exit, "exit");
     SS_RESOLVE(underscore_exit, "_exit");
@@ -192,6 +198,7 @@ static void ss_resolve(void) {
 static void ss_thread_destructor(void *arg) {
     struct ss_thread *t = arg;
     if (!t || ss_pid != getpid()) return;
+    ss_sampler_thread_end(t);
     char name[16] = {0};
     prctl(PR_GET_NAME, name, 0, 0, 0);
     memcpy(t->rec.name, name, sizeof name);
@@ -211,6 +218,7 @@ struct ss_thread *ss_thread_alloc(void) {
     t->countdown = 1;
     t->countdown = ss_next_interval(t);
     ss_stacks_thread_init(t);
+    ss_sampler_thread_buffers(t); /* without them the thread is simply not sampled */
     return t;
 }
 
@@ -223,6 +231,7 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
     /* The main thread's CPU clock started at exec, before its record: count from now on. */
     t->cpu_base_ns = is_main ? ss_thread_cpu_ns((pid_t)t->rec.tid) : 0;
     ss_self = t;
+    ss_sampler_thread_start(t);
     pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit (main: pthread_exit) */
     struct ss_thread *head = __atomic_load_n(&ss_threads, __ATOMIC_RELAXED);
     do {
@@ -275,6 +284,7 @@ static void ss_init(void) {
     ss_pid = getpid();
     ss_calibrate();
     ss_writer_init();
+    ss_sampler_init();
     int ok = ss_real.malloc && ss_real.free && ss_real.pthread_create && ss_real.mutex_lock &&
              ss_real.mutex_trylock && ss_real.mutex_unlock;
     if (ok && !ss_config.dormant) {
@@ -327,6 +337,7 @@ static void ss_after_fork_child(void) {
     ss_self = NULL;
     ss_config.output[0] = 0; /* the explicit output path belongs to the launched process */
     ss_writer_after_fork_child();
+    ss_sampler_after_fork_child();
     if (self) {
         memset(&self->rec, 0, sizeof self->rec);
         memset(self->locks, 0, sizeof self->locks);

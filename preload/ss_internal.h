@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include "ss_format.h"
@@ -58,7 +59,17 @@ struct ss_thread {
     uint64_t cpu_base_ns; /* CPU time before the record began (the main thread's start-up) */
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
     int written;
+    /* Thread-state samples (sampler.c): CPU samples pushed by the thread's own signal handler,
+     * wall samples by the flusher; each ring has one producer and is drained by the flush. */
+    struct ss_sample *cpu_ring, *wall_ring;
+    uint32_t cpu_head, cpu_tail, wall_head, wall_tail;
+    int timer, has_timer;
+    uint64_t last_cpu_ns;  /* the thread's CPU time at its last CPU sample */
+    uint64_t last_wall_ns; /* when the flusher last looked at it */
 };
+
+#define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
+#define SS_WALL_RING 512u
 
 /* Real functions, resolved with dlsym(RTLD_NEXT). */
 struct ss_real {
@@ -95,6 +106,8 @@ struct ss_real {
     int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
     int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
 
+    int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+    __sighandler_t (*signal)(int, __sighandler_t);
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     void (*exit)(int) __attribute__((noreturn));
     void (*underscore_exit)(int) __attribute__((noreturn));
@@ -121,6 +134,8 @@ struct ss_config {
     int snapshot_signal;   /* SIGUSR2 takes a heap snapshot */
     uint64_t stack_bytes;  /* mean bytes between byte-sampled allocation stacks (0: off) */
     uint32_t stack_period; /* one allocation call in N has its stack taken (0: off) */
+    uint32_t cpu_hz;       /* thread-state CPU samples per second of thread CPU time (0: off) */
+    uint32_t wall_hz;      /* wall samples per second of threads not running (0: off) */
 };
 
 /* Global state (core.c). */
@@ -197,6 +212,25 @@ int ss_stacks_write(void);
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 void ss_lock_waiter_done(uint32_t lock_site, uint64_t wait_ticks);
 void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind);
+
+/* Stacks of thread-state samples: the callers of an instruction interrupted by a signal (called
+ * from the handler), a list of pcs found otherwise, and whether an address is in loaded code. */
+#define SS_STACK_KIND_CPU (SS_FN_COUNT + 3)
+#define SS_STACK_KIND_SCAN (SS_FN_COUNT + 4)
+uint32_t ss_stack_of_signal(uint64_t pc);
+uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind);
+int ss_modules_contain(uint64_t address);
+
+/* Thread-state sampling (sampler.c). */
+struct ss_sample;
+extern SS_TLS struct ss_thread *ss_me;
+void ss_sampler_init(void);
+int ss_sampler_thread_buffers(struct ss_thread *t);
+void ss_sampler_thread_start(struct ss_thread *t);
+void ss_sampler_thread_end(struct ss_thread *t);
+void ss_sampler_after_fork_child(void);
+void ss_sampler_tick(void);
+int ss_sampler_write(void);
 
 /* Threads. */
 struct ss_thread *ss_thread_alloc(void);

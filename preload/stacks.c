@@ -35,7 +35,7 @@ static uintptr_t ss_self_lo, ss_self_hi; /* the interposer's own code: frames cu
 
 /* ---- the site table ---- */
 
-#define SS_SITE_SLOTS 8192u
+#define SS_SITE_SLOTS 32768u /* allocation, lock and thread-state sample stacks */
 #define SS_SITE_PROBES 64u
 
 struct ss_site {
@@ -121,13 +121,14 @@ void ss_stacks_thread_init(struct ss_thread *t) {
 struct ss_unwind {
     uint64_t *pcs;
     uint32_t n;
+    int keep_own; /* keep the interposer's frames (thread-state samples taken inside a hook) */
 };
 
 static _Unwind_Reason_Code ss_unwind_cb(struct _Unwind_Context *ctx, void *arg) {
     struct ss_unwind *u = arg;
     uintptr_t ip = ss_unwind_getip(ctx);
     if (ip == 0) return _URC_END_OF_STACK;
-    if (ip >= ss_self_lo && ip < ss_self_hi) return _URC_NO_REASON; /* our own frames (hooks, main's wrapper) */
+    if (!u->keep_own && ip >= ss_self_lo && ip < ss_self_hi) return _URC_NO_REASON; /* hooks, main's wrapper */
     u->pcs[u->n++] = ip;
     return u->n == SS_STACK_MAX_FRAMES ? _URC_NORMAL_STOP : _URC_NO_REASON;
 }
@@ -170,7 +171,7 @@ static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn) {
  * allocation, or SS_FN_COUNT + role for a lock stack. */
 static uint32_t ss_capture(uint32_t fn) {
     uint64_t pcs[SS_STACK_MAX_FRAMES];
-    struct ss_unwind u = {pcs, 0};
+    struct ss_unwind u = {pcs, 0, 0};
     SS_GUARD_BEGIN(saved);
     if (ss_unw_backtrace) {
         void *raw[SS_STACK_MAX_FRAMES + 8];
@@ -185,6 +186,32 @@ static uint32_t ss_capture(uint32_t fn) {
     SS_GUARD_END(saved);
     if (u.n == 0) return 0;
     return ss_site_for(pcs, u.n, fn);
+}
+
+uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind) {
+    if (!__atomic_load_n(&ss_stacks_on, __ATOMIC_ACQUIRE) || n == 0) return 0;
+    return ss_site_for(pcs, n, kind);
+}
+
+/* Called from the CPU-sample signal handler, under the guard. The unwinder walks the handler's
+ * frames, the kernel's signal frame (__restore_rt), the interrupted instruction and its callers.
+ * The callers are kept, the interposer's hooks among them (a sample inside a hook belongs to the
+ * call it wraps), deduplicated without the interrupted pc (the sample carries it), so that
+ * samples along one call chain share a stack. */
+uint32_t ss_stack_of_signal(uint64_t pc) {
+    uint64_t pcs[SS_STACK_MAX_FRAMES];
+    struct ss_unwind u = {pcs, 0, 1};
+    if (ss_unw_backtrace) {
+        void *raw[SS_STACK_MAX_FRAMES + 8];
+        int n = ss_unw_backtrace(raw, SS_STACK_MAX_FRAMES + 8);
+        for (int i = 0; i < n && u.n < SS_STACK_MAX_FRAMES; i++)
+            if (raw[i]) pcs[u.n++] = (uintptr_t)raw[i];
+    } else {
+        ss_unwind_backtrace(ss_unwind_cb, &u);
+    }
+    for (uint32_t i = 0; i < u.n; i++)
+        if (pcs[i] == pc) return i + 1 < u.n ? ss_site_for(pcs + i + 1, u.n - i - 1, SS_STACK_KIND_CPU) : 0;
+    return 0;
 }
 
 /* ---- lock sites: (lock, kind, role, stack) -> sampled counts ---- */
@@ -335,6 +362,16 @@ static int ss_modules_try_lock(int wait_ms) {
 
 static void ss_modules_unlock(void) { __atomic_store_n(&ss_modules_lock, 0, __ATOMIC_RELEASE); }
 
+/* Entries are only appended (and published by the count), so a reader needs no lock. The
+ * interposer's own code does not count: its frames are cut from every stack. */
+int ss_modules_contain(uint64_t address) {
+    if (address >= ss_self_lo && address < ss_self_hi) return 0;
+    uint32_t n = __atomic_load_n(&ss_nmodules, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (address >= ss_modules[i].lo && address < ss_modules[i].hi && !ss_modules[i].gone) return 1;
+    return 0;
+}
+
 static uint32_t ss_build_id(struct dl_phdr_info *info, unsigned char *out) {
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -396,7 +433,7 @@ static int ss_module_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     memcpy(m->path, path, n);
     m->bid_len = ss_build_id(info, m->bid);
     m->present = 1;
-    ss_nmodules++;
+    __atomic_store_n(&ss_nmodules, ss_nmodules + 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -442,7 +479,7 @@ SS_EXPORT int dlclose(void *handle) {
 
 void ss_stacks_init(void) {
     uint64_t period = ss_config.stack_period, bytes = ss_config.stack_bytes;
-    if (period == 0 && bytes == 0) return;
+    if (period == 0 && bytes == 0 && !ss_config.cpu_hz && !ss_config.wall_hz) return;
     /* libunwind only when asked for (STALLSCOPE_UNWINDER=libunwind, `run --unwinder libunwind`):
      * 20-50x faster, but where unwind tables are missing it guesses from frame pointers. */
     const char *which = getenv("STALLSCOPE_UNWINDER");
@@ -491,8 +528,13 @@ void ss_stacks_init(void) {
         ss_unw_backtrace(raw, SS_STACK_MAX_FRAMES);
     } else {
         uint64_t pcs[SS_STACK_MAX_FRAMES];
-        struct ss_unwind u = {pcs, 0};
+        struct ss_unwind u = {pcs, 0, 0};
         ss_unwind_backtrace(ss_unwind_cb, &u);
+    }
+    /* Know the objects loaded at start now: the stack scans of wall samples look them up. */
+    if (ss_modules_try_lock(100)) {
+        ss_modules_scan();
+        ss_modules_unlock();
     }
     __atomic_store_n(&ss_stacks_on, 1, __ATOMIC_RELEASE);
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)

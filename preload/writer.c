@@ -425,6 +425,8 @@ void ss_flush(int final, uint32_t how, int32_t status) {
         if (how == SS_END_EXEC || !ss_process_has_activity() || ss_open_profile() != 0) goto out;
     }
     ss_out_len = 0;
+    /* Samples first: every stack they name is complete by now, and written just after. */
+    if (ss_sampler_write() != 0) goto out;
     if (ss_stacks_write() != 0) goto out;
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (ss_out_thread(t, final) != 0) goto out;
@@ -499,7 +501,9 @@ static void *ss_flusher_main(void *arg) {
     (void)arg;
     ss_busy = 1; /* this thread is invisible: its own calls are never recorded */
     prctl(PR_SET_NAME, "stallscope", 0, 0, 0);
-    uint32_t tick_ms = 50, since_flush = 0;
+    /* Ticks as often as wall samples are taken (at most every 50 ms). */
+    uint32_t tick_ms = ss_config.wall_hz > 20 ? 1000 / ss_config.wall_hz : 50, since_flush = 0;
+    if (tick_ms == 0) tick_ms = 1;
     for (;;) {
         struct timespec ts = {0, (long)tick_ms * 1000000L};
         nanosleep(&ts, NULL);
@@ -508,6 +512,7 @@ static void *ss_flusher_main(void *arg) {
          * would end now but for this thread: end it as glibc would, with exit(0). */
         if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
         ss_phases_tick(tick_ms);
+        ss_sampler_tick();
         since_flush += tick_ms;
         if (since_flush >= ss_config.flush_ms) {
             since_flush = 0;

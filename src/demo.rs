@@ -57,6 +57,9 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         quiet: false,
         snapshot_every: None,
         snapshot_on_signal: false,
+        sample_hz: 1000,
+        wall_hz: 100,
+        no_sampling: false,
         command: vec![program.display().to_string()],
     })?;
     if code != 0 {

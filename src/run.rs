@@ -48,6 +48,15 @@ pub struct RunArgs {
     /// Take a heap snapshot when the program receives SIGUSR2 (installs a handler for that signal)
     #[arg(long)]
     pub snapshot_on_signal: bool,
+    /// Thread-state CPU samples per second of each thread's CPU time (0: none); see docs/STATES.md
+    #[arg(long, value_name = "HZ", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=10000))]
+    pub sample_hz: u32,
+    /// Wall-clock samples per second of threads that are not running (0: none)
+    #[arg(long, value_name = "HZ", default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub wall_hz: u32,
+    /// No thread-state sampling at all (the same as --sample-hz 0 --wall-hz 0)
+    #[arg(long)]
+    pub no_sampling: bool,
     /// Print no summary after the run
     #[arg(short, long)]
     pub quiet: bool,
@@ -140,6 +149,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
     if args.snapshot_on_signal {
         cmd.env("STALLSCOPE_SNAPSHOT_SIGNAL", "1");
     }
+    let (sample_hz, wall_hz) = if args.no_sampling {
+        (0, 0)
+    } else {
+        (args.sample_hz, args.wall_hz)
+    };
+    cmd.env("STALLSCOPE_SAMPLE_HZ", sample_hz.to_string())
+        .env("STALLSCOPE_WALL_HZ", wall_hz.to_string());
     let (stack_period, stack_bytes) = if args.no_stacks {
         (0, 0)
     } else {

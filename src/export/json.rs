@@ -12,7 +12,7 @@ impl Exporter for Json {
     }
 
     fn write(&self, p: &Loaded, _opts: &Options, out: &mut dyn Write) -> Result<()> {
-        let value = crate::report::report_value(&p.summary, &p.path, &p.phases);
+        let value = p.report_value();
         writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
         Ok(())
     }

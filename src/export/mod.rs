@@ -67,15 +67,23 @@ pub struct Loaded {
     pub profile: Profile,
     pub summary: Summary,
     pub phases: PhaseReport,
+    pub states: crate::report::StatesPart,
 }
 
 impl Loaded {
+    /// The report's JSON, as `report --json` prints it.
+    pub fn report_value(&self) -> serde_json::Value {
+        crate::report::report_value(&self.summary, &self.path, &self.phases, &self.states)
+    }
+
     pub fn read(path: &Path) -> Result<Loaded> {
         let profile = profile::read(path)?;
         let mut summary = summary::summarize(&profile);
         sites::fill(&profile, &mut summary);
         let phases = phases::build(&profile);
+        let states = crate::report::StatesPart::build(&profile);
         Ok(Loaded {
+            states,
             path: path.display().to_string(),
             profile,
             summary,

@@ -3,6 +3,7 @@
 pub mod format;
 pub mod phases;
 mod reader;
+pub mod samples;
 
 #[cfg(test)]
 use reader::parse;
@@ -185,6 +186,10 @@ pub struct Profile {
     pub phases: Vec<phases::PhaseRecord>,
     /// Heap snapshots, in the order they were taken.
     pub heap_snapshots: Vec<phases::HeapSnapshot>,
+    /// How thread-state sampling ran (None: a profile without it).
+    pub sampling: Option<samples::SamplingInfo>,
+    /// Thread-state samples of all threads, in file order.
+    pub samples: Vec<samples::Sample>,
 }
 
 impl Profile {

@@ -90,6 +90,8 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut lock_sites = Vec::new();
     let mut phases = Vec::new();
     let mut heap_snapshots = Vec::new();
+    let mut sampling = None;
+    let mut samples = Vec::new();
 
     while pos < bytes.len() {
         let (rtype, payload, next) = next_record(bytes, pos)?;
@@ -210,6 +212,14 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 heap_snapshots.push(super::phases::parse_heap(payload, pos)?);
                 ended_after = end.is_some();
             }
+            super::samples::REC_SAMPLING => {
+                sampling = Some(super::samples::parse_sampling(payload, pos)?);
+                ended_after = end.is_some();
+            }
+            super::samples::REC_SAMPLES => {
+                super::samples::parse_samples(payload, pos, &mut samples)?;
+                ended_after = end.is_some();
+            }
             other => return err(pos, format!("unknown record type {other}")),
         }
         if rtype != REC_SUPERVISOR {
@@ -227,6 +237,19 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
         return err(
             bytes.len(),
             "truncated: the file ends in the middle of a flush (its last record is not a flush or end record)",
+        );
+    }
+
+    if let Some(s) = samples.iter().find(|s| {
+        s.stack.is_some_and(|id| !stacks.contains_key(&id))
+            || !threads.iter().any(|t| t.serial == s.serial)
+    }) {
+        return err(
+            bytes.len(),
+            format!(
+                "a sample refers to a stack or thread the file does not describe (thread {}, stack {:?})",
+                s.serial, s.stack
+            ),
         );
     }
 
@@ -260,6 +283,8 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
         lock_sites,
         phases,
         heap_snapshots,
+        sampling,
+        samples,
     })
 }
 

@@ -19,7 +19,7 @@ fn function_json(f: &FnSummary) -> Value {
     })
 }
 
-fn frame_json(f: &Frame) -> Value {
+pub(super) fn frame_json(f: &Frame) -> Value {
     json!({
         "function": f.function,
         "file": f.file,

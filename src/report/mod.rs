@@ -3,6 +3,8 @@
 pub mod json;
 pub mod phases;
 pub mod sites;
+pub mod states;
+pub mod states_render;
 pub mod summary;
 pub mod text;
 
@@ -28,6 +30,7 @@ pub fn report_value(
     s: &summary::Summary,
     path: &str,
     ph: &phases::PhaseReport,
+    st: &StatesPart,
 ) -> serde_json::Value {
     let mut value = json::report_json(s, path);
     if let Some(object) = value.as_object_mut() {
@@ -35,7 +38,23 @@ pub fn report_value(
             object.insert(key.to_string(), v);
         }
     }
+    states_render::add_json_keys(&mut value, st.sampling.as_ref(), st.report.as_ref());
     value
+}
+
+/// The thread-state part of a report: how sampling ran, and what it found.
+pub struct StatesPart {
+    pub sampling: Option<crate::profile::samples::SamplingInfo>,
+    pub report: Option<states::StateReport>,
+}
+
+impl StatesPart {
+    pub fn build(profile: &profile::Profile) -> StatesPart {
+        StatesPart {
+            sampling: profile.sampling.clone(),
+            report: states::build(profile),
+        }
+    }
 }
 
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
@@ -45,12 +64,13 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         let mut s = summary::summarize(&profile);
         sites::fill(&profile, &mut s);
         let phase_report = phases::build(&profile);
-        reports.push((path.display().to_string(), s, phase_report));
+        let states = StatesPart::build(&profile);
+        reports.push((path.display().to_string(), s, phase_report, states));
     }
     if args.json {
         let values: Vec<_> = reports
             .iter()
-            .map(|(p, s, ph)| report_value(s, p, ph))
+            .map(|(p, s, ph, st)| report_value(s, p, ph, st))
             .collect();
         let out = if values.len() == 1 {
             values.into_iter().next().expect("one report")
@@ -60,12 +80,15 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let style = Style::for_stdout();
-        for (i, (path, s, ph)) in reports.iter().enumerate() {
+        for (i, (path, s, ph, st)) in reports.iter().enumerate() {
             if i > 0 {
                 println!();
             }
             print!("{}", text::render(s, path, style, args.stacks));
             print!("{}", phases::render_text(ph, style));
+            if let Some(r) = &st.report {
+                print!("{}", states_render::render_text(r, style));
+            }
         }
     }
     Ok(0)

@@ -4,6 +4,8 @@
 //! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/. Frames
 //! that cannot be resolved are kept as `module+offset`. One loader per module, cached.
 
+pub mod code;
+
 use crate::profile::{Module, Profile, Stack};
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -1,0 +1,374 @@
+/* Thread-state sampling (docs/STATES.md): where each thread's time goes, running or not.
+ *
+ * CPU samples: each thread has a POSIX timer on its own CPU-time clock that delivers a signal to
+ * that thread (SIGEV_THREAD_ID) every 1/cpu_hz seconds of its CPU time. The handler notes the
+ * interrupted instruction, the CPU time since the previous sample, and the callers (unwound; only
+ * outside the interposer's own guarded code), into a ring owned by the thread (one producer: the
+ * thread itself; one consumer: the flush). Everything it calls is async-signal-safe.
+ *
+ * Wall samples: a thread that is not running gets no signal (a signal would also interrupt its
+ * sleep, which the program must not see). The flusher thread reads its state, system call,
+ * arguments, stack pointer and pc from /proc/self/task/TID/{stat,syscall} instead, and scans the
+ * top of its stack for words that point into loaded code (candidate return addresses, checked
+ * against the code bytes by the reader).
+ *
+ * The signal is SIGPROF unless the program has a handler for it; if the program installs one
+ * later, sampling moves to a free real-time signal first ("steps aside") and the profile says so. */
+#include "ss_internal.h"
+#include "ss_format_samples.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+SS_TLS struct ss_thread *ss_me; /* the calling thread's record; unlike ss_self never cleared by the guard */
+
+static int ss_sample_signal;     /* 0: CPU sampling off */
+static int ss_moved_from;
+static uint32_t ss_sampling_flags;
+static uint64_t ss_cpu_interval_ns;
+static uint64_t ss_wall_interval_ns;
+static uint64_t ss_last_wall_pass;
+static uint64_t ss_cpu_samples, ss_wall_samples, ss_dropped_samples;
+
+static uint64_t ss_self_cpu_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The real functions; a call made while another thread initialises looks them up itself. */
+static int ss_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    int (*real)(int, const struct sigaction *, struct sigaction *) = ss_real.sigaction;
+    if (!real) *(void **)&real = dlsym(RTLD_NEXT, "sigaction");
+    return real ? real(sig, act, old) : -1;
+}
+
+static __sighandler_t ss_real_signal(int sig, __sighandler_t handler) {
+    __sighandler_t (*real)(int, __sighandler_t) = ss_real.signal;
+    if (!real) *(void **)&real = dlsym(RTLD_NEXT, "signal");
+    return real ? real(sig, handler) : SIG_ERR;
+}
+
+/* ---- the rings ---- */
+
+static int ss_ring_push(struct ss_sample *ring, uint32_t size, uint32_t *head, uint32_t *tail,
+                        const struct ss_sample *s) {
+    uint32_t h = *head, t = __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+    if (h - t >= size) {
+        __atomic_fetch_add(&ss_dropped_samples, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    ring[h & (size - 1)] = *s;
+    __atomic_store_n(head, h + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* Appends what a ring holds as one SAMPLES record and empties it (flushes run one at a time). */
+static int ss_ring_write(uint32_t serial, struct ss_sample *ring, uint32_t size, uint32_t *head, uint32_t *tail) {
+    uint32_t h = __atomic_load_n(head, __ATOMIC_ACQUIRE), t = *tail;
+    if (h == t) return 0;
+    uint32_t n = h - t, first = t & (size - 1);
+    uint32_t run = n < size - first ? n : size - first;
+    struct ss_samples_record r = {serial, n};
+    if (ss_out_record3(SS_REC_SAMPLES, &r, sizeof r, &ring[first], run * sizeof *ring, ring,
+                       (n - run) * sizeof *ring) != 0)
+        return -1;
+    __atomic_store_n(tail, h, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* ---- CPU samples ---- */
+
+static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
+    (void)sig;
+    int saved_errno = errno;
+    struct ss_thread *t = ss_me;
+    if (t && t->cpu_ring && si->si_code == SI_TIMER && si->si_value.sival_ptr == t) {
+        const ucontext_t *uc = ucv;
+        uint64_t cpu = ss_self_cpu_ns();
+        uint64_t weight = cpu > t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
+        t->last_cpu_ns = cpu;
+        struct ss_sample s = {0};
+        s.mono_ns = ss_mono_ns();
+        s.pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+        s.weight_us = (uint32_t)((weight + 500) / 1000);
+        s.kind = SS_SAMPLE_CPU;
+        /* Inside the interposer's own bookkeeping (ss_self cleared) the unwinder may be running
+         * already: the sample keeps its pc alone. */
+        if (ss_self == t && !ss_busy && ss_stacks_on) {
+            SS_GUARD_BEGIN(saved);
+            s.stack = ss_stack_of_signal(s.pc);
+            SS_GUARD_END(saved);
+        }
+        if (ss_ring_push(t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail, &s))
+            __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
+    }
+    errno = saved_errno;
+}
+
+static int ss_install_handler(int sig) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = ss_on_cpu_sample;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask); /* nothing nests inside it */
+    return ss_real_sigaction(sig, &sa, NULL);
+}
+
+static int ss_signal_is_free(int sig) {
+    struct sigaction old;
+    if (ss_real_sigaction(sig, NULL, &old) != 0) return 0;
+    return !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+}
+
+/* A real-time signal nobody handles, from the top (programs that use them tend to start at SIGRTMIN). */
+static int ss_free_rt_signal(int except) {
+    for (int sig = SIGRTMAX; sig >= SIGRTMIN + 2; sig--)
+        if (sig != except && ss_signal_is_free(sig)) return sig;
+    return 0;
+}
+
+static int ss_timer_create(struct ss_thread *t, int sig) {
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = sig;
+    sev.sigev_value.sival_ptr = t;
+    sev._sigev_un._tid = (pid_t)t->rec.tid;
+    /* The clock of thread `tid` (as clock_getcpuclockid would give), so any thread can arm it. */
+    clockid_t clock = (clockid_t)((~(unsigned)t->rec.tid << 3) | 6);
+    int id = -1;
+    if (syscall(SYS_timer_create, clock, &sev, &id) != 0) return -1;
+    struct itimerspec its;
+    its.it_interval.tv_sec = (time_t)(ss_cpu_interval_ns / 1000000000ull);
+    its.it_interval.tv_nsec = (long)(ss_cpu_interval_ns % 1000000000ull);
+    its.it_value = its.it_interval;
+    if (syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
+        syscall(SYS_timer_delete, id);
+        return -1;
+    }
+    t->timer = id;
+    __atomic_store_n(&t->has_timer, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void ss_sampler_thread_start(struct ss_thread *t) {
+    ss_me = t;
+    t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
+    t->has_timer = 0;
+    t->last_cpu_ns = ss_self_cpu_ns();
+    t->last_wall_ns = ss_mono_ns();
+    if (!t->cpu_ring) return;
+    int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
+    if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
+}
+
+void ss_sampler_thread_end(struct ss_thread *t) {
+    if (__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->timer);
+}
+
+int ss_sampler_thread_buffers(struct ss_thread *t) {
+    if (!ss_config.cpu_hz && !ss_config.wall_hz) return 0;
+    t->cpu_ring = ss_map((SS_CPU_RING + SS_WALL_RING) * sizeof(struct ss_sample));
+    if (!t->cpu_ring) return -1;
+    t->wall_ring = t->cpu_ring + SS_CPU_RING;
+    return 0;
+}
+
+/* The program installs a disposition for the signal the timers use: move every timer to another
+ * signal before the program's disposition takes effect. */
+static void ss_step_aside(int sig) {
+    int next = ss_free_rt_signal(sig);
+    if (next && ss_install_handler(next) != 0) next = 0;
+    __atomic_store_n(&ss_sample_signal, next, __ATOMIC_RELEASE);
+    ss_moved_from = sig;
+    ss_sampling_flags |= SS_SAMPLING_MOVED | (next ? 0 : SS_SAMPLING_NO_SIGNAL);
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (!__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) continue;
+        syscall(SYS_timer_delete, t->timer);
+        if (next && !(__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED)) ss_timer_create(t, next);
+    }
+}
+
+SS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    ss_ensure_resolved();
+    int ours = sig > 0 && sig == __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
+    if (ours && !act && old) { /* what the program would see without us */
+        memset(old, 0, sizeof *old);
+        old->sa_handler = SIG_DFL;
+        return 0;
+    }
+    if (ours) ss_step_aside(sig);
+    return ss_real_sigaction(sig, act, old);
+}
+
+SS_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
+    ss_ensure_resolved();
+    if (sig > 0 && sig == __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE)) ss_step_aside(sig);
+    return ss_real_signal(sig, handler);
+}
+
+void ss_sampler_init(void) {
+    ss_cpu_interval_ns = ss_config.cpu_hz ? 1000000000ull / ss_config.cpu_hz : 0;
+    ss_wall_interval_ns = ss_config.wall_hz ? 1000000000ull / ss_config.wall_hz : 0;
+    if (!ss_config.cpu_hz || !ss_real.sigaction) return;
+    int sig = ss_signal_is_free(SIGPROF) ? SIGPROF : ss_free_rt_signal(0);
+    if (sig != SIGPROF) {
+        ss_moved_from = SIGPROF;
+        ss_sampling_flags |= SS_SAMPLING_MOVED;
+    }
+    if (!sig || ss_install_handler(sig) != 0) {
+        ss_sampling_flags |= SS_SAMPLING_NO_SIGNAL;
+        return;
+    }
+    __atomic_store_n(&ss_sample_signal, sig, __ATOMIC_RELEASE);
+}
+
+void ss_sampler_after_fork_child(void) {
+    ss_cpu_samples = ss_wall_samples = ss_dropped_samples = 0;
+    ss_last_wall_pass = 0;
+    /* Timers are not inherited; the child's thread gets a new one when it is attached again. */
+    if (ss_me) ss_me->has_timer = 0;
+}
+
+/* ---- wall samples (the flusher thread) ---- */
+
+static size_t ss_read_small(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    return (size_t)n;
+}
+
+static const char *ss_skip_field(const char *p) {
+    while (*p && *p != ' ') p++;
+    while (*p == ' ') p++;
+    return p;
+}
+
+static uint64_t ss_parse_num(const char *p) { /* decimal, or hexadecimal after 0x */
+    uint64_t v = 0;
+    if (p[0] == '0' && p[1] == 'x') {
+        for (p += 2;; p++) {
+            int d = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10 : -1;
+            if (d < 0) return v;
+            v = v * 16 + (uint64_t)d;
+        }
+    }
+    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+    return v;
+}
+
+#define SS_SCAN_BYTES 2048u
+#define SS_SCAN_FRAMES 24u
+
+/* Words near the top of a blocked thread's stack that point into loaded code. */
+static uint32_t ss_scan_stack(uint64_t sp, uint64_t pc) {
+    static uint64_t words[SS_SCAN_BYTES / 8];
+    uint64_t frames[SS_SCAN_FRAMES];
+    uint32_t n = 0;
+    frames[n++] = pc;
+    size_t want = SS_SCAN_BYTES;
+    ssize_t got = -1;
+    while (want >= 256 && got <= 0) { /* near the stack's end a shorter read succeeds */
+        struct iovec local = {words, want}, remote = {(void *)(uintptr_t)sp, want};
+        got = syscall(SYS_process_vm_readv, ss_pid, &local, 1, &remote, 1, 0);
+        want /= 2;
+    }
+    for (ssize_t i = 0; got > 0 && i < got / 8 && n < SS_SCAN_FRAMES; i++)
+        if (ss_modules_contain(words[i])) frames[n++] = words[i];
+    return ss_stack_intern(frames, n, SS_STACK_KIND_SCAN);
+}
+
+static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
+    char path[64], buf[512];
+    struct ss_str s = {path, 0, sizeof path};
+    ss_str_cat(&s, "/proc/self/task/");
+    ss_str_u64(&s, t->rec.tid);
+    size_t base = s.len;
+    ss_str_cat(&s, "/stat");
+    size_t len = ss_read_small(path, buf, sizeof buf);
+    size_t i = len;
+    while (i > 0 && buf[i - 1] != ')') i--;
+    if (len == 0 || i == 0 || i + 1 >= len) return;
+    char state = buf[i + 1];
+    uint64_t weight = now - t->last_wall_ns;
+    t->last_wall_ns = now;
+    if (state == 'R' || state == 'Z' || state == 'X') return; /* running: the CPU samples cover it */
+    s.len = base;
+    ss_str_cat(&s, "/syscall");
+    struct ss_sample smp = {0};
+    smp.mono_ns = now;
+    smp.weight_us = (uint32_t)(weight / 1000);
+    smp.kind = SS_SAMPLE_WALL;
+    smp.state = (uint8_t)state;
+    /* "nr a1 a2 a3 a4 a5 a6 sp pc", "-1 sp pc" (blocked outside a system call) or "running" */
+    if (ss_read_small(path, buf, sizeof buf) > 0 && buf[0] != 'r') {
+        const char *p = buf;
+        int outside = p[0] == '-';
+        uint64_t nr = outside ? 0 : ss_parse_num(p);
+        p = ss_skip_field(p);
+        if (!outside) {
+            smp.syscall = (uint16_t)(nr + 1);
+            p = ss_skip_field(p); /* a1 */
+            smp.arg = (uint32_t)ss_parse_num(p);
+            for (int k = 0; k < 5; k++) p = ss_skip_field(p); /* a2..a6 */
+        }
+        uint64_t sp = ss_parse_num(p);
+        smp.pc = ss_parse_num(ss_skip_field(p));
+        if (ss_stacks_on && sp && smp.pc) smp.stack = ss_scan_stack(sp, smp.pc);
+    }
+    if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))
+        __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
+}
+
+void ss_sampler_tick(void) {
+    if (!ss_wall_interval_ns) return;
+    uint64_t now = ss_mono_ns();
+    if (now - ss_last_wall_pass < ss_wall_interval_ns) return;
+    ss_last_wall_pass = now;
+    /* At most this many threads per pass; the others' next sample weighs the time they missed. */
+    static uint32_t rotate;
+    uint32_t budget = 128, index = 0, start = rotate++;
+    uint32_t nthreads = 0;
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) nthreads++;
+    if (nthreads <= budget) start = 0;
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t && budget; t = t->next, index++) {
+        if (!t->wall_ring || (__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED)) continue;
+        if (nthreads > 128 && (index + start) % 2) continue; /* halves the work on busy processes */
+        ss_wall_sample(t, now);
+        budget--;
+    }
+}
+
+/* ---- writing ---- */
+
+int ss_sampler_write(void) {
+    if (!ss_config.cpu_hz && !ss_config.wall_hz) return 0;
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (!t->cpu_ring) continue;
+        if (ss_ring_write(t->rec.serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail) != 0) return -1;
+        if (ss_ring_write(t->rec.serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail) != 0) return -1;
+    }
+    struct ss_sampling_record r = {ss_config.cpu_hz,
+                                   ss_config.wall_hz,
+                                   __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE),
+                                   ss_moved_from,
+                                   __atomic_load_n(&ss_sampling_flags, __ATOMIC_RELAXED),
+                                   0,
+                                   __atomic_load_n(&ss_cpu_samples, __ATOMIC_RELAXED),
+                                   __atomic_load_n(&ss_wall_samples, __ATOMIC_RELAXED),
+                                   __atomic_load_n(&ss_dropped_samples, __ATOMIC_RELAXED)};
+    return ss_out_record(SS_REC_SAMPLING, &r, sizeof r, NULL, 0);
+}

@@ -1,0 +1,137 @@
+//! Thread-state sample records (preload/ss_format_samples.h): how sampling ran, and the samples.
+
+use super::reader::{Fields, ProfileError, err};
+
+pub const REC_SAMPLING: u32 = 22;
+pub const REC_SAMPLES: u32 = 23;
+const SAMPLING_SIZE: usize = 48;
+const SAMPLES_HEADER: usize = 8;
+const SAMPLE_SIZE: usize = 32;
+const FLAGS_KNOWN: u32 = 1 | 2 | 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SampleKind {
+    /// The thread's CPU-time timer fired while it ran `pc`.
+    Cpu,
+    /// The thread was found not running (its state and system call read from /proc).
+    Wall,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// The serial of the thread record it belongs to.
+    pub serial: u32,
+    pub mono_ns: u64,
+    pub pc: u64,
+    /// The callers' stack id (cpu: unwound; wall: words of the stack that point into code).
+    pub stack: Option<u32>,
+    /// The thread time it stands for.
+    pub weight_ns: u64,
+    pub kind: SampleKind,
+    /// Wall samples: the /proc state letter (S sleeping, D uninterruptible, T stopped, ...).
+    pub state: Option<char>,
+    /// Wall samples: the system call the thread is in.
+    pub syscall: Option<u32>,
+    /// Wall samples: the low 32 bits of the system call's second argument (a futex's op).
+    pub arg: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SamplingInfo {
+    pub cpu_hz: u32,
+    pub wall_hz: u32,
+    /// The signal the CPU timers deliver (None: no CPU samples).
+    pub signal: Option<i32>,
+    /// The signal sampling gave up because the program handles it.
+    pub moved_from: Option<i32>,
+    pub no_timers: bool,
+    pub no_signal: bool,
+    pub cpu_samples: u64,
+    pub wall_samples: u64,
+    pub dropped: u64,
+}
+
+pub fn parse_sampling(payload: &[u8], pos: usize) -> Result<SamplingInfo, ProfileError> {
+    if payload.len() != SAMPLING_SIZE {
+        return err(pos, "sampling record has the wrong size");
+    }
+    let mut f = Fields::new(payload);
+    let cpu_hz = f.u32();
+    let wall_hz = f.u32();
+    let signal = f.u32() as i32;
+    let moved_from = f.u32() as i32;
+    let flags = f.u32();
+    let reserved = f.u32();
+    if reserved != 0 || flags & !FLAGS_KNOWN != 0 || !(0..=64).contains(&signal) {
+        return err(pos, "inconsistent sampling record");
+    }
+    if !(0..=64).contains(&moved_from) || cpu_hz > 10_000 || wall_hz > 1000 {
+        return err(pos, "inconsistent sampling record");
+    }
+    Ok(SamplingInfo {
+        cpu_hz,
+        wall_hz,
+        signal: (signal != 0).then_some(signal),
+        moved_from: (moved_from != 0).then_some(moved_from),
+        no_timers: flags & 2 != 0,
+        no_signal: flags & 4 != 0,
+        cpu_samples: f.u64(),
+        wall_samples: f.u64(),
+        dropped: f.u64(),
+    })
+}
+
+/// Appends the samples of one SAMPLES record to `out`. Stack ids and thread serials are checked
+/// once the whole file is read (the writer may describe them later in the same flush).
+pub fn parse_samples(
+    payload: &[u8],
+    pos: usize,
+    out: &mut Vec<Sample>,
+) -> Result<(), ProfileError> {
+    if payload.len() < SAMPLES_HEADER {
+        return err(pos, "samples record is too short");
+    }
+    let mut f = Fields::new(payload);
+    let serial = f.u32();
+    let count = f.u32() as usize;
+    if count == 0 || payload.len() != SAMPLES_HEADER + count * SAMPLE_SIZE {
+        return err(
+            pos,
+            format!(
+                "samples record of {} bytes cannot hold {count} samples",
+                payload.len()
+            ),
+        );
+    }
+    for _ in 0..count {
+        let mono_ns = f.u64();
+        let pc = f.u64();
+        let stack = f.u32();
+        let weight_us = f.u32();
+        let rest = f.take(8);
+        let (kind, state, syscall) = (rest[0], rest[1], u16::from_le_bytes([rest[2], rest[3]]));
+        let arg = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        let kind = match kind {
+            1 if state == 0 && syscall == 0 && arg == 0 => SampleKind::Cpu,
+            2 if state.is_ascii_alphabetic() => SampleKind::Wall,
+            _ => {
+                return err(
+                    pos,
+                    "a sample of an unknown kind or with inconsistent fields",
+                );
+            }
+        };
+        out.push(Sample {
+            serial,
+            mono_ns,
+            pc,
+            stack: stack.checked_sub(1),
+            weight_ns: weight_us as u64 * 1000,
+            kind,
+            state: (kind == SampleKind::Wall).then_some(state as char),
+            syscall: (syscall != 0).then(|| syscall as u32 - 1),
+            arg,
+        });
+    }
+    Ok(())
+}

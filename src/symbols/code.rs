@@ -1,0 +1,114 @@
+//! The machine code of a profile's modules, read from their files: whether an instruction is a
+//! locked read-modify-write (for the `atomic` thread state) and whether an address follows a call
+//! (to tell real return addresses among the words scanned from a blocked thread's stack).
+
+use crate::profile::Module;
+use iced_x86::{Decoder, DecoderOptions, Instruction, Mnemonic, OpKind};
+use object::{Object, ObjectSegment, SegmentFlags};
+use std::collections::HashMap;
+
+/// An executable segment: its link-time address and bytes.
+struct Segment {
+    address: u64,
+    bytes: Vec<u8>,
+}
+
+#[derive(Default)]
+pub struct CodeReader {
+    segments: HashMap<usize, Vec<Segment>>,
+}
+
+const PF_X: u32 = 1;
+const MAX_INSN: usize = 15;
+
+fn executable_segments(path: &str) -> Vec<Segment> {
+    let Ok(data) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    file.segments()
+        .filter(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags, .. } if p_flags.0 & PF_X != 0))
+        .filter_map(|s| {
+            let bytes = s.data().ok()?;
+            Some(Segment {
+                address: s.address(),
+                bytes: bytes.to_vec(),
+            })
+        })
+        .collect()
+}
+
+fn is_locked_rmw(insn: &Instruction) -> bool {
+    if insn.has_lock_prefix() {
+        return true;
+    }
+    // xchg with a memory operand is locked without the prefix.
+    insn.mnemonic() == Mnemonic::Xchg
+        && (0..insn.op_count()).any(|i| insn.op_kind(i) == OpKind::Memory)
+}
+
+impl CodeReader {
+    /// `before` bytes ending at `pc` and up to `after` bytes from it, as (bytes, index of pc).
+    fn window(
+        &mut self,
+        modules: &[Module],
+        pc: u64,
+        before: usize,
+        after: usize,
+    ) -> Option<(Vec<u8>, usize)> {
+        let index = modules.iter().rposition(|m| m.lo <= pc && pc < m.hi)?;
+        let module = &modules[index];
+        let segments = self
+            .segments
+            .entry(index)
+            .or_insert_with(|| executable_segments(&module.path));
+        let address = pc.checked_sub(module.bias)?;
+        let seg = segments
+            .iter()
+            .find(|s| s.address <= address && address < s.address + s.bytes.len() as u64)?;
+        let at = (address - seg.address) as usize;
+        let start = at.saturating_sub(before);
+        let end = (at + after).min(seg.bytes.len());
+        Some((seg.bytes[start..end].to_vec(), at - start))
+    }
+
+    /// Whether the instruction at `pc` is a locked read-modify-write, or one ends exactly at `pc`
+    /// (a CPU sample's pc is usually the instruction after the one that was slow).
+    pub fn at_or_after_atomic(&mut self, modules: &[Module], pc: u64) -> bool {
+        let Some((bytes, at)) = self.window(modules, pc, MAX_INSN, MAX_INSN) else {
+            return false;
+        };
+        let decode_at = |offset: usize| {
+            let mut d = Decoder::with_ip(
+                64,
+                &bytes[offset..],
+                pc - (at - offset) as u64,
+                DecoderOptions::NONE,
+            );
+            let insn = d.decode();
+            (!insn.is_invalid()).then_some(insn)
+        };
+        if decode_at(at).is_some_and(|i| is_locked_rmw(&i)) {
+            return true;
+        }
+        (1..=at.min(MAX_INSN)).any(|k| {
+            decode_at(at - k).is_some_and(|i| i.len() == k && i.has_lock_prefix())
+                || decode_at(at - k).is_some_and(|i| i.len() == k && is_locked_rmw(&i) && k >= 2)
+        })
+    }
+
+    /// Whether `ret` directly follows a call instruction (so it can be a return address).
+    pub fn follows_call(&mut self, modules: &[Module], ret: u64) -> bool {
+        let Some((bytes, at)) = self.window(modules, ret, 8, 0) else {
+            return false;
+        };
+        (2..=at.min(7)).any(|k| {
+            let mut d =
+                Decoder::with_ip(64, &bytes[at - k..at], ret - k as u64, DecoderOptions::NONE);
+            let insn = d.decode();
+            !insn.is_invalid() && insn.len() == k && matches!(insn.mnemonic(), Mnemonic::Call)
+        })
+    }
+}
