@@ -135,3 +135,90 @@ pub fn parse_samples(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_bytes(kind: u8, state: u8, syscall: u16, arg: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&1234u64.to_le_bytes());
+        b.extend_from_slice(&0x4000u64.to_le_bytes());
+        b.extend_from_slice(&3u32.to_le_bytes());
+        b.extend_from_slice(&1000u32.to_le_bytes());
+        b.extend_from_slice(&[kind, state]);
+        b.extend_from_slice(&syscall.to_le_bytes());
+        b.extend_from_slice(&arg.to_le_bytes());
+        b
+    }
+
+    fn record(serial: u32, samples: &[Vec<u8>]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&serial.to_le_bytes());
+        b.extend_from_slice(&(samples.len() as u32).to_le_bytes());
+        for s in samples {
+            b.extend_from_slice(s);
+        }
+        b
+    }
+
+    #[test]
+    fn samples_parse_with_their_fields() {
+        let payload = record(
+            7,
+            &[sample_bytes(1, 0, 0, 0), sample_bytes(2, b'S', 203, 128)],
+        );
+        let mut out = Vec::new();
+        parse_samples(&payload, 0, &mut out).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].kind, SampleKind::Cpu);
+        assert_eq!(out[0].stack, Some(2));
+        assert_eq!(out[0].weight_ns, 1_000_000);
+        assert_eq!(out[1].kind, SampleKind::Wall);
+        assert_eq!(out[1].state, Some('S'));
+        assert_eq!(out[1].syscall, Some(202));
+        assert_eq!(out[1].arg, 128);
+        assert!(out.iter().all(|s| s.serial == 7));
+    }
+
+    #[test]
+    fn inconsistent_samples_are_errors() {
+        let mut out = Vec::new();
+        for bad in [
+            sample_bytes(3, 0, 0, 0),      // unknown kind
+            sample_bytes(1, b'S', 0, 0),   // a CPU sample with a state
+            sample_bytes(1, 0, 1, 0),      // a CPU sample in a system call
+            sample_bytes(2, 0, 203, 0),    // a wall sample without a state
+            sample_bytes(2, b'%', 203, 0), // not a state letter
+        ] {
+            assert!(parse_samples(&record(1, &[bad]), 0, &mut out).is_err());
+        }
+        let mut short = record(1, &[sample_bytes(1, 0, 0, 0)]);
+        short.pop();
+        assert!(parse_samples(&short, 0, &mut out).is_err());
+        assert!(parse_samples(&record(1, &[]), 0, &mut out).is_err());
+        assert!(parse_samples(&[0u8; 4], 0, &mut out).is_err());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn the_sampling_record_is_checked() {
+        let mut b = Vec::new();
+        for v in [1000u32, 100, 27, 0, 0, 0] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [5u64, 6, 0] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        let s = parse_sampling(&b, 0).unwrap();
+        assert_eq!(s.signal, Some(27));
+        assert_eq!((s.cpu_samples, s.wall_samples), (5, 6));
+        let mut bad = b.clone();
+        bad[16] = 8; // an unknown flag
+        assert!(parse_sampling(&bad, 0).is_err());
+        let mut bad = b.clone();
+        bad[20] = 1; // reserved
+        assert!(parse_sampling(&bad, 0).is_err());
+        assert!(parse_sampling(&b[..40], 0).is_err());
+    }
+}
