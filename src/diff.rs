@@ -9,6 +9,7 @@
 
 use crate::export::{Loaded, frame_name};
 use crate::report::sites::SiteSummary;
+use crate::report::states::{CATEGORIES, ThreadStates};
 use crate::report::summary::{Summary, ThreadSummary, ratio};
 use crate::util::{Style, fmt_bytes, fmt_count, fmt_ns, fmt_pct};
 use anyhow::Result;
@@ -53,26 +54,51 @@ impl Pair {
     }
 }
 
-/// Shares of a thread's (or all threads') lifetime: on CPU, in the allocator, waiting for locks.
+/// Shares of a thread's (or all threads') lifetime: on CPU, in the allocator, waiting for locks
+/// (measured by the hooks), and in each thread state (sampled, when both runs were).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Shares {
     pub cpu: f64,
     pub allocator: f64,
     pub lock_wait: f64,
+    /// Indexed like `CATEGORIES`.
+    pub states: Option<[f64; 7]>,
 }
 
 impl Shares {
-    fn of(threads: &[&ThreadSummary]) -> Shares {
+    fn of(threads: &[&ThreadSummary], states: &[&ThreadStates]) -> Shares {
         let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
         let sum = |f: fn(&ThreadSummary) -> u64| threads.iter().map(|t| f(t)).sum::<u64>();
+        let life: u64 = states.iter().map(|t| t.life_ns).sum();
         Shares {
             cpu: ratio(sum(|t| t.cpu_ns), wall),
             allocator: ratio(sum(|t| t.alloc_ns), wall),
             lock_wait: ratio(sum(|t| t.lock_wait_ns), wall),
+            states: (!states.is_empty()).then(|| {
+                std::array::from_fn(|c| ratio(states.iter().map(|t| t.ns[c]).sum(), life))
+            }),
         }
     }
     fn json(&self) -> Value {
-        json!({"cpu": self.cpu, "allocator": self.allocator, "lock_wait": self.lock_wait})
+        let mut v =
+            json!({"cpu": self.cpu, "allocator": self.allocator, "lock_wait": self.lock_wait});
+        if let (Some(states), Some(o)) = (self.states, v.as_object_mut()) {
+            let m: serde_json::Map<String, Value> = CATEGORIES
+                .iter()
+                .map(|c| (c.key().to_string(), json!(states[*c as usize])))
+                .collect();
+            o.insert("states".into(), Value::Object(m));
+        }
+        v
+    }
+}
+
+/// The sampled states of a summary's thread (the two lists are in the same order).
+fn states_of<'a>(l: &'a Loaded, s: &Summary, t: &ThreadSummary) -> Vec<&'a ThreadStates> {
+    let index = s.threads.iter().position(|x| std::ptr::eq(x, t));
+    match (&l.states.report, index) {
+        (Some(r), Some(i)) => r.threads.get(i).into_iter().collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -199,11 +225,11 @@ pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
         .iter()
         .map(|(label, t)| ThreadDiff {
             label: label.clone(),
-            before: Some(Shares::of(&[t])),
+            before: Some(Shares::of(&[t], &states_of(before, b, t))),
             after: la
                 .iter()
                 .find(|(l, _)| l == label)
-                .map(|(_, t)| Shares::of(&[t])),
+                .map(|(_, t)| Shares::of(&[t], &states_of(after, a, t))),
         })
         .collect();
     for (label, t) in &la {
@@ -211,7 +237,7 @@ pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
             threads.push(ThreadDiff {
                 label: label.clone(),
                 before: None,
-                after: Some(Shares::of(&[t])),
+                after: Some(Shares::of(&[t], &states_of(after, a, t))),
             });
         }
     }
@@ -263,7 +289,10 @@ pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
     appeared.truncate(top);
     vanished.truncate(top);
     changed.truncate(top);
-    let all = |s: &Summary| Shares::of(&s.threads.iter().collect::<Vec<_>>());
+    let all = |l: &Loaded| {
+        let states: Vec<&ThreadStates> = l.states.report.iter().flat_map(|r| &r.threads).collect();
+        Shares::of(&l.summary.threads.iter().collect::<Vec<_>>(), &states)
+    };
     Diff {
         before_path: before.path.clone(),
         after_path: after.path.clone(),
@@ -272,7 +301,7 @@ pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
         alloc_calls: Pair::new(b.alloc_calls(), a.alloc_calls()),
         alloc_ns: Pair::new(b.alloc_ns(), a.alloc_ns()),
         lock_wait_ns: Pair::new(b.lock_wait_ns(), a.lock_wait_ns()),
-        all_threads: (all(b), all(a)),
+        all_threads: (all(before), all(after)),
         threads,
         appeared,
         vanished,
@@ -407,6 +436,7 @@ pub fn render_text(d: &Diff, style: Style) -> String {
     for t in &d.threads {
         share_row(&t.label, t.before, t.after);
     }
+    render_state_shares(&mut out, d, style);
     for (title, list) in [
         ("Allocation sites that changed most (by time)", &d.changed),
         ("Allocation sites that appeared", &d.appeared),
@@ -436,6 +466,47 @@ pub fn render_text(d: &Diff, style: Style) -> String {
         }
     }
     out
+}
+
+/// The sampled thread states, before -> after, for the categories either run shows.
+fn render_state_shares(out: &mut String, d: &Diff, style: Style) {
+    let (Some(b), Some(a)) = (d.all_threads.0.states, d.all_threads.1.states) else {
+        return;
+    };
+    let shown: Vec<usize> = (0..CATEGORIES.len())
+        .filter(|&c| b[c] >= 0.0005 || a[c] >= 0.0005)
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n{}",
+        style.bold("Thread states, sampled (before -> after)")
+    );
+    let mut line = format!("  {:<22}", "thread");
+    for &c in &shown {
+        let _ = write!(line, " {:>17}", CATEGORIES[c].key());
+    }
+    let _ = writeln!(out, "{line}");
+    let cell = |s: Option<Shares>, c: usize| {
+        s.and_then(|s| s.states)
+            .map_or("-".into(), |v| fmt_pct(v[c]))
+    };
+    let rows = std::iter::once(("all threads", Some(d.all_threads.0), Some(d.all_threads.1)))
+        .chain(
+            d.threads
+                .iter()
+                .map(|t| (t.label.as_str(), t.before, t.after)),
+        );
+    for (label, before, after) in rows {
+        let mut line = format!("  {label:<22}");
+        for &c in &shown {
+            let _ = write!(
+                line,
+                " {:>17}",
+                format!("{} -> {}", cell(before, c), cell(after, c))
+            );
+        }
+        let _ = writeln!(out, "{line}");
+    }
 }
 
 pub fn main(args: DiffArgs) -> Result<i32> {

@@ -282,3 +282,56 @@ fn the_timeline_covers_every_thread_and_no_sampling_means_no_states() {
     assert!(report.get("timeline").is_none());
     assert!(report["threads"][0].get("states").is_none());
 }
+
+#[test]
+fn chrome_export_and_diff_carry_the_states() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, _, _) = run_and_report("mutex_fight.c", &[]);
+    let before = dir.join("p.prof");
+    let exe = state_program(&dir, "compute_only.c");
+    let (_, after) = profile(dir.path(), "after.prof", &[], &[&exe], 0);
+
+    let out = std::process::Command::new(stallscope())
+        .args(["export", "--format", "chrome"])
+        .arg(&before)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let trace: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let states: Vec<&Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "state")
+        .collect();
+    assert!(states.iter().any(|e| e["name"] == "lock"), "{states:?}");
+    for e in &states {
+        assert_eq!(e["ph"], "X");
+        assert!(e["dur"].as_f64().unwrap() > 0.0);
+    }
+
+    let out = std::process::Command::new(stallscope())
+        .args(["diff", "--json"])
+        .arg(&before)
+        .arg(&after)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let diff: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = &diff["threads"]["all"];
+    assert!(
+        all["before"]["states"]["lock"].as_f64().unwrap() > 0.02,
+        "{all:#}"
+    );
+    assert!(
+        all["after"]["states"]["lock"].as_f64().unwrap() < 0.01,
+        "{all:#}"
+    );
+    let text = std::process::Command::new(stallscope())
+        .arg("diff")
+        .arg(&before)
+        .arg(&after)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Thread states, sampled"));
+}

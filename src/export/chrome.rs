@@ -1,7 +1,7 @@
 //! Chrome's Trace Event Format (`{"traceEvents": [...], "displayTimeUnit": "ns"}`), for
 //! chrome://tracing, Perfetto or speedscope. Times are microseconds from the process's start.
-//! Each source of events is its own function, so new ones (per-thread state slices, once threads
-//! are sampled) are one more function in [`events`].
+//! Each source of events is its own function in [`events`]: names, thread lives, sampled thread
+//! states (stretches of one category), phases, heap counters.
 
 use super::{Exporter, Loaded, Options};
 use anyhow::Result;
@@ -20,6 +20,7 @@ pub fn events(p: &Loaded) -> Vec<Value> {
     let mut out = Vec::new();
     out.extend(metadata_events(p));
     out.extend(thread_events(p));
+    out.extend(state_events(p));
     out.extend(phase_events(p));
     out.extend(heap_events(p));
     out
@@ -74,6 +75,25 @@ fn thread_events(p: &Loaded) -> Vec<Value> {
                     "cpu_ns": s.cpu_ns, "alloc_ns": s.alloc_ns, "alloc_calls": s.alloc_calls,
                     "lock_wait_ns": s.lock_wait_ns,
                 },
+            })
+        })
+        .collect()
+}
+
+/// The sampled thread states: one complete event per stretch of one category, named after it.
+fn state_events(p: &Loaded) -> Vec<Value> {
+    let pid = p.profile.process.pid;
+    let Some(r) = &p.states.report else {
+        return Vec::new();
+    };
+    r.threads
+        .iter()
+        .flat_map(|t| {
+            t.runs.iter().map(move |&(begin, end, c)| {
+                json!({
+                    "name": c.key(), "cat": "state", "ph": "X", "pid": pid, "tid": t.tid,
+                    "ts": us(begin), "dur": us(end - begin),
+                })
             })
         })
         .collect()

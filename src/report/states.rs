@@ -316,6 +316,9 @@ pub struct ThreadStates {
     pub slices: Vec<[u64; 7]>,
     /// Sample groups, most time first.
     pub sites: Vec<StateSite>,
+    /// Stretches of one category, from the samples in time order: (begin, end, category), ns
+    /// from the process's start. A sample stands for the interval just before it.
+    pub runs: Vec<(u64, u64, Category)>,
 }
 
 impl ThreadStates {
@@ -460,6 +463,7 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
                 samples: 0,
                 slices: vec![[0; 7]; TIMELINE_SLICES],
                 sites: Vec::new(),
+                runs: Vec::new(),
             }
         })
         .collect();
@@ -476,6 +480,7 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
     let mut classified: Vec<(Category, Vec<Frame>, Option<usize>)> = Vec::new();
     let mut by_shape: HashMap<Shape, usize> = HashMap::new();
     let total = profile.samples.len();
+    let mut intervals: Vec<Vec<(u64, u64, Category)>> = vec![Vec::new(); threads.len()];
     for (n, s) in profile.samples.iter().enumerate() {
         sym.progress(n, total);
         let Some(&ti) = index.get(&s.serial) else {
@@ -494,6 +499,8 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
             classified.len() - 1
         });
         let category = classified[ci].0;
+        let end = s.mono_ns.saturating_sub(start_ns);
+        intervals[ti].push((end.saturating_sub(s.weight_ns), end, category));
         let t = &mut threads[ti];
         t.ns[category.index()] += s.weight_ns;
         t.samples += 1;
@@ -566,9 +573,10 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
     for ((ti, ..), site) in merged {
         threads[ti].sites.push(site);
     }
-    for t in &mut threads {
+    for (t, list) in threads.iter_mut().zip(intervals) {
         t.sites
             .sort_by(|a, b| b.ns.cmp(&a.ns).then(b.samples.cmp(&a.samples)));
+        t.runs = merge_runs(list);
     }
     let mut hot: Vec<HotFunction> = hot.into_values().collect();
     hot.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
@@ -583,6 +591,28 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
         threads,
         hot,
     })
+}
+
+/// Joins intervals of the same category that touch or nearly touch (a CPU sample's interval is
+/// its CPU time, so running stretches between samples leave small gaps).
+fn merge_runs(mut list: Vec<(u64, u64, Category)>) -> Vec<(u64, u64, Category)> {
+    const GAP_NS: u64 = 2_000_000;
+    list.sort_by_key(|r| (r.1, r.0));
+    let mut out: Vec<(u64, u64, Category)> = Vec::new();
+    for (begin, end, c) in list {
+        match out.last_mut() {
+            Some(last) if last.2 == c && begin <= last.1 + GAP_NS => last.1 = last.1.max(end),
+            Some(last) if begin < last.1 => {
+                // Overlaps another category's stretch: start where that one ended.
+                let begin = last.1;
+                if end > begin {
+                    out.push((begin, end, c));
+                }
+            }
+            _ => out.push((begin, end, c)),
+        }
+    }
+    out
 }
 
 fn peak_threads(profile: &Profile, process_end: u64) -> usize {
@@ -724,6 +754,24 @@ mod tests {
         assert_eq!(
             rules.classify(&frames, SampleKind::Wall, Some("read")).0,
             Category::Blocked
+        );
+    }
+
+    #[test]
+    fn runs_merge_same_category_neighbours_and_never_overlap() {
+        let runs = merge_runs(vec![
+            (0, 10, Category::Compute),
+            (10, 20, Category::Compute),
+            (15, 30, Category::Lock),
+            (1_000_000_000, 1_000_000_010, Category::Compute),
+        ]);
+        assert_eq!(
+            runs,
+            vec![
+                (0, 20, Category::Compute),
+                (20, 30, Category::Lock),
+                (1_000_000_000, 1_000_000_010, Category::Compute)
+            ]
         );
     }
 
