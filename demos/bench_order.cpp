@@ -57,19 +57,23 @@ static uint64_t run_case(const std::string &name, int n, unsigned seed) {
     std::exit(2);
 }
 
+// Extra arguments of the benchmark command (here --quick) come before the protocol's flag.
 static int protocol(int argc, char **argv) {
     static const char *const names[] = {"insert", "build_and_destroy", "insert_again"};
-    bool quick = false;
+    bool quick = false, list = false, run = false;
     std::vector<std::string> selected;
-    for (int i = 2; i < argc; i++) {
+    for (int i = 1; i < argc; i++) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-        else selected.push_back(argv[i]);
+        else if (std::strcmp(argv[i], "--stallscope-list") == 0) list = true;
+        else if (std::strcmp(argv[i], "--stallscope-run") == 0) run = true;
+        else if (run) selected.push_back(argv[i]);
+        else return std::fprintf(stderr, "unknown argument %s\n", argv[i]), 2;
     }
-    if (std::strcmp(argv[1], "--stallscope-list") == 0) {
+    if (list) {
         for (const char *name : names) std::printf("%s\n", name);
         return 0;
     }
-    const int n = quick ? 60000 : 300000;
+    const int n = quick ? 150000 : 300000;
     for (const std::string &name : selected) {
         auto start = std::chrono::steady_clock::now();
         run_case(name, n, 0);
@@ -78,12 +82,17 @@ static int protocol(int argc, char **argv) {
     return 0;
 }
 
+static bool protocol_requested(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (std::strcmp(argv[i], "--stallscope-list") == 0 || std::strcmp(argv[i], "--stallscope-run") == 0) return true;
+    return false;
+}
+
 int main(int argc, char **argv) {
-    if (argc > 1 && (std::strcmp(argv[1], "--stallscope-list") == 0 || std::strcmp(argv[1], "--stallscope-run") == 0))
-        return protocol(argc, argv);
+    if (protocol_requested(argc, argv)) return protocol(argc, argv);
     static const char *const variants[] = {"slow", "fixed", "trim", nullptr};
-    cases::Options opt = cases::parse(argc, argv, variants, "\n       or: --stallscope-list | --stallscope-run [--quick] CASE...");
-    const int n = opt.quick ? 60000 : 300000;
+    cases::Options opt = cases::parse(argc, argv, variants, "\n       or: [--quick] --stallscope-list | [--quick] --stallscope-run CASE...");
+    const int n = opt.quick ? 150000 : 300000;
 
     std::vector<uint64_t> results(opt.threads);
     std::vector<double> insert_seconds(opt.threads);
