@@ -42,10 +42,10 @@ pub fn build_all(cxx: &str, dir: &Path, cases: &[&CaseStudy]) -> Result<Vec<Path
         std::fs::write(&source, case.source)
             .with_context(|| format!("writing {}", source.display()))?;
         let exe = dir.join(case.program());
-        eprintln!(
+        super::progress(&format!(
             "building: {cxx} -std=c++17 -O2 -g -pthread {}",
             source.display()
-        );
+        ));
         let child = Command::new(cxx)
             .args(["-std=c++17", "-O2", "-g", "-pthread", "-I"])
             .arg(dir)

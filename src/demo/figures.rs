@@ -26,7 +26,8 @@ pub struct Figures {
     pub lock_share: f64,
     /// Thread states' lock time / all sampled time, when the profile has thread states.
     pub state_lock_share: Option<f64>,
-    /// 1 - CPU / life, summed over threads: waiting of any kind, including glibc-internal locks.
+    /// 1 - CPU / life, summed over the threads the program started (the main thread only when it
+    /// is alone: it mostly waits in `join`): waiting of any kind, glibc-internal locks included.
     pub off_cpu_share: f64,
     /// Requests of at most 32 bytes / all requests.
     pub small_share: f64,
@@ -95,9 +96,21 @@ fn share(part: f64, whole: f64) -> f64 {
     if whole > 0.0 { part / whole } else { 0.0 }
 }
 
+fn off_cpu_share(report: &Value) -> f64 {
+    let threads: Vec<&Value> = report["threads"].as_array().into_iter().flatten().collect();
+    let started: Vec<&Value> = threads
+        .iter()
+        .copied()
+        .filter(|t| t["main"] == false)
+        .collect();
+    let chosen = if started.is_empty() { threads } else { started };
+    let sum = |key: &str| -> f64 { chosen.iter().filter_map(|t| t[key].as_f64()).sum() };
+    let (cpu, life) = (sum("cpu_ns"), sum("wall_ns"));
+    share((life - cpu).max(0.0), life)
+}
+
 pub fn figures(report: &Value) -> Figures {
     let cpu = sum_threads(report, "cpu_ns");
-    let life = sum_threads(report, "wall_ns");
     let lock_wait = sum_threads(report, "lock_wait_ns");
     let functions = &report["alloc"]["functions"];
     let alloc_calls = ["malloc", "calloc", "realloc", "aligned"]
@@ -122,7 +135,7 @@ pub fn figures(report: &Value) -> Figures {
         alloc_share: share(sum_threads(report, "alloc_ns"), cpu),
         lock_share: share(lock_wait, cpu + lock_wait),
         state_lock_share: state_lock_share(report),
-        off_cpu_share: share((life - cpu).max(0.0), life),
+        off_cpu_share: off_cpu_share(report),
         small_share: share(small as f64, all as f64),
         phase_malloc_ratio: report["phase_flags"]
             .as_array()

@@ -96,7 +96,10 @@ fn run_case(case: &CaseStudy, exe: &Path, dir: &Path, quick: bool, style: Style)
 
     let mut profiled: Vec<Profiled> = Vec::new();
     for variant in case.profiled() {
-        eprintln!("profiling: stallscope run -- {} {variant}", exe.display());
+        progress(&format!(
+            "profiling: stallscope run -- {} {variant}",
+            exe.display()
+        ));
         profiled.push(figures::profile(exe, variant, args, dir)?);
     }
     print_figures(&profiled);
@@ -117,19 +120,18 @@ fn run_case(case: &CaseStudy, exe: &Path, dir: &Path, quick: bool, style: Style)
         }
     }
 
+    // 6 runs: the fewest whose median interval reaches 95% (96.9%); the whole demo must stay
+    // within 3 minutes on 2 cores.
     let plan = if quick {
         BenchPlan { runs: 3, warmup: 0 }
     } else {
-        BenchPlan {
-            runs: 10,
-            warmup: 1,
-        }
+        BenchPlan { runs: 6, warmup: 1 }
     };
-    eprintln!(
+    progress(&format!(
         "benchmarking: stallscope bench --runs {} {}",
         plan.runs,
         case.variants.join(" ")
-    );
+    ));
     let json = dir.join(format!("{}-bench.json", case.name));
     let (table, comparisons) = timing::compare(exe, case.variants, args, &plan, &json)?;
     println!(
@@ -142,15 +144,10 @@ fn run_case(case: &CaseStudy, exe: &Path, dir: &Path, quick: bool, style: Style)
 
     let mut order_effects = Vec::new();
     if case.order_effect {
-        let plan = if quick {
-            BenchPlan { runs: 3, warmup: 0 }
-        } else {
-            BenchPlan { runs: 6, warmup: 1 }
-        };
-        eprintln!(
+        progress(&format!(
             "benchmarking: stallscope bench --order-effect {}",
             exe.display()
-        );
+        ));
         let json = dir.join(format!("{}-order-effect.json", case.name));
         let (table, effects) = timing::order_effect(exe, args, &plan, &json)?;
         println!(
@@ -194,6 +191,13 @@ fn run_case(case: &CaseStudy, exe: &Path, dir: &Path, quick: bool, style: Style)
     Ok(agree)
 }
 
+/// What the demo is doing now, on stderr, after what it printed so far (stdout may be a pipe).
+pub(crate) fn progress(message: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    eprintln!("{message}");
+}
+
 fn print_figures(profiled: &[Profiled]) {
     println!("\nProfiles (stallscope run; shares of the threads' time):");
     println!(
@@ -220,7 +224,7 @@ fn print_figures(profiled: &[Profiled]) {
     }
     println!(
         "  allocator: allocator time / CPU time; lock waits: pthread waits / (CPU + waits); \
-         off-CPU: 1 - CPU / life of the threads (waiting of any kind, the machine's load included)"
+         off-CPU: 1 - CPU / life of the worker threads (waiting of any kind, the machine's load included)"
     );
 }
 
