@@ -271,6 +271,23 @@ fn demo_lists_the_case_studies() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2), "{}", describe(&bad));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("demo --list"));
+
+    let no_compiler = Command::new(stallscope())
+        .args(["demo", "--quick", "serialize"])
+        .env("CXX", "no-such-c++-compiler")
+        .output()
+        .unwrap();
+    assert_eq!(
+        no_compiler.status.code(),
+        Some(2),
+        "{}",
+        describe(&no_compiler)
+    );
+    assert!(
+        String::from_utf8_lossy(&no_compiler.stderr).contains("apt-get install g++"),
+        "{}",
+        describe(&no_compiler)
+    );
 }
 
 #[test]
