@@ -62,7 +62,13 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         ),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let result = run_cases(&cxx, &dir, &selected, args.quick);
+    let settings = Settings {
+        dir: dir.clone(),
+        quick: args.quick,
+        keep: !temporary,
+        style: Style::for_stdout(),
+    };
+    let result = run_cases(&cxx, &settings, &selected);
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
@@ -74,12 +80,20 @@ pub fn main(args: DemoArgs) -> Result<i32> {
     result
 }
 
-fn run_cases(cxx: &str, dir: &Path, selected: &[&CaseStudy], quick: bool) -> Result<i32> {
-    let exes = build::build_all(cxx, dir, selected)?;
-    let style = Style::for_stdout();
+/// How this demo runs: where its files go and how big its inputs are.
+struct Settings {
+    dir: PathBuf,
+    quick: bool,
+    /// The directory is the user's (--dir): name the files in it.
+    keep: bool,
+    style: Style,
+}
+
+fn run_cases(cxx: &str, settings: &Settings, selected: &[&CaseStudy]) -> Result<i32> {
+    let exes = build::build_all(cxx, &settings.dir, selected)?;
     let mut code = 0;
     for (case, exe) in selected.iter().zip(&exes) {
-        if !run_case(case, exe, dir, quick, style)? {
+        if !run_case(case, exe, settings)? {
             code = 1;
         }
     }
@@ -87,7 +101,8 @@ fn run_cases(cxx: &str, dir: &Path, selected: &[&CaseStudy], quick: bool) -> Res
 }
 
 /// Profiles, benchmarks and judges one case; false when its variants disagree on the result.
-fn run_case(case: &CaseStudy, exe: &Path, dir: &Path, quick: bool, style: Style) -> Result<bool> {
+fn run_case(case: &CaseStudy, exe: &Path, settings: &Settings) -> Result<bool> {
+    let (dir, quick, style) = (settings.dir.as_path(), settings.quick, settings.style);
     let args: &[&str] = if quick { &["--quick"] } else { &[] };
     println!(
         "\n{}",
@@ -102,7 +117,7 @@ fn run_case(case: &CaseStudy, exe: &Path, dir: &Path, quick: bool, style: Style)
         ));
         profiled.push(figures::profile(exe, variant, args, dir)?);
     }
-    print_figures(&profiled);
+    print_figures(&profiled, settings.keep);
     let agree = checksums_agree(&profiled);
 
     for p in profiled
@@ -198,7 +213,7 @@ pub(crate) fn progress(message: &str) {
     eprintln!("{message}");
 }
 
-fn print_figures(profiled: &[Profiled]) {
+fn print_figures(profiled: &[Profiled], name_files: bool) {
     println!("\nProfiles (stallscope run; shares of the threads' time):");
     println!(
         "  {:<12} {:>10} {:>12} {:>10} {:>11} {:>8} {:>8}  checksum",
@@ -220,7 +235,9 @@ fn print_figures(profiled: &[Profiled]) {
                 .map(|c| c.trim_start_matches("checksum "))
                 .unwrap_or("-"),
         );
-        println!("  {:<12} profile: {}", "", p.profile.display());
+        if name_files {
+            println!("  {:<12} profile: {}", "", p.profile.display());
+        }
     }
     println!(
         "  allocator: allocator time / CPU time; lock waits: pthread waits / (CPU + waits); \
