@@ -1,0 +1,322 @@
+//! The case studies of demos/ and `stallscope demo`: the programs compute the same result in
+//! every variant, each slow variant's profile shows its problem in the report's figures, and the
+//! demo lists, runs and judges every case.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CASES: [&str; 4] = ["serialize", "small_strings", "stream_parse", "bench_order"];
+
+fn demos_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("demos")
+}
+
+/// Compiles demos/NAME.cpp the way the demo does (C++17, with the demos/ and include/ headers).
+fn build_case(dir: &Path, name: &str) -> PathBuf {
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let demos = demos_dir();
+    compile_file(
+        dir,
+        &demos.join(format!("{name}.cpp")),
+        &[
+            "-std=c++17",
+            "-I",
+            demos.to_str().unwrap(),
+            "-I",
+            include.to_str().unwrap(),
+        ],
+    )
+}
+
+fn checksum(dir: &Path, exe: &Path, variant: &str) -> String {
+    let out = plain_run(dir, &[exe.to_str().unwrap(), variant, "--quick"], |_| {});
+    assert!(out.status.success(), "{variant}: {}", describe(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with("checksum "))
+        .unwrap_or_else(|| panic!("{variant} printed no checksum\n{}", describe(&out)))
+        .to_string()
+}
+
+/// The report of `stallscope run -- EXE VARIANT --quick`.
+fn profile_variant(dir: &Path, exe: &Path, variant: &str) -> Value {
+    let name = format!(
+        "{}-{variant}.prof",
+        exe.file_name().unwrap().to_str().unwrap()
+    );
+    let (_, path) = profile(
+        dir,
+        &name,
+        &["--quiet"],
+        &[exe.to_str().unwrap(), variant, "--quick"],
+        0,
+    );
+    report_json(&path)
+}
+
+fn small_request_share(report: &Value, max_bytes: u64) -> f64 {
+    let hist = &report["alloc"]["size_histogram"];
+    let small: u64 = hist
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| num(b, &["max_bytes"]) <= max_bytes)
+        .map(|b| num(b, &["count"]))
+        .sum();
+    small as f64 / histogram_total(hist).max(1) as f64
+}
+
+/// Mean time per `malloc` call of each run of a phase, summed over threads: (label, ns per call).
+fn phase_malloc_means(report: &Value, name: &str) -> Vec<(String, f64)> {
+    let mut by_label: Vec<(String, u64, u64)> = Vec::new();
+    for p in report["phases"].as_array().unwrap() {
+        if p["name"] != name {
+            continue;
+        }
+        let label = p["label"].as_str().unwrap().to_string();
+        let malloc = &p["alloc"]["functions"]["malloc"];
+        let (time, calls) = (num(malloc, &["time_ns"]), num(malloc, &["calls"]));
+        match by_label.iter_mut().find(|(l, _, _)| *l == label) {
+            Some(e) => {
+                e.1 += time;
+                e.2 += calls;
+            }
+            None => by_label.push((label, time, calls)),
+        }
+    }
+    by_label.sort();
+    by_label
+        .into_iter()
+        .map(|(l, t, c)| (l, t as f64 / c.max(1) as f64))
+        .collect()
+}
+
+#[test]
+fn slow_and_fixed_variants_compute_the_same_result() {
+    let dir = TempDir::new("demo-checksums");
+    let variants: [(&str, &[&str]); 4] = [
+        ("serialize", &["slow", "fixed", "shared_file"]),
+        ("small_strings", &["slow", "fixed", "pool"]),
+        ("stream_parse", &["slow", "fixed"]),
+        ("bench_order", &["slow", "fixed", "trim"]),
+    ];
+    for (name, names) in variants {
+        let exe = build_case(dir.path(), name);
+        let sums: Vec<String> = names
+            .iter()
+            .map(|v| checksum(dir.path(), &exe, v))
+            .collect();
+        assert!(
+            sums.iter().all(|s| *s == sums[0]),
+            "{name}: variants {names:?} printed {sums:?}"
+        );
+        // Unknown arguments are refused (so bench --order-effect's detection is not fooled).
+        let bad = plain_run(
+            dir.path(),
+            &[exe.to_str().unwrap(), "no-such-variant"],
+            |_| {},
+        );
+        assert_eq!(bad.status.code(), Some(2), "{name}: {}", describe(&bad));
+    }
+}
+
+#[test]
+fn small_strings_slow_makes_many_small_allocations() {
+    let dir = TempDir::new("demo-small-strings");
+    let exe = build_case(dir.path(), "small_strings");
+    let slow = profile_variant(dir.path(), &exe, "slow");
+    let fixed = profile_variant(dir.path(), &exe, "fixed");
+    let (s, f) = (allocation_calls(&slow), allocation_calls(&fixed));
+    assert!(
+        s >= 2 * f,
+        "slow made {s} allocation calls, fixed {f}: expected at least twice as many"
+    );
+    let share = small_request_share(&slow, 32);
+    assert!(
+        share > 0.5,
+        "only {share:.2} of the slow variant's requests are <= 32 bytes"
+    );
+}
+
+#[test]
+fn stream_parse_slow_allocates_far_more_than_from_chars() {
+    let dir = TempDir::new("demo-stream-parse");
+    let exe = build_case(dir.path(), "stream_parse");
+    let slow = profile_variant(dir.path(), &exe, "slow");
+    let fixed = profile_variant(dir.path(), &exe, "fixed");
+    let (s, f) = (allocation_calls(&slow), allocation_calls(&fixed));
+    assert!(
+        s >= 2 * f,
+        "istringstream made {s} allocation calls, from_chars {f}: expected at least twice as many"
+    );
+}
+
+#[test]
+fn bench_order_slow_mallocs_slower_after_the_churn() {
+    let dir = TempDir::new("demo-bench-order");
+    let exe = build_case(dir.path(), "bench_order");
+    let slow = profile_variant(dir.path(), &exe, "slow");
+    let means = phase_malloc_means(&slow, "insert");
+    assert_eq!(
+        means.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(),
+        ["insert #1", "insert #2"],
+        "phases: {}",
+        slow["phases"]
+    );
+    let (fresh, after) = (means[0].1, means[1].1);
+    assert!(
+        after >= 2.0 * fresh,
+        "malloc per call: {fresh:.0} ns in a fresh heap, {after:.0} ns after the churn"
+    );
+    // The protocol of docs/BENCH.md: the listing, and one timed line per case run.
+    let list = plain_run(
+        dir.path(),
+        &[exe.to_str().unwrap(), "--stallscope-list"],
+        |_| {},
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout),
+        "insert\nbuild_and_destroy\ninsert_again\n"
+    );
+    let run = plain_run(
+        dir.path(),
+        &[
+            exe.to_str().unwrap(),
+            "--quick",
+            "--stallscope-run",
+            "insert_again",
+            "insert",
+        ],
+        |_| {},
+    );
+    let lines: Vec<(String, f64)> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| {
+            let (case, ns) = l.split_once('\t').expect("CASE<TAB>NS");
+            (case.to_string(), ns.parse().expect("a number of ns"))
+        })
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", describe(&run));
+    assert_eq!(
+        (lines[0].0.as_str(), lines[1].0.as_str()),
+        ("insert_again", "insert")
+    );
+    assert!(lines.iter().all(|(_, ns)| *ns > 0.0));
+}
+
+/// glibc's `FILE` lock is not a pthread mutex, so the interposer does not see it: the lock shows
+/// in the sampled thread states (docs/STATES.md) when the profile has them. What shows either way:
+/// on glibc, unlike the original's debug C runtime, sprintf does not allocate.
+#[test]
+fn serialize_shows_what_costs_on_linux() {
+    let dir = TempDir::new("demo-serialize");
+    let exe = build_case(dir.path(), "serialize");
+    let slow = profile_variant(dir.path(), &exe, "slow");
+    let calls = allocation_calls(&slow);
+    assert!(
+        calls < 1000,
+        "131,072 sprintf calls made {calls} allocation calls: glibc's sprintf was expected not to allocate"
+    );
+    let shared = profile_variant(dir.path(), &exe, "shared_file");
+    let threads = shared["threads"].as_array().unwrap();
+    if threads.iter().any(|t| t.get("states").is_some()) {
+        let lock: f64 = threads
+            .iter()
+            .filter_map(|t| t["states"]["lock_ns"].as_f64())
+            .sum();
+        let all: f64 = threads
+            .iter()
+            .filter_map(|t| t["states"].as_object())
+            .flat_map(|s| s.iter())
+            .filter(|(k, _)| k.ends_with("_ns"))
+            .filter_map(|(_, v)| v.as_f64())
+            .sum();
+        assert!(
+            lock > 0.1 * all,
+            "threads writing to one FILE spent {lock} of {all} sampled ns waiting for locks"
+        );
+    } else {
+        eprintln!(
+            "note: this profile has no thread states; the FILE lock of shared_file is checked once \
+             thread-state sampling is available"
+        );
+    }
+}
+
+#[test]
+fn demo_lists_the_case_studies() {
+    let out = Command::new(stallscope())
+        .args(["demo", "--list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(names, CASES, "{text}");
+    assert!(
+        text.lines().all(|l| l.split_whitespace().count() > 3),
+        "{text}"
+    );
+
+    let bad = Command::new(stallscope())
+        .args(["demo", "no_such_case"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", describe(&bad));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("demo --list"));
+
+    let no_compiler = Command::new(stallscope())
+        .args(["demo", "--quick", "serialize"])
+        .env("CXX", "no-such-c++-compiler")
+        .output()
+        .unwrap();
+    assert_eq!(
+        no_compiler.status.code(),
+        Some(2),
+        "{}",
+        describe(&no_compiler)
+    );
+    assert!(
+        String::from_utf8_lossy(&no_compiler.stderr).contains("apt-get install g++"),
+        "{}",
+        describe(&no_compiler)
+    );
+}
+
+#[test]
+fn demo_quick_runs_each_case_and_prints_a_verdict() {
+    for name in CASES {
+        let dir = TempDir::new("demo-quick");
+        let mut c = Command::new(stallscope());
+        c.args(["demo", "--quick", name, "--dir"]).arg(dir.path());
+        let out = output_within(c, std::time::Duration::from_secs(120));
+        assert!(out.status.success(), "demo {name}: {}", describe(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let verdict = text
+            .split_once("Verdict")
+            .unwrap_or_else(|| panic!("demo {name} printed no verdict:\n{text}"))
+            .1;
+        assert!(
+            verdict
+                .lines()
+                .any(|l| l.trim_start().starts_with("fixed: ") && l.contains("CI")),
+            "demo {name}: no speedup of fixed with its interval:\n{text}"
+        );
+        assert!(
+            verdict.contains("→"),
+            "demo {name}: no figure that moved:\n{text}"
+        );
+        assert!(!text.contains("different checksums"), "{text}");
+        assert!(
+            dir.join(&format!("{name}-slow.prof")).is_file(),
+            "--dir keeps the profiles"
+        );
+    }
+}
