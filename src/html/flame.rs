@@ -14,14 +14,12 @@
 //! subtrees are not drawn: at most 1/`MIN_SHARE` rectangles per level, however many stacks.
 
 use super::escape;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
-#[derive(Default)]
-struct Node {
-    value: u64,
-    children: BTreeMap<String, Node>,
-}
+/// The rest of one stack below a frame (`frame;frame;...;leaf`, empty when the stack ends
+/// there) and its value.
+type Suffix<'a> = (&'a str, u64);
 
 const WIDTH: f64 = 1200.0;
 const ROW: f64 = 17.0;
@@ -41,41 +39,43 @@ fn fill(name: &str) -> (u32, u32, u32) {
     (10 + h % 45, 85, 62 + (h >> 8) % 14)
 }
 
-fn tree(stacks: &BTreeMap<String, u64>) -> Node {
-    let mut root = Node::default();
-    for (line, &value) in stacks {
-        root.value += value;
-        let mut node = &mut root;
-        for frame in line.split(';') {
-            node = node.children.entry(frame.to_string()).or_default();
-            node.value += value;
-        }
-    }
-    root
-}
-
-/// What one rectangle shows.
+/// What one rectangle shows: a frame with the stacks under it (`None` for merged frames, whose
+/// children are not drawn).
 struct Frame<'a> {
     name: std::borrow::Cow<'a, str>,
     value: u64,
     fill: (u32, u32, u32),
-    node: Option<&'a Node>,
+    below: Option<Vec<Suffix<'a>>>,
 }
 
-/// The children of `node` to draw: those at least `min` wide, then the rest merged into one.
-fn visible_children(node: &Node, min: f64) -> Vec<Frame<'_>> {
-    let mut frames = Vec::new();
+/// The frames to draw directly above stacks `suffixes`, by name: those at least `min` wide, then
+/// the rest merged into one. Only drawn frames are ever grouped further, so the work is bounded
+/// by the stacks under visible frames, not by the size of the whole tree.
+fn children<'a>(suffixes: &[Suffix<'a>], min: f64) -> Vec<Frame<'a>> {
+    let mut groups: HashMap<&'a str, (u64, Vec<Suffix<'a>>)> = HashMap::new();
+    for &(suffix, value) in suffixes {
+        if suffix.is_empty() {
+            continue;
+        }
+        let (frame, rest) = suffix.split_once(';').unwrap_or((suffix, ""));
+        let group = groups.entry(frame).or_default();
+        group.0 += value;
+        group.1.push((rest, value));
+    }
+    let mut groups: Vec<_> = groups.into_iter().collect();
+    groups.sort_unstable_by_key(|g| g.0);
     let (mut merged, mut merged_count) = (0u64, 0usize);
-    for (name, child) in &node.children {
-        if child.value as f64 >= min {
+    let mut frames = Vec::new();
+    for (name, (value, below)) in groups {
+        if value as f64 >= min {
             frames.push(Frame {
-                name: name.as_str().into(),
-                value: child.value,
+                name: name.into(),
+                value,
                 fill: fill(name),
-                node: Some(child),
+                below: Some(below),
             });
         } else {
-            merged += child.value;
+            merged += value;
             merged_count += 1;
         }
     }
@@ -84,56 +84,35 @@ fn visible_children(node: &Node, min: f64) -> Vec<Frame<'_>> {
             name: format!("[{merged_count} smaller frames]").into(),
             value: merged,
             fill: MERGED_FILL,
-            node: None,
+            below: None,
         });
     }
     frames
 }
 
-fn max_depth(n: &Node, min: f64) -> usize {
-    n.children
-        .values()
-        .filter(|c| c.value as f64 >= min)
-        .map(|c| 1 + max_depth(c, min))
-        .max()
-        .unwrap_or(usize::from(!n.children.is_empty()))
-}
-
 /// The SVG of `stacks`; `unit` formats a value for the tooltips, `what` names the weight for
 /// screen readers.
 pub fn svg(stacks: &BTreeMap<String, u64>, unit: fn(u64) -> String, what: &str) -> String {
-    let root = tree(stacks);
-    let min = root.value as f64 * MIN_SHARE;
-    let rows = max_depth(&root, min).max(1);
-    let height = rows as f64 * ROW + 4.0;
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<svg class="flame" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="100%" role="img" aria-label="flame graph of {}; the table below lists the heaviest stacks">"#,
-        escape(what)
-    );
-    if root.value == 0 {
-        out.push_str("</svg>");
-        return out;
-    }
-    // Labels inherit the text colour from this group; rectangles have their own fill.
-    let _ = write!(
-        out,
-        "<g fill=\"#{:02x}{:02x}{:02x}\">",
-        TEXT.0, TEXT.1, TEXT.2
-    );
-    let scale = WIDTH / root.value as f64;
-    let mut stack: Vec<(&Node, f64, usize)> = vec![(&root, 0.0, 0)];
-    while let Some((node, x0, level)) = stack.pop() {
+    let total: u64 = stacks.values().sum();
+    let min = total as f64 * MIN_SHARE;
+    let scale = WIDTH / total.max(1) as f64;
+    // Rows go upwards from y = 0 (root at the bottom), so that the height, known only once
+    // drawn, sets the viewBox alone.
+    let mut body = String::new();
+    let mut rows = 0;
+    let all: Vec<Suffix<'_>> = stacks.iter().map(|(s, &v)| (s.as_str(), v)).collect();
+    let mut pending: Vec<(Vec<Suffix<'_>>, f64, usize)> = vec![(all, 0.0, 0)];
+    while let Some((suffixes, x0, level)) = pending.pop() {
         let mut x = x0;
-        for frame in visible_children(node, min) {
+        for frame in children(&suffixes, min) {
+            rows = rows.max(level + 1);
             let w = frame.value as f64 * scale;
-            let y = height - (level + 1) as f64 * ROW - 2.0;
-            let share = 100.0 * frame.value as f64 / root.value as f64;
+            let y = -((level + 1) as f64) * ROW;
+            let share = 100.0 * frame.value as f64 / total as f64;
             let title = format!("{}: {} ({share:.1}%)", frame.name, unit(frame.value));
             let (hue, sat, light) = frame.fill;
             let _ = write!(
-                out,
+                body,
                 r#"<g><title>{}</title><rect x="{x:.2}" y="{y:.1}" width="{:.2}" height="{:.1}" rx="2" fill="hsl({hue},{sat}%,{light}%)"/>"#,
                 escape(&title),
                 (w - 0.5).max(0.1),
@@ -150,22 +129,30 @@ pub fn svg(stacks: &BTreeMap<String, u64>, unit: fn(u64) -> String, what: &str) 
                     frame.name.to_string()
                 };
                 let _ = write!(
-                    out,
+                    body,
                     r#"<text x="{:.2}" y="{:.1}">{}</text>"#,
                     x + 3.0,
                     y + ROW - 5.0,
                     escape(&label)
                 );
             }
-            out.push_str("</g>");
-            if let Some(node) = frame.node {
-                stack.push((node, x, level + 1));
+            body.push_str("</g>");
+            if let Some(below) = frame.below {
+                pending.push((below, x, level + 1));
             }
             x += w;
         }
     }
-    out.push_str("</g></svg>");
-    out
+    let height = rows.max(1) as f64 * ROW + 2.0;
+    // Labels inherit the text colour from the inner group; rectangles have their own fill.
+    format!(
+        r##"<svg class="flame" xmlns="http://www.w3.org/2000/svg" viewBox="0 {:.0} {WIDTH} {height}" width="100%" role="img" aria-label="flame graph of {}; the table below lists the heaviest stacks"><g fill="#{:02x}{:02x}{:02x}">{body}</g></svg>"##,
+        -height,
+        escape(what),
+        TEXT.0,
+        TEXT.1,
+        TEXT.2
+    )
 }
 
 /// Frames of a stack shown in the table, innermost first.
@@ -176,8 +163,13 @@ const TABLE_FRAMES: usize = 5;
 pub fn top_table(stacks: &BTreeMap<String, u64>, unit: fn(u64) -> String, n: usize) -> String {
     let total: u64 = stacks.values().sum();
     let mut heaviest: Vec<(&String, u64)> = stacks.iter().map(|(s, &v)| (s, v)).collect();
-    heaviest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let order = |a: &(&String, u64), b: &(&String, u64)| b.1.cmp(&a.1).then(a.0.cmp(b.0));
+    // Only the first n need sorting: a selection is linear in the number of stacks.
+    if heaviest.len() > n && n > 0 {
+        heaviest.select_nth_unstable_by(n - 1, order);
+    }
     heaviest.truncate(n);
+    heaviest.sort_by(order);
     let mut out = format!(
         "<details><summary>The {} heaviest stacks as a table</summary><table><tr><th>share</th><th>value</th><th class=\"l\">stack, innermost frame first</th></tr>",
         heaviest.len()
@@ -292,6 +284,8 @@ mod tests {
         let started = std::time::Instant::now();
         let svg = svg(&stacks, count, "calls");
         let elapsed = started.elapsed();
+        let table = top_table(&stacks, count, 20);
+        let with_table = started.elapsed();
         let rects = svg.matches("<rect").count();
         // Without merging there would be ~50 000 × 20 rectangles; each level holds at most
         // 1/MIN_SHARE frames plus one merge per parent, and in practice far fewer.
@@ -300,9 +294,11 @@ mod tests {
         assert!(svg.len() < 2_000_000, "{} bytes", svg.len());
         // Figures for docs/EXPORT.md (not asserted: the machine is shared).
         eprintln!(
-            "50 000 stacks: {rects} rectangles, {} bytes, {:.0} ms",
+            "50 000 stacks: {rects} rectangles, {} bytes of SVG in {:.0} ms; with the table ({} bytes) {:.0} ms",
             svg.len(),
-            elapsed.as_secs_f64() * 1e3
+            elapsed.as_secs_f64() * 1e3,
+            table.len(),
+            with_table.as_secs_f64() * 1e3
         );
     }
 }

@@ -4,13 +4,13 @@
 
 pub const STYLE: &str = r#"
 :root { --bg:#fdfdfc; --fg:#1d1f21; --muted:#5f646a; --card:#f1f2f4; --line:#d9dce0; --focus:#0b5fd6;
-  --cpu:#4f8fd8; --alloc:#e4572e; --lock:#9b5de5; --idle:#c9ced6; --phase:rgba(40,60,90,.16); --phase-edge:#56606c;
+  --cpu:#4f8fd8; --alloc:#e4572e; --lock:#9b5de5; --idle:#c9ced6; --phase:rgba(40,60,90,.16); --phase-edge:#56606c; --life:#8797ab;
   --c-compute:#3a7bd5; --c-allocator:#e4572e; --c-lock:#8e44d8; --c-atomic:#e0a100; --c-io:#1a9a8a;
   --c-blocked:#8a94a3; --c-kernel_memory:#d6337a;
   --high:#c0392b; --medium:#d68910; --low:#2e86c1; --info:#7f8c8d; }
 @media (prefers-color-scheme: dark) {
   :root { --bg:#16181b; --fg:#e6e6e6; --muted:#a3a9b0; --card:#22252a; --line:#3a3f46; --focus:#7fb2ff;
-    --cpu:#5b9be6; --alloc:#f07050; --lock:#b084f0; --idle:#3d434b; --phase:rgba(200,215,235,.16); --phase-edge:#a9b4c2;
+    --cpu:#5b9be6; --alloc:#f07050; --lock:#b084f0; --idle:#3d434b; --phase:rgba(200,215,235,.16); --phase-edge:#a9b4c2; --life:#66768a;
     --c-compute:#5b9be6; --c-allocator:#f07050; --c-lock:#b084f0; --c-atomic:#f2c14e; --c-io:#3cc4b0;
     --c-blocked:#6f7a89; --c-kernel_memory:#f06ba4;
     --high:#ff6b5b; --medium:#f5b041; --low:#5dade2; --info:#aab7b8; }
@@ -52,7 +52,7 @@ svg.timeline text { font:11px system-ui,sans-serif; fill:var(--fg) }
 svg.timeline .axis { fill:var(--muted) } svg.timeline .plot { fill:var(--card); fill-opacity:.55 }
 svg.timeline .phase { fill:var(--phase) }
 svg.timeline .phase-edge { stroke:var(--phase-edge); stroke-width:1; stroke-dasharray:3 2 }
-svg.timeline .life { fill:var(--idle) }
+svg.timeline .life { fill:var(--life) }
 .c-compute { fill:var(--c-compute); background:var(--c-compute) }
 .c-allocator { fill:var(--c-allocator); background:var(--c-allocator) }
 .c-lock { fill:var(--c-lock); background:var(--c-lock) }

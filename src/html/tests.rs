@@ -55,7 +55,10 @@ impl Shot {
 
 impl Drop for Shot {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // Kept for debugging like tests/common's TempDir.
+        if std::env::var_os("STALLSCOPE_KEEP_TEST_DIRS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -70,6 +73,10 @@ fn timeline_renders_every_category_colour_in_both_schemes() {
     ));
     for dark in [false, true] {
         let image = shot.take(&html, dark);
+        if std::env::var_os("STALLSCOPE_KEEP_TEST_DIRS").is_some() {
+            let name = if dark { "dark.png" } else { "light.png" };
+            let _ = std::fs::copy(shot.dir.join("screenshot.png"), shot.dir.join(name));
+        }
         for c in timeline::CATEGORIES {
             let (light_rgb, dark_rgb) = scheme_colours(&format!("--c-{c}"));
             let rgb = if dark { dark_rgb } else { light_rgb };

@@ -71,7 +71,7 @@ pub fn section(report: &Value, lifespans: &[Lifespan]) -> String {
                 let _ = write!(
                     out,
                     "<span class=\"c-{c}\"></span>{}",
-                    c.replace('_', " ")
+                    c.replace('_', "\u{a0}")
                 );
             }
             out.push_str("</li></ul>");
