@@ -19,7 +19,10 @@ fn run(browser: &str, page: &Path, dir: &Path, args: &[String]) -> Output {
         .arg("60")
         .arg(browser)
         .args(["--headless", "--no-sandbox", "--disable-gpu"])
-        .arg(format!("--user-data-dir={}", dir.join("chromium-profile").display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.join("chromium-profile").display()
+        ))
         .args(args)
         .arg(format!("file://{}", page.display()))
         .output()
@@ -134,7 +137,11 @@ pub fn decode_png(bytes: &[u8]) -> Image {
         let filter = raw[y * (stride + 1)];
         let line = &raw[y * (stride + 1) + 1..(y + 1) * (stride + 1)];
         for x in 0..stride {
-            let a = if x >= channels { rows[y * stride + x - channels] } else { 0 };
+            let a = if x >= channels {
+                rows[y * stride + x - channels]
+            } else {
+                0
+            };
             let b = if y > 0 { rows[(y - 1) * stride + x] } else { 0 };
             let c = if x >= channels && y > 0 {
                 rows[(y - 1) * stride + x - channels]
@@ -148,7 +155,11 @@ pub fn decode_png(bytes: &[u8]) -> Image {
                 3 => ((a as u16 + b as u16) / 2) as u8,
                 4 => {
                     let p = a as i16 + b as i16 - c as i16;
-                    let (pa, pb, pc) = ((p - a as i16).abs(), (p - b as i16).abs(), (p - c as i16).abs());
+                    let (pa, pb, pc) = (
+                        (p - a as i16).abs(),
+                        (p - b as i16).abs(),
+                        (p - c as i16).abs(),
+                    );
                     if pa <= pb && pa <= pc {
                         a
                     } else if pb <= pc {
@@ -162,10 +173,7 @@ pub fn decode_png(bytes: &[u8]) -> Image {
             rows[y * stride + x] = line[x].wrapping_add(predicted);
         }
     }
-    let pixels = rows
-        .chunks(channels)
-        .map(|p| [p[0], p[1], p[2]])
-        .collect();
+    let pixels = rows.chunks(channels).map(|p| [p[0], p[1], p[2]]).collect();
     Image {
         width,
         height,

@@ -51,13 +51,20 @@ mod tests {
             id: "small-allocations".into(),
             severity: Severity::High,
             title: "Most time goes to malloc of <64 B".into(),
-            evidence: vec!["52% of thread time in malloc".into(), "work at w.c:12".into()],
+            evidence: vec![
+                "52% of thread time in malloc".into(),
+                "work at w.c:12".into(),
+            ],
             cause: "many small objects".into(),
             remedy: "pool them; `stallscope bench` measures it".into(),
         };
         let html = section(&[finding]);
         assert!(html.contains("<article class=\"finding high\">"));
-        assert!(html.contains("<span class=\"severity\">high</span>Most time goes to malloc of &lt;64 B"));
+        assert!(
+            html.contains(
+                "<span class=\"severity\">high</span>Most time goes to malloc of &lt;64 B"
+            )
+        );
         assert!(html.contains("<li>52% of thread time in malloc</li><li>work at w.c:12</li>"));
         assert!(html.contains("<dt>Cause</dt><dd>many small objects</dd>"));
         assert!(html.contains("<dt>Remedy</dt><dd>pool them;"));

@@ -9,9 +9,10 @@
 //! str_stack, num-format, ...). What the page needs of it — rectangles, `<title>` tooltips,
 //! merging of frames too narrow to see — is the ~100 lines below.
 //!
-//! Frames narrower than `MIN_SHARE` of the whole are merged, per parent, into one grey
+//! Frames narrower than `MIN_SHARE` (0.1%) of the whole are merged, per parent, into one grey
 //! "[n smaller frames]" rectangle (drawn only if the merge itself is wide enough) and their
-//! subtrees are not drawn: at most 1/`MIN_SHARE` rectangles per level, however many stacks.
+//! subtrees are not drawn: at most 1/`MIN_SHARE` rectangles per level, however many stacks, and
+//! at most `MAX_FRAMES` in all (the threshold rises for deep graphs).
 
 use super::escape;
 use std::collections::{BTreeMap, HashMap};
@@ -90,21 +91,54 @@ fn children<'a>(suffixes: &[Suffix<'a>], min: f64) -> Vec<Frame<'a>> {
     frames
 }
 
+/// At most this many rectangles per graph: when the frames of `MIN_SHARE` would be more (deep
+/// stacks each just over the threshold), the threshold doubles until they fit.
+pub const MAX_FRAMES: usize = 2500;
+
 /// The SVG of `stacks`; `unit` formats a value for the tooltips, `what` names the weight for
 /// screen readers.
 pub fn svg(stacks: &BTreeMap<String, u64>, unit: fn(u64) -> String, what: &str) -> String {
     let total: u64 = stacks.values().sum();
-    let min = total as f64 * MIN_SHARE;
+    let all: Vec<Suffix<'_>> = stacks.iter().map(|(s, &v)| (s.as_str(), v)).collect();
+    let mut min = total as f64 * MIN_SHARE;
+    let (body, rows) = loop {
+        match draw(&all, total, min, unit) {
+            Some(drawn) => break drawn,
+            None => min *= 2.0,
+        }
+    };
+    let height = rows.max(1) as f64 * ROW + 2.0;
+    // Labels inherit the text colour from the inner group; rectangles have their own fill.
+    format!(
+        r##"<svg class="flame" xmlns="http://www.w3.org/2000/svg" viewBox="0 {:.0} {WIDTH} {height}" width="100%" role="img" aria-label="flame graph of {}; the table below lists the heaviest stacks"><g fill="#{:02x}{:02x}{:02x}">{body}</g></svg>"##,
+        -height,
+        escape(what),
+        TEXT.0,
+        TEXT.1,
+        TEXT.2
+    )
+}
+
+/// The frames' elements and the number of rows, or `None` past `MAX_FRAMES` rectangles.
+fn draw(
+    all: &[Suffix<'_>],
+    total: u64,
+    min: f64,
+    unit: fn(u64) -> String,
+) -> Option<(String, usize)> {
     let scale = WIDTH / total.max(1) as f64;
     // Rows go upwards from y = 0 (root at the bottom), so that the height, known only once
     // drawn, sets the viewBox alone.
     let mut body = String::new();
-    let mut rows = 0;
-    let all: Vec<Suffix<'_>> = stacks.iter().map(|(s, &v)| (s.as_str(), v)).collect();
-    let mut pending: Vec<(Vec<Suffix<'_>>, f64, usize)> = vec![(all, 0.0, 0)];
+    let (mut rows, mut drawn) = (0, 0);
+    let mut pending: Vec<(Vec<Suffix<'_>>, f64, usize)> = vec![(all.to_vec(), 0.0, 0)];
     while let Some((suffixes, x0, level)) = pending.pop() {
         let mut x = x0;
         for frame in children(&suffixes, min) {
+            drawn += 1;
+            if drawn > MAX_FRAMES {
+                return None;
+            }
             rows = rows.max(level + 1);
             let w = frame.value as f64 * scale;
             let y = -((level + 1) as f64) * ROW;
@@ -143,16 +177,7 @@ pub fn svg(stacks: &BTreeMap<String, u64>, unit: fn(u64) -> String, what: &str) 
             x += w;
         }
     }
-    let height = rows.max(1) as f64 * ROW + 2.0;
-    // Labels inherit the text colour from the inner group; rectangles have their own fill.
-    format!(
-        r##"<svg class="flame" xmlns="http://www.w3.org/2000/svg" viewBox="0 {:.0} {WIDTH} {height}" width="100%" role="img" aria-label="flame graph of {}; the table below lists the heaviest stacks"><g fill="#{:02x}{:02x}{:02x}">{body}</g></svg>"##,
-        -height,
-        escape(what),
-        TEXT.0,
-        TEXT.1,
-        TEXT.2
-    )
+    Some((body, rows))
 }
 
 /// Frames of a stack shown in the table, innermost first.
@@ -273,7 +298,10 @@ mod tests {
                 let frames: Vec<String> = (0..24)
                     .map(|d| format!("module::function_{}_{}", d, next() % (3 + d as u64 * 4)))
                     .collect();
-                (format!("{};malloc", frames.join(";")), 1 + (i % 97) * next() % 1000)
+                (
+                    format!("{};malloc", frames.join(";")),
+                    1 + (i % 97) * next() % 1000,
+                )
             })
             .collect()
     }
@@ -287,9 +315,8 @@ mod tests {
         let table = top_table(&stacks, count, 20);
         let with_table = started.elapsed();
         let rects = svg.matches("<rect").count();
-        // Without merging there would be ~50 000 × 20 rectangles; each level holds at most
-        // 1/MIN_SHARE frames plus one merge per parent, and in practice far fewer.
-        assert!(rects < 10_000, "{rects} rectangles");
+        // Without merging there would be ~50 000 × 20 rectangles.
+        assert!(rects <= MAX_FRAMES, "{rects} rectangles");
         assert!(svg.contains("smaller frames]"), "tiny frames merged");
         assert!(svg.len() < 2_000_000, "{} bytes", svg.len());
         // Figures for docs/EXPORT.md (not asserted: the machine is shared).
@@ -299,6 +326,25 @@ mod tests {
             elapsed.as_secs_f64() * 1e3,
             table.len(),
             with_table.as_secs_f64() * 1e3
+        );
+    }
+
+    #[test]
+    fn deep_graphs_of_frames_just_over_the_threshold_stay_within_the_budget() {
+        // 800 stacks of equal weight (each 0.125%, over the 0.1% threshold), 40 distinct frames
+        // deep: 32 000 frames at the threshold, so it rises until at most MAX_FRAMES are drawn.
+        let stacks: BTreeMap<String, u64> = (0..800)
+            .map(|i| {
+                let frames: Vec<String> = (0..40).map(|d| format!("f{i}_{d}")).collect();
+                (frames.join(";"), 1)
+            })
+            .collect();
+        let svg = svg(&stacks, count, "calls");
+        let rects = svg.matches("<rect").count();
+        assert!(rects <= MAX_FRAMES && rects > 0, "{rects} rectangles");
+        assert!(
+            svg.contains("[800 smaller frames]"),
+            "all merged at the root"
         );
     }
 }

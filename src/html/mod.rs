@@ -19,9 +19,9 @@ use crate::export::{Loaded, Weight, frame_name};
 use crate::profile::format::size_bucket_range;
 use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct};
 use anyhow::{Context, Result};
-use style::STYLE;
 use std::fmt::Write;
 use std::path::PathBuf;
+use style::STYLE;
 
 #[derive(clap::Args, Debug)]
 pub struct HtmlArgs {
@@ -89,12 +89,41 @@ fn lifespans(p: &Loaded) -> Vec<timeline::Lifespan> {
         .collect()
 }
 
-/// The flame graph's weights: (id, label, weight, unit of the tooltips).
-const WEIGHTS: [(&str, &str, Weight, fn(u64) -> String); 4] = [
-    ("time", "time in the allocator", Weight::Time, ns),
-    ("calls", "allocator calls", Weight::Calls, fmt_count),
-    ("bytes", "bytes requested", Weight::Bytes, fmt_bytes),
-    ("lock", "lock waits", Weight::LockWait, ns),
+/// One flame graph of the page.
+struct FlameWeight {
+    /// In the ids of its radio button (`w-<id>`) and panel (`panel-<id>`).
+    id: &'static str,
+    label: &'static str,
+    weight: Weight,
+    /// Formats a value for the tooltips and the table.
+    unit: fn(u64) -> String,
+}
+
+const WEIGHTS: [FlameWeight; 4] = [
+    FlameWeight {
+        id: "time",
+        label: "time in the allocator",
+        weight: Weight::Time,
+        unit: ns,
+    },
+    FlameWeight {
+        id: "calls",
+        label: "allocator calls",
+        weight: Weight::Calls,
+        unit: fmt_count,
+    },
+    FlameWeight {
+        id: "bytes",
+        label: "bytes requested",
+        weight: Weight::Bytes,
+        unit: fmt_bytes,
+    },
+    FlameWeight {
+        id: "lock",
+        label: "lock waits",
+        weight: Weight::LockWait,
+        unit: ns,
+    },
 ];
 
 /// Stacks listed in each flame graph's table.
@@ -108,14 +137,20 @@ fn flame_section(p: &Loaded) -> String {
         "<h2 id=\"flames\">Flame graphs</h2><p class=\"muted\">Allocation sites are estimated from sampled stacks; lock waits are the waiting threads' stacks. Root at the bottom, the allocator function or the wait on top; hover a frame for its figures, or open the table under each graph. Frames under 0.1% of the width are merged.</p>\n",
     );
     o.push_str("<div class=\"flames\"><span id=\"weight-name\">Weight:</span>");
-    for (i, (id, label, _, _)) in WEIGHTS.iter().enumerate() {
+    for (i, FlameWeight { id, label, .. }) in WEIGHTS.iter().enumerate() {
         let _ = write!(
             o,
             " <input type=\"radio\" name=\"flame-weight\" id=\"w-{id}\" aria-describedby=\"weight-name\"{}><label for=\"w-{id}\">{label}</label>",
             if i == 0 { " checked" } else { "" }
         );
     }
-    for (id, label, weight, unit) in WEIGHTS {
+    for FlameWeight {
+        id,
+        label,
+        weight,
+        unit,
+    } in WEIGHTS
+    {
         let stacks = collapsed::stacks(p, weight);
         let _ = write!(
             o,

@@ -39,7 +39,8 @@ impl Shot {
             println!("SKIPPED: chromium is not installed (apt-get install chromium)");
             return None;
         };
-        let dir = std::env::temp_dir().join(format!("stallscope-html-{tag}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("stallscope-html-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         Some(Shot { dir, browser })
     }
@@ -111,7 +112,14 @@ fn flame_graph_of_a_real_profile_renders() {
     // sample.prof's time graph is a few frames deep across the whole width: ≥ 5% of the window.
     assert!(warm * 20 > area, "{warm} flame pixels of {area}");
     // Control: the same page with the graph's panel hidden has none.
-    let hidden = page(&flame_section(&loaded).replace("id=\"w-time\" aria-describedby=\"weight-name\" checked", "id=\"w-time\" aria-describedby=\"weight-name\""));
+    let hidden = page(&flame_section(&loaded).replace(
+        "id=\"w-time\" aria-describedby=\"weight-name\" checked",
+        "id=\"w-time\" aria-describedby=\"weight-name\"",
+    ));
     let image = shot.take(&hidden, false);
-    assert_eq!(flame_pixels(&image), 0, "no panel is shown without a checked weight");
+    assert_eq!(
+        flame_pixels(&image),
+        0,
+        "no panel is shown without a checked weight"
+    );
 }

@@ -469,7 +469,10 @@ pub mod tests {
         assert!(html.contains("sampling was off"));
         assert_eq!(html.matches("class=\"life\"").count(), 2);
         assert!(html.contains("&lt;w&amp;&gt; (8)"), "names are escaped");
-        let half = format!("x=\"{:.2}\"", LABEL_WIDTH + (WIDTH - LABEL_WIDTH - 10.0) * 0.5);
+        let half = format!(
+            "x=\"{:.2}\"",
+            LABEL_WIDTH + (WIDTH - LABEL_WIDTH - 10.0) * 0.5
+        );
         assert!(html.contains(&half), "second thread starts half-way");
     }
 }
