@@ -78,9 +78,13 @@ fn html_page_is_self_contained_and_complete() {
     ] {
         assert!(html.contains(needle), "no `{needle}` in the page");
     }
-    // Three threads, each with a bar and a life span on the timeline (sample.prof predates
+    // sample.prof's seven heap snapshots (start, begin and end of each thread's phase, done,
+    // exit), each with a bar, like each of its three threads.
+    assert!(html.contains("<h2 id=\"heap\">Heap snapshots</h2>"));
+    assert!(html.contains("<td>begin build</td>") && html.contains("<td>exit</td>"));
+    assert_eq!(html.matches("<div class=\"bar\">").count(), 3 + 7);
+    // Each thread has a life span on the timeline (sample.prof predates
     // thread-state sampling); its two phases are bands.
-    assert_eq!(html.matches("<div class=\"bar\">").count(), 3);
     assert_eq!(html.matches("class=\"life\"").count(), 3);
     assert_eq!(html.matches("<rect class=\"phase\"").count(), 2);
     // A flame graph per weight, each frame named in a <title>; sample.prof has lock waits.

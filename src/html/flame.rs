@@ -220,31 +220,10 @@ pub fn top_table(stacks: &BTreeMap<String, u64>, unit: fn(u64) -> String, n: usi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::html::tests::{luminance, rgb};
 
     fn count(n: u64) -> String {
         n.to_string()
-    }
-
-    /// sRGB of an HSL colour as CSS computes it.
-    fn rgb((h, s, l): (u32, u32, u32)) -> [f64; 3] {
-        let (s, l) = (s as f64 / 100.0, l as f64 / 100.0);
-        let a = s * l.min(1.0 - l);
-        let f = |n: f64| {
-            let k = (n + h as f64 / 30.0) % 12.0;
-            l - a * (k - 3.0).min(9.0 - k).clamp(-1.0, 1.0)
-        };
-        [f(0.0), f(8.0), f(4.0)]
-    }
-
-    fn luminance(c: [f64; 3]) -> f64 {
-        let lin = |v: f64| {
-            if v <= 0.04045 {
-                v / 12.92
-            } else {
-                ((v + 0.055) / 1.055).powf(2.4)
-            }
-        };
-        0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2])
     }
 
     /// WCAG AA for normal text is 4.5:1; frame labels are the same dark colour in both schemes

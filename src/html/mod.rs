@@ -186,7 +186,12 @@ pub fn render(p: &Loaded) -> String {
          <a class=\"skip\" href=\"#main\">Skip to the content</a>\n<nav class=\"sections\" aria-label=\"sections\">",
         escape(&command)
     );
-    for (id, name) in SECTIONS {
+    let optional = [
+        ("phases", "Phases", !p.phases.phases.is_empty()),
+        ("heap", "Heap", !p.phases.snapshots.is_empty()),
+    ];
+    let present = optional.iter().filter(|o| o.2).map(|o| (o.0, o.1));
+    for (id, name) in SECTIONS.into_iter().chain(present) {
         let _ = write!(o, "<a href=\"#{id}\">{name}</a>");
     }
     o.push_str("</nav>\n<main id=\"main\" tabindex=\"-1\">\n");
@@ -366,7 +371,46 @@ pub fn render(p: &Loaded) -> String {
         }
         o.push_str("</table>\n");
     }
+    o.push_str(&heap_section(p));
     o.push_str("<p class=\"muted\">Made by stallscope html.</p></main></body></html>\n");
+    o
+}
+
+/// The heap snapshots over time (empty without snapshots): what glibc's arenas held and the
+/// process's resident size at each, with a bar of bytes in use against the largest RSS.
+fn heap_section(p: &Loaded) -> String {
+    let snapshots = &p.phases.snapshots;
+    if snapshots.is_empty() {
+        return String::new();
+    }
+    let start = p.profile.process.start_mono_ns;
+    let largest = snapshots
+        .iter()
+        .map(|h| h.rss_bytes.max(h.in_use_bytes()))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let mut o = String::from(
+        "<h2 id=\"heap\">Heap snapshots</h2><p class=\"legend muted\">bytes against the largest resident size:<span class=\"alloc\"></span>in use<span class=\"cpu\"></span>free in the arenas</p><table><tr><th>snapshot</th><th>thread</th><th>at</th><th>in use</th><th>free in arenas</th><th>fragmentation</th><th>resident</th><th style=\"width:30%\"></th></tr>",
+    );
+    for h in snapshots {
+        let share = |v: u64| 100.0 * v as f64 / largest as f64;
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"bar\">\
+             <span class=\"alloc\" style=\"width:{:.2}%\"></span><span class=\"cpu\" style=\"width:{:.2}%\"></span></div></td></tr>",
+            escape(&h.label),
+            h.tid,
+            ns(h.mono_ns.saturating_sub(start)),
+            fmt_bytes(h.in_use_bytes()),
+            fmt_bytes(h.free_bytes),
+            fmt_pct(h.fragmentation()),
+            fmt_bytes(h.rss_bytes),
+            share(h.in_use_bytes()),
+            share(h.free_bytes).min(100.0 - share(h.in_use_bytes())),
+        );
+    }
+    o.push_str("</table>\n");
     o
 }
 

@@ -7,6 +7,55 @@ use super::{STYLE, flame_section, timeline};
 use crate::export::Loaded;
 use std::path::Path;
 
+/// sRGB of an HSL colour as CSS computes it.
+pub fn rgb((h, s, l): (u32, u32, u32)) -> [f64; 3] {
+    let (s, l) = (s as f64 / 100.0, l as f64 / 100.0);
+    let a = s * l.min(1.0 - l);
+    let f = |n: f64| {
+        let k = (n + h as f64 / 30.0) % 12.0;
+        l - a * (k - 3.0).min(9.0 - k).clamp(-1.0, 1.0)
+    };
+    [f(0.0), f(8.0), f(4.0)]
+}
+
+pub fn luminance(c: [f64; 3]) -> f64 {
+    let lin = |v: f64| {
+        if v <= 0.04045 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2])
+}
+
+/// WCAG contrast ratio of two sRGB colours.
+fn contrast(a: [u8; 3], b: [u8; 3]) -> f64 {
+    let l = |c: [u8; 3]| luminance(c.map(|v| v as f64 / 255.0));
+    let (hi, lo) = (l(a).max(l(b)), l(a).min(l(b)));
+    (hi + 0.05) / (lo + 0.05)
+}
+
+/// Text (body, muted, links and focus rings) on the page and card backgrounds reaches WCAG AA
+/// (4.5:1) in each scheme.
+#[test]
+fn text_colours_are_readable_in_both_schemes() {
+    let (bg, bg_dark) = scheme_colours("--bg");
+    let (card, card_dark) = scheme_colours("--card");
+    for text in ["--fg", "--muted", "--focus"] {
+        let (light, dark) = scheme_colours(text);
+        for (fg, back) in [
+            (light, bg),
+            (light, card),
+            (dark, bg_dark),
+            (dark, card_dark),
+        ] {
+            let ratio = contrast(fg, back);
+            assert!(ratio >= 4.5, "{text} {fg:?} on {back:?}: {ratio:.2}");
+        }
+    }
+}
+
 /// A page with only `body`, styled like the real one.
 fn page(body: &str) -> String {
     format!(
@@ -45,12 +94,25 @@ impl Shot {
         Some(Shot { dir, browser })
     }
 
-    fn take(&self, html: &str, dark: bool) -> Image {
+    fn write(&self, html: &str) -> std::path::PathBuf {
         let file = self.dir.join("page.html");
         std::fs::write(&file, html).unwrap();
-        let (console, _) = browser::load(self.browser, &file, &self.dir);
+        file
+    }
+
+    fn assert_no_console_message(&self, html: &str) {
+        let (console, _) = browser::load(self.browser, &self.write(html), &self.dir);
         assert!(console.is_empty(), "console: {console:?}");
-        browser::screenshot(self.browser, &file, &self.dir, (1280, 700), dark)
+    }
+
+    fn take(&self, html: &str, dark: bool) -> Image {
+        browser::screenshot(
+            self.browser,
+            &self.write(html),
+            &self.dir,
+            (1280, 700),
+            dark,
+        )
     }
 }
 
@@ -72,6 +134,7 @@ fn timeline_renders_every_category_colour_in_both_schemes() {
         &timeline::tests::synthetic_report(),
         &[],
     ));
+    shot.assert_no_console_message(&html);
     for dark in [false, true] {
         let image = shot.take(&html, dark);
         if std::env::var_os("STALLSCOPE_KEEP_TEST_DIRS").is_some() {
@@ -106,20 +169,24 @@ fn flame_graph_of_a_real_profile_renders() {
     };
     let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample.prof");
     let loaded = Loaded::read(&profile).unwrap();
-    let image = shot.take(&page(&flame_section(&loaded)), false);
+    let section = flame_section(&loaded);
+    shot.assert_no_console_message(&page(&section));
+    let image = shot.take(&page(&section), false);
     let area = image.width * image.height;
     let warm = flame_pixels(&image);
     // sample.prof's time graph is a few frames deep across the whole width: ≥ 5% of the window.
     assert!(warm * 20 > area, "{warm} flame pixels of {area}");
-    // Control: the same page with the graph's panel hidden has none.
-    let hidden = page(&flame_section(&loaded).replace(
-        "id=\"w-time\" aria-describedby=\"weight-name\" checked",
-        "id=\"w-time\" aria-describedby=\"weight-name\"",
-    ));
-    let image = shot.take(&hidden, false);
-    assert_eq!(
-        flame_pixels(&image),
-        0,
-        "no panel is shown without a checked weight"
-    );
+    // The weight switch: with no radio button checked no graph shows (the control for the
+    // pixel count); with any one checked, its graph shows (sample.prof has every weight).
+    let radio = |id: &str| format!("id=\"w-{id}\" aria-describedby=\"weight-name\"");
+    let unchecked = section.replace(&format!("{} checked", radio("time")), &radio("time"));
+    assert_eq!(flame_pixels(&shot.take(&page(&unchecked), false)), 0);
+    for id in ["calls", "bytes", "lock"] {
+        let checked = unchecked.replace(&radio(id), &format!("{} checked", radio(id)));
+        let warm = flame_pixels(&shot.take(&page(&checked), false));
+        assert!(
+            warm * 50 > area,
+            "weight {id}: {warm} flame pixels of {area}"
+        );
+    }
 }
