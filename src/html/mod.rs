@@ -1,9 +1,9 @@
 //! `stallscope html FILE -o OUT.html`: one self-contained page (inline CSS, no script, nothing
 //! fetched): the findings, overview figures, the per-thread timeline with phases, per-thread bars,
 //! SVG flame graphs of allocation sites (time, calls or bytes) and lock waits, histograms of
-//! request sizes and latencies, the lock table and the phases. Light or dark by the reader's
-//! `prefers-color-scheme`; every control is a link, a radio button or a `<details>`, so the
-//! keyboard reaches and operates all of them without a script.
+//! request sizes and latencies, the lock table, the phases and the heap snapshots. Light or dark
+//! by the reader's `prefers-color-scheme`; every control is a link, a radio button or a
+//! `<details>`, so the keyboard reaches and operates all of them without a script.
 
 #[cfg(test)]
 mod browser;
