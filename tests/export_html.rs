@@ -1,11 +1,10 @@
 //! `stallscope html` on tests/golden/sample.prof (a real profile, fixed): a self-contained page
 //! (nothing fetched) with its sections and keyboard structure; in headless Chromium (Debian
-//! `chromium`), it loads without a console message and draws; the console check itself fails on
-//! a page with a script error. And on a real profile of many stacks the page stays small.
+//! `chromium`), it loads without a console message and draws, and real key presses (over the
+//! DevTools protocol) reach and operate its controls; the console check itself fails on a page
+//! with a script error. And on a real profile of thousands of stacks the page stays small.
 //! The timeline's and flame graph's pixels are checked by src/html/tests.rs.
 
-#[path = "../src/html/browser.rs"]
-mod browser;
 mod common;
 
 use common::{TempDir, compile, profile, stallscope};
@@ -218,4 +217,52 @@ fn html_of_a_profile_with_thousands_of_stacks_stays_small() {
         html.len(),
         elapsed.as_secs_f64() * 1e3
     );
+}
+
+#[test]
+fn html_page_is_operable_with_real_key_presses() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = TempDir::new("html-keyboard");
+    let (file, _) = sample_page(&dir);
+    let mut page = browser::Devtools::open(chromium, &file, dir.path());
+    let display = |page: &mut browser::Devtools, id: &str| {
+        page.eval(&format!(
+            "getComputedStyle(document.getElementById('{id}')).display"
+        ))
+    };
+    // The first Tab reaches the skip link, which shows itself and, with Enter, moves on.
+    assert_eq!(page.tab_to("a.skip", 1), Some(1));
+    let left = page.eval("document.activeElement.getBoundingClientRect().left");
+    assert!(
+        left.as_f64().unwrap() >= 0.0,
+        "the focused skip link is on screen"
+    );
+    page.press("Enter");
+    assert_eq!(page.eval("location.hash"), "#main");
+    // Tab reaches the weight switch, with a visible focus ring; the arrow key picks the next
+    // weight and its graph replaces the first.
+    assert!(
+        page.tab_to("#w-time", 40).is_some(),
+        "Tab never reached the weights"
+    );
+    assert_eq!(
+        page.eval("getComputedStyle(document.activeElement).outlineStyle"),
+        "solid"
+    );
+    assert_eq!(display(&mut page, "panel-time"), "block");
+    assert_eq!(display(&mut page, "panel-calls"), "none");
+    page.press("ArrowRight");
+    assert_eq!(page.eval("document.activeElement.id"), "w-calls");
+    assert_eq!(display(&mut page, "panel-calls"), "block");
+    assert_eq!(display(&mut page, "panel-time"), "none");
+    // Tab leaves the group for the visible graph's table, which Enter opens and Space closes.
+    assert!(page.tab_to("#panel-calls summary", 5).is_some());
+    let open = "document.activeElement.parentElement.open";
+    assert_eq!(page.eval(open), false);
+    page.press("Enter");
+    assert_eq!(page.eval(open), true);
+    page.press(" ");
+    assert_eq!(page.eval(open), false);
 }
