@@ -5,6 +5,8 @@
 //! with a script error. And on a real profile of thousands of stacks the page stays small.
 //! The timeline's and flame graph's pixels are checked by src/html/tests.rs.
 
+#[path = "../src/html/browser.rs"]
+mod browser;
 mod common;
 
 use common::{TempDir, compile, profile, stallscope};
