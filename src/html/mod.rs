@@ -1,18 +1,27 @@
 //! `stallscope html FILE -o OUT.html`: one self-contained page (inline CSS, no script, nothing
-//! fetched): overview figures, per-thread bars, an SVG flame graph of allocation sites, histograms
-//! of request sizes and latencies, the lock table and the phases. Light or dark by the reader's
-//! `prefers-color-scheme`.
+//! fetched): the findings, overview figures, the per-thread timeline with phases, per-thread bars,
+//! SVG flame graphs of allocation sites (time, calls or bytes) and lock waits, histograms of
+//! request sizes and latencies, the lock table, the phases and the heap snapshots. Light or dark
+//! by the reader's `prefers-color-scheme`; every control is a link, a radio button or a
+//! `<details>`, so the keyboard reaches and operates all of them without a script.
 
+#[cfg(test)]
+mod browser;
+mod findings;
 mod flame;
+mod style;
+#[cfg(test)]
+mod tests;
+mod timeline;
 
 use crate::export::collapsed;
 use crate::export::{Loaded, Weight, frame_name};
 use crate::profile::format::size_bucket_range;
 use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct};
 use anyhow::{Context, Result};
-use flame::escape;
 use std::fmt::Write;
 use std::path::PathBuf;
+use style::STYLE;
 
 #[derive(clap::Args, Debug)]
 pub struct HtmlArgs {
@@ -23,30 +32,13 @@ pub struct HtmlArgs {
     pub file: PathBuf,
 }
 
-const STYLE: &str = r#"
-:root { --bg:#fdfdfc; --fg:#1d1f21; --muted:#6a6f75; --card:#f1f2f4; --line:#d9dce0;
-  --cpu:#4f8fd8; --alloc:#e4572e; --lock:#9b5de5; --idle:#c9ced6; }
-@media (prefers-color-scheme: dark) {
-  :root { --bg:#16181b; --fg:#e6e6e6; --muted:#9aa0a6; --card:#22252a; --line:#3a3f46;
-    --cpu:#5b9be6; --alloc:#f07050; --lock:#b084f0; --idle:#3d434b; }
+/// Text for HTML content and attribute values.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
-body { background:var(--bg); color:var(--fg); font:14px/1.45 system-ui,sans-serif; margin:2em auto; max-width:1250px; padding:0 1em; }
-h1 { font-size:1.5em; margin-bottom:.2em } h2 { font-size:1.15em; margin-top:2em; border-bottom:1px solid var(--line); }
-.muted { color:var(--muted) } code { font-family:ui-monospace,monospace }
-.cards { display:flex; flex-wrap:wrap; gap:.8em; margin:1em 0 }
-.card { background:var(--card); border-radius:8px; padding:.6em 1em; min-width:9em }
-.card b { display:block; font-size:1.35em }
-table { border-collapse:collapse; width:100%; font-variant-numeric:tabular-nums }
-th, td { padding:.25em .6em; border-bottom:1px solid var(--line); text-align:right; vertical-align:top }
-th:first-child, td:first-child, td.l { text-align:left }
-.bar { display:flex; height:14px; border-radius:3px; overflow:hidden; background:var(--idle); min-width:200px }
-.bar span { display:block; height:100% }
-.cpu { background:var(--cpu) } .alloc { background:var(--alloc) } .lock { background:var(--lock) }
-.legend span { display:inline-block; width:.9em; height:.9em; border-radius:2px; margin:0 .3em 0 1em; vertical-align:middle }
-.hist td.b { width:60% } .hist .fill { background:var(--cpu); height:10px; border-radius:2px }
-svg.flame text { font:11px ui-monospace,monospace; fill:#1d1f21; pointer-events:none }
-svg.flame rect:hover { stroke:var(--fg); stroke-width:1 }
-"#;
 
 fn card(out: &mut String, label: &str, value: &str) {
     let _ = write!(
@@ -59,6 +51,121 @@ fn card(out: &mut String, label: &str, value: &str) {
 
 fn ns(v: u64) -> String {
     fmt_ns(v as f64)
+}
+
+/// The sections in the navigation bar: (element id, link text).
+const SECTIONS: [(&str, &str); 7] = [
+    ("findings", "Findings"),
+    ("overview", "Overview"),
+    ("timeline", "Timeline"),
+    ("threads", "Threads"),
+    ("flames", "Flame graphs"),
+    ("functions", "Allocator functions"),
+    ("locks", "Locks"),
+];
+
+/// Each thread's life relative to the process's start (a thread still running at the end lives
+/// until the process ended), for the timeline without thread states.
+fn lifespans(p: &Loaded) -> Vec<timeline::Lifespan> {
+    let start = p.profile.process.start_mono_ns;
+    let process_end = p.profile.end.map_or(p.profile.last_mono_ns, |e| e.mono_ns);
+    p.profile
+        .threads
+        .iter()
+        .zip(&p.summary.threads)
+        .map(|(t, s)| {
+            let end = if t.end_mono_ns != 0 {
+                t.end_mono_ns
+            } else {
+                process_end
+            };
+            timeline::Lifespan {
+                tid: t.tid.into(),
+                name: s.name.clone(),
+                begin_ns: t.start_mono_ns.saturating_sub(start),
+                end_ns: end.saturating_sub(start),
+            }
+        })
+        .collect()
+}
+
+/// One flame graph of the page.
+struct FlameWeight {
+    /// In the ids of its radio button (`w-<id>`) and panel (`panel-<id>`).
+    id: &'static str,
+    label: &'static str,
+    weight: Weight,
+    /// Formats a value for the tooltips and the table.
+    unit: fn(u64) -> String,
+}
+
+const WEIGHTS: [FlameWeight; 4] = [
+    FlameWeight {
+        id: "time",
+        label: "time in the allocator",
+        weight: Weight::Time,
+        unit: ns,
+    },
+    FlameWeight {
+        id: "calls",
+        label: "allocator calls",
+        weight: Weight::Calls,
+        unit: fmt_count,
+    },
+    FlameWeight {
+        id: "bytes",
+        label: "bytes requested",
+        weight: Weight::Bytes,
+        unit: fmt_bytes,
+    },
+    FlameWeight {
+        id: "lock",
+        label: "lock waits",
+        weight: Weight::LockWait,
+        unit: ns,
+    },
+];
+
+/// Stacks listed in each flame graph's table.
+const TABLE_STACKS: usize = 20;
+
+/// The flame graphs, one per weight, switched by radio buttons: CSS shows the panel whose
+/// button is `:checked` (`#w-time:checked ~ #panel-time`), so it works without a script and with
+/// the keyboard (Tab to the group, arrow keys or Space to pick).
+fn flame_section(p: &Loaded) -> String {
+    let mut o = String::from(
+        "<h2 id=\"flames\">Flame graphs</h2><p class=\"muted\">Allocation sites are estimated from sampled stacks; lock waits are the waiting threads' stacks. Root at the bottom, the allocator function or the wait on top; hover a frame for its figures, or open the table under each graph. Frames under 0.1% of the width are merged.</p>\n",
+    );
+    o.push_str("<div class=\"flames\"><span id=\"weight-name\">Weight:</span>");
+    for (i, FlameWeight { id, label, .. }) in WEIGHTS.iter().enumerate() {
+        let _ = write!(
+            o,
+            " <input type=\"radio\" name=\"flame-weight\" id=\"w-{id}\" aria-describedby=\"weight-name\"{}><label for=\"w-{id}\">{label}</label>",
+            if i == 0 { " checked" } else { "" }
+        );
+    }
+    for FlameWeight {
+        id,
+        label,
+        weight,
+        unit,
+    } in WEIGHTS
+    {
+        let stacks = collapsed::stacks(p, weight);
+        let _ = write!(
+            o,
+            "<div class=\"flame-panel\" id=\"panel-{id}\" role=\"region\" aria-label=\"flame graph of {label}\">"
+        );
+        if stacks.is_empty() {
+            let _ = write!(o, "<p class=\"muted\">No stack has {label}.</p>");
+        } else {
+            o.push_str(&flame::svg(&stacks, unit, label));
+            o.push_str(&flame::top_table(&stacks, unit, TABLE_STACKS));
+        }
+        o.push_str("</div>");
+    }
+    o.push_str("</div>\n");
+    o
 }
 
 /// The page for one profile.
@@ -74,9 +181,20 @@ pub fn render(p: &Loaded) -> String {
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width\">\
-         <title>stallscope: {}</title><style>{STYLE}</style></head><body>\n",
+         <meta name=\"color-scheme\" content=\"light dark\">\
+         <title>stallscope: {}</title><style>{STYLE}</style></head><body>\n\
+         <a class=\"skip\" href=\"#main\">Skip to the content</a>\n<nav class=\"sections\" aria-label=\"sections\">",
         escape(&command)
     );
+    let optional = [
+        ("phases", "Phases", !p.phases.phases.is_empty()),
+        ("heap", "Heap", !p.phases.snapshots.is_empty()),
+    ];
+    let present = optional.iter().filter(|o| o.2).map(|o| (o.0, o.1));
+    for (id, name) in SECTIONS.into_iter().chain(present) {
+        let _ = write!(o, "<a href=\"#{id}\">{name}</a>");
+    }
+    o.push_str("</nav>\n<main id=\"main\" tabindex=\"-1\">\n");
     let _ = writeln!(
         o,
         "<h1>stallscope profile</h1><p><code>{}</code><br><span class=\"muted\">{} · pid {} · {} CPUs · {} · {}</span></p>",
@@ -87,6 +205,12 @@ pub fn render(p: &Loaded) -> String {
         escape(&s.allocator),
         escape(&s.libc_version)
     );
+
+    let report = crate::report::report_value(&p.summary, &p.path, &p.phases);
+    o.push_str("<h2 id=\"findings\">Findings</h2>");
+    o.push_str(&findings::section(&crate::findings::evaluate(&report)));
+
+    o.push_str("<h2 id=\"overview\">Overview</h2>");
     o.push_str("<div class=\"cards\">");
     card(&mut o, "wall time", &ns(s.wall_ns));
     card(&mut o, "threads", &s.threads.len().to_string());
@@ -103,8 +227,11 @@ pub fn render(p: &Loaded) -> String {
     );
     o.push_str("</div>\n");
 
+    o.push_str("<h2 id=\"timeline\">Timeline</h2>");
+    o.push_str(&timeline::section(&report, &lifespans(p)));
+
     // Threads.
-    o.push_str("<h2>Threads</h2><p class=\"legend muted\">share of each thread's life:<span class=\"cpu\"></span>CPU (other work)<span class=\"alloc\"></span>allocator<span class=\"lock\"></span>lock wait<span style=\"background:var(--idle)\"></span>off CPU</p>");
+    o.push_str("<h2 id=\"threads\">Threads</h2><p class=\"legend muted\">share of each thread's life:<span class=\"cpu\"></span>CPU (other work)<span class=\"alloc\"></span>allocator<span class=\"lock\"></span>lock wait<span style=\"background:var(--idle)\"></span>off CPU</p>");
     o.push_str("<table><tr><th>thread</th><th>tid</th><th>life</th><th>CPU</th><th>allocator</th><th>lock wait</th><th style=\"width:40%\"></th></tr>");
     for t in &s.threads {
         let share = |v: u64| crate::report::summary::ratio(v, t.wall_ns);
@@ -131,19 +258,10 @@ pub fn render(p: &Loaded) -> String {
     }
     o.push_str("</table>\n");
 
-    // Flame graphs.
-    o.push_str("<h2>Allocation sites: time in the allocator</h2><p class=\"muted\">Estimated from sampled stacks; root at the bottom, the allocator function on top. Hover for figures.</p>");
-    o.push_str(&flame::svg(&collapsed::stacks(p, Weight::Time), ns));
-    o.push_str("<h2>Allocation sites: bytes requested</h2>");
-    o.push_str(&flame::svg(&collapsed::stacks(p, Weight::Bytes), fmt_bytes));
-    let waits = collapsed::stacks(p, Weight::LockWait);
-    if !waits.is_empty() {
-        o.push_str("<h2>Lock waits by stack</h2>");
-        o.push_str(&flame::svg(&waits, ns));
-    }
+    o.push_str(&flame_section(p));
 
     // Allocator functions and histograms.
-    o.push_str("<h2>Allocator functions</h2><table><tr><th>function</th><th>calls</th><th>bytes</th><th>time</th><th>mean</th><th>p50</th><th>p99</th></tr>");
+    o.push_str("<h2 id=\"functions\">Allocator functions</h2><table><tr><th>function</th><th>calls</th><th>bytes</th><th>time</th><th>mean</th><th>p50</th><th>p99</th></tr>");
     for f in s.groups.iter().filter(|f| f.calls > 0) {
         let q = |x: f64| f.quantile_ns(x).map_or("-".into(), fmt_ns);
         let _ = write!(
@@ -202,7 +320,7 @@ pub fn render(p: &Loaded) -> String {
     }
 
     // Locks.
-    o.push_str("<h2>Locks</h2>");
+    o.push_str("<h2 id=\"locks\">Locks</h2>");
     if s.locks.is_empty() {
         o.push_str("<p class=\"muted\">No lock was taken.</p>");
     } else {
@@ -232,7 +350,7 @@ pub fn render(p: &Loaded) -> String {
 
     // Phases.
     if !p.phases.phases.is_empty() {
-        o.push_str("<h2>Phases</h2><table><tr><th>phase</th><th>thread</th><th>begin</th><th>wall</th><th>malloc calls</th><th>malloc time</th><th>free calls</th><th>free time</th></tr>");
+        o.push_str("<h2 id=\"phases\">Phases</h2><table><tr><th>phase</th><th>thread</th><th>begin</th><th>wall</th><th>malloc calls</th><th>malloc time</th><th>free calls</th><th>free time</th></tr>");
         for ph in &p.phases.phases {
             let f = |n: &str| ph.function(n).map_or((0, 0), |f| (f.calls, f.time_ns));
             let (mc, mt) = f("malloc");
@@ -253,7 +371,46 @@ pub fn render(p: &Loaded) -> String {
         }
         o.push_str("</table>\n");
     }
-    o.push_str("<p class=\"muted\">Made by stallscope html.</p></body></html>\n");
+    o.push_str(&heap_section(p));
+    o.push_str("<p class=\"muted\">Made by stallscope html.</p></main></body></html>\n");
+    o
+}
+
+/// The heap snapshots over time (empty without snapshots): what glibc's arenas held and the
+/// process's resident size at each, with a bar of bytes in use against the largest RSS.
+fn heap_section(p: &Loaded) -> String {
+    let snapshots = &p.phases.snapshots;
+    if snapshots.is_empty() {
+        return String::new();
+    }
+    let start = p.profile.process.start_mono_ns;
+    let largest = snapshots
+        .iter()
+        .map(|h| h.rss_bytes.max(h.in_use_bytes()))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let mut o = String::from(
+        "<h2 id=\"heap\">Heap snapshots</h2><p class=\"legend muted\">bytes against the largest resident size:<span class=\"alloc\"></span>in use<span class=\"cpu\"></span>free in the arenas</p><table><tr><th>snapshot</th><th>thread</th><th>at</th><th>in use</th><th>free in arenas</th><th>fragmentation</th><th>resident</th><th style=\"width:30%\"></th></tr>",
+    );
+    for h in snapshots {
+        let share = |v: u64| 100.0 * v as f64 / largest as f64;
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"bar\">\
+             <span class=\"alloc\" style=\"width:{:.2}%\"></span><span class=\"cpu\" style=\"width:{:.2}%\"></span></div></td></tr>",
+            escape(&h.label),
+            h.tid,
+            ns(h.mono_ns.saturating_sub(start)),
+            fmt_bytes(h.in_use_bytes()),
+            fmt_bytes(h.free_bytes),
+            fmt_pct(h.fragmentation()),
+            fmt_bytes(h.rss_bytes),
+            share(h.in_use_bytes()),
+            share(h.free_bytes).min(100.0 - share(h.in_use_bytes())),
+        );
+    }
+    o.push_str("</table>\n");
     o
 }
 

@@ -1,0 +1,485 @@
+//! The per-thread timeline: one row per thread, coloured by thread-state category, with the
+//! report's phases drawn as labelled bands across all rows. Drawn from the report's JSON (the
+//! `timeline` key of docs/STATES.md) so that it shows exactly what `report --json` says; without
+//! that key (sampling off, or an older profile) each thread's life span is drawn instead.
+//!
+//! Each column is coloured by its *dominant* category rather than stacked: a stacked column needs
+//! one rectangle per category per slice (7 × threads × slices, hundreds of thousands for a long
+//! run), while dominant colouring merges equal neighbours into one rectangle, so the SVG grows
+//! with the number of state changes, not with the run's length. The minority categories are not
+//! lost: each row's tooltip (and the thread table) gives the thread's full mix.
+
+use super::escape;
+use crate::util::{fmt_ns, fmt_pct};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// The categories of docs/STATES.md, in legend order.
+pub const CATEGORIES: [&str; 7] = [
+    "compute",
+    "allocator",
+    "lock",
+    "atomic",
+    "io",
+    "blocked",
+    "kernel_memory",
+];
+
+/// When a thread ran, relative to the process's start: the fallback when there is no timeline.
+pub struct Lifespan {
+    pub tid: u64,
+    pub name: String,
+    pub begin_ns: u64,
+    pub end_ns: u64,
+}
+
+const WIDTH: f64 = 1200.0;
+const LABEL_WIDTH: f64 = 190.0;
+const ROW: f64 = 16.0;
+const ROW_GAP: f64 = 4.0;
+const LANE: f64 = 15.0;
+const AXIS: f64 = 16.0;
+/// Slices beyond this many columns are averaged together: finer than a pixel is not visible.
+const MAX_COLUMNS: usize = 1000;
+/// Phases drawn at most (the longest), and lanes of phase labels.
+const MAX_PHASES: usize = 300;
+const MAX_LANES: usize = 6;
+
+/// One thread's row: spans of `[begin_ns, end_ns)` with the CSS class that colours them.
+struct Row {
+    label: String,
+    tooltip: String,
+    spans: Vec<(f64, f64, &'static str)>,
+}
+
+struct Phase {
+    label: String,
+    tid: u64,
+    begin_ns: f64,
+    end_ns: f64,
+}
+
+/// The timeline section's content: legend or note, and the SVG. `report` is the report's JSON;
+/// `lifespans` is used only when it has no `timeline`.
+pub fn section(report: &Value, lifespans: &[Lifespan]) -> String {
+    let mut out = String::new();
+    let timeline = report.get("timeline").filter(|t| t.is_object());
+    let rows = match timeline {
+        Some(t) => {
+            out.push_str("<ul class=\"legend muted\" aria-label=\"categories\" style=\"list-style:none;padding:0\"><li>Each column is coloured by the state the thread spent most of that slice in; hover a row for its full mix.");
+            for c in CATEGORIES {
+                let _ = write!(
+                    out,
+                    "<span class=\"c-{c}\"></span>{}",
+                    c.replace('_', "\u{a0}")
+                );
+            }
+            out.push_str("</li></ul>");
+            state_rows(t)
+        }
+        None => {
+            out.push_str("<p class=\"muted\">Thread-state sampling was off for this run (or the profile predates it): each thread's life span is drawn, without states. The thread table below gives its CPU, allocator and lock shares.");
+            // Why, when the run said (docs/STATES.md: `sampling.note`).
+            if let Some(note) = report.pointer("/sampling/note").and_then(Value::as_str) {
+                let _ = write!(out, " Sampling: {}.", escape(note.trim_end_matches('.')));
+            }
+            out.push_str("</p>");
+            lifespan_rows(lifespans)
+        }
+    };
+    let phases = phases(report);
+    let end_ns = end_ns(report, timeline, lifespans, &phases);
+    out.push_str(&svg(&rows, &phases, end_ns));
+    out
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v.get(key).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn thread_label(name: &str, tid: u64) -> String {
+    let name: String = if name.chars().count() > 20 {
+        name.chars().take(19).chain(['…']).collect()
+    } else {
+        name.to_string()
+    };
+    format!("{name} ({tid})")
+}
+
+fn state_rows(timeline: &Value) -> Vec<Row> {
+    let slice_ns = num(timeline, "slice_ns").max(1.0);
+    let start_ns = num(timeline, "start_ns");
+    let threads = timeline.get("threads").and_then(Value::as_array);
+    let longest = threads
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("slices").and_then(Value::as_array))
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0);
+    let per_column = longest.div_ceil(MAX_COLUMNS).max(1);
+    let column_ns = slice_ns * per_column as f64;
+    threads
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let tid = t.get("tid").and_then(Value::as_u64).unwrap_or(0);
+            let name = t.get("name").and_then(Value::as_str).unwrap_or("");
+            let slices: &[Value] = t
+                .get("slices")
+                .and_then(Value::as_array)
+                .map_or(&[], |s| s.as_slice());
+            let mut totals = [0.0f64; CATEGORIES.len()];
+            let mut spans: Vec<(f64, f64, &'static str)> = Vec::new();
+            for (column, chunk) in slices.chunks(per_column).enumerate() {
+                let mut shares = [0.0f64; CATEGORIES.len()];
+                for slice in chunk {
+                    for (i, c) in CATEGORIES.iter().enumerate() {
+                        shares[i] += num(slice, c);
+                    }
+                }
+                for (total, share) in totals.iter_mut().zip(shares) {
+                    *total += share;
+                }
+                let Some((dominant, _)) = shares
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| **s > 0.0)
+                    .max_by(|a, b| a.1.total_cmp(b.1))
+                else {
+                    continue; // the thread did not exist or was not sampled
+                };
+                let class = CLASSES[dominant];
+                let begin = start_ns + column as f64 * column_ns;
+                match spans.last_mut() {
+                    Some(last) if last.2 == class && last.1 == begin => last.1 += column_ns,
+                    _ => spans.push((begin, begin + column_ns, class)),
+                }
+            }
+            let sum: f64 = totals.iter().sum();
+            let mix: Vec<String> = CATEGORIES
+                .iter()
+                .zip(totals)
+                .filter(|(_, t)| *t > 0.0)
+                .map(|(c, t)| format!("{} {}", c.replace('_', " "), fmt_pct(t / sum)))
+                .collect();
+            Row {
+                label: thread_label(name, tid),
+                tooltip: format!("{name} ({tid}): {}", mix.join(", ")),
+                spans,
+            }
+        })
+        .collect()
+}
+
+/// The CSS class of each category, in `CATEGORIES` order.
+const CLASSES: [&str; 7] = [
+    "c-compute",
+    "c-allocator",
+    "c-lock",
+    "c-atomic",
+    "c-io",
+    "c-blocked",
+    "c-kernel_memory",
+];
+
+fn lifespan_rows(lifespans: &[Lifespan]) -> Vec<Row> {
+    lifespans
+        .iter()
+        .map(|l| Row {
+            label: thread_label(&l.name, l.tid),
+            tooltip: format!(
+                "{} ({}): from {} to {}",
+                l.name,
+                l.tid,
+                fmt_ns(l.begin_ns as f64),
+                fmt_ns(l.end_ns as f64)
+            ),
+            spans: vec![(l.begin_ns as f64, l.end_ns as f64, "life")],
+        })
+        .collect()
+}
+
+/// The report's phases, the longest `MAX_PHASES`, in order of beginning.
+fn phases(report: &Value) -> Vec<Phase> {
+    let mut phases: Vec<Phase> = report
+        .get("phases")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| Phase {
+            label: p
+                .get("label")
+                .or_else(|| p.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            tid: p.get("tid").and_then(Value::as_u64).unwrap_or(0),
+            begin_ns: num(p, "begin_ns"),
+            end_ns: num(p, "end_ns"),
+        })
+        .filter(|p| p.end_ns >= p.begin_ns)
+        .collect();
+    phases.sort_by(|a, b| (b.end_ns - b.begin_ns).total_cmp(&(a.end_ns - a.begin_ns)));
+    phases.truncate(MAX_PHASES);
+    phases.sort_by(|a, b| a.begin_ns.total_cmp(&b.begin_ns));
+    phases
+}
+
+fn end_ns(report: &Value, timeline: Option<&Value>, spans: &[Lifespan], phases: &[Phase]) -> f64 {
+    let mut end = num(report, "wall_ns");
+    if let Some(t) = timeline {
+        let longest = t
+            .get("threads")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.get("slices").and_then(Value::as_array))
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0);
+        end = end.max(num(t, "start_ns") + longest as f64 * num(t, "slice_ns"));
+    }
+    for s in spans {
+        end = end.max(s.end_ns as f64);
+    }
+    for p in phases {
+        end = end.max(p.end_ns);
+    }
+    end.max(1.0)
+}
+
+/// Greedy lanes so that labels of overlapping phases do not overlap: each phase goes into the
+/// first lane free at its beginning (phases sorted by beginning); `None` past `MAX_LANES`.
+fn lanes(phases: &[Phase]) -> (Vec<Option<usize>>, usize) {
+    let mut lane_ends: Vec<f64> = Vec::new();
+    let assigned = phases
+        .iter()
+        .map(|p| {
+            if let Some(i) = lane_ends.iter().position(|&e| e <= p.begin_ns) {
+                lane_ends[i] = p.end_ns;
+                Some(i)
+            } else if lane_ends.len() < MAX_LANES {
+                lane_ends.push(p.end_ns);
+                Some(lane_ends.len() - 1)
+            } else {
+                None
+            }
+        })
+        .collect();
+    (assigned, lane_ends.len())
+}
+
+fn svg(rows: &[Row], phases: &[Phase], end_ns: f64) -> String {
+    let (lane_of, lanes) = lanes(phases);
+    let plot_width = WIDTH - LABEL_WIDTH - 10.0;
+    let x = |ns: f64| LABEL_WIDTH + (ns / end_ns).clamp(0.0, 1.0) * plot_width;
+    let rows_top = AXIS + lanes as f64 * LANE + 4.0;
+    let rows_height = rows.len().max(1) as f64 * (ROW + ROW_GAP);
+    let height = rows_top + rows_height;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0}" width="100%" role="img" aria-label="timeline of {} threads over {}">"#,
+        rows.len(),
+        fmt_ns(end_ns)
+    );
+    // Time axis.
+    for i in 0..=4 {
+        let t = end_ns * i as f64 / 4.0;
+        let anchor = match i {
+            0 => "start",
+            4 => "end",
+            _ => "middle",
+        };
+        let _ = write!(
+            out,
+            r#"<text class="axis" x="{:.1}" y="12" text-anchor="{anchor}">{}</text>"#,
+            x(t),
+            fmt_ns(t)
+        );
+    }
+    // Phases: a band behind the rows (seen in the gaps between them and where a thread has no
+    // state) with its label in its lane; its edges are drawn over the rows below, so that the
+    // rows keep their exact category colours.
+    for (p, lane) in phases.iter().zip(&lane_of) {
+        let (x0, x1) = (x(p.begin_ns), x(p.end_ns));
+        let w = (x1 - x0).max(0.5);
+        let _ = write!(
+            out,
+            r#"<g><title>phase {} (thread {}): {} to {}</title><rect class="phase" x="{x0:.2}" y="{AXIS}" width="{w:.2}" height="{:.1}"/>"#,
+            escape(&p.label),
+            p.tid,
+            fmt_ns(p.begin_ns),
+            fmt_ns(p.end_ns),
+            height - AXIS
+        );
+        let chars = ((w - 4.0) / 6.5).floor();
+        if let (Some(lane), true) = (*lane, chars >= 2.0) {
+            let label: String = p.label.chars().take(chars as usize).collect();
+            let _ = write!(
+                out,
+                r#"<text x="{:.2}" y="{:.1}">{}</text>"#,
+                x0 + 2.0,
+                AXIS + lane as f64 * LANE + 11.0,
+                escape(&label)
+            );
+        }
+        out.push_str("</g>");
+    }
+    // Thread rows.
+    for (i, row) in rows.iter().enumerate() {
+        let y = rows_top + i as f64 * (ROW + ROW_GAP);
+        let _ = write!(
+            out,
+            r#"<g><title>{}</title><text x="0" y="{:.1}">{}</text><rect class="plot" x="{LABEL_WIDTH}" y="{y:.1}" width="{plot_width:.1}" height="{ROW}"/>"#,
+            escape(&row.tooltip),
+            y + ROW - 4.0,
+            escape(&row.label)
+        );
+        for &(begin, end, class) in &row.spans {
+            let x0 = x(begin);
+            let _ = write!(
+                out,
+                r#"<rect class="{class}" x="{x0:.2}" y="{y:.1}" width="{:.2}" height="{ROW}"/>"#,
+                (x(end) - x0).max(0.3)
+            );
+        }
+        out.push_str("</g>");
+    }
+    for p in phases {
+        for edge in [p.begin_ns, p.end_ns] {
+            let _ = write!(
+                out,
+                r#"<line class="phase-edge" x1="{0:.2}" x2="{0:.2}" y1="{AXIS}" y2="{height:.1}"/>"#,
+                x(edge)
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Three threads × 200 slices of 1 ms: `main` computes then blocks, `worker-1` runs through
+    /// every category in turn (so each colour appears), `worker-2` starts late and waits on locks.
+    pub fn synthetic_report() -> Value {
+        let slices = |f: &dyn Fn(usize) -> Value| (0..200).map(f).collect::<Vec<_>>();
+        json!({
+            "wall_ns": 200_000_000u64,
+            "phases": [
+                {"label": "load", "tid": 1, "depth": 0, "begin_ns": 0, "end_ns": 60_000_000},
+                {"label": "solve", "tid": 1, "depth": 0, "begin_ns": 60_000_000, "end_ns": 190_000_000},
+                {"label": "inner", "tid": 2, "depth": 1, "begin_ns": 80_000_000, "end_ns": 120_000_000},
+            ],
+            "timeline": {
+                "slice_ns": 1_000_000, "start_ns": 0,
+                "threads": [
+                    {"tid": 1, "name": "main", "slices": slices(&|i| if i < 100 {
+                        json!({"compute": 0.9, "io": 0.1})
+                    } else {
+                        json!({"blocked": 0.95})
+                    })},
+                    {"tid": 2, "name": "worker-1", "slices": slices(&|i| {
+                        let c = CATEGORIES[i * CATEGORIES.len() / 200];
+                        json!({c: 0.7, "compute": 0.3})
+                    })},
+                    {"tid": 3, "name": "worker-2", "slices": slices(&|i| if i < 50 {
+                        json!({})
+                    } else {
+                        json!({"lock": 0.6, "compute": 0.4})
+                    })},
+                ]
+            }
+        })
+    }
+
+    #[test]
+    fn synthetic_timeline_has_a_row_per_thread_and_merged_runs() {
+        let html = section(&synthetic_report(), &[]);
+        assert!(html.contains("<svg class=\"timeline\""));
+        for name in ["main (1)", "worker-1 (2)", "worker-2 (3)"] {
+            assert!(html.contains(name), "no row label {name}");
+        }
+        // main: compute then blocked, two runs; worker-1: one run per category (the 30% compute
+        // never dominates); worker-2: one lock run, nothing before it started.
+        let runs = |c: &str| html.matches(&format!("class=\"c-{c}\" x")).count();
+        assert_eq!(runs("compute"), 2);
+        assert_eq!(runs("blocked"), 2);
+        assert_eq!(runs("lock"), 2);
+        assert_eq!(runs("io"), 1, "main's 10% io never dominates");
+        for c in CATEGORIES {
+            assert!(html.contains(&format!("class=\"c-{c}\"")), "no {c}");
+        }
+        // worker-2's lock run starts at 50 ms of 200: a quarter into the plot.
+        let plot = WIDTH - LABEL_WIDTH - 10.0;
+        let lock_x = format!("x=\"{:.2}\"", LABEL_WIDTH + plot * 0.25);
+        assert!(html.contains(&lock_x), "no run at {lock_x}");
+        // Phases: three bands with their labels, the nested one in a second lane.
+        assert_eq!(html.matches("class=\"phase\"").count(), 3);
+        for label in [">load<", ">solve<", ">inner<"] {
+            assert!(html.contains(label), "no phase label {label}");
+        }
+        assert!(
+            html.contains("worker-2 (3): compute 40.0%, lock 60.0%"),
+            "row tooltip gives the mix"
+        );
+        assert!(!html.contains("sampling was off"));
+    }
+
+    #[test]
+    fn many_slices_are_averaged_into_a_bounded_number_of_columns() {
+        // 8 threads × 20 000 slices switching category every slice: drawn slice by slice, that
+        // is 20 000 rectangles per thread; averaged, at most MAX_COLUMNS.
+        let slices: Vec<Value> = (0..20_000)
+            .map(|i| {
+                if i % 2 == 0 {
+                    json!({"compute": 1.0})
+                } else {
+                    json!({"lock": 0.9})
+                }
+            })
+            .collect();
+        let threads: Vec<Value> = (0..8)
+            .map(|t| json!({"tid": t, "name": "w", "slices": slices.clone()}))
+            .collect();
+        let report = json!({"timeline": {"slice_ns": 1000, "start_ns": 0, "threads": threads}});
+        let html = section(&report, &[]);
+        let rects = html.matches("<rect class=\"c-").count();
+        assert!((8..=8 * MAX_COLUMNS).contains(&rects), "{rects} rectangles");
+    }
+
+    #[test]
+    fn without_a_timeline_life_spans_are_drawn_and_sampling_is_said_off() {
+        let report = json!({"wall_ns": 1000, "phases": [],
+            "sampling": {"enabled": false, "note": "no free <signal>"}});
+        let spans = [
+            Lifespan {
+                tid: 7,
+                name: "main".into(),
+                begin_ns: 0,
+                end_ns: 1000,
+            },
+            Lifespan {
+                tid: 8,
+                name: "<w&>".into(),
+                begin_ns: 500,
+                end_ns: 750,
+            },
+        ];
+        let html = section(&report, &spans);
+        assert!(html.contains("sampling was off"));
+        assert!(html.contains("Sampling: no free &lt;signal&gt;."));
+        assert_eq!(html.matches("class=\"life\"").count(), 2);
+        assert!(html.contains("&lt;w&amp;&gt; (8)"), "names are escaped");
+        let half = format!(
+            "x=\"{:.2}\"",
+            LABEL_WIDTH + (WIDTH - LABEL_WIDTH - 10.0) * 0.5
+        );
+        assert!(html.contains(&half), "second thread starts half-way");
+    }
+}
