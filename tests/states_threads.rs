@@ -310,6 +310,18 @@ fn chrome_export_and_diff_carry_the_states() {
         assert!(e["dur"].as_f64().unwrap() > 0.0);
     }
 
+    // The HTML timeline draws the real samples: lock stretches of the fighting threads.
+    let page = dir.join("p.html");
+    let out = std::process::Command::new(stallscope())
+        .args(["html", "-o"])
+        .arg(&page)
+        .arg(&before)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(r#"class="c-lock""#) && html.contains(r#"class="c-compute""#));
+
     let out = std::process::Command::new(stallscope())
         .args(["diff", "--json"])
         .arg(&before)

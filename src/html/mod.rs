@@ -206,7 +206,7 @@ pub fn render(p: &Loaded) -> String {
         escape(&s.libc_version)
     );
 
-    let report = crate::report::report_value(&p.summary, &p.path, &p.phases);
+    let report = p.report_value();
     o.push_str("<h2 id=\"findings\">Findings</h2>");
     o.push_str(&findings::section(&crate::findings::evaluate(&report)));
 
