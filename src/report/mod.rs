@@ -6,6 +6,7 @@ pub mod sites;
 pub mod summary;
 pub mod text;
 
+use crate::findings;
 use crate::profile;
 use crate::util::Style;
 use std::path::PathBuf;
@@ -23,7 +24,8 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 }
 
-/// The JSON report of one profile (schema stallscope.report/1): the summary, its sites and phases.
+/// The JSON report of one profile (schema stallscope.report/1): the summary, its sites, phases,
+/// and the findings drawn from all of them.
 pub fn report_value(
     s: &summary::Summary,
     path: &str,
@@ -34,6 +36,10 @@ pub fn report_value(
         for (key, v) in phases::json_keys(ph) {
             object.insert(key.to_string(), v);
         }
+    }
+    let found = findings::evaluate(&value);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("findings".to_string(), serde_json::json!(found));
     }
     value
 }
@@ -64,6 +70,9 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             if i > 0 {
                 println!();
             }
+            // Findings first: what the figures below mean and what to do.
+            let found = findings::evaluate(&report_value(s, path, ph));
+            print!("{}", findings::render_text(&found, style));
             print!("{}", text::render(s, path, style, args.stacks));
             print!("{}", phases::render_text(ph, style));
         }

@@ -1,0 +1,371 @@
+//! Detectors over the allocator figures: small allocations, allocation inside library calls,
+//! allocator time, cross-thread frees and phases whose allocator calls are slower than elsewhere.
+
+use super::rules::Rule;
+use super::view::{array, num, ratio, short_function, user_frame_text};
+use super::{Finding, build};
+use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct};
+use serde_json::Value;
+
+/// Allocator calls and the share of thread time they took, if both gates are passed.
+fn busy_allocator(rule: &Rule, r: &Value) -> Option<(f64, f64)> {
+    let calls = num(r, &["alloc", "total_calls"])?;
+    let share = num(r, &["alloc", "share_of_thread_time"])?;
+    (calls >= rule.param("min_calls") && share >= rule.param("min_alloc_share"))
+        .then_some((calls, share))
+}
+
+/// Allocation requests (the size histogram's total), or all allocator calls without a histogram.
+fn allocation_requests(r: &Value, calls: f64) -> f64 {
+    let requests: f64 = array(r, &["alloc", "size_histogram"])
+        .iter()
+        .filter_map(|b| num(b, &["count"]))
+        .sum();
+    if requests > 0.0 { requests } else { calls }
+}
+
+/// Share of the size histogram's requests in buckets that end at or below `max_bytes`.
+fn share_at_most(hist: &[Value], max_bytes: f64) -> f64 {
+    let count = |b: &Value| num(b, &["count"]).unwrap_or(0.0);
+    let total: f64 = hist.iter().map(count).sum();
+    let small: f64 = hist
+        .iter()
+        .filter(|b| num(b, &["max_bytes"]).is_some_and(|m| m <= max_bytes))
+        .map(count)
+        .sum();
+    ratio(small, total)
+}
+
+pub fn small_allocations(rule: &Rule, r: &Value) -> Vec<Finding> {
+    let Some((calls, alloc_share)) = busy_allocator(rule, r) else {
+        return vec![];
+    };
+    let hist = array(r, &["alloc", "size_histogram"]);
+    let max_bytes = rule.param("max_bytes");
+    let also_bytes = rule.param("also_bytes");
+    let share = share_at_most(hist, max_bytes);
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    let mut evidence = vec![
+        format!(
+            "{} of allocation requests are {also_bytes} bytes or less, {} are {max_bytes} bytes or less",
+            fmt_pct(share_at_most(hist, also_bytes)),
+            fmt_pct(share)
+        ),
+        format!(
+            "{} allocator calls took {} of thread time",
+            fmt_count(calls as u64),
+            fmt_pct(alloc_share)
+        ),
+    ];
+    let mut sites: Vec<(&Value, f64, f64)> = array(r, &["alloc", "sites"])
+        .iter()
+        .filter_map(|s| {
+            let site_calls = num(s, &["calls"])?;
+            let mean = ratio(num(s, &["bytes"])?, site_calls);
+            (site_calls > 0.0 && mean <= max_bytes).then_some((s, site_calls, mean))
+        })
+        .collect();
+    sites.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let requests = allocation_requests(r, calls);
+    for (site, site_calls, mean) in sites.iter().take(rule.param("top_sites") as usize) {
+        evidence.push(format!(
+            "{} of allocation requests ({mean:.0} bytes on average) come from {}",
+            fmt_pct(ratio(*site_calls, requests).min(1.0)),
+            user_frame_text(site).unwrap_or_else(|| "an unknown frame".into())
+        ));
+    }
+    vec![build(
+        rule,
+        r,
+        severity,
+        &[
+            ("share", fmt_pct(share)),
+            ("max_bytes", max_bytes.to_string()),
+            ("alloc_share", fmt_pct(alloc_share)),
+        ],
+        evidence,
+    )]
+}
+
+/// The library call a site's stack passes through: the outermost frame between the allocator and
+/// the user frame that matches a family (the call the user's code made), with the family's name.
+fn library_call<'a>(rule: &'a Rule, site: &Value) -> Option<(&'a str, String)> {
+    let frames = array(site, &["frames"]);
+    let user = site
+        .get("user_frame")
+        .and_then(Value::as_u64)
+        .map_or(frames.len(), |u| u as usize);
+    frames[..user.min(frames.len())].iter().rev().find_map(|f| {
+        let function = f.get("function")?.as_str()?;
+        let family = rule
+            .families
+            .iter()
+            .find(|fam| fam.patterns.iter().any(|p| function.contains(p.as_str())))?;
+        Some((family.name.as_str(), short_function(function)))
+    })
+}
+
+pub fn library_hotspots(rule: &Rule, r: &Value) -> Vec<Finding> {
+    let Some((calls, _)) = busy_allocator(rule, r) else {
+        return vec![];
+    };
+    // (family, function, user frame) -> estimated calls and sampled stacks
+    let mut groups: Vec<(&str, String, String, f64, f64)> = Vec::new();
+    for site in array(r, &["alloc", "sites"]) {
+        let Some((family, function)) = library_call(rule, site) else {
+            continue;
+        };
+        let user = user_frame_text(site).unwrap_or_else(|| "an unknown frame".into());
+        let site_calls = num(site, &["calls"]).unwrap_or(0.0);
+        let samples = num(site, &["samples"]).unwrap_or(0.0);
+        match groups
+            .iter_mut()
+            .find(|g| g.0 == family && g.1 == function && g.2 == user)
+        {
+            Some(g) => {
+                g.3 += site_calls;
+                g.4 += samples;
+            }
+            None => groups.push((family, function, user, site_calls, samples)),
+        }
+    }
+    groups.sort_by(|a, b| b.3.total_cmp(&a.3));
+    let requests = allocation_requests(r, calls);
+    groups
+        .into_iter()
+        .take(3)
+        .filter_map(|(family, function, user, group_calls, samples)| {
+            let share = ratio(group_calls, requests).min(1.0);
+            let severity = rule.severity_of(share)?;
+            let evidence = vec![
+                format!(
+                    "about {} of {} allocation requests ({}) pass through {function} ({family}), estimated from {} sampled stacks",
+                    fmt_count(group_calls as u64),
+                    fmt_count(requests as u64),
+                    fmt_pct(share),
+                    fmt_count(samples as u64)
+                ),
+                format!("the call is made from {user}"),
+                "allocations per call of the library function are not known: the profile counts allocator calls, not library calls".to_string(),
+            ];
+            Some(build(
+                rule,
+                r,
+                severity,
+                &[
+                    ("family", family.to_string()),
+                    ("function", function),
+                    ("user_frame", user),
+                    ("share", fmt_pct(share)),
+                ],
+                evidence,
+            ))
+        })
+        .collect()
+}
+
+pub fn allocator_time(rule: &Rule, r: &Value) -> Vec<Finding> {
+    let (min_calls, min_time) = (rule.param("min_calls"), rule.param("min_time_ns"));
+    let calls = num(r, &["alloc", "total_calls"]).unwrap_or(0.0);
+    let time = num(r, &["alloc", "time_ns"]).unwrap_or(0.0);
+    let global = if calls >= min_calls && time >= min_time {
+        num(r, &["alloc", "share_of_thread_time"]).unwrap_or(0.0)
+    } else {
+        0.0
+    };
+    // The thread that spends the largest share of its time in the allocator, among busy ones.
+    let worst = array(r, &["threads"])
+        .iter()
+        .filter_map(|t| {
+            let ns = num(t, &["alloc_ns"])?;
+            let n = num(t, &["alloc_calls"])?;
+            let share = ratio(ns, num(t, &["wall_ns"])?).min(1.0);
+            (n >= min_calls && ns >= min_time).then_some((t, share, ns, n))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let global_severity = rule.severity_of(global);
+    let thread_severity = worst.and_then(|w| rule.severity_of(w.1));
+    let Some(severity) = global_severity.into_iter().chain(thread_severity).min() else {
+        return vec![];
+    };
+    let mut evidence = vec![format!(
+        "{} allocator calls took {}, {} of all threads' time",
+        fmt_count(calls as u64),
+        fmt_ns(time),
+        fmt_pct(global)
+    )];
+    let (share, scope) = match worst {
+        Some((t, share, ns, n)) => {
+            let tid = num(t, &["tid"]).unwrap_or(0.0) as u64;
+            evidence.push(format!(
+                "thread {tid} spent {} of its time in {} allocator calls ({})",
+                fmt_pct(share),
+                fmt_count(n as u64),
+                fmt_ns(ns)
+            ));
+            let thread_worse = match (thread_severity, global_severity) {
+                (Some(t), Some(g)) => t < g,
+                (t, g) => t.is_some() && g.is_none(),
+            };
+            if thread_worse {
+                (share, format!("thread {tid}'s time"))
+            } else {
+                (global, "all threads' time".to_string())
+            }
+        }
+        None => (global, "all threads' time".to_string()),
+    };
+    let mut functions: Vec<(&String, f64, f64)> = r["alloc"]["functions"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(name, f)| Some((name, num(f, &["time_ns"])?, num(f, &["calls"])?)))
+                .filter(|f| f.1 > 0.0)
+                .collect()
+        })
+        .unwrap_or_default();
+    functions.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (name, ns, n) in functions.iter().take(2) {
+        evidence.push(format!(
+            "{name}: {} calls, {} in total, {} per call",
+            fmt_count(*n as u64),
+            fmt_ns(*ns),
+            fmt_ns(ratio(*ns, *n))
+        ));
+    }
+    vec![build(
+        rule,
+        r,
+        severity,
+        &[
+            ("share", fmt_pct(share)),
+            ("scope", scope),
+            ("calls", fmt_count(calls as u64)),
+            ("time", fmt_ns(time)),
+        ],
+        evidence,
+    )]
+}
+
+pub fn cross_thread_frees(rule: &Rule, r: &Value) -> Vec<Finding> {
+    let (Some(calls), Some(share)) = (
+        num(r, &["alloc", "cross_thread_frees", "calls"]),
+        num(r, &["alloc", "cross_thread_frees", "share"]),
+    ) else {
+        return vec![];
+    };
+    if calls < rule.param("min_calls") {
+        return vec![];
+    }
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    let evidence = vec![format!(
+        "{} frees ({} of all frees) released memory allocated by another thread",
+        fmt_count(calls as u64),
+        fmt_pct(share)
+    )];
+    vec![build(
+        rule,
+        r,
+        severity,
+        &[("share", fmt_pct(share))],
+        evidence,
+    )]
+}
+
+/// A phase's mean time per call of `function`, when it has enough calls and timed calls.
+fn phase_mean(rule: &Rule, phase: &Value, function: &str) -> Option<f64> {
+    let f = phase.get("alloc")?.get("functions")?.get(function)?;
+    let enough = num(f, &["calls"])? >= rule.param("min_calls")
+        && num(f, &["timed_calls"])? >= rule.param("min_timed");
+    enough.then(|| num(f, &["mean_ns"])).flatten()
+}
+
+fn heap_text(heap: &Value) -> Option<String> {
+    if heap.get("glibc").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    Some(format!(
+        "{} free chunks ({}, {} of them in fast bins) and {} in use",
+        fmt_count(num(heap, &["free_chunks"])? as u64),
+        fmt_bytes(num(heap, &["free_bytes"])? as u64),
+        fmt_count(num(heap, &["fastbin_chunks"]).unwrap_or(0.0) as u64),
+        fmt_bytes(num(heap, &["in_use_bytes"]).unwrap_or(0.0) as u64)
+    ))
+}
+
+pub fn phase_slowdowns(rule: &Rule, r: &Value) -> Vec<Finding> {
+    let phases = array(r, &["phases"]);
+    let same_work = |a: &Value, b: &Value| a.get("name") == b.get("name") && a.get("depth") == b.get("depth");
+    let label = |p: &Value| {
+        p.get("label")
+            .or_else(|| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    let mut found = Vec::new();
+    for function in rule.param_strings("functions") {
+        for (i, phase) in phases.iter().enumerate() {
+            let Some(mean) = phase_mean(rule, phase, &function) else {
+                continue;
+            };
+            // Only the same phase run again (same name and depth) is the same work to compare.
+            let baseline = phases
+                .iter()
+                .enumerate()
+                .filter(|(j, o)| *j != i && same_work(o, phase))
+                .filter_map(|(_, o)| phase_mean(rule, o, &function).map(|m| (m, o)))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let Some((base_mean, base)) = baseline else {
+                continue;
+            };
+            let factor = ratio(mean, base_mean);
+            let Some(severity) = rule.severity_of(factor) else {
+                continue;
+            };
+            let heap = phase.get("heap_before").and_then(heap_text);
+            let base_heap = base.get("heap_before").and_then(heap_text);
+            let heap_state = match (&heap, &base_heap) {
+                (Some(h), Some(b)) => format!("when it began the heap held {h}, versus {b} when \"{}\" began", label(base)),
+                (Some(h), None) => format!("when it began the heap held {h}"),
+                _ => "no glibc heap snapshot was taken when it began".to_string(),
+            };
+            let evidence = vec![
+                format!(
+                    "{function}: {} per call in \"{}\" versus {} in \"{}\"",
+                    fmt_ns(mean),
+                    label(phase),
+                    fmt_ns(base_mean),
+                    label(base)
+                ),
+                heap_state.clone(),
+            ];
+            found.push((
+                factor,
+                build(
+                    rule,
+                    r,
+                    severity,
+                    &[
+                        ("function", function.clone()),
+                        ("ratio", format!("{factor:.1}")),
+                        ("phase", label(phase)),
+                        ("baseline", label(base)),
+                        ("heap_state", heap_state),
+                    ],
+                    evidence,
+                ),
+            ));
+        }
+    }
+    found.sort_by(|a, b| b.0.total_cmp(&a.0));
+    found.into_iter().take(3).map(|(_, f)| f).collect()
+}
+
+#[cfg(test)]
+#[path = "alloc_tests.rs"]
+mod tests;

@@ -1,0 +1,333 @@
+//! Detectors over waiting: pthread lock contention, locks inside the C library and atomics (from
+//! thread-state sampling, docs/STATES.md), and parallel efficiency with its main cause.
+
+use super::rules::Rule;
+use super::view::{array, num, ratio, user_frame_text};
+use super::{Finding, build};
+use crate::util::{fmt_count, fmt_ns, fmt_pct};
+use serde_json::Value;
+
+/// The thread-state categories other than computation, with the words used for them.
+const CATEGORIES: [(&str, &str); 6] = [
+    ("allocator_ns", "the allocator"),
+    ("lock_ns", "lock waits"),
+    ("atomic_ns", "atomic operations"),
+    ("io_ns", "I/O"),
+    ("blocked_ns", "blocking (sleeps, condition variables, joins)"),
+    ("kernel_memory_ns", "kernel memory work (page faults, mmap)"),
+];
+
+/// The total of a thread's sampled states.
+fn states_total(states: &Value) -> f64 {
+    num(states, &["compute_ns"]).unwrap_or(0.0)
+        + CATEGORIES
+            .iter()
+            .map(|(k, _)| num(states, &[k]).unwrap_or(0.0))
+            .sum::<f64>()
+}
+
+pub fn pthread_locks(rule: &Rule, r: &Value) -> Vec<Finding> {
+    let threads = array(r, &["threads"]);
+    let waiter_wall: f64 = threads
+        .iter()
+        .filter(|t| num(t, &["lock_wait_ns"]).is_some_and(|w| w > 0.0))
+        .filter_map(|t| num(t, &["wall_ns"]))
+        .sum();
+    let mut found: Vec<(f64, Finding)> = Vec::new();
+    for lock in array(r, &["locks"]) {
+        let wait = num(lock, &["wait_ns"]).unwrap_or(0.0);
+        if wait < rule.param("min_wait_ns") {
+            continue;
+        }
+        // The waiting threads' time, so that idle threads (a main thread in join) do not dilute it.
+        let share = ratio(wait, waiter_wall).min(1.0);
+        let Some(severity) = rule.severity_of(share) else {
+            continue;
+        };
+        let kind = format!(
+            "pthread {}",
+            lock.get("kind").and_then(Value::as_str).unwrap_or("lock")
+        );
+        let address = lock
+            .get("address")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        let mut evidence = vec![format!(
+            "{} of waiting in {} contended of {} acquisitions by {} threads (longest wait {})",
+            fmt_ns(wait),
+            fmt_count(num(lock, &["contended"]).unwrap_or(0.0) as u64),
+            fmt_count(num(lock, &["acquisitions"]).unwrap_or(0.0) as u64),
+            num(lock, &["threads"]).unwrap_or(0.0),
+            fmt_ns(num(lock, &["max_wait_ns"]).unwrap_or(0.0))
+        )];
+        let mut waiters: Vec<&Value> = array(lock, &["sites"]).iter().collect();
+        waiters.sort_by(|a, b| {
+            num(b, &["wait_ns"])
+                .unwrap_or(0.0)
+                .total_cmp(&num(a, &["wait_ns"]).unwrap_or(0.0))
+        });
+        let max_sites = rule.param("max_sites") as usize;
+        for site in waiters.iter().take(max_sites) {
+            evidence.push(format!(
+                "waiter: {} of the wait at {}",
+                fmt_pct(ratio(num(site, &["wait_ns"]).unwrap_or(0.0), wait)),
+                user_frame_text(site).unwrap_or_else(|| "an unknown frame".into())
+            ));
+        }
+        for site in array(lock, &["holder_sites"]).iter().take(max_sites) {
+            if let Some(user) = user_frame_text(site) {
+                evidence.push(format!("holder: the lock was held at {user}"));
+            }
+        }
+        let waiter = waiters
+            .first()
+            .and_then(|s| user_frame_text(s))
+            .unwrap_or_else(|| "an unknown frame".into());
+        found.push((
+            wait,
+            build(
+                rule,
+                r,
+                severity,
+                &[
+                    ("share", fmt_pct(share)),
+                    ("kind", kind),
+                    ("address", address),
+                    ("waiter", waiter),
+                    ("hold", fmt_ns(num(lock, &["hold_ns"]).unwrap_or(0.0))),
+                    ("wait", fmt_ns(wait)),
+                    (
+                        "contended",
+                        fmt_count(num(lock, &["contended"]).unwrap_or(0.0) as u64),
+                    ),
+                ],
+                evidence,
+            ),
+        ));
+    }
+    found.sort_by(|a, b| b.0.total_cmp(&a.0));
+    found.into_iter().take(3).map(|(_, f)| f).collect()
+}
+
+/// Sampled time in one state category at one innermost function, over all threads.
+struct StateGroup {
+    function: String,
+    ns: f64,
+    samples: f64,
+    /// Sampled time of the threads that were seen there.
+    threads_ns: f64,
+    users: Vec<(String, f64)>,
+}
+
+/// Groups the `state_sites[category]` of all threads by function (functions starting with one of
+/// `exclude` are left out), largest first.
+fn state_groups(r: &Value, category: &str, exclude: &[String]) -> Vec<StateGroup> {
+    let mut groups: Vec<StateGroup> = Vec::new();
+    for t in array(r, &["threads"]) {
+        let Some(states) = t.get("states") else {
+            continue;
+        };
+        let total = states_total(states);
+        for site in array(t, &["state_sites", category]) {
+            let Some(function) = site.get("function").and_then(Value::as_str) else {
+                continue;
+            };
+            if exclude.iter().any(|p| function.starts_with(p.as_str())) {
+                continue;
+            }
+            let ns = num(site, &["share"]).unwrap_or(0.0) * total;
+            let samples = num(site, &["samples"]).unwrap_or(0.0);
+            let user = user_frame_text(site).unwrap_or_else(|| "an unknown frame".into());
+            let g = match groups.iter_mut().position(|g| g.function == function) {
+                Some(i) => &mut groups[i],
+                None => {
+                    groups.push(StateGroup {
+                        function: function.to_string(),
+                        ns: 0.0,
+                        samples: 0.0,
+                        threads_ns: 0.0,
+                        users: Vec::new(),
+                    });
+                    groups.last_mut().expect("just pushed")
+                }
+            };
+            g.ns += ns;
+            g.samples += samples;
+            g.threads_ns += total;
+            match g.users.iter_mut().find(|u| u.0 == user) {
+                Some(u) => u.1 += ns,
+                None => g.users.push((user, ns)),
+            }
+        }
+    }
+    groups.sort_by(|a, b| b.ns.total_cmp(&a.ns));
+    groups
+}
+
+/// Findings for sampled time in one category (`lock` inside glibc, `atomic`), one per function.
+fn state_findings(rule: &Rule, r: &Value, category: &str, category_ns: &str) -> Vec<Finding> {
+    let exclude = rule.param_strings("exclude_prefixes");
+    let category_total: f64 = array(r, &["threads"])
+        .iter()
+        .filter_map(|t| num(t, &["states", category_ns]))
+        .sum();
+    state_groups(r, category, &exclude)
+        .into_iter()
+        .take(2)
+        .filter(|g| g.samples >= rule.param("min_samples"))
+        .filter_map(|mut g| {
+            let share = ratio(g.ns, g.threads_ns).min(1.0);
+            let severity = rule.severity_of(share)?;
+            g.users.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let mut evidence = vec![format!(
+                "{} sampled in {} ({} samples), {} of the sampled time of the threads seen there; {} in the {category} state over all threads",
+                fmt_ns(g.ns),
+                g.function,
+                fmt_count(g.samples as u64),
+                fmt_pct(share),
+                fmt_ns(category_total)
+            )];
+            for (user, ns) in g.users.iter().take(rule.param("max_sites") as usize) {
+                evidence.push(format!(
+                    "called from {user}: {} of that time",
+                    fmt_pct(ratio(*ns, g.ns))
+                ));
+            }
+            Some(build(
+                rule,
+                r,
+                severity,
+                &[("share", fmt_pct(share)), ("function", g.function)],
+                evidence,
+            ))
+        })
+        .collect()
+}
+
+pub fn internal_locks(rule: &Rule, r: &Value) -> Vec<Finding> {
+    state_findings(rule, r, "lock", "lock_ns")
+}
+
+pub fn atomics(rule: &Rule, r: &Value) -> Vec<Finding> {
+    state_findings(rule, r, "atomic", "atomic_ns")
+}
+
+/// Efficiency, thread and CPU counts, the capacity (wall x usable CPUs) and the time of each
+/// non-compute part, from the sampled states when present, else from threads' CPU time.
+struct Efficiency {
+    value: f64,
+    threads: f64,
+    cpus: f64,
+    capacity: f64,
+    parts: Vec<(&'static str, f64)>,
+}
+
+const IDLE: &str = "time off-CPU for no recorded reason (waiting for a CPU, for work, or too few runnable threads)";
+
+fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
+    let pe = r.get("parallel_efficiency")?;
+    let value = num(pe, &["value"])?;
+    let threads = num(pe, &["threads"])?;
+    let cpus = num(pe, &["cpus"])?;
+    let wall = num(pe, &["wall_ns"])?;
+    let capacity = wall * threads.min(cpus);
+    if threads < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
+        return None;
+    }
+    let all = array(r, &["threads"]);
+    let mut parts: Vec<(&'static str, f64)> = CATEGORIES
+        .iter()
+        .map(|(k, name)| (*name, all.iter().filter_map(|t| num(t, &["states", k])).sum()))
+        .collect();
+    let sampled: f64 = all
+        .iter()
+        .filter_map(|t| t.get("states").map(states_total))
+        .sum();
+    parts.push((IDLE, (capacity - sampled).max(0.0)));
+    Some(Efficiency {
+        value,
+        threads,
+        cpus,
+        capacity,
+        parts,
+    })
+}
+
+fn from_cpu_time(rule: &Rule, r: &Value) -> Option<Efficiency> {
+    let wall = num(r, &["wall_ns"])?;
+    let cpus = num(r, &["ncpus"])?;
+    let all = array(r, &["threads"]);
+    // Threads that did real work; a main thread waiting in join is not one.
+    let active = all
+        .iter()
+        .filter(|t| num(t, &["cpu_ns"]).is_some_and(|c| c >= rule.param("active_cpu_share") * wall))
+        .count() as f64;
+    if active < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
+        return None;
+    }
+    let capacity = wall * active.min(cpus);
+    let field = |t: &Value, k: &str| num(t, &[k]).unwrap_or(0.0);
+    let cpu: f64 = all.iter().map(|t| field(t, "cpu_ns")).sum();
+    let alloc: f64 = all
+        .iter()
+        .map(|t| field(t, "alloc_ns").min(field(t, "cpu_ns")))
+        .sum();
+    let lock: f64 = all.iter().map(|t| field(t, "lock_wait_ns")).sum();
+    let compute = cpu - alloc;
+    Some(Efficiency {
+        value: ratio(compute, capacity),
+        threads: active,
+        cpus,
+        capacity,
+        parts: vec![
+            ("the allocator", alloc),
+            ("lock waits", lock),
+            (IDLE, (capacity - cpu - lock).max(0.0)),
+        ],
+    })
+}
+
+pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
+    let Some(e) = from_states(rule, r).or_else(|| from_cpu_time(rule, r)) else {
+        return vec![];
+    };
+    let Some(severity) = rule.severity_of(e.value) else {
+        return vec![];
+    };
+    let mut parts = e.parts.clone();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (cause_name, cause_ns) = parts[0];
+    let mut evidence = vec![format!(
+        "{} threads on {} CPUs for {}: {} of the capacity went to computation",
+        e.threads,
+        e.cpus,
+        fmt_ns(e.capacity / e.threads.min(e.cpus)),
+        fmt_pct(e.value)
+    )];
+    for (name, ns) in parts.iter().filter(|p| p.1 > 0.0).take(3) {
+        evidence.push(format!(
+            "{name}: {} ({} of the capacity)",
+            fmt_ns(*ns),
+            fmt_pct(ratio(*ns, e.capacity))
+        ));
+    }
+    vec![build(
+        rule,
+        r,
+        severity,
+        &[
+            ("efficiency", fmt_pct(e.value)),
+            ("capacity", fmt_ns(e.capacity)),
+            ("cause_name", cause_name.to_string()),
+            ("cause_share", fmt_pct(ratio(cause_ns, e.capacity))),
+            ("thread_count", e.threads.to_string()),
+            ("cpus", e.cpus.to_string()),
+        ],
+        evidence,
+    )]
+}
+
+#[cfg(test)]
+#[path = "contention_tests.rs"]
+mod tests;

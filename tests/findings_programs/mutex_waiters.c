@@ -1,0 +1,31 @@
+// Two threads fight over one pthread mutex held while they work: the lock finding names the
+// waiter's user function, update_shared_counter.
+#include <pthread.h>
+#include <stdio.h>
+
+static pthread_mutex_t counter_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile double shared_counter;
+
+static void __attribute__((noinline)) update_shared_counter(int i) {
+    pthread_mutex_lock(&counter_lock);
+    for (int k = 0; k < 2000; k++)
+        shared_counter += (double)(i ^ k) * 0.5;
+    pthread_mutex_unlock(&counter_lock);
+}
+
+static void *worker(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 5000; i++)
+        update_shared_counter(i);
+    return NULL;
+}
+
+int main(void) {
+    pthread_t a, b;
+    pthread_create(&a, NULL, worker, NULL);
+    pthread_create(&b, NULL, worker, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    printf("%f\n", shared_counter);
+    return 0;
+}
