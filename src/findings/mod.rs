@@ -6,6 +6,8 @@
 mod alloc;
 mod contention;
 mod rules;
+#[cfg(test)]
+mod test_support;
 mod view;
 
 use crate::util::Style;

@@ -34,10 +34,15 @@ pub fn short_function(name: &str) -> String {
                 .chars()
                 .take_while(|c| "<>=!+-*/%&|^~[]()".contains(*c))
                 .collect();
+            // Drop what opens the parameters or the template arguments: `<<(`, `>><`, `<<<`.
             let op = if op.starts_with("()") {
                 "()".to_string()
             } else {
-                op.trim_end_matches(['(', '<']).to_string()
+                let op = op.strip_suffix('(').unwrap_or(&op);
+                match op.strip_suffix('<') {
+                    Some(shorter) if op.len() > 2 => shorter.to_string(),
+                    _ => op.to_string(),
+                }
             };
             if !op.is_empty() {
                 out.push_str(&op);
