@@ -217,6 +217,18 @@ pub fn allocator_time(rule: &Rule, r: &Value) -> Vec<Finding> {
         }
         None => (global, "all threads' time".to_string()),
     };
+    let requests = allocation_requests(r, calls);
+    let top_site = array(r, &["alloc", "sites"])
+        .iter()
+        .filter_map(|s| Some((s, num(s, &["calls"])?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((site, site_calls)) = top_site {
+        evidence.push(format!(
+            "the most frequent caller is {} with {} of allocation requests",
+            user_frame_text(site).unwrap_or_else(|| "an unknown frame".into()),
+            fmt_pct(ratio(site_calls, requests).min(1.0))
+        ));
+    }
     let mut functions: Vec<(&String, f64, f64)> = r["alloc"]["functions"]
         .as_object()
         .map(|m| {

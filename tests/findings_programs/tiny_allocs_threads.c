@@ -30,7 +30,7 @@ static long __attribute__((noinline)) build_tokens(int n) {
 
 static void *worker(void *arg) {
     long total = 0;
-    for (int round = 0; round < 200; round++)
+    for (int round = 0; round < 1000; round++)
         total += build_tokens(1000);
     *(long *)arg = total;
     return NULL;
