@@ -258,16 +258,18 @@ fn from_cpu_time(rule: &Rule, r: &Value) -> Option<Efficiency> {
     let wall = num(r, &["wall_ns"])?;
     let cpus = num(r, &["ncpus"])?;
     let all = array(r, &["threads"]);
-    // Threads that did real work; a main thread waiting in join is not one.
+    // Threads that worked or waited for a lock to work; a main thread waiting in join is not one.
+    let field = |t: &Value, k: &str| num(t, &[k]).unwrap_or(0.0);
     let active = all
         .iter()
-        .filter(|t| num(t, &["cpu_ns"]).is_some_and(|c| c >= rule.param("active_cpu_share") * wall))
+        .filter(|t| {
+            field(t, "cpu_ns") + field(t, "lock_wait_ns") >= rule.param("active_cpu_share") * wall
+        })
         .count() as f64;
     if active < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
         return None;
     }
     let capacity = wall * active.min(cpus);
-    let field = |t: &Value, k: &str| num(t, &[k]).unwrap_or(0.0);
     let cpu: f64 = all.iter().map(|t| field(t, "cpu_ns")).sum();
     let alloc: f64 = all
         .iter()

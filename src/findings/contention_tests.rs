@@ -135,6 +135,9 @@ fn efficiency_without_states_uses_cpu_time() {
     let f = parallel_efficiency(r, &fighting);
     assert_eq!(severity(&f), Some(Severity::Medium));
     assert!(f[0].title.contains("lock waits"), "{}", f[0].title);
+    // Threads that mostly wait for the lock still take part.
+    let waiting = cpu_threads(wall, &[(0.05e9, 0.0, 0.9e9), (0.05e9, 0.0, 0.9e9), (1e6, 0.0, 0.0)]);
+    assert_eq!(severity(&parallel_efficiency(r, &waiting)), Some(Severity::High));
     // Single-threaded work, or two threads both computing, is not a finding.
     assert!(parallel_efficiency(r, &cpu_threads(wall, &[(0.3e9, 0.0, 0.0)])).is_empty());
     let busy = cpu_threads(wall, &[(0.98e9, 0.0, 0.0), (0.97e9, 0.0, 0.0)]);
