@@ -60,7 +60,10 @@ fn assert_well_formed(report: &Value) {
             ["high", "medium", "low", "info"].contains(&f["severity"].as_str().unwrap()),
             "{f}"
         );
-        assert!(f["evidence"].as_array().is_some_and(|e| !e.is_empty()), "{f}");
+        assert!(
+            f["evidence"].as_array().is_some_and(|e| !e.is_empty()),
+            "{f}"
+        );
     }
 }
 
@@ -70,7 +73,11 @@ fn tiny_allocations_in_threads_name_the_user_function() {
     let (report, _) = profiled(&dir, "tiny_allocs_threads.c");
     assert_well_formed(&report);
     let small = finding(&report, "small-allocations");
-    assert!(text_of(small).contains("build_tokens"), "{}", text_of(small));
+    assert!(
+        text_of(small).contains("build_tokens"),
+        "{}",
+        text_of(small)
+    );
     assert_ne!(small["severity"], "info", "{small}");
     let time = finding(&report, "allocator-time");
     assert!(text_of(time).contains("build_tokens"), "{}", text_of(time));
@@ -156,7 +163,9 @@ fn report_text_shows_findings_first() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("Findings\n"), "{text}");
-    let lock = text.find("[lock-contention]").expect("lock finding in text");
+    let lock = text
+        .find("[lock-contention]")
+        .expect("lock finding in text");
     let summary = text.find("stallscope profile").expect("summary in text");
     assert!(lock < summary, "{text}");
 }

@@ -311,7 +311,8 @@ fn heap_text(heap: &Value) -> Option<String> {
 
 pub fn phase_slowdowns(rule: &Rule, r: &Value) -> Vec<Finding> {
     let phases = array(r, &["phases"]);
-    let same_work = |a: &Value, b: &Value| a.get("name") == b.get("name") && a.get("depth") == b.get("depth");
+    let same_work =
+        |a: &Value, b: &Value| a.get("name") == b.get("name") && a.get("depth") == b.get("depth");
     let label = |p: &Value| {
         p.get("label")
             .or_else(|| p.get("name"))
@@ -342,7 +343,10 @@ pub fn phase_slowdowns(rule: &Rule, r: &Value) -> Vec<Finding> {
             let heap = phase.get("heap_before").and_then(heap_text);
             let base_heap = base.get("heap_before").and_then(heap_text);
             let heap_state = match (&heap, &base_heap) {
-                (Some(h), Some(b)) => format!("when it began the heap held {h}, versus {b} when \"{}\" began", label(base)),
+                (Some(h), Some(b)) => format!(
+                    "when it began the heap held {h}, versus {b} when \"{}\" began",
+                    label(base)
+                ),
                 (Some(h), None) => format!("when it began the heap held {h}"),
                 _ => "no glibc heap snapshot was taken when it began".to_string(),
             };

@@ -30,16 +30,31 @@ fn sized(small: f64, calls: u64, alloc_share: f64) -> Value {
 #[test]
 fn small_allocations_thresholds() {
     let r = rule("small-allocations");
-    check_levels(r, |share| severity(&small_allocations(r, &sized(share, 50_000, 0.2))));
+    check_levels(r, |share| {
+        severity(&small_allocations(r, &sized(share, 50_000, 0.2)))
+    });
 }
 
 #[test]
 fn small_allocations_name_the_site_and_the_bench_command() {
     let r = rule("small-allocations");
     let f = &small_allocations(r, &sized(0.95, 50_000, 0.2))[0];
-    assert!(f.evidence.iter().any(|e| e.contains("make_token at tok.c:9")), "{f:?}");
-    assert!(!f.evidence.iter().any(|e| e.contains("big_buffer")), "{f:?}");
-    assert!(f.remedy.contains("stallscope bench --allocators glibc,jemalloc,mimalloc './tokens in.txt'"), "{}", f.remedy);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("make_token at tok.c:9")),
+        "{f:?}"
+    );
+    assert!(
+        !f.evidence.iter().any(|e| e.contains("big_buffer")),
+        "{f:?}"
+    );
+    assert!(
+        f.remedy
+            .contains("stallscope bench --allocators glibc,jemalloc,mimalloc './tokens in.txt'"),
+        "{}",
+        f.remedy
+    );
 }
 
 #[test]
@@ -57,9 +72,15 @@ fn through_library(share: f64, library: &[&str], user_index: usize) -> Value {
     let calls = (share * 10_000.0).round() as u64;
     let mut frames: Vec<Value> = vec![json!({"function": "operator new(unsigned long)"})];
     frames.extend(library.iter().map(|f| json!({"function": f})));
-    frames.push(json!({"function": "load_entities(std::istream&)", "file": "/src/load.cpp", "line": 31}));
+    frames.push(
+        json!({"function": "load_entities(std::istream&)", "file": "/src/load.cpp", "line": 31}),
+    );
     frames.push(json!({"function": "main"}));
-    let user = if user_index == usize::MAX { frames.len() - 2 } else { user_index };
+    let user = if user_index == usize::MAX {
+        frames.len() - 2
+    } else {
+        user_index
+    };
     json!({
         "command": ["./load"],
         "alloc": {
@@ -79,7 +100,10 @@ const EXTRACTION: [&str; 2] = [
 fn library_hotspot_thresholds() {
     let r = rule("library-allocation-hotspot");
     check_levels(r, |share| {
-        severity(&library_hotspots(r, &through_library(share, &EXTRACTION, usize::MAX)))
+        severity(&library_hotspots(
+            r,
+            &through_library(share, &EXTRACTION, usize::MAX),
+        ))
     });
 }
 
@@ -89,10 +113,18 @@ fn library_hotspot_names_the_outermost_library_call_and_the_user_frame() {
     let f = &library_hotspots(r, &through_library(0.6, &EXTRACTION, usize::MAX))[0];
     assert!(f.title.contains("stream extraction"), "{}", f.title);
     assert!(f.title.contains("std::operator>>"), "{}", f.title);
-    assert!(f.title.contains("load_entities at load.cpp:31"), "{}", f.title);
+    assert!(
+        f.title.contains("load_entities at load.cpp:31"),
+        "{}",
+        f.title
+    );
     let printf = ["__vfprintf_internal", "sprintf"];
     let f = &library_hotspots(r, &through_library(0.6, &printf, usize::MAX))[0];
-    assert!(f.title.contains("printf-family") && f.title.contains("sprintf"), "{}", f.title);
+    assert!(
+        f.title.contains("printf-family") && f.title.contains("sprintf"),
+        "{}",
+        f.title
+    );
 }
 
 #[test]
@@ -113,7 +145,10 @@ fn allocator_busy(share: f64, calls: u64, time_ns: u64, threads: Value) -> Value
 fn allocator_time_thresholds_and_gates() {
     let r = rule("allocator-time");
     check_levels(r, |share| {
-        severity(&allocator_time(r, &allocator_busy(share, 100_000, 50_000_000, json!([]))))
+        severity(&allocator_time(
+            r,
+            &allocator_busy(share, 100_000, 50_000_000, json!([])),
+        ))
     });
     let min_calls = r.param("min_calls") as u64;
     let min_time = r.param("min_time_ns") as u64;
@@ -135,10 +170,10 @@ fn allocator_time_of_one_busy_thread_counts() {
 #[test]
 fn cross_thread_frees_thresholds() {
     let r = rule("cross-thread-frees");
-    let at = |share: f64, calls: u64| {
-        json!({"alloc": {"cross_thread_frees": {"calls": calls, "share": share}}})
-    };
-    check_levels(r, |share| severity(&cross_thread_frees(r, &at(share, 100_000))));
+    let at = |share: f64, calls: u64| json!({"alloc": {"cross_thread_frees": {"calls": calls, "share": share}}});
+    check_levels(r, |share| {
+        severity(&cross_thread_frees(r, &at(share, 100_000)))
+    });
     assert!(cross_thread_frees(r, &at(0.9, r.param("min_calls") as u64 - 1)).is_empty());
     assert!(cross_thread_frees(r, &json!({"alloc": {}})).is_empty());
 }
@@ -159,7 +194,11 @@ fn phase_slowdown_thresholds_and_heap_state() {
     };
     check_levels(r, |ratio| severity(&phase_slowdowns(r, &report(ratio))));
     let f = &phase_slowdowns(r, &report(5.0))[0];
-    assert!(f.title.contains("insert#2") && f.title.contains("insert#1"), "{}", f.title);
+    assert!(
+        f.title.contains("insert#2") && f.title.contains("insert#1"),
+        "{}",
+        f.title
+    );
     assert!(f.cause.contains("250,000 free chunks"), "{}", f.cause);
 }
 
@@ -170,6 +209,7 @@ fn phases_doing_different_work_or_too_few_timed_calls_are_not_compared() {
                                       phase("query", "query", 400.0, 3000, 1)]});
     assert!(phase_slowdowns(r, &different).is_empty());
     let few = r.param("min_timed") as u64 - 1;
-    let unsure = json!({"phases": [phase("a", "a#1", 20.0, 3000, 1), phase("a", "a#2", 400.0, few, 1)]});
+    let unsure =
+        json!({"phases": [phase("a", "a#1", 20.0, 3000, 1), phase("a", "a#2", 400.0, few, 1)]});
     assert!(phase_slowdowns(r, &unsure).is_empty());
 }

@@ -13,7 +13,10 @@ const CATEGORIES: [(&str, &str); 6] = [
     ("lock_ns", "lock waits"),
     ("atomic_ns", "atomic operations"),
     ("io_ns", "I/O"),
-    ("blocked_ns", "blocking (sleeps, condition variables, joins)"),
+    (
+        "blocked_ns",
+        "blocking (sleeps, condition variables, joins)",
+    ),
     ("kernel_memory_ns", "kernel memory work (page faults, mmap)"),
 ];
 
@@ -238,7 +241,12 @@ fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
     let all = array(r, &["threads"]);
     let mut parts: Vec<(&'static str, f64)> = CATEGORIES
         .iter()
-        .map(|(k, name)| (*name, all.iter().filter_map(|t| num(t, &["states", k])).sum()))
+        .map(|(k, name)| {
+            (
+                *name,
+                all.iter().filter_map(|t| num(t, &["states", k])).sum(),
+            )
+        })
         .collect();
     let sampled: f64 = all
         .iter()

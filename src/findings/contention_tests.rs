@@ -28,7 +28,9 @@ fn locked(wait_ns: f64) -> Value {
 fn pthread_lock_thresholds_against_the_waiters_time() {
     let r = rule("lock-contention");
     // The share is of the waiting threads' 200 ms, not of the idle third thread's time.
-    check_levels(r, |share| severity(&pthread_locks(r, &locked(share * 200_000_000.0))));
+    check_levels(r, |share| {
+        severity(&pthread_locks(r, &locked(share * 200_000_000.0)))
+    });
 }
 
 #[test]
@@ -36,8 +38,18 @@ fn pthread_lock_names_waiter_and_holder_and_bench_command() {
     let r = rule("lock-contention");
     let f = &pthread_locks(r, &locked(100_000_000.0))[0];
     assert!(f.title.contains("transfer at bank.c:40"), "{}", f.title);
-    assert!(f.evidence.iter().any(|e| e.contains("held at audit (bank)")), "{f:?}");
-    assert!(f.remedy.contains("`stallscope bench --threads 1,2,4 ./bank`"), "{}", f.remedy);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("held at audit (bank)")),
+        "{f:?}"
+    );
+    assert!(
+        f.remedy
+            .contains("`stallscope bench --threads 1,2,4 ./bank`"),
+        "{}",
+        f.remedy
+    );
 }
 
 #[test]
@@ -69,10 +81,17 @@ fn sampled(category: &str, function: &str, share: f64, samples: u64) -> Value {
 #[test]
 fn glibc_lock_thresholds_and_naming() {
     let r = rule("glibc-lock-contention");
-    check_levels(r, |share| severity(&internal_locks(r, &sampled("lock", "random", share, 100))));
+    check_levels(r, |share| {
+        severity(&internal_locks(r, &sampled("lock", "random", share, 100)))
+    });
     let f = &internal_locks(r, &sampled("lock", "random", 0.5, 100))[0];
     assert!(f.title.contains("random"), "{}", f.title);
-    assert!(f.evidence.iter().any(|e| e.contains("simulate at sim.c:12")), "{f:?}");
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("simulate at sim.c:12")),
+        "{f:?}"
+    );
 }
 
 #[test]
@@ -90,7 +109,10 @@ fn glibc_lock_leaves_pthread_locks_and_thin_samples_alone() {
 fn atomic_thresholds() {
     let r = rule("atomic-contention");
     check_levels(r, |share| {
-        severity(&atomics(r, &sampled("atomic", "__aarch64_ldadd8_acq_rel", share, 100)))
+        severity(&atomics(
+            r,
+            &sampled("atomic", "__aarch64_ldadd8_acq_rel", share, 100),
+        ))
     });
 }
 
@@ -99,7 +121,8 @@ fn atomic_thresholds() {
 fn efficient(value: f64, threads: u64, category: &str) -> Value {
     let ts: Vec<Value> = (0..threads)
         .map(|tid| {
-            let mut states = json!({"compute_ns": value * 1e9, "blocked_ns": (1.0 - value) * 0.2e9});
+            let mut states =
+                json!({"compute_ns": value * 1e9, "blocked_ns": (1.0 - value) * 0.2e9});
             states[format!("{category}_ns")] = json!((1.0 - value) * 0.8e9);
             json!({"tid": tid, "states": states})
         })
@@ -111,7 +134,9 @@ fn efficient(value: f64, threads: u64, category: &str) -> Value {
 #[test]
 fn efficiency_thresholds_and_main_cause() {
     let r = rule("parallel-efficiency");
-    check_levels(r, |v| severity(&parallel_efficiency(r, &efficient(v, 4, "lock"))));
+    check_levels(r, |v| {
+        severity(&parallel_efficiency(r, &efficient(v, 4, "lock")))
+    });
     let f = &parallel_efficiency(r, &efficient(0.2, 4, "allocator"))[0];
     assert!(f.title.contains("the allocator"), "{}", f.title);
     assert!(f.remedy.contains("--threads 1,2,4"), "{}", f.remedy);
@@ -131,13 +156,22 @@ fn efficiency_without_states_uses_cpu_time() {
     let r = rule("parallel-efficiency");
     let wall = 1e9;
     // Two workers that wait half their time on a lock, and a main thread joining them.
-    let fighting = cpu_threads(wall, &[(0.5e9, 0.0, 0.5e9), (0.5e9, 0.0, 0.5e9), (1e6, 0.0, 0.0)]);
+    let fighting = cpu_threads(
+        wall,
+        &[(0.5e9, 0.0, 0.5e9), (0.5e9, 0.0, 0.5e9), (1e6, 0.0, 0.0)],
+    );
     let f = parallel_efficiency(r, &fighting);
     assert_eq!(severity(&f), Some(Severity::Medium));
     assert!(f[0].title.contains("lock waits"), "{}", f[0].title);
     // Threads that mostly wait for the lock still take part.
-    let waiting = cpu_threads(wall, &[(0.05e9, 0.0, 0.9e9), (0.05e9, 0.0, 0.9e9), (1e6, 0.0, 0.0)]);
-    assert_eq!(severity(&parallel_efficiency(r, &waiting)), Some(Severity::High));
+    let waiting = cpu_threads(
+        wall,
+        &[(0.05e9, 0.0, 0.9e9), (0.05e9, 0.0, 0.9e9), (1e6, 0.0, 0.0)],
+    );
+    assert_eq!(
+        severity(&parallel_efficiency(r, &waiting)),
+        Some(Severity::High)
+    );
     // Single-threaded work, or two threads both computing, is not a finding.
     assert!(parallel_efficiency(r, &cpu_threads(wall, &[(0.3e9, 0.0, 0.0)])).is_empty());
     let busy = cpu_threads(wall, &[(0.98e9, 0.0, 0.0), (0.97e9, 0.0, 0.0)]);

@@ -158,8 +158,14 @@ mod tests {
             remedy: "r".into(),
         };
         let text = render_text(&[f], Style { enabled: false });
-        assert!(text.starts_with("Findings\n  HIGH   A title [x]\n"), "{text}");
-        assert!(text.contains("- e1") && text.contains("remedy: r"), "{text}");
+        assert!(
+            text.starts_with("Findings\n  HIGH   A title [x]\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- e1") && text.contains("remedy: r"),
+            "{text}"
+        );
         assert_eq!(render_text(&[], Style { enabled: false }), "");
     }
 }

@@ -133,10 +133,15 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), rules.len(), "duplicate rule ids");
         for r in rules {
-            let levels: Vec<f64> = [r.severity.info, r.severity.low, r.severity.medium, r.severity.high]
-                .into_iter()
-                .flatten()
-                .collect();
+            let levels: Vec<f64> = [
+                r.severity.info,
+                r.severity.low,
+                r.severity.medium,
+                r.severity.high,
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             assert!(!levels.is_empty(), "{} has no threshold", r.id);
             let ordered = levels.windows(2).all(|w| match r.direction {
                 Direction::Above => w[0] < w[1],

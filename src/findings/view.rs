@@ -147,10 +147,16 @@ mod tests {
             ),
             "std::__cxx11::basic_string::_M_construct"
         );
-        assert_eq!(short_function("operator new(unsigned long)"), "operator new");
+        assert_eq!(
+            short_function("operator new(unsigned long)"),
+            "operator new"
+        );
         assert_eq!(short_function("parse_records(int)"), "parse_records");
         assert_eq!(short_function("worker"), "worker");
-        assert_eq!(short_function("std::ostream::operator<<(int)"), "std::ostream::operator<<");
+        assert_eq!(
+            short_function("std::ostream::operator<<(int)"),
+            "std::ostream::operator<<"
+        );
     }
 
     #[test]
@@ -160,9 +166,15 @@ mod tests {
             {"function": "parse(int)", "file": "/src/p.cpp", "line": 12}]});
         assert_eq!(user_frame_text(&site).as_deref(), Some("parse at p.cpp:12"));
         let text = json!({"user_frame": "worker at sim.cpp:12"});
-        assert_eq!(user_frame_text(&text).as_deref(), Some("worker at sim.cpp:12"));
+        assert_eq!(
+            user_frame_text(&text).as_deref(),
+            Some("worker at sim.cpp:12")
+        );
         assert_eq!(user_frame_text(&json!({"user_frame": null})), None);
-        assert_eq!(user_frame_text(&json!({"user_frame": 5, "frames": []})), None);
+        assert_eq!(
+            user_frame_text(&json!({"user_frame": 5, "frames": []})),
+            None
+        );
     }
 
     #[test]
