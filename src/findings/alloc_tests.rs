@@ -160,8 +160,8 @@ fn allocator_time_thresholds_and_gates() {
 fn allocator_time_of_one_busy_thread_counts() {
     let r = rule("allocator-time");
     let threads = json!([
-        {"tid": 7, "wall_ns": 100_000_000, "alloc_ns": 60_000_000, "alloc_calls": 500_000},
-        {"tid": 8, "wall_ns": 900_000_000, "alloc_ns": 0, "alloc_calls": 0}]);
+        {"tid": 7, "cpu_ns": 100_000_000, "alloc_ns": 60_000_000, "alloc_calls": 500_000},
+        {"tid": 8, "cpu_ns": 900_000_000, "alloc_ns": 0, "alloc_calls": 0}]);
     let f = allocator_time(r, &allocator_busy(0.06, 500_000, 60_000_000, threads));
     assert_eq!(severity(&f), Some(Severity::High));
     assert!(f[0].title.contains("thread 7"), "{}", f[0].title);

@@ -226,7 +226,9 @@ struct Efficiency {
     parts: Vec<(&'static str, f64)>,
 }
 
-const IDLE: &str = "time off-CPU for no recorded reason (waiting for a CPU, for work, or too few runnable threads)";
+const IDLE: &str = "unattributed off-CPU time";
+const IDLE_MEANING: &str = "unattributed off-CPU time is what the profile cannot explain: sleeping, I/O or \
+     waits it does not intercept, waiting for a CPU on a busy machine, or too few runnable threads";
 
 fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
     let pe = r.get("parallel_efficiency")?;
@@ -321,6 +323,9 @@ pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
             fmt_ns(*ns),
             fmt_pct(ratio(*ns, e.capacity))
         ));
+    }
+    if cause_name == IDLE {
+        evidence.push(IDLE_MEANING.to_string());
     }
     vec![build(
         rule,
