@@ -169,3 +169,34 @@ fn report_text_shows_findings_first() {
     let summary = text.find("stallscope profile").expect("summary in text");
     assert!(lock < summary, "{text}");
 }
+
+/// tests/programs/heap_order.cpp runs the same insert benchmark before and after churning the heap
+/// through large node containers: the second run's `malloc` is slower per call, and the finding
+/// gives the heap it started with.
+#[test]
+fn a_phase_slowed_by_a_churned_heap_is_found_with_its_heap_state() {
+    let dir = TempDir::new("findings-phase");
+    let include = format!(
+        "-I{}",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("include")
+            .display()
+    );
+    let exe = common::compile(dir.path(), "heap_order.cpp", &["-O2", &include]);
+    let (_, prof) = profile(
+        dir.path(),
+        "heap_order.prof",
+        &["-q"],
+        &[exe.to_str().unwrap(), "300000"],
+        0,
+    );
+    let report = report_json(&prof);
+    assert_well_formed(&report);
+    let slow = finding(&report, "allocator-slow-phase");
+    let text = text_of(slow);
+    assert!(
+        text.contains("\"insert #2\"") && text.contains("\"insert #1\""),
+        "{text}"
+    );
+    assert!(text.contains("free chunks"), "{text}");
+}

@@ -73,21 +73,31 @@ pub fn small_allocations(rule: &Rule, r: &Value) -> Vec<Finding> {
             fmt_pct(alloc_share)
         ),
     ];
-    let mut sites: Vec<(&Value, f64, f64)> = array(r, &["alloc", "sites"])
-        .iter()
-        .filter_map(|s| {
-            let site_calls = num(s, &["calls"])?;
-            let mean = ratio(num(s, &["bytes"])?, site_calls);
-            (site_calls > 0.0 && mean <= max_bytes).then_some((s, site_calls, mean))
-        })
-        .collect();
-    sites.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // Small sites grouped by user frame (one frame can reach the allocator by several stacks).
+    let mut by_user: Vec<(String, f64, f64)> = Vec::new();
+    for site in array(r, &["alloc", "sites"]) {
+        let (Some(site_calls), Some(bytes)) = (num(site, &["calls"]), num(site, &["bytes"])) else {
+            continue;
+        };
+        if site_calls <= 0.0 || bytes / site_calls > max_bytes {
+            continue;
+        }
+        let user = user_frame_text(site).unwrap_or_else(|| "an unknown frame".into());
+        match by_user.iter_mut().find(|u| u.0 == user) {
+            Some(u) => {
+                u.1 += site_calls;
+                u.2 += bytes;
+            }
+            None => by_user.push((user, site_calls, bytes)),
+        }
+    }
+    by_user.sort_by(|a, b| b.1.total_cmp(&a.1));
     let requests = allocation_requests(r, calls);
-    for (site, site_calls, mean) in sites.iter().take(rule.param("top_sites") as usize) {
+    for (user, site_calls, bytes) in by_user.iter().take(rule.param("top_sites") as usize) {
         evidence.push(format!(
-            "{} of allocation requests ({mean:.0} bytes on average) come from {}",
+            "{} of allocation requests ({:.0} bytes on average) come from {user}",
             fmt_pct(ratio(*site_calls, requests).min(1.0)),
-            user_frame_text(site).unwrap_or_else(|| "an unknown frame".into())
+            ratio(*bytes, *site_calls)
         ));
     }
     vec![build(
@@ -376,7 +386,7 @@ pub fn phase_slowdowns(rule: &Rule, r: &Value) -> Vec<Finding> {
                     fmt_ns(base_mean),
                     label(base)
                 ),
-                heap_state.clone(),
+                heap_state,
             ];
             found.push((
                 factor,
@@ -389,7 +399,6 @@ pub fn phase_slowdowns(rule: &Rule, r: &Value) -> Vec<Finding> {
                         ("ratio", format!("{factor:.1}")),
                         ("phase", label(phase)),
                         ("baseline", label(base)),
-                        ("heap_state", heap_state),
                     ],
                     evidence,
                 ),

@@ -199,7 +199,10 @@ fn phase_slowdown_thresholds_and_heap_state() {
         "{}",
         f.title
     );
-    assert!(f.cause.contains("250,000 free chunks"), "{}", f.cause);
+    assert!(
+        f.evidence.iter().any(|e| e.contains("250,000 free chunks")),
+        "{f:?}"
+    );
 }
 
 #[test]
