@@ -102,6 +102,11 @@ fn two_threads_on_one_mutex_name_the_waiter() {
             .contains("update_shared_counter"),
         "{lock}"
     );
+    let efficiency = finding(&report, "parallel-efficiency");
+    assert!(
+        efficiency["title"].as_str().unwrap().contains("lock waits"),
+        "{efficiency}"
+    );
     assert!(
         lock["remedy"]
             .as_str()
@@ -137,7 +142,12 @@ fn stream_extraction_is_a_library_hot_spot_naming_the_caller() {
 #[test]
 fn programs_without_a_problem_get_no_finding() {
     let dir = TempDir::new("findings-quiet");
-    for source in ["compute_only.c", "trivial.c", "sprintf_loop.c"] {
+    for source in [
+        "compute_only.c",
+        "compute_threads.c",
+        "trivial.c",
+        "sprintf_loop.c",
+    ] {
         let (report, _) = profiled(&dir, source);
         let loud: Vec<&Value> = findings(&report)
             .iter()

@@ -216,19 +216,22 @@ pub fn atomics(rule: &Rule, r: &Value) -> Vec<Finding> {
     state_findings(rule, r, "atomic", "atomic_ns")
 }
 
-/// Efficiency, thread and CPU counts, the capacity (wall x usable CPUs) and the time of each
-/// non-compute part, from the sampled states when present, else from threads' CPU time.
+/// Efficiency with the time of each non-compute part the profile can attribute, and the time it
+/// cannot (off-CPU for a reason it does not record).
 struct Efficiency {
     value: f64,
     threads: f64,
     cpus: f64,
-    capacity: f64,
+    /// The time `value` and the parts are shares of.
+    basis: f64,
     parts: Vec<(&'static str, f64)>,
+    unattributed: f64,
+    /// Whether `value` counts the unattributed time as lost (the sampled states' definition).
+    value_counts_unattributed: bool,
 }
 
-const IDLE: &str = "unattributed off-CPU time";
-const IDLE_MEANING: &str = "unattributed off-CPU time is what the profile cannot explain: sleeping, I/O or \
-     waits it does not intercept, waiting for a CPU on a busy machine, or too few runnable threads";
+const UNATTRIBUTED_MEANING: &str = "not counted as a cause: the profile cannot attribute it (sleep, I/O or \
+     waits it does not intercept, or waiting for a CPU on a busy machine)";
 
 fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
     let pe = r.get("parallel_efficiency")?;
@@ -236,12 +239,12 @@ fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
     let threads = num(pe, &["threads"])?;
     let cpus = num(pe, &["cpus"])?;
     let wall = num(pe, &["wall_ns"])?;
-    let capacity = wall * threads.min(cpus);
     if threads < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
         return None;
     }
+    let capacity = wall * threads.min(cpus);
     let all = array(r, &["threads"]);
-    let mut parts: Vec<(&'static str, f64)> = CATEGORIES
+    let parts: Vec<(&'static str, f64)> = CATEGORIES
         .iter()
         .map(|(k, name)| {
             (
@@ -254,16 +257,20 @@ fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
         .iter()
         .filter_map(|t| t.get("states").map(states_total))
         .sum();
-    parts.push((IDLE, (capacity - sampled).max(0.0)));
     Some(Efficiency {
         value,
         threads,
         cpus,
-        capacity,
+        basis: capacity,
         parts,
+        unattributed: (capacity - sampled).max(0.0),
+        value_counts_unattributed: true,
     })
 }
 
+/// Without sampled states: computation (CPU time outside the allocator) against computation plus
+/// the allocator and lock waits. Other off-CPU time is left out: from CPU and wall times alone,
+/// waiting for a CPU on a loaded machine looks exactly like a program that sleeps.
 fn from_cpu_time(rule: &Rule, r: &Value) -> Option<Efficiency> {
     let wall = num(r, &["wall_ns"])?;
     let cpus = num(r, &["ncpus"])?;
@@ -279,7 +286,6 @@ fn from_cpu_time(rule: &Rule, r: &Value) -> Option<Efficiency> {
     if active < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
         return None;
     }
-    let capacity = wall * active.min(cpus);
     let cpu: f64 = all.iter().map(|t| field(t, "cpu_ns")).sum();
     let alloc: f64 = all
         .iter()
@@ -287,16 +293,15 @@ fn from_cpu_time(rule: &Rule, r: &Value) -> Option<Efficiency> {
         .sum();
     let lock: f64 = all.iter().map(|t| field(t, "lock_wait_ns")).sum();
     let compute = cpu - alloc;
+    let basis = compute + alloc + lock;
     Some(Efficiency {
-        value: ratio(compute, capacity),
+        value: ratio(compute, basis),
         threads: active,
         cpus,
-        capacity,
-        parts: vec![
-            ("the allocator", alloc),
-            ("lock waits", lock),
-            (IDLE, (capacity - cpu - lock).max(0.0)),
-        ],
+        basis,
+        parts: vec![("the allocator", alloc), ("lock waits", lock)],
+        unattributed: (wall * active.min(cpus) - cpu - lock).max(0.0),
+        value_counts_unattributed: false,
     })
 }
 
@@ -304,28 +309,38 @@ pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
     let Some(e) = from_states(rule, r).or_else(|| from_cpu_time(rule, r)) else {
         return vec![];
     };
+    let mut parts = e.parts.clone();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let Some(&(cause_name, cause_ns)) = parts.first() else {
+        return vec![];
+    };
+    // When the efficiency counts time the profile cannot attribute and that time outweighs every
+    // known cause, the loss may be the machine's (other load), not the program's: no finding.
+    if cause_ns <= 0.0 || (e.value_counts_unattributed && e.unattributed > cause_ns) {
+        return vec![];
+    }
     let Some(severity) = rule.severity_of(e.value) else {
         return vec![];
     };
-    let mut parts = e.parts.clone();
-    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let (cause_name, cause_ns) = parts[0];
     let mut evidence = vec![format!(
-        "{} threads on {} CPUs for {}: {} of the capacity went to computation",
+        "{} threads on {} CPUs: computation {}, {} of the threads' time",
         e.threads,
         e.cpus,
-        fmt_ns(e.capacity / e.threads.min(e.cpus)),
+        fmt_ns(e.value * e.basis),
         fmt_pct(e.value)
     )];
     for (name, ns) in parts.iter().filter(|p| p.1 > 0.0).take(3) {
         evidence.push(format!(
-            "{name}: {} ({} of the capacity)",
+            "{name}: {} ({})",
             fmt_ns(*ns),
-            fmt_pct(ratio(*ns, e.capacity))
+            fmt_pct(ratio(*ns, e.basis))
         ));
     }
-    if cause_name == IDLE {
-        evidence.push(IDLE_MEANING.to_string());
+    if e.unattributed > 0.0 {
+        evidence.push(format!(
+            "{} more off-CPU, {UNATTRIBUTED_MEANING}",
+            fmt_ns(e.unattributed)
+        ));
     }
     vec![build(
         rule,
@@ -333,9 +348,8 @@ pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
         severity,
         &[
             ("efficiency", fmt_pct(e.value)),
-            ("capacity", fmt_ns(e.capacity)),
             ("cause_name", cause_name.to_string()),
-            ("cause_share", fmt_pct(ratio(cause_ns, e.capacity))),
+            ("cause_share", fmt_pct(ratio(cause_ns, e.basis))),
             ("thread_count", e.threads.to_string()),
             ("cpus", e.cpus.to_string()),
         ],

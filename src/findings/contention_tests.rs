@@ -141,6 +141,13 @@ fn efficiency_thresholds_and_main_cause() {
     assert!(f.title.contains("the allocator"), "{}", f.title);
     assert!(f.remedy.contains("--threads 1,2,4"), "{}", f.remedy);
     assert!(parallel_efficiency(r, &efficient(0.1, 1, "lock")).is_empty());
+    // States covering only part of the capacity: what they do not explain may be other load.
+    let mut partial = efficient(0.2, 4, "lock");
+    for t in partial["threads"].as_array_mut().unwrap() {
+        t["states"]["lock_ns"] = json!(0.1e9);
+        t["states"]["blocked_ns"] = json!(0.0);
+    }
+    assert!(parallel_efficiency(r, &partial).is_empty());
 }
 
 fn cpu_threads(wall: f64, threads: &[(f64, f64, f64)]) -> Value {
@@ -176,6 +183,13 @@ fn efficiency_without_states_uses_cpu_time() {
     assert!(parallel_efficiency(r, &cpu_threads(wall, &[(0.3e9, 0.0, 0.0)])).is_empty());
     let busy = cpu_threads(wall, &[(0.98e9, 0.0, 0.0), (0.97e9, 0.0, 0.0)]);
     assert!(parallel_efficiency(r, &busy).is_empty());
+    // Compute threads slowed down by other load on the machine: CPU time far below wall time but
+    // no recorded cause.
+    let loaded = cpu_threads(
+        wall,
+        &[(0.25e9, 0.0, 0.0), (0.25e9, 0.0, 0.0), (1e6, 0.0, 0.0)],
+    );
+    assert!(parallel_efficiency(r, &loaded).is_empty());
     // Too short to judge.
     let short = r.param("min_wall_ns") * 0.5;
     let brief = cpu_threads(short, &[(0.1 * short, 0.0, 0.0), (0.1 * short, 0.0, 0.0)]);
