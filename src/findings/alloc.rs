@@ -50,6 +50,30 @@ fn share_at_most(hist: &[Value], max_bytes: f64) -> f64 {
     ratio(small, total)
 }
 
+/// Allocation sites grouped by user frame (one frame can reach the allocator by several stacks),
+/// keeping sites whose mean request size passes `keep`: (user frame, calls, bytes), most calls first.
+fn requests_by_user_frame(r: &Value, keep: impl Fn(f64) -> bool) -> Vec<(String, f64, f64)> {
+    let mut by_user: Vec<(String, f64, f64)> = Vec::new();
+    for site in array(r, &["alloc", "sites"]) {
+        let (Some(calls), Some(bytes)) = (num(site, &["calls"]), num(site, &["bytes"])) else {
+            continue;
+        };
+        if calls <= 0.0 || !keep(bytes / calls) {
+            continue;
+        }
+        let user = user_frame_text(site).unwrap_or_else(|| "an unknown frame".into());
+        match by_user.iter_mut().find(|u| u.0 == user) {
+            Some(u) => {
+                u.1 += calls;
+                u.2 += bytes;
+            }
+            None => by_user.push((user, calls, bytes)),
+        }
+    }
+    by_user.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_user
+}
+
 pub fn small_allocations(rule: &Rule, r: &Value) -> Vec<Finding> {
     let Some((calls, alloc_share)) = busy_allocator(rule, r) else {
         return vec![];
@@ -73,25 +97,7 @@ pub fn small_allocations(rule: &Rule, r: &Value) -> Vec<Finding> {
             fmt_pct(alloc_share)
         ),
     ];
-    // Small sites grouped by user frame (one frame can reach the allocator by several stacks).
-    let mut by_user: Vec<(String, f64, f64)> = Vec::new();
-    for site in array(r, &["alloc", "sites"]) {
-        let (Some(site_calls), Some(bytes)) = (num(site, &["calls"]), num(site, &["bytes"])) else {
-            continue;
-        };
-        if site_calls <= 0.0 || bytes / site_calls > max_bytes {
-            continue;
-        }
-        let user = user_frame_text(site).unwrap_or_else(|| "an unknown frame".into());
-        match by_user.iter_mut().find(|u| u.0 == user) {
-            Some(u) => {
-                u.1 += site_calls;
-                u.2 += bytes;
-            }
-            None => by_user.push((user, site_calls, bytes)),
-        }
-    }
-    by_user.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let by_user = requests_by_user_frame(r, |mean| mean <= max_bytes);
     let requests = allocation_requests(r, calls);
     for (user, site_calls, bytes) in by_user.iter().take(rule.param("top_sites") as usize) {
         evidence.push(format!(
@@ -246,15 +252,10 @@ pub fn allocator_time(rule: &Rule, r: &Value) -> Vec<Finding> {
         None => (global, "the threads' CPU time".to_string()),
     };
     let requests = allocation_requests(r, calls);
-    let top_site = array(r, &["alloc", "sites"])
-        .iter()
-        .filter_map(|s| Some((s, num(s, &["calls"])?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((site, site_calls)) = top_site {
+    if let Some((user, site_calls, _)) = requests_by_user_frame(r, |_| true).first() {
         evidence.push(format!(
-            "the most frequent caller is {} with {} of allocation requests",
-            user_frame_text(site).unwrap_or_else(|| "an unknown frame".into()),
-            fmt_pct(ratio(site_calls, requests).min(1.0))
+            "the most frequent caller is {user} with {} of allocation requests",
+            fmt_pct(ratio(*site_calls, requests).min(1.0))
         ));
     }
     let mut functions: Vec<(&String, f64, f64)> = r["alloc"]["functions"]
