@@ -1,10 +1,10 @@
 //! Detectors over the allocator figures: small allocations, allocation inside library calls,
-//! allocator time, cross-thread frees and phases whose allocator calls are slower than elsewhere.
+//! allocator time and cross-thread frees.
 
 use super::rules::Rule;
 use super::view::{array, num, ratio, short_function, user_frame_text};
 use super::{Finding, build};
-use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct};
+use crate::util::{fmt_count, fmt_ns, fmt_pct};
 use serde_json::Value;
 
 /// The allocator's share of the threads' CPU time (of their wall time without thread figures).
@@ -315,99 +315,6 @@ pub fn cross_thread_frees(rule: &Rule, r: &Value) -> Vec<Finding> {
         &[("share", fmt_pct(share))],
         evidence,
     )]
-}
-
-/// A phase's mean time per call of `function`, when it has enough calls and timed calls.
-fn phase_mean(rule: &Rule, phase: &Value, function: &str) -> Option<f64> {
-    let f = phase.get("alloc")?.get("functions")?.get(function)?;
-    let enough = num(f, &["calls"])? >= rule.param("min_calls")
-        && num(f, &["timed_calls"])? >= rule.param("min_timed");
-    enough.then(|| num(f, &["mean_ns"])).flatten()
-}
-
-fn heap_text(heap: &Value) -> Option<String> {
-    if heap.get("glibc").and_then(Value::as_bool) != Some(true) {
-        return None;
-    }
-    Some(format!(
-        "{} free chunks ({}, {} of them in fast bins) and {} in use",
-        fmt_count(num(heap, &["free_chunks"])? as u64),
-        fmt_bytes(num(heap, &["free_bytes"])? as u64),
-        fmt_count(num(heap, &["fastbin_chunks"]).unwrap_or(0.0) as u64),
-        fmt_bytes(num(heap, &["in_use_bytes"]).unwrap_or(0.0) as u64)
-    ))
-}
-
-pub fn phase_slowdowns(rule: &Rule, r: &Value) -> Vec<Finding> {
-    let phases = array(r, &["phases"]);
-    let same_work =
-        |a: &Value, b: &Value| a.get("name") == b.get("name") && a.get("depth") == b.get("depth");
-    let label = |p: &Value| {
-        p.get("label")
-            .or_else(|| p.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string()
-    };
-    let mut found = Vec::new();
-    for function in rule.param_strings("functions") {
-        for (i, phase) in phases.iter().enumerate() {
-            let Some(mean) = phase_mean(rule, phase, &function) else {
-                continue;
-            };
-            // Only the same phase run again (same name and depth) is the same work to compare.
-            let baseline = phases
-                .iter()
-                .enumerate()
-                .filter(|(j, o)| *j != i && same_work(o, phase))
-                .filter_map(|(_, o)| phase_mean(rule, o, &function).map(|m| (m, o)))
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            let Some((base_mean, base)) = baseline else {
-                continue;
-            };
-            let factor = ratio(mean, base_mean);
-            let Some(severity) = rule.severity_of(factor) else {
-                continue;
-            };
-            let heap = phase.get("heap_before").and_then(heap_text);
-            let base_heap = base.get("heap_before").and_then(heap_text);
-            let heap_state = match (&heap, &base_heap) {
-                (Some(h), Some(b)) => format!(
-                    "when it began the heap held {h}, versus {b} when \"{}\" began",
-                    label(base)
-                ),
-                (Some(h), None) => format!("when it began the heap held {h}"),
-                _ => "no glibc heap snapshot was taken when it began".to_string(),
-            };
-            let evidence = vec![
-                format!(
-                    "{function}: {} per call in \"{}\" versus {} in \"{}\"",
-                    fmt_ns(mean),
-                    label(phase),
-                    fmt_ns(base_mean),
-                    label(base)
-                ),
-                heap_state,
-            ];
-            found.push((
-                factor,
-                build(
-                    rule,
-                    r,
-                    severity,
-                    &[
-                        ("function", function.clone()),
-                        ("ratio", format!("{factor:.1}")),
-                        ("phase", label(phase)),
-                        ("baseline", label(base)),
-                    ],
-                    evidence,
-                ),
-            ));
-        }
-    }
-    found.sort_by(|a, b| b.0.total_cmp(&a.0));
-    found.into_iter().take(3).map(|(_, f)| f).collect()
 }
 
 #[cfg(test)]

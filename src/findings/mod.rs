@@ -5,6 +5,7 @@
 
 mod alloc;
 mod contention;
+mod phase;
 mod rules;
 #[cfg(test)]
 mod test_support;
@@ -57,7 +58,7 @@ fn detector(name: &str) -> Option<Detector> {
         "library_call" => alloc::library_hotspots,
         "allocator_time" => alloc::allocator_time,
         "cross_thread_frees" => alloc::cross_thread_frees,
-        "phase_slowdown" => alloc::phase_slowdowns,
+        "phase_slowdown" => phase::phase_slowdowns,
         "pthread_lock" => contention::pthread_locks,
         "internal_lock" => contention::internal_locks,
         "atomic" => contention::atomics,
