@@ -1,5 +1,5 @@
 //! Detectors over waiting: pthread lock contention, locks inside the C library and atomics (from
-//! thread-state sampling, docs/STATES.md), and parallel efficiency with its main cause.
+//! thread-state sampling, docs/STATES.md).
 
 use super::rules::Rule;
 use super::view::{array, num, ratio, user_frame_text};
@@ -8,7 +8,7 @@ use crate::util::{fmt_count, fmt_ns, fmt_pct};
 use serde_json::Value;
 
 /// The thread-state categories other than computation, with the words used for them.
-const CATEGORIES: [(&str, &str); 6] = [
+pub const CATEGORIES: [(&str, &str); 6] = [
     ("allocator_ns", "the allocator"),
     ("lock_ns", "lock waits"),
     ("atomic_ns", "atomic operations"),
@@ -21,7 +21,7 @@ const CATEGORIES: [(&str, &str); 6] = [
 ];
 
 /// The total of a thread's sampled states.
-fn states_total(states: &Value) -> f64 {
+pub fn states_total(states: &Value) -> f64 {
     num(states, &["compute_ns"]).unwrap_or(0.0)
         + CATEGORIES
             .iter()
@@ -214,147 +214,6 @@ pub fn internal_locks(rule: &Rule, r: &Value) -> Vec<Finding> {
 
 pub fn atomics(rule: &Rule, r: &Value) -> Vec<Finding> {
     state_findings(rule, r, "atomic", "atomic_ns")
-}
-
-/// Efficiency with the time of each non-compute part the profile can attribute, and the time it
-/// cannot (off-CPU for a reason it does not record).
-struct Efficiency {
-    value: f64,
-    threads: f64,
-    cpus: f64,
-    /// The time `value` and the parts are shares of.
-    basis: f64,
-    parts: Vec<(&'static str, f64)>,
-    unattributed: f64,
-    /// Whether `value` counts the unattributed time as lost (the sampled states' definition).
-    value_counts_unattributed: bool,
-}
-
-const UNATTRIBUTED_MEANING: &str = "not counted as a cause: the profile cannot attribute it (sleep, I/O or \
-     waits it does not intercept, or waiting for a CPU on a busy machine)";
-
-fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
-    let pe = r.get("parallel_efficiency")?;
-    let value = num(pe, &["value"])?;
-    let threads = num(pe, &["threads"])?;
-    let cpus = num(pe, &["cpus"])?;
-    let wall = num(pe, &["wall_ns"])?;
-    if threads < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
-        return None;
-    }
-    let capacity = wall * threads.min(cpus);
-    let all = array(r, &["threads"]);
-    let parts: Vec<(&'static str, f64)> = CATEGORIES
-        .iter()
-        .map(|(k, name)| {
-            (
-                *name,
-                all.iter().filter_map(|t| num(t, &["states", k])).sum(),
-            )
-        })
-        .collect();
-    let sampled: f64 = all
-        .iter()
-        .filter_map(|t| t.get("states").map(states_total))
-        .sum();
-    Some(Efficiency {
-        value,
-        threads,
-        cpus,
-        basis: capacity,
-        parts,
-        unattributed: (capacity - sampled).max(0.0),
-        value_counts_unattributed: true,
-    })
-}
-
-/// Without sampled states: computation (CPU time outside the allocator) against computation plus
-/// the allocator and lock waits. Other off-CPU time is left out: from CPU and wall times alone,
-/// waiting for a CPU on a loaded machine looks exactly like a program that sleeps.
-fn from_cpu_time(rule: &Rule, r: &Value) -> Option<Efficiency> {
-    let wall = num(r, &["wall_ns"])?;
-    let cpus = num(r, &["ncpus"])?;
-    let all = array(r, &["threads"]);
-    // Threads that worked or waited for a lock to work; a main thread waiting in join is not one.
-    let field = |t: &Value, k: &str| num(t, &[k]).unwrap_or(0.0);
-    let active = all
-        .iter()
-        .filter(|t| {
-            field(t, "cpu_ns") + field(t, "lock_wait_ns") >= rule.param("active_cpu_share") * wall
-        })
-        .count() as f64;
-    if active < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
-        return None;
-    }
-    let cpu: f64 = all.iter().map(|t| field(t, "cpu_ns")).sum();
-    let alloc: f64 = all
-        .iter()
-        .map(|t| field(t, "alloc_ns").min(field(t, "cpu_ns")))
-        .sum();
-    let lock: f64 = all.iter().map(|t| field(t, "lock_wait_ns")).sum();
-    let compute = cpu - alloc;
-    let basis = compute + alloc + lock;
-    Some(Efficiency {
-        value: ratio(compute, basis),
-        threads: active,
-        cpus,
-        basis,
-        parts: vec![("the allocator", alloc), ("lock waits", lock)],
-        unattributed: (wall * active.min(cpus) - cpu - lock).max(0.0),
-        value_counts_unattributed: false,
-    })
-}
-
-pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
-    let Some(e) = from_states(rule, r).or_else(|| from_cpu_time(rule, r)) else {
-        return vec![];
-    };
-    let mut parts = e.parts.clone();
-    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let Some(&(cause_name, cause_ns)) = parts.first() else {
-        return vec![];
-    };
-    // When the efficiency counts time the profile cannot attribute and that time outweighs every
-    // known cause, the loss may be the machine's (other load), not the program's: no finding.
-    if cause_ns <= 0.0 || (e.value_counts_unattributed && e.unattributed > cause_ns) {
-        return vec![];
-    }
-    let Some(severity) = rule.severity_of(e.value) else {
-        return vec![];
-    };
-    let mut evidence = vec![format!(
-        "{} threads on {} CPUs: computation {}, {} of the threads' time",
-        e.threads,
-        e.cpus,
-        fmt_ns(e.value * e.basis),
-        fmt_pct(e.value)
-    )];
-    for (name, ns) in parts.iter().filter(|p| p.1 > 0.0).take(3) {
-        evidence.push(format!(
-            "{name}: {} ({})",
-            fmt_ns(*ns),
-            fmt_pct(ratio(*ns, e.basis))
-        ));
-    }
-    if e.unattributed > 0.0 {
-        evidence.push(format!(
-            "{} more off-CPU, {UNATTRIBUTED_MEANING}",
-            fmt_ns(e.unattributed)
-        ));
-    }
-    vec![build(
-        rule,
-        r,
-        severity,
-        &[
-            ("efficiency", fmt_pct(e.value)),
-            ("cause_name", cause_name.to_string()),
-            ("cause_share", fmt_pct(ratio(cause_ns, e.basis))),
-            ("thread_count", e.threads.to_string()),
-            ("cpus", e.cpus.to_string()),
-        ],
-        evidence,
-    )]
 }
 
 #[cfg(test)]

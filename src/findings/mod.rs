@@ -5,6 +5,7 @@
 
 mod alloc;
 mod contention;
+mod efficiency;
 mod phase;
 mod rules;
 #[cfg(test)]
@@ -62,7 +63,7 @@ fn detector(name: &str) -> Option<Detector> {
         "pthread_lock" => contention::pthread_locks,
         "internal_lock" => contention::internal_locks,
         "atomic" => contention::atomics,
-        "parallel_efficiency" => contention::parallel_efficiency,
+        "parallel_efficiency" => efficiency::parallel_efficiency,
         _ => return None,
     })
 }
