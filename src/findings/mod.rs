@@ -1,9 +1,16 @@
 //! Findings: what a profile's figures mean, why, and what to do about it. Each finding is derived
 //! from the report's JSON (schema stallscope.report/1), so the engine reads exactly what users see.
-//!
-//! Interface fixed first so that `report`, `html` and `demo` can be built against it; the rules
-//! themselves live with the engine.
-#![allow(dead_code)] // until report, html and demo call it
+//! The rules and their thresholds are data (`rules.json`, documented in docs/FINDINGS.md); the
+//! detectors here turn a rule and a report into findings.
+
+mod alloc;
+mod contention;
+mod efficiency;
+mod phase;
+mod rules;
+#[cfg(test)]
+mod test_support;
+mod view;
 
 use crate::util::Style;
 use serde::Serialize;
@@ -15,6 +22,17 @@ pub enum Severity {
     Medium,
     Low,
     Info,
+}
+
+impl Severity {
+    fn label(self) -> &'static str {
+        match self {
+            Severity::High => "HIGH",
+            Severity::Medium => "MEDIUM",
+            Severity::Low => "LOW",
+            Severity::Info => "INFO",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -32,16 +50,124 @@ pub struct Finding {
     pub remedy: String,
 }
 
+type Detector = fn(&rules::Rule, &serde_json::Value) -> Vec<Finding>;
+
+/// The detector of each `detector` name used in rules.json.
+fn detector(name: &str) -> Option<Detector> {
+    Some(match name {
+        "small_allocations" => alloc::small_allocations,
+        "library_call" => alloc::library_hotspots,
+        "allocator_time" => alloc::allocator_time,
+        "cross_thread_frees" => alloc::cross_thread_frees,
+        "phase_slowdown" => phase::phase_slowdowns,
+        "pthread_lock" => contention::pthread_locks,
+        "internal_lock" => contention::internal_locks,
+        "atomic" => contention::atomics,
+        "parallel_efficiency" => efficiency::parallel_efficiency,
+        _ => return None,
+    })
+}
+
+/// A finding of `rule`, its texts filled from `values` and the bench commands for `report`.
+fn build(
+    rule: &rules::Rule,
+    report: &serde_json::Value,
+    severity: Severity,
+    values: &[(&str, String)],
+    evidence: Vec<String>,
+) -> Finding {
+    let mut values = values.to_vec();
+    values.push(("bench_allocators", view::bench_allocators(report)));
+    values.push(("bench_threads", view::bench_threads(report)));
+    Finding {
+        id: rule.id.clone(),
+        severity,
+        title: rules::fill(&rule.title, &values),
+        evidence,
+        cause: rules::fill(&rule.cause, &values),
+        remedy: rules::fill(&rule.remedy, &values),
+    }
+}
+
 /// The findings for one report (the value of `report::report_value`), most severe first.
-pub fn evaluate(_report: &serde_json::Value) -> Vec<Finding> {
-    Vec::new()
+pub fn evaluate(report: &serde_json::Value) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = rules::rules()
+        .iter()
+        .filter_map(|rule| detector(&rule.detector).map(|d| d(rule, report)))
+        .flatten()
+        .collect();
+    findings.sort_by_key(|f| f.severity); // stable: rules.json order within a severity
+    findings
 }
 
 /// The findings as terminal text (empty when there are none).
-pub fn render_text(findings: &[Finding], _style: Style) -> String {
-    let mut out = String::new();
-    for f in findings {
-        out.push_str(&format!("[{:?}] {}\n", f.severity, f.title));
+pub fn render_text(findings: &[Finding], style: Style) -> String {
+    if findings.is_empty() {
+        return String::new();
     }
+    let mut out = format!("{}\n", style.bold("Findings"));
+    for f in findings {
+        let label = format!("{:<6}", f.severity.label());
+        let label = match f.severity {
+            Severity::High | Severity::Medium => style.warn(&label),
+            Severity::Low | Severity::Info => label,
+        };
+        out.push_str(&format!("  {label} {} [{}]\n", style.bold(&f.title), f.id));
+        for e in &f.evidence {
+            out.push_str(&format!("         - {e}\n"));
+        }
+        out.push_str(&format!("         {} {}\n", style.dim("cause: "), f.cause));
+        out.push_str(&format!("         {} {}\n", style.dim("remedy:"), f.remedy));
+    }
+    out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_rule_has_a_detector() {
+        for rule in rules::rules() {
+            assert!(detector(&rule.detector).is_some(), "{}", rule.detector);
+        }
+    }
+
+    #[test]
+    fn empty_and_odd_reports_give_no_finding_and_no_panic() {
+        for report in [
+            json!({}),
+            json!(null),
+            json!([]),
+            json!({"alloc": {}, "threads": [], "locks": [], "phases": []}),
+            json!({"alloc": null, "threads": [{}], "locks": [{}], "phases": [{}]}),
+            json!({"alloc": {"total_calls": "x", "sites": [{"user_frame": 99}]}, "threads": "no"}),
+        ] {
+            assert!(evaluate(&report).is_empty(), "{report}");
+        }
+    }
+
+    #[test]
+    fn render_text_lists_severity_title_and_remedy() {
+        let f = Finding {
+            id: "x".into(),
+            severity: Severity::High,
+            title: "A title".into(),
+            evidence: vec!["e1".into()],
+            cause: "c".into(),
+            remedy: "r".into(),
+        };
+        let text = render_text(&[f], Style { enabled: false });
+        assert!(
+            text.starts_with("Findings\n  HIGH   A title [x]\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- e1") && text.contains("remedy: r"),
+            "{text}"
+        );
+        assert_eq!(render_text(&[], Style { enabled: false }), "");
+    }
 }

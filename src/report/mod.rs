@@ -8,6 +8,7 @@ pub mod states_render;
 pub mod summary;
 pub mod text;
 
+use crate::findings;
 use crate::profile;
 use crate::util::Style;
 use std::path::PathBuf;
@@ -25,7 +26,8 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 }
 
-/// The JSON report of one profile (schema stallscope.report/1): the summary, its sites and phases.
+/// The JSON report of one profile (schema stallscope.report/1): the summary, its sites, phases,
+/// and the findings drawn from all of them.
 pub fn report_value(
     s: &summary::Summary,
     path: &str,
@@ -39,6 +41,10 @@ pub fn report_value(
         }
     }
     states_render::add_json_keys(&mut value, st.sampling.as_ref(), st.report.as_ref());
+    let found = findings::evaluate(&value);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("findings".to_string(), serde_json::json!(found));
+    }
     value
 }
 
@@ -84,6 +90,9 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             if i > 0 {
                 println!();
             }
+            // Findings first: what the figures below mean and what to do.
+            let found = findings::evaluate(&report_value(s, path, ph, st));
+            print!("{}", findings::render_text(&found, style));
             print!("{}", text::render(s, path, style, args.stacks));
             print!("{}", phases::render_text(ph, style));
             if let Some(r) = &st.report {

@@ -1,0 +1,171 @@
+//! The rules as data: `rules.json` (embedded) holds each rule's detector, thresholds and texts, so
+//! that a threshold is changed in one documented place (docs/FINDINGS.md says why each is where it is).
+
+use super::Severity;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::sync::OnceLock;
+
+#[derive(Debug, Deserialize)]
+struct RuleFile {
+    rules: Vec<Rule>,
+}
+
+/// Whether a larger measure is worse (`above`, the default) or a smaller one (`below`).
+#[derive(Debug, Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    #[default]
+    Above,
+    Below,
+}
+
+/// The measure at which each severity starts; a missing level is never reached.
+#[derive(Debug, Deserialize)]
+pub struct Thresholds {
+    pub info: Option<f64>,
+    pub low: Option<f64>,
+    pub medium: Option<f64>,
+    pub high: Option<f64>,
+}
+
+/// A family of library functions, recognised by substrings of a frame's function name.
+#[derive(Debug, Deserialize)]
+pub struct Family {
+    pub name: String,
+    pub patterns: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Rule {
+    pub id: String,
+    pub detector: String,
+    #[serde(default)]
+    pub params: Map<String, Value>,
+    pub severity: Thresholds,
+    #[serde(default)]
+    pub direction: Direction,
+    #[serde(default)]
+    pub families: Vec<Family>,
+    pub title: String,
+    pub cause: String,
+    pub remedy: String,
+}
+
+impl Rule {
+    /// A numeric parameter; the embedded rules are checked by a test to carry every one used.
+    pub fn param(&self, name: &str) -> f64 {
+        self.params
+            .get(name)
+            .and_then(Value::as_f64)
+            .unwrap_or_else(|| panic!("rule {} lacks numeric parameter {name}", self.id))
+    }
+
+    pub fn param_strings(&self, name: &str) -> Vec<String> {
+        self.params
+            .get(name)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The severity that `measure` reaches, if any.
+    pub fn severity_of(&self, measure: f64) -> Option<Severity> {
+        if !measure.is_finite() {
+            return None;
+        }
+        let reached = |t: Option<f64>| {
+            t.is_some_and(|t| match self.direction {
+                Direction::Above => measure >= t,
+                Direction::Below => measure < t,
+            })
+        };
+        let s = &self.severity;
+        if reached(s.high) {
+            Some(Severity::High)
+        } else if reached(s.medium) {
+            Some(Severity::Medium)
+        } else if reached(s.low) {
+            Some(Severity::Low)
+        } else if reached(s.info) {
+            Some(Severity::Info)
+        } else {
+            None
+        }
+    }
+}
+
+const RULES_JSON: &str = include_str!("rules.json");
+
+/// The embedded rules, parsed once.
+pub fn rules() -> &'static [Rule] {
+    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        serde_json::from_str::<RuleFile>(RULES_JSON)
+            .expect("src/findings/rules.json is valid")
+            .rules
+    })
+}
+
+/// Replaces each `{name}` in `template` by its value; unknown placeholders stay as written.
+pub fn fill(template: &str, values: &[(&str, String)]) -> String {
+    let mut out = template.to_string();
+    for (name, value) in values {
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_rules_parse_with_unique_ids_and_ordered_thresholds() {
+        let rules = rules();
+        assert!(rules.len() >= 9);
+        let mut ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), rules.len(), "duplicate rule ids");
+        for r in rules {
+            let levels: Vec<f64> = [
+                r.severity.info,
+                r.severity.low,
+                r.severity.medium,
+                r.severity.high,
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            assert!(!levels.is_empty(), "{} has no threshold", r.id);
+            let ordered = levels.windows(2).all(|w| match r.direction {
+                Direction::Above => w[0] < w[1],
+                Direction::Below => w[0] > w[1],
+            });
+            assert!(ordered, "{} thresholds out of order", r.id);
+        }
+    }
+
+    #[test]
+    fn severity_follows_direction() {
+        let rules = rules();
+        let eff = rules
+            .iter()
+            .find(|r| r.direction == Direction::Below)
+            .unwrap();
+        assert_eq!(eff.severity_of(0.0), Some(Severity::High));
+        assert_eq!(eff.severity_of(1.0), None);
+        assert_eq!(eff.severity_of(f64::NAN), None);
+    }
+
+    #[test]
+    fn fill_replaces_known_placeholders_only() {
+        let s = fill("{a} and {b}", &[("a", "x".to_string())]);
+        assert_eq!(s, "x and {b}");
+    }
+}

@@ -1,0 +1,44 @@
+//! Helpers of the detectors' unit tests: the embedded rules by id and the thresholds around which
+//! each severity changes.
+
+use super::Severity;
+use super::rules::{Direction, Rule, rules};
+
+pub fn rule(id: &str) -> &'static Rule {
+    rules().iter().find(|r| r.id == id).expect("rule exists")
+}
+
+/// Each (threshold, severity) of `rule`, so tests probe just under and just over every level.
+pub fn levels(rule: &Rule) -> Vec<(f64, Severity)> {
+    let s = &rule.severity;
+    [
+        (s.info, Severity::Info),
+        (s.low, Severity::Low),
+        (s.medium, Severity::Medium),
+        (s.high, Severity::High),
+    ]
+    .into_iter()
+    .filter_map(|(t, sev)| t.map(|t| (t, sev)))
+    .collect()
+}
+
+/// A measure just on the quiet side of `t` and just on the reached side.
+pub fn around(rule: &Rule, t: f64) -> (f64, f64) {
+    let eps = t.abs() * 0.01 + 1e-6;
+    match rule.direction {
+        Direction::Above => (t - eps, t + eps),
+        Direction::Below => (t + eps, t - eps),
+    }
+}
+
+/// Checks that `severity_at(measure)` is one level less severe just before each threshold and that
+/// level just after (`None` before the first).
+pub fn check_levels(rule: &Rule, severity_at: impl Fn(f64) -> Option<Severity>) {
+    let mut before = None;
+    for (t, sev) in levels(rule) {
+        let (under, over) = around(rule, t);
+        assert_eq!(severity_at(under), before, "{} just before {t}", rule.id);
+        assert_eq!(severity_at(over), Some(sev), "{} just after {t}", rule.id);
+        before = Some(sev);
+    }
+}

@@ -1,0 +1,212 @@
+//! The findings engine on real profiles of small programs (tests/findings_programs/): each problem
+//! program gets the finding naming its user function, and programs without a problem get none.
+
+mod common;
+
+use common::{TempDir, compile_file, profile, report_json, stallscope};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// Compiles tests/findings_programs/`source`, profiles it and returns its report JSON and profile.
+fn profiled(dir: &TempDir, source: &str) -> (Value, std::path::PathBuf) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/findings_programs")
+        .join(source);
+    let exe = compile_file(dir.path(), &src, &[]);
+    let name = format!("{}.prof", exe.file_name().unwrap().to_str().unwrap());
+    let (_, prof) = profile(dir.path(), &name, &["-q"], &[&exe], 0);
+    (report_json(&prof), prof)
+}
+
+fn findings(report: &Value) -> &[Value] {
+    report["findings"]
+        .as_array()
+        .expect("report JSON has a findings array")
+}
+
+fn finding<'a>(report: &'a Value, id: &str) -> &'a Value {
+    findings(report)
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| {
+            panic!(
+                "no {id} finding in\n{}",
+                serde_json::to_string_pretty(&report["findings"]).unwrap()
+            )
+        })
+}
+
+/// The finding's title and evidence as one text, for naming checks.
+fn text_of(f: &Value) -> String {
+    let evidence: Vec<&str> = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    format!("{}\n{}", f["title"].as_str().unwrap(), evidence.join("\n"))
+}
+
+fn assert_well_formed(report: &Value) {
+    for f in findings(report) {
+        for key in ["id", "title", "cause", "remedy"] {
+            assert!(
+                f[key].as_str().is_some_and(|s| !s.is_empty()),
+                "{key} in {f}"
+            );
+        }
+        assert!(
+            ["high", "medium", "low", "info"].contains(&f["severity"].as_str().unwrap()),
+            "{f}"
+        );
+        assert!(
+            f["evidence"].as_array().is_some_and(|e| !e.is_empty()),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn tiny_allocations_in_threads_name_the_user_function() {
+    let dir = TempDir::new("findings-tiny");
+    let (report, _) = profiled(&dir, "tiny_allocs_threads.c");
+    assert_well_formed(&report);
+    let small = finding(&report, "small-allocations");
+    assert!(
+        text_of(small).contains("build_tokens"),
+        "{}",
+        text_of(small)
+    );
+    assert_ne!(small["severity"], "info", "{small}");
+    let time = finding(&report, "allocator-time");
+    assert!(text_of(time).contains("build_tokens"), "{}", text_of(time));
+    let remedy = time["remedy"].as_str().unwrap();
+    assert!(
+        remedy.contains("stallscope bench --allocators glibc,jemalloc,mimalloc")
+            && remedy.contains("tiny_allocs_threads"),
+        "{remedy}"
+    );
+}
+
+#[test]
+fn two_threads_on_one_mutex_name_the_waiter() {
+    let dir = TempDir::new("findings-mutex");
+    let (report, _) = profiled(&dir, "mutex_waiters.c");
+    assert_well_formed(&report);
+    let lock = finding(&report, "lock-contention");
+    assert!(
+        lock["title"]
+            .as_str()
+            .unwrap()
+            .contains("update_shared_counter"),
+        "{lock}"
+    );
+    let efficiency = finding(&report, "parallel-efficiency");
+    assert!(
+        efficiency["title"].as_str().unwrap().contains("lock waits"),
+        "{efficiency}"
+    );
+    assert!(
+        lock["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("stallscope bench --threads 1,2,4"),
+        "{lock}"
+    );
+}
+
+/// glibc's sprintf does not allocate for plain conversions (the profile of sprintf_loop.c holds a
+/// single allocator call, stdout's buffer), so the library hot spot is shown with stream
+/// extraction, which allocates in every `>>` into a long std::string.
+#[test]
+fn stream_extraction_is_a_library_hot_spot_naming_the_caller() {
+    let dir = TempDir::new("findings-stream");
+    let (report, _) = profiled(&dir, "stream_parse.cpp");
+    assert_well_formed(&report);
+    let hotspots: Vec<&Value> = findings(&report)
+        .iter()
+        .filter(|f| f["id"] == "library-allocation-hotspot")
+        .collect();
+    let extraction = hotspots
+        .iter()
+        .find(|f| f["title"].as_str().unwrap().contains("stream extraction"))
+        .unwrap_or_else(|| panic!("no stream extraction hot spot in {hotspots:?}"));
+    let title = extraction["title"].as_str().unwrap();
+    assert!(
+        title.contains("operator>>") && title.contains("parse_records"),
+        "{title}"
+    );
+}
+
+#[test]
+fn programs_without_a_problem_get_no_finding() {
+    let dir = TempDir::new("findings-quiet");
+    for source in [
+        "compute_only.c",
+        "compute_threads.c",
+        "trivial.c",
+        "sprintf_loop.c",
+    ] {
+        let (report, _) = profiled(&dir, source);
+        let loud: Vec<&Value> = findings(&report)
+            .iter()
+            .filter(|f| f["severity"] != "info")
+            .collect();
+        assert!(loud.is_empty(), "{source}: {loud:?}");
+        if source == "sprintf_loop.c" {
+            let calls = report["alloc"]["total_calls"].as_u64().unwrap();
+            assert!(calls < 100, "glibc's sprintf now allocates: {calls} calls");
+        }
+    }
+}
+
+#[test]
+fn report_text_shows_findings_first() {
+    let dir = TempDir::new("findings-text");
+    let (_, prof) = profiled(&dir, "mutex_waiters.c");
+    let out = Command::new(stallscope())
+        .arg("report")
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Findings\n"), "{text}");
+    let lock = text
+        .find("[lock-contention]")
+        .expect("lock finding in text");
+    let summary = text.find("stallscope profile").expect("summary in text");
+    assert!(lock < summary, "{text}");
+}
+
+/// tests/programs/heap_order.cpp runs the same insert benchmark before and after churning the heap
+/// through large node containers: the second run's `malloc` is slower per call, and the finding
+/// gives the heap it started with.
+#[test]
+fn a_phase_slowed_by_a_churned_heap_is_found_with_its_heap_state() {
+    let dir = TempDir::new("findings-phase");
+    let include = format!(
+        "-I{}",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("include")
+            .display()
+    );
+    let exe = common::compile(dir.path(), "heap_order.cpp", &["-O2", &include]);
+    let (_, prof) = profile(
+        dir.path(),
+        "heap_order.prof",
+        &["-q"],
+        &[exe.to_str().unwrap(), "300000"],
+        0,
+    );
+    let report = report_json(&prof);
+    assert_well_formed(&report);
+    let slow = finding(&report, "allocator-slow-phase");
+    let text = text_of(slow);
+    assert!(
+        text.contains("\"insert #2\"") && text.contains("\"insert #1\""),
+        "{text}"
+    );
+    assert!(text.contains("free chunks"), "{text}");
+}
