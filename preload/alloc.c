@@ -108,6 +108,79 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
         }                                                                                                   \
     } while (0)
 
+/* ---- cross-thread frees (glibc's allocator only) ----
+ * A chunk's header says which arena holds it: the main arena, or (NON_MAIN_ARENA bit) the arena
+ * whose heap_info starts at the chunk's address rounded down to HEAP_MAX_SIZE (64 MiB on 64-bit).
+ * glibc gives threads their own arenas (up to 8 per core). Sampled allocations note which thread
+ * last allocated from each arena; a sampled free of a chunk whose arena another thread allocates
+ * from is a free of memory another thread allocated. Threads that share an arena are told apart
+ * only as far as the last allocator is (an undercount). */
+#define SS_CHUNK_MMAPPED 2u
+#define SS_CHUNK_NON_MAIN_ARENA 4u
+#define SS_HEAP_MAX_SIZE (64ul * 1024 * 1024)
+#define SS_MAIN_ARENA ((uintptr_t)1)
+#define SS_ARENA_SLOTS 256u
+
+static struct {
+    uintptr_t arena; /* 0: free; claimed with a CAS */
+    uint32_t serial;  /* the thread that last allocated from it (sampled) */
+} ss_arena_owner[SS_ARENA_SLOTS];
+
+static inline uintptr_t ss_arena_of(const void *p) {
+    size_t size = ((const size_t *)p)[-1];
+    if (size & SS_CHUNK_MMAPPED) return 0;
+    if (!(size & SS_CHUNK_NON_MAIN_ARENA)) return SS_MAIN_ARENA;
+    return *(const uintptr_t *)((uintptr_t)p & ~(SS_HEAP_MAX_SIZE - 1));
+}
+
+/* The slot of an arena (claimed if `claim`), or NULL. */
+static uint32_t *ss_arena_slot(uintptr_t arena, int claim) {
+    uint32_t h = (uint32_t)((arena >> 12) * 0x9E3779B1u);
+    for (uint32_t i = 0; i < SS_ARENA_SLOTS; i++) {
+        uint32_t s = (h + i) % SS_ARENA_SLOTS;
+        uintptr_t cur = __atomic_load_n(&ss_arena_owner[s].arena, __ATOMIC_ACQUIRE);
+        if (cur == arena) return &ss_arena_owner[s].serial;
+        if (cur == 0) {
+            if (!claim) return NULL;
+            uintptr_t expected = 0;
+            if (__atomic_compare_exchange_n(&ss_arena_owner[s].arena, &expected, arena, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE) ||
+                expected == arena)
+                return &ss_arena_owner[s].serial;
+        }
+    }
+    return NULL;
+}
+
+/* Called on sampled allocations only (after the fast path has returned). Serials count from 0,
+ * so the slot stores serial + 1 (0: not yet known). */
+static inline void ss_note_arena(struct ss_thread *t, const void *p) {
+    if (!p || ss_guard_calls || ss_is_bootstrap(p)) return;
+    uintptr_t a = ss_arena_of(p);
+    uint32_t *owner = a ? ss_arena_slot(a, 1) : NULL;
+    if (owner && SS_LOAD(*owner) != t->rec.serial + 1) SS_STORE(*owner, t->rec.serial + 1);
+}
+
+static inline void ss_check_free(struct ss_thread *t, const void *p) {
+    if (!p || ss_guard_calls || ss_is_bootstrap(p)) return;
+    uintptr_t a = ss_arena_of(p);
+    uint32_t *owner = a ? ss_arena_slot(a, 0) : NULL;
+    uint32_t who = owner ? SS_LOAD(*owner) : 0;
+    if (who == 0) return;
+    SS_ADD(t->frees_checked, 1);
+    if (who != t->rec.serial + 1) SS_ADD(t->frees_cross, 1);
+}
+
+int ss_alloc_write(void) {
+    static struct ss_cross_frees_entry buf[4096];
+    uint32_t n = 0;
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t && n < 4096; t = t->next) {
+        uint64_t checked = SS_LOAD(t->frees_checked);
+        if (checked) buf[n++] = (struct ss_cross_frees_entry){t->rec.serial, 0, checked, SS_LOAD(t->frees_cross)};
+    }
+    return n ? ss_out_record(SS_REC_CROSS_FREES, buf, n * sizeof *buf, NULL, 0) : 0;
+}
+
 /* ---- hooks ---- */
 
 SS_EXPORT void *malloc(size_t size) {
@@ -115,6 +188,7 @@ SS_EXPORT void *malloc(size_t size) {
     if (SS_UNLIKELY(!t)) return ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size);
     void *p;
     SS_RECORDED_CALL(t, SS_FN_MALLOC, SS_GRP_MALLOC, size, p, ss_real.malloc(size));
+    ss_note_arena(t, p);
     return p;
 }
 
@@ -131,6 +205,7 @@ SS_EXPORT void free(void *ptr) {
     int exact = !ss_guard_calls && ptr && (((const size_t *)ptr)[-1] & ~(size_t)7) >= SS_EXACT_BYTES;
     int timed = exact || ss_take_timed(t);
     if (SS_LIKELY(!timed && !ss_guard_calls)) return ss_real.free(ptr);
+    if (!exact) ss_check_free(t, ptr); /* the 1-in-N sample: an unbiased share */
     uint64_t start = timed ? ss_ticks() : 0;
     SS_GUARD_BEGIN(saved);
     ss_real.free(ptr);

@@ -246,6 +246,18 @@ struct ss_lock_site {
     uint64_t wait_ticks; /* their waits (waiter) */
 };
 
+/* SS_REC_CROSS_FREES (24): cumulative; per thread, its sampled frees whose chunk the arena check
+ * could place, and those that belonged to another arena than the thread's own (glibc only: the
+ * chunk's header says which arena holds it). The reader keeps the last record. */
+#define SS_REC_CROSS_FREES 24u
+
+struct ss_cross_frees_entry {
+    uint32_t serial; /* a thread record's serial */
+    uint32_t reserved;
+    uint64_t checked; /* sampled frees of arena chunks, with the thread's own arena known */
+    uint64_t cross;   /* of those, chunks of another arena: allocated by another thread */
+};
+
 /* The reader (src/profile/format.rs) hard-codes these sizes. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
 _Static_assert(sizeof(struct ss_record_header) == 16, "record header layout");
@@ -263,5 +275,6 @@ _Static_assert(sizeof(struct ss_alloc_sites_record) == 24, "alloc sites record l
 _Static_assert(sizeof(struct ss_alloc_site) == 48, "alloc site layout");
 _Static_assert(sizeof(struct ss_lock_sites_record) == 16, "lock sites record layout");
 _Static_assert(sizeof(struct ss_lock_site) == 40, "lock site layout");
+_Static_assert(sizeof(struct ss_cross_frees_entry) == 24, "cross frees entry layout");
 
 #endif

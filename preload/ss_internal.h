@@ -66,6 +66,9 @@ struct ss_thread {
     int timer, has_timer;
     uint64_t last_cpu_ns;  /* the thread's CPU time at its last CPU sample */
     uint64_t last_wall_ns; /* when the flusher last looked at it */
+    /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
+     * of those, the ones whose arena another thread allocates from. */
+    uint64_t frees_checked, frees_cross;
 };
 
 #define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
@@ -237,7 +240,8 @@ struct ss_thread *ss_thread_alloc(void);
 void ss_thread_attach(struct ss_thread *t, int is_main);
 uint64_t ss_thread_cpu_ns(pid_t tid);
 
-/* Bootstrap pool used while dlsym runs (alloc.c). */
+/* Bootstrap pool used while dlsym runs (alloc.c), and the cross-thread frees record. */
+int ss_alloc_write(void);
 void *ss_bootstrap_alloc(size_t size);
 int ss_is_bootstrap(const void *p);
 

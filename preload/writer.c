@@ -428,6 +428,7 @@ void ss_flush(int final, uint32_t how, int32_t status) {
     /* Samples first: every stack they name is complete by now, and written just after. */
     if (ss_sampler_write() != 0) goto out;
     if (ss_stacks_write() != 0) goto out;
+    if (ss_alloc_write() != 0) goto out;
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
         if (ss_out_thread(t, final) != 0) goto out;
     ss_phases_append_pending();

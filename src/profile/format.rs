@@ -34,6 +34,8 @@ pub const REC_MODULE: u32 = 6;
 pub const REC_STACK: u32 = 7;
 pub const REC_ALLOC_SITES: u32 = 8;
 pub const REC_LOCK_SITES: u32 = 9;
+pub const REC_CROSS_FREES: u32 = 24;
+pub const CROSS_FREES_ENTRY_SIZE: usize = 24;
 pub const REC_MODULE_GONE: u32 = 10;
 
 pub const FN_COUNT: usize = 10;

@@ -87,6 +87,15 @@ pub struct ThreadStats {
     pub locks: Vec<LockStats>,
 }
 
+/// A thread's sampled frees whose chunk the arena check placed, and those that belonged to
+/// another arena than the thread's own (glibc's allocator only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrossFrees {
+    pub serial: u32,
+    pub checked: u64,
+    pub cross: u64,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct EndInfo {
     pub how: u32,
@@ -186,6 +195,8 @@ pub struct Profile {
     pub phases: Vec<phases::PhaseRecord>,
     /// Heap snapshots, in the order they were taken.
     pub heap_snapshots: Vec<phases::HeapSnapshot>,
+    /// Per thread (by serial): sampled frees placed in an arena, and those in another thread's.
+    pub cross_frees: Vec<CrossFrees>,
     /// How thread-state sampling ran (None: a profile without it).
     pub sampling: Option<samples::SamplingInfo>,
     /// Thread-state samples of all threads, in file order.

@@ -92,6 +92,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut heap_snapshots = Vec::new();
     let mut sampling = None;
     let mut samples = Vec::new();
+    let mut cross_frees = Vec::new();
 
     while pos < bytes.len() {
         let (rtype, payload, next) = next_record(bytes, pos)?;
@@ -212,6 +213,10 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 heap_snapshots.push(super::phases::parse_heap(payload, pos)?);
                 ended_after = end.is_some();
             }
+            REC_CROSS_FREES => {
+                cross_frees = parse_cross_frees(payload, pos)?;
+                ended_after = end.is_some();
+            }
             super::samples::REC_SAMPLING => {
                 sampling = Some(super::samples::parse_sampling(payload, pos)?);
                 ended_after = end.is_some();
@@ -283,6 +288,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
         lock_sites,
         phases,
         heap_snapshots,
+        cross_frees,
         sampling,
         samples,
     })
@@ -339,6 +345,32 @@ fn parse_lock_sites(
         sites.push(site);
     }
     Ok(sites)
+}
+
+fn parse_cross_frees(payload: &[u8], pos: usize) -> Result<Vec<CrossFrees>, ProfileError> {
+    if payload.is_empty() || !payload.len().is_multiple_of(CROSS_FREES_ENTRY_SIZE) {
+        return err(
+            pos,
+            "cross-frees record of a size no whole number of entries makes",
+        );
+    }
+    let mut f = Fields::new(payload);
+    let mut out: Vec<CrossFrees> = Vec::new();
+    for _ in 0..payload.len() / CROSS_FREES_ENTRY_SIZE {
+        let serial = f.u32();
+        let reserved = f.u32();
+        let checked = f.u64();
+        let cross = f.u64();
+        if reserved != 0 || cross > checked || out.iter().any(|c| c.serial == serial) {
+            return err(pos, "inconsistent cross-frees entry");
+        }
+        out.push(CrossFrees {
+            serial,
+            checked,
+            cross,
+        });
+    }
+    Ok(out)
 }
 
 fn parse_module(payload: &[u8], pos: usize) -> Result<Module, ProfileError> {

@@ -154,6 +154,12 @@ pub fn report_json(s: &Summary, path: &str) -> Value {
             "latency_histogram": latency,
             "sites": sites,
             "stack_sampling": stack_sampling,
+            "cross_thread_frees": s.cross_frees.map(|c| json!({
+                "calls": c.calls,
+                "share": c.share,
+                "sampled_frees": c.sampled,
+                "sampled_cross": c.sampled_cross,
+            })),
         },
         "locks": locks,
     })

@@ -110,6 +110,34 @@ pub struct Summary {
     /// Sampled allocation sites, symbolized (filled by `report`, which resolves symbols).
     pub alloc_sites: Vec<super::sites::SiteSummary>,
     pub stack_sampling: Option<crate::profile::StackSampling>,
+    /// Frees of memory another thread allocated (glibc's allocator only; None when not measured).
+    pub cross_frees: Option<CrossFreeSummary>,
+}
+
+/// Estimated from the sampled frees: of those the arena check placed, the share in another
+/// arena than the freeing thread's, applied to all frees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CrossFreeSummary {
+    pub sampled: u64,
+    pub sampled_cross: u64,
+    pub share: f64,
+    pub calls: u64,
+}
+
+fn cross_frees(p: &Profile) -> Option<CrossFreeSummary> {
+    let sampled: u64 = p.cross_frees.iter().map(|c| c.checked).sum();
+    let sampled_cross: u64 = p.cross_frees.iter().map(|c| c.cross).sum();
+    if sampled == 0 || !p.process.allocator.contains("libc.so") {
+        return None;
+    }
+    let frees: u64 = p.threads.iter().map(|t| t.fns[FN_FREE].calls).sum();
+    let share = sampled_cross as f64 / sampled as f64;
+    Some(CrossFreeSummary {
+        sampled,
+        sampled_cross,
+        share,
+        calls: (share * frees as f64).round() as u64,
+    })
 }
 
 impl Summary {
@@ -279,6 +307,7 @@ pub fn summarize(p: &Profile) -> Summary {
         size_hist,
         alloc_sites: Vec::new(),
         stack_sampling: None,
+        cross_frees: cross_frees(p),
         locks: merge_locks(p),
     }
 }
