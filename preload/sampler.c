@@ -166,6 +166,7 @@ void ss_sampler_thread_start(struct ss_thread *t) {
     t->has_timer = 0;
     t->last_cpu_ns = ss_self_cpu_ns();
     t->last_wall_ns = ss_mono_ns();
+    t->last_wall_cpu_ns = t->last_cpu_ns;
     if (!t->cpu_ring) return;
     int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
     if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
@@ -303,8 +304,13 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     while (i > 0 && buf[i - 1] != ')') i--;
     if (len == 0 || i == 0 || i + 1 >= len) return;
     char state = buf[i + 1];
-    uint64_t weight = now - t->last_wall_ns;
+    /* The time since the last look, less what the thread ran meanwhile (the CPU samples' part). */
+    uint64_t cpu = ss_thread_cpu_ns((pid_t)t->rec.tid);
+    uint64_t ran = cpu > t->last_wall_cpu_ns ? cpu - t->last_wall_cpu_ns : 0;
+    uint64_t interval = now - t->last_wall_ns;
+    uint64_t weight = interval > ran ? interval - ran : 0;
     t->last_wall_ns = now;
+    t->last_wall_cpu_ns = cpu;
     if (state == 'R' || state == 'Z' || state == 'X') return; /* running: the CPU samples cover it */
     s.len = base;
     ss_str_cat(&s, "/syscall");
@@ -314,7 +320,9 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     smp.kind = SS_SAMPLE_WALL;
     smp.state = (uint8_t)state;
     /* "nr a1 a2 a3 a4 a5 a6 sp pc", "-1 sp pc" (blocked outside a system call) or "running" */
-    if (ss_read_small(path, buf, sizeof buf) > 0 && buf[0] != 'r') {
+    size_t got = ss_read_small(path, buf, sizeof buf);
+    if (got > 0 && buf[0] == 'r') return; /* it woke up meanwhile: the CPU samples cover it */
+    if (got > 0) {
         const char *p = buf;
         int outside = p[0] == '-';
         uint64_t nr = outside ? 0 : ss_parse_num(p);

@@ -66,6 +66,7 @@ struct ss_thread {
     int timer, has_timer;
     uint64_t last_cpu_ns;  /* the thread's CPU time at its last CPU sample */
     uint64_t last_wall_ns; /* when the flusher last looked at it */
+    uint64_t last_wall_cpu_ns; /* and the thread's CPU time then */
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;

@@ -27,15 +27,36 @@ const UNATTRIBUTED_MEANING: &str = "not counted as a cause: the profile cannot a
 
 fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
     let pe = r.get("parallel_efficiency")?;
-    let value = num(pe, &["value"])?;
     let threads = num(pe, &["threads"])?;
     let cpus = num(pe, &["cpus"])?;
     let wall = num(pe, &["wall_ns"])?;
     if threads < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
         return None;
     }
-    let capacity = wall * threads.min(cpus);
-    let all = array(r, &["threads"]);
+    // Threads that work: a thread blocked nearly all its sampled time (a main thread waiting in
+    // join, an idle pool thread) is waiting for the others, not a cause of their inefficiency.
+    let all: Vec<&Value> = array(r, &["threads"])
+        .iter()
+        .filter(|t| {
+            t.get("states").is_some_and(|s| {
+                let total = states_total(s);
+                total > 0.0
+                    && num(s, &["blocked_ns"]).unwrap_or(0.0)
+                        < rule.param("waiting_thread_blocked_share") * total
+            })
+        })
+        .collect();
+    let working = all.len() as f64;
+    if working < rule.param("min_threads") {
+        return None;
+    }
+    let compute: f64 = all
+        .iter()
+        .filter_map(|t| num(t, &["states", "compute_ns"]))
+        .sum();
+    let capacity = wall * working.min(cpus);
+    let value = ratio(compute, capacity);
+    let threads = working;
     let parts: Vec<(&'static str, f64)> = CATEGORIES
         .iter()
         .map(|(k, name)| {
@@ -106,9 +127,11 @@ pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
     let Some(&(cause_name, cause_ns)) = parts.first() else {
         return vec![];
     };
-    // When the efficiency counts time the profile cannot attribute and that time outweighs every
-    // known cause, the loss may be the machine's (other load), not the program's: no finding.
-    if cause_ns <= 0.0 || (e.value_counts_unattributed && e.unattributed > cause_ns) {
+    // When the efficiency counts time the profile cannot attribute and that time outweighs all
+    // the known causes together, the loss may be the machine's (other load), not the program's:
+    // no finding.
+    let known: f64 = parts.iter().map(|p| p.1).sum();
+    if cause_ns <= 0.0 || (e.value_counts_unattributed && e.unattributed > known) {
         return vec![];
     }
     let Some(severity) = rule.severity_of(e.value) else {
