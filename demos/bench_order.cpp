@@ -45,8 +45,11 @@ static uint64_t build_and_destroy(int n, unsigned seed) {
     for (int i = 0; i < n; i++) {
         x = x * 1103515245u + 12345u;
         tree.emplace(int(x >> 1), i);
-        list.push_back(i);
+        list.push_back(long(x));
     }
+    // Sorting relinks the nodes in random address order: destroying the list then frees its
+    // chunks scattered, and the next inserts reuse them in that order, missing the cache.
+    list.sort();
     return tree.size() + list.size();
 }
 

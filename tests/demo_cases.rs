@@ -9,6 +9,14 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The tests take turns: the case studies measure threads running at once (contention,
+/// efficiency, speedups), which another test's programs on the same two cores would change.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 const CASES: [&str; 4] = ["serialize", "small_strings", "stream_parse", "bench_order"];
 
 fn demos_dir() -> PathBuf {
@@ -24,6 +32,7 @@ fn build_case(dir: &Path, name: &str) -> PathBuf {
         &demos.join(format!("{name}.cpp")),
         &[
             "-std=c++17",
+            "-g",
             "-I",
             demos.to_str().unwrap(),
             "-I",
@@ -97,6 +106,7 @@ fn phase_malloc_means(report: &Value, name: &str) -> Vec<(String, f64)> {
 
 #[test]
 fn slow_and_fixed_variants_compute_the_same_result() {
+    let _turn = turn();
     let dir = TempDir::new("demo-checksums");
     let variants: [(&str, &[&str]); 4] = [
         ("serialize", &["slow", "fixed", "shared_file"]),
@@ -126,6 +136,7 @@ fn slow_and_fixed_variants_compute_the_same_result() {
 
 #[test]
 fn small_strings_slow_makes_many_small_allocations() {
+    let _turn = turn();
     let dir = TempDir::new("demo-small-strings");
     let exe = build_case(dir.path(), "small_strings");
     let slow = profile_variant(dir.path(), &exe, "slow");
@@ -144,6 +155,7 @@ fn small_strings_slow_makes_many_small_allocations() {
 
 #[test]
 fn stream_parse_slow_allocates_far_more_than_from_chars() {
+    let _turn = turn();
     let dir = TempDir::new("demo-stream-parse");
     let exe = build_case(dir.path(), "stream_parse");
     let slow = profile_variant(dir.path(), &exe, "slow");
@@ -157,9 +169,11 @@ fn stream_parse_slow_allocates_far_more_than_from_chars() {
 
 #[test]
 fn bench_order_slow_mallocs_slower_after_the_churn() {
+    let _turn = turn();
     let dir = TempDir::new("demo-bench-order");
     let exe = build_case(dir.path(), "bench_order");
-    let slow = profile_variant(dir.path(), &exe, "slow");
+    // Full size: the quick one's second insert is too short to show the churn's cost reliably.
+    let slow = profile_args(dir.path(), &exe, &["slow"]);
     let means = phase_malloc_means(&slow, "insert");
     assert_eq!(
         means.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(),
@@ -169,7 +183,7 @@ fn bench_order_slow_mallocs_slower_after_the_churn() {
     );
     let (fresh, after) = (means[0].1, means[1].1);
     assert!(
-        after >= 2.0 * fresh,
+        after >= 2.5 * fresh,
         "malloc per call: {fresh:.0} ns in a fresh heap, {after:.0} ns after the churn"
     );
     // The protocol of docs/BENCH.md: the listing, and one timed line per case run.
@@ -213,6 +227,7 @@ fn bench_order_slow_mallocs_slower_after_the_churn() {
 /// on glibc, unlike the original's debug C runtime, sprintf does not allocate.
 #[test]
 fn serialize_shows_what_costs_on_linux() {
+    let _turn = turn();
     let dir = TempDir::new("demo-serialize");
     let exe = build_case(dir.path(), "serialize");
     let slow = profile_variant(dir.path(), &exe, "slow");
@@ -258,6 +273,7 @@ fn serialize_shows_what_costs_on_linux() {
 
 #[test]
 fn demo_lists_the_case_studies() {
+    let _turn = turn();
     let out = Command::new(stallscope())
         .args(["demo", "--list"])
         .output()
@@ -301,6 +317,7 @@ fn demo_lists_the_case_studies() {
 
 #[test]
 fn demo_quick_runs_each_case_and_prints_a_verdict() {
+    let _turn = turn();
     for name in CASES {
         let dir = TempDir::new("demo-quick");
         let mut c = Command::new(stallscope());
@@ -328,4 +345,115 @@ fn demo_quick_runs_each_case_and_prints_a_verdict() {
             "--dir keeps the profiles"
         );
     }
+}
+
+// ---- the findings engine on each case study: the slow variant gets the expected finding,
+// naming the expected user frame; the fixed one does not ----
+
+/// The report of `stallscope run -- EXE ARGS...` (full size unless ARGS says --quick).
+fn profile_args(dir: &Path, exe: &Path, args: &[&str]) -> Value {
+    let name = format!("args-{}.prof", args.join("-").replace("--", ""));
+    let mut cmd = vec![exe.to_str().unwrap()];
+    cmd.extend_from_slice(args);
+    let (_, path) = profile(dir, &name, &["--quiet"], &cmd, 0);
+    report_json(&path)
+}
+
+/// The findings of `stallscope run -- EXE ARGS...`.
+fn findings_of(dir: &Path, exe: &Path, args: &[&str]) -> Vec<Value> {
+    profile_args(dir, exe, args)["findings"]
+        .as_array()
+        .expect("findings")
+        .clone()
+}
+
+fn with_id<'a>(findings: &'a [Value], id: &str) -> Vec<&'a Value> {
+    findings.iter().filter(|f| f["id"] == id).collect()
+}
+
+/// Title and evidence of a finding, as one text to search.
+fn text_of(f: &Value) -> String {
+    let mut s = f["title"].as_str().unwrap_or_default().to_string();
+    for e in f["evidence"].as_array().into_iter().flatten() {
+        s.push('\n');
+        s.push_str(e.as_str().unwrap_or_default());
+    }
+    s
+}
+
+#[test]
+fn findings_serialize_shared_file_names_the_file_lock_in_fprintf() {
+    let _turn = turn();
+    let dir = TempDir::new("demo-findings-serialize");
+    let exe = build_case(dir.path(), "serialize");
+    let slow = findings_of(dir.path(), &exe, &["shared_file", "--threads", "2"]);
+    let lock = with_id(&slow, "glibc-lock-contention");
+    assert!(!lock.is_empty(), "{slow:#?}");
+    let text = text_of(lock[0]);
+    assert!(text.contains("fprintf"), "{text}");
+    assert!(text.contains("page_fprintf"), "{text}");
+    let fixed = findings_of(dir.path(), &exe, &["fixed", "--threads", "2"]);
+    assert!(
+        with_id(&fixed, "glibc-lock-contention").is_empty(),
+        "{fixed:#?}"
+    );
+}
+
+#[test]
+fn findings_small_strings_slow_has_small_allocations_from_its_tokenizer() {
+    let _turn = turn();
+    let dir = TempDir::new("demo-findings-strings");
+    let exe = build_case(dir.path(), "small_strings");
+    let slow = findings_of(dir.path(), &exe, &["slow", "--quick", "--threads", "2"]);
+    let small = with_id(&slow, "small-allocations");
+    assert!(!small.is_empty(), "{slow:#?}");
+    assert!(
+        text_of(small[0]).contains("small_strings.cpp"),
+        "{:#}",
+        small[0]
+    );
+    for variant in ["fixed", "pool"] {
+        let fixed = findings_of(dir.path(), &exe, &[variant, "--quick", "--threads", "2"]);
+        assert!(
+            with_id(&fixed, "small-allocations").is_empty(),
+            "{variant}: {fixed:#?}"
+        );
+    }
+}
+
+#[test]
+fn findings_stream_parse_slow_has_the_extraction_hot_spot() {
+    let _turn = turn();
+    let dir = TempDir::new("demo-findings-stream");
+    let exe = build_case(dir.path(), "stream_parse");
+    let slow = findings_of(dir.path(), &exe, &["slow", "--quick", "--threads", "2"]);
+    let hot = with_id(&slow, "library-allocation-hotspot");
+    assert!(
+        hot.iter().any(|f| {
+            let t = text_of(f);
+            t.contains("operator>>") && t.contains("parse_stream")
+        }),
+        "{slow:#?}"
+    );
+    let fixed = findings_of(dir.path(), &exe, &["fixed", "--quick", "--threads", "2"]);
+    assert!(
+        with_id(&fixed, "library-allocation-hotspot").is_empty(),
+        "{fixed:#?}"
+    );
+}
+
+#[test]
+fn findings_bench_order_slow_has_the_slow_phase() {
+    let _turn = turn();
+    let dir = TempDir::new("demo-findings-order");
+    let exe = build_case(dir.path(), "bench_order");
+    let slow = findings_of(dir.path(), &exe, &["slow"]);
+    let phase = with_id(&slow, "allocator-slow-phase");
+    assert!(!phase.is_empty(), "{slow:#?}");
+    assert!(text_of(phase[0]).contains("insert"), "{:#}", phase[0]);
+    let fixed = findings_of(dir.path(), &exe, &["fixed"]);
+    assert!(
+        with_id(&fixed, "allocator-slow-phase").is_empty(),
+        "{fixed:#?}"
+    );
 }
