@@ -167,6 +167,7 @@ void ss_sampler_thread_start(struct ss_thread *t) {
     t->last_cpu_ns = ss_self_cpu_ns();
     t->last_wall_ns = ss_mono_ns();
     t->last_wall_cpu_ns = t->last_cpu_ns;
+    t->last_wall.mono_ns = 0;
     if (!t->cpu_ring) return;
     int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
     if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
@@ -292,6 +293,15 @@ static uint32_t ss_scan_stack(uint64_t sp, uint64_t pc) {
     return ss_stack_intern(frames, n, SS_STACK_KIND_SCAN);
 }
 
+/* A copy of the thread's last wall sample, at `now`, standing for `weight` ns. */
+static void ss_wall_push(struct ss_thread *t, uint64_t now, uint64_t weight) {
+    struct ss_sample smp = t->last_wall;
+    smp.mono_ns = now;
+    smp.weight_us = (uint32_t)(weight / 1000);
+    if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))
+        __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
+}
+
 static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     char path[64], buf[512];
     struct ss_str s = {path, 0, sizeof path};
@@ -311,7 +321,15 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     uint64_t weight = interval > ran ? interval - ran : 0;
     t->last_wall_ns = now;
     t->last_wall_cpu_ns = cpu;
-    if (state == 'R' || state == 'Z' || state == 'X') return; /* running: the CPU samples cover it */
+    if (state == 'Z' || state == 'X') return;
+    /* Found running (or woken before its system call could be read), yet off the CPU for most of
+     * the interval: a thread that sleeps and wakes many times between two looks. Its off-CPU
+     * time goes where its last wait went, if that was seen lately. */
+    int reuse = ran * 2 < interval && t->last_wall.mono_ns && now - t->last_wall.mono_ns <= 4 * ss_wall_interval_ns;
+    if (state == 'R') {
+        if (reuse) ss_wall_push(t, now, weight);
+        return; /* otherwise the CPU samples cover it */
+    }
     s.len = base;
     ss_str_cat(&s, "/syscall");
     struct ss_sample smp = {0};
@@ -321,7 +339,10 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     smp.state = (uint8_t)state;
     /* "nr a1 a2 a3 a4 a5 a6 sp pc", "-1 sp pc" (blocked outside a system call) or "running" */
     size_t got = ss_read_small(path, buf, sizeof buf);
-    if (got > 0 && buf[0] == 'r') return; /* it woke up meanwhile: the CPU samples cover it */
+    if (got > 0 && buf[0] == 'r') { /* it woke up meanwhile */
+        if (reuse) ss_wall_push(t, now, weight);
+        return;
+    }
     if (got > 0) {
         const char *p = buf;
         int outside = p[0] == '-';
@@ -337,6 +358,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
         smp.pc = ss_parse_num(ss_skip_field(p));
         if (ss_stacks_on && sp && smp.pc) smp.stack = ss_scan_stack(sp, smp.pc);
     }
+    t->last_wall = smp;
     if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
 }

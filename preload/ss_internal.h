@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "ss_format.h"
+#include "ss_format_samples.h"
 
 #define SS_EXPORT __attribute__((visibility("default")))
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -67,6 +68,7 @@ struct ss_thread {
     uint64_t last_cpu_ns;  /* the thread's CPU time at its last CPU sample */
     uint64_t last_wall_ns; /* when the flusher last looked at it */
     uint64_t last_wall_cpu_ns; /* and the thread's CPU time then */
+    struct ss_sample last_wall; /* its last wall sample (mono_ns 0: none) */
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;
@@ -226,7 +228,6 @@ uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind);
 int ss_modules_contain(uint64_t address);
 
 /* Thread-state sampling (sampler.c). */
-struct ss_sample;
 extern SS_TLS struct ss_thread *ss_me;
 void ss_sampler_init(void);
 int ss_sampler_thread_buffers(struct ss_thread *t);
