@@ -447,13 +447,21 @@ fn findings_bench_order_slow_has_the_slow_phase() {
     let _turn = turn();
     let dir = TempDir::new("demo-findings-order");
     let exe = build_case(dir.path(), "bench_order");
+    // The expected finding: the insert after the churn is the slow one. (In `fixed` the first
+    // insert may be flagged instead: it grows the fresh heap, page by page, and the second reuses
+    // its chunks; that is not the churn's cost.)
+    let after_churn = |findings: &[Value]| {
+        with_id(findings, "allocator-slow-phase")
+            .into_iter()
+            .any(|f| {
+                f["title"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("in phase \"insert #2\"")
+            })
+    };
     let slow = findings_of(dir.path(), &exe, &["slow"]);
-    let phase = with_id(&slow, "allocator-slow-phase");
-    assert!(!phase.is_empty(), "{slow:#?}");
-    assert!(text_of(phase[0]).contains("insert"), "{:#}", phase[0]);
+    assert!(after_churn(&slow), "{slow:#?}");
     let fixed = findings_of(dir.path(), &exe, &["fixed"]);
-    assert!(
-        with_id(&fixed, "allocator-slow-phase").is_empty(),
-        "{fixed:#?}"
-    );
+    assert!(!after_churn(&fixed), "{fixed:#?}");
 }
