@@ -56,17 +56,12 @@ fn metadata_events(p: &Loaded) -> Vec<Value> {
 fn thread_events(p: &Loaded) -> Vec<Value> {
     let pid = p.profile.process.pid;
     let start = p.profile.process.start_mono_ns;
-    let process_end = p.profile.end.map_or(p.profile.last_mono_ns, |e| e.mono_ns);
     p.profile
         .threads
         .iter()
         .zip(&p.summary.threads)
         .map(|(t, s)| {
-            let end = if t.end_mono_ns != 0 {
-                t.end_mono_ns
-            } else {
-                process_end
-            };
+            let end = p.profile.thread_end_ns(t);
             let begin = t.start_mono_ns.saturating_sub(start);
             json!({
                 "name": "thread", "cat": "thread", "ph": "X", "pid": pid, "tid": t.tid,

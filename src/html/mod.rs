@@ -68,17 +68,12 @@ const SECTIONS: [(&str, &str); 7] = [
 /// until the process ended), for the timeline without thread states.
 fn lifespans(p: &Loaded) -> Vec<timeline::Lifespan> {
     let start = p.profile.process.start_mono_ns;
-    let process_end = p.profile.end.map_or(p.profile.last_mono_ns, |e| e.mono_ns);
     p.profile
         .threads
         .iter()
         .zip(&p.summary.threads)
         .map(|(t, s)| {
-            let end = if t.end_mono_ns != 0 {
-                t.end_mono_ns
-            } else {
-                process_end
-            };
+            let end = p.profile.thread_end_ns(t);
             timeline::Lifespan {
                 tid: t.tid.into(),
                 name: s.name.clone(),

@@ -14,16 +14,8 @@ use crate::util::{fmt_ns, fmt_pct};
 use serde_json::Value;
 use std::fmt::Write;
 
-/// The categories of docs/STATES.md, in legend order.
-pub const CATEGORIES: [&str; 7] = [
-    "compute",
-    "allocator",
-    "lock",
-    "atomic",
-    "io",
-    "blocked",
-    "kernel_memory",
-];
+/// The categories of docs/STATES.md, in legend order (the report's own list).
+pub use crate::report::states::CATEGORY_KEYS as CATEGORIES;
 
 /// When a thread ran, relative to the process's start: the fallback when there is no timeline.
 pub struct Lifespan {
@@ -106,17 +98,24 @@ fn thread_label(name: &str, tid: u64) -> String {
     format!("{name} ({tid})")
 }
 
-fn state_rows(timeline: &Value) -> Vec<Row> {
-    let slice_ns = num(timeline, "slice_ns").max(1.0);
-    let start_ns = num(timeline, "start_ns");
-    let threads = timeline.get("threads").and_then(Value::as_array);
-    let longest = threads
+/// The most slices any thread of a timeline has.
+fn longest_row(timeline: &Value) -> usize {
+    timeline
+        .get("threads")
+        .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|t| t.get("slices").and_then(Value::as_array))
         .map(Vec::len)
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+fn state_rows(timeline: &Value) -> Vec<Row> {
+    let slice_ns = num(timeline, "slice_ns").max(1.0);
+    let start_ns = num(timeline, "start_ns");
+    let threads = timeline.get("threads").and_then(Value::as_array);
+    let longest = longest_row(timeline);
     let per_column = longest.div_ceil(MAX_COLUMNS).max(1);
     let column_ns = slice_ns * per_column as f64;
     threads
@@ -229,16 +228,7 @@ fn phases(report: &Value) -> Vec<Phase> {
 fn end_ns(report: &Value, timeline: Option<&Value>, spans: &[Lifespan], phases: &[Phase]) -> f64 {
     let mut end = num(report, "wall_ns");
     if let Some(t) = timeline {
-        let longest = t
-            .get("threads")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t.get("slices").and_then(Value::as_array))
-            .map(Vec::len)
-            .max()
-            .unwrap_or(0);
-        end = end.max(num(t, "start_ns") + longest as f64 * num(t, "slice_ns"));
+        end = end.max(num(t, "start_ns") + longest_row(t) as f64 * num(t, "slice_ns"));
     }
     for s in spans {
         end = end.max(s.end_ns as f64);

@@ -208,10 +208,24 @@ impl Profile {
         (ticks as f64 * 1e9 / self.ticks_per_sec).round() as u64
     }
 
+    /// When the process image ended (or its last flush).
+    pub fn end_mono_ns(&self) -> u64 {
+        self.end.map_or(self.last_mono_ns, |e| e.mono_ns)
+    }
+
+    /// When a thread ended: its own end, or the process's for a thread still running then.
+    pub fn thread_end_ns(&self, t: &ThreadStats) -> u64 {
+        if t.end_mono_ns != 0 {
+            t.end_mono_ns
+        } else {
+            self.end_mono_ns()
+        }
+    }
+
     /// Wall time of the process image, from its start to its end (or last flush).
     pub fn wall_ns(&self) -> u64 {
-        let end = self.end.map_or(self.last_mono_ns, |e| e.mono_ns);
-        end.saturating_sub(self.process.start_mono_ns)
+        self.end_mono_ns()
+            .saturating_sub(self.process.start_mono_ns)
     }
 
     /// How the process ended: its exit code, or the signal that killed it.

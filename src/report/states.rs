@@ -30,18 +30,21 @@ pub const CATEGORIES: [Category; 7] = [
     Category::KernelMemory,
 ];
 
+/// The categories' JSON keys (and names in the rules file), in `CATEGORIES` order.
+pub const CATEGORY_KEYS: [&str; 7] = [
+    "compute",
+    "allocator",
+    "lock",
+    "atomic",
+    "io",
+    "blocked",
+    "kernel_memory",
+];
+
 impl Category {
     /// The JSON key (and the name in the rules file).
     pub fn key(self) -> &'static str {
-        match self {
-            Category::Compute => "compute",
-            Category::Allocator => "allocator",
-            Category::Lock => "lock",
-            Category::Atomic => "atomic",
-            Category::Io => "io",
-            Category::Blocked => "blocked",
-            Category::KernelMemory => "kernel_memory",
-        }
+        CATEGORY_KEYS[self as usize]
     }
 
     /// One character per time slice in the text timeline.
@@ -443,16 +446,11 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
     let start_ns = profile.process.start_mono_ns;
     let wall_ns = profile.wall_ns().max(1);
     let slice_ns = wall_ns.div_ceil(TIMELINE_SLICES as u64).max(1);
-    let process_end = start_ns + wall_ns;
     let mut threads: Vec<ThreadStates> = profile
         .threads
         .iter()
         .map(|t| {
-            let end = if t.end_mono_ns != 0 {
-                t.end_mono_ns
-            } else {
-                process_end
-            };
+            let end = profile.thread_end_ns(t);
             ThreadStates {
                 serial: t.serial,
                 tid: t.tid,
@@ -587,7 +585,7 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
         slice_ns,
         wall_ns,
         cpus: profile.process.ncpus,
-        peak_threads: peak_threads(profile, process_end),
+        peak_threads: peak_threads(profile),
         threads,
         hot,
     })
@@ -615,16 +613,11 @@ fn merge_runs(mut list: Vec<(u64, u64, Category)>) -> Vec<(u64, u64, Category)> 
     out
 }
 
-fn peak_threads(profile: &Profile, process_end: u64) -> usize {
+fn peak_threads(profile: &Profile) -> usize {
     let mut events: Vec<(u64, i32)> = Vec::new();
     for t in &profile.threads {
-        let end = if t.end_mono_ns != 0 {
-            t.end_mono_ns
-        } else {
-            process_end
-        };
         events.push((t.start_mono_ns, 1));
-        events.push((end, -1));
+        events.push((profile.thread_end_ns(t), -1));
     }
     events.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
     let (mut live, mut peak) = (0i32, 0i32);

@@ -235,16 +235,11 @@ fn fn_summary(
 }
 
 pub fn summarize(p: &Profile) -> Summary {
-    let process_end = p.end.map_or(p.last_mono_ns, |e| e.mono_ns);
     let threads = p
         .threads
         .iter()
         .map(|t| {
-            let end = if t.end_mono_ns != 0 {
-                t.end_mono_ns
-            } else {
-                process_end
-            };
+            let end = p.thread_end_ns(t);
             let alloc_ticks: f64 = t.fns.iter().map(|f| f.estimated_ticks()).sum();
             ThreadSummary {
                 tid: t.tid,
