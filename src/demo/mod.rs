@@ -130,7 +130,7 @@ fn run_case(case: &CaseStudy, exe: &Path, settings: &Settings) -> Result<bool> {
         if findings.is_empty() {
             println!("  (none)");
         } else {
-            for line in crate::findings::render_text(&findings, style).lines() {
+            for line in crate::findings::render_list(&findings, style).lines() {
                 println!("  {line}");
             }
         }

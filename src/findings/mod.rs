@@ -105,7 +105,16 @@ pub fn render_text(findings: &[Finding], style: Style) -> String {
     if findings.is_empty() {
         return String::new();
     }
-    let mut out = format!("{}\n", style.bold("Findings"));
+    format!(
+        "{}\n{}\n",
+        style.bold("Findings"),
+        render_list(findings, style)
+    )
+}
+
+/// The findings as terminal text, without a heading: one entry per finding.
+pub fn render_list(findings: &[Finding], style: Style) -> String {
+    let mut out = String::new();
     for f in findings {
         let label = format!("{:<6}", f.severity.label());
         let label = match f.severity {
@@ -119,7 +128,6 @@ pub fn render_text(findings: &[Finding], style: Style) -> String {
         out.push_str(&format!("         {} {}\n", style.dim("cause: "), f.cause));
         out.push_str(&format!("         {} {}\n", style.dim("remedy:"), f.remedy));
     }
-    out.push('\n');
     out
 }
 
