@@ -88,7 +88,6 @@ static int ss_ring_write(uint32_t serial, struct ss_sample *ring, uint32_t size,
 /* ---- CPU samples ---- */
 
 static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
-    (void)sig;
     int saved_errno = errno;
     struct ss_thread *t = ss_me;
     if (t && t->cpu_ring && si->si_code == SI_TIMER && si->si_value.sival_ptr == t) {
@@ -110,6 +109,17 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         }
         if (ss_ring_push(t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail, &s))
             __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
+    } else {
+        /* Not one of the timers' signals (kill, setitimer, another process): the program has no
+         * handler for this signal (it would have made sampling step aside), so without stallscope
+         * the default action would happen. Let it: restore the default and send it again; it
+         * arrives as soon as this handler returns. */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        __atomic_store_n(&ss_sample_signal, 0, __ATOMIC_RELEASE);
+        ss_real_sigaction(sig, &dfl, NULL);
+        syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
     }
     errno = saved_errno;
 }

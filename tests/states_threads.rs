@@ -347,3 +347,16 @@ fn chrome_export_and_diff_carry_the_states() {
         .unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("Thread states, sampled"));
 }
+
+#[test]
+fn a_sigprof_the_program_does_not_handle_still_ends_it() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("states");
+    let exe = state_program(&dir, "prof_default.c");
+    let plain = plain_run(dir.path(), &[&exe], |_| {});
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(plain.status.signal(), Some(27), "{}", describe(&plain));
+    let out = stallscope_run(dir.path(), &["-q", "-o", "p.prof"], &[&exe]);
+    assert_eq!(exit_code(&out), 128 + 27, "{}", describe(&out));
+    assert_eq!(out.stdout, plain.stdout);
+}
