@@ -321,6 +321,7 @@ fn chrome_export_and_diff_carry_the_states() {
     assert!(out.status.success(), "{}", describe(&out));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains(r#"class="c-lock""#) && html.contains(r#"class="c-compute""#));
+    assert!(html.contains("parallel efficiency") && html.contains("Hottest functions"));
 
     let out = std::process::Command::new(stallscope())
         .args(["diff", "--json"])

@@ -64,6 +64,26 @@ const SECTIONS: [(&str, &str); 7] = [
     ("locks", "Locks"),
 ];
 
+/// The functions most CPU samples were in, with the category each counted as.
+fn hot_functions(o: &mut String, r: &crate::report::states::StateReport) {
+    let total: u64 = r.hot.iter().map(|h| h.samples).sum();
+    if total == 0 {
+        return;
+    }
+    o.push_str("<h3>Hottest functions (CPU samples)</h3><table><tr><th>function</th><th>state</th><th>samples</th><th>share</th></tr>");
+    for h in r.hot.iter().take(10) {
+        let _ = write!(
+            o,
+            "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&h.function),
+            h.category.key(),
+            fmt_count(h.samples),
+            fmt_pct(h.samples as f64 / total as f64)
+        );
+    }
+    o.push_str("</table>\n");
+}
+
 /// Each thread's life relative to the process's start (a thread still running at the end lives
 /// until the process ended), for the timeline without thread states.
 fn lifespans(p: &Loaded) -> Vec<timeline::Lifespan> {
@@ -220,10 +240,20 @@ pub fn render(p: &Loaded) -> String {
             s.thread_wall_ns(),
         )),
     );
+    if let Some(r) = &p.states.report {
+        card(
+            &mut o,
+            "parallel efficiency",
+            &fmt_pct(r.parallel_efficiency()),
+        );
+    }
     o.push_str("</div>\n");
 
     o.push_str("<h2 id=\"timeline\">Timeline</h2>");
     o.push_str(&timeline::section(&report, &lifespans(p)));
+    if let Some(r) = &p.states.report {
+        hot_functions(&mut o, r);
+    }
 
     // Threads.
     o.push_str("<h2 id=\"threads\">Threads</h2><p class=\"legend muted\">share of each thread's life:<span class=\"cpu\"></span>CPU (other work)<span class=\"alloc\"></span>allocator<span class=\"lock\"></span>lock wait<span style=\"background:var(--idle)\"></span>off CPU</p>");
