@@ -373,23 +373,29 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
 }
 
+#define SS_WALL_PER_PASS 128u
+
+/* Whether the flusher looks at `t`: a program thread with buffers that has not ended. */
+static int ss_wall_sampled(const struct ss_thread *t) {
+    return t->wall_ring && !(__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED);
+}
+
 void ss_sampler_tick(void) {
     if (!ss_wall_interval_ns) return;
     uint64_t now = ss_mono_ns();
     if (now - ss_last_wall_pass < ss_wall_interval_ns) return;
     ss_last_wall_pass = now;
-    /* At most this many threads per pass; the others' next sample weighs the time they missed. */
-    static uint32_t rotate;
-    uint32_t budget = 128, index = 0, start = rotate++;
-    uint32_t nthreads = 0;
-    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) nthreads++;
-    if (nthreads <= budget) start = 0;
-    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t && budget; t = t->next, index++) {
-        if (!t->wall_ring || (__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED)) continue;
-        if (nthreads > 128 && (index + start) % 2) continue; /* halves the work on busy processes */
-        ss_wall_sample(t, now);
-        budget--;
-    }
+    /* At most SS_WALL_PER_PASS threads per pass: with more, each is looked at every `stride`
+     * passes, and its next sample weighs the time in between. */
+    static uint32_t pass;
+    uint32_t live = 0;
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        live += ss_wall_sampled(t);
+    uint32_t stride = (live + SS_WALL_PER_PASS - 1) / SS_WALL_PER_PASS;
+    if (stride == 0) return;
+    uint32_t k = 0, phase = pass++ % stride;
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (ss_wall_sampled(t) && k++ % stride == phase) ss_wall_sample(t, now);
 }
 
 /* ---- writing ---- */
