@@ -36,6 +36,13 @@ pub enum Command {
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    // A command that prints for a pipeline (`stallscope report FILE | head`) ends quietly when
+    // the reader goes away, as any Unix filter: SIGPIPE's default action instead of Rust's
+    // ignored SIGPIPE and a panic in `println!`. `run` keeps ignoring it: it must outlive its
+    // summary's reader and exit with the program's status.
+    if !matches!(cli.command, Command::Run(_)) {
+        crate::util::default_sigpipe();
+    }
     match cli.command {
         Command::Run(args) => crate::run::main(args),
         Command::Report(args) => crate::report::main(args),

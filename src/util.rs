@@ -48,6 +48,12 @@ pub fn fmt_pct(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
 }
 
+/// Gives SIGPIPE its default action (the process ends quietly when its output's reader is gone).
+pub fn default_sigpipe() {
+    // SAFETY: setting a standard disposition; no handler runs.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 /// ANSI styling, only when writing to a terminal and NO_COLOR is not set.
 #[derive(Clone, Copy)]
 pub struct Style {

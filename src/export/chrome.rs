@@ -29,11 +29,7 @@ pub fn events(p: &Loaded) -> Vec<Value> {
 /// The process's and threads' names (`ph: "M"`).
 fn metadata_events(p: &Loaded) -> Vec<Value> {
     let pid = p.profile.process.pid;
-    let command = if p.summary.command.is_empty() {
-        p.summary.exe.clone()
-    } else {
-        p.summary.command.join(" ")
-    };
+    let command = p.summary.command_line();
     let mut out = vec![json!({
         "name": "process_name", "ph": "M", "pid": pid, "tid": pid, "ts": 0,
         "args": {"name": command},

@@ -187,11 +187,7 @@ fn flame_section(p: &Loaded) -> String {
 pub fn render(p: &Loaded) -> String {
     let s = &p.summary;
     let mut o = String::new();
-    let command = if s.command.is_empty() {
-        s.exe.clone()
-    } else {
-        s.command.join(" ")
-    };
+    let command = s.command_line();
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\

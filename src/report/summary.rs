@@ -141,6 +141,15 @@ fn cross_frees(p: &Profile) -> Option<CrossFreeSummary> {
 }
 
 impl Summary {
+    /// The profiled command as a shell would take it back (`--save ''` keeps its empty word),
+    /// or the executable's path when the command line was not recorded.
+    pub fn command_line(&self) -> String {
+        if self.command.is_empty() {
+            self.exe.clone()
+        } else {
+            shell_words::join(&self.command)
+        }
+    }
     pub fn alloc_calls(&self) -> u64 {
         self.groups.iter().map(|g| g.calls).sum()
     }
