@@ -108,15 +108,7 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
 
 /// A frame's name in exported stacks: its function, else `module+0xoffset`.
 pub fn frame_name(f: &Frame) -> String {
-    match &f.function {
-        Some(name) => name.clone(),
-        None => {
-            let module = Path::new(&f.module)
-                .file_name()
-                .map_or(f.module.clone(), |n| n.to_string_lossy().into_owned());
-            format!("{module}+{:#x}", f.offset)
-        }
-    }
+    f.name()
 }
 
 /// The leaf frame added below a lock wait's stack.

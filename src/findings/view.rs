@@ -21,69 +21,24 @@ pub fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
 }
 
-/// A C++ function name without its template arguments, parameters and return type:
-/// `std::istream& std::operator>><char>(std::istream&, std::string&)` -> `std::operator>>`.
-pub fn short_function(name: &str) -> String {
-    let mut out = String::new();
-    let mut depth = 0usize;
-    let mut rest = name;
-    while let Some(c) = rest.chars().next() {
-        // Operator names hold brackets that are not template or parameter brackets.
-        if depth == 0 && out.ends_with("operator") {
-            let op: String = rest
-                .chars()
-                .take_while(|c| "<>=!+-*/%&|^~[]()".contains(*c))
-                .collect();
-            // Drop what opens the parameters or the template arguments: `<<(`, `>><`, `<<<`.
-            let op = if op.starts_with("()") {
-                "()".to_string()
-            } else {
-                let op = op.strip_suffix('(').unwrap_or(&op);
-                match op.strip_suffix('<') {
-                    Some(shorter) if op.len() > 2 => shorter.to_string(),
-                    _ => op.to_string(),
-                }
-            };
-            if !op.is_empty() {
-                out.push_str(&op);
-                rest = &rest[op.len()..];
-                continue;
-            }
-        }
-        match c {
-            '<' | '(' => depth += 1,
-            '>' | ')' => depth = depth.saturating_sub(1),
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    let words: Vec<&str> = out.split_whitespace().collect();
-    match words.as_slice() {
-        [] => name.to_string(),
-        [.., before, last] if before.ends_with("operator") => format!("{before} {last}"),
-        [.., last] => last.trim_start_matches(['&', '*']).to_string(),
-    }
-}
+pub use crate::symbols::short_function;
 
-/// `function at file:line` (file's base name), or `function (module)` without debug info.
+/// `function at file:line` (file's base name), `function (module)` without debug info, or
+/// `module+0xoffset` without a function: `Frame::short_text` of the JSON frame.
 pub fn frame_text(frame: &Value) -> String {
-    let function = frame
-        .get("function")
-        .and_then(Value::as_str)
-        .map_or_else(|| "??".to_string(), short_function);
-    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
-    match (
-        frame.get("file").and_then(Value::as_str),
-        frame.get("line").and_then(Value::as_u64),
-    ) {
-        (Some(file), Some(line)) => format!("{function} at {}:{line}", base(file)),
-        (Some(file), None) => format!("{function} in {}", base(file)),
-        _ => match frame.get("module").and_then(Value::as_str) {
-            Some(m) => format!("{function} ({})", base(m)),
-            None => function,
-        },
+    let text = |k: &str| frame.get(k).and_then(Value::as_str).map(str::to_string);
+    let offset = text("offset")
+        .and_then(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0);
+    crate::symbols::Frame {
+        function: text("function"),
+        file: text("file"),
+        line: frame.get("line").and_then(Value::as_u64).map(|l| l as u32),
+        module: text("module").unwrap_or_default(),
+        offset,
+        inlined: false,
     }
+    .short_text()
 }
 
 /// A site's user frame: `user_frame` is an index into `frames` (allocation and lock sites) or
@@ -175,6 +130,15 @@ mod tests {
             user_frame_text(&json!({"user_frame": 5, "frames": []})),
             None
         );
+    }
+
+    #[test]
+    fn a_frame_without_a_function_is_named_by_module_and_offset() {
+        // A stripped program: the same name the rest of the report gives it, never `??`.
+        let site = json!({"user_frame": 0, "frames": [
+            {"function": null, "file": null, "line": null, "module": "/usr/bin/sort",
+             "offset": "0xb25c", "inlined": false}]});
+        assert_eq!(user_frame_text(&site).as_deref(), Some("sort+0xb25c"));
     }
 
     #[test]

@@ -28,21 +28,103 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// The file name of the module (`sort` for `/usr/bin/sort`).
+    pub fn module_name(&self) -> &str {
+        self.module.rsplit('/').next().unwrap_or(&self.module)
+    }
+
+    /// The frame's name, the one every view uses: its function, else `module+0xoffset` (the
+    /// module's file name and the address in its file), never `??`.
+    pub fn name(&self) -> String {
+        match &self.function {
+            Some(f) => f.clone(),
+            None => self.module_offset(),
+        }
+    }
+
+    /// `module+0xoffset`.
+    pub fn module_offset(&self) -> String {
+        format!("{}+{:#x}", self.module_name(), self.offset)
+    }
+
+    /// The function without its templates, parameters and return type (`std::operator>>`), else
+    /// `module+0xoffset`.
+    pub fn short_name(&self) -> String {
+        match &self.function {
+            Some(f) => short_function(f),
+            None => self.module_offset(),
+        }
+    }
+
     /// `function (file:line)`, or `module+0xoffset` when nothing better is known.
     pub fn display(&self) -> String {
-        let module = Path::new(&self.module)
-            .file_name()
-            .map_or(self.module.clone(), |n| n.to_string_lossy().into_owned());
-        let name = match &self.function {
-            Some(f) => f.clone(),
-            None => format!("{module}+{:#x}", self.offset),
-        };
+        let name = self.name();
         match (&self.file, self.line) {
             (Some(file), Some(line)) => format!("{name} ({}:{line})", short_path(file)),
             (Some(file), None) => format!("{name} ({})", short_path(file)),
-            _ if self.function.is_some() => format!("{name} [{module}]"),
+            _ if self.function.is_some() => format!("{name} [{}]", self.module_name()),
             _ => name,
         }
+    }
+
+    /// The short form findings use: `parse at p.cpp:12`, `parse in p.cpp`, `parse (module)`, or
+    /// `module+0xoffset` without a function.
+    pub fn short_text(&self) -> String {
+        let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+        let function = self.short_name();
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => format!("{function} at {}:{line}", base(file)),
+            (Some(file), None) => format!("{function} in {}", base(file)),
+            _ if self.function.is_some() && !self.module.is_empty() => {
+                format!("{function} ({})", self.module_name())
+            }
+            _ => function,
+        }
+    }
+}
+
+/// A C++ function name without its template arguments, parameters and return type:
+/// `std::istream& std::operator>><char>(std::istream&, std::string&)` -> `std::operator>>`.
+pub fn short_function(name: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        // Operator names hold brackets that are not template or parameter brackets.
+        if depth == 0 && out.ends_with("operator") {
+            let op: String = rest
+                .chars()
+                .take_while(|c| "<>=!+-*/%&|^~[]()".contains(*c))
+                .collect();
+            // Drop what opens the parameters or the template arguments: `<<(`, `>><`, `<<<`.
+            let op = if op.starts_with("()") {
+                "()".to_string()
+            } else {
+                let op = op.strip_suffix('(').unwrap_or(&op);
+                match op.strip_suffix('<') {
+                    Some(shorter) if op.len() > 2 => shorter.to_string(),
+                    _ => op.to_string(),
+                }
+            };
+            if !op.is_empty() {
+                out.push_str(&op);
+                rest = &rest[op.len()..];
+                continue;
+            }
+        }
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    let words: Vec<&str> = out.split_whitespace().collect();
+    match words.as_slice() {
+        [] => name.to_string(),
+        [.., before, last] if before.ends_with("operator") => format!("{before} {last}"),
+        [.., last] => last.trim_start_matches(['&', '*']).to_string(),
     }
 }
 
