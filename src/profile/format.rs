@@ -79,6 +79,71 @@ pub const END_DESTRUCTOR: u32 = 4;
 
 pub const TIMING_EXACT: u32 = 1;
 
+/// Whether a record type is one this reader knows.
+pub fn record_type_known(rtype: u32) -> bool {
+    matches!(
+        rtype,
+        REC_PROCESS
+            | REC_THREAD
+            | REC_FLUSH
+            | REC_END
+            | REC_SUPERVISOR
+            | REC_MODULE
+            | REC_STACK
+            | REC_ALLOC_SITES
+            | REC_LOCK_SITES
+            | REC_MODULE_GONE
+            | REC_CROSS_FREES
+    ) || matches!(rtype, 20..=23)
+}
+
+/// Whether a payload of `size` bytes is one the record's layout allows, given `prefix`, the
+/// start of the payload as far as it is known (its counts and lengths decide the size).
+pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8]) -> bool {
+    let u32_at = |at: usize| {
+        prefix
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+    };
+    // A fixed part followed by `count` entries of `each` bytes, the count at `count_at`.
+    let counted = |base: usize, each: usize, count_at: usize| {
+        size >= base
+            && (size - base).is_multiple_of(each)
+            && u32_at(count_at)
+                .is_none_or(|n| n.checked_mul(each).and_then(|b| b.checked_add(base)) == Some(size))
+    };
+    // A fixed part followed by byte strings whose lengths are at `at`.
+    let lengths = |base: usize, at: &[usize]| {
+        size >= base
+            && (prefix.len() < base
+                || base + at.iter().map(|&o| u32_at(o).unwrap_or(0)).sum::<usize>() == size)
+    };
+    match rtype {
+        REC_PROCESS => lengths(PROCESS_SIZE, &[152, 156]),
+        REC_THREAD => counted(THREAD_SIZE, LOCK_STATS_SIZE, 12),
+        REC_FLUSH => size == FLUSH_SIZE,
+        REC_END => size == END_SIZE,
+        REC_SUPERVISOR => size == SUPERVISOR_SIZE,
+        REC_MODULE => {
+            lengths(MODULE_SIZE, &[32, 36]) && u32_at(32).is_none_or(|n| n <= BUILD_ID_MAX)
+        }
+        REC_STACK => {
+            counted(STACK_SIZE, 8, 4)
+                && size <= STACK_SIZE + 8 * STACK_MAX_FRAMES
+                && size > STACK_SIZE
+        }
+        REC_ALLOC_SITES => counted(ALLOC_SITES_SIZE, ALLOC_SITE_SIZE, 0),
+        REC_LOCK_SITES => counted(LOCK_SITES_SIZE, LOCK_SITE_SIZE, 0),
+        REC_MODULE_GONE => size == MODULE_GONE_SIZE,
+        REC_CROSS_FREES => size > 0 && size.is_multiple_of(CROSS_FREES_ENTRY_SIZE),
+        20 => size == super::phases::PHASE_SIZE,
+        21 => lengths(super::phases::HEAP_SIZE, &[180]),
+        22 => size == 48,
+        23 => counted(8, 32, 4) && size > 8,
+        _ => false,
+    }
+}
+
 /// The inclusive byte range of a request-size bucket.
 pub fn size_bucket_range(bucket: usize) -> (u64, u64) {
     if bucket < SIZE_FINE_BUCKETS {

@@ -177,6 +177,8 @@ pub struct Profile {
     pub supervisor: Option<SupervisorInfo>,
     /// The process image ended cleanly (an END record is the last thing it wrote).
     pub complete: bool,
+    /// The file was cut at this byte (inside a batch): what follows its last whole batch is not read.
+    pub cut_at: Option<u64>,
     /// The latest monotonic time the file speaks of.
     pub last_mono_ns: u64,
     /// Ticks per second, refined from the longest (ticks, time) baseline in the file.

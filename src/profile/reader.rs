@@ -71,8 +71,61 @@ pub fn read(path: &Path) -> anyhow::Result<Profile> {
         .map_err(|e| anyhow::anyhow!("{}: not a valid stallscope profile: {e}", path.display()))
 }
 
+/// Parses a profile. A file cut short (the process was killed while writing, the disk filled) is
+/// read as far as it is whole: up to its last whole batch (ended by a flush or end record), and
+/// marked partial; damage (a checksum, a size no layout allows) is an error.
 pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     check_file_header(bytes)?;
+    let extent = whole_extent(bytes)?;
+    let mut profile = parse_whole(&bytes[..extent.end])?;
+    if let Some(cut) = extent.cut_at {
+        profile.complete = false;
+        profile.cut_at = Some(cut as u64);
+    }
+    Ok(profile)
+}
+
+/// How much of a file is whole: the end of its last whole batch, and where the file was cut
+/// (None: it ends where its last batch does).
+struct Extent {
+    end: usize,
+    cut_at: Option<usize>,
+}
+
+/// Frames every record (checksums included) up to the end or to a cut, and finds the end of the
+/// last whole batch: after a flush or end record, or after the supervisor's record that follows.
+fn whole_extent(bytes: &[u8]) -> Result<Extent, ProfileError> {
+    let mut pos = FILE_HEADER_SIZE;
+    let mut batch_end = None;
+    while pos < bytes.len() {
+        match frame(bytes, pos)? {
+            Framed::Record(rtype, _, next) => {
+                let appended = rtype == REC_SUPERVISOR && batch_end == Some(pos);
+                if rtype == REC_FLUSH || rtype == REC_END || appended {
+                    batch_end = Some(next);
+                }
+                pos = next;
+            }
+            Framed::Cut => break,
+        }
+    }
+    match batch_end {
+        Some(end) => Ok(Extent {
+            end,
+            cut_at: (end < bytes.len() || pos < bytes.len()).then_some(bytes.len()),
+        }),
+        None => err(
+            pos,
+            format!(
+                "truncated: the file ends at byte {} before its first flush (nothing in it is whole)",
+                bytes.len()
+            ),
+        ),
+    }
+}
+
+/// Parses a file that ends with a whole batch.
+fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut pos = FILE_HEADER_SIZE;
     let mut process: Option<ProcessInfo> = None;
     let mut threads: Vec<ThreadStats> = Vec::new();
@@ -95,7 +148,9 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut cross_frees = Vec::new();
 
     while pos < bytes.len() {
-        let (rtype, payload, next) = next_record(bytes, pos)?;
+        let Framed::Record(rtype, payload, next) = frame(bytes, pos)? else {
+            return err(pos, "truncated record inside the whole part of the file");
+        };
         if process.is_none() && rtype != REC_PROCESS {
             return err(
                 pos,
@@ -274,6 +329,7 @@ pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
     }
     Ok(Profile {
         complete: end.is_some() && !ended_after,
+        cut_at: None,
         process,
         threads,
         end,
@@ -527,46 +583,71 @@ fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {
     Ok(())
 }
 
-/// Validates the record at `pos`; returns its type, payload and the offset of the next record.
-fn next_record(bytes: &[u8], pos: usize) -> Result<(u32, &[u8], usize), ProfileError> {
-    let remaining = bytes.len() - pos;
-    if remaining < RECORD_HEADER_SIZE {
-        return err(
-            pos,
-            format!(
-                "truncated: {remaining} bytes left, a record header needs {RECORD_HEADER_SIZE}"
-            ),
-        );
+/// A record at some offset: whole, or the file's cut tail.
+enum Framed<'a> {
+    /// Its type, payload and the offset of the next record.
+    Record(u32, &'a [u8], usize),
+    /// The file ends inside it, and what is there is the start of a well-formed record.
+    Cut,
+}
+
+/// Validates the record at `pos`. A record the file ends inside is a cut when its header is one
+/// the writer could have written (known type, reserved zero, a size its layout allows given the
+/// counts and lengths at the start of its payload); otherwise the header is damaged.
+fn frame(bytes: &[u8], pos: usize) -> Result<Framed<'_>, ProfileError> {
+    let available = &bytes[pos..];
+    let field = |at: usize| {
+        available
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    };
+    let (rtype, size) = (field(0), field(4).map(|s| s as usize));
+    if available.len() < RECORD_HEADER_SIZE {
+        let plausible = rtype.is_none_or(|t| record_type_known(t))
+            && size.is_none_or(|s| size_fits_layout(rtype.unwrap_or(0), s, &[]))
+            && field(12).is_none_or(|r| r == 0);
+        return if plausible {
+            Ok(Framed::Cut)
+        } else {
+            err(pos, "damaged record header at the end of the file")
+        };
     }
-    let mut f = Fields::new(&bytes[pos..pos + RECORD_HEADER_SIZE]);
-    let rtype = f.u32();
-    let size = f.u32() as usize;
-    let crc = f.u32();
-    if f.u32() != 0 {
+    let (rtype, size) = (rtype.expect("header"), size.expect("header"));
+    let crc = field(8).expect("header");
+    if field(12) != Some(0) {
         return err(pos, "reserved field of a record header is not zero");
     }
     let padded = size.div_ceil(8) * 8;
     let start = pos + RECORD_HEADER_SIZE;
-    if bytes.len() - start < padded {
-        return err(
-            pos,
-            format!(
-                "truncated: record of type {rtype} needs {padded} bytes, {} remain",
-                bytes.len() - start
-            ),
-        );
+    let present = &bytes[start..];
+    if present.len() < padded {
+        let whole_payload = present.len() >= size;
+        let damaged = !record_type_known(rtype)
+            || !size_fits_layout(rtype, size, present)
+            || (whole_payload && record_crc(&bytes[pos..pos + 8], &present[..size]) != crc);
+        if damaged {
+            return err(
+                pos,
+                format!(
+                    "record of type {rtype} is damaged: it claims {size} bytes, {} remain, and its \
+                     header is not one a cut file could end with",
+                    present.len()
+                ),
+            );
+        }
+        return Ok(Framed::Cut);
     }
-    let payload = &bytes[start..start + size];
+    let payload = &present[..size];
     if record_crc(&bytes[pos..pos + 8], payload) != crc {
         return err(
             pos,
             format!("record of type {rtype} is damaged (checksum mismatch)"),
         );
     }
-    if bytes[start + size..start + padded].iter().any(|&b| b != 0) {
+    if present[size..padded].iter().any(|&b| b != 0) {
         return err(start + size, "padding after a record is not zero");
     }
-    Ok((rtype, payload, start + padded))
+    Ok(Framed::Record(rtype, payload, start + padded))
 }
 
 /// The per-function counters of a thread or phase record.

@@ -270,21 +270,65 @@ fn a_site_must_name_a_known_stack() {
     assert!(e.contains("unknown stack 3"), "{e}");
 }
 
+/// What a profile read from a cut file must hold: the data of the last whole batch.
+fn same_data(a: &super::Profile, b: &super::Profile) -> bool {
+    a.threads.len() == b.threads.len()
+        && a.threads
+            .iter()
+            .zip(&b.threads)
+            .all(|(x, y)| x.fns == y.fns && x.locks == y.locks)
+        && a.alloc_sites == b.alloc_sites
+        && a.lock_sites == b.lock_sites
+        && a.modules == b.modules
+        && a.flushes == b.flushes
+}
+
 #[test]
 fn every_truncation_is_an_error_or_a_partial_profile() {
+    // A file cut anywhere (between records or inside one) is read up to its last whole batch
+    // and marked partial; cut before its first flush, it is an error that says so.
     let w = sample_profile();
+    let first = w.batch_ends[0];
     for len in 0..w.bytes.len() {
         match parse(&w.bytes[..len]) {
-            Err(e) => assert!(!e.to_string().is_empty()),
-            Ok(p) => {
+            Err(e) => {
                 assert!(
-                    w.batch_ends.contains(&len),
-                    "a cut at {len} was taken as valid"
+                    len < first,
+                    "a cut at {len}, after the first flush, was refused: {e}"
                 );
+                assert!(!e.to_string().is_empty());
+            }
+            Ok(p) => {
+                assert!(len >= first, "a cut at {len} was taken as valid");
                 assert!(!p.complete, "a cut at {len} must be partial");
+                let whole = *w.batch_ends.iter().rev().find(|&&e| e <= len).unwrap();
+                let expected = parse(&w.bytes[..whole]).unwrap();
+                assert!(
+                    same_data(&p, &expected),
+                    "a cut at {len} reads the batch ending at {whole}"
+                );
             }
         }
     }
+}
+
+#[test]
+fn a_cut_inside_a_record_reads_up_to_the_last_flush() {
+    let w = sample_profile();
+    // Inside the thread record of the second batch: the first batch's data.
+    let cut = w.batch_ends[1] + 100;
+    let p = parse(&w.bytes[..cut]).expect("a cut file reads up to its last flush");
+    assert!(!p.complete);
+    assert_eq!(p.threads.len(), 2);
+    assert_eq!(
+        p.threads[0].fns[0].calls, 640,
+        "the first batch's record of thread 0"
+    );
+    assert_eq!(p.cut_at, Some(cut as u64));
+    // Three bytes short of its end record: everything but that batch's end.
+    let p = parse(&w.bytes[..w.bytes.len() - 3]).expect("partial");
+    assert!(!p.complete && p.end.is_none());
+    assert_eq!(p.flushes, 2);
 }
 
 #[test]
@@ -310,7 +354,7 @@ fn errors_say_what_and_where() {
     assert!(e.contains("checksum") || e.contains("version"), "{e}");
 
     let w = sample_profile();
-    let e = parse(&w.bytes[..w.bytes.len() - 3])
+    let e = parse(&w.bytes[..w.batch_ends[0] - 3])
         .unwrap_err()
         .to_string();
     assert!(e.contains("truncated") && e.contains("at byte"), "{e}");

@@ -89,6 +89,8 @@ pub struct Summary {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub complete: bool,
+    /// The file was cut at this byte; the figures are those of its last whole flush.
+    pub cut_at: Option<u64>,
     pub ended_by_exec: bool,
     pub core_dumped: bool,
     pub forked: bool,
@@ -292,6 +294,7 @@ pub fn summarize(p: &Profile) -> Summary {
         exit_code: p.exit_code(),
         signal: p.signal(),
         complete: p.complete,
+        cut_at: p.cut_at,
         ended_by_exec: p.end.is_some_and(|e| e.how == END_EXEC),
         core_dumped: p.supervisor.is_some_and(|s| s.core_dumped),
         forked: p.process.forked,

@@ -124,7 +124,15 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         (None, None) => "unknown".to_string(),
     };
     let _ = writeln!(o, "  pid         {} (parent {}), {}", s.pid, s.ppid, ended);
-    if !s.complete {
+    if let Some(cut) = s.cut_at {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.warn(&format!(
+                "partial profile: the file was cut at byte {cut}; data up to its last whole flush"
+            ))
+        );
+    } else if !s.complete {
         let _ = writeln!(
             o,
             "  {}",
