@@ -7,14 +7,15 @@
 //! user frame is symbolized, else by their whole stack (`module+offset` frames are stable between
 //! runs of the same binary).
 
-use crate::export::{Loaded, frame_name};
-use crate::report::sites::SiteSummary;
-use crate::report::states::{CATEGORIES, ThreadStates};
-use crate::report::summary::{Summary, ThreadSummary, ratio};
-use crate::util::{Style, fmt_bytes, fmt_count, fmt_ns, fmt_pct};
+use crate::analysis::Analysis;
+use crate::analysis::sites::SiteSummary;
+use crate::analysis::states::{CATEGORIES, CATEGORY_COUNT, PerCategory, ThreadStates};
+use crate::analysis::summary::{Summary, ThreadSummary, sum};
+use crate::util::{Style, fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::fmt::Write;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -62,20 +63,22 @@ pub struct Shares {
     pub allocator: f64,
     pub lock_wait: f64,
     /// Indexed like `CATEGORIES`.
-    pub states: Option<[f64; 7]>,
+    pub states: Option<PerCategory<f64>>,
 }
 
 impl Shares {
     fn of(threads: &[&ThreadSummary], states: &[&ThreadStates]) -> Shares {
-        let wall: u64 = threads.iter().map(|t| t.wall_ns).sum();
-        let sum = |f: fn(&ThreadSummary) -> u64| threads.iter().map(|t| f(t)).sum::<u64>();
-        let life: u64 = states.iter().map(|t| t.life_ns).sum();
+        let wall = sum(threads.iter().map(|t| t.wall_ns));
+        let total = |f: fn(&ThreadSummary) -> u64| sum(threads.iter().map(|t| f(t)));
+        let life = sum(states.iter().map(|t| t.life_ns));
         Shares {
-            cpu: ratio(sum(|t| t.cpu_ns), wall),
-            allocator: ratio(sum(|t| t.alloc_ns), wall),
-            lock_wait: ratio(sum(|t| t.lock_wait_ns), wall),
+            cpu: ratio(total(|t| t.cpu_ns), wall),
+            allocator: ratio(total(|t| t.alloc_ns), wall),
+            lock_wait: ratio(total(|t| t.lock_wait_ns), wall),
             states: (!states.is_empty()).then(|| {
-                std::array::from_fn(|c| ratio(states.iter().map(|t| t.ns[c]).sum(), life))
+                std::array::from_fn::<f64, CATEGORY_COUNT, _>(|c| {
+                    ratio(sum(states.iter().map(|t| t.ns[c])), life)
+                })
             }),
         }
     }
@@ -85,7 +88,7 @@ impl Shares {
         if let (Some(states), Some(o)) = (self.states, v.as_object_mut()) {
             let m: serde_json::Map<String, Value> = CATEGORIES
                 .iter()
-                .map(|c| (c.key().to_string(), json!(states[*c as usize])))
+                .map(|c| (c.key().to_string(), json!(states[c.index()])))
                 .collect();
             o.insert("states".into(), Value::Object(m));
         }
@@ -94,12 +97,9 @@ impl Shares {
 }
 
 /// The sampled states of a summary's thread (the two lists are in the same order).
-fn states_of<'a>(l: &'a Loaded, s: &Summary, t: &ThreadSummary) -> Vec<&'a ThreadStates> {
-    let index = s.threads.iter().position(|x| std::ptr::eq(x, t));
-    match (&l.states.report, index) {
-        (Some(r), Some(i)) => r.threads.get(i).into_iter().collect(),
-        _ => Vec::new(),
-    }
+fn states_of<'a>(a: &'a Analysis, t: &ThreadSummary) -> Vec<&'a ThreadStates> {
+    let index = a.summary.threads.iter().position(|x| std::ptr::eq(x, t));
+    index.and_then(|i| a.thread_states(i)).into_iter().collect()
 }
 
 #[derive(Debug, Clone)]
@@ -155,10 +155,10 @@ pub fn site_key(s: &SiteSummary) -> String {
                 (Some(file), None) => format!(" ({})", short_file(file)),
                 _ => String::new(),
             };
-            format!("{}{place} -> {}", frame_name(f), s.function)
+            format!("{}{place} -> {}", f.name(), s.function)
         }
         _ => {
-            let mut names: Vec<String> = s.frames.iter().rev().map(frame_name).collect();
+            let mut names: Vec<String> = s.frames.iter().rev().map(|f| f.name()).collect();
             names.push(s.function.to_string());
             names.join(";")
         }
@@ -197,9 +197,9 @@ fn sites_by_key(s: &Summary) -> Vec<(String, u64, u64, u64)> {
         let key = site_key(site);
         match out.iter_mut().find(|x| x.0 == key) {
             Some(x) => {
-                x.1 += site.calls;
-                x.2 += site.bytes;
-                x.3 += site.time_ns;
+                x.1 = x.1.saturating_add(site.calls);
+                x.2 = x.2.saturating_add(site.bytes);
+                x.3 = x.3.saturating_add(site.time_ns);
             }
             None => out.push((key, site.calls, site.bytes, site.time_ns)),
         }
@@ -207,7 +207,7 @@ fn sites_by_key(s: &Summary) -> Vec<(String, u64, u64, u64)> {
     out
 }
 
-pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
+pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
     let (b, a) = (&before.summary, &after.summary);
     let groups = b
         .groups
@@ -225,11 +225,11 @@ pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
         .iter()
         .map(|(label, t)| ThreadDiff {
             label: label.clone(),
-            before: Some(Shares::of(&[t], &states_of(before, b, t))),
+            before: Some(Shares::of(&[t], &states_of(before, t))),
             after: la
                 .iter()
                 .find(|(l, _)| l == label)
-                .map(|(_, t)| Shares::of(&[t], &states_of(after, a, t))),
+                .map(|(_, t)| Shares::of(&[t], &states_of(after, t))),
         })
         .collect();
     for (label, t) in &la {
@@ -237,7 +237,7 @@ pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
             threads.push(ThreadDiff {
                 label: label.clone(),
                 before: None,
-                after: Some(Shares::of(&[t], &states_of(after, a, t))),
+                after: Some(Shares::of(&[t], &states_of(after, t))),
             });
         }
     }
@@ -289,8 +289,8 @@ pub fn compare(before: &Loaded, after: &Loaded, top: usize) -> Diff {
     appeared.truncate(top);
     vanished.truncate(top);
     changed.truncate(top);
-    let all = |l: &Loaded| {
-        let states: Vec<&ThreadStates> = l.states.report.iter().flat_map(|r| &r.threads).collect();
+    let all = |l: &Analysis| {
+        let states: Vec<&ThreadStates> = l.states.iter().flat_map(|r| &r.threads).collect();
         Shares::of(&l.summary.threads.iter().collect::<Vec<_>>(), &states)
     };
     Diff {
@@ -371,10 +371,6 @@ fn row(out: &mut String, label: &str, p: &Pair, fmt: fn(u64) -> String) {
     );
 }
 
-fn ns(v: u64) -> String {
-    fmt_ns(v as f64)
-}
-
 fn shares_cells(s: Option<Shares>) -> [String; 3] {
     match s {
         Some(s) => [fmt_pct(s.cpu), fmt_pct(s.allocator), fmt_pct(s.lock_wait)],
@@ -399,10 +395,10 @@ pub fn render_text(d: &Diff, style: Style) -> String {
             "", "before", "after", "ratio"
         ))
     );
-    row(&mut out, "wall time", &d.wall_ns, ns);
+    row(&mut out, "wall time", &d.wall_ns, fmt_ns);
     row(&mut out, "allocator calls", &d.alloc_calls, fmt_count);
-    row(&mut out, "allocator time", &d.alloc_ns, ns);
-    row(&mut out, "lock wait", &d.lock_wait_ns, ns);
+    row(&mut out, "allocator time", &d.alloc_ns, fmt_ns);
+    row(&mut out, "lock wait", &d.lock_wait_ns, fmt_ns);
     for g in &d.groups {
         if g.calls.before == 0 && g.calls.after == 0 {
             continue;
@@ -411,7 +407,7 @@ pub fn render_text(d: &Diff, style: Style) -> String {
         if g.name != "free" {
             row(&mut out, &format!("{} bytes", g.name), &g.bytes, fmt_bytes);
         }
-        row(&mut out, &format!("{} time", g.name), &g.time_ns, ns);
+        row(&mut out, &format!("{} time", g.name), &g.time_ns, fmt_ns);
     }
     let _ = writeln!(
         out,
@@ -458,8 +454,8 @@ pub fn render_text(d: &Diff, style: Style) -> String {
                 fmt_count(s.calls.before),
                 fmt_count(s.calls.after),
                 fmt_ratio(&s.calls),
-                ns(s.time_ns.before),
-                ns(s.time_ns.after),
+                fmt_ns(s.time_ns.before),
+                fmt_ns(s.time_ns.after),
                 fmt_ratio(&s.time_ns),
                 s.key
             );
@@ -510,13 +506,14 @@ fn render_state_shares(out: &mut String, d: &Diff, style: Style) {
 }
 
 pub fn main(args: DiffArgs) -> Result<i32> {
-    let before = Loaded::read(&args.before)?;
-    let after = Loaded::read(&args.after)?;
+    let before = Analysis::read(&args.before)?;
+    let after = Analysis::read(&args.after)?;
     let d = compare(&before, &after, args.top);
+    let mut stdout = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&d))?);
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&to_json(&d))?)?;
     } else {
-        print!("{}", render_text(&d, Style::for_stdout()));
+        write!(stdout, "{}", render_text(&d, Style::for_stdout()))?;
     }
     Ok(0)
 }

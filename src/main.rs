@@ -1,21 +1,8 @@
 //! stallscope: why doesn't my multithreaded native program scale?
 //! `main` only parses the command line and hands over to the module for each subcommand.
 
-mod bench;
-mod cli;
-mod demo;
-mod diff;
-mod export;
-mod findings;
-mod html;
-mod preload;
-mod profile;
-mod report;
-mod run;
-mod symbols;
-mod util;
-
 use clap::Parser;
+use stallscope::cli;
 
 fn main() {
     let cli = cli::Cli::parse();

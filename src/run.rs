@@ -1,8 +1,8 @@
 //! `stallscope run`: launch a program with the interposer preloaded, pass its I/O, signals and
 //! exit status through unchanged, then summarise the profile it wrote.
 
+use crate::analysis::summary::{self, Summary};
 use crate::profile::{self, format};
-use crate::report::summary::{self, Summary};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -445,14 +445,14 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
     let _ = writeln!(
         err,
         "wall time:    {}   threads: {}",
-        fmt_ns(s.wall_ns as f64),
+        fmt_ns(s.wall_ns),
         s.threads.len()
     );
     let _ = writeln!(
         err,
         "allocator:    {} calls, {} of thread time inside",
         fmt_count(s.alloc_calls()),
-        fmt_pct(s.alloc_share())
+        fmt_pct(s.alloc_share_of_life())
     );
     match s.locks.iter().find(|l| l.contended > 0) {
         Some(l) => {
@@ -463,7 +463,7 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
                 l.address,
                 fmt_count(l.contended),
                 fmt_count(l.acquisitions),
-                fmt_ns(l.wait_ns as f64)
+                fmt_ns(l.wait_ns)
             );
         }
         None => {

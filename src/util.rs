@@ -1,9 +1,62 @@
-//! Small shared helpers: human-readable numbers and terminal styling.
+//! Small shared helpers, one copy each: ratios, human-readable numbers and terminal styling.
 
 use std::io::IsTerminal;
 
+/// A number that ratios and formatting take as it is: counters (`u64`, `usize`) and estimates
+/// (`f64`), so that callers need no casts.
+pub trait AsF64: Copy {
+    fn as_f64(self) -> f64;
+}
+
+impl AsF64 for f64 {
+    fn as_f64(self) -> f64 {
+        self
+    }
+}
+
+impl AsF64 for u64 {
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl AsF64 for usize {
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl AsF64 for u32 {
+    fn as_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl AsF64 for i32 {
+    fn as_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl AsF64 for i64 {
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+/// `part / whole`, or 0 when `whole` is not positive (an empty profile has no shares).
+pub fn ratio(part: impl AsF64, whole: impl AsF64) -> f64 {
+    let whole = whole.as_f64();
+    if whole > 0.0 {
+        part.as_f64() / whole
+    } else {
+        0.0
+    }
+}
+
 /// A duration in nanoseconds as a short human string: 850 ns, 12.3 µs, 4.56 ms, 1.234 s.
-pub fn fmt_ns(ns: f64) -> String {
+pub fn fmt_ns(ns: impl AsF64) -> String {
+    let ns = ns.as_f64();
     if ns < 1e3 {
         format!("{ns:.0} ns")
     } else if ns < 1e6 {
@@ -112,5 +165,8 @@ mod tests {
         assert_eq!(fmt_ns(2_500_000.0), "2.50 ms");
         assert_eq!(bar(0.5, 4), "██");
         assert_eq!(bar(0.0, 4), "");
+        assert_eq!(fmt_ns(2_500u64), "2.5 µs");
+        assert_eq!(ratio(1u64, 4u64), 0.25);
+        assert_eq!(ratio(1.0, 0u64), 0.0);
     }
 }

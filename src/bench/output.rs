@@ -5,9 +5,7 @@ use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
 
-pub fn format_ns(ns: u64) -> String {
-    crate::util::fmt_ns(ns as f64)
-}
+pub use crate::util::fmt_ns as format_ns;
 
 pub use crate::util::fmt_bytes as format_bytes;
 
@@ -115,8 +113,8 @@ pub fn terminal(report: &BenchReport) -> String {
                 Some(vec![
                     v.name.clone(),
                     format_ns(p.wall_ns),
-                    percent(p.alloc_share),
-                    percent(p.lock_share),
+                    percent(p.alloc_share_of_cpu),
+                    percent(p.lock_wait_share_of_busy),
                 ])
             })
             .collect();

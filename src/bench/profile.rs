@@ -1,13 +1,15 @@
 //! `--profile`: one extra run of a variant under `stallscope run`, summarised as the
-//! share of time spent in the allocator and waiting for locks.
+//! share of time spent in the allocator and waiting for locks (from the profile's analysis).
 
 use super::plan::Variant;
 use super::results::ProfileShares;
+use crate::analysis::summary::Summary;
+use crate::analysis::{Analysis, Options};
 use anyhow::{Context, Result, bail};
-use serde_json::Value;
 use std::process::{Command, Stdio};
 
-/// Runs `stallscope run -o FILE -- CMD` then `stallscope report --json FILE`.
+/// Runs `stallscope run -o FILE -- CMD`, then analyses FILE (without symbols: only the shares
+/// are needed).
 pub fn profile_variant(variant: &Variant, index: usize) -> Result<ProfileShares> {
     let exe = std::env::current_exe().context("cannot find the stallscope executable")?;
     let path = std::env::temp_dir().join(format!(
@@ -28,21 +30,13 @@ pub fn profile_variant(variant: &Variant, index: usize) -> Result<ProfileShares>
         if !run.status.success() {
             bail!("`stallscope run` failed: {}", last_line(&run.stderr));
         }
-        let report = Command::new(&exe)
-            .args(["report", "--json"])
-            .arg(&path)
-            .stdin(Stdio::null())
-            .output()
-            .context("cannot start `stallscope report`")?;
-        if !report.status.success() {
-            bail!(
-                "`stallscope report --json` failed: {}",
-                last_line(&report.stderr)
-            );
-        }
-        let json: Value = serde_json::from_slice(&report.stdout)
-            .context("`stallscope report --json` did not print JSON")?;
-        shares_from_report(&json)
+        let analysis = Analysis::read_with(
+            &path,
+            Options {
+                read_modules: false,
+            },
+        )?;
+        Ok(shares(&analysis.summary))
     })();
     let _ = std::fs::remove_file(&path);
     result
@@ -53,54 +47,39 @@ fn last_line(bytes: &[u8]) -> String {
     text.lines().last().unwrap_or("no message").to_string()
 }
 
-/// Allocator share = sum of `alloc_ns` / sum of `cpu_ns` over threads (allocator time
-/// is CPU time). Lock share = sum of `lock_wait_ns` / (sum of `cpu_ns` + sum of
-/// `lock_wait_ns`): the part of the threads' busy-or-blocked time spent waiting.
-pub fn shares_from_report(json: &Value) -> Result<ProfileShares> {
-    // Accept the profile at the top level, under "profile", or first in a list.
-    let profile = if json.get("threads").is_some() {
-        json
-    } else if let Some(p) = json.get("profile").filter(|p| p.get("threads").is_some()) {
-        p
-    } else if let Some(p) = json.as_array().and_then(|a| a.first()) {
-        p
-    } else {
-        bail!("report JSON has no `threads`");
-    };
-    let threads = profile["threads"]
-        .as_array()
-        .context("report JSON `threads` is not a list")?;
-    let sum = |key: &str| -> f64 { threads.iter().filter_map(|t| t[key].as_f64()).sum() };
-    let cpu = sum("cpu_ns");
-    let alloc = sum("alloc_ns");
-    let lock_wait = sum("lock_wait_ns");
-    let share = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
-    Ok(ProfileShares {
-        wall_ns: profile["wall_ns"].as_f64().unwrap_or(0.0) as u64,
-        alloc_share: share(alloc, cpu),
-        lock_share: share(lock_wait, cpu + lock_wait),
-    })
+/// Allocator share = allocator time / CPU time over all threads (allocator time is CPU time).
+/// Lock share = lock waits / (CPU time + lock waits): the part of the threads' busy-or-blocked
+/// time spent waiting.
+pub fn shares(s: &Summary) -> ProfileShares {
+    ProfileShares {
+        wall_ns: s.wall_ns,
+        alloc_share_of_cpu: s.alloc_share_of_cpu(),
+        lock_wait_share_of_busy: s.lock_wait_share_of_busy(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::summary::ThreadSummary;
 
     #[test]
     fn shares_sum_over_threads() {
-        let json = serde_json::json!({
-            "wall_ns": 1000,
-            "threads": [
-                {"cpu_ns": 600, "alloc_ns": 150, "lock_wait_ns": 200},
-                {"cpu_ns": 400, "alloc_ns": 50, "lock_wait_ns": 0}
-            ]
-        });
-        let shares = shares_from_report(&json).unwrap();
+        let thread = |cpu_ns, alloc_ns, lock_wait_ns| ThreadSummary {
+            cpu_ns,
+            alloc_ns,
+            lock_wait_ns,
+            ..ThreadSummary::default()
+        };
+        let summary = Summary {
+            wall_ns: 1000,
+            threads: vec![thread(600, 150, 200), thread(400, 50, 0)],
+            ..Summary::default()
+        };
+        let shares = shares(&summary);
         assert_eq!(shares.wall_ns, 1000);
-        assert!((shares.alloc_share - 0.2).abs() < 1e-12);
-        assert!((shares.lock_share - 200.0 / 1200.0).abs() < 1e-12);
-        let nested = serde_json::json!({"profile": json});
-        assert_eq!(shares_from_report(&nested).unwrap(), shares);
-        assert!(shares_from_report(&serde_json::json!({"x": 1})).is_err());
+        assert!((shares.alloc_share_of_cpu - 0.2).abs() < 1e-12);
+        assert!((shares.lock_wait_share_of_busy - 200.0 / 1200.0).abs() < 1e-12);
+        assert_eq!(super::shares(&Summary::default()).alloc_share_of_cpu, 0.0);
     }
 }

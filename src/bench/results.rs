@@ -43,10 +43,14 @@ pub struct VariantSummary {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ProfileShares {
     pub wall_ns: u64,
-    /// Time inside the allocator / total CPU time of all threads.
-    pub alloc_share: f64,
-    /// Time waiting for locks / (CPU time + lock waiting time) of all threads.
-    pub lock_share: f64,
+    /// Time inside the allocator / total CPU time of all threads (`Summary::alloc_share_of_cpu`;
+    /// the export's key keeps its first name).
+    #[serde(rename = "alloc_share")]
+    pub alloc_share_of_cpu: f64,
+    /// Time waiting for locks / (CPU time + lock waiting time) of all threads
+    /// (`Summary::lock_wait_share_of_busy`).
+    #[serde(rename = "lock_share")]
+    pub lock_wait_share_of_busy: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

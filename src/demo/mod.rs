@@ -125,12 +125,12 @@ fn run_case(case: &CaseStudy, exe: &Path, settings: &Settings) -> Result<bool> {
         .iter()
         .filter(|p| case.slow.contains(&p.variant.as_str()))
     {
-        let findings = crate::findings::evaluate(&p.report);
+        let findings = &p.analysis.findings;
         println!("\nFindings for `{}`:", p.variant);
         if findings.is_empty() {
             println!("  (none)");
         } else {
-            for line in crate::findings::render_list(&findings, style).lines() {
+            for line in crate::findings::render_list(findings, style).lines() {
                 println!("  {line}");
             }
         }

@@ -19,8 +19,8 @@ pub fn print_figures(profiled: &[Profiled], name_files: bool) {
             p.variant,
             fmt_ns(f.wall_ns),
             fmt_count(f.alloc_calls),
-            fmt_pct(f.alloc_share),
-            fmt_pct(f.lock_share),
+            fmt_pct(f.alloc_share_of_cpu),
+            fmt_pct(f.lock_wait_share_of_busy),
             fmt_pct(f.off_cpu_share),
             fmt_pct(f.small_share),
             p.checksum
@@ -81,8 +81,8 @@ pub fn moved_lines(moved: Moved, case: &CaseStudy, profiled: &[Profiled]) -> Vec
         match moved {
             Moved::AllocatorShare => lines.push(format!(
                 "allocator time, share of thread CPU time: {} → {} ({pair}); allocation calls {} → {}",
-                fmt_pct(s.alloc_share),
-                fmt_pct(f.alloc_share),
+                fmt_pct(s.alloc_share_of_cpu),
+                fmt_pct(f.alloc_share_of_cpu),
                 fmt_count(s.alloc_calls),
                 fmt_count(f.alloc_calls)
             )),
@@ -95,15 +95,15 @@ pub fn moved_lines(moved: Moved, case: &CaseStudy, profiled: &[Profiled]) -> Vec
                 };
                 lines.push(format!(
                     "pthread lock waits {} → {}; threads off the CPU {} → {} ({pair}){states}",
-                    fmt_pct(s.lock_share),
-                    fmt_pct(f.lock_share),
+                    fmt_pct(s.lock_wait_share_of_busy),
+                    fmt_pct(f.lock_wait_share_of_busy),
                     fmt_pct(s.off_cpu_share),
                     fmt_pct(f.off_cpu_share)
                 ));
             }
             Moved::PhaseMalloc => {
                 for p in [slow, fixed] {
-                    let means = figures::phase_malloc_means(&p.report, "insert");
+                    let means = figures::phase_malloc_means(&p.analysis, "insert");
                     let text: Vec<String> = means
                         .iter()
                         .map(|(label, ns)| format!("{label} {}", fmt_ns(*ns)))

@@ -3,7 +3,8 @@
 //! Each source of events is its own function in [`events`]: names, thread lives, sampled thread
 //! states (stretches of one category), phases, heap counters.
 
-use super::{Exporter, Loaded, Options};
+use super::{Exporter, Options};
+use crate::analysis::Analysis;
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -16,7 +17,7 @@ fn us(ns: u64) -> f64 {
 }
 
 /// All the events of a profile, in the order of their sources.
-pub fn events(p: &Loaded) -> Vec<Value> {
+pub fn events(p: &Analysis) -> Vec<Value> {
     let mut out = Vec::new();
     out.extend(metadata_events(p));
     out.extend(thread_events(p));
@@ -27,7 +28,7 @@ pub fn events(p: &Loaded) -> Vec<Value> {
 }
 
 /// The process's and threads' names (`ph: "M"`).
-fn metadata_events(p: &Loaded) -> Vec<Value> {
+fn metadata_events(p: &Analysis) -> Vec<Value> {
     let pid = p.profile.process.pid;
     let command = p.summary.command_line();
     let mut out = vec![json!({
@@ -49,7 +50,7 @@ fn metadata_events(p: &Loaded) -> Vec<Value> {
 }
 
 /// One complete event (`ph: "X"`) per thread, its lifetime, with its figures as arguments.
-fn thread_events(p: &Loaded) -> Vec<Value> {
+fn thread_events(p: &Analysis) -> Vec<Value> {
     let pid = p.profile.process.pid;
     let start = p.profile.process.start_mono_ns;
     p.profile
@@ -72,9 +73,9 @@ fn thread_events(p: &Loaded) -> Vec<Value> {
 }
 
 /// The sampled thread states: one complete event per stretch of one category, named after it.
-fn state_events(p: &Loaded) -> Vec<Value> {
+fn state_events(p: &Analysis) -> Vec<Value> {
     let pid = p.profile.process.pid;
-    let Some(r) = &p.states.report else {
+    let Some(r) = &p.states else {
         return Vec::new();
     };
     r.threads
@@ -83,7 +84,7 @@ fn state_events(p: &Loaded) -> Vec<Value> {
             t.runs.iter().map(move |&(begin, end, c)| {
                 json!({
                     "name": c.key(), "cat": "state", "ph": "X", "pid": pid, "tid": t.tid,
-                    "ts": us(begin), "dur": us(end - begin),
+                    "ts": us(begin), "dur": us(end.saturating_sub(begin)),
                 })
             })
         })
@@ -91,7 +92,7 @@ fn state_events(p: &Loaded) -> Vec<Value> {
 }
 
 /// Phases as complete events on their thread, with their allocator calls and time.
-fn phase_events(p: &Loaded) -> Vec<Value> {
+fn phase_events(p: &Analysis) -> Vec<Value> {
     let pid = p.profile.process.pid;
     p.phases
         .phases
@@ -112,7 +113,7 @@ fn phase_events(p: &Loaded) -> Vec<Value> {
 }
 
 /// Heap snapshots as a counter (`ph: "C"`): bytes in use, free in the arenas, resident.
-fn heap_events(p: &Loaded) -> Vec<Value> {
+fn heap_events(p: &Analysis) -> Vec<Value> {
     let pid = p.profile.process.pid;
     let start = p.profile.process.start_mono_ns;
     p.phases
@@ -133,7 +134,7 @@ impl Exporter for Chrome {
         "chrome"
     }
 
-    fn write(&self, p: &Loaded, _opts: &Options, out: &mut dyn Write) -> Result<()> {
+    fn write(&self, p: &Analysis, _opts: &Options, out: &mut dyn Write) -> Result<()> {
         let doc = json!({"traceEvents": events(p), "displayTimeUnit": "ns"});
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;

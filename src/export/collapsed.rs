@@ -1,7 +1,8 @@
 //! Folded stacks: one line per distinct stack, `root;...;leaf value`, sorted. Allocation sites
 //! end with the allocator function they called (`malloc`, ...); lock waits with `<kind> wait`.
 
-use super::{Exporter, Loaded, Options, Weight, frame_name, lock_leaf};
+use super::{Exporter, Options, Weight, frame_name, lock_leaf};
+use crate::analysis::Analysis;
 use crate::symbols::Frame;
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -10,7 +11,7 @@ use std::io::Write;
 pub struct Collapsed;
 
 /// The folded stacks of a profile with their values (zero values left out).
-pub fn stacks(p: &Loaded, weight: Weight) -> BTreeMap<String, u64> {
+pub fn stacks(a: &Analysis, weight: Weight) -> BTreeMap<String, u64> {
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut add = |frames: &[Frame], leaf: String, value: u64| {
         if value == 0 {
@@ -23,18 +24,19 @@ pub fn stacks(p: &Loaded, weight: Weight) -> BTreeMap<String, u64> {
             .map(|n| n.replace([';', '\n', '\r'], ":"))
             .collect::<Vec<_>>()
             .join(";");
-        *lines.entry(line).or_default() += value;
+        let total = lines.entry(line).or_default();
+        *total = total.saturating_add(value);
     };
     match weight {
         Weight::LockWait => {
-            for lock in &p.summary.locks {
+            for lock in &a.summary.locks {
                 for site in &lock.sites {
                     add(&site.frames, lock_leaf(lock.kind), site.wait_ns);
                 }
             }
         }
         _ => {
-            for site in &p.summary.alloc_sites {
+            for site in &a.summary.alloc_sites {
                 let value = match weight {
                     Weight::Calls => site.calls,
                     Weight::Bytes => site.bytes,
@@ -52,8 +54,8 @@ impl Exporter for Collapsed {
         "collapsed"
     }
 
-    fn write(&self, p: &Loaded, opts: &Options, out: &mut dyn Write) -> Result<()> {
-        for (line, value) in stacks(p, opts.weight) {
+    fn write(&self, a: &Analysis, opts: &Options, out: &mut dyn Write) -> Result<()> {
+        for (line, value) in stacks(a, opts.weight) {
             writeln!(out, "{line} {value}")?;
         }
         Ok(())

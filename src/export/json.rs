@@ -1,6 +1,7 @@
 //! The report's JSON, exactly as `report --json` prints it for one file.
 
-use super::{Exporter, Loaded, Options};
+use super::{Exporter, Options};
+use crate::analysis::Analysis;
 use anyhow::Result;
 use std::io::Write;
 
@@ -11,9 +12,12 @@ impl Exporter for Json {
         "json"
     }
 
-    fn write(&self, p: &Loaded, _opts: &Options, out: &mut dyn Write) -> Result<()> {
-        let value = p.report_value();
-        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+    fn write(&self, a: &Analysis, _opts: &Options, out: &mut dyn Write) -> Result<()> {
+        writeln!(
+            out,
+            "{}",
+            crate::report::json::to_string(std::slice::from_ref(a))?
+        )?;
         Ok(())
     }
 }

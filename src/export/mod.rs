@@ -1,19 +1,16 @@
 //! `stallscope export`: a profile in another tool's format. One exporter per file, all behind
-//! [`Exporter`]; each reads the same [`Loaded`] profile (summary, symbolized sites and phases).
+//! [`Exporter`]; each reads the same analysis ([`crate::analysis::Analysis`]).
 
 mod chrome;
 pub mod collapsed;
 mod json;
 mod pprof;
 
-use crate::profile::{self, Profile};
-use crate::report::phases::{self, PhaseReport};
-use crate::report::sites;
-use crate::report::summary::{self, Summary};
+use crate::analysis::Analysis;
 use crate::symbols::Frame;
 use anyhow::{Context, Result};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -61,40 +58,9 @@ pub struct Options {
     pub weight: Weight,
 }
 
-/// A profile read and summarized once, for every exporter.
-pub struct Loaded {
-    pub path: String,
-    pub profile: Profile,
-    pub summary: Summary,
-    pub phases: PhaseReport,
-    pub states: crate::report::StatesPart,
-}
-
-impl Loaded {
-    /// The report's JSON, as `report --json` prints it.
-    pub fn report_value(&self) -> serde_json::Value {
-        crate::report::report_value(&self.summary, &self.path, &self.phases, &self.states)
-    }
-
-    pub fn read(path: &Path) -> Result<Loaded> {
-        let profile = profile::read(path)?;
-        let mut summary = summary::summarize(&profile);
-        sites::fill(&profile, &mut summary);
-        let phases = phases::build(&profile);
-        let states = crate::report::StatesPart::build(&profile);
-        Ok(Loaded {
-            states,
-            path: path.display().to_string(),
-            profile,
-            summary,
-            phases,
-        })
-    }
-}
-
 pub trait Exporter {
     fn name(&self) -> &'static str;
-    fn write(&self, p: &Loaded, opts: &Options, out: &mut dyn Write) -> Result<()>;
+    fn write(&self, a: &Analysis, opts: &Options, out: &mut dyn Write) -> Result<()>;
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter> {
@@ -117,15 +83,15 @@ pub fn lock_leaf(kind: &str) -> String {
 }
 
 pub fn main(args: ExportArgs) -> Result<i32> {
-    let loaded = Loaded::read(&args.file)?;
+    let analysis = Analysis::read(&args.file)?;
     let exporter = exporter(args.format);
     let opts = Options {
         weight: args.weight,
     };
     let mut buf = Vec::new();
     exporter
-        .write(&loaded, &opts, &mut buf)
-        .with_context(|| format!("exporting {} as {}", loaded.path, exporter.name()))?;
+        .write(&analysis, &opts, &mut buf)
+        .with_context(|| format!("exporting {} as {}", analysis.path, exporter.name()))?;
     match &args.output {
         Some(path) => {
             std::fs::write(path, &buf).with_context(|| format!("writing {}", path.display()))?

@@ -4,7 +4,8 @@
 //! an allocation site has zero lock wait, a lock site zero allocator figures. Every location has
 //! a function name (`module+0xoffset` when unknown), so pprof needs no symbolization.
 
-use super::{Exporter, Loaded, Options, frame_name, lock_leaf};
+use super::{Exporter, Options, frame_name, lock_leaf};
+use crate::analysis::Analysis;
 use crate::symbols::Frame;
 use anyhow::Result;
 use flate2::Compression;
@@ -159,7 +160,7 @@ fn value_type(b: &mut Builder, kind: &str, unit: &str) -> Msg {
 }
 
 /// The uncompressed protobuf.
-pub fn encode(p: &Loaded) -> Vec<u8> {
+pub fn encode(a: &Analysis) -> Vec<u8> {
     let mut b = Builder::new();
     let types = [
         ("alloc_calls", "count"),
@@ -171,14 +172,14 @@ pub fn encode(p: &Loaded) -> Vec<u8> {
         .iter()
         .map(|(t, u)| value_type(&mut b, t, u))
         .collect();
-    for site in &p.summary.alloc_sites {
+    for site in &a.summary.alloc_sites {
         b.sample(
             &site.frames,
             site.function,
             [site.calls, site.bytes, site.time_ns, 0],
         );
     }
-    for lock in &p.summary.locks {
+    for lock in &a.summary.locks {
         for site in &lock.sites {
             b.sample(&site.frames, &lock_leaf(lock.kind), [0, 0, 0, site.wait_ns]);
         }
@@ -201,8 +202,8 @@ pub fn encode(p: &Loaded) -> Vec<u8> {
     for s in &b.strings {
         m.bytes(6, s.as_bytes());
     }
-    m.int(9, p.summary.start_time_unix_ns as i64);
-    m.int(10, p.summary.wall_ns as i64);
+    m.int(9, a.summary.start_time_unix_ns as i64);
+    m.int(10, a.summary.wall_ns as i64);
     m.msg(11, period_type);
     m.int(12, 1);
     m.int(14, default_type);
@@ -214,9 +215,9 @@ impl Exporter for Pprof {
         "pprof"
     }
 
-    fn write(&self, p: &Loaded, _opts: &Options, out: &mut dyn Write) -> Result<()> {
+    fn write(&self, a: &Analysis, _opts: &Options, out: &mut dyn Write) -> Result<()> {
         let mut gz = GzEncoder::new(out, Compression::default());
-        gz.write_all(&encode(p))?;
+        gz.write_all(&encode(a))?;
         gz.finish()?;
         Ok(())
     }

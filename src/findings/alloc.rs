@@ -2,66 +2,48 @@
 //! allocator time and cross-thread frees.
 
 use super::rules::Rule;
-use super::view::{array, num, ratio, short_function, user_frame_text};
+use super::view::{UNKNOWN_FRAME, short_function, site_user_text};
 use super::{Finding, build};
-use crate::util::{fmt_count, fmt_ns, fmt_pct};
-use serde_json::Value;
+use crate::analysis::Analysis;
+use crate::analysis::sites::SiteSummary;
+use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 
-/// The allocator's share of the threads' CPU time (of their wall time without thread figures).
-/// CPU time, because the allocator's timings hardly include time spent waiting for a CPU: on a
-/// loaded machine a share of wall time would understate them.
-fn allocator_cpu_share(r: &Value) -> f64 {
-    let threads = array(r, &["threads"]);
-    let field = |t: &Value, k: &str| num(t, &[k]).unwrap_or(0.0);
-    let cpu: f64 = threads.iter().map(|t| field(t, "cpu_ns")).sum();
-    if cpu > 0.0 {
-        ratio(threads.iter().map(|t| field(t, "alloc_ns")).sum(), cpu).min(1.0)
+/// The allocator's share of the threads' CPU time (of their wall time without CPU figures),
+/// at most 1. CPU time, because the allocator's timings hardly include time spent waiting for a
+/// CPU: on a loaded machine a share of wall time would understate them.
+fn allocator_cpu_share(a: &Analysis) -> f64 {
+    let s = &a.summary;
+    if s.cpu_ns() > 0 {
+        s.alloc_share_of_cpu().min(1.0)
     } else {
-        num(r, &["alloc", "share_of_thread_time"]).unwrap_or(0.0)
+        s.alloc_share_of_life()
     }
 }
 
 /// Allocator calls and their share of CPU time, if both gates are passed.
-fn busy_allocator(rule: &Rule, r: &Value) -> Option<(f64, f64)> {
-    let calls = num(r, &["alloc", "total_calls"])?;
-    let share = allocator_cpu_share(r);
-    (calls >= rule.param("min_calls") && share >= rule.param("min_alloc_share"))
+fn busy_allocator(rule: &Rule, a: &Analysis) -> Option<(f64, f64)> {
+    let calls = a.summary.alloc_calls() as f64;
+    let share = allocator_cpu_share(a);
+    (calls >= rule.param("min_calls") && share >= rule.param("min_alloc_cpu_share"))
         .then_some((calls, share))
 }
 
 /// Allocation requests (the size histogram's total), or all allocator calls without a histogram.
-fn allocation_requests(r: &Value, calls: f64) -> f64 {
-    let requests: f64 = array(r, &["alloc", "size_histogram"])
-        .iter()
-        .filter_map(|b| num(b, &["count"]))
-        .sum();
+fn allocation_requests(a: &Analysis, calls: f64) -> f64 {
+    let requests = a.summary.requests() as f64;
     if requests > 0.0 { requests } else { calls }
-}
-
-/// Share of the size histogram's requests in buckets that end at or below `max_bytes`.
-fn share_at_most(hist: &[Value], max_bytes: f64) -> f64 {
-    let count = |b: &Value| num(b, &["count"]).unwrap_or(0.0);
-    let total: f64 = hist.iter().map(count).sum();
-    let small: f64 = hist
-        .iter()
-        .filter(|b| num(b, &["max_bytes"]).is_some_and(|m| m <= max_bytes))
-        .map(count)
-        .sum();
-    ratio(small, total)
 }
 
 /// Allocation sites grouped by user frame (one frame can reach the allocator by several stacks),
 /// keeping sites whose mean request size passes `keep`: (user frame, calls, bytes), most calls first.
-fn requests_by_user_frame(r: &Value, keep: impl Fn(f64) -> bool) -> Vec<(String, f64, f64)> {
+fn requests_by_user_frame(a: &Analysis, keep: impl Fn(f64) -> bool) -> Vec<(String, f64, f64)> {
     let mut by_user: Vec<(String, f64, f64)> = Vec::new();
-    for site in array(r, &["alloc", "sites"]) {
-        let (Some(calls), Some(bytes)) = (num(site, &["calls"]), num(site, &["bytes"])) else {
-            continue;
-        };
+    for site in &a.summary.alloc_sites {
+        let (calls, bytes) = (site.calls as f64, site.bytes as f64);
         if calls <= 0.0 || !keep(bytes / calls) {
             continue;
         }
-        let user = user_frame_text(site).unwrap_or_else(|| "an unknown frame".into());
+        let user = site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into());
         match by_user.iter_mut().find(|u| u.0 == user) {
             Some(u) => {
                 u.1 += calls;
@@ -74,21 +56,20 @@ fn requests_by_user_frame(r: &Value, keep: impl Fn(f64) -> bool) -> Vec<(String,
     by_user
 }
 
-pub fn small_allocations(rule: &Rule, r: &Value) -> Vec<Finding> {
-    let Some((calls, alloc_share)) = busy_allocator(rule, r) else {
+pub fn small_allocations(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some((calls, alloc_share)) = busy_allocator(rule, a) else {
         return vec![];
     };
-    let hist = array(r, &["alloc", "size_histogram"]);
     let max_bytes = rule.param("max_bytes");
     let also_bytes = rule.param("also_bytes");
-    let share = share_at_most(hist, max_bytes);
+    let share = a.summary.size_share_at_most(max_bytes as u64);
     let Some(severity) = rule.severity_of(share) else {
         return vec![];
     };
     let mut evidence = vec![
         format!(
             "{} of allocation requests are {also_bytes} bytes or less, {} are {max_bytes} bytes or less",
-            fmt_pct(share_at_most(hist, also_bytes)),
+            fmt_pct(a.summary.size_share_at_most(also_bytes as u64)),
             fmt_pct(share)
         ),
         format!(
@@ -97,8 +78,8 @@ pub fn small_allocations(rule: &Rule, r: &Value) -> Vec<Finding> {
             fmt_pct(alloc_share)
         ),
     ];
-    let by_user = requests_by_user_frame(r, |mean| mean <= max_bytes);
-    let requests = allocation_requests(r, calls);
+    let by_user = requests_by_user_frame(a, |mean| mean <= max_bytes);
+    let requests = allocation_requests(a, calls);
     for (user, site_calls, bytes) in by_user.iter().take(rule.param("top_sites") as usize) {
         evidence.push(format!(
             "{} of allocation requests ({:.0} bytes on average) come from {user}",
@@ -108,12 +89,12 @@ pub fn small_allocations(rule: &Rule, r: &Value) -> Vec<Finding> {
     }
     vec![build(
         rule,
-        r,
+        a,
         severity,
         &[
             ("share", fmt_pct(share)),
             ("max_bytes", max_bytes.to_string()),
-            ("alloc_share", fmt_pct(alloc_share)),
+            ("alloc_cpu_share", fmt_pct(alloc_share)),
         ],
         evidence,
     )]
@@ -121,35 +102,33 @@ pub fn small_allocations(rule: &Rule, r: &Value) -> Vec<Finding> {
 
 /// The library call a site's stack passes through: the outermost frame between the allocator and
 /// the user frame that matches a family (the call the user's code made), with the family's name.
-fn library_call<'a>(rule: &'a Rule, site: &Value) -> Option<(&'a str, String)> {
-    let frames = array(site, &["frames"]);
-    let user = site
-        .get("user_frame")
-        .and_then(Value::as_u64)
-        .map_or(frames.len(), |u| u as usize);
-    frames[..user.min(frames.len())].iter().rev().find_map(|f| {
-        let function = f.get("function")?.as_str()?;
-        let family = rule
-            .families
-            .iter()
-            .find(|fam| fam.patterns.iter().any(|p| function.contains(p.as_str())))?;
-        Some((family.name.as_str(), short_function(function)))
-    })
+fn library_call<'a>(rule: &'a Rule, site: &SiteSummary) -> Option<(&'a str, String)> {
+    let frames = &site.frames;
+    frames[..site.user.min(frames.len())]
+        .iter()
+        .rev()
+        .find_map(|f| {
+            let function = f.function.as_deref()?;
+            let family = rule
+                .families
+                .iter()
+                .find(|fam| fam.patterns.iter().any(|p| function.contains(p.as_str())))?;
+            Some((family.name.as_str(), short_function(function)))
+        })
 }
 
-pub fn library_hotspots(rule: &Rule, r: &Value) -> Vec<Finding> {
-    let Some((calls, _)) = busy_allocator(rule, r) else {
+pub fn library_hotspots(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some((calls, _)) = busy_allocator(rule, a) else {
         return vec![];
     };
     // (family, function, user frame) -> estimated calls and sampled stacks
     let mut groups: Vec<(&str, String, String, f64, f64)> = Vec::new();
-    for site in array(r, &["alloc", "sites"]) {
+    for site in &a.summary.alloc_sites {
         let Some((family, function)) = library_call(rule, site) else {
             continue;
         };
-        let user = user_frame_text(site).unwrap_or_else(|| "an unknown frame".into());
-        let site_calls = num(site, &["calls"]).unwrap_or(0.0);
-        let samples = num(site, &["samples"]).unwrap_or(0.0);
+        let user = site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into());
+        let (site_calls, samples) = (site.calls as f64, site.samples as f64);
         match groups
             .iter_mut()
             .find(|g| g.0 == family && g.1 == function && g.2 == user)
@@ -162,7 +141,7 @@ pub fn library_hotspots(rule: &Rule, r: &Value) -> Vec<Finding> {
         }
     }
     groups.sort_by(|a, b| b.3.total_cmp(&a.3));
-    let requests = allocation_requests(r, calls);
+    let requests = allocation_requests(a, calls);
     groups
         .into_iter()
         .take(3)
@@ -182,7 +161,7 @@ pub fn library_hotspots(rule: &Rule, r: &Value) -> Vec<Finding> {
             ];
             Some(build(
                 rule,
-                r,
+                a,
                 severity,
                 &[
                     ("family", family.to_string()),
@@ -196,25 +175,25 @@ pub fn library_hotspots(rule: &Rule, r: &Value) -> Vec<Finding> {
         .collect()
 }
 
-pub fn allocator_time(rule: &Rule, r: &Value) -> Vec<Finding> {
+pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let (min_calls, min_time) = (rule.param("min_calls"), rule.param("min_time_ns"));
-    let calls = num(r, &["alloc", "total_calls"]).unwrap_or(0.0);
-    let time = num(r, &["alloc", "time_ns"]).unwrap_or(0.0);
-    let threads = array(r, &["threads"]);
-    let wall_share = num(r, &["alloc", "share_of_thread_time"]).unwrap_or(0.0);
-    let cpu_share = allocator_cpu_share(r);
+    let s = &a.summary;
+    let calls = s.alloc_calls() as f64;
+    let time = s.alloc_ns() as f64;
+    let wall_share = s.alloc_share_of_life();
+    let cpu_share = allocator_cpu_share(a);
     let global = if calls >= min_calls && time >= min_time {
         cpu_share
     } else {
         0.0
     };
     // The thread that spends the largest share of its CPU time in the allocator, among busy ones.
-    let worst = threads
+    let worst = s
+        .threads
         .iter()
         .filter_map(|t| {
-            let ns = num(t, &["alloc_ns"])?;
-            let n = num(t, &["alloc_calls"])?;
-            let share = ratio(ns, num(t, &["cpu_ns"])?).min(1.0);
+            let (ns, n) = (t.alloc_ns as f64, t.alloc_calls as f64);
+            let share = ratio(ns, t.cpu_ns).min(1.0);
             (n >= min_calls && ns >= min_time).then_some((t, share, ns, n))
         })
         .max_by(|a, b| a.1.total_cmp(&b.1));
@@ -232,9 +211,9 @@ pub fn allocator_time(rule: &Rule, r: &Value) -> Vec<Finding> {
     )];
     let (share, scope) = match worst {
         Some((t, share, ns, n)) => {
-            let tid = num(t, &["tid"]).unwrap_or(0.0) as u64;
             evidence.push(format!(
-                "thread {tid} spent {} of its CPU time in {} allocator calls ({})",
+                "thread {} spent {} of its CPU time in {} allocator calls ({})",
+                t.tid,
                 fmt_pct(share),
                 fmt_count(n as u64),
                 fmt_ns(ns)
@@ -244,29 +223,26 @@ pub fn allocator_time(rule: &Rule, r: &Value) -> Vec<Finding> {
                 (t, g) => t.is_some() && g.is_none(),
             };
             if thread_worse {
-                (share, format!("thread {tid}'s CPU time"))
+                (share, format!("thread {}'s CPU time", t.tid))
             } else {
                 (global, "the threads' CPU time".to_string())
             }
         }
         None => (global, "the threads' CPU time".to_string()),
     };
-    let requests = allocation_requests(r, calls);
-    if let Some((user, site_calls, _)) = requests_by_user_frame(r, |_| true).first() {
+    let requests = allocation_requests(a, calls);
+    if let Some((user, site_calls, _)) = requests_by_user_frame(a, |_| true).first() {
         evidence.push(format!(
             "the most frequent caller is {user} with {} of allocation requests",
             fmt_pct(ratio(*site_calls, requests).min(1.0))
         ));
     }
-    let mut functions: Vec<(&String, f64, f64)> = r["alloc"]["functions"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(name, f)| Some((name, num(f, &["time_ns"])?, num(f, &["calls"])?)))
-                .filter(|f| f.1 > 0.0)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut functions: Vec<(&str, f64, f64)> = s
+        .groups
+        .iter()
+        .map(|g| (g.name, g.time_ns as f64, g.calls as f64))
+        .filter(|f| f.1 > 0.0)
+        .collect();
     functions.sort_by(|a, b| b.1.total_cmp(&a.1));
     for (name, ns, n) in functions.iter().take(2) {
         evidence.push(format!(
@@ -278,7 +254,7 @@ pub fn allocator_time(rule: &Rule, r: &Value) -> Vec<Finding> {
     }
     vec![build(
         rule,
-        r,
+        a,
         severity,
         &[
             ("share", fmt_pct(share)),
@@ -290,29 +266,26 @@ pub fn allocator_time(rule: &Rule, r: &Value) -> Vec<Finding> {
     )]
 }
 
-pub fn cross_thread_frees(rule: &Rule, r: &Value) -> Vec<Finding> {
-    let (Some(calls), Some(share)) = (
-        num(r, &["alloc", "cross_thread_frees", "calls"]),
-        num(r, &["alloc", "cross_thread_frees", "share"]),
-    ) else {
+pub fn cross_thread_frees(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(c) = a.summary.cross_frees else {
         return vec![];
     };
-    if calls < rule.param("min_calls") {
+    if (c.calls as f64) < rule.param("min_calls") {
         return vec![];
     }
-    let Some(severity) = rule.severity_of(share) else {
+    let Some(severity) = rule.severity_of(c.share) else {
         return vec![];
     };
     let evidence = vec![format!(
         "{} frees ({} of all frees) released memory allocated by another thread",
-        fmt_count(calls as u64),
-        fmt_pct(share)
+        fmt_count(c.calls),
+        fmt_pct(c.share)
     )];
     vec![build(
         rule,
-        r,
+        a,
         severity,
-        &[("share", fmt_pct(share))],
+        &[("share", fmt_pct(c.share))],
         evidence,
     )]
 }

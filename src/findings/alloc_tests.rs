@@ -1,30 +1,76 @@
 use super::*;
+use crate::analysis::summary::{CrossFreeSummary, FnSummary, Summary, ThreadSummary};
 use crate::findings::Severity;
-use crate::findings::test_support::{check_levels, rule};
-use serde_json::{Value, json};
+use crate::findings::test_support::{check_levels, frame, rule, sized_hist};
+use crate::symbols::Frame;
 
 fn severity(findings: &[Finding]) -> Option<Severity> {
     assert!(findings.len() <= 1, "{findings:?}");
     findings.first().map(|f| f.severity)
 }
 
-/// A report whose allocation requests are `small` of 1000 at 16 bytes or less, the rest 64.
-fn sized(small: f64, calls: u64, alloc_share: f64) -> Value {
+/// An analysis whose allocator took `alloc_share` of the threads' lives (no CPU figures), with
+/// `calls` allocator calls and `time_ns` in the allocator.
+fn allocator(calls: u64, alloc_share: f64, time_ns: u64) -> Analysis {
+    let wall_ns = (time_ns as f64 / alloc_share).round() as u64;
+    Analysis {
+        summary: Summary {
+            command: vec!["./tokens".into(), "in.txt".into()],
+            groups: vec![FnSummary {
+                name: "malloc",
+                calls,
+                time_ns,
+                ..FnSummary::default()
+            }],
+            threads: vec![ThreadSummary {
+                wall_ns,
+                alloc_ns: time_ns,
+                ..ThreadSummary::default()
+            }],
+            ..Summary::default()
+        },
+        ..Analysis::default()
+    }
+}
+
+fn site(frames: Vec<Frame>, user: usize, calls: u64, bytes: u64, samples: u64) -> SiteSummary {
+    SiteSummary {
+        frames,
+        user,
+        function: "malloc",
+        calls,
+        bytes,
+        samples,
+        ..SiteSummary::default()
+    }
+}
+
+/// An analysis whose allocation requests are `small` of 1000 at 16 bytes or less, the rest 33-40.
+fn sized(small: f64, calls: u64, alloc_share: f64) -> Analysis {
     let small_count = (small * 1000.0).round() as u64;
-    json!({
-        "command": ["./tokens", "in.txt"],
-        "alloc": {
-            "total_calls": calls, "share_of_thread_time": alloc_share,
-            "size_histogram": [
-                {"min_bytes": 9, "max_bytes": 16, "count": small_count},
-                {"min_bytes": 33, "max_bytes": 64, "count": 1000 - small_count}],
-            "sites": [
-                {"frames": [{"function": "make_token(char const*)", "file": "/src/tok.c", "line": 9}],
-                 "user_frame": 0, "calls": small_count, "bytes": small_count * 16, "samples": 40},
-                {"frames": [{"function": "big_buffer", "module": "/bin/tokens"}],
-                 "user_frame": 0, "calls": 1000 - small_count, "bytes": (1000 - small_count) * 64, "samples": 9}]
-        }
-    })
+    let mut a = allocator(calls, alloc_share, 1_000_000_000);
+    a.summary.size_hist = sized_hist(&[(16, small_count), (40, 1000 - small_count)]);
+    a.summary.alloc_sites = vec![
+        site(
+            vec![frame(
+                Some("make_token(char const*)"),
+                Some(("/src/tok.c", 9)),
+                "",
+            )],
+            0,
+            small_count,
+            small_count * 16,
+            40,
+        ),
+        site(
+            vec![frame(Some("big_buffer"), None, "/bin/tokens")],
+            0,
+            1000 - small_count,
+            (1000 - small_count) * 64,
+            9,
+        ),
+    ];
+    a
 }
 
 #[test]
@@ -62,33 +108,32 @@ fn small_allocations_stay_quiet_for_few_calls_or_little_allocator_time() {
     let r = rule("small-allocations");
     let min_calls = r.param("min_calls") as u64;
     assert!(small_allocations(r, &sized(1.0, min_calls - 1, 0.5)).is_empty());
-    let min_share = r.param("min_alloc_share");
+    let min_share = r.param("min_alloc_cpu_share");
     assert!(small_allocations(r, &sized(1.0, 1_000_000, min_share * 0.99)).is_empty());
     assert!(!small_allocations(r, &sized(1.0, min_calls, min_share)).is_empty());
 }
 
-/// A report whose `share` of 10,000 allocation requests pass through `library` frames.
-fn through_library(share: f64, library: &[&str], user_index: usize) -> Value {
+/// An analysis whose `share` of 10,000 allocation requests pass through `library` frames.
+fn through_library(share: f64, library: &[&str], user_index: usize) -> Analysis {
     let calls = (share * 10_000.0).round() as u64;
-    let mut frames: Vec<Value> = vec![json!({"function": "operator new(unsigned long)"})];
-    frames.extend(library.iter().map(|f| json!({"function": f})));
-    frames.push(
-        json!({"function": "load_entities(std::istream&)", "file": "/src/load.cpp", "line": 31}),
-    );
-    frames.push(json!({"function": "main"}));
+    let mut frames = vec![frame(Some("operator new(unsigned long)"), None, "")];
+    frames.extend(library.iter().map(|f| frame(Some(f), None, "")));
+    frames.push(frame(
+        Some("load_entities(std::istream&)"),
+        Some(("/src/load.cpp", 31)),
+        "",
+    ));
+    frames.push(frame(Some("main"), None, ""));
     let user = if user_index == usize::MAX {
         frames.len() - 2
     } else {
         user_index
     };
-    json!({
-        "command": ["./load"],
-        "alloc": {
-            "total_calls": 20_000, "share_of_thread_time": 0.1,
-            "size_histogram": [{"min_bytes": 33, "max_bytes": 64, "count": 10_000}],
-            "sites": [{"frames": frames, "user_frame": user, "calls": calls, "bytes": calls * 40, "samples": 30}]
-        }
-    })
+    let mut a = allocator(20_000, 0.1, 1_000_000_000);
+    a.summary.command = vec!["./load".into()];
+    a.summary.size_hist = sized_hist(&[(40, 10_000)]);
+    a.summary.alloc_sites = vec![site(frames, user, calls, calls * 40, 30)];
+    a
 }
 
 const EXTRACTION: [&str; 2] = [
@@ -135,10 +180,13 @@ fn library_frames_beyond_the_user_frame_do_not_count() {
     assert!(library_hotspots(r, &through_library(0.9, &["my_parser"], usize::MAX)).is_empty());
 }
 
-fn allocator_busy(share: f64, calls: u64, time_ns: u64, threads: Value) -> Value {
-    json!({"command": ["./a"], "alloc": {"total_calls": calls, "time_ns": time_ns,
-        "share_of_thread_time": share, "functions": {"malloc": {"calls": calls, "time_ns": time_ns}}},
-        "threads": threads})
+fn allocator_busy(share: f64, calls: u64, time_ns: u64, threads: Vec<ThreadSummary>) -> Analysis {
+    let mut a = allocator(calls, share, time_ns);
+    a.summary.command = vec!["./a".into()];
+    if !threads.is_empty() {
+        a.summary.threads = threads;
+    }
+    a
 }
 
 #[test]
@@ -147,21 +195,29 @@ fn allocator_time_thresholds_and_gates() {
     check_levels(r, |share| {
         severity(&allocator_time(
             r,
-            &allocator_busy(share, 100_000, 50_000_000, json!([])),
+            &allocator_busy(share, 100_000, 50_000_000, vec![]),
         ))
     });
     let min_calls = r.param("min_calls") as u64;
     let min_time = r.param("min_time_ns") as u64;
-    assert!(allocator_time(r, &allocator_busy(0.9, min_calls - 1, min_time, json!([]))).is_empty());
-    assert!(allocator_time(r, &allocator_busy(0.9, min_calls, min_time - 1, json!([]))).is_empty());
+    assert!(allocator_time(r, &allocator_busy(0.9, min_calls - 1, min_time, vec![])).is_empty());
+    assert!(allocator_time(r, &allocator_busy(0.9, min_calls, min_time - 1, vec![])).is_empty());
 }
 
 #[test]
 fn allocator_time_of_one_busy_thread_counts() {
     let r = rule("allocator-time");
-    let threads = json!([
-        {"tid": 7, "cpu_ns": 100_000_000, "alloc_ns": 60_000_000, "alloc_calls": 500_000},
-        {"tid": 8, "cpu_ns": 900_000_000, "alloc_ns": 0, "alloc_calls": 0}]);
+    let thread = |tid, cpu_ns, alloc_ns, alloc_calls| ThreadSummary {
+        tid,
+        cpu_ns,
+        alloc_ns,
+        alloc_calls,
+        ..ThreadSummary::default()
+    };
+    let threads = vec![
+        thread(7, 100_000_000, 60_000_000, 500_000),
+        thread(8, 900_000_000, 0, 0),
+    ];
     let f = allocator_time(r, &allocator_busy(0.06, 500_000, 60_000_000, threads));
     assert_eq!(severity(&f), Some(Severity::High));
     assert!(f[0].title.contains("thread 7"), "{}", f[0].title);
@@ -170,10 +226,21 @@ fn allocator_time_of_one_busy_thread_counts() {
 #[test]
 fn cross_thread_frees_thresholds() {
     let r = rule("cross-thread-frees");
-    let at = |share: f64, calls: u64| json!({"alloc": {"cross_thread_frees": {"calls": calls, "share": share}}});
+    let at = |share: f64, calls: u64| Analysis {
+        summary: Summary {
+            cross_frees: Some(CrossFreeSummary {
+                sampled: 0,
+                sampled_cross: 0,
+                share,
+                calls,
+            }),
+            ..Summary::default()
+        },
+        ..Analysis::default()
+    };
     check_levels(r, |share| {
         severity(&cross_thread_frees(r, &at(share, 100_000)))
     });
     assert!(cross_thread_frees(r, &at(0.9, r.param("min_calls") as u64 - 1)).is_empty());
-    assert!(cross_thread_frees(r, &json!({"alloc": {}})).is_empty());
+    assert!(cross_thread_frees(r, &Analysis::default()).is_empty());
 }

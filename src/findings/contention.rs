@@ -2,43 +2,34 @@
 //! thread-state sampling, docs/STATES.md).
 
 use super::rules::Rule;
-use super::view::{array, num, ratio, user_frame_text};
+use super::view::{UNKNOWN_FRAME, frame_text, lock_site_user_text};
 use super::{Finding, build};
-use crate::util::{fmt_count, fmt_ns, fmt_pct};
-use serde_json::Value;
+use crate::analysis::Analysis;
+use crate::analysis::states::Category;
+use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 
-/// The thread-state categories other than computation, with the words used for them.
-pub const CATEGORIES: [(&str, &str); 6] = [
-    ("allocator_ns", "the allocator"),
-    ("lock_ns", "lock waits"),
-    ("atomic_ns", "atomic operations"),
-    ("io_ns", "I/O"),
-    (
-        "blocked_ns",
-        "blocking (sleeps, condition variables, joins)",
-    ),
-    ("kernel_memory_ns", "kernel memory work (page faults, mmap)"),
+/// The thread-state categories other than computation: the parts of the threads' time that are
+/// not the program's own work.
+pub const NOT_COMPUTE: [Category; 6] = [
+    Category::Allocator,
+    Category::Lock,
+    Category::Atomic,
+    Category::Io,
+    Category::Blocked,
+    Category::KernelMemory,
 ];
 
-/// The total of a thread's sampled states.
-pub fn states_total(states: &Value) -> f64 {
-    num(states, &["compute_ns"]).unwrap_or(0.0)
-        + CATEGORIES
-            .iter()
-            .map(|(k, _)| num(states, &[k]).unwrap_or(0.0))
-            .sum::<f64>()
-}
-
-pub fn pthread_locks(rule: &Rule, r: &Value) -> Vec<Finding> {
-    let threads = array(r, &["threads"]);
-    let waiter_wall: f64 = threads
+pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let s = &a.summary;
+    let waiter_wall: f64 = s
+        .threads
         .iter()
-        .filter(|t| num(t, &["lock_wait_ns"]).is_some_and(|w| w > 0.0))
-        .filter_map(|t| num(t, &["wall_ns"]))
+        .filter(|t| t.lock_wait_ns > 0)
+        .map(|t| t.wall_ns as f64)
         .sum();
     let mut found: Vec<(f64, Finding)> = Vec::new();
-    for lock in array(r, &["locks"]) {
-        let wait = num(lock, &["wait_ns"]).unwrap_or(0.0);
+    for lock in &s.locks {
+        let wait = lock.wait_ns as f64;
         if wait < rule.param("min_wait_ns") {
             continue;
         }
@@ -47,63 +38,48 @@ pub fn pthread_locks(rule: &Rule, r: &Value) -> Vec<Finding> {
         let Some(severity) = rule.severity_of(share) else {
             continue;
         };
-        let kind = format!(
-            "pthread {}",
-            lock.get("kind").and_then(Value::as_str).unwrap_or("lock")
-        );
-        let address = lock
-            .get("address")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string();
+        let kind = format!("pthread {}", lock.kind);
         let mut evidence = vec![format!(
             "{} of waiting in {} contended of {} acquisitions by {} threads (longest wait {})",
             fmt_ns(wait),
-            fmt_count(num(lock, &["contended"]).unwrap_or(0.0) as u64),
-            fmt_count(num(lock, &["acquisitions"]).unwrap_or(0.0) as u64),
-            num(lock, &["threads"]).unwrap_or(0.0),
-            fmt_ns(num(lock, &["max_wait_ns"]).unwrap_or(0.0))
+            fmt_count(lock.contended),
+            fmt_count(lock.acquisitions),
+            lock.threads,
+            fmt_ns(lock.max_wait_ns)
         )];
-        let mut waiters: Vec<&Value> = array(lock, &["sites"]).iter().collect();
-        waiters.sort_by(|a, b| {
-            num(b, &["wait_ns"])
-                .unwrap_or(0.0)
-                .total_cmp(&num(a, &["wait_ns"]).unwrap_or(0.0))
-        });
+        let mut waiters: Vec<_> = lock.sites.iter().collect();
+        waiters.sort_by_key(|s| std::cmp::Reverse(s.wait_ns));
         let max_sites = rule.param("max_sites") as usize;
         for site in waiters.iter().take(max_sites) {
             evidence.push(format!(
                 "waiter: {} of the wait at {}",
-                fmt_pct(ratio(num(site, &["wait_ns"]).unwrap_or(0.0), wait)),
-                user_frame_text(site).unwrap_or_else(|| "an unknown frame".into())
+                fmt_pct(ratio(site.wait_ns, wait)),
+                lock_site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into())
             ));
         }
-        for site in array(lock, &["holder_sites"]).iter().take(max_sites) {
-            if let Some(user) = user_frame_text(site) {
+        for site in lock.holder_sites.iter().take(max_sites) {
+            if let Some(user) = lock_site_user_text(site) {
                 evidence.push(format!("holder: the lock was held at {user}"));
             }
         }
         let waiter = waiters
             .first()
-            .and_then(|s| user_frame_text(s))
-            .unwrap_or_else(|| "an unknown frame".into());
+            .and_then(|s| lock_site_user_text(s))
+            .unwrap_or_else(|| UNKNOWN_FRAME.into());
         found.push((
             wait,
             build(
                 rule,
-                r,
+                a,
                 severity,
                 &[
                     ("share", fmt_pct(share)),
                     ("kind", kind),
-                    ("address", address),
+                    ("address", lock.address_text()),
                     ("waiter", waiter),
-                    ("hold", fmt_ns(num(lock, &["hold_ns"]).unwrap_or(0.0))),
+                    ("hold", fmt_ns(lock.hold_ns)),
                     ("wait", fmt_ns(wait)),
-                    (
-                        "contended",
-                        fmt_count(num(lock, &["contended"]).unwrap_or(0.0) as u64),
-                    ),
+                    ("contended", fmt_count(lock.contended)),
                 ],
                 evidence,
             ),
@@ -123,30 +99,32 @@ struct StateGroup {
     users: Vec<(String, f64)>,
 }
 
-/// Groups the `state_sites[category]` of all threads by function (functions starting with one of
-/// `exclude` are left out), largest first.
-fn state_groups(r: &Value, category: &str, exclude: &[String]) -> Vec<StateGroup> {
+/// Groups the sites the report lists for `category` in every thread (`state_sites`) by function
+/// (functions starting with one of `exclude` are left out), largest first. A site's time counts
+/// as its share of the thread's life times the thread's sampled time.
+fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<StateGroup> {
     let mut groups: Vec<StateGroup> = Vec::new();
-    for t in array(r, &["threads"]) {
-        let Some(states) = t.get("states") else {
-            continue;
-        };
-        let total = states_total(states);
-        for site in array(t, &["state_sites", category]) {
-            let Some(function) = site.get("function").and_then(Value::as_str) else {
-                continue;
-            };
+    let Some(states) = &a.states else {
+        return groups;
+    };
+    for t in &states.threads {
+        let total = t.sampled_ns() as f64;
+        for site in t.listed_sites(category) {
+            let function = site.function();
             if exclude.iter().any(|p| function.starts_with(p.as_str())) {
                 continue;
             }
-            let ns = num(site, &["share"]).unwrap_or(0.0) * total;
-            let samples = num(site, &["samples"]).unwrap_or(0.0);
-            let user = user_frame_text(site).unwrap_or_else(|| "an unknown frame".into());
+            let ns = t.site_share(site) * total;
+            let samples = site.samples as f64;
+            let user = site
+                .user_frame()
+                .map(frame_text)
+                .unwrap_or_else(|| UNKNOWN_FRAME.into());
             let g = match groups.iter_mut().position(|g| g.function == function) {
                 Some(i) => &mut groups[i],
                 None => {
                     groups.push(StateGroup {
-                        function: function.to_string(),
+                        function,
                         ns: 0.0,
                         samples: 0.0,
                         threads_ns: 0.0,
@@ -169,13 +147,10 @@ fn state_groups(r: &Value, category: &str, exclude: &[String]) -> Vec<StateGroup
 }
 
 /// Findings for sampled time in one category (`lock` inside glibc, `atomic`), one per function.
-fn state_findings(rule: &Rule, r: &Value, category: &str, category_ns: &str) -> Vec<Finding> {
+fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding> {
     let exclude = rule.param_strings("exclude_prefixes");
-    let category_total: f64 = array(r, &["threads"])
-        .iter()
-        .filter_map(|t| num(t, &["states", category_ns]))
-        .sum();
-    state_groups(r, category, &exclude)
+    let category_total = a.states.as_ref().map_or(0, |r| r.category_ns(category));
+    state_groups(a, category, &exclude)
         .into_iter()
         .take(2)
         .filter(|g| g.samples >= rule.param("min_samples"))
@@ -184,12 +159,13 @@ fn state_findings(rule: &Rule, r: &Value, category: &str, category_ns: &str) -> 
             let severity = rule.severity_of(share)?;
             g.users.sort_by(|a, b| b.1.total_cmp(&a.1));
             let mut evidence = vec![format!(
-                "{} sampled in {} ({} samples), {} of the sampled time of the threads seen there; {} in the {category} state over all threads",
+                "{} sampled in {} ({} samples), {} of the sampled time of the threads seen there; {} in the {} state over all threads",
                 fmt_ns(g.ns),
                 g.function,
                 fmt_count(g.samples as u64),
                 fmt_pct(share),
-                fmt_ns(category_total)
+                fmt_ns(category_total),
+                category.key()
             )];
             for (user, ns) in g.users.iter().take(rule.param("max_sites") as usize) {
                 evidence.push(format!(
@@ -199,7 +175,7 @@ fn state_findings(rule: &Rule, r: &Value, category: &str, category_ns: &str) -> 
             }
             Some(build(
                 rule,
-                r,
+                a,
                 severity,
                 &[("share", fmt_pct(share)), ("function", g.function)],
                 evidence,
@@ -208,12 +184,12 @@ fn state_findings(rule: &Rule, r: &Value, category: &str, category_ns: &str) -> 
         .collect()
 }
 
-pub fn internal_locks(rule: &Rule, r: &Value) -> Vec<Finding> {
-    state_findings(rule, r, "lock", "lock_ns")
+pub fn internal_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    state_findings(rule, a, Category::Lock)
 }
 
-pub fn atomics(rule: &Rule, r: &Value) -> Vec<Finding> {
-    state_findings(rule, r, "atomic", "atomic_ns")
+pub fn atomics(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    state_findings(rule, a, Category::Atomic)
 }
 
 #[cfg(test)]

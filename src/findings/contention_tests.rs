@@ -1,7 +1,9 @@
 use super::*;
+use crate::analysis::sites::LockSiteSummary;
+use crate::analysis::states::{CATEGORY_COUNT, StateReport, StateSite, ThreadStates};
+use crate::analysis::summary::{LockSummary, Summary, ThreadSummary};
 use crate::findings::Severity;
-use crate::findings::test_support::{check_levels, rule};
-use serde_json::{Value, json};
+use crate::findings::test_support::{check_levels, frame, rule};
 
 fn severity(findings: &[Finding]) -> Option<Severity> {
     assert!(findings.len() <= 1, "{findings:?}");
@@ -9,19 +11,47 @@ fn severity(findings: &[Finding]) -> Option<Severity> {
 }
 
 /// Two threads of 100 ms each; one lock on which they waited `wait_ns` in total.
-fn locked(wait_ns: f64) -> Value {
-    json!({
-        "command": ["./bank"],
-        "threads": [
-            {"tid": 1, "wall_ns": 100_000_000, "lock_wait_ns": wait_ns / 2.0},
-            {"tid": 2, "wall_ns": 100_000_000, "lock_wait_ns": wait_ns / 2.0},
-            {"tid": 3, "wall_ns": 900_000_000, "lock_wait_ns": 0}],
-        "locks": [{"address": "0x1000", "kind": "mutex", "acquisitions": 1000, "contended": 300,
-            "wait_ns": wait_ns, "max_wait_ns": 1000, "hold_ns": 5_000_000, "threads": 2,
-            "sites": [{"frames": [{"function": "transfer(int)", "file": "/src/bank.c", "line": 40}],
-                       "user_frame": 0, "wait_ns": wait_ns, "contended": 300}],
-            "holder_sites": [{"frames": [{"function": "audit", "module": "/bin/bank"}], "user_frame": 0}]}]
-    })
+fn locked(wait_ns: f64) -> Analysis {
+    let thread = |tid, wall_ns, lock_wait_ns: f64| ThreadSummary {
+        tid,
+        wall_ns,
+        lock_wait_ns: lock_wait_ns as u64,
+        ..ThreadSummary::default()
+    };
+    Analysis {
+        summary: Summary {
+            command: vec!["./bank".into()],
+            threads: vec![
+                thread(1, 100_000_000, wait_ns / 2.0),
+                thread(2, 100_000_000, wait_ns / 2.0),
+                thread(3, 900_000_000, 0.0),
+            ],
+            locks: vec![LockSummary {
+                address: 0x1000,
+                kind: "mutex",
+                acquisitions: 1000,
+                contended: 300,
+                wait_ns: wait_ns as u64,
+                max_wait_ns: 1000,
+                hold_ns: 5_000_000,
+                threads: 2,
+                sites: vec![LockSiteSummary {
+                    frames: vec![frame(Some("transfer(int)"), Some(("/src/bank.c", 40)), "")],
+                    user: 0,
+                    wait_ns: wait_ns as u64,
+                    contended: 300,
+                    ..LockSiteSummary::default()
+                }],
+                holder_sites: vec![LockSiteSummary {
+                    frames: vec![frame(Some("audit"), None, "/bin/bank")],
+                    user: 0,
+                    ..LockSiteSummary::default()
+                }],
+            }],
+            ..Summary::default()
+        },
+        ..Analysis::default()
+    }
 }
 
 #[test]
@@ -58,33 +88,67 @@ fn one_short_contended_lock_is_quiet() {
     let min_wait = r.param("min_wait_ns");
     let mut short = locked(min_wait * 0.99);
     // Even when it is most of the waiters' (short) time.
-    for t in short["threads"].as_array_mut().unwrap() {
-        t["wall_ns"] = json!(min_wait);
+    for t in &mut short.summary.threads {
+        t.wall_ns = min_wait as u64;
     }
     assert!(pthread_locks(r, &short).is_empty());
 }
 
 /// Two threads with sampled states of 1 s each; `share` of each in `function` (category `lock`
 /// or `atomic`) over `samples` samples per thread.
-fn sampled(category: &str, function: &str, share: f64, samples: u64) -> Value {
-    let ns_key = format!("{category}_ns");
-    let thread = |tid: u64| {
-        let mut states = json!({"compute_ns": (1.0 - share) * 1e9, "samples": 1000});
-        states[&ns_key] = json!(share * 1e9);
-        json!({"tid": tid, "wall_ns": 1_000_000_000u64, "states": states,
-            "state_sites": {category: [{"share": share, "samples": samples, "function": function,
-                "user_frame": "simulate at sim.c:12", "frames": []}]}})
+fn sampled(category: Category, function: &str, share: f64, samples: u64) -> Analysis {
+    let thread = |tid: u32| {
+        let mut ns = [0u64; CATEGORY_COUNT];
+        ns[Category::Compute.index()] = ((1.0 - share) * 1e9) as u64;
+        ns[category.index()] = (share * 1e9) as u64;
+        ThreadStates {
+            tid,
+            life_ns: 1_000_000_000,
+            ns,
+            samples: 1000,
+            sites: vec![StateSite {
+                category,
+                frames: vec![
+                    frame(Some(function), None, ""),
+                    frame(Some("simulate"), Some(("sim.c", 12)), ""),
+                ],
+                user: 1,
+                samples,
+                ns: (share * 1e9) as u64,
+                ..StateSite::default()
+            }],
+            ..ThreadStates::default()
+        }
     };
-    json!({"command": ["./sim"], "threads": [thread(1), thread(2)]})
+    let summary_thread = |tid| ThreadSummary {
+        tid,
+        wall_ns: 1_000_000_000,
+        ..ThreadSummary::default()
+    };
+    Analysis {
+        summary: Summary {
+            command: vec!["./sim".into()],
+            threads: vec![summary_thread(1), summary_thread(2)],
+            ..Summary::default()
+        },
+        states: Some(StateReport {
+            threads: vec![thread(1), thread(2)],
+            ..StateReport::default()
+        }),
+        ..Analysis::default()
+    }
 }
 
 #[test]
 fn glibc_lock_thresholds_and_naming() {
     let r = rule("glibc-lock-contention");
     check_levels(r, |share| {
-        severity(&internal_locks(r, &sampled("lock", "random", share, 100)))
+        severity(&internal_locks(
+            r,
+            &sampled(Category::Lock, "random", share, 100),
+        ))
     });
-    let f = &internal_locks(r, &sampled("lock", "random", 0.5, 100))[0];
+    let f = &internal_locks(r, &sampled(Category::Lock, "random", 0.5, 100))[0];
     assert!(f.title.contains("random"), "{}", f.title);
     assert!(
         f.evidence
@@ -97,12 +161,22 @@ fn glibc_lock_thresholds_and_naming() {
 #[test]
 fn glibc_lock_leaves_pthread_locks_and_thin_samples_alone() {
     let r = rule("glibc-lock-contention");
-    let pthread = sampled("lock", "pthread_mutex_lock", 0.9, 100);
+    let pthread = sampled(Category::Lock, "pthread_mutex_lock", 0.9, 100);
     assert!(internal_locks(r, &pthread).is_empty());
     // Both threads together stay under the minimum number of samples.
     let thin = (r.param("min_samples") as u64 - 1) / 2;
-    assert!(internal_locks(r, &sampled("lock", "random", 0.9, thin)).is_empty());
-    assert!(internal_locks(r, &json!({"threads": [{"tid": 1}]})).is_empty());
+    assert!(internal_locks(r, &sampled(Category::Lock, "random", 0.9, thin)).is_empty());
+    let no_sites = Analysis {
+        states: Some(StateReport {
+            threads: vec![ThreadStates {
+                tid: 1,
+                ..ThreadStates::default()
+            }],
+            ..StateReport::default()
+        }),
+        ..Analysis::default()
+    };
+    assert!(internal_locks(r, &no_sites).is_empty());
 }
 
 #[test]
@@ -111,7 +185,7 @@ fn atomic_thresholds() {
     check_levels(r, |share| {
         severity(&atomics(
             r,
-            &sampled("atomic", "__aarch64_ldadd8_acq_rel", share, 100),
+            &sampled(Category::Atomic, "__aarch64_ldadd8_acq_rel", share, 100),
         ))
     });
 }

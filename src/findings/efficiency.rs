@@ -1,12 +1,12 @@
 //! Parallel efficiency with its main cause: from the sampled thread states when present
 //! (docs/STATES.md), else from the threads' CPU time, allocator time and lock waits.
 
-use super::contention::{CATEGORIES, states_total};
+use super::contention::NOT_COMPUTE;
 use super::rules::Rule;
-use super::view::{array, num, ratio};
 use super::{Finding, build};
-use crate::util::{fmt_ns, fmt_pct};
-use serde_json::Value;
+use crate::analysis::Analysis;
+use crate::analysis::states::{Category, ThreadStates};
+use crate::util::{fmt_ns, fmt_pct, ratio};
 
 /// Efficiency with the time of each non-compute part the profile can attribute, and the time it
 /// cannot (off-CPU for a reason it does not record).
@@ -25,54 +25,40 @@ struct Efficiency {
 const UNATTRIBUTED_MEANING: &str = "not counted as a cause: the profile cannot attribute it (sleep, I/O or \
      waits it does not intercept, or waiting for a CPU on a busy machine)";
 
-fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
-    let pe = r.get("parallel_efficiency")?;
-    let threads = num(pe, &["threads"])?;
-    let cpus = num(pe, &["cpus"])?;
-    let wall = num(pe, &["wall_ns"])?;
+fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
+    let r = a.states.as_ref()?;
+    let (threads, cpus, wall) = (r.peak_threads as f64, r.cpus as f64, r.wall_ns as f64);
     if threads < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
         return None;
     }
     // Threads that work: a thread blocked nearly all its sampled time (a main thread waiting in
     // join, an idle pool thread) is waiting for the others, not a cause of their inefficiency.
-    let all: Vec<&Value> = array(r, &["threads"])
+    let all: Vec<&ThreadStates> = r
+        .threads
         .iter()
         .filter(|t| {
-            t.get("states").is_some_and(|s| {
-                let total = states_total(s);
-                total > 0.0
-                    && num(s, &["blocked_ns"]).unwrap_or(0.0)
-                        < rule.param("waiting_thread_blocked_share") * total
-            })
+            let total = t.sampled_ns() as f64;
+            total > 0.0
+                && (t.ns[Category::Blocked.index()] as f64)
+                    < rule.param("waiting_thread_blocked_share") * total
         })
         .collect();
     let working = all.len() as f64;
     if working < rule.param("min_threads") {
         return None;
     }
-    let compute: f64 = all
-        .iter()
-        .filter_map(|t| num(t, &["states", "compute_ns"]))
-        .sum();
+    let in_category = |c: Category| all.iter().map(|t| t.ns[c.index()] as f64).sum::<f64>();
+    let compute = in_category(Category::Compute);
     let capacity = wall * working.min(cpus);
     let value = ratio(compute, capacity);
-    let threads = working;
-    let parts: Vec<(&'static str, f64)> = CATEGORIES
+    let parts: Vec<(&'static str, f64)> = NOT_COMPUTE
         .iter()
-        .map(|(k, name)| {
-            (
-                *name,
-                all.iter().filter_map(|t| num(t, &["states", k])).sum(),
-            )
-        })
+        .map(|&c| (c.words(), in_category(c)))
         .collect();
-    let sampled: f64 = all
-        .iter()
-        .filter_map(|t| t.get("states").map(states_total))
-        .sum();
+    let sampled: f64 = all.iter().map(|t| t.sampled_ns() as f64).sum();
     Some(Efficiency {
         value,
-        threads,
+        threads: working,
         cpus,
         basis: capacity,
         parts,
@@ -84,27 +70,27 @@ fn from_states(rule: &Rule, r: &Value) -> Option<Efficiency> {
 /// Without sampled states: computation (CPU time outside the allocator) against computation plus
 /// the allocator and lock waits. Other off-CPU time is left out: from CPU and wall times alone,
 /// waiting for a CPU on a loaded machine looks exactly like a program that sleeps.
-fn from_cpu_time(rule: &Rule, r: &Value) -> Option<Efficiency> {
-    let wall = num(r, &["wall_ns"])?;
-    let cpus = num(r, &["ncpus"])?;
-    let all = array(r, &["threads"]);
+fn from_cpu_time(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
+    let s = &a.summary;
+    let (wall, cpus) = (s.wall_ns as f64, s.ncpus as f64);
     // Threads that worked or waited for a lock to work; a main thread waiting in join is not one.
-    let field = |t: &Value, k: &str| num(t, &[k]).unwrap_or(0.0);
-    let active = all
+    let active = s
+        .threads
         .iter()
         .filter(|t| {
-            field(t, "cpu_ns") + field(t, "lock_wait_ns") >= rule.param("active_cpu_share") * wall
+            t.cpu_ns as f64 + t.lock_wait_ns as f64 >= rule.param("active_cpu_share") * wall
         })
         .count() as f64;
     if active < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
         return None;
     }
-    let cpu: f64 = all.iter().map(|t| field(t, "cpu_ns")).sum();
-    let alloc: f64 = all
+    let cpu: f64 = s.threads.iter().map(|t| t.cpu_ns as f64).sum();
+    let alloc: f64 = s
+        .threads
         .iter()
-        .map(|t| field(t, "alloc_ns").min(field(t, "cpu_ns")))
+        .map(|t| t.alloc_ns.min(t.cpu_ns) as f64)
         .sum();
-    let lock: f64 = all.iter().map(|t| field(t, "lock_wait_ns")).sum();
+    let lock: f64 = s.threads.iter().map(|t| t.lock_wait_ns as f64).sum();
     let compute = cpu - alloc;
     let basis = compute + alloc + lock;
     Some(Efficiency {
@@ -112,14 +98,17 @@ fn from_cpu_time(rule: &Rule, r: &Value) -> Option<Efficiency> {
         threads: active,
         cpus,
         basis,
-        parts: vec![("the allocator", alloc), ("lock waits", lock)],
+        parts: vec![
+            (Category::Allocator.words(), alloc),
+            (Category::Lock.words(), lock),
+        ],
         unattributed: (wall * active.min(cpus) - cpu - lock).max(0.0),
         value_counts_unattributed: false,
     })
 }
 
-pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
-    let Some(e) = from_states(rule, r).or_else(|| from_cpu_time(rule, r)) else {
+pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(e) = from_states(rule, a).or_else(|| from_cpu_time(rule, a)) else {
         return vec![];
     };
     let mut parts = e.parts.clone();
@@ -159,7 +148,7 @@ pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
     }
     vec![build(
         rule,
-        r,
+        a,
         severity,
         &[
             ("efficiency", fmt_pct(e.value)),
@@ -175,55 +164,87 @@ pub fn parallel_efficiency(rule: &Rule, r: &Value) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::states::{CATEGORY_COUNT, StateReport};
+    use crate::analysis::summary::{Summary, ThreadSummary};
     use crate::findings::Severity;
     use crate::findings::test_support::{check_levels, rule};
-    use serde_json::json;
 
     fn severity(findings: &[Finding]) -> Option<Severity> {
         assert!(findings.len() <= 1, "{findings:?}");
         findings.first().map(|f| f.severity)
     }
 
-    /// A report with thread states: `value` efficiency over 4 threads on 4 CPUs for 1 s, the rest of
-    /// each thread's time mostly in `category`.
-    fn efficient(value: f64, threads: u64, category: &str) -> Value {
-        let ts: Vec<Value> = (0..threads)
+    /// An analysis with thread states: `value` efficiency over 4 threads on 4 CPUs for 1 s, the
+    /// rest of each thread's time mostly in `category`.
+    fn efficient(value: f64, threads: u64, category: Category) -> Analysis {
+        let ts = (0..threads)
             .map(|tid| {
-                let mut states =
-                    json!({"compute_ns": value * 1e9, "blocked_ns": (1.0 - value) * 0.2e9});
-                states[format!("{category}_ns")] = json!((1.0 - value) * 0.8e9);
-                json!({"tid": tid, "states": states})
+                let mut ns = [0u64; CATEGORY_COUNT];
+                ns[Category::Compute.index()] = (value * 1e9) as u64;
+                ns[Category::Blocked.index()] = ((1.0 - value) * 0.2e9) as u64;
+                ns[category.index()] = ((1.0 - value) * 0.8e9) as u64;
+                ThreadStates {
+                    tid: tid as u32,
+                    ns,
+                    ..ThreadStates::default()
+                }
             })
             .collect();
-        json!({"command": ["./sim"], "threads": ts,
-            "parallel_efficiency": {"value": value, "threads": threads, "cpus": 4, "wall_ns": 1_000_000_000u64}})
+        Analysis {
+            summary: Summary {
+                command: vec!["./sim".into()],
+                ..Summary::default()
+            },
+            states: Some(StateReport {
+                threads: ts,
+                peak_threads: threads as usize,
+                cpus: 4,
+                wall_ns: 1_000_000_000,
+                ..StateReport::default()
+            }),
+            ..Analysis::default()
+        }
     }
 
     #[test]
     fn efficiency_thresholds_and_main_cause() {
         let r = rule("parallel-efficiency");
         check_levels(r, |v| {
-            severity(&parallel_efficiency(r, &efficient(v, 4, "lock")))
+            severity(&parallel_efficiency(r, &efficient(v, 4, Category::Lock)))
         });
-        let f = &parallel_efficiency(r, &efficient(0.2, 4, "allocator"))[0];
+        let f = &parallel_efficiency(r, &efficient(0.2, 4, Category::Allocator))[0];
         assert!(f.title.contains("the allocator"), "{}", f.title);
         assert!(f.remedy.contains("--threads 1,2,4"), "{}", f.remedy);
-        assert!(parallel_efficiency(r, &efficient(0.1, 1, "lock")).is_empty());
+        assert!(parallel_efficiency(r, &efficient(0.1, 1, Category::Lock)).is_empty());
         // States covering only part of the capacity: what they do not explain may be other load.
-        let mut partial = efficient(0.2, 4, "lock");
-        for t in partial["threads"].as_array_mut().unwrap() {
-            t["states"]["lock_ns"] = json!(0.1e9);
-            t["states"]["blocked_ns"] = json!(0.0);
+        let mut partial = efficient(0.2, 4, Category::Lock);
+        for t in &mut partial.states.as_mut().unwrap().threads {
+            t.ns[Category::Lock.index()] = 100_000_000;
+            t.ns[Category::Blocked.index()] = 0;
         }
         assert!(parallel_efficiency(r, &partial).is_empty());
     }
 
-    fn cpu_threads(wall: f64, threads: &[(f64, f64, f64)]) -> Value {
-        let ts: Vec<Value> = threads
+    fn cpu_threads(wall: f64, threads: &[(f64, f64, f64)]) -> Analysis {
+        let ts = threads
             .iter()
-            .map(|&(cpu, alloc, lock)| json!({"cpu_ns": cpu, "wall_ns": wall, "alloc_ns": alloc, "lock_wait_ns": lock}))
+            .map(|&(cpu, alloc, lock)| ThreadSummary {
+                cpu_ns: cpu as u64,
+                wall_ns: wall as u64,
+                alloc_ns: alloc as u64,
+                lock_wait_ns: lock as u64,
+                ..ThreadSummary::default()
+            })
             .collect();
-        json!({"wall_ns": wall, "ncpus": 2, "threads": ts})
+        Analysis {
+            summary: Summary {
+                wall_ns: wall as u64,
+                ncpus: 2,
+                threads: ts,
+                ..Summary::default()
+            },
+            ..Analysis::default()
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Findings: what a profile's figures mean, why, and what to do about it. Each finding is derived
-//! from the report's JSON (schema stallscope.report/1), so the engine reads exactly what users see.
-//! The rules and their thresholds are data (`rules.json`, documented in docs/FINDINGS.md); the
-//! detectors here turn a rule and a report into findings.
+//! from the typed analysis (the figures the report shows, see `crate::analysis`), once per
+//! profile. The rules and their thresholds are data (`rules.json`, documented in
+//! docs/FINDINGS.md); the detectors here turn a rule and an analysis into findings.
 
 mod alloc;
 mod contention;
@@ -12,6 +12,7 @@ mod rules;
 mod test_support;
 mod view;
 
+use crate::analysis::Analysis;
 use crate::util::Style;
 use serde::Serialize;
 
@@ -50,7 +51,7 @@ pub struct Finding {
     pub remedy: String,
 }
 
-type Detector = fn(&rules::Rule, &serde_json::Value) -> Vec<Finding>;
+type Detector = fn(&rules::Rule, &Analysis) -> Vec<Finding>;
 
 /// The detector of each `detector` name used in rules.json.
 fn detector(name: &str) -> Option<Detector> {
@@ -68,17 +69,21 @@ fn detector(name: &str) -> Option<Detector> {
     })
 }
 
-/// A finding of `rule`, its texts filled from `values` and the bench commands for `report`.
+/// A finding of `rule`, its texts filled from `values` and the bench commands for the profiled
+/// command.
 fn build(
     rule: &rules::Rule,
-    report: &serde_json::Value,
+    a: &Analysis,
     severity: Severity,
     values: &[(&str, String)],
     evidence: Vec<String>,
 ) -> Finding {
     let mut values = values.to_vec();
-    values.push(("bench_allocators", view::bench_allocators(report)));
-    values.push(("bench_threads", view::bench_threads(report)));
+    values.push((
+        "bench_allocators",
+        view::bench_allocators(&a.summary.command),
+    ));
+    values.push(("bench_threads", view::bench_threads(&a.summary.command)));
     Finding {
         id: rule.id.clone(),
         severity,
@@ -89,11 +94,11 @@ fn build(
     }
 }
 
-/// The findings for one report (the value of `report::report_value`), most severe first.
-pub fn evaluate(report: &serde_json::Value) -> Vec<Finding> {
+/// The findings for one analysis (its stages before findings), most severe first.
+pub fn evaluate(a: &Analysis) -> Vec<Finding> {
     let mut findings: Vec<Finding> = rules::rules()
         .iter()
-        .filter_map(|rule| detector(&rule.detector).map(|d| d(rule, report)))
+        .filter_map(|rule| detector(&rule.detector).map(|d| d(rule, a)))
         .flatten()
         .collect();
     findings.sort_by_key(|f| f.severity); // stable: rules.json order within a severity
@@ -134,7 +139,9 @@ pub fn render_list(findings: &[Finding], style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::analysis::phases::{PhaseReport, PhaseSummary};
+    use crate::analysis::states::{StateReport, ThreadStates};
+    use crate::analysis::summary::{LockSummary, Summary, ThreadSummary};
 
     #[test]
     fn every_rule_has_a_detector() {
@@ -145,15 +152,28 @@ mod tests {
 
     #[test]
     fn empty_and_odd_reports_give_no_finding_and_no_panic() {
-        for report in [
-            json!({}),
-            json!(null),
-            json!([]),
-            json!({"alloc": {}, "threads": [], "locks": [], "phases": []}),
-            json!({"alloc": null, "threads": [{}], "locks": [{}], "phases": [{}]}),
-            json!({"alloc": {"total_calls": "x", "sites": [{"user_frame": 99}]}, "threads": "no"}),
-        ] {
-            assert!(evaluate(&report).is_empty(), "{report}");
+        let empty_parts = Analysis {
+            summary: Summary {
+                threads: vec![ThreadSummary::default()],
+                locks: vec![LockSummary::default()],
+                alloc_sites: vec![crate::analysis::sites::SiteSummary {
+                    user: 99,
+                    ..Default::default()
+                }],
+                ..Summary::default()
+            },
+            phases: PhaseReport {
+                phases: vec![PhaseSummary::default()],
+                ..PhaseReport::default()
+            },
+            states: Some(StateReport {
+                threads: vec![ThreadStates::default()],
+                ..StateReport::default()
+            }),
+            ..Analysis::default()
+        };
+        for a in [Analysis::default(), empty_parts] {
+            assert!(evaluate(&a).is_empty(), "{a:?}");
         }
     }
 

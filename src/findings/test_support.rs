@@ -42,3 +42,32 @@ pub fn check_levels(rule: &Rule, severity_at: impl Fn(f64) -> Option<Severity>) 
         before = Some(sev);
     }
 }
+
+/// A frame of a test stack: its function, file and line, and module.
+pub fn frame(
+    function: Option<&str>,
+    file_line: Option<(&str, u32)>,
+    module: &str,
+) -> crate::symbols::Frame {
+    crate::symbols::Frame {
+        function: function.map(str::to_string),
+        file: file_line.map(|(f, _)| f.to_string()),
+        line: file_line.map(|(_, l)| l),
+        module: module.into(),
+        offset: 0,
+        inlined: false,
+    }
+}
+
+/// A request-size histogram with `count` requests in the bucket that ends at `max_bytes`.
+pub fn sized_hist(buckets: &[(u64, u64)]) -> Vec<u64> {
+    use crate::profile::format::{SIZE_BUCKETS, size_bucket_range};
+    let mut hist = vec![0u64; SIZE_BUCKETS];
+    for &(max_bytes, count) in buckets {
+        let b = (0..SIZE_BUCKETS)
+            .find(|&b| size_bucket_range(b).1 == max_bytes)
+            .expect("a bucket ends there");
+        hist[b] += count;
+    }
+    hist
+}

@@ -1,92 +1,68 @@
-//! Reading the report JSON: numbers that may be missing, frames, user frames, and the
-//! `stallscope bench` commands that measure a remedy. Missing keys read as absent, never panic.
+//! What the detectors say about the analysis: user frames of sites as text, and the
+//! `stallscope bench` commands that measure a remedy.
 
-use serde_json::Value;
-
-/// A number at `path`, if present (integer or float).
-pub fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    path.iter().try_fold(v, |v, k| v.get(*k))?.as_f64()
-}
-
-/// The array at `path`, or an empty slice.
-pub fn array<'a>(v: &'a Value, path: &[&str]) -> &'a [Value] {
-    path.iter()
-        .try_fold(v, |v, k| v.get(*k))
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// `a / b`, or 0 when `b` is not positive.
-pub fn ratio(a: f64, b: f64) -> f64 {
-    if b > 0.0 { a / b } else { 0.0 }
-}
+use crate::analysis::sites::{LockSiteSummary, SiteSummary};
+use crate::symbols::Frame;
 
 pub use crate::symbols::short_function;
 
-/// `function at file:line` (file's base name), `function (module)` without debug info, or
-/// `module+0xoffset` without a function: `Frame::short_text` of the JSON frame.
-pub fn frame_text(frame: &Value) -> String {
-    let text = |k: &str| frame.get(k).and_then(Value::as_str).map(str::to_string);
-    let offset = text("offset")
-        .and_then(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).ok())
-        .unwrap_or(0);
-    crate::symbols::Frame {
-        function: text("function"),
-        file: text("file"),
-        line: frame.get("line").and_then(Value::as_u64).map(|l| l as u32),
-        module: text("module").unwrap_or_default(),
-        offset,
-        inlined: false,
-    }
-    .short_text()
+/// What every detector calls a site whose user frame is unknown.
+pub const UNKNOWN_FRAME: &str = "an unknown frame";
+
+/// A frame as findings write it: `parse at p.cpp:12`, `parse (module)`, `module+0xoffset`.
+pub fn frame_text(frame: &Frame) -> String {
+    frame.short_text()
 }
 
-/// A site's user frame: `user_frame` is an index into `frames` (allocation and lock sites) or
-/// already a text (thread-state sites, docs/STATES.md).
-pub fn user_frame_text(site: &Value) -> Option<String> {
-    match site.get("user_frame")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => {
-            let i = n.as_u64()? as usize;
-            array(site, &["frames"]).get(i).map(frame_text)
-        }
-        _ => None,
-    }
+/// An allocation site's user frame as text.
+pub fn site_user_text(site: &SiteSummary) -> Option<String> {
+    site.user_frame().map(frame_text)
+}
+
+/// A lock site's user frame as text.
+pub fn lock_site_user_text(site: &LockSiteSummary) -> Option<String> {
+    site.user_frame().map(frame_text)
 }
 
 /// The profiled command as one shell word list, quoted for `stallscope bench`.
-fn quoted_command(report: &Value) -> String {
-    let words: Vec<&str> = array(report, &["command"])
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    if words.is_empty() {
+fn quoted_command(command: &[String]) -> String {
+    if command.is_empty() {
         return "'PROGRAM ARGS'".to_string();
     }
-    let line = shell_words::join(&words);
+    let line = shell_words::join(command);
     shell_words::quote(&line).into_owned()
 }
 
 /// The command that benchmarks the profiled program under other allocators.
-pub fn bench_allocators(report: &Value) -> String {
+pub fn bench_allocators(command: &[String]) -> String {
     format!(
         "`stallscope bench --allocators glibc,jemalloc,mimalloc {}`",
-        quoted_command(report)
+        quoted_command(command)
     )
 }
 
 /// The command that benchmarks the profiled program at several thread counts.
-pub fn bench_threads(report: &Value) -> String {
+pub fn bench_threads(command: &[String]) -> String {
     format!(
         "`stallscope bench --threads 1,2,4 {}`",
-        quoted_command(report)
+        quoted_command(command)
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    fn frame(function: Option<&str>, file: Option<&str>, line: Option<u32>, module: &str) -> Frame {
+        Frame {
+            function: function.map(str::to_string),
+            file: file.map(str::to_string),
+            line,
+            module: module.into(),
+            offset: 0,
+            inlined: false,
+        }
+    }
 
     #[test]
     fn short_function_strips_templates_parameters_and_return_type() {
@@ -115,41 +91,50 @@ mod tests {
     }
 
     #[test]
-    fn user_frame_reads_index_or_text() {
-        let site = json!({"user_frame": 1, "frames": [
-            {"function": "operator new(unsigned long)", "module": "/usr/lib/libstdc++.so.6"},
-            {"function": "parse(int)", "file": "/src/p.cpp", "line": 12}]});
-        assert_eq!(user_frame_text(&site).as_deref(), Some("parse at p.cpp:12"));
-        let text = json!({"user_frame": "worker at sim.cpp:12"});
-        assert_eq!(
-            user_frame_text(&text).as_deref(),
-            Some("worker at sim.cpp:12")
-        );
-        assert_eq!(user_frame_text(&json!({"user_frame": null})), None);
-        assert_eq!(
-            user_frame_text(&json!({"user_frame": 5, "frames": []})),
-            None
-        );
+    fn user_frame_reads_the_sites_user_frame() {
+        let site = SiteSummary {
+            frames: vec![
+                frame(
+                    Some("operator new(unsigned long)"),
+                    None,
+                    None,
+                    "/usr/lib/libstdc++.so.6",
+                ),
+                frame(Some("parse(int)"), Some("/src/p.cpp"), Some(12), ""),
+            ],
+            user: 1,
+            ..SiteSummary::default()
+        };
+        assert_eq!(site_user_text(&site).as_deref(), Some("parse at p.cpp:12"));
+        let unknown = SiteSummary {
+            user: 5,
+            ..SiteSummary::default()
+        };
+        assert_eq!(site_user_text(&unknown), None);
     }
 
     #[test]
     fn a_frame_without_a_function_is_named_by_module_and_offset() {
         // A stripped program: the same name the rest of the report gives it, never `??`.
-        let site = json!({"user_frame": 0, "frames": [
-            {"function": null, "file": null, "line": null, "module": "/usr/bin/sort",
-             "offset": "0xb25c", "inlined": false}]});
-        assert_eq!(user_frame_text(&site).as_deref(), Some("sort+0xb25c"));
+        let mut f = frame(None, None, None, "/usr/bin/sort");
+        f.offset = 0xb25c;
+        let site = SiteSummary {
+            frames: vec![f],
+            user: 0,
+            ..SiteSummary::default()
+        };
+        assert_eq!(site_user_text(&site).as_deref(), Some("sort+0xb25c"));
     }
 
     #[test]
     fn bench_commands_quote_the_profiled_command() {
-        let r = json!({"command": ["./prog", "a b"]});
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            bench_allocators(&r),
+            bench_allocators(&words(&["./prog", "a b"])),
             r#"`stallscope bench --allocators glibc,jemalloc,mimalloc './prog '\''a b'\'''`"#
         );
         assert_eq!(
-            bench_threads(&json!({"command": ["./prog"]})),
+            bench_threads(&words(&["./prog"])),
             "`stallscope bench --threads 1,2,4 ./prog`"
         );
     }

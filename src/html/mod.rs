@@ -14,10 +14,11 @@ mod style;
 mod tests;
 mod timeline;
 
+use crate::analysis::Analysis;
+use crate::export::Weight;
 use crate::export::collapsed;
-use crate::export::{Loaded, Weight, frame_name};
 use crate::profile::format::size_bucket_range;
-use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct};
+use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -49,10 +50,6 @@ fn card(out: &mut String, label: &str, value: &str) {
     );
 }
 
-fn ns(v: u64) -> String {
-    fmt_ns(v as f64)
-}
-
 /// The sections in the navigation bar: (element id, link text).
 const SECTIONS: [(&str, &str); 7] = [
     ("findings", "Findings"),
@@ -65,8 +62,8 @@ const SECTIONS: [(&str, &str); 7] = [
 ];
 
 /// The functions most CPU samples were in, with the category each counted as.
-fn hot_functions(o: &mut String, r: &crate::report::states::StateReport) {
-    let total: u64 = r.hot.iter().map(|h| h.samples).sum();
+fn hot_functions(o: &mut String, r: &crate::analysis::states::StateReport) {
+    let total = crate::analysis::summary::sum(r.hot.iter().map(|h| h.samples));
     if total == 0 {
         return;
     }
@@ -78,7 +75,7 @@ fn hot_functions(o: &mut String, r: &crate::report::states::StateReport) {
             escape(&h.function),
             h.category.key(),
             fmt_count(h.samples),
-            fmt_pct(h.samples as f64 / total as f64)
+            fmt_pct(ratio(h.samples, total))
         );
     }
     o.push_str("</table>\n");
@@ -86,7 +83,7 @@ fn hot_functions(o: &mut String, r: &crate::report::states::StateReport) {
 
 /// Each thread's life relative to the process's start (a thread still running at the end lives
 /// until the process ended), for the timeline without thread states.
-fn lifespans(p: &Loaded) -> Vec<timeline::Lifespan> {
+fn lifespans(p: &Analysis) -> Vec<timeline::Lifespan> {
     let start = p.profile.process.start_mono_ns;
     p.profile
         .threads
@@ -119,7 +116,7 @@ const WEIGHTS: [FlameWeight; 4] = [
         id: "time",
         label: "time in the allocator",
         weight: Weight::Time,
-        unit: ns,
+        unit: fmt_ns,
     },
     FlameWeight {
         id: "calls",
@@ -137,7 +134,7 @@ const WEIGHTS: [FlameWeight; 4] = [
         id: "lock",
         label: "lock waits",
         weight: Weight::LockWait,
-        unit: ns,
+        unit: fmt_ns,
     },
 ];
 
@@ -147,7 +144,7 @@ const TABLE_STACKS: usize = 20;
 /// The flame graphs, one per weight, switched by radio buttons: CSS shows the panel whose
 /// button is `:checked` (`#w-time:checked ~ #panel-time`), so it works without a script and with
 /// the keyboard (Tab to the group, arrow keys or Space to pick).
-fn flame_section(p: &Loaded) -> String {
+fn flame_section(p: &Analysis) -> String {
     let mut o = String::from(
         "<h2 id=\"flames\">Flame graphs</h2><p class=\"muted\">Allocation sites are estimated from sampled stacks; lock waits are the waiting threads' stacks. Root at the bottom, the allocator function or the wait on top; hover a frame for its figures, or open the table under each graph. Frames under 0.1% of the width are merged.</p>\n",
     );
@@ -184,7 +181,7 @@ fn flame_section(p: &Loaded) -> String {
 }
 
 /// The page for one profile.
-pub fn render(p: &Loaded) -> String {
+pub fn render(p: &Analysis) -> String {
     let s = &p.summary;
     let mut o = String::new();
     let command = s.command_line();
@@ -217,26 +214,30 @@ pub fn render(p: &Loaded) -> String {
         escape(&s.libc_version)
     );
 
-    let report = p.report_value();
     o.push_str("<h2 id=\"findings\">Findings</h2>");
-    o.push_str(&findings::section(&crate::findings::evaluate(&report)));
+    o.push_str(&findings::section(&p.findings));
 
     o.push_str("<h2 id=\"overview\">Overview</h2>");
     o.push_str("<div class=\"cards\">");
-    card(&mut o, "wall time", &ns(s.wall_ns));
+    card(&mut o, "wall time", &fmt_ns(s.wall_ns));
     card(&mut o, "threads", &s.threads.len().to_string());
     card(&mut o, "allocator calls", &fmt_count(s.alloc_calls()));
-    card(&mut o, "in the allocator", &fmt_pct(s.alloc_share()));
-    card(&mut o, "waiting for locks", &fmt_pct(s.lock_share()));
+    card(
+        &mut o,
+        "in the allocator",
+        &fmt_pct(s.alloc_share_of_life()),
+    );
+    card(
+        &mut o,
+        "waiting for locks",
+        &fmt_pct(s.lock_wait_share_of_life()),
+    );
     card(
         &mut o,
         "CPU of thread time",
-        &fmt_pct(crate::report::summary::ratio(
-            s.cpu_ns(),
-            s.thread_wall_ns(),
-        )),
+        &fmt_pct(ratio(s.cpu_ns(), s.thread_wall_ns())),
     );
-    if let Some(r) = &p.states.report {
+    if let Some(r) = &p.states {
         card(
             &mut o,
             "parallel efficiency",
@@ -246,8 +247,8 @@ pub fn render(p: &Loaded) -> String {
     o.push_str("</div>\n");
 
     o.push_str("<h2 id=\"timeline\">Timeline</h2>");
-    o.push_str(&timeline::section(&report, &lifespans(p)));
-    if let Some(r) = &p.states.report {
+    o.push_str(&timeline::section(&timeline::Drawing::of(p), &lifespans(p)));
+    if let Some(r) = &p.states {
         hot_functions(&mut o, r);
     }
 
@@ -255,7 +256,7 @@ pub fn render(p: &Loaded) -> String {
     o.push_str("<h2 id=\"threads\">Threads</h2><p class=\"legend muted\">share of each thread's life:<span class=\"cpu\"></span>CPU (other work)<span class=\"alloc\"></span>allocator<span class=\"lock\"></span>lock wait<span style=\"background:var(--idle)\"></span>off CPU</p>");
     o.push_str("<table><tr><th>thread</th><th>tid</th><th>life</th><th>CPU</th><th>allocator</th><th>lock wait</th><th style=\"width:40%\"></th></tr>");
     for t in &s.threads {
-        let share = |v: u64| crate::report::summary::ratio(v, t.wall_ns);
+        let share = |v: u64| ratio(v, t.wall_ns);
         let (alloc, lock) = (share(t.alloc_ns), share(t.lock_wait_ns));
         let cpu_other = (share(t.cpu_ns) - alloc).max(0.0);
         let _ = write!(
@@ -266,7 +267,7 @@ pub fn render(p: &Loaded) -> String {
             escape(&t.name),
             if t.main { " (main)" } else { "" },
             t.tid,
-            ns(t.wall_ns),
+            fmt_ns(t.wall_ns),
             fmt_pct(share(t.cpu_ns)),
             fmt_pct(alloc),
             fmt_pct(lock),
@@ -295,7 +296,7 @@ pub fn render(p: &Loaded) -> String {
             } else {
                 fmt_bytes(f.bytes)
             },
-            ns(f.time_ns),
+            fmt_ns(f.time_ns),
             fmt_ns(f.mean_ns()),
             q(0.5),
             q(0.99)
@@ -331,7 +332,7 @@ pub fn render(p: &Loaded) -> String {
         let rows = f
             .latency
             .iter()
-            .map(|&(lo, hi, c)| (format!("{}–{}", ns(lo), ns(hi)), c))
+            .map(|&(lo, hi, c)| (format!("{}–{}", fmt_ns(lo), fmt_ns(hi)), c))
             .collect();
         hist_table(
             &mut o,
@@ -351,7 +352,7 @@ pub fn render(p: &Loaded) -> String {
                 .sites
                 .first()
                 .and_then(|x| x.user_frame())
-                .map_or("-".into(), frame_name);
+                .map_or("-".into(), crate::symbols::Frame::name);
             let _ = write!(
                 o,
                 "<tr><td><code>{:#x}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code></td></tr>",
@@ -359,9 +360,9 @@ pub fn render(p: &Loaded) -> String {
                 l.kind,
                 fmt_count(l.acquisitions),
                 fmt_count(l.contended),
-                ns(l.wait_ns),
-                ns(l.max_wait_ns),
-                ns(l.hold_ns),
+                fmt_ns(l.wait_ns),
+                fmt_ns(l.max_wait_ns),
+                fmt_ns(l.hold_ns),
                 l.threads,
                 escape(&site)
             );
@@ -382,12 +383,12 @@ pub fn render(p: &Loaded) -> String {
                 "&nbsp;&nbsp;".repeat(ph.depth as usize),
                 escape(&ph.label),
                 ph.tid,
-                ns(ph.begin_ns),
-                ns(ph.wall_ns()),
+                fmt_ns(ph.begin_ns),
+                fmt_ns(ph.wall_ns()),
                 fmt_count(mc),
-                ns(mt),
+                fmt_ns(mt),
                 fmt_count(fc),
-                ns(ft)
+                fmt_ns(ft)
             );
         }
         o.push_str("</table>\n");
@@ -399,7 +400,7 @@ pub fn render(p: &Loaded) -> String {
 
 /// The heap snapshots over time (empty without snapshots): what glibc's arenas held and the
 /// process's resident size at each, with a bar of bytes in use against the largest RSS.
-fn heap_section(p: &Loaded) -> String {
+fn heap_section(p: &Analysis) -> String {
     let snapshots = &p.phases.snapshots;
     if snapshots.is_empty() {
         return String::new();
@@ -422,7 +423,7 @@ fn heap_section(p: &Loaded) -> String {
              <span class=\"alloc\" style=\"width:{:.2}%\"></span><span class=\"cpu\" style=\"width:{:.2}%\"></span></div></td></tr>",
             escape(&h.label),
             h.tid,
-            ns(h.mono_ns.saturating_sub(start)),
+            fmt_ns(h.mono_ns.saturating_sub(start)),
             fmt_bytes(h.in_use_bytes()),
             fmt_bytes(h.free_bytes),
             fmt_pct(h.fragmentation()),
@@ -436,8 +437,8 @@ fn heap_section(p: &Loaded) -> String {
 }
 
 pub fn main(args: HtmlArgs) -> Result<i32> {
-    let loaded = Loaded::read(&args.file)?;
-    std::fs::write(&args.output, render(&loaded))
+    let analysis = Analysis::read(&args.file)?;
+    std::fs::write(&args.output, render(&analysis))
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(0)
 }

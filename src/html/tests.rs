@@ -4,7 +4,7 @@
 
 use super::browser::{self, Image};
 use super::{STYLE, flame_section, timeline};
-use crate::export::Loaded;
+use crate::analysis::Analysis;
 use std::path::Path;
 
 /// sRGB of an HSL colour as CSS computes it.
@@ -131,7 +131,7 @@ fn timeline_renders_every_category_colour_in_both_schemes() {
         return;
     };
     let html = page(&timeline::section(
-        &timeline::tests::synthetic_report(),
+        &timeline::tests::synthetic_timeline(),
         &[],
     ));
     shot.assert_no_console_message(&html);
@@ -168,8 +168,8 @@ fn flame_graph_of_a_real_profile_renders() {
         return;
     };
     let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample.prof");
-    let loaded = Loaded::read(&profile).unwrap();
-    let section = flame_section(&loaded);
+    let analysis = Analysis::read(&profile).unwrap();
+    let section = flame_section(&analysis);
     shot.assert_no_console_message(&page(&section));
     let image = shot.take(&page(&section), false);
     let area = image.width * image.height;

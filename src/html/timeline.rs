@@ -1,7 +1,7 @@
 //! The per-thread timeline: one row per thread, coloured by thread-state category, with the
-//! report's phases drawn as labelled bands across all rows. Drawn from the report's JSON (the
-//! `timeline` key of docs/STATES.md) so that it shows exactly what `report --json` says; without
-//! that key (sampling off, or an older profile) each thread's life span is drawn instead.
+//! phases drawn as labelled bands across all rows. Drawn from the analysis's thread states (the
+//! shares the report's `timeline` key gives, docs/STATES.md); without them (sampling off, or an
+//! older profile) each thread's life span is drawn instead.
 //!
 //! Each column is coloured by its *dominant* category rather than stacked: a stacked column needs
 //! one rectangle per category per slice (7 × threads × slices, hundreds of thousands for a long
@@ -10,12 +10,13 @@
 //! lost: each row's tooltip (and the thread table) gives the thread's full mix.
 
 use super::escape;
+use crate::analysis::Analysis;
+use crate::analysis::states::{PerCategory, sampling_note};
 use crate::util::{fmt_ns, fmt_pct};
-use serde_json::Value;
 use std::fmt::Write;
 
-/// The categories of docs/STATES.md, in legend order (the report's own list).
-pub use crate::report::states::CATEGORY_KEYS as CATEGORIES;
+/// The categories of docs/STATES.md, in legend order (the analysis's own list).
+pub use crate::analysis::states::CATEGORY_KEYS as CATEGORIES;
 
 /// When a thread ran, relative to the process's start: the fallback when there is no timeline.
 pub struct Lifespan {
@@ -37,6 +38,63 @@ const MAX_COLUMNS: usize = 1000;
 const MAX_PHASES: usize = 300;
 const MAX_LANES: usize = 6;
 
+/// What the timeline draws: the run's length, the sampled states when there are some, the
+/// phases, and why sampling was off when the run said.
+#[derive(Default)]
+pub struct Drawing {
+    pub wall_ns: u64,
+    pub states: Option<StateRows>,
+    pub phases: Vec<Phase>,
+    pub note: Option<String>,
+}
+
+/// Every thread's states, slice by slice from `start_ns`.
+pub struct StateRows {
+    pub slice_ns: u64,
+    pub start_ns: u64,
+    pub threads: Vec<StateRow>,
+}
+
+pub struct StateRow {
+    pub tid: u64,
+    pub name: String,
+    /// Per slice, each category's share of it (`ThreadStates::slice_shares`).
+    pub slices: Vec<PerCategory<f64>>,
+}
+
+impl Drawing {
+    pub fn of(a: &Analysis) -> Drawing {
+        Drawing {
+            wall_ns: a.summary.wall_ns,
+            states: a.states.as_ref().map(|r| StateRows {
+                slice_ns: r.slice_ns,
+                start_ns: 0,
+                threads: r
+                    .threads
+                    .iter()
+                    .map(|t| StateRow {
+                        tid: t.tid.into(),
+                        name: t.name.clone(),
+                        slices: t.slice_shares(r.slice_ns),
+                    })
+                    .collect(),
+            }),
+            phases: a
+                .phases
+                .phases
+                .iter()
+                .map(|p| Phase {
+                    label: p.label.clone(),
+                    tid: p.tid.into(),
+                    begin_ns: p.begin_ns as f64,
+                    end_ns: p.end_ns as f64,
+                })
+                .collect(),
+            note: a.sampling().and_then(sampling_note),
+        }
+    }
+}
+
 /// One thread's row: spans of `[begin_ns, end_ns)` with the CSS class that colours them.
 struct Row {
     label: String,
@@ -44,19 +102,18 @@ struct Row {
     spans: Vec<(f64, f64, &'static str)>,
 }
 
-struct Phase {
-    label: String,
-    tid: u64,
-    begin_ns: f64,
-    end_ns: f64,
+pub struct Phase {
+    pub label: String,
+    pub tid: u64,
+    pub begin_ns: f64,
+    pub end_ns: f64,
 }
 
-/// The timeline section's content: legend or note, and the SVG. `report` is the report's JSON;
-/// `lifespans` is used only when it has no `timeline`.
-pub fn section(report: &Value, lifespans: &[Lifespan]) -> String {
+/// The timeline section's content: legend or note, and the SVG. `lifespans` are drawn only when
+/// there are no sampled states.
+pub fn section(d: &Drawing, lifespans: &[Lifespan]) -> String {
     let mut out = String::new();
-    let timeline = report.get("timeline").filter(|t| t.is_object());
-    let rows = match timeline {
+    let rows = match &d.states {
         Some(t) => {
             out.push_str("<ul class=\"legend muted\" aria-label=\"categories\" style=\"list-style:none;padding:0\"><li>Each column is coloured by the state the thread spent most of that slice in; hover a row for its full mix.");
             for c in CATEGORIES {
@@ -72,21 +129,17 @@ pub fn section(report: &Value, lifespans: &[Lifespan]) -> String {
         None => {
             out.push_str("<p class=\"muted\">Thread-state sampling was off for this run (or the profile predates it): each thread's life span is drawn, without states. The thread table below gives its CPU, allocator and lock shares.");
             // Why, when the run said (docs/STATES.md: `sampling.note`).
-            if let Some(note) = report.pointer("/sampling/note").and_then(Value::as_str) {
+            if let Some(note) = &d.note {
                 let _ = write!(out, " Sampling: {}.", escape(note.trim_end_matches('.')));
             }
             out.push_str("</p>");
             lifespan_rows(lifespans)
         }
     };
-    let phases = phases(report);
-    let end_ns = end_ns(report, timeline, lifespans, &phases);
+    let phases = longest_phases(&d.phases);
+    let end_ns = end_ns(d, lifespans, &phases);
     out.push_str(&svg(&rows, &phases, end_ns));
     out
-}
-
-fn num(v: &Value, key: &str) -> f64 {
-    v.get(key).and_then(Value::as_f64).unwrap_or(0.0)
 }
 
 fn thread_label(name: &str, tid: u64) -> String {
@@ -98,43 +151,32 @@ fn thread_label(name: &str, tid: u64) -> String {
     format!("{name} ({tid})")
 }
 
-/// The most slices any thread of a timeline has.
-fn longest_row(timeline: &Value) -> usize {
-    timeline
-        .get("threads")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.get("slices").and_then(Value::as_array))
-        .map(Vec::len)
+/// The most slices any thread has.
+fn longest_row(rows: &StateRows) -> usize {
+    rows.threads
+        .iter()
+        .map(|t| t.slices.len())
         .max()
         .unwrap_or(0)
 }
 
-fn state_rows(timeline: &Value) -> Vec<Row> {
-    let slice_ns = num(timeline, "slice_ns").max(1.0);
-    let start_ns = num(timeline, "start_ns");
-    let threads = timeline.get("threads").and_then(Value::as_array);
-    let longest = longest_row(timeline);
+fn state_rows(rows: &StateRows) -> Vec<Row> {
+    let slice_ns = (rows.slice_ns as f64).max(1.0);
+    let start_ns = rows.start_ns as f64;
+    let longest = longest_row(rows);
     let per_column = longest.div_ceil(MAX_COLUMNS).max(1);
     let column_ns = slice_ns * per_column as f64;
-    threads
-        .into_iter()
-        .flatten()
+    rows.threads
+        .iter()
         .map(|t| {
-            let tid = t.get("tid").and_then(Value::as_u64).unwrap_or(0);
-            let name = t.get("name").and_then(Value::as_str).unwrap_or("");
-            let slices: &[Value] = t
-                .get("slices")
-                .and_then(Value::as_array)
-                .map_or(&[], |s| s.as_slice());
+            let (tid, name) = (t.tid, t.name.as_str());
             let mut totals = [0.0f64; CATEGORIES.len()];
             let mut spans: Vec<(f64, f64, &'static str)> = Vec::new();
-            for (column, chunk) in slices.chunks(per_column).enumerate() {
+            for (column, chunk) in t.slices.chunks(per_column).enumerate() {
                 let mut shares = [0.0f64; CATEGORIES.len()];
                 for slice in chunk {
-                    for (i, c) in CATEGORIES.iter().enumerate() {
-                        shares[i] += num(slice, c);
+                    for (i, share) in slice.iter().enumerate() {
+                        shares[i] += share;
                     }
                 }
                 for (total, share) in totals.iter_mut().zip(shares) {
@@ -191,44 +233,27 @@ fn lifespan_rows(lifespans: &[Lifespan]) -> Vec<Row> {
                 "{} ({}): from {} to {}",
                 l.name,
                 l.tid,
-                fmt_ns(l.begin_ns as f64),
-                fmt_ns(l.end_ns as f64)
+                fmt_ns(l.begin_ns),
+                fmt_ns(l.end_ns)
             ),
             spans: vec![(l.begin_ns as f64, l.end_ns as f64, "life")],
         })
         .collect()
 }
 
-/// The report's phases, the longest `MAX_PHASES`, in order of beginning.
-fn phases(report: &Value) -> Vec<Phase> {
-    let mut phases: Vec<Phase> = report
-        .get("phases")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|p| Phase {
-            label: p
-                .get("label")
-                .or_else(|| p.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            tid: p.get("tid").and_then(Value::as_u64).unwrap_or(0),
-            begin_ns: num(p, "begin_ns"),
-            end_ns: num(p, "end_ns"),
-        })
-        .filter(|p| p.end_ns >= p.begin_ns)
-        .collect();
+/// The longest `MAX_PHASES` phases, in order of beginning.
+fn longest_phases(all: &[Phase]) -> Vec<&Phase> {
+    let mut phases: Vec<&Phase> = all.iter().filter(|p| p.end_ns >= p.begin_ns).collect();
     phases.sort_by(|a, b| (b.end_ns - b.begin_ns).total_cmp(&(a.end_ns - a.begin_ns)));
     phases.truncate(MAX_PHASES);
     phases.sort_by(|a, b| a.begin_ns.total_cmp(&b.begin_ns));
     phases
 }
 
-fn end_ns(report: &Value, timeline: Option<&Value>, spans: &[Lifespan], phases: &[Phase]) -> f64 {
-    let mut end = num(report, "wall_ns");
-    if let Some(t) = timeline {
-        end = end.max(num(t, "start_ns") + longest_row(t) as f64 * num(t, "slice_ns"));
+fn end_ns(d: &Drawing, spans: &[Lifespan], phases: &[&Phase]) -> f64 {
+    let mut end = d.wall_ns as f64;
+    if let Some(t) = &d.states {
+        end = end.max(t.start_ns as f64 + longest_row(t) as f64 * t.slice_ns as f64);
     }
     for s in spans {
         end = end.max(s.end_ns as f64);
@@ -241,7 +266,7 @@ fn end_ns(report: &Value, timeline: Option<&Value>, spans: &[Lifespan], phases: 
 
 /// Greedy lanes so that labels of overlapping phases do not overlap: each phase goes into the
 /// first lane free at its beginning (phases sorted by beginning); `None` past `MAX_LANES`.
-fn lanes(phases: &[Phase]) -> (Vec<Option<usize>>, usize) {
+fn lanes(phases: &[&Phase]) -> (Vec<Option<usize>>, usize) {
     let mut lane_ends: Vec<f64> = Vec::new();
     let assigned = phases
         .iter()
@@ -260,7 +285,7 @@ fn lanes(phases: &[Phase]) -> (Vec<Option<usize>>, usize) {
     (assigned, lane_ends.len())
 }
 
-fn svg(rows: &[Row], phases: &[Phase], end_ns: f64) -> String {
+fn svg(rows: &[Row], phases: &[&Phase], end_ns: f64) -> String {
     let (lane_of, lanes) = lanes(phases);
     let plot_width = WIDTH - LABEL_WIDTH - 10.0;
     let x = |ns: f64| LABEL_WIDTH + (ns / end_ns).clamp(0.0, 1.0) * plot_width;
@@ -353,44 +378,86 @@ fn svg(rows: &[Row], phases: &[Phase], end_ns: f64) -> String {
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use serde_json::json;
+
+    /// One slice: `(category, share)` pairs, the others 0.
+    fn slice(shares: &[(&str, f64)]) -> PerCategory<f64> {
+        let mut out = [0.0; CATEGORIES.len()];
+        for (c, share) in shares {
+            out[CATEGORIES.iter().position(|k| k == c).expect("a category")] = *share;
+        }
+        out
+    }
+
+    fn phase(label: &str, tid: u64, begin_ns: f64, end_ns: f64) -> Phase {
+        Phase {
+            label: label.into(),
+            tid,
+            begin_ns,
+            end_ns,
+        }
+    }
 
     /// Three threads × 200 slices of 1 ms: `main` computes then blocks, `worker-1` runs through
     /// every category in turn (so each colour appears), `worker-2` starts late and waits on locks.
-    pub fn synthetic_report() -> Value {
-        let slices = |f: &dyn Fn(usize) -> Value| (0..200).map(f).collect::<Vec<_>>();
-        json!({
-            "wall_ns": 200_000_000u64,
-            "phases": [
-                {"label": "load", "tid": 1, "depth": 0, "begin_ns": 0, "end_ns": 60_000_000},
-                {"label": "solve", "tid": 1, "depth": 0, "begin_ns": 60_000_000, "end_ns": 190_000_000},
-                {"label": "inner", "tid": 2, "depth": 1, "begin_ns": 80_000_000, "end_ns": 120_000_000},
+    pub fn synthetic_timeline() -> Drawing {
+        let slices = |f: &dyn Fn(usize) -> PerCategory<f64>| (0..200).map(f).collect::<Vec<_>>();
+        let row = |tid: u64, name: &str, slices: Vec<PerCategory<f64>>| StateRow {
+            tid,
+            name: name.into(),
+            slices,
+        };
+        Drawing {
+            wall_ns: 200_000_000,
+            phases: vec![
+                phase("load", 1, 0.0, 60e6),
+                phase("solve", 1, 60e6, 190e6),
+                phase("inner", 2, 80e6, 120e6),
             ],
-            "timeline": {
-                "slice_ns": 1_000_000, "start_ns": 0,
-                "threads": [
-                    {"tid": 1, "name": "main", "slices": slices(&|i| if i < 100 {
-                        json!({"compute": 0.9, "io": 0.1})
-                    } else {
-                        json!({"blocked": 0.95})
-                    })},
-                    {"tid": 2, "name": "worker-1", "slices": slices(&|i| {
-                        let c = CATEGORIES[i * CATEGORIES.len() / 200];
-                        json!({c: 0.7, "compute": 0.3})
-                    })},
-                    {"tid": 3, "name": "worker-2", "slices": slices(&|i| if i < 50 {
-                        json!({})
-                    } else {
-                        json!({"lock": 0.6, "compute": 0.4})
-                    })},
-                ]
-            }
-        })
+            states: Some(StateRows {
+                slice_ns: 1_000_000,
+                start_ns: 0,
+                threads: vec![
+                    row(
+                        1,
+                        "main",
+                        slices(&|i| {
+                            if i < 100 {
+                                slice(&[("compute", 0.9), ("io", 0.1)])
+                            } else {
+                                slice(&[("blocked", 0.95)])
+                            }
+                        }),
+                    ),
+                    row(
+                        2,
+                        "worker-1",
+                        slices(&|i| {
+                            let c = CATEGORIES[i * CATEGORIES.len() / 200];
+                            let mut s = slice(&[("compute", 0.3)]);
+                            s[CATEGORIES.iter().position(|k| *k == c).unwrap()] = 0.7;
+                            s
+                        }),
+                    ),
+                    row(
+                        3,
+                        "worker-2",
+                        slices(&|i| {
+                            if i < 50 {
+                                slice(&[])
+                            } else {
+                                slice(&[("lock", 0.6), ("compute", 0.4)])
+                            }
+                        }),
+                    ),
+                ],
+            }),
+            note: None,
+        }
     }
 
     #[test]
     fn synthetic_timeline_has_a_row_per_thread_and_merged_runs() {
-        let html = section(&synthetic_report(), &[]);
+        let html = section(&synthetic_timeline(), &[]);
         assert!(html.contains("<svg class=\"timeline\""));
         for name in ["main (1)", "worker-1 (2)", "worker-2 (3)"] {
             assert!(html.contains(name), "no row label {name}");
@@ -425,19 +492,30 @@ pub mod tests {
     fn many_slices_are_averaged_into_a_bounded_number_of_columns() {
         // 8 threads × 20 000 slices switching category every slice: drawn slice by slice, that
         // is 20 000 rectangles per thread; averaged, at most MAX_COLUMNS.
-        let slices: Vec<Value> = (0..20_000)
+        let slices: Vec<PerCategory<f64>> = (0..20_000)
             .map(|i| {
                 if i % 2 == 0 {
-                    json!({"compute": 1.0})
+                    slice(&[("compute", 1.0)])
                 } else {
-                    json!({"lock": 0.9})
+                    slice(&[("lock", 0.9)])
                 }
             })
             .collect();
-        let threads: Vec<Value> = (0..8)
-            .map(|t| json!({"tid": t, "name": "w", "slices": slices.clone()}))
+        let threads: Vec<StateRow> = (0..8)
+            .map(|t| StateRow {
+                tid: t,
+                name: "w".into(),
+                slices: slices.clone(),
+            })
             .collect();
-        let report = json!({"timeline": {"slice_ns": 1000, "start_ns": 0, "threads": threads}});
+        let report = Drawing {
+            states: Some(StateRows {
+                slice_ns: 1000,
+                start_ns: 0,
+                threads,
+            }),
+            ..Drawing::default()
+        };
         let html = section(&report, &[]);
         let rects = html.matches("<rect class=\"c-").count();
         assert!((8..=8 * MAX_COLUMNS).contains(&rects), "{rects} rectangles");
@@ -445,8 +523,11 @@ pub mod tests {
 
     #[test]
     fn without_a_timeline_life_spans_are_drawn_and_sampling_is_said_off() {
-        let report = json!({"wall_ns": 1000, "phases": [],
-            "sampling": {"enabled": false, "note": "no free <signal>"}});
+        let report = Drawing {
+            wall_ns: 1000,
+            note: Some("no free <signal>".into()),
+            ..Drawing::default()
+        };
         let spans = [
             Lifespan {
                 tid: 7,

@@ -53,9 +53,10 @@ impl FnStats {
         self.exact_ticks as f64 + sampled
     }
 
-    /// Calls whose duration was measured, in either stratum.
+    /// Calls whose duration was measured, in either stratum (the reader checks that this does
+    /// not overflow and is at most `calls`).
     pub fn measured_calls(&self) -> u64 {
-        self.timed_calls + self.exact_calls
+        self.timed_calls.saturating_add(self.exact_calls)
     }
 }
 
@@ -158,7 +159,7 @@ pub struct LockSite {
 }
 
 /// How allocation stacks were sampled.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StackSampling {
     /// One call in `count_period` (0: off).
     pub count_period: u32,
@@ -168,7 +169,7 @@ pub struct StackSampling {
     pub dropped: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Profile {
     pub process: ProcessInfo,
     /// The last record of each thread, in order of appearance.

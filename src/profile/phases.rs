@@ -27,7 +27,7 @@ pub struct PhaseRecord {
 }
 
 /// One bin class of free chunks, summed over arenas: `(min_bytes, max_bytes)`, count and bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct FreeBin {
     pub min_bytes: u64,
     pub max_bytes: u64,
@@ -48,7 +48,7 @@ pub struct MallocInfo {
     pub bins: Vec<FreeBin>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct HeapSnapshot {
     pub seq: u32,
     pub tid: u32,
@@ -78,16 +78,16 @@ pub struct HeapSnapshot {
 
 impl HeapSnapshot {
     pub fn in_use_bytes(&self) -> u64 {
-        self.arena_in_use_bytes + self.mmap_bytes
+        self.arena_in_use_bytes.saturating_add(self.mmap_bytes)
+    }
+    /// Free chunks of every kind (fast bins included).
+    pub fn all_free_chunks(&self) -> u64 {
+        self.free_chunks.saturating_add(self.fastbin_chunks)
     }
     /// Free bytes held as a share of all bytes the arenas hold.
     pub fn fragmentation(&self) -> f64 {
-        let held = self.arena_in_use_bytes + self.free_bytes;
-        if held == 0 {
-            0.0
-        } else {
-            self.free_bytes as f64 / held as f64
-        }
+        let held = self.arena_in_use_bytes.saturating_add(self.free_bytes);
+        crate::util::ratio(self.free_bytes, held)
     }
 }
 
@@ -218,7 +218,7 @@ pub fn parse_malloc_info(xml: &str) -> MallocInfo {
         let name = tag.split_whitespace().next().unwrap_or_default();
         match name {
             "heap" => {
-                info.arenas += 1;
+                info.arenas = info.arenas.saturating_add(1);
                 depth_in_heap = true;
             }
             "/heap" => depth_in_heap = false,
@@ -240,8 +240,8 @@ pub fn parse_malloc_info(xml: &str) -> MallocInfo {
                     .find(|b| b.min_bytes == from && b.max_bytes == to)
                 {
                     Some(b) => {
-                        b.count += count;
-                        b.bytes += total;
+                        b.count = b.count.saturating_add(count);
+                        b.bytes = b.bytes.saturating_add(total);
                     }
                     None => info.bins.push(FreeBin {
                         min_bytes: from,

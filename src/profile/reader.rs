@@ -603,7 +603,7 @@ fn frame(bytes: &[u8], pos: usize) -> Result<Framed<'_>, ProfileError> {
     };
     let (rtype, size) = (field(0), field(4).map(|s| s as usize));
     if available.len() < RECORD_HEADER_SIZE {
-        let plausible = rtype.is_none_or(|t| record_type_known(t))
+        let plausible = rtype.is_none_or(record_type_known)
             && size.is_none_or(|s| size_fits_layout(rtype.unwrap_or(0), s, &[]))
             && field(12).is_none_or(|r| r == 0);
         return if plausible {
@@ -665,8 +665,9 @@ pub(super) fn read_fn_stats(
             exact_calls: f.u64(),
             exact_ticks: f.u64(),
         };
-        if s.measured_calls() > s.calls {
-            return err(pos, "a record times more calls than it counts");
+        match s.timed_calls.checked_add(s.exact_calls) {
+            Some(measured) if measured <= s.calls => {}
+            _ => return err(pos, "a record times more calls than it counts"),
         }
     }
     Ok(fns)

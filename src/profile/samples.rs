@@ -9,7 +9,7 @@ const SAMPLES_HEADER: usize = 8;
 const SAMPLE_SIZE: usize = 32;
 const FLAGS_KNOWN: u32 = 1 | 2 | 4;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SampleKind {
     /// The thread's CPU-time timer fired while it ran `pc`.
     Cpu,

@@ -1,166 +1,722 @@
-//! The report as JSON. The keys of schema `stallscope.report/1` are a contract: add keys freely,
-//! never rename or remove one.
+//! The report as JSON (schema `stallscope.report/1`, documented in docs/STATES.md, docs/STACKS.md
+//! and docs/FINDINGS.md): a serialization of the typed structs below, built from the analysis.
+//! The keys are a contract: add keys freely, never rename or remove one. Field order is key order.
 
-use super::sites::LockSiteSummary;
-use super::summary::{FnSummary, Summary};
+use crate::analysis::Analysis;
+use crate::analysis::phases::{PhaseFlag, PhaseFn, PhaseSummary};
+use crate::analysis::sites::{LockSiteSummary, SiteSummary};
+use crate::analysis::states::{
+    CATEGORIES, HotFunction, SITE_CATEGORIES, StateReport, StateSite, ThreadStates, sampling_note,
+    signal_name,
+};
+use crate::analysis::summary::{FnSummary, LockSummary, ThreadSummary};
+use crate::findings::Finding;
+use crate::profile::StackSampling;
 use crate::profile::format::size_bucket_range;
+use crate::profile::phases::{FreeBin, HeapSnapshot};
+use crate::profile::samples::SamplingInfo;
 use crate::symbols::Frame;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 
-fn function_json(f: &FnSummary) -> Value {
-    json!({
-        "calls": f.calls,
-        "bytes": f.bytes,
-        "time_ns": f.time_ns,
-        "timed_calls": f.timed_calls,
-        "mean_ns": f.mean_ns(),
-        "p50_ns": f.quantile_ns(0.5),
-        "p99_ns": f.quantile_ns(0.99),
-    })
+/// The report of one profile.
+#[derive(Serialize)]
+pub struct Report<'a> {
+    schema: &'static str,
+    path: &'a str,
+    command: &'a [String],
+    exe: &'a str,
+    pid: u32,
+    ppid: u32,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    complete: bool,
+    ended_by_exec: bool,
+    core_dumped: bool,
+    forked: bool,
+    start_time_unix_ns: u64,
+    flushes: u64,
+    cpu_ns: u64,
+    wall_ns: u64,
+    ncpus: u32,
+    libc_version: &'a str,
+    allocator: &'a str,
+    timing: Timing,
+    threads: Vec<Thread<'a>>,
+    alloc: Alloc<'a>,
+    locks: Vec<Lock<'a>>,
+    phases: Vec<Phase<'a>>,
+    heap_snapshots: Vec<Heap<'a>>,
+    phase_flags: &'a [PhaseFlag],
+    sampling: Sampling,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hot: Option<Vec<Hot<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeline: Option<Timeline<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_efficiency: Option<Efficiency>,
+    findings: &'a [Finding],
 }
 
-pub(super) fn frame_json(f: &Frame) -> Value {
-    json!({
-        "function": f.function,
-        "file": f.file,
-        "line": f.line,
-        "module": f.module,
-        "offset": format!("{:#x}", f.offset),
-        "inlined": f.inlined,
-    })
+pub const SCHEMA: &str = "stallscope.report/1";
+
+/// The JSON text of one report (or, for several, an array of them), as `report --json` prints it.
+pub fn to_string(analyses: &[Analysis]) -> serde_json::Result<String> {
+    let reports: Vec<Report> = analyses.iter().map(report).collect();
+    match reports.as_slice() {
+        [one] => serde_json::to_string_pretty(one),
+        many => serde_json::to_string_pretty(many),
+    }
 }
 
-fn lock_site_json(site: &LockSiteSummary) -> Value {
-    json!({
-        "frames": site.frames.iter().map(frame_json).collect::<Vec<_>>(),
-        "user_frame": site.user,
-        "contended": site.contended,
-        "wait_ns": site.wait_ns,
-        "samples": site.samples,
-    })
-}
-
-pub fn report_json(s: &Summary, path: &str) -> Value {
-    let threads: Vec<Value> = s
-        .threads
-        .iter()
-        .map(|t| {
-            json!({
-                "tid": t.tid,
-                "name": t.name,
-                "main": t.main,
-                "cpu_ns": t.cpu_ns,
-                "wall_ns": t.wall_ns,
-                "alloc_ns": t.alloc_ns,
-                "alloc_calls": t.alloc_calls,
-                "lock_wait_ns": t.lock_wait_ns,
-            })
-        })
-        .collect();
-    let mut functions = Map::new();
-    let mut latency = Map::new();
-    for g in &s.groups {
-        functions.insert(g.name.to_string(), function_json(g));
-        let buckets: Vec<Value> = g
-            .latency
+pub fn report(a: &Analysis) -> Report<'_> {
+    let s = &a.summary;
+    let states = a.states.as_ref();
+    let start = a.profile.process.start_mono_ns;
+    Report {
+        schema: SCHEMA,
+        path: &a.path,
+        command: &s.command,
+        exe: &s.exe,
+        pid: s.pid,
+        ppid: s.ppid,
+        exit_code: s.exit_code,
+        signal: s.signal,
+        complete: s.complete,
+        ended_by_exec: s.ended_by_exec,
+        core_dumped: s.core_dumped,
+        forked: s.forked,
+        start_time_unix_ns: s.start_time_unix_ns,
+        flushes: s.flushes,
+        cpu_ns: s.cpu_ns(),
+        wall_ns: s.wall_ns,
+        ncpus: s.ncpus,
+        libc_version: &s.libc_version,
+        allocator: &s.allocator,
+        timing: Timing {
+            mode: if s.timing_exact { "exact" } else { "sampled" },
+            period: s.timing_period,
+        },
+        threads: s
+            .threads
             .iter()
-            .map(|&(lo, hi, count)| json!({"min_ns": lo, "max_ns": hi, "count": count}))
-            .collect();
-        latency.insert(g.name.to_string(), Value::Array(buckets));
-    }
-    let mut by_function = Map::new();
-    for f in &s.functions {
-        by_function.insert(f.name.to_string(), function_json(f));
-    }
-    let size_histogram: Vec<Value> = s
-        .size_hist
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| **c > 0)
-        .map(|(b, &count)| {
-            let (lo, hi) = size_bucket_range(b);
-            json!({"min_bytes": lo, "max_bytes": hi, "count": count})
-        })
-        .collect();
-    let locks: Vec<Value> = s
-        .locks
-        .iter()
-        .map(|l| {
-            json!({
-                "address": format!("{:#x}", l.address),
-                "kind": l.kind,
-                "acquisitions": l.acquisitions,
-                "contended": l.contended,
-                "wait_ns": l.wait_ns,
-                "max_wait_ns": l.max_wait_ns,
-                "hold_ns": l.hold_ns,
-                "threads": l.threads,
-                "sites": l.sites.iter().map(lock_site_json).collect::<Vec<_>>(),
-                "holder_sites": l.holder_sites.iter().map(lock_site_json).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    let sites: Vec<Value> = s
-        .alloc_sites
-        .iter()
-        .map(|site| {
-            let frames: Vec<Value> = site.frames.iter().map(frame_json).collect();
-            json!({
-                "frames": frames,
-                "user_frame": site.user,
-                "function": site.function,
-                "calls": site.calls,
-                "bytes": site.bytes,
-                "time_ns": site.time_ns,
-                "samples": site.samples,
-            })
-        })
-        .collect();
-    let stack_sampling = s.stack_sampling.map_or(Value::Null, |k| {
-        json!({"count_period": k.count_period, "mean_bytes": k.mean_bytes, "dropped": k.dropped})
-    });
-    json!({
-        "schema": "stallscope.report/1",
-        "path": path,
-        "command": s.command,
-        "exe": s.exe,
-        "pid": s.pid,
-        "ppid": s.ppid,
-        "exit_code": s.exit_code,
-        "signal": s.signal,
-        "complete": s.complete,
-        "ended_by_exec": s.ended_by_exec,
-        "core_dumped": s.core_dumped,
-        "forked": s.forked,
-        "start_time_unix_ns": s.start_time_unix_ns,
-        "flushes": s.flushes,
-        "cpu_ns": s.cpu_ns(),
-        "wall_ns": s.wall_ns,
-        "ncpus": s.ncpus,
-        "libc_version": s.libc_version,
-        "allocator": s.allocator,
-        "timing": {
-            "mode": if s.timing_exact { "exact" } else { "sampled" },
-            "period": s.timing_period,
+            .enumerate()
+            .map(|(i, t)| Thread::of(t, states.and_then(|r| r.threads.get(i))))
+            .collect(),
+        alloc: Alloc {
+            total_calls: s.alloc_calls(),
+            time_ns: s.alloc_ns(),
+            share_of_thread_time: s.alloc_share_of_life(),
+            functions: Named(s.groups.iter().map(|g| (g.name, Function::of(g))).collect()),
+            by_function: Named(
+                s.functions
+                    .iter()
+                    .map(|f| (f.name, Function::of(f)))
+                    .collect(),
+            ),
+            size_histogram: s
+                .size_hist
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(b, &count)| {
+                    let (min_bytes, max_bytes) = size_bucket_range(b);
+                    SizeBucket {
+                        min_bytes,
+                        max_bytes,
+                        count,
+                    }
+                })
+                .collect(),
+            latency_histogram: Named(
+                s.groups
+                    .iter()
+                    .map(|g| {
+                        let buckets = g
+                            .latency
+                            .iter()
+                            .map(|&(min_ns, max_ns, count)| LatencyBucket {
+                                min_ns,
+                                max_ns,
+                                count,
+                            })
+                            .collect();
+                        (g.name, buckets)
+                    })
+                    .collect(),
+            ),
+            sites: s.alloc_sites.iter().map(AllocSite::of).collect(),
+            stack_sampling: s.stack_sampling.as_ref(),
+            cross_thread_frees: s.cross_frees.map(|c| CrossFrees {
+                calls: c.calls,
+                share: c.share,
+                sampled_frees: c.sampled,
+                sampled_cross: c.sampled_cross,
+            }),
         },
-        "threads": threads,
-        "alloc": {
-            "total_calls": s.alloc_calls(),
-            "time_ns": s.alloc_ns(),
-            "share_of_thread_time": s.alloc_share(),
-            "functions": functions,
-            "by_function": by_function,
-            "size_histogram": size_histogram,
-            "latency_histogram": latency,
-            "sites": sites,
-            "stack_sampling": stack_sampling,
-            "cross_thread_frees": s.cross_frees.map(|c| json!({
-                "calls": c.calls,
-                "share": c.share,
-                "sampled_frees": c.sampled,
-                "sampled_cross": c.sampled_cross,
-            })),
-        },
-        "locks": locks,
-    })
+        locks: s.locks.iter().map(Lock::of).collect(),
+        phases: a
+            .phases
+            .phases
+            .iter()
+            .map(|p| Phase::of(p, start))
+            .collect(),
+        heap_snapshots: a
+            .phases
+            .snapshots
+            .iter()
+            .map(|h| Heap::of(h, start))
+            .collect(),
+        phase_flags: &a.phases.flags,
+        sampling: Sampling::of(a.sampling()),
+        hot: states.map(|r| r.hot.iter().map(Hot::of).collect()),
+        timeline: states.map(Timeline::of),
+        parallel_efficiency: states.map(|r| Efficiency {
+            compute_ns: r.compute_ns(),
+            wall_ns: r.wall_ns,
+            threads: r.peak_threads,
+            cpus: r.cpus,
+            value: r.parallel_efficiency(),
+        }),
+        findings: &a.findings,
+    }
+}
+
+/// Named entries serialized as a JSON object, in order.
+struct Named<T>(Vec<(&'static str, T)>);
+
+impl<T: Serialize> Serialize for Named<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Timing {
+    mode: &'static str,
+    period: u32,
+}
+
+#[derive(Serialize)]
+struct Thread<'a> {
+    tid: u32,
+    name: &'a str,
+    main: bool,
+    cpu_ns: u64,
+    wall_ns: u64,
+    alloc_ns: u64,
+    alloc_calls: u64,
+    lock_wait_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    states: Option<States>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state_sites: Option<Named<Vec<StateSiteJson<'a>>>>,
+}
+
+impl<'a> Thread<'a> {
+    fn of(t: &'a ThreadSummary, states: Option<&'a ThreadStates>) -> Thread<'a> {
+        Thread {
+            tid: t.tid,
+            name: &t.name,
+            main: t.main,
+            cpu_ns: t.cpu_ns,
+            wall_ns: t.wall_ns,
+            alloc_ns: t.alloc_ns,
+            alloc_calls: t.alloc_calls,
+            lock_wait_ns: t.lock_wait_ns,
+            states: states.map(States::of),
+            state_sites: states.map(|st| {
+                Named(
+                    SITE_CATEGORIES
+                        .iter()
+                        .map(|&c| {
+                            let list = st
+                                .listed_sites(c)
+                                .map(|site| StateSiteJson::of(st, site))
+                                .collect();
+                            (c.key(), list)
+                        })
+                        .collect(),
+                )
+            }),
+        }
+    }
+}
+
+/// `threads[].states`: time per category (`<category>_ns`), what no sample stands for, samples.
+struct States {
+    ns: Vec<(String, u64)>,
+    unaccounted_ns: u64,
+    samples: u64,
+}
+
+impl States {
+    fn of(t: &ThreadStates) -> States {
+        States {
+            ns: CATEGORIES
+                .iter()
+                .map(|c| (format!("{}_ns", c.key()), t.ns[c.index()]))
+                .collect(),
+            unaccounted_ns: t.unaccounted_ns(),
+            samples: t.samples,
+        }
+    }
+}
+
+impl Serialize for States {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.ns.len() + 2))?;
+        for (k, v) in &self.ns {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry("unaccounted_ns", &self.unaccounted_ns)?;
+        map.serialize_entry("samples", &self.samples)?;
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct StateSiteJson<'a> {
+    share: f64,
+    samples: u64,
+    ns: u64,
+    function: String,
+    user_frame: Option<String>,
+    frames: Frames<'a>,
+}
+
+impl<'a> StateSiteJson<'a> {
+    fn of(t: &ThreadStates, site: &'a StateSite) -> StateSiteJson<'a> {
+        StateSiteJson {
+            share: t.site_share(site),
+            samples: site.samples,
+            ns: site.ns,
+            function: site.function(),
+            user_frame: site.user_frame().map(Frame::display),
+            frames: Frames(&site.frames),
+        }
+    }
+}
+
+/// A frame list: each frame `{function, file, line, module, offset ("0x..."), inlined}`.
+struct Frames<'a>(&'a [Frame]);
+
+impl Serialize for Frames<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(FrameJson::of))
+    }
+}
+
+#[derive(Serialize)]
+struct FrameJson<'a> {
+    function: &'a Option<String>,
+    file: &'a Option<String>,
+    line: Option<u32>,
+    module: &'a str,
+    offset: String,
+    inlined: bool,
+}
+
+impl<'a> FrameJson<'a> {
+    fn of(f: &'a Frame) -> FrameJson<'a> {
+        FrameJson {
+            function: &f.function,
+            file: &f.file,
+            line: f.line,
+            module: &f.module,
+            offset: format!("{:#x}", f.offset),
+            inlined: f.inlined,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Function {
+    calls: u64,
+    bytes: u64,
+    time_ns: u64,
+    timed_calls: u64,
+    mean_ns: f64,
+    p50_ns: Option<f64>,
+    p99_ns: Option<f64>,
+}
+
+impl Function {
+    fn of(f: &FnSummary) -> Function {
+        Function {
+            calls: f.calls,
+            bytes: f.bytes,
+            time_ns: f.time_ns,
+            timed_calls: f.timed_calls,
+            mean_ns: f.mean_ns(),
+            p50_ns: f.quantile_ns(0.5),
+            p99_ns: f.quantile_ns(0.99),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct SizeBucket {
+    min_bytes: u64,
+    max_bytes: u64,
+    count: u64,
+}
+
+#[derive(Serialize)]
+struct LatencyBucket {
+    min_ns: u64,
+    max_ns: u64,
+    count: u64,
+}
+
+#[derive(Serialize)]
+struct Alloc<'a> {
+    total_calls: u64,
+    time_ns: u64,
+    share_of_thread_time: f64,
+    functions: Named<Function>,
+    by_function: Named<Function>,
+    size_histogram: Vec<SizeBucket>,
+    latency_histogram: Named<Vec<LatencyBucket>>,
+    sites: Vec<AllocSite<'a>>,
+    stack_sampling: Option<&'a StackSampling>,
+    cross_thread_frees: Option<CrossFrees>,
+}
+
+#[derive(Serialize)]
+struct CrossFrees {
+    calls: u64,
+    share: f64,
+    sampled_frees: u64,
+    sampled_cross: u64,
+}
+
+#[derive(Serialize)]
+struct AllocSite<'a> {
+    frames: Frames<'a>,
+    /// An index into `frames`.
+    user_frame: usize,
+    function: &'static str,
+    calls: u64,
+    bytes: u64,
+    time_ns: u64,
+    samples: u64,
+}
+
+impl<'a> AllocSite<'a> {
+    fn of(site: &'a SiteSummary) -> AllocSite<'a> {
+        AllocSite {
+            frames: Frames(&site.frames),
+            user_frame: site.user,
+            function: site.function,
+            calls: site.calls,
+            bytes: site.bytes,
+            time_ns: site.time_ns,
+            samples: site.samples,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Lock<'a> {
+    address: String,
+    kind: &'static str,
+    acquisitions: u64,
+    contended: u64,
+    wait_ns: u64,
+    max_wait_ns: u64,
+    hold_ns: u64,
+    threads: usize,
+    sites: Vec<LockSite<'a>>,
+    holder_sites: Vec<LockSite<'a>>,
+}
+
+impl<'a> Lock<'a> {
+    fn of(l: &'a LockSummary) -> Lock<'a> {
+        Lock {
+            address: l.address_text(),
+            kind: l.kind,
+            acquisitions: l.acquisitions,
+            contended: l.contended,
+            wait_ns: l.wait_ns,
+            max_wait_ns: l.max_wait_ns,
+            hold_ns: l.hold_ns,
+            threads: l.threads,
+            sites: l.sites.iter().map(LockSite::of).collect(),
+            holder_sites: l.holder_sites.iter().map(LockSite::of).collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct LockSite<'a> {
+    frames: Frames<'a>,
+    user_frame: usize,
+    contended: u64,
+    wait_ns: u64,
+    samples: u64,
+}
+
+impl<'a> LockSite<'a> {
+    fn of(site: &'a LockSiteSummary) -> LockSite<'a> {
+        LockSite {
+            frames: Frames(&site.frames),
+            user_frame: site.user,
+            contended: site.contended,
+            wait_ns: site.wait_ns,
+            samples: site.samples,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Phase<'a> {
+    name: &'a str,
+    label: &'a str,
+    tid: u32,
+    depth: u32,
+    begin_ns: u64,
+    end_ns: u64,
+    wall_ns: u64,
+    alloc: PhaseAlloc,
+    heap_before: Option<Heap<'a>>,
+    heap_after: Option<Heap<'a>>,
+}
+
+#[derive(Serialize)]
+struct PhaseAlloc {
+    functions: Named<PhaseFunction>,
+}
+
+#[derive(Serialize)]
+struct PhaseFunction {
+    calls: u64,
+    bytes: u64,
+    time_ns: u64,
+    timed_calls: u64,
+    mean_ns: Option<f64>,
+    p99_ns: Option<f64>,
+}
+
+impl PhaseFunction {
+    fn of(f: &PhaseFn) -> PhaseFunction {
+        PhaseFunction {
+            calls: f.calls,
+            bytes: f.bytes,
+            time_ns: f.time_ns,
+            timed_calls: f.timed_calls,
+            mean_ns: f.mean_ns(),
+            p99_ns: f.p99_ns,
+        }
+    }
+}
+
+impl<'a> Phase<'a> {
+    fn of(p: &'a PhaseSummary, start_mono_ns: u64) -> Phase<'a> {
+        Phase {
+            name: &p.name,
+            label: &p.label,
+            tid: p.tid,
+            depth: p.depth,
+            begin_ns: p.begin_ns,
+            end_ns: p.end_ns,
+            wall_ns: p.wall_ns(),
+            alloc: PhaseAlloc {
+                functions: Named(
+                    p.fns
+                        .iter()
+                        .map(|f| (f.name, PhaseFunction::of(f)))
+                        .collect(),
+                ),
+            },
+            heap_before: p.heap_before.as_ref().map(|h| Heap::of(h, start_mono_ns)),
+            heap_after: p.heap_after.as_ref().map(|h| Heap::of(h, start_mono_ns)),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Heap<'a> {
+    seq: u32,
+    label: &'a str,
+    tid: u32,
+    t_ns: u64,
+    duration_ns: u64,
+    glibc: bool,
+    in_use_bytes: u64,
+    free_bytes: u64,
+    fastbin_bytes: u64,
+    top_bytes: u64,
+    mmap_bytes: u64,
+    arena_bytes: u64,
+    free_chunks: u64,
+    fastbin_chunks: u64,
+    fragmentation: f64,
+    arenas: Option<u64>,
+    rss_bytes: u64,
+    bins: Option<&'a [FreeBin]>,
+}
+
+impl<'a> Heap<'a> {
+    fn of(h: &'a HeapSnapshot, start_mono_ns: u64) -> Heap<'a> {
+        Heap {
+            seq: h.seq,
+            label: &h.label,
+            tid: h.tid,
+            t_ns: h.mono_ns.saturating_sub(start_mono_ns),
+            duration_ns: h.duration_ns,
+            glibc: h.glibc,
+            in_use_bytes: h.in_use_bytes(),
+            free_bytes: h.free_bytes,
+            fastbin_bytes: h.fastbin_bytes,
+            top_bytes: h.top_bytes,
+            mmap_bytes: h.mmap_bytes,
+            arena_bytes: h.arena_bytes,
+            free_chunks: h.all_free_chunks(),
+            fastbin_chunks: h.fastbin_chunks,
+            fragmentation: h.fragmentation(),
+            arenas: h.info.as_ref().map(|i| i.arenas),
+            rss_bytes: h.rss_bytes,
+            bins: h.info.as_ref().map(|i| i.bins.as_slice()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Sampling {
+    enabled: bool,
+    #[serde(flatten)]
+    details: Option<SamplingDetails>,
+}
+
+#[derive(Serialize)]
+struct SamplingDetails {
+    cpu_hz: u32,
+    wall_hz: u32,
+    signal: Option<String>,
+    moved_from: Option<String>,
+    note: Option<String>,
+    cpu_samples: u64,
+    wall_samples: u64,
+    dropped: u64,
+}
+
+impl Sampling {
+    fn of(sampling: Option<&SamplingInfo>) -> Sampling {
+        match sampling {
+            None => Sampling {
+                enabled: false,
+                details: None,
+            },
+            Some(s) => Sampling {
+                enabled: s.cpu_hz > 0 || s.wall_hz > 0,
+                details: Some(SamplingDetails {
+                    cpu_hz: s.cpu_hz,
+                    wall_hz: s.wall_hz,
+                    signal: s.signal.map(signal_name),
+                    moved_from: s.moved_from.map(signal_name),
+                    note: sampling_note(s),
+                    cpu_samples: s.cpu_samples,
+                    wall_samples: s.wall_samples,
+                    dropped: s.dropped,
+                }),
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Hot<'a> {
+    function: &'a str,
+    category: &'static str,
+    samples: u64,
+    ns: u64,
+    user_frame: Option<String>,
+    frames: Frames<'a>,
+}
+
+impl<'a> Hot<'a> {
+    fn of(h: &'a HotFunction) -> Hot<'a> {
+        Hot {
+            function: &h.function,
+            category: h.category.key(),
+            samples: h.samples,
+            ns: h.ns,
+            user_frame: h.frames.get(h.user).map(Frame::display),
+            frames: Frames(&h.frames),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Timeline<'a> {
+    slice_ns: u64,
+    start_ns: u64,
+    threads: Vec<TimelineThread<'a>>,
+}
+
+impl<'a> Timeline<'a> {
+    fn of(r: &'a StateReport) -> Timeline<'a> {
+        Timeline {
+            slice_ns: r.slice_ns,
+            start_ns: 0,
+            threads: r
+                .threads
+                .iter()
+                .map(|t| TimelineThread {
+                    tid: t.tid,
+                    name: &t.name,
+                    slices: t
+                        .slices
+                        .iter()
+                        .map(|s| Slice {
+                            ns: *s,
+                            slice_ns: r.slice_ns,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct TimelineThread<'a> {
+    tid: u32,
+    name: &'a str,
+    slices: Vec<Slice>,
+}
+
+/// One slice of a thread's timeline: `{category: share}` for the categories present, the shares
+/// rounded to 1e-4 (`ThreadStates::slice_shares`, which the html timeline draws).
+struct Slice {
+    ns: crate::analysis::states::PerCategory<u64>,
+    slice_ns: u64,
+}
+
+impl Serialize for Slice {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for c in CATEGORIES {
+            let ns = self.ns[c.index()];
+            if ns > 0 {
+                let share = crate::analysis::states::rounded_share(ns, self.slice_ns);
+                map.serialize_entry(c.key(), &share)?;
+            }
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Efficiency {
+    compute_ns: u64,
+    wall_ns: u64,
+    threads: usize,
+    cpus: u32,
+    value: f64,
 }

@@ -1,8 +1,9 @@
 //! The terminal report: overview, threads, allocator functions, request sizes, locks.
 
-use super::sites::{SiteGroup, group_by_user_frame};
-use super::summary::{Summary, ratio};
-use crate::util::{Style, bar, fmt_bytes, fmt_count, fmt_ns, fmt_pct};
+use crate::analysis::Analysis;
+use crate::analysis::sites::{SiteGroup, group_by_user_frame};
+use crate::analysis::summary::{Summary, sum};
+use crate::util::{Style, bar, fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
 
 /// Display rows of the size histogram: fine at the small end, where small-allocation problems
@@ -20,7 +21,9 @@ const SIZE_ROWS: [(u64, u64); 10] = [
     (193, 256),
 ];
 
-pub fn render(s: &Summary, path: &str, style: Style, stacks: bool) -> String {
+/// The overview, threads, allocator functions, request sizes, allocation sites and locks.
+pub fn render(a: &Analysis, style: Style, stacks: bool) -> String {
+    let (s, path) = (&a.summary, a.path.as_str());
     let mut o = String::new();
     overview(&mut o, s, path, style);
     threads(&mut o, s, style);
@@ -72,7 +75,7 @@ fn alloc_sites(o: &mut String, s: &Summary, style: Style, stacks: bool) {
             let _ = writeln!(
                 o,
                 "  {:>11} {:>12} {:>11} {:>8}  {}",
-                fmt_ns(g.time_ns as f64),
+                fmt_ns(g.time_ns),
                 fmt_count(g.calls),
                 fmt_bytes(g.bytes),
                 fmt_count(g.samples),
@@ -144,7 +147,7 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
     let _ = writeln!(
         o,
         "  wall time   {}   threads {}   CPUs {}",
-        fmt_ns(s.wall_ns as f64),
+        fmt_ns(s.wall_ns),
         s.threads.len(),
         s.ncpus
     );
@@ -152,16 +155,16 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         o,
         "  allocator   {} calls, {} requested, {} inside ({} of thread time)",
         fmt_count(s.alloc_calls()),
-        fmt_bytes(s.groups.iter().map(|g| g.bytes).sum()),
-        fmt_ns(s.alloc_ns() as f64),
-        fmt_pct(s.alloc_share())
+        fmt_bytes(s.requested_bytes()),
+        fmt_ns(s.alloc_ns()),
+        fmt_pct(s.alloc_share_of_life())
     );
     let _ = writeln!(
         o,
         "  locks       {} objects, {} waiting ({} of thread time)",
         s.locks.len(),
-        fmt_ns(s.lock_wait_ns() as f64),
-        fmt_pct(s.lock_share())
+        fmt_ns(s.lock_wait_ns()),
+        fmt_pct(s.lock_wait_share_of_life())
     );
     let timing = if s.timing_exact {
         "every call timed".to_string()
@@ -191,9 +194,10 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
     const MAX_ROWS: usize = 20;
     let mut rows: Vec<_> = s.threads.iter().collect();
     rows.sort_by(|a, b| {
-        b.main
-            .cmp(&a.main)
-            .then((b.alloc_ns + b.lock_wait_ns).cmp(&(a.alloc_ns + a.lock_wait_ns)))
+        b.main.cmp(&a.main).then(
+            (b.alloc_ns.saturating_add(b.lock_wait_ns))
+                .cmp(&a.alloc_ns.saturating_add(a.lock_wait_ns)),
+        )
     });
     for t in rows.iter().take(MAX_ROWS) {
         let _ = writeln!(
@@ -205,11 +209,11 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
             } else {
                 t.name.clone()
             },
-            fmt_ns(t.wall_ns as f64),
+            fmt_ns(t.wall_ns),
             fmt_pct(ratio(t.cpu_ns, t.wall_ns)),
-            fmt_ns(t.alloc_ns as f64),
+            fmt_ns(t.alloc_ns),
             fmt_pct(ratio(t.alloc_ns, t.wall_ns)),
-            fmt_ns(t.lock_wait_ns as f64),
+            fmt_ns(t.lock_wait_ns),
             fmt_pct(ratio(t.lock_wait_ns, t.wall_ns)),
         );
     }
@@ -250,7 +254,7 @@ fn functions(o: &mut String, s: &Summary, style: Style) {
             } else {
                 fmt_bytes(f.bytes)
             },
-            fmt_ns(f.time_ns as f64),
+            fmt_ns(f.time_ns),
             fmt_ns(f.mean_ns()),
             p99,
         );
@@ -258,7 +262,7 @@ fn functions(o: &mut String, s: &Summary, style: Style) {
 }
 
 fn sizes(o: &mut String, s: &Summary, style: Style) {
-    let total: u64 = s.size_hist.iter().sum();
+    let total = s.requests();
     if total == 0 {
         return;
     }
@@ -280,18 +284,18 @@ fn sizes(o: &mut String, s: &Summary, style: Style) {
     );
     let mut rows: Vec<(String, u64)> = Vec::new();
     for (lo, hi) in SIZE_ROWS {
-        rows.push((format!("{lo}-{hi}"), count_between(s, lo, hi)));
+        rows.push((format!("{lo}-{hi}"), s.requests_between(lo, hi)));
     }
     let mut lo = 257u64;
     while lo <= 1 << 40 {
         let hi = (lo - 1) * 2;
         rows.push((
             format!("{}-{}", fmt_bytes(lo), fmt_bytes(hi)),
-            count_between(s, lo, hi),
+            s.requests_between(lo, hi),
         ));
         lo = hi + 1;
     }
-    let bigger = total - rows.iter().map(|r| r.1).sum::<u64>();
+    let bigger = total.saturating_sub(sum(rows.iter().map(|r| r.1)));
     if bigger > 0 {
         rows.push(("larger".to_string(), bigger));
     }
@@ -303,7 +307,7 @@ fn sizes(o: &mut String, s: &Summary, style: Style) {
         "bytes", "calls", "cumul.", ""
     );
     for (label, count) in rows {
-        cumulative += count;
+        cumulative = cumulative.saturating_add(count);
         if count == 0 {
             continue;
         }
@@ -316,19 +320,6 @@ fn sizes(o: &mut String, s: &Summary, style: Style) {
             bar(count as f64 / max as f64, 30)
         );
     }
-}
-
-fn count_between(s: &Summary, lo: u64, hi: u64) -> u64 {
-    use crate::profile::format::size_bucket_range;
-    s.size_hist
-        .iter()
-        .enumerate()
-        .filter(|(b, _)| {
-            let (blo, bhi) = size_bucket_range(*b);
-            blo >= lo && bhi <= hi
-        })
-        .map(|(_, c)| *c)
-        .sum()
 }
 
 fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
@@ -354,9 +345,9 @@ fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
                 fmt_count(l.contended),
                 fmt_pct(ratio(l.contended, l.acquisitions))
             ),
-            fmt_ns(l.wait_ns as f64),
-            fmt_ns(l.max_wait_ns as f64),
-            fmt_ns(l.hold_ns as f64),
+            fmt_ns(l.wait_ns),
+            fmt_ns(l.max_wait_ns),
+            fmt_ns(l.hold_ns),
             l.threads
         );
         // A waiter site's figures are its own waits; a holder site's are the waits of others
@@ -373,7 +364,7 @@ fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
                 let label = site
                     .user_frame()
                     .map_or_else(|| "?".into(), |f| f.display());
-                let figures = figures.replace("{w}", &fmt_ns(site.wait_ns as f64));
+                let figures = figures.replace("{w}", &fmt_ns(site.wait_ns));
                 let _ = writeln!(
                     o,
                     "      {} {label}  {}",

@@ -16,6 +16,8 @@ struct Segment {
 #[derive(Default)]
 pub struct CodeReader {
     segments: HashMap<usize, Vec<Segment>>,
+    /// Never read a module's file: every question is answered "no" (see `Symbolizer::offline`).
+    offline: bool,
 }
 
 const PF_X: u32 = 1;
@@ -50,6 +52,14 @@ fn is_locked_rmw(insn: &Instruction) -> bool {
 }
 
 impl CodeReader {
+    /// A reader that opens no file.
+    pub fn offline() -> CodeReader {
+        CodeReader {
+            offline: true,
+            ..CodeReader::default()
+        }
+    }
+
     /// `before` bytes ending at `pc` and up to `after` bytes from it, as (bytes, index of pc).
     fn window(
         &mut self,
@@ -58,6 +68,9 @@ impl CodeReader {
         before: usize,
         after: usize,
     ) -> Option<(Vec<u8>, usize)> {
+        if self.offline {
+            return None;
+        }
         let index = modules.iter().rposition(|m| m.lo <= pc && pc < m.hi)?;
         let module = &modules[index];
         let segments = self
@@ -67,10 +80,10 @@ impl CodeReader {
         let address = pc.checked_sub(module.bias)?;
         let seg = segments
             .iter()
-            .find(|s| s.address <= address && address < s.address + s.bytes.len() as u64)?;
+            .find(|s| s.address <= address && address - s.address < s.bytes.len() as u64)?;
         let at = (address - seg.address) as usize;
         let start = at.saturating_sub(before);
-        let end = (at + after).min(seg.bytes.len());
+        let end = at.saturating_add(after).min(seg.bytes.len());
         Some((seg.bytes[start..end].to_vec(), at - start))
     }
 

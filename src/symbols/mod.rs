@@ -152,6 +152,8 @@ pub struct Symbolizer<'a> {
     started: Instant,
     progress_shown: bool,
     debug_root: PathBuf,
+    /// Open modules' files and debug files (false: every frame is `module+offset`).
+    read_files: bool,
 }
 
 impl<'a> Symbolizer<'a> {
@@ -164,6 +166,17 @@ impl<'a> Symbolizer<'a> {
             progress_shown: false,
             debug_root: std::env::var_os("STALLSCOPE_DEBUG_ROOT")
                 .map_or_else(|| PathBuf::from("/usr/lib/debug"), PathBuf::from),
+            read_files: true,
+        }
+    }
+
+    /// A symbolizer that opens no file: every frame is `module+offset`. For figures that need no
+    /// names (bench's shares) and for untrusted profiles (the fuzz targets), whose module paths
+    /// may name any file.
+    pub fn offline(profile: &'a Profile) -> Self {
+        Symbolizer {
+            read_files: false,
+            ..Symbolizer::new(profile)
         }
     }
 
@@ -237,10 +250,17 @@ impl<'a> Symbolizer<'a> {
         let offset = pc - module.bias;
         let path = module.path.clone();
         let debug_root = self.debug_root.clone();
-        let dbg = self
-            .loaders
-            .entry(mi)
-            .or_insert_with(|| open_module(module, &debug_root));
+        let read_files = self.read_files;
+        let dbg = self.loaders.entry(mi).or_insert_with(|| {
+            if read_files {
+                open_module(module, &debug_root)
+            } else {
+                ModuleDebug {
+                    primary: None,
+                    fallback: None,
+                }
+            }
+        });
         let base = Frame {
             function: None,
             file: None,

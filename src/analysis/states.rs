@@ -1,16 +1,18 @@
-//! Thread states: each thread-state sample classified into a category by its frames and system
-//! call (the rules are data: docs/state-rules.txt), then summed per thread, per time slice, per
-//! stack. See docs/STATES.md.
+//! The thread-state stage of the analysis: each thread-state sample classified into a category by
+//! its frames and system call (the rules are data: docs/state-rules.txt), then summed per thread,
+//! per time slice, per stack. See docs/STATES.md.
 
 use crate::profile::Profile;
 use crate::profile::format::THREAD_MAIN;
 use crate::profile::samples::{Sample, SampleKind, SamplingInfo};
 use crate::symbols::code::CodeReader;
 use crate::symbols::{Frame, Symbolizer, qualified_name, user_frame};
-use std::collections::HashMap;
+use crate::util::ratio;
+use std::collections::{BTreeMap, HashMap};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Category {
+    #[default]
     Compute,
     Allocator,
     Lock,
@@ -20,7 +22,10 @@ pub enum Category {
     KernelMemory,
 }
 
-pub const CATEGORIES: [Category; 7] = [
+/// How many categories there are: the length of per-category arrays.
+pub const CATEGORY_COUNT: usize = 7;
+
+pub const CATEGORIES: [Category; CATEGORY_COUNT] = [
     Category::Compute,
     Category::Allocator,
     Category::Lock,
@@ -31,7 +36,7 @@ pub const CATEGORIES: [Category; 7] = [
 ];
 
 /// The categories' JSON keys (and names in the rules file), in `CATEGORIES` order.
-pub const CATEGORY_KEYS: [&str; 7] = [
+pub const CATEGORY_KEYS: [&str; CATEGORY_COUNT] = [
     "compute",
     "allocator",
     "lock",
@@ -64,10 +69,32 @@ impl Category {
         CATEGORIES.iter().copied().find(|c| c.key() == key)
     }
 
-    fn index(self) -> usize {
+    /// The index of the category in per-category arrays.
+    pub fn index(self) -> usize {
         self as usize
     }
+
+    /// Words for the time spent in it, for sentences ("the biggest other part is lock waits").
+    pub fn words(self) -> &'static str {
+        match self {
+            Category::Compute => "computation",
+            Category::Allocator => "the allocator",
+            Category::Lock => "lock waits",
+            Category::Atomic => "atomic operations",
+            Category::Io => "I/O",
+            Category::Blocked => "blocking (sleeps, condition variables, joins)",
+            Category::KernelMemory => "kernel memory work (page faults, mmap)",
+        }
+    }
 }
+
+/// Time per category, indexed by `Category::index`.
+pub type PerCategory<T> = [T; CATEGORY_COUNT];
+
+/// The categories whose stacks the report lists per thread (`state_sites`), and how many of
+/// each; the findings read the same lists.
+pub const SITE_CATEGORIES: [Category; 3] = [Category::Lock, Category::Allocator, Category::Atomic];
+pub const SITES_PER_CATEGORY: usize = 5;
 
 // ---- the rules ----
 
@@ -251,7 +278,7 @@ fn syscall_name(nr: u32, arg: u32) -> String {
 // ---- classified samples, summed ----
 
 /// A group of samples of one thread with the same frames and category.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct StateSite {
     pub category: Category,
     pub frames: Vec<Frame>,
@@ -305,18 +332,18 @@ fn public_libc_name(name: &str) -> &str {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ThreadStates {
     pub serial: u32,
     pub tid: u32,
     pub name: String,
     pub main: bool,
     pub life_ns: u64,
-    /// Estimated time per category (indexed by Category as usize).
-    pub ns: [u64; 7],
+    /// Estimated time per category (indexed by `Category::index`).
+    pub ns: PerCategory<u64>,
     pub samples: u64,
     /// Per time slice, the time of each category in it.
-    pub slices: Vec<[u64; 7]>,
+    pub slices: Vec<PerCategory<u64>>,
     /// Sample groups, most time first.
     pub sites: Vec<StateSite>,
     /// Stretches of one category, from the samples in time order: (begin, end, category), ns
@@ -325,21 +352,46 @@ pub struct ThreadStates {
 }
 
 impl ThreadStates {
+    /// The share of the thread's life in category `c`.
     pub fn share(&self, c: Category) -> f64 {
-        if self.life_ns == 0 {
-            0.0
-        } else {
-            self.ns[c.index()] as f64 / self.life_ns as f64
-        }
+        ratio(self.ns[c.index()], self.life_ns)
+    }
+
+    /// A site's time as a share of the thread's life.
+    pub fn site_share(&self, site: &StateSite) -> f64 {
+        ratio(site.ns, self.life_ns)
+    }
+
+    /// The time every sample of the thread stands for, all categories together.
+    pub fn sampled_ns(&self) -> u64 {
+        self.ns.iter().fold(0, |a, b| a.saturating_add(*b))
+    }
+
+    /// The thread's life that no sample stands for (runnable, or after its last sample).
+    pub fn unaccounted_ns(&self) -> u64 {
+        self.life_ns.saturating_sub(self.sampled_ns())
     }
 
     pub fn top_sites(&self, c: Category, n: usize) -> impl Iterator<Item = &StateSite> {
         self.sites.iter().filter(move |s| s.category == c).take(n)
     }
+
+    /// The sites the report lists for category `c` (the heaviest `SITES_PER_CATEGORY`).
+    pub fn listed_sites(&self, c: Category) -> impl Iterator<Item = &StateSite> {
+        self.top_sites(c, SITES_PER_CATEGORY)
+    }
+
+    /// Each slice's share of every category, as the report's timeline gives it.
+    pub fn slice_shares(&self, slice_ns: u64) -> Vec<PerCategory<f64>> {
+        self.slices
+            .iter()
+            .map(|s| s.map(|ns| rounded_share(ns, slice_ns)))
+            .collect()
+    }
 }
 
 /// A CPU hot spot over all threads: one function at the sampled instruction.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct HotFunction {
     pub function: String,
     pub category: Category,
@@ -349,7 +401,7 @@ pub struct HotFunction {
     pub ns: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct StateReport {
     pub sampling: SamplingInfo,
     pub slice_ns: u64,
@@ -362,27 +414,115 @@ pub struct StateReport {
 }
 
 impl StateReport {
-    pub fn compute_ns(&self) -> u64 {
+    /// Time in category `c`, over all threads.
+    pub fn category_ns(&self, c: Category) -> u64 {
         self.threads
             .iter()
-            .map(|t| t.ns[Category::Compute.index()])
-            .sum()
+            .fold(0, |a, t| a.saturating_add(t.ns[c.index()]))
+    }
+
+    pub fn compute_ns(&self) -> u64 {
+        self.category_ns(Category::Compute)
+    }
+
+    /// The threads that could have run at once: the peak of live threads, at most the CPUs.
+    pub fn width(&self) -> usize {
+        self.peak_threads.min(self.cpus.max(1) as usize).max(1)
     }
 
     /// Summed compute time over (wall time x the CPUs the threads could have used).
     pub fn parallel_efficiency(&self) -> f64 {
-        let width = self.peak_threads.min(self.cpus.max(1) as usize).max(1);
-        if self.wall_ns == 0 {
-            return 0.0;
-        }
-        (self.compute_ns() as f64 / (self.wall_ns as f64 * width as f64)).min(1.0)
+        ratio(self.compute_ns(), self.wall_ns as f64 * self.width() as f64).min(1.0)
     }
+}
+
+/// A slice's share of one category: at most 1, rounded to 1e-4 (the report's timeline).
+pub fn rounded_share(ns: u64, slice_ns: u64) -> f64 {
+    (ratio(ns, slice_ns).min(1.0) * 1e4).round() / 1e4
+}
+
+/// The name of a signal number, as `kill -l` would put it.
+pub fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 32] = [
+        "0",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    let rtmin = 34; // glibc's SIGRTMIN (the kernel's 32 and 33 are glibc's own)
+    match sig {
+        1..=31 => NAMES[sig as usize].to_string(),
+        s if s >= rtmin => format!("SIGRTMIN+{}", s - rtmin),
+        s => format!("signal {s}"),
+    }
+}
+
+/// What to tell the user about how sampling ran, when there is something to tell.
+pub fn sampling_note(s: &SamplingInfo) -> Option<String> {
+    let mut notes = Vec::new();
+    if let Some(from) = s.moved_from {
+        match s.signal {
+            Some(to) => notes.push(format!(
+                "the program handles {}: CPU sampling stepped aside to {}",
+                signal_name(from),
+                signal_name(to)
+            )),
+            None => notes.push(format!(
+                "the program handles {} and no free signal was left: no CPU samples",
+                signal_name(from)
+            )),
+        }
+    } else if s.no_signal {
+        notes.push("no free signal for CPU sampling: no CPU samples".into());
+    }
+    if s.no_timers {
+        notes.push("some threads' CPU timers could not be created".into());
+    }
+    if s.dropped > 0 {
+        notes.push(format!("{} samples lost to full buffers", s.dropped));
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 pub const TIMELINE_SLICES: usize = 100;
 
 /// Adds `ns` of category `c` over the interval [end - ns, end) to the slices it overlaps.
-fn spread(slices: &mut [[u64; 7]], start: u64, slice_ns: u64, end: u64, ns: u64, c: Category) {
+fn spread(
+    slices: &mut [PerCategory<u64>],
+    start: u64,
+    slice_ns: u64,
+    end: u64,
+    ns: u64,
+    c: Category,
+) {
     let begin = end.saturating_sub(ns).max(start);
     let end = end.max(begin);
     if slice_ns == 0 || slices.is_empty() {
@@ -394,14 +534,17 @@ fn spread(slices: &mut [[u64; 7]], start: u64, slice_ns: u64, end: u64, ns: u64,
         if i >= slices.len() {
             break;
         }
-        let slice_end = start + (i as u64 + 1) * slice_ns;
+        let slice_end = start.saturating_add((i as u64 + 1).saturating_mul(slice_ns));
         let part = end.min(slice_end) - t;
-        slices[i][c.index()] += part;
+        if part == 0 {
+            break; // the last slice ends at u64::MAX: nothing lies beyond it
+        }
+        slices[i][c.index()] = slices[i][c.index()].saturating_add(part);
         t += part;
     }
     if begin == end && ns > 0 {
         let i = (((begin - start) / slice_ns) as usize).min(slices.len() - 1);
-        slices[i][c.index()] += ns;
+        slices[i][c.index()] = slices[i][c.index()].saturating_add(ns);
     }
 }
 
@@ -440,7 +583,11 @@ type Shape = (SampleKind, u64, Option<u32>, Option<u32>, u32);
 /// A shape within one thread (by serial).
 type GroupKey = (u32, Shape);
 
-pub fn build(profile: &Profile) -> Option<StateReport> {
+pub fn build(
+    profile: &Profile,
+    sym: &mut Symbolizer,
+    code: &mut CodeReader,
+) -> Option<StateReport> {
     let sampling = profile.sampling.clone()?;
     let rules = Rules::builtin();
     let start_ns = profile.process.start_mono_ns;
@@ -457,9 +604,9 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
                 name: t.name.clone(),
                 main: t.flags & THREAD_MAIN != 0,
                 life_ns: end.saturating_sub(t.start_mono_ns),
-                ns: [0; 7],
+                ns: [0; CATEGORY_COUNT],
                 samples: 0,
-                slices: vec![[0; 7]; TIMELINE_SLICES],
+                slices: vec![[0; CATEGORY_COUNT]; TIMELINE_SLICES],
                 sites: Vec::new(),
                 runs: Vec::new(),
             }
@@ -472,8 +619,6 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
         .collect();
 
     // Classify each distinct (thread, kind, pc, stack, syscall, op) once.
-    let mut sym = Symbolizer::new(profile);
-    let mut code = CodeReader::default();
     let mut groups: HashMap<GroupKey, (Category, usize, u64, u64)> = HashMap::new();
     let mut classified: Vec<(Category, Vec<Frame>, Option<usize>)> = Vec::new();
     let mut by_shape: HashMap<Shape, usize> = HashMap::new();
@@ -487,7 +632,7 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
         let op = if s.syscall == Some(202) { s.arg } else { 0 };
         let shape = (s.kind, s.pc, s.stack, s.syscall, op);
         let ci = *by_shape.entry(shape).or_insert_with(|| {
-            let frames = sample_frames(profile, &mut sym, &mut code, s);
+            let frames = sample_frames(profile, sym, code, s);
             let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
             let (mut category, decided) = rules.classify(&frames, s.kind, syscall.as_deref());
             if category == Category::Compute && code.at_or_after_atomic(&profile.modules, s.pc) {
@@ -500,7 +645,7 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
         let end = s.mono_ns.saturating_sub(start_ns);
         intervals[ti].push((end.saturating_sub(s.weight_ns), end, category));
         let t = &mut threads[ti];
-        t.ns[category.index()] += s.weight_ns;
+        t.ns[category.index()] = t.ns[category.index()].saturating_add(s.weight_ns);
         t.samples += 1;
         spread(
             &mut t.slices,
@@ -514,14 +659,21 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
             .entry((s.serial, shape))
             .or_insert((category, ci, 0, 0));
         g.2 += 1;
-        g.3 += s.weight_ns;
+        g.3 = g.3.saturating_add(s.weight_ns);
     }
-    sym.finish();
 
     // Per thread: sample groups merged by (category, user frame, function).
-    let mut merged: HashMap<(usize, Category, String, String), StateSite> = HashMap::new();
-    let mut hot: HashMap<(String, Category), HotFunction> = HashMap::new();
-    for (&(serial, (kind, ..)), &(category, ci, samples, ns)) in &groups {
+    // In a fixed order, heaviest first, so that each merged site and hot function shows the
+    // frames of its heaviest stack and equal weights are listed the same way every time.
+    let mut groups: Vec<(GroupKey, (Category, usize, u64, u64))> = groups.into_iter().collect();
+    groups.sort_by(|a, b| {
+        (b.1.3, b.1.2)
+            .cmp(&(a.1.3, a.1.2))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    let mut merged: BTreeMap<(usize, Category, String, String), StateSite> = BTreeMap::new();
+    let mut hot: BTreeMap<(String, Category), HotFunction> = BTreeMap::new();
+    for &((serial, (kind, ..)), (category, ci, samples, ns)) in &groups {
         let frames = &classified[ci].1;
         let user = user_frame(frames);
         let site = StateSite {
@@ -541,8 +693,8 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
                 ns: 0,
                 ..site.clone()
             });
-        entry.samples += samples;
-        entry.ns += ns;
+        entry.samples = entry.samples.saturating_add(samples);
+        entry.ns = entry.ns.saturating_add(ns);
         if kind == SampleKind::Cpu {
             let function = frames
                 .first()
@@ -564,8 +716,8 @@ pub fn build(profile: &Profile) -> Option<StateReport> {
                     samples: 0,
                     ns: 0,
                 });
-            h.samples += samples;
-            h.ns += ns;
+            h.samples = h.samples.saturating_add(samples);
+            h.ns = h.ns.saturating_add(ns);
         }
     }
     for ((ti, ..), site) in merged {
@@ -599,7 +751,9 @@ fn merge_runs(mut list: Vec<(u64, u64, Category)>) -> Vec<(u64, u64, Category)> 
     let mut out: Vec<(u64, u64, Category)> = Vec::new();
     for (begin, end, c) in list {
         match out.last_mut() {
-            Some(last) if last.2 == c && begin <= last.1 + GAP_NS => last.1 = last.1.max(end),
+            Some(last) if last.2 == c && begin <= last.1.saturating_add(GAP_NS) => {
+                last.1 = last.1.max(end)
+            }
             Some(last) if begin < last.1 => {
                 // Overlaps another category's stretch: start where that one ended.
                 let begin = last.1;
@@ -770,7 +924,7 @@ mod tests {
 
     #[test]
     fn spread_splits_an_interval_over_slices() {
-        let mut slices = vec![[0u64; 7]; 4];
+        let mut slices = vec![[0u64; CATEGORY_COUNT]; 4];
         spread(&mut slices, 1000, 10, 1025, 20, Category::Lock);
         assert_eq!(slices[0][Category::Lock.index()], 5);
         assert_eq!(slices[1][Category::Lock.index()], 10);

@@ -1,11 +1,13 @@
-//! Derived figures of a profile, shared by the terminal report, the JSON and `run`'s summary.
+//! The summary stage of the analysis: per-thread, per-function and per-lock figures of a profile.
 //! Durations are estimates where calls were timed on a sample: a function's time is its sampled
-//! time scaled by calls / timed calls (an unbiased estimate, since the sample is random).
+//! time scaled by calls / timed calls (an unbiased estimate, since the sample is random). Counters
+//! from the file are added with saturation: a damaged or hostile file cannot overflow them.
 
 use crate::profile::Profile;
 use crate::profile::format::*;
+use crate::util::ratio;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ThreadSummary {
     pub tid: u32,
     pub name: String,
@@ -17,7 +19,7 @@ pub struct ThreadSummary {
     pub lock_wait_ns: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct FnSummary {
     pub name: &'static str,
     pub calls: u64,
@@ -30,11 +32,7 @@ pub struct FnSummary {
 
 impl FnSummary {
     pub fn mean_ns(&self) -> f64 {
-        if self.calls == 0 {
-            0.0
-        } else {
-            self.time_ns as f64 / self.calls as f64
-        }
+        ratio(self.time_ns, self.calls)
     }
 
     /// The latency at quantile `q`, interpolated within its power-of-two bucket.
@@ -45,7 +43,7 @@ impl FnSummary {
 
 /// The quantile `q` of latency buckets `(min_ns, max_ns, count)`, interpolated within its bucket.
 pub fn latency_quantile(latency: &[(u64, u64, u64)], q: f64) -> Option<f64> {
-    let total: u64 = latency.iter().map(|b| b.2).sum();
+    let total = sum(latency.iter().map(|b| b.2));
     if total == 0 {
         return None;
     }
@@ -64,7 +62,7 @@ pub fn latency_quantile(latency: &[(u64, u64, u64)], q: f64) -> Option<f64> {
     latency.last().map(|b| b.1 as f64)
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LockSummary {
     pub address: u64,
     pub kind: &'static str,
@@ -80,7 +78,14 @@ pub struct LockSummary {
     pub holder_sites: Vec<super::sites::LockSiteSummary>,
 }
 
-#[derive(Debug, Clone)]
+impl LockSummary {
+    /// The lock's address as the report writes it: `0x55cc97d63080`.
+    pub fn address_text(&self) -> String {
+        format!("{:#x}", self.address)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
 pub struct Summary {
     pub command: Vec<String>,
     pub exe: String,
@@ -126,13 +131,18 @@ pub struct CrossFreeSummary {
     pub calls: u64,
 }
 
+/// The saturating sum of counters from a file.
+pub fn sum(values: impl IntoIterator<Item = u64>) -> u64 {
+    values.into_iter().fold(0, u64::saturating_add)
+}
+
 fn cross_frees(p: &Profile) -> Option<CrossFreeSummary> {
-    let sampled: u64 = p.cross_frees.iter().map(|c| c.checked).sum();
-    let sampled_cross: u64 = p.cross_frees.iter().map(|c| c.cross).sum();
+    let sampled = sum(p.cross_frees.iter().map(|c| c.checked));
+    let sampled_cross = sum(p.cross_frees.iter().map(|c| c.cross));
     if sampled == 0 || !p.process.allocator.contains("libc.so") {
         return None;
     }
-    let frees: u64 = p.threads.iter().map(|t| t.fns[FN_FREE].calls).sum();
+    let frees = sum(p.threads.iter().map(|t| t.fns[FN_FREE].calls));
     let share = sampled_cross as f64 / sampled as f64;
     Some(CrossFreeSummary {
         sampled,
@@ -152,44 +162,74 @@ impl Summary {
             shell_words::join(&self.command)
         }
     }
+    /// Calls of every allocator function, frees included.
     pub fn alloc_calls(&self) -> u64 {
-        self.groups.iter().map(|g| g.calls).sum()
+        sum(self.groups.iter().map(|g| g.calls))
+    }
+    /// Calls that return memory (malloc, calloc, realloc, the aligned ones; not free).
+    pub fn allocation_calls(&self) -> u64 {
+        sum(self
+            .groups
+            .iter()
+            .filter(|g| g.name != "free")
+            .map(|g| g.calls))
+    }
+    pub fn requested_bytes(&self) -> u64 {
+        sum(self.groups.iter().map(|g| g.bytes))
     }
     pub fn alloc_ns(&self) -> u64 {
-        self.threads.iter().map(|t| t.alloc_ns).sum()
+        sum(self.threads.iter().map(|t| t.alloc_ns))
     }
     pub fn thread_wall_ns(&self) -> u64 {
-        self.threads.iter().map(|t| t.wall_ns).sum()
+        sum(self.threads.iter().map(|t| t.wall_ns))
     }
     pub fn cpu_ns(&self) -> u64 {
-        self.threads.iter().map(|t| t.cpu_ns).sum()
+        sum(self.threads.iter().map(|t| t.cpu_ns))
     }
     pub fn lock_wait_ns(&self) -> u64 {
-        self.threads.iter().map(|t| t.lock_wait_ns).sum()
+        sum(self.threads.iter().map(|t| t.lock_wait_ns))
     }
-    /// Share of all threads' lifetimes spent inside the allocator.
-    pub fn alloc_share(&self) -> f64 {
+    /// Allocator time as a share of all threads' lifetimes (the report's `share_of_thread_time`).
+    pub fn alloc_share_of_life(&self) -> f64 {
         ratio(self.alloc_ns(), self.thread_wall_ns())
     }
-    pub fn lock_share(&self) -> f64 {
+    /// Lock waits as a share of all threads' lifetimes.
+    pub fn lock_wait_share_of_life(&self) -> f64 {
         ratio(self.lock_wait_ns(), self.thread_wall_ns())
+    }
+    /// Allocator time as a share of the threads' CPU time (allocator time is CPU time; on a
+    /// loaded machine a share of wall time would understate it).
+    pub fn alloc_share_of_cpu(&self) -> f64 {
+        ratio(self.alloc_ns(), self.cpu_ns())
+    }
+    /// Lock waits as a share of the threads' busy-or-blocked time: waits / (CPU time + waits).
+    pub fn lock_wait_share_of_busy(&self) -> f64 {
+        let wait = self.lock_wait_ns();
+        ratio(wait, self.cpu_ns().saturating_add(wait))
+    }
+    /// Allocation requests: the request-size histogram's total.
+    pub fn requests(&self) -> u64 {
+        sum(self.size_hist.iter().copied())
     }
     /// Share of allocation requests at or below `bytes`.
     pub fn size_share_at_most(&self, bytes: u64) -> f64 {
-        let total: u64 = self.size_hist.iter().sum();
-        let below: u64 = (0..SIZE_BUCKETS)
-            .filter(|&b| size_bucket_range(b).1 <= bytes)
-            .map(|b| self.size_hist[b])
-            .sum();
-        ratio(below, total)
+        ratio(self.requests_between(0, bytes), self.requests())
     }
-}
-
-pub fn ratio(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 / whole as f64
+    /// Requests of sizes within `[lo, hi]` (whole buckets only).
+    pub fn requests_between(&self, lo: u64, hi: u64) -> u64 {
+        sum(self
+            .size_hist
+            .iter()
+            .enumerate()
+            .filter(|(b, _)| {
+                let (blo, bhi) = size_bucket_range(*b);
+                blo >= lo && bhi <= hi
+            })
+            .map(|(_, c)| *c))
+    }
+    /// The function group of this name (malloc, calloc, realloc, free, aligned).
+    pub fn group(&self, name: &str) -> Option<&FnSummary> {
+        self.groups.iter().find(|g| g.name == name)
     }
 }
 
@@ -213,14 +253,14 @@ fn fn_summary(
     for t in &p.threads {
         for &i in members {
             let f = &t.fns[i];
-            calls += f.calls;
-            bytes += f.bytes;
-            timed_calls += f.measured_calls();
+            calls = calls.saturating_add(f.calls);
+            bytes = bytes.saturating_add(f.bytes);
+            timed_calls = timed_calls.saturating_add(f.measured_calls());
             ticks += f.estimated_ticks();
         }
         if let Some(g) = group {
             for (acc, v) in raw_latency.iter_mut().zip(t.lat_hist[g].iter()) {
-                *acc += v;
+                *acc = acc.saturating_add(*v);
             }
         }
     }
@@ -259,13 +299,12 @@ pub fn summarize(p: &Profile) -> Summary {
                 cpu_ns: t.cpu_ns,
                 wall_ns: end.saturating_sub(t.start_mono_ns),
                 alloc_ns: (alloc_ticks * 1e9 / p.ticks_per_sec).round() as u64,
-                alloc_calls: t
+                alloc_calls: sum(t
                     .fns
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| *i != FN_FREE)
-                    .map(|(_, f)| f.calls)
-                    .sum(),
+                    .map(|(_, f)| f.calls)),
                 lock_wait_ns: p.ticks_to_ns(t.lock_wait_ticks),
             }
         })
@@ -283,7 +322,7 @@ pub fn summarize(p: &Profile) -> Summary {
     let mut size_hist = vec![0u64; SIZE_BUCKETS];
     for t in &p.threads {
         for (acc, v) in size_hist.iter_mut().zip(t.size_hist.iter()) {
-            *acc += v;
+            *acc = acc.saturating_add(*v);
         }
     }
     Summary {
@@ -339,11 +378,11 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                 .find(|x| x.address == l.address && x.kind == kind)
             {
                 Some(x) => {
-                    x.acquisitions += l.acquisitions;
-                    x.contended += l.contended;
-                    x.wait_ns += wait_ns;
+                    x.acquisitions = x.acquisitions.saturating_add(l.acquisitions);
+                    x.contended = x.contended.saturating_add(l.contended);
+                    x.wait_ns = x.wait_ns.saturating_add(wait_ns);
                     x.max_wait_ns = x.max_wait_ns.max(max_wait_ns);
-                    x.hold_ns += hold_ns;
+                    x.hold_ns = x.hold_ns.saturating_add(hold_ns);
                     x.threads += 1;
                 }
                 None => locks.push(LockSummary {

@@ -1,12 +1,13 @@
-//! Allocation sites: the sampled stacks of a profile, symbolized, with their estimated calls,
-//! bytes and time (Horvitz–Thompson estimates: each sample weighs 1/p, see docs/STACKS.md).
+//! The sites stage of the analysis: the sampled stacks of a profile, symbolized, with their
+//! estimated calls, bytes and time (Horvitz–Thompson estimates: each sample weighs 1/p, see
+//! docs/STACKS.md), for allocation sites and the sites of each lock.
 
-use super::summary::{LockSummary, Summary};
+use super::summary::{LockSummary, Summary, sum};
 use crate::profile::format::{FN_NAMES, ROLE_HOLDER, ROLE_WAITER, lock_kind_name};
 use crate::profile::{LockSite, Profile};
 use crate::symbols::{Frame, Symbolizer, user_frame};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SiteSummary {
     /// Innermost first, inlined frames included.
     pub frames: Vec<Frame>,
@@ -26,12 +27,10 @@ impl SiteSummary {
 }
 
 /// Fills the allocation sites and the lock sites of a summary from its profile.
-pub fn fill(profile: &Profile, s: &mut Summary) {
-    let mut sym = Symbolizer::new(profile);
-    s.alloc_sites = alloc_sites(profile, &mut sym);
+pub fn fill(profile: &Profile, sym: &mut Symbolizer, s: &mut Summary) {
+    s.alloc_sites = alloc_sites(profile, sym);
     s.stack_sampling = profile.stack_sampling;
-    lock_sites(profile, &mut sym, &mut s.locks);
-    sym.finish();
+    lock_sites(profile, sym, &mut s.locks);
 }
 
 /// The allocation sites of a profile, by estimated time, most first.
@@ -61,7 +60,7 @@ fn alloc_sites(profile: &Profile, sym: &mut Symbolizer) -> Vec<SiteSummary> {
 
 /// A stack of threads waiting for a lock (or releasing it while others waited), with its share
 /// of the lock's exact contended acquisitions and wait time, in proportion to the samples.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LockSiteSummary {
     pub frames: Vec<Frame>,
     pub user: usize,
@@ -86,14 +85,14 @@ fn lock_sites(profile: &Profile, sym: &mut Symbolizer, locks: &mut [LockSummary]
             }) {
                 match sites.iter_mut().find(|x| x.stack == l.stack) {
                     Some(x) => {
-                        x.events += l.events;
-                        x.wait_ticks += l.wait_ticks;
+                        x.events = x.events.saturating_add(l.events);
+                        x.wait_ticks = x.wait_ticks.saturating_add(l.wait_ticks);
                     }
                     None => sites.push(*l),
                 }
             }
-            let events: u64 = sites.iter().map(|l| l.events).sum();
-            let waits: u64 = sites.iter().map(|l| l.wait_ticks).sum();
+            let events = sum(sites.iter().map(|l| l.events));
+            let waits = sum(sites.iter().map(|l| l.wait_ticks));
             let mut out: Vec<LockSiteSummary> = sites
                 .iter()
                 .map(|l| {
@@ -147,10 +146,10 @@ pub fn group_by_user_frame(sites: &[SiteSummary]) -> Vec<SiteGroup> {
         }
         match groups.iter_mut().find(|g| g.label == label) {
             Some(g) => {
-                g.calls += s.calls;
-                g.bytes += s.bytes;
-                g.time_ns += s.time_ns;
-                g.samples += s.samples;
+                g.calls = g.calls.saturating_add(s.calls);
+                g.bytes = g.bytes.saturating_add(s.bytes);
+                g.time_ns = g.time_ns.saturating_add(s.time_ns);
+                g.samples = g.samples.saturating_add(s.samples);
                 g.members.push(i);
             }
             None => groups.push(SiteGroup {

@@ -1,0 +1,105 @@
+//! The analysis: one typed model of a profile, built once, that every view reads (the terminal
+//! report and its JSON, html, export, diff, demo, bench). Nothing reads the report's JSON back.
+//!
+//! It is built in stages, each a function of the profile (and of the stages before it), so that
+//! a new kind of figure is a new stage and a new field here:
+//! 1. [`summary::summarize`]: per thread, per allocator function, per lock, from the counters;
+//! 2. [`sites::fill`]: the sampled allocation and lock stacks, symbolized, with their estimates;
+//! 3. [`phases::build`]: phases, heap snapshots and slow-phase flags;
+//! 4. [`states::build`]: thread-state samples classified, per thread, slice and stack;
+//! 5. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
+
+pub mod phases;
+pub mod sites;
+pub mod states;
+pub mod summary;
+
+use crate::findings::Finding;
+use crate::profile::{self, Profile};
+use crate::symbols::Symbolizer;
+use crate::symbols::code::CodeReader;
+use anyhow::Result;
+use std::path::Path;
+
+/// How the analysis may look beyond the profile file.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Read the profiled modules' files (and debug files) to name frames and decode
+    /// instructions. Without it every frame is `module+offset` and no sample is `atomic` by its
+    /// instruction: for figures that need no names, and for untrusted profiles.
+    pub read_modules: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { read_modules: true }
+    }
+}
+
+/// A profile analysed: what every view shows.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// The profile's path, as the user gave it.
+    pub path: String,
+    pub profile: Profile,
+    pub summary: summary::Summary,
+    pub phases: phases::PhaseReport,
+    /// Thread states, when the profile has thread-state samples.
+    pub states: Option<states::StateReport>,
+    /// Most severe first.
+    pub findings: Vec<Finding>,
+}
+
+impl Analysis {
+    /// Reads, validates and analyses a profile file.
+    pub fn read(path: &Path) -> Result<Analysis> {
+        Analysis::read_with(path, Options::default())
+    }
+
+    pub fn read_with(path: &Path, options: Options) -> Result<Analysis> {
+        let profile = profile::read(path)?;
+        Ok(Analysis::of(profile, path.display().to_string(), options))
+    }
+
+    /// Analyses a profile already read.
+    pub fn of(profile: Profile, path: String, options: Options) -> Analysis {
+        let (summary, states) = {
+            let mut sym = if options.read_modules {
+                Symbolizer::new(&profile)
+            } else {
+                Symbolizer::offline(&profile)
+            };
+            let mut code = if options.read_modules {
+                CodeReader::default()
+            } else {
+                CodeReader::offline()
+            };
+            let mut summary = summary::summarize(&profile);
+            sites::fill(&profile, &mut sym, &mut summary);
+            let states = states::build(&profile, &mut sym, &mut code);
+            sym.finish();
+            (summary, states)
+        };
+        let phases = phases::build(&profile);
+        let mut analysis = Analysis {
+            path,
+            profile,
+            summary,
+            phases,
+            states,
+            findings: Vec::new(),
+        };
+        analysis.findings = crate::findings::evaluate(&analysis);
+        analysis
+    }
+
+    /// How thread-state sampling ran (None: a profile without it).
+    pub fn sampling(&self) -> Option<&crate::profile::samples::SamplingInfo> {
+        self.profile.sampling.as_ref()
+    }
+
+    /// The sampled states of the summary's thread `i` (the two lists are in the profile's order).
+    pub fn thread_states(&self, i: usize) -> Option<&states::ThreadStates> {
+        self.states.as_ref().and_then(|r| r.threads.get(i))
+    }
+}
