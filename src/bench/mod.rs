@@ -12,7 +12,7 @@ mod output;
 mod plan;
 mod profile;
 mod progress;
-mod results;
+pub mod results;
 mod runner;
 mod stats;
 

@@ -5,7 +5,7 @@ use super::allocators::MissingAllocator;
 use super::executor::Measurement;
 use super::plan::Variant;
 use super::stats::{self, RatioEstimate};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct VariantSummary {
@@ -53,7 +53,7 @@ pub struct ProfileShares {
     pub lock_wait_share_of_busy: f64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Verdict {
     #[serde(rename = "faster")]
     Faster,
@@ -63,7 +63,7 @@ pub enum Verdict {
     WithinNoise,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Comparison {
     pub variant: String,
     pub baseline: String,
@@ -90,7 +90,7 @@ pub struct ScalingRow {
     pub efficiency: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OrderEffect {
     pub case: String,
     /// Median time of the case run alone in a fresh process.

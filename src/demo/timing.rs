@@ -1,8 +1,8 @@
 //! Slow against fixed in isolated, interleaved processes: `stallscope bench` (the current
 //! executable) with its JSON export, so the demo measures exactly what users would.
 
+use crate::bench::results;
 use anyhow::{Context, Result, bail};
-use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -18,7 +18,7 @@ pub struct Comparison {
     pub ci_low: f64,
     pub ci_high: f64,
     pub ci_level: f64,
-    pub verdict: String,
+    pub verdict: results::Verdict,
 }
 
 pub struct OrderEffect {
@@ -35,7 +35,14 @@ fn quoted(path: &Path) -> String {
     shell_words::quote(&path.display().to_string()).into_owned()
 }
 
-fn run_bench(args: Vec<String>, json_path: &Path) -> Result<(String, Value)> {
+/// The parts of bench's JSON export (its own typed report, `bench::results`) the demo reads.
+#[derive(serde::Deserialize)]
+struct BenchExport {
+    comparisons: Option<Vec<results::Comparison>>,
+    order_effects: Option<Vec<results::OrderEffect>>,
+}
+
+fn run_bench(args: Vec<String>, json_path: &Path) -> Result<(String, BenchExport)> {
     let _ = std::fs::remove_file(json_path);
     let me = std::env::current_exe().context("cannot find the stallscope executable")?;
     let out = Command::new(me)
@@ -55,7 +62,7 @@ fn run_bench(args: Vec<String>, json_path: &Path) -> Result<(String, Value)> {
     }
     let text = std::fs::read_to_string(json_path)
         .with_context(|| format!("reading {}", json_path.display()))?;
-    let json: Value = serde_json::from_str(&text).context("bench JSON")?;
+    let json: BenchExport = serde_json::from_str(&text).context("bench JSON")?;
     Ok((String::from_utf8_lossy(&out.stdout).into_owned(), json))
 }
 
@@ -83,17 +90,17 @@ pub fn compare(
         bench_args.push(words.join(" "));
     }
     let (table, json) = run_bench(bench_args, json_path)?;
-    let comparisons = json["comparisons"]
-        .as_array()
+    let comparisons = json
+        .comparisons
         .context("bench JSON has no comparisons")?
-        .iter()
+        .into_iter()
         .map(|c| Comparison {
-            variant: c["variant"].as_str().unwrap_or("?").to_string(),
-            ratio: c["ratio"].as_f64().unwrap_or(f64::NAN),
-            ci_low: c["ci_low"].as_f64().unwrap_or(f64::NAN),
-            ci_high: c["ci_high"].as_f64().unwrap_or(f64::NAN),
-            ci_level: c["ci_level"].as_f64().unwrap_or(f64::NAN),
-            verdict: c["verdict"].as_str().unwrap_or("?").to_string(),
+            variant: c.variant,
+            ratio: c.ratio,
+            ci_low: c.ci_low,
+            ci_high: c.ci_high,
+            ci_level: c.ci_level,
+            verdict: c.verdict,
         })
         .collect();
     Ok((table, comparisons))
@@ -119,17 +126,17 @@ pub fn order_effect(
         words.join(" "),
     ];
     let (table, json) = run_bench(bench_args, json_path)?;
-    let effects = json["order_effects"]
-        .as_array()
+    let effects = json
+        .order_effects
         .context("bench JSON has no order_effects")?
-        .iter()
+        .into_iter()
         .map(|e| OrderEffect {
-            case: e["case"].as_str().unwrap_or("?").to_string(),
-            alone_ns: e["alone_ns"].as_f64().unwrap_or(f64::NAN),
-            in_sequence_ns: e["in_sequence_ns"].as_f64().unwrap_or(f64::NAN),
-            ratio: e["ratio"].as_f64().unwrap_or(f64::NAN),
-            p_value: e["p_value"].as_f64().unwrap_or(f64::NAN),
-            flagged: e["flagged"].as_bool().unwrap_or(false),
+            case: e.case,
+            alone_ns: e.alone_ns as f64,
+            in_sequence_ns: e.in_sequence_ns as f64,
+            ratio: e.ratio,
+            p_value: e.p_value,
+            flagged: e.flagged,
         })
         .collect();
     Ok((table, effects))

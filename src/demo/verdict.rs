@@ -4,6 +4,7 @@
 use super::cases::{CaseStudy, Moved};
 use super::figures::{self, Profiled};
 use super::timing;
+use crate::bench::results::Verdict;
 use crate::util::{fmt_count, fmt_ns, fmt_pct};
 
 pub fn print_figures(profiled: &[Profiled], name_files: bool) {
@@ -48,12 +49,12 @@ pub fn speedup_line(c: &timing::Comparison, baseline: &str) -> String {
     let level = c.ci_level * 100.0;
     let speedup = 1.0 / c.ratio;
     let (low, high) = (1.0 / c.ci_high, 1.0 / c.ci_low);
-    match c.verdict.as_str() {
-        "faster" => format!(
+    match c.verdict {
+        Verdict::Faster => format!(
             "{}: {speedup:.2}x faster than {baseline} ({level:.1}% CI {low:.2}-{high:.2}x)",
             c.variant
         ),
-        "slower" => format!(
+        Verdict::Slower => format!(
             "{}: {:.2}x slower than {baseline} ({level:.1}% CI {:.2}-{:.2}x)",
             c.variant, c.ratio, c.ci_low, c.ci_high
         ),
