@@ -1,11 +1,23 @@
 //! Builds the interposer (preload/*.c) into a shared library with the system C compiler, so that
-//! the stallscope executable can carry it inside (see src/preload.rs).
+//! the stallscope executable can carry it inside (see src/preload.rs), and generates the Rust side
+//! of the contract with it from the C definitions: the profile format's constants and enumerations
+//! (preload/ss_format.h) and the run options' table (preload/ss_options.def), by compiling and
+//! running build/generate_rust.c (so sizes and offsets are the C compiler's own).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    println!("cargo:rerun-if-changed=preload");
+    println!("cargo:rerun-if-changed=include");
+    println!("cargo:rerun-if-changed=build");
+    let compiler = cc::Build::new().get_compiler();
+    build_interposer(&compiler, &out);
+    generate_rust(&compiler, &out);
+}
+
+fn build_interposer(compiler: &cc::Tool, out: &Path) {
     let lib = out.join("libstallscope.so");
     let mut sources: Vec<PathBuf> = std::fs::read_dir("preload")
         .expect("preload/ directory")
@@ -13,10 +25,6 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|e| e == "c"))
         .collect();
     sources.sort();
-    println!("cargo:rerun-if-changed=preload");
-    println!("cargo:rerun-if-changed=include");
-
-    let compiler = cc::Build::new().get_compiler();
     let mut cmd: Command = compiler.to_command();
     cmd.args([
         "-std=gnu11",
@@ -42,4 +50,31 @@ fn main() {
         .status()
         .expect("running the C compiler for the interposer");
     assert!(status.success(), "building the interposer failed: {cmd:?}");
+}
+
+fn generate_rust(compiler: &cc::Tool, out: &Path) {
+    let generator = out.join("generate_rust");
+    let mut cmd: Command = compiler.to_command();
+    cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Ipreload"])
+        .arg("build/generate_rust.c")
+        .arg("-o")
+        .arg(&generator);
+    let status = cmd.status().expect("running the C compiler");
+    assert!(
+        status.success(),
+        "building build/generate_rust.c failed: {cmd:?}"
+    );
+    for what in ["format"] {
+        let output = Command::new(&generator)
+            .arg(what)
+            .output()
+            .expect("running build/generate_rust");
+        assert!(
+            output.status.success(),
+            "generate_rust {what} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::fs::write(out.join(format!("{what}_generated.rs")), &output.stdout)
+            .expect("writing the generated Rust");
+    }
 }

@@ -2,7 +2,6 @@
  * start, at exit, periodically and on SIGUSR2 when asked for. None of this is on the allocation hot
  * path. Records are queued on a lock-free list and written by the next flush. */
 #include "ss_internal.h"
-#include "ss_format_phases.h"
 
 #include <fcntl.h>
 #include <malloc.h>

@@ -15,7 +15,6 @@
  * The signal is SIGPROF unless the program has a handler for it; if the program installs one
  * later, sampling moves to a free real-time signal first ("steps aside") and the profile says so. */
 #include "ss_internal.h"
-#include "ss_format_samples.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,5 +1,9 @@
-/* The stallscope profile file format, version 2. Shared by the interposer (writer) and documented
- * in docs/FORMAT.md; the Rust reader (src/profile/) mirrors these layouts and must be changed with them.
+/* The stallscope profile file format, version 2: the one definition of its record ids,
+ * enumerations, flags and layouts. The interposer writes it; the Rust reader's constants and
+ * enumerations are generated from this header at build time (build.rs compiles and runs
+ * build/format_consts.c, which walks the lists below), so adding an entry to a list, or a record
+ * with its struct, is a change in this file only (plus the reader's parser of its fields).
+ * docs/FORMAT.md describes the format in words.
  *
  * A file is a file header followed by records. All integers are little-endian (the only byte order
  * the interposer runs on); every record starts on an 8-byte boundary. Each record carries a CRC-32
@@ -8,8 +12,8 @@
  * Thread and lock records are cumulative: the writer rewrites a thread's record at each flush in
  * which it changed, and the reader keeps the last one per thread serial. A flush ends with an
  * SS_REC_FLUSH record; a clean exit writes SS_REC_END. A file that ends after FLUSH but without END
- * is a partial profile (the process was killed or crashed); a file that ends anywhere else is
- * truncated. */
+ * is a partial profile (the process was killed or crashed); a file cut anywhere else is read up to
+ * its last whole flush. */
 #ifndef STALLSCOPE_FORMAT_H
 #define STALLSCOPE_FORMAT_H
 
@@ -19,23 +23,113 @@
 #define SS_VERSION 2u
 #define SS_BYTE_ORDER_MARK 0x01020304u
 
-/* Allocator functions, counted separately. */
+/* ---- Enumerations and flags: each is a list X(...) that C turns into an enum and build.rs into
+ * Rust constants and enums. ---- */
+
+/* Allocator functions, counted separately: X(id, name, the report's group it belongs to). */
+#define SS_FUNCTIONS(X)                                                                                      \
+    X(MALLOC, "malloc", MALLOC)                                                                              \
+    X(CALLOC, "calloc", CALLOC)                                                                              \
+    X(REALLOC, "realloc", REALLOC)                                                                           \
+    X(REALLOCARRAY, "reallocarray", REALLOC)                                                                 \
+    X(FREE, "free", FREE)                                                                                    \
+    X(POSIX_MEMALIGN, "posix_memalign", ALIGNED)                                                             \
+    X(ALIGNED_ALLOC, "aligned_alloc", ALIGNED)                                                               \
+    X(MEMALIGN, "memalign", ALIGNED)                                                                         \
+    X(VALLOC, "valloc", ALIGNED)                                                                             \
+    X(PVALLOC, "pvalloc", ALIGNED)
+
 enum ss_fn {
-    SS_FN_MALLOC = 0,
-    SS_FN_CALLOC,
-    SS_FN_REALLOC,
-    SS_FN_REALLOCARRAY,
-    SS_FN_FREE,
-    SS_FN_POSIX_MEMALIGN,
-    SS_FN_ALIGNED_ALLOC,
-    SS_FN_MEMALIGN,
-    SS_FN_VALLOC,
-    SS_FN_PVALLOC,
-    SS_FN_COUNT
+#define SS_X(id, name, group) SS_FN_##id,
+    SS_FUNCTIONS(SS_X)
+#undef SS_X
+        SS_FN_COUNT
 };
 
-/* Latency histograms are kept per function group (the report's contract groups). */
-enum ss_group { SS_GRP_MALLOC = 0, SS_GRP_CALLOC, SS_GRP_REALLOC, SS_GRP_FREE, SS_GRP_ALIGNED, SS_GRP_COUNT };
+/* Latency histograms are kept per function group (the report's contract groups): X(id, name). */
+#define SS_GROUPS(X) X(MALLOC, "malloc") X(CALLOC, "calloc") X(REALLOC, "realloc") X(FREE, "free") X(ALIGNED, "aligned")
+
+enum ss_group {
+#define SS_X(id, name) SS_GRP_##id,
+    SS_GROUPS(SS_X)
+#undef SS_X
+        SS_GRP_COUNT
+};
+
+/* Lock kinds: X(id, value, name). */
+#define SS_LOCK_KINDS(X)                                                                                     \
+    X(MUTEX, 1, "mutex") X(RWLOCK_READ, 2, "rwlock-read") X(RWLOCK_WRITE, 3, "rwlock-write") X(SPIN, 4, "spinlock")
+
+enum ss_lock_kind {
+#define SS_X(id, value, name) SS_LOCK_##id = value,
+    SS_LOCK_KINDS(SS_X)
+#undef SS_X
+};
+
+/* How a process image ended (SS_REC_END): X(id, value, name). */
+#define SS_END_HOWS(X)                                                                                       \
+    X(EXIT, 1, "exit") X(UNDERSCORE_EXIT, 2, "_exit") X(EXEC, 3, "exec") X(DESTRUCTOR, 4, "destructor")
+
+enum ss_end_how {
+#define SS_X(id, value, name) SS_END_##id = value,
+    SS_END_HOWS(SS_X)
+#undef SS_X
+};
+
+/* Timing modes: every call timed, or a random 1-in-N sample (counts and bytes are always exact). */
+#define SS_TIMINGS(X) X(SAMPLED, 0, "sampled") X(EXACT, 1, "exact")
+
+enum ss_timing {
+#define SS_X(id, value, name) SS_TIMING_##id = value,
+    SS_TIMINGS(SS_X)
+#undef SS_X
+};
+
+/* The roles of a lock site's stack (SS_REC_LOCK_SITES). */
+#define SS_LOCK_ROLES(X)                                                                                     \
+    X(WAITER, 1, "waiter") /* the stack of a thread that had to wait for the lock */                        \
+    X(HOLDER, 2, "holder") /* the stack of a thread releasing the lock while others waited for it */
+
+enum ss_lock_role {
+#define SS_X(id, value, name) SS_ROLE_##id = value,
+    SS_LOCK_ROLES(SS_X)
+#undef SS_X
+};
+
+/* Thread-state samples (SS_REC_SAMPLES). */
+#define SS_SAMPLE_KINDS(X)                                                                                   \
+    X(CPU, 1, "cpu")   /* the thread's CPU-time timer fired: it was running this instruction */             \
+    X(WALL, 2, "wall") /* the sampler found the thread not running (read from /proc) */
+
+enum ss_sample_kind {
+#define SS_X(id, value, name) SS_SAMPLE_##id = value,
+    SS_SAMPLE_KINDS(SS_X)
+#undef SS_X
+};
+
+/* Flags: X(id, bit value). */
+#define SS_PROCESS_FLAGS(X) X(FORKED, 1u) /* a forked child (started at fork, not exec) */
+#define SS_THREAD_FLAGS(X) X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)
+#define SS_SAMPLING_FLAGS(X)                                                                                 \
+    X(MOVED, 1u)     /* the program uses the usual signal: sampling moved to another */                     \
+    X(NO_TIMERS, 2u) /* CPU-time timers could not be created: wall samples only */                          \
+    X(NO_SIGNAL, 4u) /* no free signal: CPU samples are off */
+#define SS_HEAP_FLAGS(X) X(GLIBC, 1u) /* mallinfo2 and malloc_info describe the allocator in use */
+
+#define SS_X(id, bit) SS_PROCESS_##id = bit,
+enum ss_process_flag { SS_PROCESS_FLAGS(SS_X) };
+#undef SS_X
+#define SS_X(id, bit) SS_THREAD_##id = bit,
+enum ss_thread_flag { SS_THREAD_FLAGS(SS_X) };
+#undef SS_X
+#define SS_X(id, bit) SS_SAMPLING_##id = bit,
+enum ss_sampling_flag { SS_SAMPLING_FLAGS(SS_X) };
+#undef SS_X
+#define SS_X(id, bit) SS_HEAP_##id = bit,
+enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
+#undef SS_X
+
+/* ---- Sizes ---- */
 
 /* Request-size histogram: buckets 0..31 hold sizes 8*i+1 .. 8*(i+1) (bucket 0 also holds size 0);
  * bucket 32+k holds sizes 2^(8+k)+1 .. 2^(9+k), k = 0..55. */
@@ -46,29 +140,62 @@ enum ss_group { SS_GRP_MALLOC = 0, SS_GRP_CALLOC, SS_GRP_REALLOC, SS_GRP_FREE, S
  * are estimates of all calls: a sampled call adds the sampling period, an always-timed call 1. */
 #define SS_LAT_BUCKETS 40u
 
-enum ss_record_type {
-    SS_REC_PROCESS = 1,
-    SS_REC_THREAD = 2,
-    SS_REC_FLUSH = 3,
-    SS_REC_END = 4,
-    SS_REC_SUPERVISOR = 5,
-    SS_REC_MODULE = 6,     /* a loaded object: struct ss_module_record, then build id, then path */
-    SS_REC_STACK = 7,      /* a call stack: struct ss_stack_record, then depth x uint64_t pcs */
-    SS_REC_ALLOC_SITES = 8, /* struct ss_alloc_sites_record, then count x struct ss_alloc_site */
-    SS_REC_LOCK_SITES = 9,  /* struct ss_lock_sites_record, then count x struct ss_lock_site */
-    SS_REC_MODULE_GONE = 10 /* struct ss_module_gone_record: a module was unloaded */
-};
-
 /* Call stacks hold at most this many frames (innermost first, the interposer's own frames cut). */
 #define SS_STACK_MAX_FRAMES 64u
 #define SS_BUILD_ID_MAX 32u
+#define SS_PHASE_NAME 64u
+#define SS_HEAP_LABEL 64u
 
-enum ss_lock_kind { SS_LOCK_MUTEX = 1, SS_LOCK_RWLOCK_READ = 2, SS_LOCK_RWLOCK_WRITE = 3, SS_LOCK_SPIN = 4 };
+/* ---- Records: X(id, type number, size of the fixed part of its payload). What follows the
+ * fixed part, if anything, is in the comment of its struct. ---- */
+#define SS_RECORDS(X)                                                                                        \
+    X(PROCESS, 1, sizeof(struct ss_process_record))                                                          \
+    X(THREAD, 2, sizeof(struct ss_thread_record))                                                            \
+    X(FLUSH, 3, sizeof(struct ss_flush_record))                                                              \
+    X(END, 4, sizeof(struct ss_end_record))                                                                  \
+    X(SUPERVISOR, 5, sizeof(struct ss_supervisor_record))                                                    \
+    X(MODULE, 6, sizeof(struct ss_module_record))                                                            \
+    X(STACK, 7, sizeof(struct ss_stack_record))                                                              \
+    X(ALLOC_SITES, 8, sizeof(struct ss_alloc_sites_record))                                                  \
+    X(LOCK_SITES, 9, sizeof(struct ss_lock_sites_record))                                                    \
+    X(MODULE_GONE, 10, sizeof(struct ss_module_gone_record))                                                 \
+    X(PHASE, 20, sizeof(struct ss_phase_record))                                                             \
+    X(HEAP, 21, sizeof(struct ss_heap_record))                                                               \
+    X(SAMPLING, 22, sizeof(struct ss_sampling_record))                                                       \
+    X(SAMPLES, 23, sizeof(struct ss_samples_record))                                                         \
+    X(CROSS_FREES, 24, 0)
 
-enum ss_end_how { SS_END_EXIT = 1, SS_END_UNDERSCORE_EXIT = 2, SS_END_EXEC = 3, SS_END_DESTRUCTOR = 4 };
+enum ss_record_type {
+#define SS_X(id, number, size) SS_REC_##id = number,
+    SS_RECORDS(SS_X)
+#undef SS_X
+};
 
-/* Timing modes: every call timed, or a random 1-in-N sample (counts and bytes are always exact). */
-enum ss_timing { SS_TIMING_SAMPLED = 0, SS_TIMING_EXACT = 1 };
+/* The entries that follow a record's fixed part (and the file and record headers), whose sizes
+ * the reader needs: X(id, struct). */
+#define SS_PARTS(X)                                                                                          \
+    X(FILE_HEADER, struct ss_file_header)                                                                    \
+    X(RECORD_HEADER, struct ss_record_header)                                                                \
+    X(FN_STATS, struct ss_fn_stats)                                                                          \
+    X(LOCK_STATS, struct ss_lock_stats)                                                                      \
+    X(ALLOC_SITE, struct ss_alloc_site)                                                                      \
+    X(LOCK_SITE, struct ss_lock_site)                                                                        \
+    X(SAMPLE, struct ss_sample)                                                                              \
+    X(CROSS_FREES_ENTRY, struct ss_cross_frees_entry)
+
+/* The count and length fields that give a record's size (a reader checks a cut record's header
+ * against them): X(record id, struct, field). */
+#define SS_LENGTH_FIELDS(X)                                                                                  \
+    X(PROCESS, struct ss_process_record, cmdline_len)                                                        \
+    X(PROCESS, struct ss_process_record, exe_len)                                                            \
+    X(THREAD, struct ss_thread_record, nlocks)                                                               \
+    X(MODULE, struct ss_module_record, build_id_len)                                                         \
+    X(MODULE, struct ss_module_record, path_len)                                                             \
+    X(STACK, struct ss_stack_record, depth)                                                                  \
+    X(ALLOC_SITES, struct ss_alloc_sites_record, count)                                                      \
+    X(LOCK_SITES, struct ss_lock_sites_record, count)                                                        \
+    X(HEAP, struct ss_heap_record, xml_len)                                                                  \
+    X(SAMPLES, struct ss_samples_record, count)
 
 struct ss_file_header {
     char magic[8];
@@ -95,9 +222,9 @@ struct ss_process_record {
     uint64_t start_ticks;   /* the tick counter (TSC, or monotonic ns without one) at start_mono_ns */
     uint64_t ticks_per_sec; /* calibrated at start; FLUSH/END pairs refine it */
     uint32_t ncpus;
-    uint32_t timing; /* enum ss_timing */
+    uint32_t timing;        /* enum ss_timing */
     uint32_t timing_period; /* mean 1-in-N sampling period when SS_TIMING_SAMPLED */
-    uint32_t flags;         /* bit 0: forked child (started at fork, not exec) */
+    uint32_t flags;         /* SS_PROCESS_* */
     char libc_version[32];
     char allocator[64]; /* the file that provides the next malloc: libc.so.6, libjemalloc.so.2, ... */
     uint32_t cmdline_len;
@@ -132,7 +259,7 @@ struct ss_lock_stats {
 struct ss_thread_record {
     uint32_t serial; /* unique per process, in order of appearance; tids may be reused */
     uint32_t tid;
-    uint32_t flags; /* bit 0: ended; bit 1: main thread; bit 2: lock table overflowed */
+    uint32_t flags; /* SS_THREAD_* */
     uint32_t nlocks;
     char name[16];
     uint64_t start_mono_ns;
@@ -143,10 +270,6 @@ struct ss_thread_record {
     uint64_t size_hist[SS_SIZE_BUCKETS];
     uint64_t lat_hist[SS_GRP_COUNT][SS_LAT_BUCKETS];
 };
-
-#define SS_THREAD_ENDED 1u
-#define SS_THREAD_MAIN 2u
-#define SS_THREAD_LOCKS_OVERFLOW 4u
 
 /* SS_REC_FLUSH: ends every flush; pairs of (ticks, mono_ns) calibrate the tick rate. */
 struct ss_flush_record {
@@ -204,7 +327,8 @@ struct ss_stack_record {
 
 /* SS_REC_ALLOC_SITES: cumulative statistics of every allocation site seen so far; the reader
  * keeps the last record. Each sampled call of size s is taken with probability
- * p(s) = 1 - (1 - 1/count_period) * exp(-s / mean_bytes) and weighted by 1/p(s). */
+ * p(s) = 1 - (1 - 1/count_period) * exp(-s / mean_bytes) and weighted by 1/p(s). Followed by
+ * count x struct ss_alloc_site. */
 struct ss_alloc_sites_record {
     uint32_t count;        /* entries that follow */
     uint32_t count_period; /* the count-based rate: one call in count_period (0: off) */
@@ -217,23 +341,19 @@ struct ss_alloc_site {
     uint32_t fn;    /* enum ss_fn */
     uint64_t samples;
     uint64_t sampled_bytes;
-    uint64_t weight_q16;  /* sum of 1/p over the samples, in units of 2^-16: estimated calls */
-    uint64_t est_bytes;   /* sum of s/p */
-    uint64_t est_ticks;   /* sum of (duration of the sampled call)/p */
+    uint64_t weight_q16; /* sum of 1/p over the samples, in units of 2^-16: estimated calls */
+    uint64_t est_bytes;  /* sum of s/p */
+    uint64_t est_ticks;  /* sum of (duration of the sampled call)/p */
 };
 
 /* SS_REC_LOCK_SITES: cumulative stacks of contended lock acquisitions; the reader keeps the last
  * record. A thread takes at most one waiter stack and one holder stack per min_interval_ns: the
- * counts are of sampled events, and the report scales them to the lock's exact totals. */
+ * counts are of sampled events, and the report scales them to the lock's exact totals. Followed by
+ * count x struct ss_lock_site. */
 struct ss_lock_sites_record {
     uint32_t count;
     uint32_t reserved;
     uint64_t min_interval_ns;
-};
-
-enum ss_lock_role {
-    SS_ROLE_WAITER = 1, /* the stack of a thread that had to wait for the lock */
-    SS_ROLE_HOLDER = 2  /* the stack of a thread releasing the lock while others waited for it */
 };
 
 struct ss_lock_site {
@@ -246,11 +366,71 @@ struct ss_lock_site {
     uint64_t wait_ticks; /* their waits (waiter) */
 };
 
-/* SS_REC_CROSS_FREES (24): cumulative; per thread, its sampled frees whose chunk the arena check
- * could place, and those that belonged to another arena than the thread's own (glibc only: the
- * chunk's header says which arena holds it). The reader keeps the last record. */
-#define SS_REC_CROSS_FREES 24u
+/* SS_REC_PHASE: a phase of one thread that ended, with the allocator activity of that thread
+ * between its begin and end (counters as in the thread record, as differences). */
+struct ss_phase_record {
+    uint32_t tid;
+    uint32_t depth;       /* 0 for an outermost phase */
+    uint32_t heap_before; /* sequence number of the snapshot taken at begin (0: none) */
+    uint32_t heap_after;  /* and at end */
+    uint64_t begin_mono_ns;
+    uint64_t end_mono_ns;
+    char name[SS_PHASE_NAME];
+    struct ss_fn_stats fn[SS_FN_COUNT];
+    uint64_t lat_hist[SS_GRP_COUNT][SS_LAT_BUCKETS];
+};
 
+/* SS_REC_HEAP: a heap snapshot: glibc's mallinfo2 (summed over arenas), the process's resident
+ * size, and the raw malloc_info XML (per arena and bin), which the reader parses. Followed by
+ * xml_len bytes of XML. */
+struct ss_heap_record {
+    uint32_t seq; /* 1, 2, ... in order of taking */
+    uint32_t tid; /* the thread that took it */
+    uint64_t mono_ns;
+    uint64_t duration_ns; /* how long taking it took */
+    uint64_t rss_bytes;
+    uint64_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+    char label[SS_HEAP_LABEL];
+    uint32_t flags; /* SS_HEAP_* */
+    uint32_t xml_len;
+};
+
+/* SS_REC_SAMPLING: how thread-state sampling ran (cumulative; the last one wins). */
+struct ss_sampling_record {
+    uint32_t cpu_hz;    /* CPU samples per second of each thread's CPU time (0: off) */
+    uint32_t wall_hz;   /* wall-clock samples per second of threads that are not running (0: off) */
+    int32_t signal;     /* the signal the CPU timers deliver (0: none) */
+    int32_t moved_from; /* the signal given up because the program installed a handler for it (0: none) */
+    uint32_t flags;     /* SS_SAMPLING_* */
+    uint32_t reserved;
+    uint64_t cpu_samples;
+    uint64_t wall_samples;
+    uint64_t dropped; /* samples lost to a full buffer */
+};
+
+/* SS_REC_SAMPLES: the samples of one thread taken since the previous SAMPLES record of that thread
+ * (appended). Followed by count x struct ss_sample. */
+struct ss_samples_record {
+    uint32_t serial; /* the thread record's serial */
+    uint32_t count;
+};
+
+struct ss_sample {
+    uint64_t mono_ns;
+    uint64_t pc;        /* cpu: the interrupted instruction; wall: the user pc in the system call */
+    uint32_t stack;     /* stack id + 1 of the callers (cpu: unwound; wall: scanned), 0: none */
+    uint32_t weight_us; /* the thread time it stands for: CPU time since the last CPU sample, or
+                           wall time since the last wall sample */
+    uint8_t kind;       /* enum ss_sample_kind */
+    uint8_t state;      /* wall: the state letter of /proc/PID/task/TID/stat (S, D, T, ...); cpu: 0 */
+    uint16_t syscall;   /* wall: the system call number + 1 (0: not in a system call) */
+    uint32_t arg;       /* wall: low 32 bits of the system call's second argument (a futex's op) */
+};
+
+/* SS_REC_CROSS_FREES: cumulative; per thread, its sampled frees whose chunk the arena check
+ * could place, and those that belonged to another arena than the thread's own (glibc only: the
+ * chunk's header says which arena holds it). The reader keeps the last record. The payload is
+ * only entries: one or more struct ss_cross_frees_entry. */
 struct ss_cross_frees_entry {
     uint32_t serial; /* a thread record's serial */
     uint32_t reserved;
@@ -258,7 +438,8 @@ struct ss_cross_frees_entry {
     uint64_t cross;   /* of those, chunks of another arena: allocated by another thread */
 };
 
-/* The reader (src/profile/format.rs) hard-codes these sizes. */
+/* The layouts are a contract with every profile written so far: a change here changes SS_VERSION.
+ * The generated Rust constants carry the same sizes; these pin them on the C side. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
 _Static_assert(sizeof(struct ss_record_header) == 16, "record header layout");
 _Static_assert(sizeof(struct ss_process_record) == 160, "process record layout");
@@ -275,6 +456,11 @@ _Static_assert(sizeof(struct ss_alloc_sites_record) == 24, "alloc sites record l
 _Static_assert(sizeof(struct ss_alloc_site) == 48, "alloc site layout");
 _Static_assert(sizeof(struct ss_lock_sites_record) == 16, "lock sites record layout");
 _Static_assert(sizeof(struct ss_lock_site) == 40, "lock site layout");
+_Static_assert(sizeof(struct ss_phase_record) == 2176, "phase record layout");
+_Static_assert(sizeof(struct ss_heap_record) == 184, "heap record layout");
+_Static_assert(sizeof(struct ss_sampling_record) == 48, "sampling record layout");
+_Static_assert(sizeof(struct ss_samples_record) == 8, "samples record layout");
+_Static_assert(sizeof(struct ss_sample) == 32, "sample layout");
 _Static_assert(sizeof(struct ss_cross_frees_entry) == 24, "cross frees entry layout");
 
 #endif

@@ -11,7 +11,6 @@
 #include <sys/types.h>
 
 #include "ss_format.h"
-#include "ss_format_samples.h"
 
 #define SS_EXPORT __attribute__((visibility("default")))
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)

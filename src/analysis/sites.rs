@@ -3,7 +3,7 @@
 //! docs/STACKS.md), for allocation sites and the sites of each lock.
 
 use super::summary::{LockSummary, Summary, sum};
-use crate::profile::format::{FN_NAMES, ROLE_HOLDER, ROLE_WAITER, lock_kind_name};
+use crate::profile::format::{FN_NAMES, LockRole};
 use crate::profile::{LockSite, Profile};
 use crate::symbols::{Frame, Symbolizer, user_frame};
 
@@ -77,11 +77,11 @@ impl LockSiteSummary {
 
 fn lock_sites(profile: &Profile, sym: &mut Symbolizer, locks: &mut [LockSummary]) {
     for lock in locks.iter_mut() {
-        for role in [ROLE_WAITER, ROLE_HOLDER] {
+        for role in [LockRole::Waiter, LockRole::Holder] {
             // One entry per stack (the interposer may have given a stack two slots).
             let mut sites: Vec<LockSite> = Vec::new();
             for l in profile.lock_sites.iter().filter(|l| {
-                l.address == lock.address && lock_kind_name(l.kind) == lock.kind && l.role == role
+                l.address == lock.address && l.kind.name() == lock.kind && l.role == role
             }) {
                 match sites.iter_mut().find(|x| x.stack == l.stack) {
                     Some(x) => {
@@ -113,7 +113,7 @@ fn lock_sites(profile: &Profile, sym: &mut Symbolizer, locks: &mut [LockSummary]
                 })
                 .collect();
             out.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(b.samples.cmp(&a.samples)));
-            if role == ROLE_WAITER {
+            if role == LockRole::Waiter {
                 lock.sites = out;
             } else {
                 lock.holder_sites = out;

@@ -334,7 +334,7 @@ pub fn summarize(p: &Profile) -> Summary {
         signal: p.signal(),
         complete: p.complete,
         cut_at: p.cut_at,
-        ended_by_exec: p.end.is_some_and(|e| e.how == END_EXEC),
+        ended_by_exec: p.end.is_some_and(|e| e.how == EndHow::Exec),
         core_dumped: p.supervisor.is_some_and(|s| s.core_dumped),
         forked: p.process.forked,
         start_time_unix_ns: p.process.start_realtime_ns,
@@ -367,7 +367,7 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
             let kind = if l.address == 0 {
                 "other"
             } else {
-                lock_kind_name(l.kind)
+                l.kind.name()
             };
             let hold = estimate(l.hold_ticks, l.timed_holds, l.acquisitions);
             let hold_ns = (hold * 1e9 / p.ticks_per_sec).round() as u64;

@@ -1,100 +1,13 @@
-//! Constants and layouts of the profile file, mirroring preload/ss_format.h (whose static asserts
-//! pin the sizes used here). See docs/FORMAT.md.
+//! The profile file's constants, enumerations and layouts. They are generated at build time from
+//! preload/ss_format.h, the one definition both the interposer and this reader follow (build.rs,
+//! build/generate_rust.c): record type numbers, the sizes of fixed parts and entries, the offsets
+//! of the counts and lengths that size a record, enumerations and flags. See docs/FORMAT.md.
 
-pub const MAGIC: &[u8; 8] = b"STALLSCP";
-pub const VERSION: u32 = 2;
-pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
-
-pub const FILE_HEADER_SIZE: usize = 24;
-pub const RECORD_HEADER_SIZE: usize = 16;
-pub const PROCESS_SIZE: usize = 160;
-pub const LOCK_STATS_SIZE: usize = 64;
-pub const THREAD_SIZE: usize = 2848;
-pub const FLUSH_SIZE: usize = 32;
-pub const END_SIZE: usize = 24;
-pub const SUPERVISOR_SIZE: usize = 24;
-pub const MODULE_SIZE: usize = 40;
-pub const STACK_SIZE: usize = 16;
-pub const MODULE_GONE_SIZE: usize = 16;
-pub const ALLOC_SITES_SIZE: usize = 24;
-pub const ALLOC_SITE_SIZE: usize = 48;
-pub const LOCK_SITES_SIZE: usize = 16;
-pub const LOCK_SITE_SIZE: usize = 40;
-pub const ROLE_WAITER: u32 = 1;
-pub const ROLE_HOLDER: u32 = 2;
-pub const STACK_MAX_FRAMES: usize = 64;
-pub const BUILD_ID_MAX: usize = 32;
-
-pub const REC_PROCESS: u32 = 1;
-pub const REC_THREAD: u32 = 2;
-pub const REC_FLUSH: u32 = 3;
-pub const REC_END: u32 = 4;
-pub const REC_SUPERVISOR: u32 = 5;
-pub const REC_MODULE: u32 = 6;
-pub const REC_STACK: u32 = 7;
-pub const REC_ALLOC_SITES: u32 = 8;
-pub const REC_LOCK_SITES: u32 = 9;
-pub const REC_CROSS_FREES: u32 = 24;
-pub const CROSS_FREES_ENTRY_SIZE: usize = 24;
-pub const REC_MODULE_GONE: u32 = 10;
-
-pub const FN_COUNT: usize = 10;
-/// Names of the allocator functions, in the order of `enum ss_fn`.
-pub const FN_NAMES: [&str; FN_COUNT] = [
-    "malloc",
-    "calloc",
-    "realloc",
-    "reallocarray",
-    "free",
-    "posix_memalign",
-    "aligned_alloc",
-    "memalign",
-    "valloc",
-    "pvalloc",
-];
-pub const FN_FREE: usize = 4;
-
-/// The report's function groups (`enum ss_group`) and which functions each sums.
-pub const GROUP_COUNT: usize = 5;
-pub const GROUPS: [(&str, &[usize]); GROUP_COUNT] = [
-    ("malloc", &[0]),
-    ("calloc", &[1]),
-    ("realloc", &[2, 3]),
-    ("free", &[4]),
-    ("aligned", &[5, 6, 7, 8, 9]),
-];
-
-pub const SIZE_FINE_BUCKETS: usize = 32;
-pub const SIZE_BUCKETS: usize = 88;
-pub const LAT_BUCKETS: usize = 40;
-
-pub const THREAD_ENDED: u32 = 1;
-pub const THREAD_MAIN: u32 = 2;
-pub const THREAD_LOCKS_OVERFLOW: u32 = 4;
-
-pub const END_EXIT: u32 = 1;
-pub const END_UNDERSCORE_EXIT: u32 = 2;
-pub const END_EXEC: u32 = 3;
-pub const END_DESTRUCTOR: u32 = 4;
-
-pub const TIMING_EXACT: u32 = 1;
+include!(concat!(env!("OUT_DIR"), "/format_generated.rs"));
 
 /// Whether a record type is one this reader knows.
 pub fn record_type_known(rtype: u32) -> bool {
-    matches!(
-        rtype,
-        REC_PROCESS
-            | REC_THREAD
-            | REC_FLUSH
-            | REC_END
-            | REC_SUPERVISOR
-            | REC_MODULE
-            | REC_STACK
-            | REC_ALLOC_SITES
-            | REC_LOCK_SITES
-            | REC_MODULE_GONE
-            | REC_CROSS_FREES
-    ) || matches!(rtype, 20..=23)
+    RECORD_TYPES.iter().any(|&(t, _)| t == rtype)
 }
 
 /// Whether a payload of `size` bytes is one the record's layout allows, given `prefix`, the
@@ -119,27 +32,29 @@ pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8]) -> bool {
                 || base + at.iter().map(|&o| u32_at(o).unwrap_or(0)).sum::<usize>() == size)
     };
     match rtype {
-        REC_PROCESS => lengths(PROCESS_SIZE, &[152, 156]),
-        REC_THREAD => counted(THREAD_SIZE, LOCK_STATS_SIZE, 12),
+        REC_PROCESS => lengths(PROCESS_SIZE, &[PROCESS_CMDLINE_LEN_AT, PROCESS_EXE_LEN_AT]),
+        REC_THREAD => counted(THREAD_SIZE, LOCK_STATS_SIZE, THREAD_NLOCKS_AT),
+        REC_MODULE => {
+            lengths(MODULE_SIZE, &[MODULE_BUILD_ID_LEN_AT, MODULE_PATH_LEN_AT])
+                && u32_at(MODULE_BUILD_ID_LEN_AT).is_none_or(|n| n <= BUILD_ID_MAX)
+        }
+        REC_STACK => {
+            counted(STACK_SIZE, 8, STACK_DEPTH_AT)
+                && size > STACK_SIZE
+                && size <= STACK_SIZE + 8 * STACK_MAX_FRAMES
+        }
+        REC_ALLOC_SITES => counted(ALLOC_SITES_SIZE, ALLOC_SITE_SIZE, ALLOC_SITES_COUNT_AT),
+        REC_LOCK_SITES => counted(LOCK_SITES_SIZE, LOCK_SITE_SIZE, LOCK_SITES_COUNT_AT),
+        REC_HEAP => lengths(HEAP_SIZE, &[HEAP_XML_LEN_AT]),
+        REC_SAMPLES => counted(SAMPLES_SIZE, SAMPLE_SIZE, SAMPLES_COUNT_AT) && size > SAMPLES_SIZE,
+        REC_CROSS_FREES => size > 0 && size.is_multiple_of(CROSS_FREES_ENTRY_SIZE),
+        // Records without a variable part: exactly their fixed part.
         REC_FLUSH => size == FLUSH_SIZE,
         REC_END => size == END_SIZE,
         REC_SUPERVISOR => size == SUPERVISOR_SIZE,
-        REC_MODULE => {
-            lengths(MODULE_SIZE, &[32, 36]) && u32_at(32).is_none_or(|n| n <= BUILD_ID_MAX)
-        }
-        REC_STACK => {
-            counted(STACK_SIZE, 8, 4)
-                && size <= STACK_SIZE + 8 * STACK_MAX_FRAMES
-                && size > STACK_SIZE
-        }
-        REC_ALLOC_SITES => counted(ALLOC_SITES_SIZE, ALLOC_SITE_SIZE, 0),
-        REC_LOCK_SITES => counted(LOCK_SITES_SIZE, LOCK_SITE_SIZE, 0),
         REC_MODULE_GONE => size == MODULE_GONE_SIZE,
-        REC_CROSS_FREES => size > 0 && size.is_multiple_of(CROSS_FREES_ENTRY_SIZE),
-        20 => size == super::phases::PHASE_SIZE,
-        21 => lengths(super::phases::HEAP_SIZE, &[180]),
-        22 => size == 48,
-        23 => counted(8, 32, 4) && size > 8,
+        REC_PHASE => size == PHASE_SIZE,
+        REC_SAMPLING => size == SAMPLING_SIZE,
         _ => false,
     }
 }
@@ -165,16 +80,6 @@ pub fn size_bucket_range(bucket: usize) -> (u64, u64) {
 pub fn latency_bucket_range(bucket: usize) -> (u64, u64) {
     let lo = if bucket == 0 { 0 } else { 1u64 << bucket };
     (lo, 1u64 << (bucket + 1))
-}
-
-pub fn lock_kind_name(kind: u32) -> &'static str {
-    match kind {
-        1 => "mutex",
-        2 => "rwlock-read",
-        3 => "rwlock-write",
-        4 => "spinlock",
-        _ => "unknown",
-    }
 }
 
 #[cfg(test)]

@@ -5,9 +5,7 @@ pub mod phases;
 mod reader;
 pub mod samples;
 
-#[cfg(test)]
-use reader::parse;
-pub use reader::{read, record_crc};
+pub use reader::{ProfileError, fix_checksums, parse, read, record_crc};
 
 use format::*;
 
@@ -60,10 +58,10 @@ impl FnStats {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LockStats {
     pub address: u64,
-    pub kind: u32,
+    pub kind: LockKind,
     pub acquisitions: u64,
     pub contended: u64,
     pub wait_ticks: u64,
@@ -99,7 +97,7 @@ pub struct CrossFrees {
 
 #[derive(Debug, Clone, Copy)]
 pub struct EndInfo {
-    pub how: u32,
+    pub how: EndHow,
     pub status: i32,
     pub mono_ns: u64,
 }
@@ -147,12 +145,11 @@ pub struct AllocSite {
 
 /// Sampled stacks of one lock: of threads that waited for it, or that released it while others
 /// waited (rate-limited per thread, so counts are of samples).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LockSite {
     pub address: u64,
-    pub kind: u32,
-    /// `format::ROLE_WAITER` or `format::ROLE_HOLDER`.
-    pub role: u32,
+    pub kind: LockKind,
+    pub role: LockRole,
     pub stack: u32,
     pub events: u64,
     pub wait_ticks: u64,
@@ -237,7 +234,7 @@ impl Profile {
             return s.exit_code;
         }
         match self.end {
-            Some(e) if e.how == END_EXIT || e.how == END_UNDERSCORE_EXIT => Some(e.status),
+            Some(e) if matches!(e.how, EndHow::Exit | EndHow::UnderscoreExit) => Some(e.status),
             _ => None,
         }
     }

@@ -1,16 +1,12 @@
-//! Phase and heap-snapshot records (preload/ss_format_phases.h), and the parser of glibc's
-//! `malloc_info` XML they carry.
+//! Phase and heap-snapshot records (SS_REC_PHASE and SS_REC_HEAP of preload/ss_format.h), and
+//! the parser of glibc's `malloc_info` XML they carry.
 
 use super::FnStats;
-use super::format::{FN_COUNT, GROUP_COUNT, LAT_BUCKETS};
+use super::format::{
+    FN_COUNT, GROUP_COUNT, HEAP_GLIBC, HEAP_KNOWN, HEAP_LABEL_SIZE, HEAP_SIZE, LAT_BUCKETS,
+    PHASE_NAME_SIZE, PHASE_SIZE,
+};
 use super::reader::{Fields, ProfileError, err, read_fn_stats};
-
-pub const REC_PHASE: u32 = 20;
-pub const REC_HEAP: u32 = 21;
-pub const PHASE_SIZE: usize = 2176;
-pub const HEAP_SIZE: usize = 184;
-const NAME_SIZE: usize = 64;
-const HEAP_GLIBC: u32 = 1;
 
 /// A phase of one thread, with that thread's allocator activity inside it.
 #[derive(Debug, Clone)]
@@ -113,7 +109,7 @@ pub fn parse_phase(payload: &[u8], pos: usize) -> Result<PhaseRecord, ProfileErr
     let after = f.u32();
     let begin_mono_ns = f.u64();
     let end_mono_ns = f.u64();
-    let name = text(f.take(NAME_SIZE));
+    let name = text(f.take(PHASE_NAME_SIZE));
     if end_mono_ns < begin_mono_ns || depth > 1024 {
         return err(pos, "phase record ends before it begins");
     }
@@ -169,10 +165,10 @@ pub fn parse_heap(payload: &[u8], pos: usize) -> Result<HeapSnapshot, ProfileErr
         fordblks,
         keepcost,
     ] = mi;
-    let label = text(f.take(NAME_SIZE));
+    let label = text(f.take(HEAP_LABEL_SIZE));
     let flags = f.u32();
     let xml_len = f.u32() as usize;
-    if flags & !HEAP_GLIBC != 0 || seq == 0 {
+    if flags & !HEAP_KNOWN != 0 || seq == 0 {
         return err(pos, "heap record has impossible values");
     }
     if HEAP_SIZE + xml_len != payload.len() {

@@ -180,9 +180,9 @@ fn lock_sites_payload() -> Vec<u8> {
     let mut p = Vec::new();
     u32s(&mut p, &[2, 0]);
     u64s(&mut p, &[10_000_000]);
-    for (role, stack, wait) in [(ROLE_WAITER, 7u32, 5000u64), (ROLE_HOLDER, 9, 0)] {
+    for (role, stack, wait) in [(LockRole::Waiter, 7u32, 5000u64), (LockRole::Holder, 9, 0)] {
         u64s(&mut p, &[0x5555_0000]);
-        u32s(&mut p, &[1, role, stack, 0]);
+        u32s(&mut p, &[LockKind::Mutex.value(), role.value(), stack, 0]);
         u64s(&mut p, &[4, wait]);
     }
     p
@@ -214,7 +214,7 @@ fn sample_profile() -> Writer {
     w.record(REC_LOCK_SITES, &lock_sites_payload());
     w.record(REC_THREAD, &thread_payload(0, 6400, false));
     let mut end = Vec::new();
-    u32s(&mut end, &[END_EXIT, 3]);
+    u32s(&mut end, &[EndHow::Exit.value(), 3]);
     u64s(
         &mut end,
         &[2_500_000_000, 5_000_000 + 1_500_000_000 * 5 / 2],
@@ -255,7 +255,7 @@ fn a_valid_profile_reads_back() {
     assert_eq!(p.alloc_sites[0].samples, 5);
     assert_eq!(p.stack_sampling.map(|s| s.count_period), Some(1024));
     assert_eq!(p.lock_sites.len(), 2);
-    assert_eq!(p.lock_sites[0].role, ROLE_WAITER);
+    assert_eq!(p.lock_sites[0].role, LockRole::Waiter);
     assert_eq!(p.lock_sites[0].wait_ticks, 5000);
     assert_eq!(p.lock_sites[1].stack, 9);
 }

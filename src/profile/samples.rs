@@ -1,21 +1,15 @@
-//! Thread-state sample records (preload/ss_format_samples.h): how sampling ran, and the samples.
+//! Thread-state sample records (SS_REC_SAMPLING and SS_REC_SAMPLES of preload/ss_format.h): how
+//! sampling ran, and the samples.
 
+use super::format::{
+    SAMPLE_SIZE, SAMPLES_SIZE, SAMPLING_KNOWN, SAMPLING_NO_SIGNAL, SAMPLING_NO_TIMERS,
+    SAMPLING_SIZE,
+};
 use super::reader::{Fields, ProfileError, err};
 
-pub const REC_SAMPLING: u32 = 22;
-pub const REC_SAMPLES: u32 = 23;
-const SAMPLING_SIZE: usize = 48;
-const SAMPLES_HEADER: usize = 8;
-const SAMPLE_SIZE: usize = 32;
-const FLAGS_KNOWN: u32 = 1 | 2 | 4;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SampleKind {
-    /// The thread's CPU-time timer fired while it ran `pc`.
-    Cpu,
-    /// The thread was found not running (its state and system call read from /proc).
-    Wall,
-}
+/// Cpu: the thread's CPU-time timer fired while it ran `pc`; Wall: the thread was found not
+/// running (its state and system call read from /proc).
+pub use super::format::SampleKind;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample {
@@ -62,7 +56,7 @@ pub fn parse_sampling(payload: &[u8], pos: usize) -> Result<SamplingInfo, Profil
     let moved_from = f.u32() as i32;
     let flags = f.u32();
     let reserved = f.u32();
-    if reserved != 0 || flags & !FLAGS_KNOWN != 0 || !(0..=64).contains(&signal) {
+    if reserved != 0 || flags & !SAMPLING_KNOWN != 0 || !(0..=64).contains(&signal) {
         return err(pos, "inconsistent sampling record");
     }
     if !(0..=64).contains(&moved_from) || cpu_hz > 10_000 || wall_hz > 1000 {
@@ -73,8 +67,8 @@ pub fn parse_sampling(payload: &[u8], pos: usize) -> Result<SamplingInfo, Profil
         wall_hz,
         signal: (signal != 0).then_some(signal),
         moved_from: (moved_from != 0).then_some(moved_from),
-        no_timers: flags & 2 != 0,
-        no_signal: flags & 4 != 0,
+        no_timers: flags & SAMPLING_NO_TIMERS != 0,
+        no_signal: flags & SAMPLING_NO_SIGNAL != 0,
         cpu_samples: f.u64(),
         wall_samples: f.u64(),
         dropped: f.u64(),
@@ -88,13 +82,13 @@ pub fn parse_samples(
     pos: usize,
     out: &mut Vec<Sample>,
 ) -> Result<(), ProfileError> {
-    if payload.len() < SAMPLES_HEADER {
+    if payload.len() < SAMPLES_SIZE {
         return err(pos, "samples record is too short");
     }
     let mut f = Fields::new(payload);
     let serial = f.u32();
     let count = f.u32() as usize;
-    if count == 0 || payload.len() != SAMPLES_HEADER + count * SAMPLE_SIZE {
+    if count == 0 || payload.len() != SAMPLES_SIZE + count * SAMPLE_SIZE {
         return err(
             pos,
             format!(
@@ -111,9 +105,9 @@ pub fn parse_samples(
         let rest = f.take(8);
         let (kind, state, syscall) = (rest[0], rest[1], u16::from_le_bytes([rest[2], rest[3]]));
         let arg = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
-        let kind = match kind {
-            1 if state == 0 && syscall == 0 && arg == 0 => SampleKind::Cpu,
-            2 if state.is_ascii_alphabetic() => SampleKind::Wall,
+        let kind = match SampleKind::from_u32(kind.into()) {
+            Some(SampleKind::Cpu) if state == 0 && syscall == 0 && arg == 0 => SampleKind::Cpu,
+            Some(SampleKind::Wall) if state.is_ascii_alphabetic() => SampleKind::Wall,
             _ => {
                 return err(
                     pos,
