@@ -64,7 +64,7 @@ fn generate_rust(compiler: &cc::Tool, out: &Path) {
         status.success(),
         "building build/generate_rust.c failed: {cmd:?}"
     );
-    for what in ["format"] {
+    for what in ["format", "options"] {
         let output = Command::new(&generator)
             .arg(what)
             .output()

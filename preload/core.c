@@ -93,8 +93,32 @@ uint32_t ss_next_interval(struct ss_thread *t) {
 
 /* ---- configuration ---- */
 
-static void ss_copy_env(char *dst, size_t cap, const char *name) {
-    const char *v = getenv(name);
+/* The run options, from the table both stallscope and the interposer read (ss_options.def). */
+static const struct {
+    const char *env;
+    uint64_t fallback, min, max;
+} ss_options[SS_OPT_COUNT] = {
+#define SS_OPTION(id, env, kind, def, lo, hi, doc) [SS_OPT_##id] = {env, def, lo, hi},
+#include "ss_options.def"
+#undef SS_OPTION
+};
+
+const char *ss_option_text(enum ss_option id) { return getenv(ss_options[id].env); }
+
+uint64_t ss_option_num(enum ss_option id) {
+    uint64_t v = ss_parse_u64(ss_option_text(id), ss_options[id].fallback);
+    if (v < ss_options[id].min) return ss_options[id].min;
+    if (v > ss_options[id].max) return ss_options[id].max;
+    return v;
+}
+
+int ss_option_flag(enum ss_option id) {
+    const char *v = ss_option_text(id);
+    return v && v[0] == '1';
+}
+
+static void ss_copy_option(char *dst, size_t cap, enum ss_option id) {
+    const char *v = ss_option_text(id);
     dst[0] = 0;
     if (!v) return;
     size_t n = strlen(v);
@@ -103,30 +127,25 @@ static void ss_copy_env(char *dst, size_t cap, const char *name) {
 }
 
 static void ss_read_config(void) {
-    ss_copy_env(ss_config.dir, sizeof ss_config.dir, "STALLSCOPE_DIR");
-    ss_copy_env(ss_config.index, sizeof ss_config.index, "STALLSCOPE_INDEX");
-    const char *timing = getenv("STALLSCOPE_TIMING");
+    ss_copy_option(ss_config.dir, sizeof ss_config.dir, SS_OPT_DIR);
+    ss_copy_option(ss_config.index, sizeof ss_config.index, SS_OPT_INDEX);
+    const char *timing = ss_option_text(SS_OPT_TIMING);
     ss_config.timing = (timing && strcmp(timing, "exact") == 0) ? SS_TIMING_EXACT : SS_TIMING_SAMPLED;
-    ss_config.period = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_TIMING_PERIOD"), 32);
-    if (ss_config.timing == SS_TIMING_EXACT || ss_config.period == 0) ss_config.period = 1;
-    ss_config.flush_ms = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_FLUSH_MS"), 1000);
-    ss_config.snapshot_ms = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_SNAPSHOT_MS"), 0);
-    const char *snapshot_signal = getenv("STALLSCOPE_SNAPSHOT_SIGNAL");
-    ss_config.snapshot_signal = snapshot_signal && snapshot_signal[0] == '1';
-    ss_config.stack_bytes = ss_parse_u64(getenv("STALLSCOPE_STACK_BYTES"), 512 * 1024);
-    ss_config.stack_period = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_STACK_PERIOD"), 1024);
-    if (ss_config.flush_ms < 10) ss_config.flush_ms = 10;
-    ss_config.cpu_hz = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_SAMPLE_HZ"), 1000);
-    ss_config.wall_hz = (uint32_t)ss_parse_u64(getenv("STALLSCOPE_WALL_HZ"), 100);
-    if (ss_config.cpu_hz > 10000) ss_config.cpu_hz = 10000;
-    if (ss_config.wall_hz > 1000) ss_config.wall_hz = 1000;
+    ss_config.period = (uint32_t)ss_option_num(SS_OPT_TIMING_PERIOD);
+    if (ss_config.timing == SS_TIMING_EXACT) ss_config.period = 1;
+    ss_config.flush_ms = (uint32_t)ss_option_num(SS_OPT_FLUSH_MS);
+    ss_config.snapshot_ms = (uint32_t)ss_option_num(SS_OPT_SNAPSHOT_MS);
+    ss_config.snapshot_signal = ss_option_flag(SS_OPT_SNAPSHOT_SIGNAL);
+    ss_config.stack_bytes = ss_option_num(SS_OPT_STACK_BYTES);
+    ss_config.stack_period = (uint32_t)ss_option_num(SS_OPT_STACK_PERIOD);
+    ss_config.cpu_hz = (uint32_t)ss_option_num(SS_OPT_SAMPLE_HZ);
+    ss_config.wall_hz = (uint32_t)ss_option_num(SS_OPT_WALL_HZ);
 
     /* The launched process is the one whose parent is the supervisor (also after it execs). */
-    uint64_t supervisor = ss_parse_u64(getenv("STALLSCOPE_SUPERVISOR"), 0);
+    uint64_t supervisor = ss_option_num(SS_OPT_SUPERVISOR);
     int is_launched = supervisor != 0 && (uint64_t)getppid() == supervisor;
-    if (is_launched) ss_copy_env(ss_config.output, sizeof ss_config.output, "STALLSCOPE_OUTPUT");
-    const char *no_children = getenv("STALLSCOPE_NO_CHILDREN");
-    ss_config.dormant = no_children && no_children[0] == '1' && supervisor != 0 && !is_launched;
+    if (is_launched) ss_copy_option(ss_config.output, sizeof ss_config.output, SS_OPT_OUTPUT);
+    ss_config.dormant = ss_option_flag(SS_OPT_NO_CHILDREN) && supervisor != 0 && !is_launched;
 }
 
 /* ---- symbol resolution ---- */

@@ -143,6 +143,18 @@ struct ss_config {
     uint32_t wall_hz;      /* wall samples per second of threads not running (0: off) */
 };
 
+/* The run options (ss_options.def, read in core.c): a text option's value (NULL: unset), a
+ * number's (its default when unset or not a number, brought within its bounds), a flag's. */
+enum ss_option {
+#define SS_OPTION(id, env, kind, def, lo, hi, doc) SS_OPT_##id,
+#include "ss_options.def"
+#undef SS_OPTION
+    SS_OPT_COUNT
+};
+const char *ss_option_text(enum ss_option id);
+uint64_t ss_option_num(enum ss_option id);
+int ss_option_flag(enum ss_option id);
+
 /* Global state (core.c). */
 extern struct ss_real ss_real;
 extern struct ss_config ss_config;

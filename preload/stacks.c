@@ -482,7 +482,7 @@ void ss_stacks_init(void) {
     if (period == 0 && bytes == 0 && !ss_config.cpu_hz && !ss_config.wall_hz) return;
     /* libunwind only when asked for (STALLSCOPE_UNWINDER=libunwind, `run --unwinder libunwind`):
      * 20-50x faster, but where unwind tables are missing it guesses from frame pointers. */
-    const char *which = getenv("STALLSCOPE_UNWINDER");
+    const char *which = ss_option_text(SS_OPT_UNWINDER);
     if (which && strcmp(which, "libunwind") == 0) {
         void *lu = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
         void *space = lu ? dlsym(lu, "_ULx86_64_local_addr_space") : NULL;

@@ -13,6 +13,7 @@ pub mod diff;
 pub mod export;
 pub mod findings;
 pub mod html;
+pub mod options;
 pub mod preload;
 pub mod profile;
 pub mod report;

@@ -2,6 +2,7 @@
 //! exit status through unchanged, then summarise the profile it wrote.
 
 use crate::analysis::summary::{self, Summary};
+use crate::options;
 use crate::profile::{self, format};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
 use anyhow::{Context, Result};
@@ -25,14 +26,14 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Timing::Sampled)]
     pub timing: Timing,
     /// Mean sampling period for --timing sampled: one call in N is timed
-    #[arg(long, value_name = "N", default_value_t = 32)]
+    #[arg(long, value_name = "N", default_value_t = options::TIMING_PERIOD.default as u32)]
     pub timing_period: u32,
     /// Take the call stack of one allocation call in N on average (0: none by count)
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(long, value_name = "N", default_value_t = options::STACK_PERIOD.default as u32)]
     pub stack_period: u32,
     /// Also take a stack once per BYTES allocated on average, so large calls are represented by
     /// size (0: none by size); --no-stacks turns both off
-    #[arg(long, value_name = "BYTES", default_value_t = 512 * 1024)]
+    #[arg(long, value_name = "BYTES", default_value_t = options::STACK_BYTES.default)]
     pub stack_bytes: u64,
     /// Record no allocation call stacks
     #[arg(long)]
@@ -49,10 +50,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub snapshot_on_signal: bool,
     /// Thread-state CPU samples per second of each thread's CPU time (0: none); see docs/STATES.md
-    #[arg(long, value_name = "HZ", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=10000))]
+    #[arg(long, value_name = "HZ", default_value_t = options::SAMPLE_HZ.default as u32,
+          value_parser = clap::value_parser!(u32).range(options::SAMPLE_HZ.min as i64..=options::SAMPLE_HZ.max as i64))]
     pub sample_hz: u32,
     /// Wall-clock samples per second of threads that are not running (0: none)
-    #[arg(long, value_name = "HZ", default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    #[arg(long, value_name = "HZ", default_value_t = options::WALL_HZ.default as u32,
+          value_parser = clap::value_parser!(u32).range(options::WALL_HZ.min as i64..=options::WALL_HZ.max as i64))]
     pub wall_hz: u32,
     /// No thread-state sampling at all (the same as --sample-hz 0 --wall-hz 0)
     #[arg(long)]
@@ -122,11 +125,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
         _ => library.display().to_string(),
     };
     cmd.env("LD_PRELOAD", preload)
-        .env("STALLSCOPE_DIR", &cwd)
-        .env("STALLSCOPE_INDEX", &session.index)
-        .env("STALLSCOPE_SUPERVISOR", std::process::id().to_string())
+        .env(options::DIR.env, &cwd)
+        .env(options::INDEX.env, &session.index)
+        .env(options::SUPERVISOR.env, std::process::id().to_string())
         .env(
-            "STALLSCOPE_TIMING",
+            options::TIMING.env,
             if args.timing == Timing::Exact {
                 "exact"
             } else {
@@ -134,37 +137,39 @@ pub fn main(args: RunArgs) -> Result<i32> {
             },
         )
         .env(
-            "STALLSCOPE_TIMING_PERIOD",
-            args.timing_period.max(1).to_string(),
+            options::TIMING_PERIOD.env,
+            options::TIMING_PERIOD
+                .clamp(args.timing_period.into())
+                .to_string(),
         );
     if let Some(out) = &output {
-        cmd.env("STALLSCOPE_OUTPUT", out);
+        cmd.env(options::OUTPUT.env, out);
     }
     if args.no_children {
-        cmd.env("STALLSCOPE_NO_CHILDREN", "1");
+        cmd.env(options::NO_CHILDREN.env, "1");
     }
     if let Some(ms) = args.snapshot_every {
-        cmd.env("STALLSCOPE_SNAPSHOT_MS", ms.max(1).to_string());
+        cmd.env(options::SNAPSHOT_MS.env, ms.max(1).to_string());
     }
     if args.snapshot_on_signal {
-        cmd.env("STALLSCOPE_SNAPSHOT_SIGNAL", "1");
+        cmd.env(options::SNAPSHOT_SIGNAL.env, "1");
     }
     let (sample_hz, wall_hz) = if args.no_sampling {
         (0, 0)
     } else {
         (args.sample_hz, args.wall_hz)
     };
-    cmd.env("STALLSCOPE_SAMPLE_HZ", sample_hz.to_string())
-        .env("STALLSCOPE_WALL_HZ", wall_hz.to_string());
+    cmd.env(options::SAMPLE_HZ.env, sample_hz.to_string())
+        .env(options::WALL_HZ.env, wall_hz.to_string());
     let (stack_period, stack_bytes) = if args.no_stacks {
         (0, 0)
     } else {
         (args.stack_period, args.stack_bytes)
     };
-    cmd.env("STALLSCOPE_STACK_PERIOD", stack_period.to_string())
-        .env("STALLSCOPE_STACK_BYTES", stack_bytes.to_string())
+    cmd.env(options::STACK_PERIOD.env, stack_period.to_string())
+        .env(options::STACK_BYTES.env, stack_bytes.to_string())
         .env(
-            "STALLSCOPE_UNWINDER",
+            options::UNWINDER.env,
             if args.unwinder == Unwinder::Libunwind {
                 "libunwind"
             } else {
