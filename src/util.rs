@@ -153,6 +153,31 @@ pub fn bar(share: f64, width: usize) -> String {
     s
 }
 
+/// What tests do when a tool they need is missing (chromium, go, heaptrack, g++, a library):
+/// in CI, where everything is installed (the `CI` variable is set, as by .ci/run), they fail
+/// and say what to install; elsewhere they say SKIPPED and what to install, and return. The unit
+/// tests and the integration tests (tests/common) use this one policy.
+pub mod testing {
+    /// Whether the tests run in CI.
+    pub fn in_ci() -> bool {
+        std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+    }
+
+    /// Whether a test can go on: `present` says whether `what` is there, `install` how to get it.
+    pub fn have(what: &str, present: bool, install: &str) -> bool {
+        if present {
+            return true;
+        }
+        assert!(
+            !in_ci(),
+            "{what} is needed by this test and CI must have it: {install}"
+        );
+        eprintln!("SKIPPED: {what} is missing ({install})");
+        println!("SKIPPED: {what} is missing ({install})");
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,17 +1,15 @@
 //! `stallscope bench --allocators`: the same command under each malloc.
 
-#[path = "bench_programs/support.rs"]
-mod support;
+mod common;
 
-use support::{assert_success, bench_json, stallscope};
+use common::{assert_success, bench_json, have_file, stallscope};
+use std::process::Command;
 
 const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
 #[test]
 fn each_allocator_is_preloaded_into_the_run() {
-    let jemalloc = std::path::Path::new(JEMALLOC);
-    if !jemalloc.exists() {
-        eprintln!("SKIPPED: {JEMALLOC} is not installed (apt-get install libjemalloc2)");
+    if !have_file(&[JEMALLOC], "libjemalloc2") {
         return;
     }
     // The command fails unless LD_PRELOAD is what the variant promises, so a wrong
@@ -43,7 +41,7 @@ fn each_allocator_is_preloaded_into_the_run() {
 
 #[test]
 fn a_missing_allocator_names_the_package_to_install() {
-    let output = stallscope()
+    let output = Command::new(stallscope())
         .args([
             "bench",
             "--runs",
@@ -62,7 +60,7 @@ fn a_missing_allocator_names_the_package_to_install() {
     // (The Debian package named for a missing known allocator is unit-tested in
     // src/bench/allocators.rs, since this machine may have them all installed.)
     // Nothing left to measure is an error.
-    let output = stallscope()
+    let output = Command::new(stallscope())
         .args([
             "bench",
             "--runs",

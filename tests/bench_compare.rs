@@ -1,9 +1,9 @@
 //! `stallscope bench` on real tiny programs: comparisons, verdicts and exports.
 
-#[path = "bench_programs/support.rs"]
-mod support;
+mod common;
 
-use support::{assert_success, bench_json, f64_of, scratch_dir, stallscope};
+use common::{TempDir, assert_success, bench_json, f64_of, stallscope};
+use std::process::Command;
 
 #[test]
 fn sleeping_twice_as_long_is_about_twice_as_slow() {
@@ -106,9 +106,9 @@ fn thread_counts_are_substituted_exported_and_charted() {
 
 #[test]
 fn markdown_and_csv_exports_hold_every_variant() {
-    let dir = scratch_dir();
+    let dir = TempDir::new("bench-exports");
     let (csv, md) = (dir.join("export.csv"), dir.join("export.md"));
-    let output = stallscope()
+    let output = Command::new(stallscope())
         .args([
             "bench",
             "--runs",
@@ -141,7 +141,7 @@ fn markdown_and_csv_exports_hold_every_variant() {
 
 #[test]
 fn a_failing_command_is_an_error_unless_ignored() {
-    let output = stallscope()
+    let output = Command::new(stallscope())
         .args([
             "bench",
             "--runs",

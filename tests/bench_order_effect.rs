@@ -1,9 +1,8 @@
 //! `stallscope bench --order-effect` against real benchmark programs.
 
-#[path = "bench_programs/support.rs"]
-mod support;
+mod common;
 
-use support::{bench_json, compile, f64_of};
+use common::{TempDir, bench_json, f64_of, test_source, try_compile};
 
 /// The two tests measure timing differences; run side by side, each one's load would show up in
 /// the other's measurements (a steady case flagged because the other test ran during half of it).
@@ -23,13 +22,15 @@ fn effect<'a>(json: &'a serde_json::Value, case: &str) -> &'a serde_json::Value 
 #[test]
 fn google_benchmark_case_slowed_by_an_earlier_case_is_flagged() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(program) = compile(
+    let dir = TempDir::new("order-effect-gbench");
+    let Some(program) = try_compile(
         "g++",
-        "order_effect_gbench.cc",
+        dir.path(),
+        &test_source("bench_programs", "order_effect_gbench.cc"),
         "order_effect_gbench",
         &["-lbenchmark", "-lpthread"],
+        "apt-get install g++ libbenchmark-dev",
     ) else {
-        eprintln!("SKIPPED: needs g++ and Google Benchmark (apt-get install g++ libbenchmark-dev)");
         return;
     };
     let (json, terminal) = bench_json(
@@ -50,8 +51,15 @@ fn google_benchmark_case_slowed_by_an_earlier_case_is_flagged() {
 #[test]
 fn stallscope_protocol_program_flags_only_the_affected_case() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(program) = compile("cc", "protocol_cases.c", "protocol_cases", &[]) else {
-        eprintln!("SKIPPED: needs a C compiler (apt-get install gcc)");
+    let dir = TempDir::new("order-effect-protocol");
+    let Some(program) = try_compile(
+        "cc",
+        dir.path(),
+        &test_source("bench_programs", "protocol_cases.c"),
+        "protocol_cases",
+        &[],
+        "apt-get install gcc",
+    ) else {
         return;
     };
     let (json, _) = bench_json(

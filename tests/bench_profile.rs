@@ -1,9 +1,8 @@
 //! `stallscope bench --profile`: one extra run under `stallscope run` per variant.
 
-#[path = "bench_programs/support.rs"]
-mod support;
+mod common;
 
-use support::{bench_json, f64_of};
+use common::{bench_json, f64_of};
 
 #[test]
 fn profile_shares_are_attached_to_each_variant() {

@@ -20,12 +20,11 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
 const CASES: [&str; 4] = ["serialize", "small_strings", "stream_parse", "bench_order"];
 
 fn demos_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("demos")
+    repo_file("demos")
 }
 
 /// Compiles demos/NAME.cpp the way the demo does (C++17, with the demos/ and include/ headers).
 fn build_case(dir: &Path, name: &str) -> PathBuf {
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     let demos = demos_dir();
     compile_file(
         dir,
@@ -35,8 +34,7 @@ fn build_case(dir: &Path, name: &str) -> PathBuf {
             "-g",
             "-I",
             demos.to_str().unwrap(),
-            "-I",
-            include.to_str().unwrap(),
+            &include_flag(),
         ],
     )
 }
@@ -106,6 +104,9 @@ fn phase_malloc_means(report: &Value, name: &str) -> Vec<(String, f64)> {
 
 #[test]
 fn slow_and_fixed_variants_compute_the_same_result() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-checksums");
     let variants: [(&str, &[&str]); 4] = [
@@ -136,6 +137,9 @@ fn slow_and_fixed_variants_compute_the_same_result() {
 
 #[test]
 fn small_strings_slow_makes_many_small_allocations() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-small-strings");
     let exe = build_case(dir.path(), "small_strings");
@@ -155,6 +159,9 @@ fn small_strings_slow_makes_many_small_allocations() {
 
 #[test]
 fn stream_parse_slow_allocates_far_more_than_from_chars() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-stream-parse");
     let exe = build_case(dir.path(), "stream_parse");
@@ -169,6 +176,9 @@ fn stream_parse_slow_allocates_far_more_than_from_chars() {
 
 #[test]
 fn bench_order_slow_mallocs_slower_after_the_churn() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-bench-order");
     let exe = build_case(dir.path(), "bench_order");
@@ -227,6 +237,9 @@ fn bench_order_slow_mallocs_slower_after_the_churn() {
 /// on glibc, unlike the original's debug C runtime, sprintf does not allocate.
 #[test]
 fn serialize_shows_what_costs_on_linux() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-serialize");
     let exe = build_case(dir.path(), "serialize");
@@ -317,6 +330,9 @@ fn demo_lists_the_case_studies() {
 
 #[test]
 fn demo_quick_runs_each_case_and_prints_a_verdict() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     for name in CASES {
         let dir = TempDir::new("demo-quick");
@@ -383,6 +399,9 @@ fn text_of(f: &Value) -> String {
 
 #[test]
 fn findings_serialize_shared_file_names_the_file_lock_in_fprintf() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-findings-serialize");
     let exe = build_case(dir.path(), "serialize");
@@ -401,6 +420,9 @@ fn findings_serialize_shared_file_names_the_file_lock_in_fprintf() {
 
 #[test]
 fn findings_small_strings_slow_has_small_allocations_from_its_tokenizer() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-findings-strings");
     let exe = build_case(dir.path(), "small_strings");
@@ -423,6 +445,9 @@ fn findings_small_strings_slow_has_small_allocations_from_its_tokenizer() {
 
 #[test]
 fn findings_stream_parse_slow_has_the_extraction_hot_spot() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-findings-stream");
     let exe = build_case(dir.path(), "stream_parse");
@@ -444,6 +469,9 @@ fn findings_stream_parse_slow_has_the_extraction_hot_spot() {
 
 #[test]
 fn findings_bench_order_slow_has_the_slow_phase() {
+    if !have_cxx() {
+        return;
+    }
     let _turn = turn();
     let dir = TempDir::new("demo-findings-order");
     let exe = build_case(dir.path(), "bench_order");

@@ -10,12 +10,10 @@ use std::process::Command;
 
 /// tests/golden/work.c, with the frame-pointer and include flags the golden profile was made with.
 fn compile_work(dir: &TempDir) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let include = format!("-I{}", root.join("include").display());
     compile_file(
         dir.path(),
-        &root.join("tests/golden/work.c"),
-        &["-g", "-fno-omit-frame-pointer", &include],
+        &test_source("golden", "work.c"),
+        &["-g", "-fno-omit-frame-pointer", &include_flag()],
     )
 }
 
@@ -119,7 +117,7 @@ fn diff_of_two_inputs_shows_the_ratios() {
 
 #[test]
 fn diff_of_a_profile_with_itself_is_all_ones() {
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/sample.prof");
+    let sample = repo_file("tests/golden/sample.prof");
     let d: Value = serde_json::from_slice(&diff(&["--json"], &sample, &sample)).unwrap();
     assert_eq!(ratio(&d["wall_ns"]), 1.0);
     assert_eq!(ratio(&d["alloc"]["calls"]), 1.0);

@@ -5,35 +5,20 @@
 //! its modules' paths point nowhere and carry no build id, so frames print as `module+offset` on
 //! every machine (symbolization needs the files, which no machine has).
 
+mod common;
+
+use common::{TempDir, check_golden as check, stallscope_in_repo};
 use serde_json::Value;
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn golden(name: &str) -> PathBuf {
-    root().join("tests/golden").join(name)
-}
 
 /// `stallscope export ARGS tests/golden/sample.prof`, run from the crate's root (the JSON names
 /// the profile by the path it was given).
 fn export(args: &[&str]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_stallscope"))
-        .arg("export")
-        .args(args)
-        .arg("tests/golden/sample.prof")
-        .current_dir(root())
-        .output()
-        .expect("running stallscope export");
-    assert!(
-        out.status.success(),
-        "stallscope export {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    let mut all = vec!["export"];
+    all.extend_from_slice(args);
+    all.push("tests/golden/sample.prof");
+    stallscope_in_repo(&all)
 }
 
 fn gunzip(bytes: &[u8]) -> Vec<u8> {
@@ -42,32 +27,6 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
         .read_to_end(&mut out)
         .expect("pprof output is gzip");
     out
-}
-
-/// Compares `actual` with the golden file, or rewrites it when STALLSCOPE_BLESS is set.
-fn check(name: &str, actual: &[u8]) {
-    let path = golden(name);
-    if std::env::var_os("STALLSCOPE_BLESS").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        eprintln!("blessed {}", path.display());
-        return;
-    }
-    let expected = std::fs::read(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (STALLSCOPE_BLESS=1 cargo test --test export_golden writes it)",
-            path.display()
-        )
-    });
-    if expected != actual {
-        let shown = path.with_extension("actual");
-        let _ = std::fs::write(&shown, actual);
-        panic!(
-            "{} differs from the export; the export is in {} \
-             (STALLSCOPE_BLESS=1 cargo test --test export_golden accepts it)",
-            path.display(),
-            shown.display()
-        );
-    }
 }
 
 #[test]
@@ -116,16 +75,8 @@ fn collapsed_calls_are_the_reports_site_calls() {
 fn json_matches_golden_and_report() {
     let out = export(&["-f", "json"]);
     check("sample.json", &out);
-    let report = Command::new(env!("CARGO_BIN_EXE_stallscope"))
-        .args(["report", "--json", "tests/golden/sample.prof"])
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(report.status.success());
-    assert_eq!(
-        out, report.stdout,
-        "export -f json differs from report --json"
-    );
+    let report = stallscope_in_repo(&["report", "--json", "tests/golden/sample.prof"]);
+    assert_eq!(out, report, "export -f json differs from report --json");
 }
 
 /// Checks the Trace Event Format's required fields: every event has name, ph, pid, tid and ts;
@@ -188,15 +139,10 @@ fn pprof_matches_golden_and_go_tool_pprof_reads_it() {
     let out = export(&["-f", "pprof"]);
     let proto = gunzip(&out);
     check("sample.pprof.pb", &proto);
-    let go = ["/usr/local/go/bin/go", "go"]
-        .into_iter()
-        .find(|g| Command::new(g).arg("version").output().is_ok());
-    let Some(go) = go else {
-        println!("SKIPPED: `go` is not installed, `go tool pprof` was not run on the export");
+    let Some(go) = common::go() else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("stallscope-export-golden-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("export-golden");
     let file = dir.join("sample.pb.gz");
     std::fs::write(&file, &out).unwrap();
     for sample_index in ["alloc_calls", "alloc_space", "alloc_time", "lock_wait"] {
@@ -224,5 +170,4 @@ fn pprof_matches_golden_and_go_tool_pprof_reads_it() {
             "{sample_index}: no work frame in\n{text}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

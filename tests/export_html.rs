@@ -9,7 +9,7 @@
 mod browser;
 mod common;
 
-use common::{TempDir, compile, profile, stallscope};
+use common::{TempDir, compile, have, profile, stallscope};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -131,13 +131,14 @@ fn html_page_is_usable_with_the_keyboard() {
     assert!(!html.contains("<script"));
 }
 
-/// Chromium, or a SKIPPED message.
+/// Chromium, under the missing-tool policy of tests/common.
 fn chromium() -> Option<&'static str> {
     let found = browser::chromium();
-    if found.is_none() {
-        println!("SKIPPED: chromium is not installed (apt-get install chromium)");
+    if have("chromium", found.is_some(), "apt-get install chromium") {
+        found
+    } else {
+        None
     }
-    found
 }
 
 #[test]

@@ -4,17 +4,15 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// tests/golden/work.c, with the frame-pointer and include flags the golden profile was made with.
 fn compile_work(dir: &TempDir) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let include = format!("-I{}", root.join("include").display());
     compile_file(
         dir.path(),
-        &root.join("tests/golden/work.c"),
-        &["-g", "-fno-omit-frame-pointer", &include],
+        &test_source("golden", "work.c"),
+        &["-g", "-fno-omit-frame-pointer", &include_flag()],
     )
 }
 
@@ -65,11 +63,7 @@ fn exports_name_the_programs_functions() {
         assert!(line.contains(";worker;mutex wait "), "{line}");
     }
 
-    let go = ["/usr/local/go/bin/go", "go"]
-        .into_iter()
-        .find(|g| Command::new(g).arg("version").output().is_ok());
-    let Some(go) = go else {
-        println!("SKIPPED: `go` is not installed, `go tool pprof` was not run on the export");
+    let Some(go) = common::go() else {
         return;
     };
     let pb = dir.join("work.pb.gz");

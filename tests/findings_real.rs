@@ -5,7 +5,6 @@ mod common;
 
 use common::{TempDir, compile_file, profile, report_json, stallscope};
 use serde_json::Value;
-use std::path::Path;
 use std::process::Command;
 
 /// Compiles tests/findings_programs/`source`, profiles it and returns its report JSON and profile.
@@ -14,9 +13,7 @@ use std::process::Command;
 static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn profiled(dir: &TempDir, source: &str) -> (Value, std::path::PathBuf) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/findings_programs")
-        .join(source);
+    let src = common::test_source("findings_programs", source);
     let exe = compile_file(dir.path(), &src, &[]);
     let name = format!("{}.prof", exe.file_name().unwrap().to_str().unwrap());
     let turn = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -130,6 +127,9 @@ fn two_threads_on_one_mutex_name_the_waiter() {
 /// extraction, which allocates in every `>>` into a long std::string.
 #[test]
 fn stream_extraction_is_a_library_hot_spot_naming_the_caller() {
+    if !common::have_cxx() {
+        return;
+    }
     let dir = TempDir::new("findings-stream");
     let (report, _) = profiled(&dir, "stream_parse.cpp");
     assert_well_formed(&report);
@@ -194,14 +194,15 @@ fn report_text_shows_findings_first() {
 /// gives the heap it started with.
 #[test]
 fn a_phase_slowed_by_a_churned_heap_is_found_with_its_heap_state() {
+    if !common::have_cxx() {
+        return;
+    }
     let dir = TempDir::new("findings-phase");
-    let include = format!(
-        "-I{}",
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("include")
-            .display()
+    let exe = common::compile(
+        dir.path(),
+        "heap_order.cpp",
+        &["-O2", &common::include_flag()],
     );
-    let exe = common::compile(dir.path(), "heap_order.cpp", &["-O2", &include]);
     let (_, prof) = profile(
         dir.path(),
         "heap_order.prof",

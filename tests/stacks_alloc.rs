@@ -4,6 +4,9 @@
 //! user frames by function, file and line, and estimate each site's calls and bytes within the
 //! statistical error stated in docs/STACKS.md.
 
+mod common;
+
+use common::{TempDir, have_file, test_source};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,32 +16,8 @@ const STALLSCOPE: &str = env!("CARGO_BIN_EXE_stallscope");
 const COUNT_PERIOD: f64 = 1024.0;
 const MEAN_BYTES: f64 = 512.0 * 1024.0;
 
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let p = std::env::temp_dir().join(format!(
-            "stallscope-stacks-{tag}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&p).expect("temp dir");
-        Dir(p)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/stack_programs")
-        .join(name)
+    test_source("stack_programs", name)
 }
 
 /// The line of `// MARK <name>` in a test program.
@@ -145,28 +124,31 @@ fn sum(sites: &[&Value], key: &str) -> f64 {
 
 #[test]
 fn known_call_chains_are_named_with_their_lines_and_estimated() {
+    if !common::have_cxx() {
+        return;
+    }
     check_known_sites("known", &[]);
 }
 
 /// libunwind (opt-in) must find the same chains; skipped where Debian's libunwind8 is missing.
 #[test]
 fn libunwind_finds_the_same_chains() {
-    let present = [
+    if !common::have_cxx() {
+        return;
+    }
+    let paths = [
         "/usr/lib/x86_64-linux-gnu/libunwind.so.8",
         "/usr/lib/libunwind.so.8",
-    ]
-    .iter()
-    .any(|p| Path::new(p).exists());
-    if !present {
-        eprintln!("skipped: libunwind.so.8 is not installed");
+    ];
+    if !have_file(&paths, "libunwind8") {
         return;
     }
     check_known_sites("libunwind", &["--unwinder", "libunwind"]);
 }
 
 fn check_known_sites(tag: &str, run_args: &[&str]) {
-    let dir = Dir::new(tag);
-    let exe = dir.0.join("known_sites");
+    let dir = TempDir::new(&format!("stacks-{tag}"));
+    let exe = dir.join("known_sites");
     let src = source("known_sites.cpp");
     compile(&[
         "g++",
@@ -176,7 +158,7 @@ fn check_known_sites(tag: &str, run_args: &[&str]) {
         "-o",
         exe.to_str().unwrap(),
     ]);
-    let report = run_and_report(&dir.0, run_args, &[exe.to_str().unwrap()]);
+    let report = run_and_report(&dir, run_args, &[exe.to_str().unwrap()]);
     let file = "known_sites.cpp";
     assert!(!sites(&report).is_empty(), "no allocation sites: {report}");
     for s in sites(&report) {
@@ -283,8 +265,11 @@ fn check_known_sites(tag: &str, run_args: &[&str]) {
 
 #[test]
 fn text_report_shows_sites_and_full_chains() {
-    let dir = Dir::new("text");
-    let exe = dir.0.join("known_sites");
+    if !common::have_cxx() {
+        return;
+    }
+    let dir = TempDir::new("stacks-text");
+    let exe = dir.join("known_sites");
     let src = source("known_sites.cpp");
     compile(&[
         "g++",
@@ -294,7 +279,7 @@ fn text_report_shows_sites_and_full_chains() {
         "-o",
         exe.to_str().unwrap(),
     ]);
-    let prof = dir.0.join("t.prof");
+    let prof = dir.join("t.prof");
     let ok = Command::new(STALLSCOPE)
         .args(["run", "-q", "-o"])
         .arg(&prof)
@@ -326,8 +311,11 @@ fn text_report_shows_sites_and_full_chains() {
 
 #[test]
 fn no_stacks_turns_sampling_off() {
-    let dir = Dir::new("off");
-    let exe = dir.0.join("known_sites");
+    if !common::have_cxx() {
+        return;
+    }
+    let dir = TempDir::new("stacks-off");
+    let exe = dir.join("known_sites");
     let src = source("known_sites.cpp");
     compile(&[
         "g++",
@@ -337,7 +325,7 @@ fn no_stacks_turns_sampling_off() {
         "-o",
         exe.to_str().unwrap(),
     ]);
-    let report = run_and_report(&dir.0, &["--no-stacks"], &[exe.to_str().unwrap()]);
+    let report = run_and_report(&dir, &["--no-stacks"], &[exe.to_str().unwrap()]);
     assert_eq!(report["alloc"]["sites"].as_array().map(Vec::len), Some(0));
     assert!(report["alloc"]["by_function"]["malloc"]["calls"].as_u64() > Some(200_000));
 }

@@ -1,6 +1,8 @@
 //! Symbolization from a separate debug file found by build id (as Debian's -dbgsym packages
 //! install them under /usr/lib/debug/.build-id/), and `module+offset` for what cannot be resolved.
 
+mod common;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -8,9 +10,7 @@ use std::process::{Command, Stdio};
 const STALLSCOPE: &str = env!("CARGO_BIN_EXE_stallscope");
 
 fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/stack_programs")
-        .join(name)
+    common::test_source("stack_programs", name)
 }
 
 fn ok(cmd: &mut Command) {
@@ -64,9 +64,10 @@ fn helper_site(report: &Value) -> Option<&Value> {
 
 #[test]
 fn a_stripped_binary_resolves_through_its_build_id_debug_file() {
-    let dir = std::env::temp_dir().join(format!("stallscope-stacks-dbg-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    if !common::have_cxx() {
+        return;
+    }
+    let dir = common::TempDir::new("stacks-dbg");
     let exe = dir.join("known_sites");
     ok(Command::new("g++")
         .args(["-O1", "-g", "-Wl,--build-id"])
@@ -121,5 +122,4 @@ fn a_stripped_binary_resolves_through_its_build_id_debug_file() {
         assert!(f["offset"].as_str().unwrap().starts_with("0x"), "{f}");
         assert!(f["line"].is_null(), "{f}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

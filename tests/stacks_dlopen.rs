@@ -2,16 +2,16 @@
 //! before the process ended still resolve: the interposer notes the loaded objects before each
 //! dlclose, and the report maps the addresses by those MODULE records.
 
+mod common;
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 const STALLSCOPE: &str = env!("CARGO_BIN_EXE_stallscope");
 
 fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/stack_programs")
-        .join(name)
+    common::test_source("stack_programs", name)
 }
 
 fn compile(args: &[&str]) {
@@ -25,8 +25,7 @@ fn compile(args: &[&str]) {
 
 #[test]
 fn frames_of_an_unloaded_library_resolve() {
-    let dir = std::env::temp_dir().join(format!("stallscope-stacks-dl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("stacks-dl");
     let lib = dir.join("libdlalloc.so");
     let exe = dir.join("dl_main");
     compile(&[
@@ -96,15 +95,13 @@ fn frames_of_an_unloaded_library_resolve() {
     assert!(u["file"].as_str().unwrap().ends_with("dl_lib.c"), "{u}");
     let caller = &site["frames"][site["user_frame"].as_u64().unwrap() as usize + 1];
     assert_eq!(caller["function"], "use", "{site}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A second library loaded after the first was unloaded usually lands at the same addresses:
 /// each stack must resolve against the library that was there when it was taken.
 #[test]
 fn two_libraries_at_the_same_addresses_are_told_apart_by_time() {
-    let dir = std::env::temp_dir().join(format!("stallscope-stacks-dl2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("stacks-dl2");
     let lib_a = dir.join("liba.so");
     let lib_b = dir.join("libb.so");
     let exe = dir.join("dl_main");
@@ -166,7 +163,6 @@ fn two_libraries_at_the_same_addresses_are_told_apart_by_time() {
         assert!(u["file"].as_str().unwrap().ends_with(file), "{u}");
         assert!(u["module"].as_str().unwrap().starts_with('/'), "{u}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn user_of(site: &Value) -> &Value {

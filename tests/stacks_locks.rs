@@ -4,13 +4,11 @@
 mod common;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/stack_programs")
-        .join(name)
+    common::test_source("stack_programs", name)
 }
 
 fn mark_line(name: &str) -> u64 {
@@ -29,8 +27,7 @@ fn user(site: &Value) -> &Value {
 
 #[test]
 fn waiter_and_holder_stacks_of_a_contended_mutex() {
-    let dir = std::env::temp_dir().join(format!("stallscope-stacks-locks-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("stacks-locks");
     let exe = dir.join("lock_sites");
     let out = Command::new("cc")
         .args(["-O1", "-g", "-pthread"])
@@ -81,5 +78,4 @@ fn waiter_and_holder_stacks_of_a_contended_mutex() {
     );
     let caller = &holder["frames"][holder["user_frame"].as_u64().unwrap() as usize + 1];
     assert_eq!(caller["function"], "slow_holder", "{holder:#}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

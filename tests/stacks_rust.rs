@@ -5,19 +5,16 @@
 mod common;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/stack_programs")
-        .join(name)
+    common::test_source("stack_programs", name)
 }
 
 #[test]
 fn rust_frames_are_demangled_and_the_user_function_is_the_site() {
-    let dir = std::env::temp_dir().join(format!("stallscope-stacks-rust-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("stacks-rust");
     let exe = dir.join("rust_sites");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let out = Command::new(rustc)
@@ -84,5 +81,4 @@ fn rust_frames_are_demangled_and_the_user_function_is_the_site() {
         (calls - 200_000.0).abs() <= 4.5 * se + 1.0,
         "estimated {calls} calls, exactly 200000 (standard error {se:.0})"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

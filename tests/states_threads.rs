@@ -15,9 +15,7 @@ use std::sync::Mutex;
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn state_program(dir: &TempDir, name: &str) -> PathBuf {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/state_programs")
-        .join(name);
+    let src = test_source("state_programs", name);
     compile_file(dir.path(), &src, &["-g"])
 }
 
@@ -180,6 +178,9 @@ fn sleeping_and_condition_waits_are_blocked_not_lock() {
 
 #[test]
 fn contended_shared_ptr_copies_show_as_atomic() {
+    if !common::have_cxx() {
+        return;
+    }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (_dir, _, report) = run_and_report("shared_ptr_copy.cpp", &[]);
     let w = workers(&report);

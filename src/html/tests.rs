@@ -84,10 +84,11 @@ struct Shot {
 
 impl Shot {
     fn new(tag: &str) -> Option<Shot> {
-        let Some(browser) = browser::chromium() else {
-            println!("SKIPPED: chromium is not installed (apt-get install chromium)");
+        let found = browser::chromium();
+        if !crate::util::testing::have("chromium", found.is_some(), "apt-get install chromium") {
             return None;
-        };
+        }
+        let browser = found?;
         let dir =
             std::env::temp_dir().join(format!("stallscope-html-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

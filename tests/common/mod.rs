@@ -1,6 +1,8 @@
-//! Helpers shared by the `run_*` integration tests: temporary directories, compiling the small
-//! C/C++ programs in tests/programs/, running them with and without `stallscope run`, and reading
-//! the JSON report.
+//! The one helper module of the integration tests (`mod common;` in each): the repository's
+//! files, temporary directories, compiling C/C++ test programs, running them with and without
+//! `stallscope run`, reading the JSON report and bench's export, golden files, and what to do
+//! when a tool is missing: a clear failure in CI (the `CI` variable is set, as by .ci/run), a
+//! clear skip elsewhere, the same way in every test.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use serde_json::Value;
@@ -43,6 +45,26 @@ impl TempDir {
     }
 }
 
+/// A `TempDir` is its path wherever a path is expected.
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<OsStr> for TempDir {
+    fn as_ref(&self) -> &OsStr {
+        self.0.as_os_str()
+    }
+}
+
 impl Drop for TempDir {
     fn drop(&mut self) {
         if std::env::var_os("STALLSCOPE_KEEP_TEST_DIRS").is_none() {
@@ -51,11 +73,122 @@ impl Drop for TempDir {
     }
 }
 
+/// The repository's root.
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A file of the repository, by its path from the root (`tests/golden/work.c`).
+pub fn repo_file(path: &str) -> PathBuf {
+    repo().join(path)
+}
+
+/// A test program's source: `name` in the directory `tests/<kind>/` (`programs`,
+/// `stack_programs`, `state_programs`, `findings_programs`, `bench_programs`, `golden`).
+pub fn test_source(kind: &str, name: &str) -> PathBuf {
+    let path = repo().join("tests").join(kind).join(name);
+    assert!(path.is_file(), "no test program {}", path.display());
+    path
+}
+
 /// The absolute path of a test program's source in tests/programs/.
 pub fn program_source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/programs")
-        .join(name)
+    test_source("programs", name)
+}
+
+/// `-I` for the public header (include/stallscope.h).
+pub fn include_flag() -> String {
+    format!("-I{}", repo().join("include").display())
+}
+
+/// The missing-tool policy of every test (in CI a failure, elsewhere a skip), from the crate.
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use stallscope::util::testing::{have, in_ci};
+
+/// Whether `tool` runs (`tool PROBE...`), under the policy of [`have`]; `package` is the Debian
+/// package that provides it.
+pub fn have_tool(tool: &str, probe: &[&str], package: &str) -> bool {
+    let runs = Command::new(tool)
+        .args(probe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    have(
+        &format!("`{tool}`"),
+        runs,
+        &format!("apt-get install {package}"),
+    )
+}
+
+/// Whether one of `paths` exists (a library), under the policy of [`have`].
+pub fn have_file(paths: &[&str], package: &str) -> bool {
+    let present = paths.iter().any(|p| Path::new(p).exists());
+    have(paths[0], present, &format!("apt-get install {package}"))
+}
+
+/// The C++ compiler, under the policy of [`have`] (the C compiler builds stallscope itself).
+pub fn have_cxx() -> bool {
+    have_tool("c++", &["--version"], "g++")
+}
+
+/// `go`, for `go tool pprof` (the machine's Go lives in /usr/local/go/bin), under [`have`].
+pub fn go() -> Option<&'static str> {
+    let found = ["/usr/local/go/bin/go", "go"]
+        .into_iter()
+        .find(|g| Command::new(g).arg("version").output().is_ok());
+    if have(
+        "`go`",
+        found.is_some(),
+        "Go from https://go.dev/dl/ in /usr/local/go",
+    ) {
+        found
+    } else {
+        None
+    }
+}
+
+/// Compares `actual` with tests/golden/`name`, or rewrites the golden file when STALLSCOPE_BLESS
+/// is set (`STALLSCOPE_BLESS=1 cargo test --release --test TEST`).
+pub fn check_golden(name: &str, actual: &[u8]) {
+    let path = repo_file("tests/golden").join(name);
+    if std::env::var_os("STALLSCOPE_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        eprintln!("blessed {}", path.display());
+        return;
+    }
+    let expected = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (STALLSCOPE_BLESS=1 cargo test --release writes it)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let shown = path.with_extension("actual");
+        let _ = std::fs::write(&shown, actual);
+        panic!(
+            "{} differs from the output; the output is in {} \
+             (STALLSCOPE_BLESS=1 cargo test --release accepts it)",
+            path.display(),
+            shown.display()
+        );
+    }
+}
+
+/// `stallscope ARGS` run from the repository's root (so that paths print as given), asserting
+/// success; its standard output.
+pub fn stallscope_in_repo(args: &[&str]) -> Vec<u8> {
+    let out = Command::new(stallscope())
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("running stallscope");
+    assert!(
+        out.status.success(),
+        "stallscope {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
 }
 
 /// Compiles tests/programs/`source` with `-O1 -pthread` (cc for .c, c++ for .cpp) into `dir`,
@@ -88,6 +221,38 @@ pub fn compile_file(dir: &Path, src: &Path, extra: &[&str]) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     exe
+}
+
+/// Compiles `src` with `compiler` and `flags` (after the source: libraries) into `dir`/`name`.
+/// When it cannot be built, because the compiler or a library is missing, [`have`] decides
+/// (`install` says what to install); a program that does not compile with them all there fails.
+pub fn try_compile(
+    compiler: &str,
+    dir: &Path,
+    src: &Path,
+    name: &str,
+    flags: &[&str],
+    install: &str,
+) -> Option<PathBuf> {
+    let exe = dir.join(name);
+    let out = Command::new(compiler)
+        .arg("-O2")
+        .arg("-o")
+        .arg(&exe)
+        .arg(src)
+        .args(flags)
+        .output();
+    let built = out.as_ref().is_ok_and(|o| o.status.success());
+    let why = match &out {
+        Err(e) => format!("{compiler}: {e}"),
+        Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
+    };
+    have(
+        &format!("what {} needs ({why})", src.display()),
+        built,
+        install,
+    )
+    .then_some(exe)
 }
 
 /// Runs `stallscope run RUN_ARGS -- CMD...` in `dir` with stdin from /dev/null.
@@ -392,17 +557,40 @@ pub fn python3() -> String {
     }
 }
 
-/// Panics with an install hint unless `tool` runs (`tool --version` or the given probe).
-pub fn require_tool(tool: &str, probe: &[&str], package: &str) {
-    let ok = Command::new(tool)
-        .args(probe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
+// ---- bench ----
+
+/// Runs `stallscope bench ARGS... --export-json FILE --no-progress` in a temporary directory and
+/// returns the parsed export and the terminal output, failing the test on a non-zero exit.
+pub fn bench_json(name: &str, args: &[&str]) -> (Value, String) {
+    let dir = TempDir::new(&format!("bench-{name}"));
+    let json_path = dir.join(&format!("{name}.json"));
+    let output = Command::new(stallscope())
+        .arg("bench")
+        .args(args)
+        .arg("--export-json")
+        .arg(&json_path)
+        .arg("--no-progress")
+        .output()
+        .expect("start stallscope");
+    assert_success(&output);
+    let json = std::fs::read(&json_path).expect("JSON export written");
+    (
+        serde_json::from_slice(&json).expect("valid JSON export"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+pub fn assert_success(output: &Output) {
     assert!(
-        ok,
-        "`{tool}` is needed by this test but could not be run: install the Debian package `{package}` \
-         (apt-get install {package})"
+        output.status.success(),
+        "stallscope failed: {}",
+        describe(output)
     );
+}
+
+/// A number of bench's export (panics with the key when absent).
+pub fn f64_of(value: &Value, key: &str) -> f64 {
+    value[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("`{key}` missing or not a number in {value}"))
 }
