@@ -151,8 +151,10 @@ pub fn site_key(s: &SiteSummary) -> String {
     match s.user_frame() {
         Some(f) if f.function.is_some() => {
             let place = match (&f.file, f.line) {
-                (Some(file), Some(line)) => format!(" ({}:{line})", short_file(file)),
-                (Some(file), None) => format!(" ({})", short_file(file)),
+                (Some(file), Some(line)) => {
+                    format!(" ({}:{line})", crate::symbols::file_name(file))
+                }
+                (Some(file), None) => format!(" ({})", crate::symbols::file_name(file)),
                 _ => String::new(),
             };
             format!("{}{place} -> {}", f.name(), s.function)
@@ -163,10 +165,6 @@ pub fn site_key(s: &SiteSummary) -> String {
             names.join(";")
         }
     }
-}
-
-fn short_file(file: &str) -> &str {
-    file.rsplit('/').next().unwrap_or(file)
 }
 
 fn thread_labels(s: &Summary) -> Vec<(String, &ThreadSummary)> {

@@ -198,7 +198,7 @@ impl Rules {
 
     /// The category of a CPU sample at a locked instruction that no function rule decided.
     pub fn atomic(&self, module: &str) -> Category {
-        let file = module.rsplit('/').next().unwrap_or(module);
+        let file = crate::symbols::file_name(module);
         self.rules
             .iter()
             .filter(|r| r.kind == RuleKind::AtomicIn)

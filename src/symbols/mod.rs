@@ -30,7 +30,7 @@ pub struct Frame {
 impl Frame {
     /// The file name of the module (`sort` for `/usr/bin/sort`).
     pub fn module_name(&self) -> &str {
-        self.module.rsplit('/').next().unwrap_or(&self.module)
+        file_name(&self.module)
     }
 
     /// The frame's name, the one every view uses: its function, else `module+0xoffset` (the
@@ -70,17 +70,21 @@ impl Frame {
     /// The short form findings use: `parse at p.cpp:12`, `parse in p.cpp`, `parse (module)`, or
     /// `module+0xoffset` without a function.
     pub fn short_text(&self) -> String {
-        let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
         let function = self.short_name();
         match (&self.file, self.line) {
-            (Some(file), Some(line)) => format!("{function} at {}:{line}", base(file)),
-            (Some(file), None) => format!("{function} in {}", base(file)),
+            (Some(file), Some(line)) => format!("{function} at {}:{line}", file_name(file)),
+            (Some(file), None) => format!("{function} in {}", file_name(file)),
             _ if self.function.is_some() && !self.module.is_empty() => {
                 format!("{function} ({})", self.module_name())
             }
             _ => function,
         }
     }
+}
+
+/// The last component of a path: `sort` for `/usr/bin/sort`.
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// A C++ function name without its template arguments, parameters and return type:
