@@ -430,3 +430,23 @@ fn fuzz_seeds_and_regressions_read_and_render_without_panicking() {
     }
     assert!(rendered > 0);
 }
+
+/// Found by the `reader_valid_crc` fuzz target (fuzz/regressions/measured-calls-overflow): a
+/// thread record with valid checksums whose timed and always-timed call counts add up beyond
+/// 2^64. Their sum overflowed (a panic with overflow checks, a silent wrap to a small number
+/// without); it must be an error.
+#[test]
+fn counters_whose_sum_overflows_are_an_error() {
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    let mut thread = thread_payload(0, 640, false);
+    // fns[0] starts after serial, tid, flags, nlocks, name, 4 times and cpu: at 64; its
+    // timed_calls and exact_calls are its third and fifth u64.
+    let fns = 16 + 16 + 32;
+    thread[fns + 16..fns + 24].copy_from_slice(&u64::MAX.to_le_bytes());
+    thread[fns + 32..fns + 40].copy_from_slice(&2u64.to_le_bytes());
+    w.record(REC_THREAD, &thread);
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    let e = parse(&w.bytes).unwrap_err().to_string();
+    assert!(e.contains("times more calls than it counts"), "{e}");
+}
