@@ -13,6 +13,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(profile) = stallscope::profile::parse(&bytes) else {
         return;
     };
-    let a = Analysis::of(profile, "fuzz.prof".into(), Options { read_modules: false });
+    let a = Analysis::of(
+        profile,
+        "fuzz.prof".into(),
+        Options {
+            read_modules: false,
+        },
+    );
     stallscope::util::testing::render_every_view(&a);
 });
