@@ -222,6 +222,12 @@ struct ss_thread *ss_thread_alloc(void) {
     return t;
 }
 
+/* Gives back a record that was never attached. */
+void ss_thread_free(struct ss_thread *t) {
+    if (t->cpu_ring) ss_unmap(t->cpu_ring, (SS_CPU_RING + SS_WALL_RING) * sizeof(struct ss_sample));
+    ss_unmap(t, sizeof *t);
+}
+
 /* Makes `t` the record of the calling thread and publishes it on the global list. */
 void ss_thread_attach(struct ss_thread *t, int is_main) {
     t->rec.serial = __atomic_fetch_add(&ss_next_serial, 1, __ATOMIC_RELAXED);
@@ -249,8 +255,19 @@ uint64_t ss_thread_cpu_ns(pid_t tid) {
 
 static void *ss_thread_trampoline(void *arg) {
     struct ss_thread *t = arg;
-    ss_thread_attach(t, 0);
-    return t->start_fn(t->start_arg);
+    void *(*fn)(void *) = t->start_fn;
+    void *fn_arg = t->start_arg;
+    /* A signal handler may run in this thread before this line (glibc unblocks signals before it
+     * calls us), and if it allocates, its call gives the thread a record of its own. From here on
+     * such a handler's calls are forwarded unrecorded until the thread has exactly one record:
+     * the handler's, if it made one, else the one prepared by pthread_create. */
+    ss_busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (!ss_me) ss_thread_attach(t, 0);
+    else ss_thread_free(t); /* never published: nobody else knows it */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ss_busy = 0;
+    return fn(fn_arg);
 }
 
 SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
@@ -266,7 +283,7 @@ SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
     t->start_fn = fn;
     t->start_arg = arg;
     int rc = ss_real.pthread_create(thread, attr, ss_thread_trampoline, t);
-    if (rc != 0) ss_unmap(t, sizeof *t);
+    if (rc != 0) ss_thread_free(t);
     return rc;
 }
 

@@ -87,6 +87,13 @@ static int ss_ring_write(uint32_t serial, struct ss_sample *ring, uint32_t size,
 
 /* ---- CPU samples ---- */
 
+/* Whether `p` is one of the thread records on the list (async-signal-safe: a lock-free walk). */
+static int ss_is_thread_record(const void *p) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if ((const void *)t == p) return 1;
+    return 0;
+}
+
 static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
     int saved_errno = errno;
     struct ss_thread *t = ss_me;
@@ -109,6 +116,9 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         }
         if (ss_ring_push(t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail, &s))
             __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
+    } else if (si->si_code == SI_TIMER && ss_is_thread_record(si->si_value.sival_ptr)) {
+        /* One of our timers, but not this thread's current one (a timer deleted while its signal
+         * was pending): ours to drop, never the program's to see. */
     } else {
         /* Not one of the timers' signals (kill, setitimer, another process): the program has no
          * handler for this signal (it would have made sampling step aside), so without stallscope

@@ -239,6 +239,7 @@ int ss_sampler_write(void);
 
 /* Threads. */
 struct ss_thread *ss_thread_alloc(void);
+void ss_thread_free(struct ss_thread *t);
 void ss_thread_attach(struct ss_thread *t, int is_main);
 uint64_t ss_thread_cpu_ns(pid_t tid);
 
