@@ -71,6 +71,14 @@ pub const LAT_BUCKETS: usize = 40;
 pub const THREAD_ENDED: u32 = 1;
 pub const THREAD_MAIN: u32 = 2;
 pub const THREAD_LOCKS_OVERFLOW: u32 = 4;
+/// The thread blocked the sampling signal for part of its life: its running time then comes
+/// from the kernel's CPU clock (samples of kind `Kernel`), unclassified.
+pub const THREAD_SIGNAL_BLOCKED: u32 = 8;
+
+/// Threads folded into one group per name (preload/ss_format.h, `SS_REC_FOLDED`): a
+/// `FOLDED_SIZE`-byte header (threads, reserved, summed life in ns), then a thread record.
+pub const REC_FOLDED: u32 = 25;
+pub const FOLDED_SIZE: usize = 16;
 
 pub const END_EXIT: u32 = 1;
 pub const END_UNDERSCORE_EXIT: u32 = 2;

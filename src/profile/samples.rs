@@ -15,6 +15,9 @@ pub enum SampleKind {
     Cpu,
     /// The thread was found not running (its state and system call read from /proc).
     Wall,
+    /// The thread ran (by its kernel CPU clock) but blocks the sampling signal: a weight only,
+    /// no instruction or stack.
+    Kernel,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +117,9 @@ pub fn parse_samples(
         let kind = match kind {
             1 if state == 0 && syscall == 0 && arg == 0 => SampleKind::Cpu,
             2 if state.is_ascii_alphabetic() => SampleKind::Wall,
+            3 if state == 0 && syscall == 0 && arg == 0 && pc == 0 && stack == 0 => {
+                SampleKind::Kernel
+            }
             _ => {
                 return err(
                     pos,
