@@ -446,7 +446,7 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
         err,
         "wall time:    {}   threads: {}",
         fmt_ns(s.wall_ns as f64),
-        s.threads.len()
+        fmt_count(s.thread_count())
     );
     let _ = writeln!(
         err,

@@ -228,7 +228,7 @@ pub fn render(p: &Loaded) -> String {
     o.push_str("<h2 id=\"overview\">Overview</h2>");
     o.push_str("<div class=\"cards\">");
     card(&mut o, "wall time", &ns(s.wall_ns));
-    card(&mut o, "threads", &s.threads.len().to_string());
+    card(&mut o, "threads", &s.thread_count().to_string());
     card(&mut o, "allocator calls", &fmt_count(s.alloc_calls()));
     card(&mut o, "in the allocator", &fmt_pct(s.alloc_share()));
     card(&mut o, "waiting for locks", &fmt_pct(s.lock_share()));

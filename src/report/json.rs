@@ -45,7 +45,7 @@ pub fn report_json(s: &Summary, path: &str) -> Value {
         .threads
         .iter()
         .map(|t| {
-            json!({
+            let mut v = json!({
                 "tid": t.tid,
                 "name": t.name,
                 "main": t.main,
@@ -54,7 +54,11 @@ pub fn report_json(s: &Summary, path: &str) -> Value {
                 "alloc_ns": t.alloc_ns,
                 "alloc_calls": t.alloc_calls,
                 "lock_wait_ns": t.lock_wait_ns,
-            })
+            });
+            if let (Some(n), Some(o)) = (t.folded, v.as_object_mut()) {
+                o.insert("folded_threads".into(), json!(n));
+            }
+            v
         })
         .collect();
     let mut functions = Map::new();

@@ -137,6 +137,14 @@ pub fn add_json_keys(value: &mut Value, sampling: Option<&SamplingInfo>, r: Opti
                 continue;
             };
             tj.insert("states".into(), states_json(t));
+            tj.insert(
+                "sampling".into(),
+                json!(if t.signal_blocked {
+                    "kernel-clock"
+                } else {
+                    "signal"
+                }),
+            );
             let mut sites = Map::new();
             for c in [Category::Lock, Category::Allocator, Category::Atomic] {
                 let list: Vec<Value> = t.top_sites(c, 5).map(|s| site_json(t, s)).collect();
@@ -216,7 +224,11 @@ fn slice_glyph(slice: &[u64; 7], slice_ns: u64) -> char {
 
 fn thread_label(t: &ThreadStates) -> String {
     let name = if t.name.is_empty() { "?" } else { &t.name };
-    format!("{name} [{}]{}", t.tid, if t.main { "*" } else { "" })
+    let mark = if t.signal_blocked { "‡" } else { "" };
+    match t.folded {
+        Some(n) => format!("{name} ×{n} (folded){mark}"),
+        None => format!("{name} [{}]{}{mark}", t.tid, if t.main { "*" } else { "" }),
+    }
 }
 
 /// "41% waiting on a lock inside random() called from worker (sim.cpp:12)"
@@ -280,6 +292,23 @@ pub fn render_text(r: &StateReport, style: Style) -> String {
             let _ = write!(out, " {cell:>9}");
         }
         out.push('\n');
+    }
+
+    if threads.iter().any(|t| t.signal_blocked) {
+        let _ = writeln!(
+            out,
+            "  {}",
+            style.dim(
+                "‡ blocks the sampling signal: running time from the kernel's CPU clock, counted as compute (not classified)"
+            )
+        );
+    }
+    if threads.iter().any(|t| t.folded.is_some()) {
+        let _ = writeln!(
+            out,
+            "  {}",
+            style.dim("(folded): short threads summed per name; shares are of their summed lives")
+        );
     }
 
     let _ = writeln!(
