@@ -71,17 +71,30 @@ static int ss_ring_push(struct ss_sample *ring, uint32_t size, uint32_t *head, u
     return 1;
 }
 
-/* Appends what a ring holds as one SAMPLES record and empties it (flushes run one at a time). */
-static int ss_ring_write(uint32_t serial, struct ss_sample *ring, uint32_t size, uint32_t *head, uint32_t *tail) {
+/* Appends what a ring holds to `out` as one SAMPLES record of thread `serial` and empties it
+ * (flushes run one at a time). Returns the samples written, or -1 when out of memory. */
+static int ss_ring_write(struct ss_buf *out, uint32_t serial, struct ss_sample *ring, uint32_t size, uint32_t *head,
+                         uint32_t *tail) {
     uint32_t h = __atomic_load_n(head, __ATOMIC_ACQUIRE), t = *tail;
     if (h == t) return 0;
     uint32_t n = h - t, first = t & (size - 1);
     uint32_t run = n < size - first ? n : size - first;
     struct ss_samples_record r = {serial, n};
-    if (ss_out_record3(SS_REC_SAMPLES, &r, sizeof r, &ring[first], run * sizeof *ring, ring,
-                       (n - run) * sizeof *ring) != 0)
+    if (out == &ss_fold_out && out->len + n * sizeof *ring + 64 > SS_FOLD_OUT_MAX) {
+        __atomic_fetch_add(&ss_dropped_samples, n, __ATOMIC_RELAXED); /* bounded between flushes */
+    } else if (ss_buf_record3(out, SS_REC_SAMPLES, &r, sizeof r, &ring[first], run * sizeof *ring, ring,
+                              (n - run) * sizeof *ring) != 0) {
         return -1;
+    }
     __atomic_store_n(tail, h, __ATOMIC_RELEASE);
+    return (int)n;
+}
+
+/* Moves a thread's samples to `out` under another serial (the group it is folded into). */
+int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial) {
+    if (!t->cpu_ring) return 0;
+    if (ss_ring_write(out, serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail) < 0) return -1;
+    if (ss_ring_write(out, serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail) < 0) return -1;
     return 0;
 }
 
@@ -197,14 +210,6 @@ void ss_sampler_thread_end(struct ss_thread *t) {
     if (__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->timer);
 }
 
-int ss_sampler_thread_buffers(struct ss_thread *t) {
-    if (!ss_config.cpu_hz && !ss_config.wall_hz) return 0;
-    t->cpu_ring = ss_map((SS_CPU_RING + SS_WALL_RING) * sizeof(struct ss_sample));
-    if (!t->cpu_ring) return -1;
-    t->wall_ring = t->cpu_ring + SS_CPU_RING;
-    return 0;
-}
-
 /* The program installs a disposition for the signal the timers use: move every timer to another
  * signal before the program's disposition takes effect. */
 static void ss_step_aside(int sig) {
@@ -216,7 +221,7 @@ static void ss_step_aside(int sig) {
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (!__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) continue;
         syscall(SYS_timer_delete, t->timer);
-        if (next && !(__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED)) ss_timer_create(t, next);
+        if (next && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE) ss_timer_create(t, next);
     }
 }
 
@@ -387,7 +392,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
 
 /* Whether the flusher looks at `t`: a program thread with buffers that has not ended. */
 static int ss_wall_sampled(const struct ss_thread *t) {
-    return t->wall_ring && !(__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED);
+    return t->wall_ring && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE;
 }
 
 void ss_sampler_tick(void) {
@@ -412,10 +417,14 @@ void ss_sampler_tick(void) {
 
 int ss_sampler_write(void) {
     if (!ss_config.cpu_hz && !ss_config.wall_hz) return 0;
+    int written = 0;
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        if (!t->cpu_ring) continue;
-        if (ss_ring_write(t->rec.serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail) != 0) return -1;
-        if (ss_ring_write(t->rec.serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail) != 0) return -1;
+        if (!t->cpu_ring || !t->in_batch) continue; /* a young thread's samples wait in its rings */
+        int a = ss_ring_write(ss_out_buf(), t->rec.serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail);
+        int b = a < 0 ? -1 : ss_ring_write(ss_out_buf(), t->rec.serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail);
+        if (a < 0 || b < 0) return -1;
+        if (a + b > 0) t->written = 1; /* its serial is in the file now */
+        written += a + b;
     }
     struct ss_sampling_record r = {ss_config.cpu_hz,
                                    ss_config.wall_hz,
@@ -426,5 +435,5 @@ int ss_sampler_write(void) {
                                    __atomic_load_n(&ss_cpu_samples, __ATOMIC_RELAXED),
                                    __atomic_load_n(&ss_wall_samples, __ATOMIC_RELAXED),
                                    __atomic_load_n(&ss_dropped_samples, __ATOMIC_RELAXED)};
-    return ss_out_record(SS_REC_SAMPLING, &r, sizeof r, NULL, 0);
+    return ss_out_record(SS_REC_SAMPLING, &r, sizeof r, NULL, 0) != 0 ? -1 : written;
 }

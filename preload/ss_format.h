@@ -147,6 +147,9 @@ struct ss_thread_record {
 #define SS_THREAD_ENDED 1u
 #define SS_THREAD_MAIN 2u
 #define SS_THREAD_LOCKS_OVERFLOW 4u
+/* The thread blocked the sampling signal for part of its life: its running time then comes from
+ * the kernel's CPU clock (samples of kind SS_SAMPLE_KERNEL, ss_format_samples.h), unclassified. */
+#define SS_THREAD_SIGNAL_BLOCKED 8u
 
 /* SS_REC_FLUSH: ends every flush; pairs of (ticks, mono_ns) calibrate the tick rate. */
 struct ss_flush_record {
@@ -258,6 +261,20 @@ struct ss_cross_frees_entry {
     uint64_t cross;   /* of those, chunks of another arena: allocated by another thread */
 };
 
+/* SS_REC_FOLDED (25): cumulative, the last one per serial wins. Threads that ended before any
+ * flush wrote them, beyond the budget of those written on their own (docs/FORMAT.md, "Bounds"),
+ * summed per thread name: struct ss_folded_record, then a thread record (struct
+ * ss_thread_record: the group's own serial, tid 0, flags ENDED plus the union of the threads'
+ * other flags, the name, the first start and the last end, the summed counters) and its nlocks
+ * struct ss_lock_stats. Samples of the folded threads are written under the group's serial. */
+#define SS_REC_FOLDED 25u
+
+struct ss_folded_record {
+    uint32_t threads; /* how many threads the group holds */
+    uint32_t reserved;
+    uint64_t life_ns; /* their lives, summed */
+};
+
 /* The reader (src/profile/format.rs) hard-codes these sizes. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
 _Static_assert(sizeof(struct ss_record_header) == 16, "record header layout");
@@ -276,5 +293,6 @@ _Static_assert(sizeof(struct ss_alloc_site) == 48, "alloc site layout");
 _Static_assert(sizeof(struct ss_lock_sites_record) == 16, "lock sites record layout");
 _Static_assert(sizeof(struct ss_lock_site) == 40, "lock site layout");
 _Static_assert(sizeof(struct ss_cross_frees_entry) == 24, "cross frees entry layout");
+_Static_assert(sizeof(struct ss_folded_record) == 16, "folded record layout");
 
 #endif

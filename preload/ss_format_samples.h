@@ -12,7 +12,9 @@ enum {
 
 enum ss_sample_kind {
     SS_SAMPLE_CPU = 1, /* the thread's CPU-time timer fired: it was running this instruction */
-    SS_SAMPLE_WALL = 2 /* the sampler found the thread not running (read from /proc) */
+    SS_SAMPLE_WALL = 2, /* the sampler found the thread not running (read from /proc) */
+    SS_SAMPLE_KERNEL = 3 /* the thread ran, by its kernel CPU clock, but blocks the sampling signal:
+                            weight only (pc, stack, state, syscall and arg are 0) */
 };
 
 #define SS_SAMPLING_MOVED 1u      /* the program uses the usual signal: sampling moved to another */

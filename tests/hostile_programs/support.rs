@@ -41,12 +41,7 @@ pub fn ending_under_stallscope(out: &Output) -> String {
 /// Runs `cmd` plainly and under `stallscope run RUN_ARGS -o DIR/NAME` in `dir`, and asserts
 /// that both end the same way with the same standard output; returns the profiled run's output
 /// and its profile path.
-pub fn same_as_plain(
-    dir: &Path,
-    name: &str,
-    run_args: &[&str],
-    cmd: &[&str],
-) -> (Output, PathBuf) {
+pub fn same_as_plain(dir: &Path, name: &str, run_args: &[&str], cmd: &[&str]) -> (Output, PathBuf) {
     let plain = plain_run(dir, cmd, |_| {});
     let path = dir.join(name);
     let mut args = vec!["-o", path.to_str().unwrap()];
@@ -77,7 +72,8 @@ pub fn all_profiles(dir: &Path) -> Vec<PathBuf> {
             if p.is_dir() {
                 todo.push(p);
             } else if p.extension().is_some_and(|e| e == "prof")
-                || p.file_name().is_some_and(|n| n.to_string_lossy().contains(".prof."))
+                || p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(".prof."))
             {
                 out.push(p);
             }
