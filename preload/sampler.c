@@ -113,8 +113,9 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
     if (t && t->cpu_ring && si->si_code == SI_TIMER && si->si_value.sival_ptr == t) {
         const ucontext_t *uc = ucv;
         uint64_t cpu = ss_self_cpu_ns();
-        uint64_t weight = cpu > t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
-        t->last_cpu_ns = cpu;
+        uint64_t last = __atomic_load_n(&t->last_cpu_ns, __ATOMIC_RELAXED);
+        uint64_t weight = cpu > last ? cpu - last : 0;
+        __atomic_store_n(&t->last_cpu_ns, cpu, __ATOMIC_RELAXED);
         struct ss_sample s = {0};
         s.mono_ns = ss_mono_ns();
         s.pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -327,6 +328,65 @@ static void ss_wall_push(struct ss_thread *t, uint64_t now, uint64_t weight) {
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
 }
 
+/* ---- threads that block the sampling signal ----
+ * Such a thread (xz's workers block every signal) gets no CPU sample: its timer's signal stays
+ * pending. The flusher notices a thread whose CPU time moves without samples, reads its signal
+ * mask, and from then on samples its kernel CPU clock instead (kind SS_SAMPLE_KERNEL: the time it
+ * ran, without an instruction or stack), until a CPU sample arrives again (it unblocked the
+ * signal). The program's masks are never touched: see docs/STATES.md. */
+
+#define SS_SILENT_CPU_NS 20000000ull /* CPU time without a CPU sample before the mask is read */
+
+static uint64_t ss_parse_hex(const char *p) {
+    uint64_t v = 0;
+    for (;; p++) {
+        int d = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10 : -1;
+        if (d < 0) return v;
+        v = v * 16 + (uint64_t)d;
+    }
+}
+
+/* Whether thread `tid` blocks signal `sig` (the SigBlk line of its status). */
+static int ss_thread_blocks(uint32_t tid, int sig) {
+    char path[64], buf[4096];
+    struct ss_str s = {path, 0, sizeof path};
+    ss_str_cat(&s, "/proc/self/task/");
+    ss_str_u64(&s, tid);
+    ss_str_cat(&s, "/status");
+    if (ss_read_small(path, buf, sizeof buf) == 0) return 0;
+    const char *p = strstr(buf, "\nSigBlk:");
+    if (!p) return 0;
+    for (p += 8; *p == ' ' || *p == '\t'; p++) {}
+    return (int)((ss_parse_hex(p) >> (sig - 1)) & 1);
+}
+
+static void ss_kernel_clock(struct ss_thread *t, uint64_t now, uint64_t cpu) {
+    int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
+    if (!sig || !__atomic_load_n(&t->has_timer, __ATOMIC_ACQUIRE)) return;
+    uint32_t head = __atomic_load_n(&t->cpu_head, __ATOMIC_ACQUIRE);
+    if (head != t->cpu_head_seen) { /* CPU samples arrive: the signal gets through */
+        t->cpu_head_seen = head;
+        t->sig_blocked = 0;
+        return;
+    }
+    uint64_t from = __atomic_load_n(&t->last_cpu_ns, __ATOMIC_RELAXED);
+    if (cpu <= from) return;
+    if (!t->sig_blocked) {
+        if (cpu - from < SS_SILENT_CPU_NS || !ss_thread_blocks(t->rec.tid, sig)) return;
+        t->sig_blocked = 1;
+        __atomic_or_fetch(&t->rec.flags, SS_THREAD_SIGNAL_BLOCKED, __ATOMIC_RELAXED);
+    }
+    /* The CPU time since the last sample of either kind; a CPU sample delivered once the thread
+     * unblocks the signal then weighs only what came after. */
+    __atomic_store_n(&t->last_cpu_ns, cpu, __ATOMIC_RELAXED);
+    struct ss_sample smp = {0};
+    smp.mono_ns = now;
+    smp.weight_us = (uint32_t)((cpu - from) / 1000);
+    smp.kind = SS_SAMPLE_KERNEL;
+    if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))
+        __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
+}
+
 static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     char path[64], buf[512];
     struct ss_str s = {path, 0, sizeof path};
@@ -347,13 +407,14 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     t->last_wall_ns = now;
     t->last_wall_cpu_ns = cpu;
     if (state == 'Z' || state == 'X') return;
+    ss_kernel_clock(t, now, cpu);
     /* Found running (or woken before its system call could be read), yet off the CPU for most of
      * the interval: a thread that sleeps and wakes many times between two looks. Its off-CPU
      * time goes where its last wait went, if that was seen lately. */
     int reuse = ran * 2 < interval && t->last_wall.mono_ns && now - t->last_wall.mono_ns <= 4 * ss_wall_interval_ns;
     if (state == 'R') {
         if (reuse) ss_wall_push(t, now, weight);
-        return; /* otherwise the CPU samples cover it */
+        return; /* otherwise the CPU samples (or the kernel clock's) cover it */
     }
     s.len = base;
     ss_str_cat(&s, "/syscall");

@@ -91,6 +91,8 @@ struct ss_thread {
     uint64_t last_wall_ns; /* when the flusher last looked at it */
     uint64_t last_wall_cpu_ns; /* and the thread's CPU time then */
     struct ss_sample last_wall; /* its last wall sample (mono_ns 0: none) */
+    uint32_t cpu_head_seen; /* the flusher's last look at cpu_head */
+    uint32_t sig_blocked;   /* the thread blocks the sampling signal: the flusher samples its CPU clock */
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;

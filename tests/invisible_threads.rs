@@ -105,3 +105,43 @@ fn twenty_thousand_short_threads_cost_what_two_thousand_do() {
         "{text}"
     );
 }
+
+/// Workers that block every signal (as xz's do) get no CPU sample; their running time is taken
+/// from the kernel's CPU clock instead, the report says so per thread, and parallel efficiency
+/// counts it (it said 0.0% for two busy workers before). Their masks are left as they are.
+#[test]
+fn threads_that_block_every_signal_are_still_accounted_for() {
+    let dir = TempDir::new("inv-blocked");
+    let exe = hostile(dir.path(), "blocked_workers");
+    let (out, prof) = same_as_plain(
+        dir.path(),
+        "blocked.prof",
+        &[],
+        &[exe.to_str().unwrap(), "0.5"],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "workers done\n");
+    let report = report_json(&prof);
+    let threads = report["threads"].as_array().unwrap();
+    let workers: Vec<&serde_json::Value> = threads.iter().filter(|t| t["main"] == false).collect();
+    assert_eq!(workers.len(), 2, "{threads:?}");
+    for w in &workers {
+        assert_eq!(w["sampling"], "kernel-clock", "{w:#}");
+        let cpu = num(w, &["cpu_ns"]);
+        let compute = num(w, &["states", "compute_ns"]);
+        assert!(cpu > 50_000_000, "the worker ran: {w:#}");
+        assert!(
+            compute * 10 >= cpu * 7 && compute <= cpu + 20_000_000,
+            "its CPU time ({cpu} ns) is its compute time ({compute} ns): {w:#}"
+        );
+    }
+    let main = threads.iter().find(|t| t["main"] == true).unwrap();
+    assert_eq!(main["sampling"], "signal", "main does not block the signal");
+    assert!(report["parallel_efficiency"]["value"].as_f64().unwrap() > 0.1);
+    let text = std::process::Command::new(stallscope())
+        .arg("report")
+        .arg(&prof)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("blocks the sampling signal"), "{text}");
+}
