@@ -98,6 +98,69 @@ int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial) {
     return 0;
 }
 
+/* ---- signals sent to the process ----
+ * The kernel gives a process-directed signal (kill, alarm, a child's SIGCHLD) to the main thread
+ * when it can take it, and wakes it. But any thread that enters signal delivery may dequeue it
+ * first, and without stallscope a busy worker never does; with it, every CPU sample does. So a
+ * worker in the sample handler that finds such a signal pending, with a handler installed, and
+ * not blocked by the main thread, waits (sleeping, all signals blocked, at most 10 ms) for the
+ * main thread to take it. The program sees no mask or siginfo changed; the worker is only
+ * delayed, in this rare case. The flusher publishes the main thread's mask. */
+
+static size_t ss_read_small(const char *path, char *buf, size_t cap);
+static uint64_t ss_parse_hex(const char *p);
+
+static uint32_t ss_main_tid;      /* the main thread, 0 when gone or unknown */
+static uint64_t ss_main_blocked;  /* its blocked signals, bit sig-1, as the flusher last saw */
+static uint64_t ss_route_backoff_until;
+
+#define SS_SIGNALS_INTERNAL ((1ull << (32 - 1)) | (1ull << (33 - 1))) /* glibc's own (cancel, setxid) */
+
+static void ss_let_main_take_process_signals(int own) {
+    if (!__atomic_load_n(&ss_main_tid, __ATOMIC_ACQUIRE)) return;
+    uint64_t ignore = (1ull << (own - 1)) | SS_SIGNALS_INTERNAL | __atomic_load_n(&ss_main_blocked, __ATOMIC_RELAXED);
+    uint64_t pending = 0;
+    if (syscall(SYS_rt_sigpending, &pending, 8) != 0 || !(pending &= ~ignore)) return;
+    uint64_t handled = 0; /* default and ignored dispositions act on the process, whoever takes them */
+    for (int sig = 1; sig <= 64; sig++) {
+        if (!(pending >> (sig - 1) & 1)) continue;
+        struct sigaction old;
+        if (ss_real_sigaction(sig, NULL, &old) != 0) continue;
+        if ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
+            handled |= 1ull << (sig - 1);
+    }
+    if (!handled || ss_mono_ns() < __atomic_load_n(&ss_route_backoff_until, __ATOMIC_RELAXED)) return;
+    for (int waited_us = 0; handled && waited_us < 10000; waited_us += 50) {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+        if (syscall(SYS_rt_sigpending, &pending, 8) != 0) return;
+        handled &= pending;
+    }
+    /* The main thread did not take it (stuck in an uninterruptible wait, say): the workers stop
+     * waiting for a while rather than be slowed down at every sample. */
+    if (handled) __atomic_store_n(&ss_route_backoff_until, ss_mono_ns() + 100000000ull, __ATOMIC_RELAXED);
+}
+
+/* The flusher's tick: which thread is main, and what it blocks. */
+static void ss_watch_main(void) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (!(__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_MAIN)) continue;
+        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != SS_NODE_LIVE) break;
+        char path[64], buf[4096];
+        struct ss_str s = {path, 0, sizeof path};
+        ss_str_cat(&s, "/proc/self/task/");
+        ss_str_u64(&s, t->rec.tid);
+        ss_str_cat(&s, "/status");
+        const char *p = ss_read_small(path, buf, sizeof buf) ? strstr(buf, "\nSigBlk:") : NULL;
+        if (!p) break;
+        for (p += 8; *p == ' ' || *p == '\t'; p++) {}
+        __atomic_store_n(&ss_main_blocked, ss_parse_hex(p), __ATOMIC_RELAXED);
+        __atomic_store_n(&ss_main_tid, t->rec.tid, __ATOMIC_RELEASE);
+        return;
+    }
+    __atomic_store_n(&ss_main_tid, 0, __ATOMIC_RELEASE);
+}
+
 /* ---- CPU samples ---- */
 
 /* Whether `p` is one of the thread records on the list (async-signal-safe: a lock-free walk). */
@@ -130,6 +193,7 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         }
         if (ss_ring_push(t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail, &s))
             __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
+        if (!(t->rec.flags & SS_THREAD_MAIN)) ss_let_main_take_process_signals(sig);
     } else if (si->si_code == SI_TIMER && ss_is_thread_record(si->si_value.sival_ptr)) {
         /* One of our timers, but not this thread's current one (a timer deleted while its signal
          * was pending): ours to drop, never the program's to see. */
@@ -457,6 +521,7 @@ static int ss_wall_sampled(const struct ss_thread *t) {
 }
 
 void ss_sampler_tick(void) {
+    if (__atomic_load_n(&ss_sample_signal, __ATOMIC_RELAXED)) ss_watch_main();
     if (!ss_wall_interval_ns) return;
     uint64_t now = ss_mono_ns();
     if (now - ss_last_wall_pass < ss_wall_interval_ns) return;

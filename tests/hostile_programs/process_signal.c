@@ -2,7 +2,8 @@
  * the kernel delivers a process-directed signal to the main thread when it can take it, so every
  * one of them must be handled there. Prints where each was handled. (Issue 12, item 6: with
  * sampling on, such signals reached worker threads, and stress-ng's SIGALRM never woke its main
- * thread.) A separate process sends them, so that the sender is no thread of ours. */
+ * thread.) A separate process sends them, so that the sender is no thread of ours. Prints how
+ * many were handled by another thread than main (0 without the profiler). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -52,14 +53,17 @@ int main(int argc, char **argv) {
         }
         _exit(0);
     }
-    /* Main sleeps until all have arrived; a sleep that runs out means one went elsewhere. */
-    while (on_main + on_other < count) {
-        struct timespec limit = {2, 0};
-        if (nanosleep(&limit, NULL) == 0) break;
+    /* Main sleeps until the sender is done (its sleeps are cut short by the signals). */
+    for (;;) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (waitpid(sender, NULL, WNOHANG) == sender) break;
     }
+    struct timespec last = {0, 100 * 1000 * 1000};
+    nanosleep(&last, NULL);
     stop = 1;
     for (int i = 0; i < 6; i++) pthread_join(workers[i], NULL);
-    waitpid(sender, NULL, 0);
-    printf("signals %d: on main %d, elsewhere %d\n", count, (int)on_main, (int)on_other);
+    /* Signals sent while one was still pending merge into it: only where they went is compared. */
+    printf("signals handled by other threads than main: %d\n", (int)on_other);
     return 0;
 }
