@@ -484,7 +484,9 @@ static void ss_flush_now(int final, uint32_t how, int32_t status) {
     if (ok && ss_write_all(fd, ss_out.p, ss_out.len) != 0) ss_file_failed = 1;
     if (transient) close(fd);
     ss_threads_after_batch();
-    if (final && how != SS_END_EXEC) ss_finished = 1;
+    /* After END nothing more is written (a flush between an exec's END and the exec itself would
+     * make the image look cut short), unless the exec fails (ss_writer_exec_failed). */
+    if (final) ss_finished = 1;
 }
 
 static void ss_flush_locked(int final, uint32_t how, int32_t status) {

@@ -1,7 +1,8 @@
 /* Under a low limit on open files the program must get the same descriptors it would get without
  * the profiler. Run without arguments, it lowers RLIMIT_NOFILE to argv-given N (default 5) and
  * executes itself, so that the new image starts under the limit as after `ulimit -n 5`; the new
- * image starts a thread, then opens /dev/null until EMFILE and prints the descriptors it got.
+ * image starts a thread, then opens /dev/null until EMFILE and prints the descriptors it got;
+ * then it closes every descriptor above 2 and dup2s over numbers it never opened, as daemons do.
  * (Issue 12, item 7: the interposer's descriptor took the lowest free number.) */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,5 +49,13 @@ int main(int argc, char **argv) {
         snprintf(got + strlen(got), sizeof got - strlen(got), " %d", fd);
     }
     pthread_join(th, NULL);
+    /* Then as a daemon would: close every descriptor but the standard ones and take numbers it
+     * never opened (dup2 onto 4, and onto 500 and up where no limit forbids it). */
+    syscall(SYS_close_range, 3u, ~0u, 0u);
+    struct rlimit rl = {1024, 1024};
+    setrlimit(RLIMIT_NOFILE, &rl);
+    for (int fd = 500; fd < 510; fd++) dup2(1, fd);
+    dup2(1, 4);
+    for (int i = 0; i < 100; i++) free(malloc(100));
     return 0;
 }
