@@ -61,6 +61,7 @@ static uint64_t ss_dropped;
 static uint32_t *ss_site_order;
 static uint32_t ss_site_claimed;
 static int ss_modules_needed; /* the file being written needs MODULE records */
+static int ss_modules_stale;  /* a fork child's: the flags say what the parent's file holds */
 
 /* ---- small maths without libm ---- */
 
@@ -563,7 +564,7 @@ void ss_stacks_child_setup(void) {
     ss_site_claimed = 0;
     ss_lock_sites_claimed = 0;
     ss_modules_needed = 0;
-    for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = ss_modules[i].gone_written = 0;
+    ss_modules_stale = 1; /* their written flags are the parent's: cleared once the child needs them */
     ss_modules_lock = 0;
 }
 
@@ -577,6 +578,10 @@ int ss_stacks_write(int with_samples) {
     if (with_samples) ss_modules_needed = 1;
     if (__atomic_load_n(&ss_site_claimed, __ATOMIC_ACQUIRE)) ss_modules_needed = 1;
     if (ss_modules_needed && ss_modules_try_lock(1000)) {
+        if (ss_modules_stale) {
+            ss_modules_stale = 0;
+            for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = ss_modules[i].gone_written = 0;
+        }
         ss_modules_scan();
         for (uint32_t i = 0; i < ss_nmodules; i++) {
             struct ss_module *m = &ss_modules[i];

@@ -397,12 +397,18 @@ static int ss_out_thread(struct ss_thread *t, int final) {
     if (!ended) {
         uint64_t cpu = ss_thread_cpu_ns((pid_t)rec.tid);
         rec.cpu_ns = cpu > t->cpu_base_ns ? cpu - t->cpu_base_ns : 0;
-        char path[64], name[32];
+        char path[64], name[32] = {0};
         struct ss_str s = {path, 0, sizeof path};
         ss_str_cat(&s, "/proc/self/task/");
         ss_str_u64(&s, rec.tid);
         ss_str_cat(&s, "/comm");
-        size_t len = ss_read_file(path, name, sizeof name - 1);
+        size_t len; /* the caller's own name needs no file (a fork child at its exit) */
+        if ((pid_t)rec.tid == (pid_t)syscall(SYS_gettid)) {
+            prctl(PR_GET_NAME, name, 0, 0, 0);
+            len = strlen(name);
+        } else {
+            len = ss_read_file(path, name, sizeof name - 1);
+        }
         while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == 0)) len--;
         if (len > 0) {
             memset(rec.name, 0, sizeof rec.name);

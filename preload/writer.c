@@ -304,13 +304,20 @@ static int ss_create_profile(void) {
     fh.byte_order = SS_BYTE_ORDER_MARK;
     fh.crc = ss_crc32(0, &fh, offsetof(struct ss_file_header, crc));
 
+    /* The command line is read each time (a child may have rewritten it, as servers name their
+     * workers); the executable and the CPUs are the same until exec: a fork child reuses them. */
     static char cmdline[65536], exe[4096];
+    static ssize_t exe_len = -1;
+    static uint32_t ncpus;
     size_t cmd_len = ss_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
     while (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
-    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe);
+    if (exe_len < 0) exe_len = readlink("/proc/self/exe", exe, sizeof exe);
     if (exe_len < 0) exe_len = 0;
-    long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ss_process.ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
+    if (!ncpus) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        ncpus = n > 0 ? (uint32_t)n : 1;
+    }
+    ss_process.ncpus = ncpus;
     ss_process.flags = ss_process_is_fork_child() ? 1u : 0u;
     ss_process.pid = (uint32_t)getpid();
     ss_process.ppid = (uint32_t)getppid();
