@@ -33,9 +33,6 @@ fn main() {
         "-Werror",
         "-Iinclude",
         "-Wl,-z,nodelete",
-        // Bind every symbol at load: a fork child that writes its profile would otherwise
-        // resolve (and copy a page for) each libc function the parent never called.
-        "-Wl,-z,now",
     ]);
     cmd.args(&sources)
         .arg("-o")
