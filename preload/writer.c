@@ -286,7 +286,8 @@ int ss_open_profile(void) {
 
     static char cmdline[65536], exe[4096];
     size_t cmd_len = ss_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-    while (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
+    /* One NUL ends the last argument; any before it belong to empty arguments (`--save ""`). */
+    if (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
     ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe);
     if (exe_len < 0) exe_len = 0;
     ss_process.flags = ss_process_is_fork_child() ? 1u : 0u;

@@ -164,3 +164,25 @@ fn an_unwritable_output_directory_is_named_too() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_command_in_a_report_keeps_its_quoting() {
+    // An empty last argument, spaces and quotes: `--save ""` used to show as `--save`.
+    let dir = TempDir::new("quoting");
+    let argv = ["sh", "-c", "exit 0", "sh", "it's two words", "--save", ""];
+    let (_, path) = profile(dir.path(), "q.prof", &[], &argv, 0);
+    let report = report_json(&path);
+    assert_eq!(command_of(&report), argv, "the JSON has every argument");
+    let out = Command::new(stallscope())
+        .arg("report")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let shown = r#"sh -c 'exit 0' sh 'it'\''s two words' --save ''"#;
+    assert!(
+        text.contains(shown),
+        "the text report shows the command as a shell would take it back, {shown}:\n{text}"
+    );
+}

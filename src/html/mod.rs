@@ -190,7 +190,7 @@ pub fn render(p: &Loaded) -> String {
     let command = if s.command.is_empty() {
         s.exe.clone()
     } else {
-        s.command.join(" ")
+        shell_words::join(&s.command)
     };
     let _ = write!(
         o,
