@@ -1,7 +1,7 @@
 //! `stallscope run`: launch a program with the interposer preloaded, pass its I/O, signals and
 //! exit status through unchanged, then summarise the profile it wrote.
 
-use crate::profile::{self, format};
+use crate::profile::{self, format, tree};
 use crate::report::summary::{self, Summary};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
 use anyhow::{Context, Result};
@@ -164,7 +164,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         },
     };
     if let launch::RootPath::Given(out) = &root {
-        for taken in [out.clone(), launch::children_dir(out)] {
+        for taken in [out.clone(), tree::children_dir(out)] {
             if std::fs::symlink_metadata(&taken).is_ok() {
                 eprintln!(
                     "stallscope: {} exists; refusing to overwrite it",
@@ -237,7 +237,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         .find(|(pid, p)| *pid == root_pid && *p == root_path)
         .or_else(|| files.iter().rev().find(|(pid, _)| *pid == root_pid))
         .map(|(_, p)| p.clone());
-    let run_dir = children_dir.unwrap_or_else(|| launch::children_dir(&root_path));
+    let run_dir = children_dir.unwrap_or_else(|| tree::children_dir(&root_path));
     let others = gather_run(&files, root_file.as_deref(), &run_dir);
     if let Some(path) = &root_file
         && let Err(e) = append_supervisor(path, &status, wall.as_nanos() as u64)

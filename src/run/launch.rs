@@ -8,6 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::profile::tree::CHILDREN_SUFFIX;
+
 unsafe extern "C" {
     static mut environ: *const *const libc::c_char;
 }
@@ -38,16 +40,6 @@ pub enum RootPath {
     Given(PathBuf),
     /// `DIR/stallscope-NAME-PID.prof` (`.N.prof` before `.prof` if taken), completed in the child.
     Default { dir: PathBuf, name: String },
-}
-
-/// The suffix of the directory that holds the run's other profiles, next to the root's.
-pub const CHILDREN_SUFFIX: &str = ".children";
-
-/// The directory of the run's other profiles for a root profile at `root`: `ROOT.children`.
-pub fn children_dir(root: &Path) -> PathBuf {
-    let mut s = root.as_os_str().to_owned();
-    s.push(CHILDREN_SUFFIX);
-    PathBuf::from(s)
 }
 
 /// The program's name as the default profile name shows it: the base name of argv[0], with
