@@ -318,16 +318,28 @@ impl Pair {
     }
 }
 
+/// Runs `launch` plainly.
+pub fn run_plain(launch: &Launch) -> Outcome {
+    run_command(launch.command(None), &launch.stdin, launch.timeout)
+}
+
+/// Runs `launch` under `stallscope run -q -o PROFILE`.
+pub fn run_profiled(launch: &Launch, profile: &Path) -> Outcome {
+    run_command(launch.command(Some(profile)), &launch.stdin, launch.timeout)
+}
+
 /// Runs `launch` plainly, then under `stallscope run -q -o <a directory of its own>`.
 pub fn run_both(launch: &Launch) -> Pair {
+    run_both_with(launch, launch)
+}
+
+/// Like `run_both`, with a launch of its own for the profiled run (another working directory,
+/// for programs that change theirs).
+pub fn run_both_with(plain: &Launch, profiled: &Launch) -> Pair {
     let profiles = TempDir::new("harness-profiles");
     let profile = profiles.join("run.prof");
-    let plain = run_command(launch.command(None), &launch.stdin, launch.timeout);
-    let profiled = run_command(
-        launch.command(Some(&profile)),
-        &launch.stdin,
-        launch.timeout,
-    );
+    let plain = run_plain(plain);
+    let profiled = run_profiled(profiled, &profile);
     Pair {
         plain,
         profiled,
@@ -338,7 +350,7 @@ pub fn run_both(launch: &Launch) -> Pair {
 
 /// Memory the profiled run may use beyond the plain run's: the interposer's per-thread records
 /// and buffers, and the supervisor itself. A bound, not a measurement (benches/ measure).
-pub const EXTRA_RSS_KIB: u64 = 96 * 1024;
+pub const EXTRA_RSS_KIB: u64 = 64 * 1024;
 
 /// Asserts that the program could not tell it was profiled: same wait status, same stdout and
 /// stderr, and a peak RSS at most twice the plain run's plus `EXTRA_RSS_KIB`.
@@ -366,6 +378,14 @@ pub fn assert_same(pair: &Pair) {
 
 pub fn assert_memory_bounded(pair: &Pair) {
     let bound = 2 * pair.plain.max_rss_kib + EXTRA_RSS_KIB;
+    if std::env::var_os("STALLSCOPE_HARNESS_VERBOSE").is_some() {
+        eprintln!(
+            "peak RSS: {} KiB plain, {} KiB under stallscope ({})",
+            pair.plain.max_rss_kib,
+            pair.profiled.max_rss_kib,
+            pair.profile.display()
+        );
+    }
     assert!(
         pair.profiled.max_rss_kib <= bound,
         "peak RSS {} KiB under stallscope, {} KiB plain (bound {bound} KiB)\n{}",
