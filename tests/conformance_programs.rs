@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// Deterministic text: `lines` lines of words drawn by a fixed generator.
@@ -416,6 +416,7 @@ impl Server {
     }
 
     /// Sends SIGTERM (to stallscope, which passes it on) and returns how the server ended.
+    #[allow(clippy::zombie_processes)] // reaped by waitpid in wait_within
     fn stop(mut self) -> Outcome {
         let mut child = self.child.take().unwrap();
         // SAFETY: kill has no memory-safety preconditions.
@@ -447,8 +448,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(child) = &self.child {
+        if let Some(mut child) = self.child.take() {
             kill_tree(child.id() as i32);
+            let _ = child.wait();
         }
     }
 }

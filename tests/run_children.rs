@@ -79,7 +79,7 @@ fn check_child_profiles(source: &str, child_says: &str) {
         "the only profile in the working directory"
     );
     let run_dir = dir.join(&format!("{root_name}.children"));
-    assert_eq!(children_dirs(dir.path()), [run_dir.clone()]);
+    assert_eq!(children_dirs(dir.path()), std::slice::from_ref(&run_dir));
     assert_eq!(
         **shell_file,
         run_dir.join(format!("stallscope-sh-{}.prof", shell["pid"])),

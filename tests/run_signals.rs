@@ -186,6 +186,7 @@ fn ctrl_c_that_kills_the_program_kills_stallscope_the_same_way() {
 
 /// Starts `stallscope run -q -- python3 -c SCRIPT`, waits for "ready" on its stdout, sends `sig`
 /// to stallscope's own pid, and returns the outcome.
+#[allow(clippy::zombie_processes)] // reaped by waitpid in wait_within
 fn signal_stallscope(dir: &TempDir, script: &str, sig: i32) -> Outcome {
     use std::io::BufRead;
     let python = python3();
@@ -245,6 +246,7 @@ fn sigterm_sent_to_stallscope_ends_the_program_and_stallscope_with_it() {
 }
 
 #[test]
+#[allow(clippy::zombie_processes)] // reaped by waitpid in wait_within
 fn nohup_keeps_the_program_alive_on_sighup() {
     // Started with SIGHUP ignored, as under nohup: a SIGHUP sent to stallscope is passed on and
     // ignored by the program, which ends normally.

@@ -431,7 +431,7 @@ mod tests {
 
         let alone = discover(&single).unwrap();
         assert!(alone.is_single());
-        assert_eq!(alone.all(), [single.clone()]);
+        assert_eq!(alone.all(), std::slice::from_ref(&single));
 
         let everything = discover(&base).unwrap();
         assert_eq!(everything.root, None);

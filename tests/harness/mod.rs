@@ -180,6 +180,7 @@ impl Outcome {
 }
 
 /// Runs `c` with piped stdio, feeding `stdin`; kills the whole tree after `limit`.
+#[allow(clippy::zombie_processes)] // reaped by waitpid in wait_within (which needs the raw status)
 pub fn run_command(mut c: Command, stdin: &[u8], limit: Duration) -> Outcome {
     let description = format!("{c:?}");
     let mut child = c
@@ -405,6 +406,7 @@ pub fn assert_invisible(launch: &Launch) -> Pair {
 /// A run inside a pseudo-terminal of its own (a new session whose controlling terminal it is, as
 /// in a terminal window): waits for `ready` in the output, then types `keys` (b"\x03" is Ctrl-C).
 /// Returns the wait status and everything the terminal showed.
+#[allow(clippy::zombie_processes)] // reaped by waitpid in wait_within
 pub fn run_in_terminal(mut c: Command, ready: &str, keys: &[u8], limit: Duration) -> Outcome {
     let (mut master, slave) = open_pty();
     let slave_fd = slave;
