@@ -310,7 +310,8 @@ static int ss_create_profile(void) {
     static ssize_t exe_len = -1;
     static uint32_t ncpus;
     size_t cmd_len = ss_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-    while (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
+    /* One NUL ends the last argument; any before it belong to empty arguments (`--save ""`). */
+    if (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
     if (exe_len < 0) exe_len = readlink("/proc/self/exe", exe, sizeof exe);
     if (exe_len < 0) exe_len = 0;
     if (!ncpus) {

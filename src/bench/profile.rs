@@ -45,6 +45,8 @@ pub fn profile_variant(variant: &Variant, index: usize) -> Result<ProfileShares>
         shares_from_report(&json)
     })();
     let _ = std::fs::remove_file(&path);
+    // The profiles of the processes the command started, if any.
+    let _ = std::fs::remove_dir_all(crate::profile::tree::children_dir(&path));
     result
 }
 

@@ -32,7 +32,7 @@ fn metadata_events(p: &Loaded) -> Vec<Value> {
     let command = if p.summary.command.is_empty() {
         p.summary.exe.clone()
     } else {
-        p.summary.command.join(" ")
+        shell_words::join(&p.summary.command)
     };
     let mut out = vec![json!({
         "name": "process_name", "ph": "M", "pid": pid, "tid": pid, "ts": 0,

@@ -28,7 +28,8 @@ pub struct HtmlArgs {
     /// Output file
     #[arg(long, short = 'o')]
     pub output: PathBuf,
-    /// Profile file written by `stallscope run`
+    /// Profile file written by `stallscope run`; for a run of several processes, its profile or
+    /// its directory (`PROFILE.children/`) adds the run's processes to the page
     pub file: PathBuf,
 }
 
@@ -190,7 +191,7 @@ pub fn render(p: &Loaded) -> String {
     let command = if s.command.is_empty() {
         s.exe.clone()
     } else {
-        s.command.join(" ")
+        shell_words::join(&s.command)
     };
     let _ = write!(
         o,
@@ -440,8 +441,24 @@ fn heap_section(p: &Loaded) -> String {
 }
 
 pub fn main(args: HtmlArgs) -> Result<i32> {
-    let loaded = Loaded::read(&args.file)?;
-    std::fs::write(&args.output, render(&loaded))
+    // A run of several processes: the page of the launched process (or, without it, of the
+    // process with the most CPU time), with the run's processes above its findings.
+    let run = crate::report::run::load(&args.file)?;
+    let page_of = match &run {
+        None => args.file.clone(),
+        Some(r) => match (&r.files.root, r.main_profile()) {
+            (Some(root), _) => root.clone(),
+            (None, Some(busiest)) => busiest,
+            (None, None) => anyhow::bail!("no readable profile in {}", args.file.display()),
+        },
+    };
+    let loaded = Loaded::read(&page_of)?;
+    let mut page = render(&loaded);
+    if let Some(r) = &run {
+        let at = page.find("<h2 id=\"findings\">").unwrap_or(page.len());
+        page.insert_str(at, &r.html_section());
+    }
+    std::fs::write(&args.output, page)
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(0)
 }

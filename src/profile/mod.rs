@@ -4,6 +4,7 @@ pub mod format;
 pub mod phases;
 mod reader;
 pub mod samples;
+pub mod tree;
 
 #[cfg(test)]
 use reader::parse;

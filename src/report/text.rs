@@ -116,7 +116,7 @@ fn heading(o: &mut String, style: Style, title: &str) {
 
 fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
     let _ = writeln!(o, "{} {}", style.bold("stallscope profile"), path);
-    let _ = writeln!(o, "  command     {}", s.command.join(" "));
+    let _ = writeln!(o, "  command     {}", shell_words::join(&s.command));
     let ended = match (s.exit_code, s.signal) {
         (_, Some(sig)) => format!("killed by signal {sig}"),
         (Some(code), None) => format!("exit status {code}"),

@@ -1,0 +1,293 @@
+//! Conformance, CPython's own tests (issue 12): the test modules for threads, signals and
+//! subprocesses of the machine's python3 (Debian package libpython3.11-testsuite) run plainly and
+//! under `stallscope run`, side by side; every test that passes plainly must pass under stallscope.
+//!
+//! This is the slow part of the conformance suite (about 3 minutes on 2 cores; see
+//! `MODULES` for what is left out to keep it there). A test that fails only under stallscope is
+//! run once more under stallscope on its own: failing twice, it fails this suite; passing the
+//! second time, it is reported as flaky. Tests disturbed by a known interposer problem are left
+//! out (`Module::known`, with the issue they belong to) and run on their own by ignored tests.
+
+mod common;
+mod harness;
+
+use common::*;
+use harness::*;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// A module of CPython's test suite and the `python3 -m test` options it runs with.
+struct Module {
+    name: &'static str,
+    options: &'static [&'static str],
+    /// Tests that stallscope disturbs today for a known reason outside this suite: left out of
+    /// the module's run (`--ignore PATTERN`) and run on their own by an ignored test, to be
+    /// un-ignored once the reason is fixed.
+    known: &'static [(&'static str, &'static str)],
+}
+
+/// The interposer's background thread opens files (/proc, its profile) while the program runs:
+/// a test that closes one of its standard descriptors can find it taken, or get EBUSY from dup2
+/// racing with that open; a test listing its descriptors sees the interposer's.
+const ITEM_7: &str = "issue 12 item 7: the interposer's own descriptors are visible to the program and take the lowest free numbers (branch harm-preload)";
+
+const MODULES: &[Module] = &[
+    Module {
+        name: "test_threading",
+        options: &[],
+        known: &[],
+    },
+    Module {
+        name: "test_thread",
+        options: &[],
+        known: &[],
+    },
+    Module {
+        name: "test_threadsignals",
+        options: &[],
+        known: &[],
+    },
+    Module {
+        name: "test_queue",
+        options: &[],
+        known: &[],
+    },
+    Module {
+        name: "test_signal",
+        options: &[],
+        known: &[],
+    },
+    Module {
+        name: "test_subprocess",
+        options: &[],
+        known: &[
+            ("*close_fd*", ITEM_7),
+            ("*std_fds*", ITEM_7),
+            ("*swap_fds*", ITEM_7),
+            ("*pass_fds*", ITEM_7),
+        ],
+    },
+    // The thread pools and the fork-based process pools (1 min); the spawn and forkserver
+    // variants repeat the same tests with other start methods (1.5 min more) and are left out.
+    Module {
+        name: "test_concurrent_futures",
+        options: &["--ignore", "*Forkserver*", "--ignore", "*Spawn*"],
+        known: &[],
+    },
+];
+
+/// What one run of a module reported.
+#[derive(Debug, Default)]
+struct Results {
+    /// Test ids that failed or raised an error (sub-tests fold into their test).
+    failed: BTreeSet<String>,
+    /// "Ran N tests".
+    ran: Option<u64>,
+}
+
+fn parse(output: &[u8]) -> Results {
+    let text = String::from_utf8_lossy(output);
+    let mut results = Results::default();
+    for line in text.lines() {
+        let rest = line
+            .strip_prefix("FAIL: ")
+            .or_else(|| line.strip_prefix("ERROR: "));
+        if let Some(rest) = rest {
+            // "test_x (test.test_mod.Class.test_x) [params]" or "test_x (test.test_mod.Class.test_x)"
+            if let (Some(open), Some(close)) = (rest.find('('), rest.find(')')) {
+                results.failed.insert(rest[open + 1..close].to_string());
+            } else {
+                results.failed.insert(rest.trim().to_string());
+            }
+        }
+        if let Some(n) = line
+            .strip_prefix("Ran ")
+            .and_then(|r| r.split_whitespace().next())
+        {
+            results.ran = n.parse().ok();
+        }
+    }
+    results
+}
+
+/// `python3 -m test -v MODULE OPTIONS EXTRA` (a test hanging for 5 minutes is stopped by its own
+/// faulthandler timeout and reported).
+fn launch(module: &Module, dir: &std::path::Path, extra: &[&str]) -> Launch {
+    let mut argv = vec![
+        python3(),
+        "-m".into(),
+        "test".into(),
+        "-v".into(),
+        "--timeout=300".into(),
+    ];
+    argv.extend(module.options.iter().map(|s| s.to_string()));
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    argv.push(module.name.into());
+    Launch::new(&argv, dir).timeout(Duration::from_secs(1200))
+}
+
+/// The options that leave a module's known-disturbed tests out, or (`only`) run only them.
+fn known_options(module: &Module, only: bool) -> Vec<&'static str> {
+    let flag = if only { "-m" } else { "--ignore" };
+    module
+        .known
+        .iter()
+        .flat_map(|(pattern, _)| [flag, *pattern])
+        .collect()
+}
+
+/// Modules take turns: two suites (one plain, one profiled) at a time on a 2-core machine.
+static ONE_MODULE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Runs `module` plainly and under stallscope side by side (`only_known`: just its tests known
+/// to be disturbed, else all but those) and fails on every test that passes plainly only.
+fn conforms(module: &Module, only_known: bool) {
+    let python = python3();
+    let probe = std::process::Command::new(&python)
+        .args(["-c", &format!("import test.{}", module.name)])
+        .output();
+    assert!(
+        probe.is_ok_and(|o| o.status.success()),
+        "CPython's test module {} is missing: install the Debian package libpython3.11-testsuite",
+        module.name
+    );
+    let _turn = ONE_MODULE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let (plain_dir, profiled_dir, profiles) = (
+        TempDir::new("cpython-plain"),
+        TempDir::new("cpython-prof"),
+        TempDir::new("cpython-profiles"),
+    );
+    let profile = profiles.join(&format!("{}.prof", module.name));
+    let selection = known_options(module, only_known);
+    if !only_known {
+        for (pattern, reason) in module.known {
+            eprintln!("{}: left out {pattern}: {reason}", module.name);
+        }
+    }
+    let plain_launch = launch(module, plain_dir.path(), &selection);
+    let profiled_launch = launch(module, profiled_dir.path(), &selection);
+    // Side by side: the suites mostly wait (sleeps, timeouts, child processes).
+    let (plain, profiled) = std::thread::scope(|s| {
+        let plain = s.spawn(|| run_plain(&plain_launch));
+        let profiled = run_profiled(&profiled_launch, &profile);
+        (plain.join().expect("the plain run"), profiled)
+    });
+    let (p, q) = (parse(&plain.stdout), parse(&profiled.stdout));
+    let tail = |o: &Outcome| {
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        format!(
+            "{}\n--- stderr ---\n{}",
+            lines[lines.len().saturating_sub(40)..].join("\n"),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert!(
+        p.ran.is_some(),
+        "the plain run of {} did not finish: {:?}\n{}",
+        module.name,
+        plain.status,
+        tail(&plain)
+    );
+    assert_eq!(
+        q.ran,
+        p.ran,
+        "{}: a different number of tests ran under stallscope (status {:?})\n{}",
+        module.name,
+        profiled.status,
+        tail(&profiled)
+    );
+    if !p.failed.is_empty() {
+        eprintln!(
+            "{}: failing without stallscope too (left out): {:?}",
+            module.name, p.failed
+        );
+    }
+    let mut failures = Vec::new();
+    for id in q.failed.difference(&p.failed) {
+        // Once more, alone, under stallscope: a real difference fails again.
+        let again_dir = TempDir::new("cpython-again");
+        let again = run_profiled(
+            &launch(module, again_dir.path(), &["-m", id]),
+            &profiles.join(&format!("again-{}.prof", failures.len())),
+        );
+        let r = parse(&again.stdout);
+        if r.ran == Some(0) || r.failed.contains(id) || !again.status.success() {
+            failures.push(id.clone());
+        } else {
+            eprintln!(
+                "{}: {id} failed under stallscope, then passed when run again alone (flaky?)",
+                module.name
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}: {} test(s) pass without stallscope and fail under it: {failures:?}\n{}",
+        module.name,
+        failures.len(),
+        String::from_utf8_lossy(&profiled.stdout)
+            .lines()
+            .filter(|l| l.starts_with("FAIL:") || l.starts_with("ERROR:") || l.contains("Error"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn cpython_test_threading() {
+    conforms(&MODULES[0], false);
+}
+
+#[test]
+fn cpython_test_thread() {
+    conforms(&MODULES[1], false);
+}
+
+#[test]
+fn cpython_test_threadsignals() {
+    conforms(&MODULES[2], false);
+}
+
+#[test]
+fn cpython_test_queue() {
+    conforms(&MODULES[3], false);
+}
+
+#[test]
+fn cpython_test_signal() {
+    conforms(&MODULES[4], false);
+}
+
+#[test]
+fn cpython_test_subprocess() {
+    conforms(&MODULES[5], false);
+}
+
+#[test]
+fn cpython_test_concurrent_futures() {
+    conforms(&MODULES[6], false);
+}
+
+#[test]
+#[ignore = "issue 12 item 7: the interposer's descriptors are visible to the program (branch harm-preload)"]
+fn cpython_test_subprocess_descriptor_tests() {
+    conforms(&MODULES[5], true);
+}
+
+#[test]
+fn the_parser_reads_failures_and_counts() {
+    let out = b"test_a (test.test_x.C.test_a) ... ok\n\
+        FAIL: test_b (test.test_x.C.test_b)\n\
+        ERROR: test_c (test.test_x.D.test_c) [sub=1]\n\
+        Ran 12 tests in 3.2s\n";
+    let r = parse(out);
+    assert_eq!(r.ran, Some(12));
+    assert_eq!(
+        r.failed.into_iter().collect::<Vec<_>>(),
+        ["test.test_x.C.test_b", "test.test_x.D.test_c"]
+    );
+}
