@@ -27,11 +27,6 @@ struct Module {
     known: &'static [(&'static str, &'static str)],
 }
 
-/// The interposer's background thread opens files (/proc, its profile) while the program runs:
-/// a test that closes one of its standard descriptors can find it taken, or get EBUSY from dup2
-/// racing with that open; a test listing its descriptors sees the interposer's.
-const ITEM_7: &str = "issue 12 item 7: the interposer's own descriptors are visible to the program and take the lowest free numbers (branch harm-preload)";
-
 const MODULES: &[Module] = &[
     Module {
         name: "test_threading",
@@ -61,12 +56,7 @@ const MODULES: &[Module] = &[
     Module {
         name: "test_subprocess",
         options: &[],
-        known: &[
-            ("*close_fd*", ITEM_7),
-            ("*std_fds*", ITEM_7),
-            ("*swap_fds*", ITEM_7),
-            ("*pass_fds*", ITEM_7),
-        ],
+        known: &[],
     },
     // The thread pools and the fork-based process pools (1 min); the spawn and forkserver
     // variants repeat the same tests with other start methods (1.5 min more) and are left out.
@@ -270,12 +260,6 @@ fn cpython_test_subprocess() {
 #[test]
 fn cpython_test_concurrent_futures() {
     conforms(&MODULES[6], false);
-}
-
-#[test]
-#[ignore = "issue 12 item 7: the interposer's descriptors are visible to the program (branch harm-preload)"]
-fn cpython_test_subprocess_descriptor_tests() {
-    conforms(&MODULES[5], true);
 }
 
 #[test]

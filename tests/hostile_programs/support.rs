@@ -25,19 +25,6 @@ pub fn ending(out: &Output) -> String {
     }
 }
 
-/// `stallscope run` exits with the program's code, or 128 + the signal that killed it.
-pub fn ending_under_stallscope(out: &Output) -> String {
-    let code = exit_code(out);
-    if code > 128 && code < 128 + 65 {
-        // The program's own codes in that range are rare; the summary says when it was killed.
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if stderr.contains("killed by signal") {
-            return format!("signal {}", code - 128);
-        }
-    }
-    format!("exit {code}")
-}
-
 /// Runs `cmd` plainly and under `stallscope run RUN_ARGS -o DIR/NAME` in `dir`, and asserts
 /// that both end the same way with the same standard output; returns the profiled run's output
 /// and its profile path.
@@ -48,7 +35,7 @@ pub fn same_as_plain(dir: &Path, name: &str, run_args: &[&str], cmd: &[&str]) ->
     args.extend_from_slice(run_args);
     let profiled = stallscope_run(dir, &args, cmd);
     assert_eq!(
-        ending_under_stallscope(&profiled),
+        ending(&profiled),
         ending(&plain),
         "the program ends differently under stallscope\n{}",
         describe(&profiled)
