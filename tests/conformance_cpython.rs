@@ -5,8 +5,7 @@
 //! This is the slow part of the conformance suite (about 3 minutes on 2 cores; see
 //! `MODULES` for what is left out to keep it there). A test that fails only under stallscope is
 //! run once more under stallscope on its own: failing twice, it fails this suite; passing the
-//! second time, it is reported as flaky. Tests disturbed by a known interposer problem are left
-//! out (`Module::known`, with the issue they belong to) and run on their own by ignored tests.
+//! second time, it is reported as flaky.
 
 mod common;
 mod harness;
@@ -21,49 +20,38 @@ use std::time::Duration;
 struct Module {
     name: &'static str,
     options: &'static [&'static str],
-    /// Tests that stallscope disturbs today for a known reason outside this suite: left out of
-    /// the module's run (`--ignore PATTERN`) and run on their own by an ignored test, to be
-    /// un-ignored once the reason is fixed.
-    known: &'static [(&'static str, &'static str)],
 }
 
 const MODULES: &[Module] = &[
     Module {
         name: "test_threading",
         options: &[],
-        known: &[],
     },
     Module {
         name: "test_thread",
         options: &[],
-        known: &[],
     },
     Module {
         name: "test_threadsignals",
         options: &[],
-        known: &[],
     },
     Module {
         name: "test_queue",
         options: &[],
-        known: &[],
     },
     Module {
         name: "test_signal",
         options: &[],
-        known: &[],
     },
     Module {
         name: "test_subprocess",
         options: &[],
-        known: &[],
     },
     // The thread pools and the fork-based process pools (1 min); the spawn and forkserver
     // variants repeat the same tests with other start methods (1.5 min more) and are left out.
     Module {
         name: "test_concurrent_futures",
         options: &["--ignore", "*Forkserver*", "--ignore", "*Spawn*"],
-        known: &[],
     },
 ];
 
@@ -117,22 +105,12 @@ fn launch(module: &Module, dir: &std::path::Path, extra: &[&str]) -> Launch {
     Launch::new(&argv, dir).timeout(Duration::from_secs(1200))
 }
 
-/// The options that leave a module's known-disturbed tests out, or (`only`) run only them.
-fn known_options(module: &Module, only: bool) -> Vec<&'static str> {
-    let flag = if only { "-m" } else { "--ignore" };
-    module
-        .known
-        .iter()
-        .flat_map(|(pattern, _)| [flag, *pattern])
-        .collect()
-}
-
 /// Modules take turns: two suites (one plain, one profiled) at a time on a 2-core machine.
 static ONE_MODULE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Runs `module` plainly and under stallscope side by side (`only_known`: just its tests known
-/// to be disturbed, else all but those) and fails on every test that passes plainly only.
-fn conforms(module: &Module, only_known: bool) {
+/// Runs `module` plainly and under stallscope side by side and fails on every test that passes
+/// plainly only.
+fn conforms(module: &Module) {
     let python = python3();
     let probe = std::process::Command::new(&python)
         .args(["-c", &format!("import test.{}", module.name)])
@@ -151,14 +129,8 @@ fn conforms(module: &Module, only_known: bool) {
         TempDir::new("cpython-profiles"),
     );
     let profile = profiles.join(&format!("{}.prof", module.name));
-    let selection = known_options(module, only_known);
-    if !only_known {
-        for (pattern, reason) in module.known {
-            eprintln!("{}: left out {pattern}: {reason}", module.name);
-        }
-    }
-    let plain_launch = launch(module, plain_dir.path(), &selection);
-    let profiled_launch = launch(module, profiled_dir.path(), &selection);
+    let plain_launch = launch(module, plain_dir.path(), &[]);
+    let profiled_launch = launch(module, profiled_dir.path(), &[]);
     // Side by side: the suites mostly wait (sleeps, timeouts, child processes).
     let (plain, profiled) = std::thread::scope(|s| {
         let plain = s.spawn(|| run_plain(&plain_launch));
@@ -229,37 +201,37 @@ fn conforms(module: &Module, only_known: bool) {
 
 #[test]
 fn cpython_test_threading() {
-    conforms(&MODULES[0], false);
+    conforms(&MODULES[0]);
 }
 
 #[test]
 fn cpython_test_thread() {
-    conforms(&MODULES[1], false);
+    conforms(&MODULES[1]);
 }
 
 #[test]
 fn cpython_test_threadsignals() {
-    conforms(&MODULES[2], false);
+    conforms(&MODULES[2]);
 }
 
 #[test]
 fn cpython_test_queue() {
-    conforms(&MODULES[3], false);
+    conforms(&MODULES[3]);
 }
 
 #[test]
 fn cpython_test_signal() {
-    conforms(&MODULES[4], false);
+    conforms(&MODULES[4]);
 }
 
 #[test]
 fn cpython_test_subprocess() {
-    conforms(&MODULES[5], false);
+    conforms(&MODULES[5]);
 }
 
 #[test]
 fn cpython_test_concurrent_futures() {
-    conforms(&MODULES[6], false);
+    conforms(&MODULES[6]);
 }
 
 #[test]
