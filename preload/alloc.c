@@ -95,6 +95,7 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
         int bfired_ = ss_take_bytes(t, bytes_);                                                             \
         int exact_ = bytes_ >= SS_EXACT_BYTES;                                                              \
         if (SS_LIKELY(!(timed_ | bfired_ | exact_) && !ss_guard_calls)) return real_call;                   \
+        if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();                                    \
         uint32_t site_ = (timed_ | bfired_) ? ss_stack_sample(t, fn, bytes_, timed_, bfired_) : 0;          \
         timed_ |= exact_;                                                                                   \
         uint64_t start_ = (timed_ || site_) ? ss_ticks() : 0;                                               \
@@ -172,12 +173,8 @@ static inline void ss_check_free(struct ss_thread *t, const void *p) {
 }
 
 int ss_alloc_write(void) {
-    static struct ss_cross_frees_entry buf[4096];
-    uint32_t n = 0;
-    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t && n < 4096; t = t->next) {
-        uint64_t checked = SS_LOAD(t->frees_checked);
-        if (checked) buf[n++] = (struct ss_cross_frees_entry){t->rec.serial, 0, checked, SS_LOAD(t->frees_cross)};
-    }
+    static struct ss_cross_frees_entry buf[8192];
+    uint32_t n = ss_threads_cross_frees(buf, sizeof buf / sizeof *buf);
     return n ? ss_out_record(SS_REC_CROSS_FREES, buf, n * sizeof *buf, NULL, 0) : 0;
 }
 

@@ -24,16 +24,15 @@ int ss_use_tsc;
 uint64_t ss_ns_per_tick_q32 = 1ull << 32;
 uint64_t ss_ticks_per_sec = 1000000000ull;
 uint64_t ss_sample_cap_ticks = 50000ull;
-struct ss_thread *ss_threads;
 pid_t ss_pid;
 SS_TLS struct ss_thread *ss_self;
 SS_TLS int ss_busy;
 
 enum { SS_UNINIT = 0, SS_RESOLVING = 1, SS_READY = 2 };
 static int ss_state;
-static uint32_t ss_next_serial;
-static pthread_key_t ss_thread_key;
 static int ss_is_fork_child;
+uint64_t ss_child_flusher_due; /* when a fork child that lives on starts its flusher (0: not pending) */
+#define SS_CHILD_FLUSHER_DELAY_NS 100000000ull
 static struct ss_thread *ss_fork_pending;
 static int ss_exit_status_known;
 static int ss_exit_status;
@@ -212,64 +211,23 @@ static void ss_resolve(void) {
     for (size_t i = 0; i < sizeof r / sizeof(void *); i++) __atomic_store_n(&dst[i], src[i], __ATOMIC_RELEASE);
 }
 
-/* ---- threads ---- */
-
-static void ss_thread_destructor(void *arg) {
-    struct ss_thread *t = arg;
-    if (!t || ss_pid != getpid()) return;
-    ss_sampler_thread_end(t);
-    char name[16] = {0};
-    prctl(PR_GET_NAME, name, 0, 0, 0);
-    memcpy(t->rec.name, name, sizeof name);
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    SS_STORE(t->rec.cpu_ns, cpu > t->cpu_base_ns ? cpu - t->cpu_base_ns : 0);
-    SS_STORE(t->rec.end_mono_ns, ss_mono_ns());
-    __atomic_or_fetch(&t->rec.flags, SS_THREAD_ENDED, __ATOMIC_RELEASE);
-}
-
-struct ss_thread *ss_thread_alloc(void) {
-    struct ss_thread *t = ss_map(sizeof *t);
-    if (!t) return NULL;
-    t->rng = (uint64_t)(uintptr_t)t ^ ss_ticks() ^ 0x9E3779B97F4A7C15ull;
-    if (!t->rng) t->rng = 1;
-    t->countdown = 1;
-    t->countdown = ss_next_interval(t);
-    ss_stacks_thread_init(t);
-    ss_sampler_thread_buffers(t); /* without them the thread is simply not sampled */
-    return t;
-}
-
-/* Makes `t` the record of the calling thread and publishes it on the global list. */
-void ss_thread_attach(struct ss_thread *t, int is_main) {
-    t->rec.serial = __atomic_fetch_add(&ss_next_serial, 1, __ATOMIC_RELAXED);
-    t->rec.tid = (uint32_t)syscall(SYS_gettid);
-    t->rec.flags = is_main ? SS_THREAD_MAIN : 0;
-    t->rec.start_mono_ns = ss_mono_ns();
-    /* The main thread's CPU clock started at exec, before its record: count from now on. */
-    t->cpu_base_ns = is_main ? ss_thread_cpu_ns((pid_t)t->rec.tid) : 0;
-    ss_self = t;
-    ss_sampler_thread_start(t);
-    pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit (main: pthread_exit) */
-    struct ss_thread *head = __atomic_load_n(&ss_threads, __ATOMIC_RELAXED);
-    do {
-        t->next = head;
-    } while (!__atomic_compare_exchange_n(&ss_threads, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-}
-
-uint64_t ss_thread_cpu_ns(pid_t tid) {
-    /* The kernel's per-thread CPU clock id for a tid: safe even after the thread is gone. */
-    clockid_t id = (clockid_t)((~(unsigned)tid << 3) | 6);
-    struct timespec ts;
-    if (clock_gettime(id, &ts) != 0) return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* ---- threads (their nodes: threads.c) ---- */
 
 static void *ss_thread_trampoline(void *arg) {
     struct ss_thread *t = arg;
-    ss_thread_attach(t, 0);
-    return t->start_fn(t->start_arg);
+    void *(*fn)(void *) = t->start_fn;
+    void *fn_arg = t->start_arg;
+    /* A signal handler may run in this thread before this line (glibc unblocks signals before it
+     * calls us), and if it allocates, its call gives the thread a record of its own. From here on
+     * such a handler's calls are forwarded unrecorded until the thread has exactly one record:
+     * the handler's, if it made one, else the one prepared by pthread_create. */
+    ss_busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (!ss_me) ss_thread_attach(t, 0);
+    else ss_thread_free(t); /* never published: nobody else knows it */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ss_busy = 0;
+    return fn(fn_arg);
 }
 
 SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
@@ -285,7 +243,7 @@ SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
     t->start_fn = fn;
     t->start_arg = arg;
     int rc = ss_real.pthread_create(thread, attr, ss_thread_trampoline, t);
-    if (rc != 0) ss_unmap(t, sizeof *t);
+    if (rc != 0) ss_thread_free(t);
     return rc;
 }
 
@@ -307,8 +265,8 @@ static void ss_init(void) {
     int ok = ss_real.malloc && ss_real.free && ss_real.pthread_create && ss_real.mutex_lock &&
              ss_real.mutex_trylock && ss_real.mutex_unlock;
     if (ok && !ss_config.dormant) {
-        ok = pthread_key_create(&ss_thread_key, ss_thread_destructor) == 0 &&
-             pthread_atfork(NULL, NULL, ss_after_fork_child) == 0;
+        ss_threads_init();
+        ok = pthread_atfork(NULL, NULL, ss_after_fork_child) == 0;
         struct ss_thread *t = ok ? ss_thread_alloc() : NULL;
         Dl_info info;
         ss_guard_calls = !(dladdr((void *)ss_real.malloc, &info) && info.dli_fname &&
@@ -326,6 +284,30 @@ void ss_ensure_resolved(void) {
     if (SS_UNLIKELY(__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) == SS_UNINIT)) ss_init();
 }
 
+/* The first call of a fork child (or its final flush): the lazy part of the child's set-up, then
+ * the record of its one thread. */
+static struct ss_thread *ss_adopt_fork_pending(int start_flusher) {
+    struct ss_thread *t = ss_fork_pending;
+    if (!t) return NULL;
+    ss_fork_pending = NULL;
+    ss_writer_child_setup();
+    ss_thread_child_node(t);
+    /* Its flusher starts only if it lives on (most children exec or exit at once). */
+    if (start_flusher) __atomic_store_n(&ss_child_flusher_due, ss_mono_ns() + SS_CHILD_FLUSHER_DELAY_NS, __ATOMIC_RELAXED);
+    ss_thread_attach(t, 1);
+    return t;
+}
+
+/* Called on the sampled path of allocation calls while a fork child has no flusher yet. */
+void ss_child_flusher_check(void) {
+    uint64_t due = __atomic_load_n(&ss_child_flusher_due, __ATOMIC_RELAXED);
+    if (!due || ss_mono_ns() < due) return;
+    if (!__atomic_compare_exchange_n(&ss_child_flusher_due, &due, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+    SS_GUARD_BEGIN(saved);
+    ss_start_flusher();
+    SS_GUARD_END(saved);
+}
+
 struct ss_thread *ss_enter_slow(void) {
     if (ss_busy) return NULL;
     ss_ensure_resolved();
@@ -333,12 +315,8 @@ struct ss_thread *ss_enter_slow(void) {
     if (!__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE)) return NULL;
     if (ss_self) return ss_self;
     ss_busy = 1;
-    struct ss_thread *t = ss_fork_pending;
-    if (t) { /* the first call in a fork child: its flusher (unseen, so first), then its record */
-        ss_fork_pending = NULL;
-        ss_start_flusher();
-        ss_thread_attach(t, 1);
-    } else { /* a thread not created through pthread_create (or created before we were ready) */
+    struct ss_thread *t = ss_adopt_fork_pending(1);
+    if (!t) { /* a thread not created through pthread_create (or created before we were ready) */
         t = ss_thread_alloc();
         if (t) ss_thread_attach(t, 0);
     }
@@ -346,47 +324,68 @@ struct ss_thread *ss_enter_slow(void) {
     return t;
 }
 
-/* After fork the child has only the calling thread: start afresh with its record alone. */
+/* The final flush of a fork child that made no call we interpose: its thread's record first. */
+void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
+
+/* After fork the child has only the calling thread: start afresh with its record alone. Kept to a
+ * few stores (fork's cost is the child's): what the child needs only if it goes on to record or
+ * write is set up then (ss_writer_child_setup), and the big tables are zeroed by the kernel
+ * (MADV_WIPEONFORK). */
 static void ss_after_fork_child(void) {
     if (!ss_active) return;
     ss_pid = getpid();
     ss_is_fork_child = 1;
-    struct ss_thread *self = ss_self;
-    ss_threads = NULL;
+    struct ss_thread *self = ss_self ? ss_self : ss_me;
     ss_self = NULL;
     ss_config.output[0] = 0; /* the explicit output path belongs to the launched process */
     ss_writer_after_fork_child();
     ss_sampler_after_fork_child();
-    if (self) {
-        memset(&self->rec, 0, sizeof self->rec);
-        memset(self->locks, 0, sizeof self->locks);
-        self->nheld = 0;
-        self->nphases = 0;
-        self->written = 0;
-        ss_fork_pending = self; /* the next hook takes the slow path, which re-attaches it */
-    }
+    ss_threads_after_fork_child();
+    ss_phases_after_fork_child();
+    ss_child_flusher_due = 0;
+    ss_fork_pending = self; /* the next hook takes the slow path, which attaches it again */
 }
 
 int ss_process_is_fork_child(void) { return ss_is_fork_child; }
+
+/* Whether the calling process may write the profile state it holds: the process it belongs to,
+ * or a child made without fork's handlers (raw clone or clone3) that has its own copy of our
+ * memory, which is then adopted as fork's handler would have. A child that shares our memory
+ * (vfork, CLONE_VM) must never write it: its parent's state is the same memory. */
+static int ss_own_process(void) {
+    pid_t pid = getpid();
+    if (pid == ss_pid) return 1;
+    struct ss_thread *t = ss_me;
+    int copied;
+    if (t && ss_wipe_works) {
+        copied = __atomic_load_n(&t->magic, __ATOMIC_RELAXED) != SS_NODE_MAGIC; /* wiped: a copy */
+    } else { /* KCMP_VM: 0 when both share one address space; -1 when it cannot tell */
+        long same = syscall(SYS_kcmp, pid, ss_pid, 1 /* KCMP_VM */, 0, 0);
+        copied = same > 0;
+    }
+    if (!copied) return 0;
+    ss_after_fork_child();
+    return 1;
+}
 
 __attribute__((constructor)) static void ss_constructor(void) {
     ss_ensure_resolved();
     if (!ss_active) return;
     SS_GUARD_BEGIN(saved);
     ss_stacks_init();
-    if (ss_open_profile() == 0) {
-        ss_phases_start();
-        ss_start_flusher();
-    }
+    /* The flusher creates the profile in its own descriptor table, and the interposer turns
+     * itself off if it cannot. */
+    ss_start_flusher();
+    if (__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE)) ss_phases_start();
     SS_GUARD_END(saved);
 }
 
 __attribute__((destructor)) static void ss_destructor(void) {
-    if (!ss_active || ss_pid != getpid()) return;
+    if (!ss_active || !ss_own_process()) return;
     ss_self = NULL; /* for good: nothing after the final flush is recorded */
     ss_busy = 1;
     ss_phases_at_exit();
-    ss_flush(1, ss_exit_status_known ? SS_END_EXIT : SS_END_DESTRUCTOR, ss_exit_status);
+    ss_final_flush(ss_exit_status_known ? SS_END_EXIT : SS_END_DESTRUCTOR, ss_exit_status);
 }
 
 /* ---- exit and exec ---- */
@@ -416,10 +415,10 @@ SS_EXPORT void exit(int status) {
 }
 
 static void ss_before_underscore_exit(int status) {
-    if (ss_active && ss_pid == getpid()) { /* not in a vfork child, which shares our memory */
+    if (ss_active && ss_own_process()) { /* never in a vfork child, which shares our memory */
         ss_self = NULL;
         ss_busy = 1;
-        ss_flush(1, SS_END_UNDERSCORE_EXIT, status);
+        ss_final_flush(SS_END_UNDERSCORE_EXIT, status);
     }
 }
 
@@ -441,35 +440,43 @@ static void ss_before_exec(void) {
     ss_ensure_resolved();
     if (ss_active && ss_pid == getpid() && !ss_busy) {
         SS_GUARD_BEGIN(saved);
-        ss_flush(1, SS_END_EXEC, 0);
+        ss_final_flush(SS_END_EXEC, 0);
         ss_writer_before_exec();
         SS_GUARD_END(saved);
     }
 }
 
+/* exec returned: the process goes on, and so does its profile. */
+static int ss_after_exec_failed(int rc) {
+    int saved_errno = errno;
+    if (ss_active && ss_pid == getpid()) ss_writer_exec_failed();
+    errno = saved_errno;
+    return rc;
+}
+
 SS_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
     ss_before_exec();
-    return ss_real.execve(path, argv, envp);
+    return ss_after_exec_failed(ss_real.execve(path, argv, envp));
 }
 
 SS_EXPORT int execv(const char *path, char *const argv[]) {
     ss_before_exec();
-    return ss_real.execv(path, argv);
+    return ss_after_exec_failed(ss_real.execv(path, argv));
 }
 
 SS_EXPORT int execvp(const char *file, char *const argv[]) {
     ss_before_exec();
-    return ss_real.execvp(file, argv);
+    return ss_after_exec_failed(ss_real.execvp(file, argv));
 }
 
 SS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
     ss_before_exec();
-    return ss_real.execvpe(file, argv, envp);
+    return ss_after_exec_failed(ss_real.execvpe(file, argv, envp));
 }
 
 SS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
     ss_before_exec();
-    return ss_real.fexecve(fd, argv, envp);
+    return ss_after_exec_failed(ss_real.fexecve(fd, argv, envp));
 }
 
 /* The variadic forms collect their arguments on the stack, as glibc does. */
@@ -489,14 +496,14 @@ SS_EXPORT int execl(const char *path, const char *arg, ...) {
     va_list ap;
     SS_COLLECT_ARGS(arg, ap, argv, (void)0);
     ss_before_exec();
-    return ss_real.execv(path, argv);
+    return ss_after_exec_failed(ss_real.execv(path, argv));
 }
 
 SS_EXPORT int execlp(const char *file, const char *arg, ...) {
     va_list ap;
     SS_COLLECT_ARGS(arg, ap, argv, (void)0);
     ss_before_exec();
-    return ss_real.execvp(file, argv);
+    return ss_after_exec_failed(ss_real.execvp(file, argv));
 }
 
 SS_EXPORT int execle(const char *path, const char *arg, ...) {
@@ -504,5 +511,5 @@ SS_EXPORT int execle(const char *path, const char *arg, ...) {
     char **envp;
     SS_COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
     ss_before_exec();
-    return ss_real.execve(path, argv, envp);
+    return ss_after_exec_failed(ss_real.execve(path, argv, envp));
 }

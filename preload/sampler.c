@@ -70,21 +70,104 @@ static int ss_ring_push(struct ss_sample *ring, uint32_t size, uint32_t *head, u
     return 1;
 }
 
-/* Appends what a ring holds as one SAMPLES record and empties it (flushes run one at a time). */
-static int ss_ring_write(uint32_t serial, struct ss_sample *ring, uint32_t size, uint32_t *head, uint32_t *tail) {
+/* Appends what a ring holds to `out` as one SAMPLES record of thread `serial` and empties it
+ * (flushes run one at a time). Returns the samples written, or -1 when out of memory. */
+static int ss_ring_write(struct ss_buf *out, uint32_t serial, struct ss_sample *ring, uint32_t size, uint32_t *head,
+                         uint32_t *tail) {
     uint32_t h = __atomic_load_n(head, __ATOMIC_ACQUIRE), t = *tail;
     if (h == t) return 0;
     uint32_t n = h - t, first = t & (size - 1);
     uint32_t run = n < size - first ? n : size - first;
     struct ss_samples_record r = {serial, n};
-    if (ss_out_record3(SS_REC_SAMPLES, &r, sizeof r, &ring[first], run * sizeof *ring, ring,
-                       (n - run) * sizeof *ring) != 0)
+    if (out == &ss_fold_out && out->len + n * sizeof *ring + 64 > SS_FOLD_OUT_MAX) {
+        __atomic_fetch_add(&ss_dropped_samples, n, __ATOMIC_RELAXED); /* bounded between flushes */
+    } else if (ss_buf_record3(out, SS_REC_SAMPLES, &r, sizeof r, &ring[first], run * sizeof *ring, ring,
+                              (n - run) * sizeof *ring) != 0) {
         return -1;
+    }
     __atomic_store_n(tail, h, __ATOMIC_RELEASE);
+    return (int)n;
+}
+
+/* Moves a thread's samples to `out` under another serial (the group it is folded into). */
+int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial) {
+    if (!t->cpu_ring) return 0;
+    if (ss_ring_write(out, serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail) < 0) return -1;
+    if (ss_ring_write(out, serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail) < 0) return -1;
     return 0;
 }
 
+/* ---- signals sent to the process ----
+ * The kernel gives a process-directed signal (kill, alarm, a child's SIGCHLD) to the main thread
+ * when it can take it, and wakes it. But any thread that enters signal delivery may dequeue it
+ * first, and without stallscope a busy worker never does; with it, every CPU sample does. So a
+ * worker in the sample handler that finds such a signal pending, with a handler installed, and
+ * not blocked by the main thread, waits (sleeping, all signals blocked, at most 10 ms) for the
+ * main thread to take it. The program sees no mask or siginfo changed; the worker is only
+ * delayed, in this rare case. The flusher publishes the main thread's mask. */
+
+static size_t ss_read_small(const char *path, char *buf, size_t cap);
+static uint64_t ss_parse_hex(const char *p);
+
+static uint32_t ss_main_tid;      /* the main thread, 0 when gone or unknown */
+static uint64_t ss_main_blocked;  /* its blocked signals, bit sig-1, as the flusher last saw */
+static uint64_t ss_route_backoff_until;
+
+#define SS_SIGNALS_INTERNAL ((1ull << (32 - 1)) | (1ull << (33 - 1))) /* glibc's own (cancel, setxid) */
+
+static void ss_let_main_take_process_signals(int own) {
+    if (!__atomic_load_n(&ss_main_tid, __ATOMIC_ACQUIRE)) return;
+    uint64_t ignore = (1ull << (own - 1)) | SS_SIGNALS_INTERNAL | __atomic_load_n(&ss_main_blocked, __ATOMIC_RELAXED);
+    uint64_t pending = 0;
+    if (syscall(SYS_rt_sigpending, &pending, 8) != 0 || !(pending &= ~ignore)) return;
+    uint64_t handled = 0; /* default and ignored dispositions act on the process, whoever takes them */
+    for (int sig = 1; sig <= 64; sig++) {
+        if (!(pending >> (sig - 1) & 1)) continue;
+        struct sigaction old;
+        if (ss_real_sigaction(sig, NULL, &old) != 0) continue;
+        if ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
+            handled |= 1ull << (sig - 1);
+    }
+    if (!handled || ss_mono_ns() < __atomic_load_n(&ss_route_backoff_until, __ATOMIC_RELAXED)) return;
+    for (int waited_us = 0; handled && waited_us < 10000; waited_us += 50) {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+        if (syscall(SYS_rt_sigpending, &pending, 8) != 0) return;
+        handled &= pending;
+    }
+    /* The main thread did not take it (stuck in an uninterruptible wait, say): the workers stop
+     * waiting for a while rather than be slowed down at every sample. */
+    if (handled) __atomic_store_n(&ss_route_backoff_until, ss_mono_ns() + 100000000ull, __ATOMIC_RELAXED);
+}
+
+/* The flusher's tick: which thread is main, and what it blocks. */
+static void ss_watch_main(void) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (!(__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_MAIN)) continue;
+        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != SS_NODE_LIVE) break;
+        char path[64], buf[4096];
+        struct ss_str s = {path, 0, sizeof path};
+        ss_str_cat(&s, "/proc/self/task/");
+        ss_str_u64(&s, t->rec.tid);
+        ss_str_cat(&s, "/status");
+        const char *p = ss_read_small(path, buf, sizeof buf) ? strstr(buf, "\nSigBlk:") : NULL;
+        if (!p) break;
+        for (p += 8; *p == ' ' || *p == '\t'; p++) {}
+        __atomic_store_n(&ss_main_blocked, ss_parse_hex(p), __ATOMIC_RELAXED);
+        __atomic_store_n(&ss_main_tid, t->rec.tid, __ATOMIC_RELEASE);
+        return;
+    }
+    __atomic_store_n(&ss_main_tid, 0, __ATOMIC_RELEASE);
+}
+
 /* ---- CPU samples ---- */
+
+/* Whether `p` is one of the thread records on the list (async-signal-safe: a lock-free walk). */
+static int ss_is_thread_record(const void *p) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if ((const void *)t == p) return 1;
+    return 0;
+}
 
 static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
     int saved_errno = errno;
@@ -92,8 +175,9 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
     if (t && t->cpu_ring && si->si_code == SI_TIMER && si->si_value.sival_ptr == t) {
         const ucontext_t *uc = ucv;
         uint64_t cpu = ss_self_cpu_ns();
-        uint64_t weight = cpu > t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
-        t->last_cpu_ns = cpu;
+        uint64_t last = __atomic_load_n(&t->last_cpu_ns, __ATOMIC_RELAXED);
+        uint64_t weight = cpu > last ? cpu - last : 0;
+        __atomic_store_n(&t->last_cpu_ns, cpu, __ATOMIC_RELAXED);
         struct ss_sample s = {0};
         s.mono_ns = ss_mono_ns();
         s.pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -108,6 +192,10 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         }
         if (ss_ring_push(t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail, &s))
             __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
+        if (!(t->rec.flags & SS_THREAD_MAIN)) ss_let_main_take_process_signals(sig);
+    } else if (si->si_code == SI_TIMER && ss_is_thread_record(si->si_value.sival_ptr)) {
+        /* One of our timers, but not this thread's current one (a timer deleted while its signal
+         * was pending): ours to drop, never the program's to see. */
     } else {
         /* Not one of the timers' signals (kill, setitimer, another process): the program has no
          * handler for this signal (it would have made sampling step aside), so without stallscope
@@ -186,14 +274,6 @@ void ss_sampler_thread_end(struct ss_thread *t) {
     if (__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->timer);
 }
 
-int ss_sampler_thread_buffers(struct ss_thread *t) {
-    if (!ss_config.cpu_hz && !ss_config.wall_hz) return 0;
-    t->cpu_ring = ss_map((SS_CPU_RING + SS_WALL_RING) * sizeof(struct ss_sample));
-    if (!t->cpu_ring) return -1;
-    t->wall_ring = t->cpu_ring + SS_CPU_RING;
-    return 0;
-}
-
 /* The program installs a disposition for the signal the timers use: move every timer to another
  * signal before the program's disposition takes effect. */
 static void ss_step_aside(int sig) {
@@ -205,7 +285,7 @@ static void ss_step_aside(int sig) {
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (!__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) continue;
         syscall(SYS_timer_delete, t->timer);
-        if (next && !(__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED)) ss_timer_create(t, next);
+        if (next && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE) ss_timer_create(t, next);
     }
 }
 
@@ -311,6 +391,65 @@ static void ss_wall_push(struct ss_thread *t, uint64_t now, uint64_t weight) {
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
 }
 
+/* ---- threads that block the sampling signal ----
+ * Such a thread (xz's workers block every signal) gets no CPU sample: its timer's signal stays
+ * pending. The flusher notices a thread whose CPU time moves without samples, reads its signal
+ * mask, and from then on samples its kernel CPU clock instead (kind SS_SAMPLE_KERNEL: the time it
+ * ran, without an instruction or stack), until a CPU sample arrives again (it unblocked the
+ * signal). The program's masks are never touched: see docs/STATES.md. */
+
+#define SS_SILENT_CPU_NS 20000000ull /* CPU time without a CPU sample before the mask is read */
+
+static uint64_t ss_parse_hex(const char *p) {
+    uint64_t v = 0;
+    for (;; p++) {
+        int d = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10 : -1;
+        if (d < 0) return v;
+        v = v * 16 + (uint64_t)d;
+    }
+}
+
+/* Whether thread `tid` blocks signal `sig` (the SigBlk line of its status). */
+static int ss_thread_blocks(uint32_t tid, int sig) {
+    char path[64], buf[4096];
+    struct ss_str s = {path, 0, sizeof path};
+    ss_str_cat(&s, "/proc/self/task/");
+    ss_str_u64(&s, tid);
+    ss_str_cat(&s, "/status");
+    if (ss_read_small(path, buf, sizeof buf) == 0) return 0;
+    const char *p = strstr(buf, "\nSigBlk:");
+    if (!p) return 0;
+    for (p += 8; *p == ' ' || *p == '\t'; p++) {}
+    return (int)((ss_parse_hex(p) >> (sig - 1)) & 1);
+}
+
+static void ss_kernel_clock(struct ss_thread *t, uint64_t now, uint64_t cpu) {
+    int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
+    if (!sig || !__atomic_load_n(&t->has_timer, __ATOMIC_ACQUIRE)) return;
+    uint32_t head = __atomic_load_n(&t->cpu_head, __ATOMIC_ACQUIRE);
+    if (head != t->cpu_head_seen) { /* CPU samples arrive: the signal gets through */
+        t->cpu_head_seen = head;
+        t->sig_blocked = 0;
+        return;
+    }
+    uint64_t from = __atomic_load_n(&t->last_cpu_ns, __ATOMIC_RELAXED);
+    if (cpu <= from) return;
+    if (!t->sig_blocked) {
+        if (cpu - from < SS_SILENT_CPU_NS || !ss_thread_blocks(t->rec.tid, sig)) return;
+        t->sig_blocked = 1;
+        __atomic_or_fetch(&t->rec.flags, SS_THREAD_SIGNAL_BLOCKED, __ATOMIC_RELAXED);
+    }
+    /* The CPU time since the last sample of either kind; a CPU sample delivered once the thread
+     * unblocks the signal then weighs only what came after. */
+    __atomic_store_n(&t->last_cpu_ns, cpu, __ATOMIC_RELAXED);
+    struct ss_sample smp = {0};
+    smp.mono_ns = now;
+    smp.weight_us = (uint32_t)((cpu - from) / 1000);
+    smp.kind = SS_SAMPLE_KERNEL;
+    if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))
+        __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
+}
+
 static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     char path[64], buf[512];
     struct ss_str s = {path, 0, sizeof path};
@@ -331,13 +470,14 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     t->last_wall_ns = now;
     t->last_wall_cpu_ns = cpu;
     if (state == 'Z' || state == 'X') return;
+    ss_kernel_clock(t, now, cpu);
     /* Found running (or woken before its system call could be read), yet off the CPU for most of
      * the interval: a thread that sleeps and wakes many times between two looks. Its off-CPU
      * time goes where its last wait went, if that was seen lately. */
     int reuse = ran * 2 < interval && t->last_wall.mono_ns && now - t->last_wall.mono_ns <= 4 * ss_wall_interval_ns;
     if (state == 'R') {
         if (reuse) ss_wall_push(t, now, weight);
-        return; /* otherwise the CPU samples cover it */
+        return; /* otherwise the CPU samples (or the kernel clock's) cover it */
     }
     s.len = base;
     ss_str_cat(&s, "/syscall");
@@ -376,10 +516,11 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
 
 /* Whether the flusher looks at `t`: a program thread with buffers that has not ended. */
 static int ss_wall_sampled(const struct ss_thread *t) {
-    return t->wall_ring && !(__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED);
+    return t->wall_ring && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE;
 }
 
 void ss_sampler_tick(void) {
+    if (__atomic_load_n(&ss_sample_signal, __ATOMIC_RELAXED)) ss_watch_main();
     if (!ss_wall_interval_ns) return;
     uint64_t now = ss_mono_ns();
     if (now - ss_last_wall_pass < ss_wall_interval_ns) return;
@@ -401,10 +542,14 @@ void ss_sampler_tick(void) {
 
 int ss_sampler_write(void) {
     if (!ss_config.cpu_hz && !ss_config.wall_hz) return 0;
+    int written = 0;
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        if (!t->cpu_ring) continue;
-        if (ss_ring_write(t->rec.serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail) != 0) return -1;
-        if (ss_ring_write(t->rec.serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail) != 0) return -1;
+        if (!t->cpu_ring || !t->in_batch) continue; /* a young thread's samples wait in its rings */
+        int a = ss_ring_write(ss_out_buf(), t->rec.serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail);
+        int b = a < 0 ? -1 : ss_ring_write(ss_out_buf(), t->rec.serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail);
+        if (a < 0 || b < 0) return -1;
+        if (a + b > 0) t->written = 1; /* its serial is in the file now */
+        written += a + b;
     }
     struct ss_sampling_record r = {ss_config.cpu_hz,
                                    ss_config.wall_hz,
@@ -415,5 +560,5 @@ int ss_sampler_write(void) {
                                    __atomic_load_n(&ss_cpu_samples, __ATOMIC_RELAXED),
                                    __atomic_load_n(&ss_wall_samples, __ATOMIC_RELAXED),
                                    __atomic_load_n(&ss_dropped_samples, __ATOMIC_RELAXED)};
-    return ss_out_record(SS_REC_SAMPLING, &r, sizeof r, NULL, 0);
+    return ss_out_record(SS_REC_SAMPLING, &r, sizeof r, NULL, 0) != 0 ? -1 : written;
 }

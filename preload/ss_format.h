@@ -99,7 +99,9 @@ enum ss_lock_role {
 /* Thread-state samples (SS_REC_SAMPLES). */
 #define SS_SAMPLE_KINDS(X)                                                                                   \
     X(CPU, 1, "cpu")   /* the thread's CPU-time timer fired: it was running this instruction */             \
-    X(WALL, 2, "wall") /* the sampler found the thread not running (read from /proc) */
+    X(WALL, 2, "wall") /* the sampler found the thread not running (read from /proc) */             \
+    X(KERNEL, 3, "kernel") /* the thread ran, by its kernel CPU clock, but blocks the sampling signal:      \
+                              weight only (pc, stack, state, syscall and arg are 0) */
 
 enum ss_sample_kind {
 #define SS_X(id, value, name) SS_SAMPLE_##id = value,
@@ -109,7 +111,10 @@ enum ss_sample_kind {
 
 /* Flags: X(id, bit value). */
 #define SS_PROCESS_FLAGS(X) X(FORKED, 1u) /* a forked child (started at fork, not exec) */
-#define SS_THREAD_FLAGS(X) X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)
+#define SS_THREAD_FLAGS(X)                                                                                   \
+    X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)                                                           \
+    X(SIGNAL_BLOCKED, 8u) /* blocked the sampling signal for part of its life: its running time then comes \
+                             from the kernel's CPU clock (samples of kind KERNEL), unclassified */
 #define SS_SAMPLING_FLAGS(X)                                                                                 \
     X(MOVED, 1u)     /* the program uses the usual signal: sampling moved to another */                     \
     X(NO_TIMERS, 2u) /* CPU-time timers could not be created: wall samples only */                          \
@@ -163,7 +168,8 @@ enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
     X(HEAP, 21, sizeof(struct ss_heap_record))                                                               \
     X(SAMPLING, 22, sizeof(struct ss_sampling_record))                                                       \
     X(SAMPLES, 23, sizeof(struct ss_samples_record))                                                         \
-    X(CROSS_FREES, 24, 0)
+    X(CROSS_FREES, 24, 0)                                                                                    \
+    X(FOLDED, 25, sizeof(struct ss_folded_record))
 
 enum ss_record_type {
 #define SS_X(id, number, size) SS_REC_##id = number,
@@ -438,6 +444,18 @@ struct ss_cross_frees_entry {
     uint64_t cross;   /* of those, chunks of another arena: allocated by another thread */
 };
 
+/* SS_REC_FOLDED: cumulative, the last one per serial wins. Threads that ended before any
+ * flush wrote them, beyond the budget of those written on their own (docs/FORMAT.md, "Bounds"),
+ * summed per thread name: struct ss_folded_record, then a thread record (struct
+ * ss_thread_record: the group's own serial, tid 0, flags ENDED plus the union of the threads'
+ * other flags, the name, the first start and the last end, the summed counters) and its nlocks
+ * struct ss_lock_stats. Samples of the folded threads are written under the group's serial. */
+struct ss_folded_record {
+    uint32_t threads; /* how many threads the group holds */
+    uint32_t reserved;
+    uint64_t life_ns; /* their lives, summed */
+};
+
 /* The layouts are a contract with every profile written so far: a change here changes SS_VERSION.
  * The generated Rust constants carry the same sizes; these pin them on the C side. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
@@ -462,5 +480,6 @@ _Static_assert(sizeof(struct ss_sampling_record) == 48, "sampling record layout"
 _Static_assert(sizeof(struct ss_samples_record) == 8, "samples record layout");
 _Static_assert(sizeof(struct ss_sample) == 32, "sample layout");
 _Static_assert(sizeof(struct ss_cross_frees_entry) == 24, "cross frees entry layout");
+_Static_assert(sizeof(struct ss_folded_record) == 16, "folded record layout");
 
 #endif

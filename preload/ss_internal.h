@@ -37,9 +37,30 @@ struct ss_held {
 };
 
 struct ss_phase_open;
+struct ss_buf;
+
+/* A thread's node: its record and buffers. Nodes are on one lock-free list, pushed once and never
+ * removed; a node whose thread has ended and whose last state is written (or folded into a group,
+ * threads.c) is reset and reused in place, so the list is as long as the most threads that were
+ * alive (or ended, not yet written) at once, not as long as the history. */
+enum ss_node_state {
+    SS_NODE_FREE = 0,    /* reset, waiting for a new thread */
+    SS_NODE_CLAIMED = 1, /* taken by pthread_create, not yet attached to its thread */
+    SS_NODE_LIVE = 2,    /* its thread runs */
+    SS_NODE_ENDED = 3    /* its thread ended (its TSD destructor ran) */
+};
+/* What becomes of an ended node that no flush has written yet (threads.c). */
+enum ss_node_fate { SS_FATE_OPEN = 0, SS_FATE_OWN = 1, SS_FATE_FOLD = 2 };
+#define SS_NODE_MAGIC 0x53534e44u /* in `magic`: zero in a child whose copy the kernel wiped */
 
 struct ss_thread {
     struct ss_thread *next; /* the global list; pushed once, never removed */
+    uint32_t state;         /* enum ss_node_state */
+    uint32_t magic;         /* SS_NODE_MAGIC once initialised in this address space */
+    uint32_t listed;        /* on the list already (a reused node) */
+    uint32_t fate;          /* enum ss_node_fate, decided by the flusher once the thread ended */
+    uint32_t in_batch;      /* the flush being assembled writes it */
+    uint32_t gone;          /* the flush being assembled found its thread gone from the kernel */
     struct ss_thread_record rec;
     struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
     uint32_t countdown; /* calls until the next timed one */
@@ -58,9 +79,10 @@ struct ss_thread {
     uint32_t holder_skip; /* releases with waiters to let pass before the next holder stack */
     uint64_t cpu_base_ns; /* CPU time before the record began (the main thread's start-up) */
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
-    int written;
+    int written; /* its serial is in the file (a record or samples): it is written on its own */
     /* Thread-state samples (sampler.c): CPU samples pushed by the thread's own signal handler,
-     * wall samples by the flusher; each ring has one producer and is drained by the flush. */
+     * wall samples by the flusher; each ring has one producer and is drained by the flush. The
+     * rings live in the node's own mapping, after the structure (ss_node_rings). */
     struct ss_sample *cpu_ring, *wall_ring;
     uint32_t cpu_head, cpu_tail, wall_head, wall_tail;
     int timer, has_timer;
@@ -68,6 +90,8 @@ struct ss_thread {
     uint64_t last_wall_ns; /* when the flusher last looked at it */
     uint64_t last_wall_cpu_ns; /* and the thread's CPU time then */
     struct ss_sample last_wall; /* its last wall sample (mono_ns 0: none) */
+    uint32_t cpu_head_seen; /* the flusher's last look at cpu_head */
+    uint32_t sig_blocked;   /* the thread blocks the sampling signal: the flusher samples its CPU clock */
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;
@@ -167,6 +191,8 @@ extern struct ss_thread *ss_threads; /* list head, pushed with CAS */
 extern pid_t ss_pid;
 extern SS_TLS struct ss_thread *ss_self;
 extern SS_TLS int ss_busy;
+extern uint64_t ss_child_flusher_due;
+void ss_child_flusher_check(void);
 
 /* Time. */
 uint64_t ss_mono_ns(void);
@@ -222,8 +248,8 @@ uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int t
 void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks);
 void ss_stacks_thread_init(struct ss_thread *t);
 void ss_stacks_init(void);
-void ss_stacks_after_fork_child(void);
-int ss_stacks_write(void);
+void ss_stacks_child_setup(void);
+int ss_stacks_write(int with_samples);
 /* Lock stacks, rate-limited per thread: a waiter's before it blocks (returns a site, 0 if none),
  * and a holder's when it releases a lock that others wait for. */
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind);
@@ -241,30 +267,63 @@ int ss_modules_contain(uint64_t address);
 /* Thread-state sampling (sampler.c). */
 extern SS_TLS struct ss_thread *ss_me;
 void ss_sampler_init(void);
-int ss_sampler_thread_buffers(struct ss_thread *t);
 void ss_sampler_thread_start(struct ss_thread *t);
 void ss_sampler_thread_end(struct ss_thread *t);
 void ss_sampler_after_fork_child(void);
+int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial);
+struct ss_sample *ss_node_rings(struct ss_thread *t);
+size_t ss_node_size(void);
 void ss_sampler_tick(void);
-int ss_sampler_write(void);
+int ss_sampler_write(void); /* returns the samples written, or -1 */
 
-/* Threads. */
+/* Threads (threads.c): nodes, their reuse, and the groups ended threads are folded into. */
 struct ss_thread *ss_thread_alloc(void);
+void ss_thread_free(struct ss_thread *t);
 void ss_thread_attach(struct ss_thread *t, int is_main);
+void ss_thread_end(struct ss_thread *t);
+void ss_thread_reinit(struct ss_thread *t);
+void ss_thread_child_node(struct ss_thread *t);
 uint64_t ss_thread_cpu_ns(pid_t tid);
+void ss_threads_init(void);
+void ss_threads_after_fork_child(void);
+void ss_threads_fold_ended(void);
+void ss_threads_prepare_batch(int final);
+int ss_threads_write(int final);
+void ss_threads_after_batch(void);
+uint32_t ss_threads_cross_frees(struct ss_cross_frees_entry *buf, uint32_t cap);
+extern uint32_t ss_ended_pending; /* ended nodes the flusher has not looked at since */
+
+size_t ss_read_file(const char *path, char *buf, size_t cap);
 
 /* Bootstrap pool used while dlsym runs (alloc.c), and the cross-thread frees record. */
 int ss_alloc_write(void);
 void *ss_bootstrap_alloc(size_t size);
 int ss_is_bootstrap(const void *p);
 
+/* A growable output buffer of records, in memory the kernel wipes in a fork child. */
+struct ss_buf {
+    unsigned char *p;
+    size_t len, cap;
+};
+int ss_buf_record3(struct ss_buf *b, uint32_t type, const void *a, size_t alen, const void *x, size_t xlen,
+                   const void *c, size_t clen);
+extern struct ss_buf ss_fold_out; /* records of folded threads, added to the next flush */
+struct ss_buf *ss_out_buf(void);   /* the batch being assembled */
+#define SS_FOLD_OUT_MAX (16u << 20)
+
 /* Writing (writer.c). */
 void ss_writer_init(void);
-int ss_open_profile(void);
-void ss_flush(int final, uint32_t how, int32_t status);
+void ss_attach_pending_for_final(void);
+void ss_final_flush(uint32_t how, int32_t status);
 void ss_writer_after_fork_child(void);
+void ss_writer_child_setup(void);
 void ss_writer_before_exec(void);
+void ss_writer_exec_failed(void);
 void ss_out_append(uint32_t type, const void *payload, size_t size);
+int ss_flusher_running(void);
+void ss_wake_flusher(void);
+int ss_flush_try_lock(void);
+void ss_flush_unlock(void);
 
 /* Phases and heap snapshots (phases.c). */
 void ss_phases_start(void);
@@ -289,5 +348,8 @@ uint64_t ss_parse_u64(const char *text, uint64_t fallback);
 
 void *ss_map(size_t size);
 void ss_unmap(void *p, size_t size);
+/* Memory a fork child gets zeroed (MADV_WIPEONFORK): never copied page by page at fork. */
+void *ss_map_wiped(size_t size);
+extern int ss_wipe_works; /* the kernel wipes such memory in a child (else children reset it) */
 
 #endif

@@ -56,6 +56,12 @@ struct ss_site {
 static struct ss_site *ss_sites;
 static uint64_t (*ss_site_pcs)[SS_STACK_MAX_FRAMES];
 static uint64_t ss_dropped;
+/* Slots in the order they were claimed (index + 1; 0: being claimed): a flush looks at the sites
+ * in use only, so that a fork child with none never touches the table's pages. */
+static uint32_t *ss_site_order;
+static uint32_t ss_site_claimed;
+static int ss_modules_needed; /* the file being written needs MODULE records */
+static int ss_modules_stale;  /* a fork child's: the flags say what the parent's file holds */
 
 /* ---- small maths without libm ---- */
 
@@ -158,6 +164,8 @@ static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn) {
                 site->fn = fn;
                 site->first_mono_ns = ss_mono_ns();
                 __atomic_store_n(&site->ready, 1, __ATOMIC_RELEASE);
+                uint32_t k = __atomic_fetch_add(&ss_site_claimed, 1, __ATOMIC_ACQ_REL);
+                if (k < SS_SITE_SLOTS) __atomic_store_n(&ss_site_order[k], s + 1, __ATOMIC_RELEASE);
                 return s + 1;
             }
             if (expected == h) return s + 1;
@@ -227,6 +235,7 @@ struct ss_lock_site_slot {
 };
 
 static struct ss_lock_site_slot *ss_lock_sites;
+static uint32_t ss_lock_sites_claimed;
 static uint64_t ss_lock_interval_ticks;
 
 static uint64_t ss_mix(uint64_t x) { /* splitmix64's finaliser */
@@ -252,6 +261,7 @@ static uint32_t ss_lock_site_for(const void *lock, uint32_t kind, uint32_t role,
                 l->role = role;
                 l->stack = stack;
                 __atomic_store_n(&l->ready, 1, __ATOMIC_RELEASE);
+                __atomic_fetch_add(&ss_lock_sites_claimed, 1, __ATOMIC_RELAXED);
                 return s + 1;
             }
             cur = expected;
@@ -512,11 +522,12 @@ void ss_stacks_init(void) {
     }
     ss_self_lo = lo;
     ss_self_hi = hi;
-    ss_sites = ss_map(SS_SITE_SLOTS * sizeof *ss_sites);
-    ss_site_pcs = ss_map(SS_SITE_SLOTS * sizeof *ss_site_pcs);
-    ss_lock_sites = ss_map(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites); /* no lock stacks without it */
+    ss_sites = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_sites);
+    ss_site_pcs = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_pcs);
+    ss_lock_sites = ss_map_wiped(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites); /* no lock stacks without it */
+    ss_site_order = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_order);
     ss_lock_interval_ticks = (uint64_t)((unsigned __int128)SS_LOCK_STACK_INTERVAL_NS * ss_ticks_per_sec / 1000000000ull);
-    if (!ss_sites || !ss_site_pcs) return;
+    if (!ss_sites || !ss_site_pcs || !ss_site_order) return;
     uint32_t timing = ss_config.period ? ss_config.period : 1;
     ss_stack_k = period == 0 ? 0 : (uint32_t)((period + timing - 1) / timing);
     if (ss_stack_k == 0 && period) ss_stack_k = 1;
@@ -541,20 +552,36 @@ void ss_stacks_init(void) {
         ss_stacks_thread_init(t); /* only the main thread exists this early */
 }
 
-void ss_stacks_after_fork_child(void) {
+/* A fork child's file starts afresh. The site tables were zeroed by the kernel at fork
+ * (MADV_WIPEONFORK); only without that are they cleared here, once the child records. */
+void ss_stacks_child_setup(void) {
     if (!ss_stacks_on) return;
-    memset(ss_sites, 0, SS_SITE_SLOTS * sizeof *ss_sites); /* the child's file starts afresh */
-    if (ss_lock_sites) memset(ss_lock_sites, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites);
+    if (!ss_wipe_works) {
+        memset(ss_sites, 0, SS_SITE_SLOTS * sizeof *ss_sites);
+        if (ss_lock_sites) memset(ss_lock_sites, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites);
+    }
     ss_dropped = 0;
-    for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = ss_modules[i].gone_written = 0;
+    ss_site_claimed = 0;
+    ss_lock_sites_claimed = 0;
+    ss_modules_needed = 0;
+    ss_modules_stale = 1; /* their written flags are the parent's: cleared once the child needs them */
     ss_modules_lock = 0;
 }
 
 /* Appends MODULE records for new objects, STACK records for new stacks and the ALLOC_SITES
  * record to the flush being assembled (called by ss_flush, which runs one at a time). */
-int ss_stacks_write(void) {
+int ss_stacks_write(int with_samples) {
     if (!ss_stacks_on) return 0;
-    if (ss_modules_try_lock(1000)) {
+    /* Loaded objects are written once something in the file needs them (a stack, or a sample's
+     * pc): a fork child that only exits needs none. Written in their order in the table, so
+     * that a MODULE_GONE index is also their index in the file. */
+    if (with_samples) ss_modules_needed = 1;
+    if (__atomic_load_n(&ss_site_claimed, __ATOMIC_ACQUIRE)) ss_modules_needed = 1;
+    if (ss_modules_needed && ss_modules_try_lock(1000)) {
+        if (ss_modules_stale) {
+            ss_modules_stale = 0;
+            for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = ss_modules[i].gone_written = 0;
+        }
         ss_modules_scan();
         for (uint32_t i = 0; i < ss_nmodules; i++) {
             struct ss_module *m = &ss_modules[i];
@@ -579,7 +606,12 @@ int ss_stacks_write(void) {
         ss_modules_unlock();
     }
     uint32_t count = 0, nlock = 0;
-    for (uint32_t s = 0; s < SS_SITE_SLOTS; s++) {
+    uint32_t claimed = __atomic_load_n(&ss_site_claimed, __ATOMIC_ACQUIRE);
+    if (claimed > SS_SITE_SLOTS) claimed = SS_SITE_SLOTS;
+    for (uint32_t k = 0; k < claimed; k++) {
+        uint32_t entry = __atomic_load_n(&ss_site_order[k], __ATOMIC_ACQUIRE);
+        if (entry == 0) continue; /* being claimed: the next flush sees it */
+        uint32_t s = entry - 1;
         struct ss_site *site = &ss_sites[s];
         if (!__atomic_load_n(&site->ready, __ATOMIC_ACQUIRE)) continue;
         if (!site->written) {
@@ -590,7 +622,7 @@ int ss_stacks_write(void) {
         }
         if (site->fn < SS_FN_COUNT) count++;
     }
-    if (ss_lock_sites) { /* lock sites whose stack is in the file */
+    if (ss_lock_sites && __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_ACQUIRE)) { /* lock sites whose stack is in the file */
         static struct ss_lock_site lbuf[SS_LOCK_SITE_SLOTS];
         for (uint32_t i = 0; i < SS_LOCK_SITE_SLOTS; i++) {
             struct ss_lock_site_slot *l = &ss_lock_sites[i];
@@ -606,10 +638,13 @@ int ss_stacks_write(void) {
     if (count == 0) return 0;
     /* The sites go into one record: assemble it in the table's own spare pages. */
     static struct ss_alloc_site *buf;
-    if (!buf) buf = ss_map(SS_SITE_SLOTS * sizeof *buf);
+    if (!buf) buf = ss_map_wiped(SS_SITE_SLOTS * sizeof *buf);
     if (!buf) return -1;
     uint32_t n = 0;
-    for (uint32_t s = 0; s < SS_SITE_SLOTS && n < count; s++) {
+    for (uint32_t k = 0; k < claimed && n < count; k++) {
+        uint32_t entry = __atomic_load_n(&ss_site_order[k], __ATOMIC_ACQUIRE);
+        if (entry == 0) continue;
+        uint32_t s = entry - 1;
         struct ss_site *site = &ss_sites[s];
         if (!site->written || site->fn >= SS_FN_COUNT) continue;
         struct ss_alloc_site *a = &buf[n++];

@@ -1,11 +1,22 @@
 /* Writing the profile: the file, the periodic flush from a background thread, and the final flush.
- * Nothing here is on the hot path; it still never allocates through the program's allocator. */
+ * Nothing here is on the hot path; it still never allocates through the program's allocator.
+ *
+ * Descriptors: the flusher thread gives itself a descriptor table of its own (unshare
+ * CLONE_FILES) and closes its copies of the program's descriptors at once, so that the profile,
+ * the /proc files it reads and the supervisor's index never take a number from the program's
+ * table (nor count against its RLIMIT_NOFILE, which is per table), and the program's closing or
+ * reusing descriptors cannot touch them. The final flush (exit, _exit, exec) is handed to the
+ * flusher and waited for. Without a flusher (a fork child at its exit) a flush opens the file,
+ * writes and closes it at once. If the kernel refuses a table of its own, the flusher keeps one
+ * descriptor in the program's table, moved high and checked before each write. */
 #include "ss_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <dlfcn.h>
+#include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,8 +29,10 @@
 extern char *program_invocation_short_name;
 int ss_process_is_fork_child(void);
 
+enum { SS_FD_NONE = 0, SS_FD_PRIVATE = 1, SS_FD_SHARED = 2 };
 static int ss_fd = -1;
-static char ss_path[1200]; /* the profile this image writes */
+static int ss_fd_mode;     /* where ss_fd lives: the flusher's own table, or the program's */
+static char ss_path[1200]; /* the profile this image writes ("": not created yet) */
 static dev_t ss_file_dev;  /* and its identity, to notice when the program closed our descriptor */
 static ino_t ss_file_ino;
 static int ss_file_failed;
@@ -27,10 +40,24 @@ static int ss_flushing; /* one flush at a time: the flusher thread or an exiting
 static int ss_finished; /* the final flush was written */
 static uint64_t ss_flush_seq;
 static int ss_flusher_started;
+static pid_t ss_flusher_pid;      /* the process whose flusher runs (0: none) */
+static uint32_t ss_flusher_word;  /* futex: bumped to wake the flusher */
+static uint32_t ss_flusher_ready; /* futex: 1 the flusher is set up, 2 it could not create the file */
+static uint32_t ss_final_state;   /* futex: 1 a final flush is asked for, 2 it is done */
+static uint32_t ss_final_how;
+static int32_t ss_final_status;
+static SS_TLS int ss_is_flusher;
+static int ss_child_pending; /* a fork child whose lazy set-up has not run yet */
+static uint64_t ss_child_start[3]; /* realtime, mono, ticks at fork */
 static uint32_t ss_crc_table[256];
 static struct ss_process_record ss_process;
-static unsigned char *ss_out;
-static size_t ss_out_len, ss_out_cap;
+static struct ss_buf ss_out;
+struct ss_buf ss_fold_out;
+int ss_wipe_works = 1;
+
+static long ss_futex(uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
+    return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, timeout, NULL, 0);
+}
 
 /* ---- memory and formatting helpers that never touch the program's allocator ---- */
 
@@ -40,6 +67,12 @@ void *ss_map(size_t size) {
 }
 
 void ss_unmap(void *p, size_t size) { munmap(p, size); }
+
+void *ss_map_wiped(size_t size) {
+    void *p = ss_map(size);
+    if (p && madvise(p, size, MADV_WIPEONFORK) != 0) ss_wipe_works = 0; /* before Linux 4.14 */
+    return p;
+}
 
 void ss_str_cat(struct ss_str *s, const char *text) {
     while (*text && s->len + 1 < s->cap) s->p[s->len++] = *text++;
@@ -111,38 +144,45 @@ static int ss_write_all(int fd, const void *data, size_t len) {
     return 0;
 }
 
-/* ---- the output buffer: records are assembled here, then written with one write() ---- */
+/* ---- output buffers: records are assembled here, then written with one write() ---- */
 
-static int ss_out_reserve(size_t more) {
-    if (ss_out_len + more <= ss_out_cap) return 0;
-    size_t cap = ss_out_cap ? ss_out_cap : 1u << 16;
-    while (cap < ss_out_len + more) cap *= 2;
-    unsigned char *p = ss_map(cap);
+static int ss_buf_reserve(struct ss_buf *b, size_t more) {
+    if (b->len + more <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 1u << 16;
+    while (cap < b->len + more) cap *= 2;
+    unsigned char *p = ss_map_wiped(cap);
     if (!p) return -1;
-    if (ss_out) {
-        memcpy(p, ss_out, ss_out_len);
-        ss_unmap(ss_out, ss_out_cap);
+    if (b->p) {
+        memcpy(p, b->p, b->len);
+        ss_unmap(b->p, b->cap);
     }
-    ss_out = p;
-    ss_out_cap = cap;
+    b->p = p;
+    b->cap = cap;
     return 0;
 }
 
 /* Appends a record made of up to three payload parts; returns -1 when out of memory. */
-int ss_out_record3(uint32_t type, const void *a, size_t alen, const void *b, size_t blen, const void *c,
-                   size_t clen) {
-    size_t size = alen + blen + clen, padded = (size + 7) & ~(size_t)7;
-    if (ss_out_reserve(sizeof(struct ss_record_header) + padded) != 0) return -1;
+int ss_buf_record3(struct ss_buf *b, uint32_t type, const void *a, size_t alen, const void *x, size_t xlen,
+                   const void *c, size_t clen) {
+    size_t size = alen + xlen + clen, padded = (size + 7) & ~(size_t)7;
+    if (ss_buf_reserve(b, sizeof(struct ss_record_header) + padded) != 0) return -1;
     struct ss_record_header h = {type, (uint32_t)size, 0, 0};
-    unsigned char *payload = ss_out + ss_out_len + sizeof h;
+    unsigned char *payload = b->p + b->len + sizeof h;
     if (alen) memcpy(payload, a, alen);
-    if (blen) memcpy(payload + alen, b, blen);
-    if (clen) memcpy(payload + alen + blen, c, clen);
+    if (xlen) memcpy(payload + alen, x, xlen);
+    if (clen) memcpy(payload + alen + xlen, c, clen);
     memset(payload + size, 0, padded - size);
     h.crc = ss_crc32(ss_crc32(0, &h, 8), payload, size); /* covers type and size too */
-    memcpy(ss_out + ss_out_len, &h, sizeof h);
-    ss_out_len += sizeof h + padded;
+    memcpy(b->p + b->len, &h, sizeof h);
+    b->len += sizeof h + padded;
     return 0;
+}
+
+struct ss_buf *ss_out_buf(void) { return &ss_out; }
+
+int ss_out_record3(uint32_t type, const void *a, size_t alen, const void *b, size_t blen, const void *c,
+                   size_t clen) {
+    return ss_buf_record3(&ss_out, type, a, alen, b, blen, c, clen);
 }
 
 int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen) {
@@ -154,7 +194,7 @@ void ss_out_append(uint32_t type, const void *payload, size_t size) { (void)ss_o
 
 /* ---- the process record ---- */
 
-static size_t ss_read_file(const char *path, char *buf, size_t cap) {
+size_t ss_read_file(const char *path, char *buf, size_t cap) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     size_t len = 0;
@@ -168,16 +208,13 @@ static size_t ss_read_file(const char *path, char *buf, size_t cap) {
     return len;
 }
 
-static void ss_fill_process(void) {
+/* The process record, but for what is known only when the file is made (pid, ppid, CPUs). */
+static void ss_fill_process(uint64_t realtime_ns, uint64_t mono_ns, uint64_t ticks) {
     memset(&ss_process, 0, sizeof ss_process);
-    ss_process.pid = (uint32_t)getpid();
-    ss_process.ppid = (uint32_t)getppid();
-    ss_process.start_realtime_ns = ss_realtime_ns();
-    ss_process.start_mono_ns = ss_mono_ns();
-    ss_process.start_ticks = ss_ticks();
+    ss_process.start_realtime_ns = realtime_ns;
+    ss_process.start_mono_ns = mono_ns;
+    ss_process.start_ticks = ticks;
     ss_process.ticks_per_sec = ss_ticks_per_sec;
-    long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ss_process.ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
     ss_process.timing = ss_config.timing;
     ss_process.timing_period = ss_config.period;
     strncpy(ss_process.libc_version, gnu_get_libc_version(), sizeof ss_process.libc_version - 1);
@@ -193,7 +230,7 @@ void ss_writer_init(void) {
         for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         ss_crc_table[i] = c;
     }
-    ss_fill_process();
+    ss_fill_process(ss_realtime_ns(), ss_mono_ns(), ss_ticks());
 }
 
 /* ---- the file ---- */
@@ -224,10 +261,9 @@ static void ss_note_in_index(const char *path) {
     close(fd);
 }
 
-/* Creates the profile file exclusively, never overwriting, and writes its header. */
-int ss_open_profile(void) {
-    if (ss_fd >= 0) return 0;
-    if (ss_file_failed) return -1;
+/* Creates the profile file exclusively, never overwriting, and writes its header; returns its
+ * descriptor (in the calling thread's table) or -1. */
+static int ss_create_profile(void) {
     char path[1200];
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
@@ -257,24 +293,8 @@ int ss_open_profile(void) {
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno != EEXIST) break;
     }
-    if (fd < 0) {
-        ss_file_failed = 1; /* stay silent: the program's output must not change; run reports it */
-        __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
-        return -1;
-    }
-    /* Keep the descriptor away from the low numbers programs expect to control. */
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
-    if (high >= 0) {
-        close(fd);
-        fd = high;
-    }
-    ss_fd = fd;
+    if (fd < 0) return -1;
     memcpy(ss_path, path, sizeof ss_path);
-    struct stat st;
-    if (fstat(fd, &st) == 0) {
-        ss_file_dev = st.st_dev;
-        ss_file_ino = st.st_ino;
-    }
 
     struct ss_file_header fh;
     memset(&fh, 0, sizeof fh);
@@ -284,40 +304,90 @@ int ss_open_profile(void) {
     fh.byte_order = SS_BYTE_ORDER_MARK;
     fh.crc = ss_crc32(0, &fh, offsetof(struct ss_file_header, crc));
 
+    /* The command line is read each time (a child may have rewritten it, as servers name their
+     * workers); the executable and the CPUs are the same until exec: a fork child reuses them. */
     static char cmdline[65536], exe[4096];
+    static ssize_t exe_len = -1;
+    static uint32_t ncpus;
     size_t cmd_len = ss_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-    while (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
-    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe);
+    /* One NUL ends the last argument; any before it belong to empty arguments (`--save ""`). */
+    if (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
+    if (exe_len < 0) exe_len = readlink("/proc/self/exe", exe, sizeof exe);
     if (exe_len < 0) exe_len = 0;
+    if (!ncpus) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        ncpus = n > 0 ? (uint32_t)n : 1;
+    }
+    ss_process.ncpus = ncpus;
     ss_process.flags = ss_process_is_fork_child() ? 1u : 0u;
     ss_process.pid = (uint32_t)getpid();
     ss_process.ppid = (uint32_t)getppid();
     ss_process.cmdline_len = (uint32_t)cmd_len;
     ss_process.exe_len = (uint32_t)exe_len;
 
-    ss_out_len = 0;
-    if (ss_out_reserve(sizeof fh) != 0) return -1;
-    memcpy(ss_out, &fh, sizeof fh);
-    ss_out_len = sizeof fh;
+    /* Assembled in a buffer of its own: a flush may be under way in ss_out. */
+    static struct ss_buf head;
+    head.len = 0;
     static unsigned char strings[65536 + 4096];
     memcpy(strings, cmdline, cmd_len);
     memcpy(strings + cmd_len, exe, (size_t)exe_len);
     /* A flush record ends even this first batch, so that a file cut short is never taken whole. */
     struct ss_flush_record fl = {0, ss_mono_ns(), ss_ticks(), 0};
-    if (ss_out_record(SS_REC_PROCESS, &ss_process, sizeof ss_process, strings, cmd_len + (size_t)exe_len) != 0 ||
-        ss_out_record(SS_REC_FLUSH, &fl, sizeof fl, NULL, 0) != 0 || ss_write_all(ss_fd, ss_out, ss_out_len) != 0) {
-        ss_file_failed = 1;
-        __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
-        return -1;
+    if (ss_buf_reserve(&head, sizeof fh) != 0) goto fail;
+    memcpy(head.p, &fh, sizeof fh);
+    head.len = sizeof fh;
+    if (ss_buf_record3(&head, SS_REC_PROCESS, &ss_process, sizeof ss_process, strings, cmd_len + (size_t)exe_len,
+                       NULL, 0) != 0 ||
+        ss_buf_record3(&head, SS_REC_FLUSH, &fl, sizeof fl, NULL, 0, NULL, 0) != 0 ||
+        ss_write_all(fd, head.p, head.len) != 0)
+        goto fail;
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        ss_file_dev = st.st_dev;
+        ss_file_ino = st.st_ino;
     }
     ss_note_in_index(path);
-    return 0;
+    return fd;
+fail:
+    close(fd);
+    return -1;
+}
+
+/* A descriptor of the profile for the calling thread, creating the file if needed; *transient
+ * says the caller closes it after its write. The flusher keeps its own; any other thread (no
+ * flusher in this process, or one that does not answer) opens one for this write only. */
+static int ss_profile_fd(int *transient) {
+    *transient = 0;
+    if (ss_fd >= 0 && (ss_fd_mode == SS_FD_SHARED || (ss_fd_mode == SS_FD_PRIVATE && ss_is_flusher))) {
+        if (ss_fd_mode == SS_FD_SHARED && ss_check_descriptor() != 0) return -1;
+        return ss_fd;
+    }
+    if (ss_file_failed) return -1;
+    int fd = ss_path[0] ? open(ss_path, O_WRONLY | O_APPEND | O_CLOEXEC) : ss_create_profile();
+    if (fd < 0) {
+        ss_file_failed = 1; /* stay silent: the program's output must not change; run reports it */
+        return -1;
+    }
+    if (!ss_is_flusher) {
+        *transient = 1;
+        return fd;
+    }
+    if (ss_fd_mode == SS_FD_SHARED) {
+        /* No table of our own: keep the descriptor away from the numbers programs expect to control. */
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+        if (high >= 0) {
+            close(fd);
+            fd = high;
+        }
+    }
+    ss_fd = fd;
+    return fd;
 }
 
 /* Before exec: the launched process's explicit output path belongs to its last image, which the
  * user asked about; an earlier image (a wrapper script that execs) moves to PATH.exec-N. */
 void ss_writer_before_exec(void) {
-    if (ss_fd < 0 || !ss_config.output[0] || strcmp(ss_path, ss_config.output) != 0) return;
+    if (!ss_path[0] || !ss_config.output[0] || strcmp(ss_path, ss_config.output) != 0) return;
     for (uint64_t n = 1; n < 100; n++) {
         char moved[1200];
         struct ss_str s = {moved, 0, sizeof moved};
@@ -335,116 +405,138 @@ void ss_writer_before_exec(void) {
     }
 }
 
-/* After fork the child writes its own file (created at its first flush) and has no flusher. */
+/* exec failed: the process goes on, and later flushes follow the END record. */
+void ss_writer_exec_failed(void) {
+    ss_finished = 0;
+    __atomic_store_n(&ss_final_state, 0, __ATOMIC_RELEASE);
+}
+
+/* After fork the child writes its own file (created at its first flush) and has no flusher. Only
+ * a few stores here: the rest waits until the child records or writes (ss_writer_child_setup). */
 void ss_writer_after_fork_child(void) {
-    if (ss_fd >= 0) close(ss_fd); /* the parent's descriptor; the file stays open in the parent */
+    if (ss_fd >= 0 && ss_fd_mode == SS_FD_SHARED) close(ss_fd); /* our copy in the program's table */
+    /* A descriptor of the parent's flusher's own table is no descriptor here: never close it. */
     ss_fd = -1;
+    ss_fd_mode = SS_FD_NONE;
+    ss_path[0] = 0;
+    ss_file_failed = 0;
     ss_flushing = 0;
     ss_finished = 0;
     ss_flush_seq = 0;
-    ss_phases_after_fork_child();
     ss_flusher_started = 0;
-    ss_fill_process();
-    ss_stacks_after_fork_child();
+    ss_flusher_pid = 0;
+    ss_final_state = 0;
+    ss_out.len = 0;
+    ss_fold_out.len = 0;
+    ss_child_start[0] = ss_realtime_ns();
+    ss_child_start[1] = ss_mono_ns();
+    ss_child_start[2] = ss_ticks();
+    ss_child_pending = 1;
+}
+
+/* The child's set-up, once it records or writes: its process record, fresh stack tables. */
+void ss_writer_child_setup(void) {
+    if (!ss_child_pending) return;
+    ss_child_pending = 0;
+    /* The strings (glibc's version, the allocator) are the parent's: only the times differ. */
+    ss_process.start_realtime_ns = ss_child_start[0];
+    ss_process.start_mono_ns = ss_child_start[1];
+    ss_process.start_ticks = ss_child_start[2];
+    ss_stacks_child_setup();
 }
 
 /* ---- flushing ---- */
 
-/* Copies a record another thread is updating, word by word with relaxed atomic loads. */
-static void ss_copy_words(void *dst, const void *src, size_t size) {
-    const uint64_t *s = src;
-    uint64_t *d = dst;
-    for (size_t i = 0; i < size / 8; i++) d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+int ss_flush_try_lock(void) {
+    int expected = 0;
+    return __atomic_compare_exchange_n(&ss_flushing, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-static uint64_t ss_thread_signature(const struct ss_thread_record *r) {
-    uint64_t sig = r->flags;
-    for (int i = 0; i < SS_FN_COUNT; i++) sig += r->fn[i].calls * (uint64_t)(i + 1);
-    return sig + r->lock_wait_ticks;
-}
+void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE); }
 
-static int ss_out_thread(struct ss_thread *t, int final) {
-    static struct ss_thread_record rec;
-    static struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
-    ss_copy_words(&rec, &t->rec, sizeof rec);
-    int ended = (__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED) != 0;
-    uint64_t lock_sig = 0;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i <= SS_LOCK_SLOTS; i++) {
-        if (__atomic_load_n(&t->locks[i].acquisitions, __ATOMIC_RELAXED) == 0 &&
-            __atomic_load_n(&t->locks[i].wait_ticks, __ATOMIC_RELAXED) == 0)
-            continue;
-        ss_copy_words(&locks[n], &t->locks[i], sizeof locks[n]);
-        lock_sig += locks[n].acquisitions;
-        n++;
+/* Assembles one batch and writes it. The caller holds the flush lock. */
+static void ss_flush_now(int final, uint32_t how, int32_t status) {
+    if (ss_finished && !final) return;
+    ss_writer_child_setup();
+    /* A fork child's first image that execs (the usual fork-exec) leaves no profile. */
+    if (final && how == SS_END_EXEC && !ss_path[0]) return;
+    if (final) ss_attach_pending_for_final(); /* a fork child that made no call we interpose */
+    int transient;
+    int fd = ss_profile_fd(&transient);
+    if (fd < 0) return;
+    ss_out.len = 0;
+    ss_threads_prepare_batch(final);
+    int ok = 1, had_fold_samples = ss_fold_out.len > 0;
+    if (ss_fold_out.len) { /* samples of folded threads, gathered since the last flush */
+        ok = ss_buf_reserve(&ss_out, ss_fold_out.len) == 0;
+        if (ok) {
+            memcpy(ss_out.p, ss_fold_out.p, ss_fold_out.len);
+            ss_out.len = ss_fold_out.len;
+        }
+        ss_fold_out.len = 0;
     }
-    uint64_t sig = ss_thread_signature(&rec) + lock_sig;
-    /* Running threads are rewritten at every flush (their CPU time moves); ended ones once more. */
-    if (ended && t->written && sig == t->written_signature && !final) return 0;
-    if (!ended) {
-        uint64_t cpu = ss_thread_cpu_ns((pid_t)rec.tid);
-        rec.cpu_ns = cpu > t->cpu_base_ns ? cpu - t->cpu_base_ns : 0;
-        char path[64], name[32];
-        struct ss_str s = {path, 0, sizeof path};
-        ss_str_cat(&s, "/proc/self/task/");
-        ss_str_u64(&s, rec.tid);
-        ss_str_cat(&s, "/comm");
-        size_t len = ss_read_file(path, name, sizeof name - 1);
-        while (len > 0 && (name[len - 1] == '\n' || name[len - 1] == 0)) len--;
-        if (len > 0) {
-            memset(rec.name, 0, sizeof rec.name);
-            memcpy(rec.name, name, len < 15 ? len : 15);
+    /* Samples first: every stack they name is complete by now, and written just after. */
+    int samples = ok ? ss_sampler_write() : -1;
+    ok = samples >= 0 && ss_stacks_write(samples > 0 || had_fold_samples) == 0 && ss_alloc_write() == 0 &&
+         ss_threads_write(final) == 0;
+    if (ok) {
+        ss_phases_append_pending();
+        if (final) {
+            struct ss_end_record end = {how, status, ss_mono_ns(), ss_ticks()};
+            ok = ss_out_record(SS_REC_END, &end, sizeof end, NULL, 0) == 0;
+        } else {
+            struct ss_flush_record fl = {++ss_flush_seq, ss_mono_ns(), ss_ticks(), 0};
+            ok = ss_out_record(SS_REC_FLUSH, &fl, sizeof fl, NULL, 0) == 0;
         }
     }
-    rec.nlocks = n;
-    if (ss_out_record(SS_REC_THREAD, &rec, sizeof rec, locks, n * sizeof(struct ss_lock_stats)) != 0) return -1;
-    t->written = 1;
-    t->written_signature = sig;
-    return 0;
+    if (ok && ss_write_all(fd, ss_out.p, ss_out.len) != 0) ss_file_failed = 1;
+    if (transient) close(fd);
+    ss_threads_after_batch();
+    /* After END nothing more is written (a flush between an exec's END and the exec itself would
+     * make the image look cut short), unless the exec fails (ss_writer_exec_failed). */
+    if (final) ss_finished = 1;
 }
 
-static int ss_process_has_activity(void) {
-    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
-        if (ss_thread_signature(&t->rec) != 0) return 1;
-    return 0;
-}
-
-void ss_flush(int final, uint32_t how, int32_t status) {
-    int expected = 0;
+static void ss_flush_locked(int final, uint32_t how, int32_t status) {
     int waited_ms = 0;
-    while (!__atomic_compare_exchange_n(&ss_flushing, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-        expected = 0;
+    while (!ss_flush_try_lock()) {
         if (!final || waited_ms++ > 2000) return;
         struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL); /* the flusher is mid-write; the final flush waits for it */
+        nanosleep(&ms, NULL); /* a flush is being written; the final flush waits for it */
     }
-    if (ss_finished && !final) goto out;
-    if (ss_fd < 0) {
-        /* A fork child's file appears only once it has done something worth a profile; one that
-         * execs before its first flush (the usual fork-exec) leaves none for its short first image. */
-        if (how == SS_END_EXEC || !ss_process_has_activity() || ss_open_profile() != 0) goto out;
+    ss_flush_now(final, how, status);
+    ss_flush_unlock();
+}
+
+int ss_flusher_running(void) { return ss_flusher_pid != 0 && ss_flusher_pid == ss_pid; }
+
+void ss_wake_flusher(void) {
+    if (!ss_flusher_running()) return;
+    __atomic_add_fetch(&ss_flusher_word, 1, __ATOMIC_RELEASE);
+    ss_futex(&ss_flusher_word, FUTEX_WAKE, 1, NULL);
+}
+
+/* The last flush of this image (exit, _exit, exec): the flusher writes it, in its own descriptor
+ * table, while the caller waits; without a flusher the caller writes it. */
+void ss_final_flush(uint32_t how, int32_t status) {
+    if (ss_flusher_running() && !ss_is_flusher) {
+        uint32_t expected = 0; /* 3 while this thread fills in the request, then 1 */
+        if (__atomic_compare_exchange_n(&ss_final_state, &expected, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            ss_final_how = how;
+            ss_final_status = status;
+            __atomic_store_n(&ss_final_state, 1, __ATOMIC_RELEASE);
+            ss_wake_flusher();
+        }
+        /* Bounded: a flusher that does not answer leaves a partial profile, never a hung program. */
+        for (int waited_ms = 0; waited_ms < 5000; waited_ms += 10) {
+            uint32_t state = __atomic_load_n(&ss_final_state, __ATOMIC_ACQUIRE);
+            if (state == 2) return;
+            struct timespec ts = {0, 10 * 1000000L};
+            ss_futex(&ss_final_state, FUTEX_WAIT, state, &ts);
+        }
+        return;
     }
-    ss_out_len = 0;
-    /* Samples first: every stack they name is complete by now, and written just after. */
-    if (ss_sampler_write() != 0) goto out;
-    if (ss_stacks_write() != 0) goto out;
-    if (ss_alloc_write() != 0) goto out;
-    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
-        if (ss_out_thread(t, final) != 0) goto out;
-    ss_phases_append_pending();
-    if (final) {
-        struct ss_end_record end = {how, status, ss_mono_ns(), ss_ticks()};
-        if (ss_out_record(SS_REC_END, &end, sizeof end, NULL, 0) != 0) goto out;
-    } else {
-        struct ss_flush_record fl = {++ss_flush_seq, ss_mono_ns(), ss_ticks(), 0};
-        if (ss_out_record(SS_REC_FLUSH, &fl, sizeof fl, NULL, 0) != 0) goto out;
-    }
-    if (ss_check_descriptor() != 0 || ss_write_all(ss_fd, ss_out, ss_out_len) != 0) ss_file_failed = 1;
-    if (final) ss_finished = 1;
-out:
-    /* After an exec that failed the process goes on: let later flushes follow the END record. */
-    if (final && how == SS_END_EXEC) ss_finished = 0;
-    __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE);
+    ss_flush_locked(1, how, status);
 }
 
 /* ---- the flusher thread ---- */
@@ -493,39 +585,102 @@ static int ss_other_threads_alive(void) {
 static int ss_main_thread_ended(void) {
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         uint32_t flags = __atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE);
-        if (flags & SS_THREAD_MAIN) return (flags & SS_THREAD_ENDED) != 0;
+        uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+        if ((flags & SS_THREAD_MAIN) && (state == SS_NODE_LIVE || state == SS_NODE_ENDED))
+            return (flags & SS_THREAD_ENDED) != 0;
     }
     return 0;
+}
+
+/* Gives the calling thread a descriptor table of its own, holding none of the program's
+ * descriptors (its copies would keep the program's pipes and sockets open). */
+static int ss_own_descriptor_table(void) {
+    if (syscall(SYS_unshare, CLONE_FILES) != 0) return 0;
+    if (syscall(SYS_close_range, 0u, ~0u, 0u) == 0) return 1;
+    /* Before Linux 5.9: close what the table lists. */
+    int dir = open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return 1; /* nothing can be listed: then nothing was open but what we cannot see */
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            uint64_t fd = ss_parse_u64(d->name, UINT64_MAX);
+            if (fd != UINT64_MAX && (int)fd != dir) close((int)fd);
+        }
+    }
+    close(dir);
+    return 1;
+}
+
+static void ss_flusher_serve_final(void) {
+    if (__atomic_load_n(&ss_final_state, __ATOMIC_ACQUIRE) != 1) return;
+    ss_flush_locked(1, ss_final_how, ss_final_status);
+    __atomic_store_n(&ss_final_state, 2, __ATOMIC_RELEASE);
+    ss_futex(&ss_final_state, FUTEX_WAKE, 1 << 30, NULL);
 }
 
 static void *ss_flusher_main(void *arg) {
     (void)arg;
     ss_busy = 1; /* this thread is invisible: its own calls are never recorded */
+    ss_is_flusher = 1;
     prctl(PR_SET_NAME, "stallscope", 0, 0, 0);
+    ss_fd_mode = ss_own_descriptor_table() ? SS_FD_PRIVATE : SS_FD_SHARED;
+    uint32_t ready = 1;
+    if (!ss_process_is_fork_child()) { /* a fork child's file appears at its first flush */
+        int transient;
+        if (ss_profile_fd(&transient) < 0) ready = 2;
+    }
+    __atomic_store_n(&ss_flusher_ready, ready, __ATOMIC_RELEASE);
+    ss_futex(&ss_flusher_ready, FUTEX_WAKE, 1 << 30, NULL);
+    if (ready != 1) return NULL;
     /* Ticks as often as wall samples are taken (at most every 50 ms). */
-    uint32_t tick_ms = ss_config.wall_hz > 20 ? 1000 / ss_config.wall_hz : 50, since_flush = 0;
+    uint32_t tick_ms = ss_config.wall_hz > 20 ? 1000 / ss_config.wall_hz : 50;
     if (tick_ms == 0) tick_ms = 1;
+    uint64_t last_tick = ss_mono_ns(), last_flush = last_tick;
     for (;;) {
-        struct timespec ts = {0, (long)tick_ms * 1000000L};
-        nanosleep(&ts, NULL);
-        if (ss_pid != getpid()) return NULL;
+        uint32_t seen = __atomic_load_n(&ss_flusher_word, __ATOMIC_ACQUIRE);
+        ss_flusher_serve_final();
+        uint64_t now = ss_mono_ns();
+        uint64_t next = last_tick + (uint64_t)tick_ms * 1000000ull;
+        if (now < next) {
+            struct timespec ts = {(time_t)((next - now) / 1000000000ull), (long)((next - now) % 1000000000ull)};
+            ss_futex(&ss_flusher_word, FUTEX_WAIT, seen, &ts);
+            ss_flusher_serve_final();
+            ss_threads_fold_ended(); /* woken early: many threads ended */
+            now = ss_mono_ns();
+            if (now < next) continue;
+        }
+        uint32_t elapsed_ms = (uint32_t)((now - last_tick) / 1000000ull);
+        last_tick = now;
         /* When the program's last thread has gone after main called pthread_exit, the process
          * would end now but for this thread: end it as glibc would, with exit(0). */
         if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
-        ss_phases_tick(tick_ms);
+        ss_phases_tick(elapsed_ms);
         ss_sampler_tick();
-        since_flush += tick_ms;
-        if (since_flush >= ss_config.flush_ms) {
-            since_flush = 0;
-            ss_flush(0, 0, 0);
+        ss_threads_fold_ended();
+        if (now - last_flush >= (uint64_t)ss_config.flush_ms * 1000000ull) {
+            last_flush = now;
+            ss_flush_locked(0, 0, 0);
         }
     }
     return NULL;
 }
 
+/* Starts the flusher; in the launched process (not a fork child) waits until it has created the
+ * profile, and turns the interposer off if it could not. */
 void ss_start_flusher(void) {
     if (ss_flusher_started || !ss_active) return;
     ss_flusher_started = 1;
+    __atomic_store_n(&ss_flusher_ready, 0, __ATOMIC_RELEASE);
     sigset_t all, old;
     sigfillset(&all);
     /* The new thread inherits a mask blocking everything: signals meant for the program must
@@ -536,7 +691,25 @@ void ss_start_flusher(void) {
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
-    if (ss_real.pthread_create(&th, &attr, ss_flusher_main, NULL) != 0) ss_flusher_started = 0;
+    int started = ss_real.pthread_create(&th, &attr, ss_flusher_main, NULL) == 0;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!started) {
+        ss_flusher_started = 0; /* flushes happen at exit only, each with a descriptor of its own */
+        return;
+    }
+    ss_flusher_pid = ss_pid;
+    if (ss_process_is_fork_child()) return; /* its file appears at its first flush: no need to wait */
+    /* Bounded wait: the flusher needs nothing this thread holds, but never hang the program. */
+    for (int waited_ms = 0; waited_ms < 2000; waited_ms += 10) {
+        uint32_t ready = __atomic_load_n(&ss_flusher_ready, __ATOMIC_ACQUIRE);
+        if (ready == 2) {
+            ss_flusher_pid = 0;
+            __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
+            return;
+        }
+        if (ready == 1) return;
+        struct timespec ts = {0, 10 * 1000000L};
+        ss_futex(&ss_flusher_ready, FUTEX_WAIT, 0, &ts);
+    }
 }

@@ -3,16 +3,19 @@
 
 use crate::analysis::summary::{self, Summary};
 use crate::options;
-use crate::profile::{self, format};
+use crate::profile::{self, format, tree};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
+
+mod launch;
+mod signals;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -80,15 +83,61 @@ pub enum Timing {
     Exact,
 }
 
-/// The launched process, for the signal handler that forwards termination requests to it.
-static CHILD_PID: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn forward_signal(sig: libc::c_int) {
-    let pid = CHILD_PID.load(Ordering::Relaxed);
-    if pid > 0 {
-        // SAFETY: kill is async-signal-safe.
-        unsafe { libc::kill(pid, sig) };
+/// The STALLSCOPE_ variables this run needs besides the profile paths: the session's, and each
+/// option that differs from the interposer's default (preload/ss_options.def), so that the
+/// program's environment carries as few of stallscope's variables as possible.
+fn settings(args: &RunArgs, session: &Session) -> Vec<(&'static str, String)> {
+    let mut out = vec![
+        (options::SUPERVISOR.env, std::process::id().to_string()),
+        (options::INDEX.env, session.index.display().to_string()),
+    ];
+    if args.no_children {
+        out.push((options::NO_CHILDREN.env, "1".into()));
     }
+    if args.timing == Timing::Exact {
+        out.push((options::TIMING.env, "exact".into()));
+    } else if options::TIMING_PERIOD.clamp(args.timing_period.into())
+        != options::TIMING_PERIOD.default
+    {
+        out.push((
+            options::TIMING_PERIOD.env,
+            options::TIMING_PERIOD
+                .clamp(args.timing_period.into())
+                .to_string(),
+        ));
+    }
+    if let Some(ms) = args.snapshot_every {
+        out.push((options::SNAPSHOT_MS.env, ms.max(1).to_string()));
+    }
+    if args.snapshot_on_signal {
+        out.push((options::SNAPSHOT_SIGNAL.env, "1".into()));
+    }
+    let (sample_hz, wall_hz) = if args.no_sampling {
+        (0, 0)
+    } else {
+        (args.sample_hz, args.wall_hz)
+    };
+    if u64::from(sample_hz) != options::SAMPLE_HZ.default {
+        out.push((options::SAMPLE_HZ.env, sample_hz.to_string()));
+    }
+    if u64::from(wall_hz) != options::WALL_HZ.default {
+        out.push((options::WALL_HZ.env, wall_hz.to_string()));
+    }
+    let (stack_period, stack_bytes) = if args.no_stacks {
+        (0, 0)
+    } else {
+        (args.stack_period, args.stack_bytes)
+    };
+    if u64::from(stack_period) != options::STACK_PERIOD.default {
+        out.push((options::STACK_PERIOD.env, stack_period.to_string()));
+    }
+    if stack_bytes != options::STACK_BYTES.default {
+        out.push((options::STACK_BYTES.env, stack_bytes.to_string()));
+    }
+    if args.unwinder == Unwinder::Libunwind {
+        out.push((options::UNWINDER.env, "libunwind".into()));
+    }
+    out
 }
 
 pub fn main(args: RunArgs) -> Result<i32> {
@@ -107,86 +156,61 @@ pub fn main(args: RunArgs) -> Result<i32> {
         return Ok(2);
     }
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let output = args.output.as_ref().map(|o| cwd.join(o));
-    if let Some(out) = output.as_ref().filter(|o| o.exists()) {
+    let root = match &args.output {
+        Some(o) => launch::RootPath::Given(cwd.join(o)),
+        None => launch::RootPath::Default {
+            dir: cwd.clone(),
+            name: launch::profile_name(std::ffi::OsStr::new(&args.command[0])),
+        },
+    };
+    if let launch::RootPath::Given(out) = &root {
+        for taken in [out.clone(), tree::children_dir(out)] {
+            if std::fs::symlink_metadata(&taken).is_ok() {
+                eprintln!(
+                    "stallscope: {} exists; refusing to overwrite it",
+                    taken.display()
+                );
+                return Ok(2);
+            }
+        }
+    }
+    let profile_dir = match &root {
+        launch::RootPath::Given(out) => out.parent().unwrap_or(Path::new("/")).to_path_buf(),
+        launch::RootPath::Default { dir, .. } => dir.clone(),
+    };
+    if let Err(e) = check_writable(&profile_dir) {
         eprintln!(
-            "stallscope: {} exists; refusing to overwrite it",
-            out.display()
+            "stallscope: cannot write the profile in {}: {e}",
+            profile_dir.display()
+        );
+        eprintln!(
+            "stallscope: the program was not run; write the profile elsewhere with -o FILE (e.g. -o /tmp/{}.prof)",
+            launch::profile_name(std::ffi::OsStr::new(&args.command[0]))
         );
         return Ok(2);
     }
     let library = crate::preload::library_path()?;
     let session = Session::create()?;
+    let mut plan = Box::new(launch::Launch::new(
+        &library,
+        &settings(&args, &session),
+        &root,
+        !args.no_children,
+    ));
 
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
-    let preload = match std::env::var("LD_PRELOAD") {
-        Ok(existing) if !existing.is_empty() => format!("{} {existing}", library.display()),
-        _ => library.display().to_string(),
-    };
-    cmd.env("LD_PRELOAD", preload)
-        .env(options::DIR.env, &cwd)
-        .env(options::INDEX.env, &session.index)
-        .env(options::SUPERVISOR.env, std::process::id().to_string())
-        .env(
-            options::TIMING.env,
-            if args.timing == Timing::Exact {
-                "exact"
-            } else {
-                "sampled"
-            },
-        )
-        .env(
-            options::TIMING_PERIOD.env,
-            options::TIMING_PERIOD
-                .clamp(args.timing_period.into())
-                .to_string(),
-        );
-    if let Some(out) = &output {
-        cmd.env(options::OUTPUT.env, out);
-    }
-    if args.no_children {
-        cmd.env(options::NO_CHILDREN.env, "1");
-    }
-    if let Some(ms) = args.snapshot_every {
-        cmd.env(options::SNAPSHOT_MS.env, ms.max(1).to_string());
-    }
-    if args.snapshot_on_signal {
-        cmd.env(options::SNAPSHOT_SIGNAL.env, "1");
-    }
-    let (sample_hz, wall_hz) = if args.no_sampling {
-        (0, 0)
-    } else {
-        (args.sample_hz, args.wall_hz)
-    };
-    cmd.env(options::SAMPLE_HZ.env, sample_hz.to_string())
-        .env(options::WALL_HZ.env, wall_hz.to_string());
-    let (stack_period, stack_bytes) = if args.no_stacks {
-        (0, 0)
-    } else {
-        (args.stack_period, args.stack_bytes)
-    };
-    cmd.env(options::STACK_PERIOD.env, stack_period.to_string())
-        .env(options::STACK_BYTES.env, stack_bytes.to_string())
-        .env(
-            options::UNWINDER.env,
-            if args.unwinder == Unwinder::Libunwind {
-                "libunwind"
-            } else {
-                "libgcc"
-            },
-        );
-
-    // Like a shell waiting for a foreground job: keyboard signals reach the child through the
-    // terminal's process group, so ignore them here; forward termination requests sent to us.
-    // SAFETY: installing handlers before the child exists; the handler only calls kill.
+    let plan_at = &mut *plan as *mut launch::Launch as usize;
+    // SAFETY: runs in the child between fork and exec; both calls are async-signal-safe, and the
+    // plan outlives the spawn (the child works on its own copy of it).
     unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
-        for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
-            libc::signal(sig, forward_signal as *const () as libc::sighandler_t);
-        }
+        cmd.pre_exec(move || {
+            signals::restore_in_child();
+            (*(plan_at as *mut launch::Launch)).in_child();
+            Ok(())
+        });
     }
+    signals::supervise();
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -199,18 +223,22 @@ pub fn main(args: RunArgs) -> Result<i32> {
             });
         }
     };
-    CHILD_PID.store(child.id() as i32, Ordering::Relaxed);
+    let root_pid = child.id();
+    signals::child_started(root_pid as i32);
+    signals::wait_for_end(root_pid as i32);
     let status = child.wait().context("waiting for the profiled program")?;
     let wall = started.elapsed();
-    CHILD_PID.store(0, Ordering::Relaxed);
 
+    let (root_path, children_dir) = plan.chosen_paths(root_pid);
     let files = session.profiles();
-    let root_pid = child.id();
     let root_file = files
         .iter()
         .rev()
-        .find(|(pid, _)| *pid == root_pid)
+        .find(|(pid, p)| *pid == root_pid && *p == root_path)
+        .or_else(|| files.iter().rev().find(|(pid, _)| *pid == root_pid))
         .map(|(_, p)| p.clone());
+    let run_dir = children_dir.unwrap_or_else(|| tree::children_dir(&root_path));
+    let others = gather_run(&files, root_file.as_deref(), &run_dir);
     if let Some(path) = &root_file
         && let Err(e) = append_supervisor(path, &status, wall.as_nanos() as u64)
     {
@@ -220,13 +248,60 @@ pub fn main(args: RunArgs) -> Result<i32> {
         );
     }
     if !args.quiet {
-        print_summary(root_file.as_deref(), &files, root_pid, &status);
+        print_summary(root_file.as_deref(), &root_path, &run_dir, others, &status);
+    }
+    drop(session);
+    if let Some(sig) = status.signal() {
+        signals::die_like(sig);
     }
     Ok(match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,
         _ => 1,
     })
+}
+
+/// Whether a profile can be created in `dir` (the search and write permissions, a read-only
+/// file system), without creating anything there.
+fn check_writable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// After the run: every profile besides the root's ends up in the run's directory (earlier images
+/// of the launched process, written next to it as ROOT.exec-N, are moved there); the directory is
+/// removed if no process wrote there. Returns how many profiles it holds.
+fn gather_run(files: &[(u32, PathBuf)], root: Option<&Path>, run_dir: &Path) -> usize {
+    for (_, path) in files {
+        if Some(path.as_path()) == root || path.starts_with(run_dir) {
+            continue;
+        }
+        let Some(name) = path.file_name() else {
+            continue;
+        };
+        let target = run_dir.join(name);
+        let moved = std::fs::create_dir_all(run_dir).is_ok()
+            && !target.exists()
+            && std::fs::rename(path, &target).is_ok();
+        if !moved {
+            eprintln!(
+                "stallscope: could not move {} into {}",
+                path.display(),
+                run_dir.display()
+            );
+        }
+    }
+    let count = std::fs::read_dir(run_dir).map_or(0, |d| d.flatten().count());
+    if count == 0 {
+        let _ = std::fs::remove_dir(run_dir);
+    }
+    count
 }
 
 /// Parses a duration such as `250ms`, `2s`, `1.5s` or `1m` into milliseconds.
@@ -386,8 +461,9 @@ fn append_supervisor(path: &Path, status: &std::process::ExitStatus, wall_ns: u6
 
 fn print_summary(
     root: Option<&Path>,
-    files: &[(u32, PathBuf)],
-    root_pid: u32,
+    expected: &Path,
+    run_dir: &Path,
+    others: usize,
     status: &std::process::ExitStatus,
 ) {
     let style = Style::for_stderr();
@@ -408,7 +484,8 @@ fn print_summary(
         None => {
             let _ = writeln!(
                 err,
-                "no profile was written: the program ended before the interposer started, or could not create its file"
+                "no profile was written to {}: the program ended before the interposer started, or could not create the file",
+                expected.display()
             );
         }
         Some((path, Err(e))) => {
@@ -423,26 +500,12 @@ fn print_summary(
             summary_lines(&mut err, &s, path);
         }
     }
-    let earlier: Vec<_> = files
-        .iter()
-        .filter(|(pid, p)| *pid == root_pid && Some(p.as_path()) != root)
-        .collect();
-    if !earlier.is_empty() {
-        let names: Vec<_> = earlier
-            .iter()
-            .map(|(_, p)| p.display().to_string())
-            .collect();
-        let _ = writeln!(err, "before exec:  {}", names.join(", "));
-    }
-    let children: Vec<_> = files.iter().filter(|(pid, _)| *pid != root_pid).collect();
-    if !children.is_empty() {
-        let _ = writeln!(err, "children:     {} profiles", children.len());
-        for (pid, path) in children.iter().take(10) {
-            let _ = writeln!(err, "  {pid:>8}  {}", path.display());
-        }
-        if children.len() > 10 {
-            let _ = writeln!(err, "  ... and {} more", children.len() - 10);
-        }
+    if others > 0 {
+        let _ = writeln!(
+            err,
+            "other processes: {others} profiles in {}/",
+            run_dir.display()
+        );
     }
 }
 
@@ -451,7 +514,7 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
         err,
         "wall time:    {}   threads: {}",
         fmt_ns(s.wall_ns),
-        s.threads.len()
+        fmt_count(s.thread_count())
     );
     let _ = writeln!(
         err,

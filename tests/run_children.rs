@@ -1,20 +1,22 @@
 //! Child processes under `stallscope run`: fork + exec and posix_spawn children get their own
-//! profile files (listed on stderr); `--no-children` profiles only the launched process.
+//! profile files, in the run's directory next to the launched process's profile
+//! (`stallscope-NAME-PID.prof.children/`, named on stderr); `--no-children` profiles only the
+//! launched process.
 
 mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// Runs `exe` under stallscope in `dir` (default profile names, so children land there too) and
-/// returns (stdout, stderr, profiles found in `dir`).
+/// Runs `exe` under stallscope in `dir` (default profile names) and returns (stdout, stderr, every
+/// profile of the run).
 fn run_in(dir: &Path, run_args: &[&str], exe: &Path) -> (String, String, Vec<PathBuf>) {
     let out = stallscope_run(dir, run_args, &[exe]);
     assert_eq!(exit_code(&out), 0, "{}", describe(&out));
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
-        prof_files(dir),
+        run_files(dir),
     )
 }
 
@@ -67,25 +69,28 @@ fn check_child_profiles(source: &str, child_says: &str) {
         ["sh", "-c", &format!("echo {child_says}")]
     );
     assert_ne!(shell["pid"], parent["pid"], "the child has its own pid");
-    // Default names: stallscope-<command name>-<pid>.prof in the working directory.
+    // One profile per run in the working directory, stallscope-<command name>-<pid>.prof; the
+    // child's, with its own default name, in that profile's directory of the run.
+    let root_name = format!("stallscope-{stem}-{}.prof", parent["pid"]);
+    assert_eq!(file_name(parent_file), root_name, "default profile name");
     assert_eq!(
-        file_name(parent_file),
-        format!("stallscope-{stem}-{}.prof", parent["pid"]),
-        "default profile name"
+        prof_files(dir.path()),
+        [dir.join(&root_name)],
+        "the only profile in the working directory"
     );
+    let run_dir = dir.join(&format!("{root_name}.children"));
+    assert_eq!(children_dirs(dir.path()), std::slice::from_ref(&run_dir));
     assert_eq!(
-        file_name(shell_file),
-        format!("stallscope-sh-{}.prof", shell["pid"]),
-        "default profile name of the child"
-    );
-    // Children are listed at the end on stderr, by path.
-    assert!(
-        stderr.contains(&file_name(shell_file)),
-        "the child's profile {} is listed on stderr:\n{stderr}",
-        shell_file.display()
+        **shell_file,
+        run_dir.join(format!("stallscope-sh-{}.prof", shell["pid"])),
+        "the child's profile, in the run's directory"
     );
     assert!(
-        stderr.contains(&file_name(parent_file)),
+        stderr.contains(run_dir.to_str().unwrap()),
+        "the run's directory is named on stderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(&root_name),
         "the parent's profile {} is named on stderr:\n{stderr}",
         parent_file.display()
     );
@@ -115,6 +120,10 @@ fn check_child_profiles(source: &str, child_says: &str) {
         files.len(),
         1,
         "--no-children writes one profile: {files:?}\n{stderr}"
+    );
+    assert!(
+        children_dirs(dir2.path()).is_empty(),
+        "and no directory for other processes"
     );
     assert_eq!(
         profiles_of(&files, &stem).len(),
@@ -146,8 +155,13 @@ fn shell_pipeline_profiles_every_command() {
         String::from_utf8_lossy(&out.stdout),
         "999\n998\n997\n996\n995\n"
     );
-    let files = prof_files(dir.path());
-    for program in ["seq", "sort", "head"] {
+    let files = run_files(dir.path());
+    assert_eq!(
+        prof_files(dir.path()).len(),
+        1,
+        "one profile in the directory"
+    );
+    for program in ["seq", "sort", "head", "sh"] {
         assert_eq!(
             profiles_of(&files, program).len(),
             1,
@@ -179,13 +193,25 @@ fn exec_of_the_launched_process_gets_its_own_profile() {
         String::from_utf8_lossy(&out.stdout),
         "before exec\nafter exec\n"
     );
-    let files = prof_files(dir.path());
+    let files = run_files(dir.path());
     let perl = profiles_of(&files, "perl");
     let sh = profiles_of(&files, "sh");
     assert_eq!(
         (perl.len(), sh.len()),
         (1, 1),
         "one profile per image: {files:?}"
+    );
+    // The last image's is the run's profile; the earlier image's is kept in the run's directory.
+    let root = prof_files(dir.path());
+    assert_eq!(
+        root,
+        [sh[0].0.clone()],
+        "the last image is the run's profile"
+    );
+    let root_name = file_name(&root[0]);
+    assert_eq!(
+        *perl[0].0,
+        dir.join(&format!("{root_name}.children/{root_name}.exec-1")),
     );
     assert_eq!(perl[0].1["pid"], sh[0].1["pid"], "the same process");
     assert_eq!(sh[0].1["exit_code"], 4, "the last image's exit code");

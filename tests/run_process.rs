@@ -357,7 +357,7 @@ fn program_killed_from_outside_leaves_a_partial_profile() {
     // SAFETY: kill has no memory-safety preconditions.
     assert_eq!(unsafe { libc::kill(program.0, libc::SIGKILL) }, 0);
     let out = run.wait_with_output().expect("waiting for stallscope");
-    assert_eq!(exit_code(&out), 128 + 9, "{}", describe(&out));
+    assert_eq!(shell_status(&out), 128 + 9, "{}", describe(&out));
     let report = report_json(&path);
     assert_eq!(report["complete"], false);
     assert_eq!(report["signal"], 9);

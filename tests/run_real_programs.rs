@@ -1,7 +1,7 @@
 //! Programs from the machine give the same stdout and exit status with and without
 //! `stallscope run`: python3 with threads, git, gcc (with its children), sqlite3, perl and shell
 //! pipelines. Each plain run and profiled run works in its own directory; the profiles of the
-//! profiled run land in that run's working directory.
+//! profiled run land in that run's working directory (its children's in the run's directory).
 
 mod common;
 
@@ -56,9 +56,10 @@ fn compare(
     (plain, profiled)
 }
 
-/// Names of the programs that wrote the profiles in `dir` (base name of each command's argv[0]).
+/// Names of the programs that wrote the profiles of the runs in `dir` (base name of each
+/// command's argv[0]).
 fn profiled_programs(dir: &Path) -> Vec<String> {
-    prof_files(dir)
+    run_files(dir)
         .iter()
         .map(|f| {
             let cmd = command_of(&report_json(f));
@@ -113,7 +114,7 @@ fn python3_with_threads() {
     );
     assert_eq!(profiled.status.code(), Some(3));
     assert_eq!(String::from_utf8_lossy(&profiled.stdout).lines().count(), 4);
-    let files = prof_files(b.path());
+    let files = run_files(b.path());
     assert_eq!(files.len(), 1, "python3 starts no other process: {files:?}");
     let report = report_json(&files[0]);
     let threads = report["threads"].as_array().expect("threads").len();

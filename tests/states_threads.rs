@@ -359,6 +359,6 @@ fn a_sigprof_the_program_does_not_handle_still_ends_it() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(plain.status.signal(), Some(27), "{}", describe(&plain));
     let out = stallscope_run(dir.path(), &["-q", "-o", "p.prof"], &[&exe]);
-    assert_eq!(exit_code(&out), 128 + 27, "{}", describe(&out));
+    assert_eq!(shell_status(&out), 128 + 27, "{}", describe(&out));
     assert_eq!(out.stdout, plain.stdout);
 }

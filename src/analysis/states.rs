@@ -3,7 +3,7 @@
 //! per time slice, per stack. See docs/STATES.md.
 
 use crate::profile::Profile;
-use crate::profile::format::THREAD_MAIN;
+use crate::profile::format::{THREAD_MAIN, THREAD_SIGNAL_BLOCKED};
 use crate::profile::samples::{Sample, SampleKind, SamplingInfo};
 use crate::symbols::code::CodeReader;
 use crate::symbols::{Frame, Symbolizer, qualified_name, user_frame};
@@ -214,6 +214,10 @@ impl Rules {
         kind: SampleKind,
         syscall: Option<&str>,
     ) -> (Category, Option<usize>) {
+        if kind == SampleKind::Kernel {
+            // Running time of a thread that blocks the sampling signal: no instruction to look at.
+            return (Category::Compute, None);
+        }
         let cpu = kind == SampleKind::Cpu;
         for (i, f) in frames.iter().enumerate() {
             if let Some(c) = f.function.as_deref().and_then(|n| self.by_function(n, cpu)) {
@@ -338,7 +342,13 @@ pub struct ThreadStates {
     pub tid: u32,
     pub name: String,
     pub main: bool,
+    /// Its life; for a folded group, its threads' lives summed.
     pub life_ns: u64,
+    /// How many short threads the row stands for, when they were folded into one group.
+    pub folded: Option<u32>,
+    /// The thread blocked the sampling signal for part of its life: its running time then came
+    /// from the kernel's CPU clock and counts as compute, unclassified.
+    pub signal_blocked: bool,
     /// Estimated time per category (indexed by `Category::index`).
     pub ns: PerCategory<u64>,
     pub samples: u64,
@@ -565,6 +575,7 @@ fn sample_frames(
         return frames;
     };
     match s.kind {
+        SampleKind::Kernel => {}
         SampleKind::Cpu => frames.extend(sym.stack(stack)),
         SampleKind::Wall => {
             // The scan's first word is the pc itself.
@@ -603,7 +614,9 @@ pub fn build(
                 tid: t.tid,
                 name: t.name.clone(),
                 main: t.flags & THREAD_MAIN != 0,
-                life_ns: end.saturating_sub(t.start_mono_ns),
+                life_ns: t.life_ns(end),
+                folded: t.folded.map(|f| f.threads),
+                signal_blocked: t.flags & THREAD_SIGNAL_BLOCKED != 0,
                 ns: [0; CATEGORY_COUNT],
                 samples: 0,
                 slices: vec![[0; CATEGORY_COUNT]; TIMELINE_SLICES],
@@ -770,8 +783,18 @@ fn merge_runs(mut list: Vec<(u64, u64, Category)>) -> Vec<(u64, u64, Category)> 
 fn peak_threads(profile: &Profile) -> usize {
     let mut events: Vec<(u64, i32)> = Vec::new();
     for t in &profile.threads {
-        events.push((t.start_mono_ns, 1));
-        events.push((profile.thread_end_ns(t), -1));
+        let end = profile.thread_end_ns(t);
+        // A folded group counts as its threads' mean concurrency over its span.
+        let width = match t.folded {
+            Some(f) => f
+                .life_ns
+                .div_ceil(end.saturating_sub(t.start_mono_ns).max(1))
+                .max(1),
+            None => 1,
+        };
+        let width = i32::try_from(width).unwrap_or(i32::MAX / 4);
+        events.push((t.start_mono_ns, width));
+        events.push((end, -width));
     }
     events.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
     let (mut live, mut peak) = (0i32, 0i32);

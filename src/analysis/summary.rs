@@ -17,6 +17,10 @@ pub struct ThreadSummary {
     pub alloc_ns: u64,
     pub alloc_calls: u64,
     pub lock_wait_ns: u64,
+    /// How many short threads the row stands for, when they were folded into one group.
+    pub folded: Option<u32>,
+    /// The thread blocked the sampling signal: its states came from the kernel's CPU clock.
+    pub signal_blocked: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -162,6 +166,13 @@ impl Summary {
             shell_words::join(&self.command)
         }
     }
+    /// Threads the profile speaks of, a folded group counting as its threads.
+    pub fn thread_count(&self) -> u64 {
+        self.threads
+            .iter()
+            .map(|t| t.folded.map_or(1, u64::from))
+            .sum()
+    }
     /// Calls of every allocator function, frees included.
     pub fn alloc_calls(&self) -> u64 {
         sum(self.groups.iter().map(|g| g.calls))
@@ -297,7 +308,7 @@ pub fn summarize(p: &Profile) -> Summary {
                 name: t.name.clone(),
                 main: t.flags & THREAD_MAIN != 0,
                 cpu_ns: t.cpu_ns,
-                wall_ns: end.saturating_sub(t.start_mono_ns),
+                wall_ns: t.life_ns(end),
                 alloc_ns: (alloc_ticks * 1e9 / p.ticks_per_sec).round() as u64,
                 alloc_calls: sum(t
                     .fns
@@ -306,6 +317,8 @@ pub fn summarize(p: &Profile) -> Summary {
                     .filter(|(i, _)| *i != FN_FREE)
                     .map(|(_, f)| f.calls)),
                 lock_wait_ns: p.ticks_to_ns(t.lock_wait_ticks),
+                folded: t.folded.map(|f| f.threads),
+                signal_blocked: t.flags & THREAD_SIGNAL_BLOCKED != 0,
             }
         })
         .collect();

@@ -39,6 +39,8 @@ pub fn profile_variant(variant: &Variant, index: usize) -> Result<ProfileShares>
         Ok(shares(&analysis.summary))
     })();
     let _ = std::fs::remove_file(&path);
+    // The profiles of the processes the command started, if any.
+    let _ = std::fs::remove_dir_all(crate::profile::tree::children_dir(&path));
     result
 }
 

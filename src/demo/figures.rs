@@ -43,7 +43,8 @@ pub struct Figures {
 pub fn profile(exe: &Path, variant: &str, args: &[&str], dir: &Path) -> Result<Profiled> {
     let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("case");
     let path = dir.join(format!("{name}-{variant}.prof"));
-    let _ = std::fs::remove_file(&path); // `run` never overwrites a profile
+    let _ = std::fs::remove_file(&path); // `run` never overwrites a profile (nor its run directory)
+    let _ = std::fs::remove_dir_all(crate::profile::tree::children_dir(&path));
     let me = std::env::current_exe().context("cannot find the stallscope executable")?;
     let out = Command::new(me)
         .args(["run", "--quiet", "-o"])

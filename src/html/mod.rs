@@ -29,7 +29,8 @@ pub struct HtmlArgs {
     /// Output file
     #[arg(long, short = 'o')]
     pub output: PathBuf,
-    /// Profile file written by `stallscope run`
+    /// Profile file written by `stallscope run`; for a run of several processes, its profile or
+    /// its directory (`PROFILE.children/`) adds the run's processes to the page
     pub file: PathBuf,
 }
 
@@ -220,7 +221,7 @@ pub fn render(p: &Analysis) -> String {
     o.push_str("<h2 id=\"overview\">Overview</h2>");
     o.push_str("<div class=\"cards\">");
     card(&mut o, "wall time", &fmt_ns(s.wall_ns));
-    card(&mut o, "threads", &s.threads.len().to_string());
+    card(&mut o, "threads", &s.thread_count().to_string());
     card(&mut o, "allocator calls", &fmt_count(s.alloc_calls()));
     card(
         &mut o,
@@ -437,8 +438,24 @@ fn heap_section(p: &Analysis) -> String {
 }
 
 pub fn main(args: HtmlArgs) -> Result<i32> {
-    let analysis = Analysis::read(&args.file)?;
-    std::fs::write(&args.output, render(&analysis))
+    // A run of several processes: the page of the launched process (or, without it, of the
+    // process with the most CPU time), with the run's processes above its findings.
+    let run = crate::report::run::load(&args.file)?;
+    let page_of = match &run {
+        None => args.file.clone(),
+        Some(r) => match (&r.files.root, r.main_profile()) {
+            (Some(root), _) => root.clone(),
+            (None, Some(busiest)) => busiest,
+            (None, None) => anyhow::bail!("no readable profile in {}", args.file.display()),
+        },
+    };
+    let analysis = Analysis::read(&page_of)?;
+    let mut page = render(&analysis);
+    if let Some(r) = &run {
+        let at = page.find("<h2 id=\"findings\">").unwrap_or(page.len());
+        page.insert_str(at, &r.html_section());
+    }
+    std::fs::write(&args.output, page)
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(0)
 }

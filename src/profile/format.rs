@@ -48,6 +48,11 @@ pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8]) -> bool {
         REC_HEAP => lengths(HEAP_SIZE, &[HEAP_XML_LEN_AT]),
         REC_SAMPLES => counted(SAMPLES_SIZE, SAMPLE_SIZE, SAMPLES_COUNT_AT) && size > SAMPLES_SIZE,
         REC_CROSS_FREES => size > 0 && size.is_multiple_of(CROSS_FREES_ENTRY_SIZE),
+        // The group's header, then a thread record and its locks.
+        REC_FOLDED => {
+            let nlocks_at = FOLDED_SIZE + THREAD_NLOCKS_AT;
+            counted(FOLDED_SIZE + THREAD_SIZE, LOCK_STATS_SIZE, nlocks_at)
+        }
         // Records without a variable part: exactly their fixed part.
         REC_FLUSH => size == FLUSH_SIZE,
         REC_END => size == END_SIZE,

@@ -4,6 +4,7 @@ pub mod format;
 pub mod phases;
 mod reader;
 pub mod samples;
+pub mod tree;
 
 pub use reader::{ProfileError, fix_checksums, parse, read, record_crc};
 
@@ -84,6 +85,27 @@ pub struct ThreadStats {
     pub size_hist: [u64; SIZE_BUCKETS],
     pub lat_hist: [[u64; LAT_BUCKETS]; GROUP_COUNT],
     pub locks: Vec<LockStats>,
+    /// A group of short threads summed into one record (`None`: one thread).
+    pub folded: Option<Folded>,
+}
+
+/// Threads that ended before any flush wrote them, beyond the budget of those written on their
+/// own, summed per name: their counters are the record's, their samples carry its serial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Folded {
+    pub threads: u32,
+    /// Their lives, summed.
+    pub life_ns: u64,
+}
+
+impl ThreadStats {
+    /// The thread's life (for a folded group: its threads' lives summed), ending at `end_ns`.
+    pub fn life_ns(&self, end_ns: u64) -> u64 {
+        match self.folded {
+            Some(f) => f.life_ns,
+            None => end_ns.saturating_sub(self.start_mono_ns),
+        }
+    }
 }
 
 /// A thread's sampled frees whose chunk the arena check placed, and those that belonged to

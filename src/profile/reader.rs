@@ -129,6 +129,7 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut pos = FILE_HEADER_SIZE;
     let mut process: Option<ProcessInfo> = None;
     let mut threads: Vec<ThreadStats> = Vec::new();
+    let mut thread_index: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
     let mut end = None;
     let mut supervisor = None;
     let mut last_type = 0;
@@ -166,11 +167,21 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 last_mono_ns = p.start_mono_ns;
                 process = Some(p);
             }
-            REC_THREAD => {
-                let t = parse_thread(payload, pos)?;
-                match threads.iter_mut().find(|x| x.serial == t.serial) {
-                    Some(slot) => *slot = t,
-                    None => threads.push(t),
+            REC_THREAD | REC_FOLDED => {
+                let t = if rtype == REC_FOLDED {
+                    parse_folded(payload, pos)?
+                } else {
+                    parse_thread(payload, pos)?
+                };
+                match thread_index.get(&t.serial) {
+                    Some(&i) if threads[i].folded.is_some() != t.folded.is_some() => {
+                        return err(pos, format!("thread {} is both folded and not", t.serial));
+                    }
+                    Some(&i) => threads[i] = t,
+                    None => {
+                        thread_index.insert(t.serial, threads.len());
+                        threads.push(t);
+                    }
                 }
                 ended_after = end.is_some();
             }
@@ -301,8 +312,7 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
     }
 
     if let Some(s) = samples.iter().find(|s| {
-        s.stack.is_some_and(|id| !stacks.contains_key(&id))
-            || !threads.iter().any(|t| t.serial == s.serial)
+        s.stack.is_some_and(|id| !stacks.contains_key(&id)) || !thread_index.contains_key(&s.serial)
     }) {
         return err(
             bytes.len(),
@@ -774,6 +784,29 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
     })
 }
 
+/// A FOLDED record: its header, then a thread record holding the group's sums.
+fn parse_folded(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError> {
+    if payload.len() < FOLDED_SIZE {
+        return err(pos, format!("folded record has {} bytes", payload.len()));
+    }
+    let mut f = Fields::new(payload);
+    let threads = f.u32();
+    let reserved = f.u32();
+    let life_ns = f.u64();
+    if threads == 0 || reserved != 0 {
+        return err(pos, "inconsistent folded record");
+    }
+    let mut t = parse_thread(&payload[FOLDED_SIZE..], pos)?;
+    if t.flags & THREAD_ENDED == 0 || t.flags & THREAD_MAIN != 0 {
+        return err(
+            pos,
+            "a folded record holds threads that did not end, or the main thread",
+        );
+    }
+    t.folded = Some(Folded { threads, life_ns });
+    Ok(t)
+}
+
 fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError> {
     if payload.len() < THREAD_SIZE {
         return err(
@@ -847,5 +880,6 @@ fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError>
         size_hist,
         lat_hist,
         locks,
+        folded: None,
     })
 }

@@ -450,3 +450,62 @@ fn counters_whose_sum_overflows_are_an_error() {
     let e = parse(&w.bytes).unwrap_err().to_string();
     assert!(e.contains("times more calls than it counts"), "{e}");
 }
+
+#[test]
+fn folded_groups_read_back_and_their_samples_are_valid() {
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    // A kernel-clock sample of the group (serial 5), and its FOLDED record.
+    let mut samples = Vec::new();
+    u32s(&mut samples, &[5, 1]);
+    u64s(&mut samples, &[1_500_000_000, 0]);
+    u32s(&mut samples, &[0, 2000]);
+    samples.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
+    w.record(REC_SAMPLES, &samples);
+    let mut folded = Vec::new();
+    u32s(&mut folded, &[19_990, 0]);
+    u64s(&mut folded, &[4_000_000_000]);
+    let mut group = thread_payload(5, 19_990, true);
+    group[8..12].copy_from_slice(&(THREAD_ENDED | THREAD_SIGNAL_BLOCKED).to_le_bytes());
+    folded.extend_from_slice(&group);
+    w.record(REC_FOLDED, &folded);
+    w.record(REC_THREAD, &thread_payload(0, 10, false));
+    w.record(REC_FLUSH, &flush_payload(1, 2_000_000_000));
+    let p = parse(&w.bytes).expect("valid");
+    assert_eq!(p.threads.len(), 2);
+    let g = p.threads.iter().find(|t| t.serial == 5).unwrap();
+    assert_eq!(
+        g.folded,
+        Some(super::Folded {
+            threads: 19_990,
+            life_ns: 4_000_000_000
+        })
+    );
+    assert_eq!(
+        g.life_ns(0),
+        4_000_000_000,
+        "a group's life is its threads' lives"
+    );
+    assert_eq!(g.fns[0].calls, 19_990);
+    assert_eq!(g.locks.len(), 1);
+    assert_eq!(p.samples.len(), 1);
+    assert_eq!(p.samples[0].kind, super::samples::SampleKind::Kernel);
+    assert_eq!(p.samples[0].weight_ns, 2_000_000);
+
+    // A folded group must hold ended threads, and a serial is a thread or a group, not both.
+    let mut bad = folded.clone();
+    bad[16 + 8..16 + 12].copy_from_slice(&0u32.to_le_bytes());
+    let mut w2 = Writer::new();
+    w2.record(REC_PROCESS, &process_payload());
+    w2.record(REC_FOLDED, &bad);
+    w2.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    assert!(parse(&w2.bytes).is_err());
+    let mut w3 = Writer::new();
+    w3.record(REC_PROCESS, &process_payload());
+    w3.record(REC_FOLDED, &folded);
+    w3.record(REC_THREAD, &thread_payload(5, 1, false));
+    w3.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    let e = parse(&w3.bytes).unwrap_err().to_string();
+    assert!(e.contains("both folded and not"), "{e}");
+}

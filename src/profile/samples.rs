@@ -8,7 +8,8 @@ use super::format::{
 use super::reader::{Fields, ProfileError, err};
 
 /// Cpu: the thread's CPU-time timer fired while it ran `pc`; Wall: the thread was found not
-/// running (its state and system call read from /proc).
+/// running (its state and system call read from /proc); Kernel: the thread ran (by its kernel
+/// CPU clock) but blocks the sampling signal: a weight only, no instruction or stack.
 pub use super::format::SampleKind;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +109,11 @@ pub fn parse_samples(
         let kind = match SampleKind::from_u32(kind.into()) {
             Some(SampleKind::Cpu) if state == 0 && syscall == 0 && arg == 0 => SampleKind::Cpu,
             Some(SampleKind::Wall) if state.is_ascii_alphabetic() => SampleKind::Wall,
+            Some(SampleKind::Kernel)
+                if state == 0 && syscall == 0 && arg == 0 && pc == 0 && stack == 0 =>
+            {
+                SampleKind::Kernel
+            }
             _ => {
                 return err(
                     pos,

@@ -211,8 +211,15 @@ struct Thread<'a> {
     alloc_ns: u64,
     alloc_calls: u64,
     lock_wait_ns: u64,
+    /// How many short threads this row stands for, when they were folded into one group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    folded_threads: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     states: Option<States>,
+    /// How the thread's states were sampled: "signal" (its CPU timer's signal) or "kernel-clock"
+    /// (it blocked the signal: its running time read from its kernel CPU clock, unclassified).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sampling: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     state_sites: Option<Named<Vec<StateSiteJson<'a>>>>,
 }
@@ -228,7 +235,15 @@ impl<'a> Thread<'a> {
             alloc_ns: t.alloc_ns,
             alloc_calls: t.alloc_calls,
             lock_wait_ns: t.lock_wait_ns,
+            folded_threads: t.folded,
             states: states.map(States::of),
+            sampling: states.map(|st| {
+                if st.signal_blocked {
+                    "kernel-clock"
+                } else {
+                    "signal"
+                }
+            }),
             state_sites: states.map(|st| {
                 Named(
                     SITE_CATEGORIES

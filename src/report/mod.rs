@@ -3,6 +3,7 @@
 
 pub mod json;
 pub mod phases_text;
+pub mod run;
 pub mod states_text;
 pub mod text;
 
@@ -19,7 +20,8 @@ pub struct ReportArgs {
     /// Show the full call chain of each allocation site (not only its user frame)
     #[arg(long)]
     pub stacks: bool,
-    /// Profile files written by `stallscope run`
+    /// Profile files written by `stallscope run`; a run of several processes: its profile or
+    /// its directory (`PROFILE.children/`), or a directory of profiles
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
 }
@@ -37,6 +39,11 @@ pub fn render_text(a: &Analysis, style: Style, stacks: bool) -> String {
 }
 
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
+    if let [only] = args.files.as_slice()
+        && let Some(run) = run::load(only)?
+    {
+        return main_run(&run, &args);
+    }
     let analyses = args
         .files
         .iter()
@@ -51,6 +58,32 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
             if i > 0 {
                 writeln!(stdout)?;
             }
+            write!(stdout, "{}", render_text(a, style, args.stacks))?;
+        }
+    }
+    Ok(0)
+}
+
+/// A run of several processes: the run's tree, programs and totals, then the launched process's
+/// own report. In JSON: the launched process's report with a `run` key (schema
+/// stallscope.report/1), or `{"schema": "stallscope.run/1", "run": ...}` without a known root.
+fn main_run(run: &run::RunReport, args: &ReportArgs) -> anyhow::Result<i32> {
+    let root = run.files.root.as_deref().map(Analysis::read).transpose()?;
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let mut value = match &root {
+            Some(a) => serde_json::to_value(json::report(a))?,
+            None => serde_json::json!({"schema": "stallscope.run/1"}),
+        };
+        if let Some(object) = value.as_object_mut() {
+            object.insert("run".to_string(), run.json());
+        }
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else {
+        let style = Style::for_stdout();
+        write!(stdout, "{}", run.render_text(style))?;
+        if let Some(a) = &root {
+            writeln!(stdout, "\n{}\n", style.bold("── the launched process ──"))?;
             write!(stdout, "{}", render_text(a, style, args.stacks))?;
         }
     }

@@ -25,7 +25,11 @@ fn slice_glyph(slice: &PerCategory<u64>, slice_ns: u64) -> char {
 
 fn thread_label(t: &ThreadStates) -> String {
     let name = if t.name.is_empty() { "?" } else { &t.name };
-    format!("{name} [{}]{}", t.tid, if t.main { "*" } else { "" })
+    let mark = if t.signal_blocked { "‡" } else { "" };
+    match t.folded {
+        Some(n) => format!("{name} ×{n} (folded){mark}"),
+        None => format!("{name} [{}]{}{mark}", t.tid, if t.main { "*" } else { "" }),
+    }
 }
 
 /// "41% waiting on a lock inside random() called from worker (sim.cpp:12)"
@@ -85,6 +89,23 @@ pub fn render(r: &StateReport, style: Style) -> String {
             let _ = write!(out, " {cell:>9}");
         }
         out.push('\n');
+    }
+
+    if threads.iter().any(|t| t.signal_blocked) {
+        let _ = writeln!(
+            out,
+            "  {}",
+            style.dim(
+                "‡ blocks the sampling signal: running time from the kernel's CPU clock, counted as compute (not classified)"
+            )
+        );
+    }
+    if threads.iter().any(|t| t.folded.is_some()) {
+        let _ = writeln!(
+            out,
+            "  {}",
+            style.dim("(folded): short threads summed per name; shares are of their summed lives")
+        );
     }
 
     let _ = writeln!(

@@ -148,7 +148,7 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         o,
         "  wall time   {}   threads {}   CPUs {}",
         fmt_ns(s.wall_ns),
-        s.threads.len(),
+        fmt_count(s.thread_count()),
         s.ncpus
     );
     let _ = writeln!(
@@ -206,6 +206,10 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
             t.tid,
             if t.main {
                 format!("{} (main)", t.name)
+            } else if let Some(n) = t.folded {
+                format!("{} ×{}", t.name, fmt_count(n as u64))
+            } else if t.signal_blocked {
+                format!("{}‡", t.name)
             } else {
                 t.name.clone()
             },
@@ -215,6 +219,30 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
             fmt_pct(ratio(t.alloc_ns, t.wall_ns)),
             fmt_ns(t.lock_wait_ns),
             fmt_pct(ratio(t.lock_wait_ns, t.wall_ns)),
+        );
+    }
+    if rows.iter().any(|t| t.signal_blocked) {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.dim(
+                "‡ blocks the sampling signal: its states come from the kernel's CPU clock (see Thread states)"
+            )
+        );
+    }
+    for t in rows.iter().filter(|t| t.folded.is_some()) {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.dim(&format!(
+                "{} short threads named {}, folded into one row: CPU, calls and locks summed (tid 0)",
+                fmt_count(t.folded.unwrap_or(0) as u64),
+                if t.name.is_empty() {
+                    "otherwise"
+                } else {
+                    &t.name
+                }
+            ))
         );
     }
     if rows.len() > MAX_ROWS {

@@ -376,15 +376,27 @@ pub fn describe(out: &Output) -> String {
     )
 }
 
-/// The exit code of a process that exited (stallscope itself must always exit, never be killed).
+/// The exit code of a process that exited (panics if it was killed by a signal).
 pub fn exit_code(out: &Output) -> i32 {
     out.status
         .code()
         .unwrap_or_else(|| panic!("stallscope did not exit normally\n{}", describe(out)))
 }
 
-/// Runs `stallscope run -o DIR/NAME [ARGS] -- CMD`, asserts that it exited with `expect_code`,
-/// and returns the run's output and the profile path.
+/// The status as a shell reports it: the exit code, or 128 + the signal that killed the process
+/// (`stallscope run` ends the way its program did: killed by the same signal).
+pub fn shell_status(out: &Output) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (out.status.code(), out.status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(sig)) => 128 + sig,
+        _ => panic!("neither exited nor killed\n{}", describe(out)),
+    }
+}
+
+/// Runs `stallscope run -o DIR/NAME [ARGS] -- CMD`, asserts that it ended with `expect_code` (as
+/// a shell reports it: 128 + N for a program killed by signal N), and returns the run's output and
+/// the profile path.
 pub fn profile<S: AsRef<OsStr>>(
     dir: &Path,
     name: &str,
@@ -410,7 +422,7 @@ pub fn profile_with<S: AsRef<OsStr>>(
     args.extend_from_slice(run_args);
     let out = stallscope_run_with(dir, &args, cmd, adjust);
     assert_eq!(
-        exit_code(&out),
+        shell_status(&out),
         expect_code,
         "unexpected exit status\n{}",
         describe(&out)
@@ -461,6 +473,37 @@ pub fn prof_files(dir: &Path) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// Every profile of the runs made in `dir`: the launched processes' (`*.prof` in `dir`) and those
+/// in their runs' directories (`*.prof.children/`, any file name: earlier images of the launched
+/// process are kept there as `NAME.exec-N`), sorted.
+pub fn run_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = prof_files(dir);
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() && path.to_string_lossy().ends_with(".children") {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.is_file()),
+            );
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The runs' directories (`*.children`) in `dir`, sorted.
+pub fn children_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && p.to_string_lossy().ends_with(".children"))
+        .collect();
+    dirs.sort();
+    dirs
 }
 
 /// An unsigned integer field of the report (panics with the path when absent or not a number).

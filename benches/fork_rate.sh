@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# What fork costs under `stallscope run`: a program forks children that only call _exit, for about
+# a second, and reports its forks per second (benches/programs/fork_rate.c). Each round runs it
+# unprofiled, under `stallscope run` (defaults) and under `stallscope run --no-sampling`,
+# interleaved (the starting mode rotates per round); the table gives the median rate and its
+# ratio to the unprofiled one. Every child gets its own profile, so the profiled rates include
+# writing one small file per child.
+#
+# Usage: benches/fork_rate.sh [--rounds N] [--seconds S] [--against PATH]
+#   --against PATH: also run another stallscope executable (defaults) in the same rounds, e.g. an
+#   older build, for a before/after comparison side by side.
+# This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in it.
+set -euo pipefail
+
+rounds=5
+seconds=1
+against=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) rounds="$2"; shift ;;
+        --seconds) seconds="$2"; shift ;;
+        --against) against="$2"; shift ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        *) echo "unknown option: $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+echo "building stallscope (cargo build --release)..." >&2
+cargo build --release --quiet
+stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
+work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-fork.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/fork_rate" "$root/benches/programs/fork_rate.c"
+modes=(plain sampled nosampling)
+[ -n "$against" ] && modes+=(against)
+
+# run_one MODE ROUND: prints forks per second.
+run_one() {
+    local mode="$1" round="$2" dir="$work/$1.$2"
+    mkdir -p "$dir"
+    case "$mode" in
+        plain) (cd "$dir" && "$work/fork_rate" "$seconds") ;;
+        sampled) (cd "$dir" && "$stallscope" run -q -- "$work/fork_rate" "$seconds") ;;
+        nosampling) (cd "$dir" && "$stallscope" run -q --no-sampling -- "$work/fork_rate" "$seconds") ;;
+        against) (cd "$dir" && "$against" run -q -- "$work/fork_rate" "$seconds") ;;
+    esac
+    rm -rf "$dir"
+}
+
+declare -A rates
+for ((r = 1; r <= rounds; r++)); do
+    echo "round $r/$rounds..." >&2
+    n=${#modes[@]}
+    for ((k = 0; k < n; k++)); do
+        mode=${modes[$(((k + r - 1) % n))]}
+        rates[$mode]+="$(run_one "$mode" "$r") "
+    done
+done
+
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+us() { awk -v r="$1" 'BEGIN { printf "%.0f µs", 1e6 / r }'; }
+
+plain=$(echo "${rates[plain]}" | median)
+echo
+echo "Median forks per second of $rounds interleaved rounds (fork + _exit + waitpid); ratios to the unprofiled rate."
+echo
+echo "| mode | forks/s | per fork | ratio |"
+echo "|---|---|---|---|"
+echo "| unprofiled | $plain | $(us "$plain") | 1.00x |"
+for mode in sampled nosampling against; do
+    [ -z "${rates[$mode]:-}" ] && continue
+    rate=$(echo "${rates[$mode]}" | median)
+    case "$mode" in
+        sampled) name="stallscope run" ;;
+        nosampling) name="stallscope run --no-sampling" ;;
+        against) name="$against run" ;;
+    esac
+    echo "| $name | $rate | $(us "$rate") | $(ratio "$rate" "$plain") |"
+done
