@@ -17,7 +17,10 @@ void *ss_bootstrap_alloc(size_t size) {
     size_t at = __atomic_fetch_add(&ss_bootstrap_used, need, __ATOMIC_RELAXED);
     if (at + need > SS_BOOTSTRAP_SIZE) return NULL;
     unsigned char *p = ss_bootstrap + at;
+    size_t huge = ~(size_t)0;
     memcpy(p, &size, sizeof size); /* the block's size, for realloc and malloc_usable_size */
+    memcpy(p + 8, &huge, sizeof huge); /* where glibc keeps a chunk's size: sends free's fast part to
+                                          its slow part, which knows the pool */
     return p + 16;                 /* fresh static memory is already zero, as calloc needs */
 }
 
@@ -79,33 +82,69 @@ static inline uint64_t ss_sampled_ticks(uint64_t ticks, int exact) {
     return !exact && ticks > ss_sample_cap_ticks ? ss_sample_cap_ticks : ticks;
 }
 
+size_t ss_fast_bytes;
+
+void ss_alloc_init(void) { ss_fast_bytes = ss_guard_calls ? 0 : SS_EXACT_BYTES; }
+
 static inline size_t ss_mul_saturating(size_t a, size_t b) {
     size_t r;
     return __builtin_mul_overflow(a, b, &r) ? (size_t)-1 : r;
 }
 
-/* The body shared by every hook: count, then forward. Untimed calls to glibc's allocator leave by a
- * tail call, which keeps the common path to a few instructions; a timed or guarded call reads the
- * clock around the real function. `ret` receives the result. */
-#define SS_RECORDED_CALL(t, fn, grp, bytes, ret, real_call)                                                  \
+/* Every hook has two parts. The fast part, inline in the exported function, counts the call and,
+ * when it is neither timed nor sampled for a stack nor in the always-timed stratum, leaves by a
+ * tail call to the real function. Everything else is in a slow part of its own (ss_slow_*, never
+ * inlined), so that the fast part needs no stack frame: with both in one function the compiler
+ * saved and restored six registers on every call for the sake of the slow path. */
+
+/* The fast part of an allocation hook: counts the call and says whether it can be forwarded as
+ * is (neither countdown fired, not in the always-timed stratum, glibc's allocator). */
+static inline int ss_alloc_fast(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
+    ss_count(t, fn, bytes);
+    uint32_t calls_left = t->countdown - 1;
+    t->countdown = calls_left;
+    int64_t bytes_left = t->bytes_left - (int64_t)bytes;
+    t->bytes_left = bytes_left;
+    return SS_LIKELY(calls_left != 0) & SS_LIKELY(bytes_left >= 0) & SS_LIKELY(bytes < ss_fast_bytes);
+}
+
+/* The slow part of an allocation hook whose call the fast part counted: a timed call reads the
+ * clock around the real function, a sampled one takes its stack, a guarded one (an allocator other
+ * than glibc's) runs the real function with the hooks off. `ret` receives the result. */
+#define SS_ALLOC_SLOW(t, fn, grp, bytes, ret, real_call)                                                     \
     do {                                                                                                    \
         size_t bytes_ = (bytes);                                                                            \
-        ss_count(t, fn, bytes_);                                                                            \
-        int timed_ = ss_take_timed(t);                                                                      \
-        int bfired_ = ss_take_bytes(t, bytes_);                                                             \
+        int timed_ = t->countdown == 0;                                                                     \
+        if (timed_) t->countdown = ss_next_interval(t);                                                     \
+        int bfired_ = t->bytes_left < 0;                                                                    \
         int exact_ = bytes_ >= SS_EXACT_BYTES;                                                              \
-        if (SS_LIKELY(!(timed_ | bfired_ | exact_) && !ss_guard_calls)) return real_call;                   \
         if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();                                    \
         uint32_t site_ = (timed_ | bfired_) ? ss_stack_sample(t, fn, bytes_, timed_, bfired_) : 0;          \
         timed_ |= exact_;                                                                                   \
         uint64_t start_ = (timed_ || site_) ? ss_ticks() : 0;                                               \
-        SS_GUARD_BEGIN(saved_);                                                                             \
-        ret = real_call;                                                                                    \
-        SS_GUARD_END(saved_);                                                                               \
+        if (ss_guard_calls) {                                                                               \
+            SS_GUARD_BEGIN(saved_);                                                                         \
+            ret = real_call;                                                                                \
+            SS_GUARD_END(saved_);                                                                           \
+        } else {                                                                                            \
+            ret = real_call;                                                                                \
+        }                                                                                                   \
         if (timed_ || site_) {                                                                              \
             uint64_t ticks_ = ss_sampled_ticks(ss_ticks() - start_, exact_);                                \
             if (timed_) ss_timed(t, fn, grp, ticks_, exact_);                                               \
-            if (site_) ss_stack_time(t, site_, ticks_);                                                        \
+            if (site_) ss_stack_time(t, site_, ticks_);                                                     \
+        }                                                                                                   \
+    } while (0)
+
+/* The start of every slow part: a thread not known yet (`t` NULL) gets its record here, and its
+ * call is counted (and perhaps forwarded) as the fast part would have; `unready` is returned while
+ * there is no record to count into (the interposer's own calls, start-up). */
+#define SS_SLOW_ENTER(t, fn, bytes, unready, real_call)                                                      \
+    do {                                                                                                    \
+        if (!t) {                                                                                           \
+            t = ss_enter_slow();                                                                            \
+            if (!t) return unready;                                                                         \
+            if (ss_alloc_fast(t, fn, bytes)) return real_call;                                              \
         }                                                                                                   \
     } while (0)
 
@@ -180,46 +219,93 @@ int ss_alloc_write(void) {
 
 /* ---- hooks ---- */
 
-SS_EXPORT void *malloc(size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size);
+static SS_NOINLINE void *ss_slow_malloc(struct ss_thread *t, size_t size) {
+    SS_SLOW_ENTER(t, SS_FN_MALLOC, size, ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size),
+                  ss_real.malloc(size));
     void *p;
-    SS_RECORDED_CALL(t, SS_FN_MALLOC, SS_GRP_MALLOC, size, p, ss_real.malloc(size));
+    SS_ALLOC_SLOW(t, SS_FN_MALLOC, SS_GRP_MALLOC, size, p, ss_real.malloc(size));
     ss_note_arena(t, p);
     return p;
 }
 
-SS_EXPORT void free(void *ptr) {
-    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) return;
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) {
-        if (ss_real.free) ss_real.free(ptr);
+SS_EXPORT void *malloc(size_t size) {
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(t != NULL) && ss_alloc_fast(t, SS_FN_MALLOC, size)) return ss_real.malloc(size);
+    return ss_slow_malloc(t, size);
+}
+
+/* Freeing a large chunk can consolidate the heap: always timed. With glibc's allocator the chunk's
+ * size is in the word before it (its low 3 bits are flags); a block of the bootstrap pool has a
+ * word there that reads as a huge chunk, so that it takes the slow part too. */
+static inline int ss_free_fast(void *ptr) {
+    return !ss_guard_calls && ptr && (((const size_t *)ptr)[-1] & ~(size_t)7) < SS_EXACT_BYTES;
+}
+
+static SS_NOINLINE void ss_slow_free(struct ss_thread *t, void *ptr) {
+    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) { /* never the program's: not counted */
+        if (t) {
+            SS_ADD(t->rec.fn[SS_FN_FREE].calls, (uint64_t)-1);
+            if (t->countdown == 0) t->countdown = ss_next_interval(t);
+        }
         return;
     }
-    ss_count(t, SS_FN_FREE, 0);
-    /* Freeing a large chunk can consolidate the heap: always timed. With glibc's allocator the
-     * chunk's size is in the word before it (its low 3 bits are flags). */
-    int exact = !ss_guard_calls && ptr && (((const size_t *)ptr)[-1] & ~(size_t)7) >= SS_EXACT_BYTES;
-    int timed = exact || ss_take_timed(t);
-    if (SS_LIKELY(!timed && !ss_guard_calls)) return ss_real.free(ptr);
+    if (!t) {
+        t = ss_enter_slow();
+        if (!t) {
+            if (ss_real.free) ss_real.free(ptr);
+            return;
+        }
+        SS_ADD(t->rec.fn[SS_FN_FREE].calls, 1);
+        t->countdown--;
+    }
+    int exact = ss_free_fast(ptr) ? 0 : !ss_guard_calls && ptr;
+    int timed = t->countdown == 0;
+    if (timed) t->countdown = ss_next_interval(t);
+    if (!timed && !exact) {
+        if (!ss_guard_calls) return ss_real.free(ptr);
+        SS_GUARD_BEGIN(saved);
+        ss_real.free(ptr);
+        SS_GUARD_END(saved);
+        return;
+    }
     if (!exact) ss_check_free(t, ptr); /* the 1-in-N sample: an unbiased share */
-    uint64_t start = timed ? ss_ticks() : 0;
-    SS_GUARD_BEGIN(saved);
-    ss_real.free(ptr);
-    SS_GUARD_END(saved);
-    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_sampled_ticks(ss_ticks() - start, exact), exact);
+    uint64_t start = ss_ticks();
+    if (ss_guard_calls) {
+        SS_GUARD_BEGIN(saved);
+        ss_real.free(ptr);
+        SS_GUARD_END(saved);
+    } else {
+        ss_real.free(ptr);
+    }
+    ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_sampled_ticks(ss_ticks() - start, exact), exact);
+}
+
+SS_EXPORT void free(void *ptr) {
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(t != NULL)) {
+        SS_ADD(t->rec.fn[SS_FN_FREE].calls, 1);
+        uint32_t calls_left = t->countdown - 1;
+        t->countdown = calls_left;
+        if (SS_LIKELY(calls_left != 0) && SS_LIKELY(ss_free_fast(ptr))) return ss_real.free(ptr);
+    }
+    ss_slow_free(t, ptr);
+}
+
+static SS_NOINLINE void *ss_slow_calloc(struct ss_thread *t, size_t n, size_t size) {
+    size_t total = ss_mul_saturating(n, size);
+    SS_SLOW_ENTER(t, SS_FN_CALLOC, total,
+                  ss_real.calloc ? ss_real.calloc(n, size) : total == (size_t)-1 ? NULL : ss_bootstrap_alloc(total),
+                  ss_real.calloc(n, size));
+    void *p;
+    SS_ALLOC_SLOW(t, SS_FN_CALLOC, SS_GRP_CALLOC, total, p, ss_real.calloc(n, size));
+    return p;
 }
 
 SS_EXPORT void *calloc(size_t n, size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) {
-        if (ss_real.calloc) return ss_real.calloc(n, size);
-        size_t total = ss_mul_saturating(n, size);
-        return total == (size_t)-1 ? NULL : ss_bootstrap_alloc(total);
-    }
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_CALLOC, SS_GRP_CALLOC, ss_mul_saturating(n, size), p, ss_real.calloc(n, size));
-    return p;
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(t != NULL) && ss_alloc_fast(t, SS_FN_CALLOC, ss_mul_saturating(n, size)))
+        return ss_real.calloc(n, size);
+    return ss_slow_calloc(t, n, size);
 }
 
 static void *ss_realloc_from_bootstrap(void *ptr, size_t size) {
@@ -231,19 +317,25 @@ static void *ss_realloc_from_bootstrap(void *ptr, size_t size) {
     return p;
 }
 
-SS_EXPORT void *realloc(void *ptr, size_t size) {
-    if (SS_UNLIKELY(ptr && ss_is_bootstrap(ptr))) return ss_realloc_from_bootstrap(ptr, size);
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) {
-        if (ss_real.realloc) return ss_real.realloc(ptr, size);
-        return ptr ? NULL : ss_bootstrap_alloc(size);
-    }
+static SS_NOINLINE void *ss_slow_realloc(struct ss_thread *t, void *ptr, size_t size) {
+    SS_SLOW_ENTER(t, SS_FN_REALLOC, size,
+                  ss_real.realloc ? ss_real.realloc(ptr, size) : ptr ? NULL : ss_bootstrap_alloc(size),
+                  ss_real.realloc(ptr, size));
     void *p;
-    SS_RECORDED_CALL(t, SS_FN_REALLOC, SS_GRP_REALLOC, size, p, ss_real.realloc(ptr, size));
+    SS_ALLOC_SLOW(t, SS_FN_REALLOC, SS_GRP_REALLOC, size, p, ss_real.realloc(ptr, size));
     return p;
 }
 
-SS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
+SS_EXPORT void *realloc(void *ptr, size_t size) {
+    if (SS_UNLIKELY(ptr && ss_is_bootstrap(ptr))) return ss_realloc_from_bootstrap(ptr, size);
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(t != NULL) && ss_alloc_fast(t, SS_FN_REALLOC, size)) return ss_real.realloc(ptr, size);
+    return ss_slow_realloc(t, ptr, size);
+}
+
+/* glibc's reallocarray is an overflow check and a call of realloc through the PLT, which is our
+ * hook: doing the check here and calling the real realloc records the call once. */
+static SS_NOINLINE void *ss_slow_reallocarray(struct ss_thread *t, void *ptr, size_t n, size_t size) {
     size_t total = ss_mul_saturating(n, size);
     if (SS_UNLIKELY(ptr && ss_is_bootstrap(ptr))) {
         if (total == (size_t)-1) {
@@ -252,59 +344,79 @@ SS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
         }
         return ss_realloc_from_bootstrap(ptr, total);
     }
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.reallocarray ? ss_real.reallocarray(ptr, n, size) : NULL;
-    /* glibc's reallocarray is this overflow check and a call of realloc through the PLT, which is
-     * our hook: doing the check here and calling the real realloc records the call once. */
-    if (total == (size_t)-1) {
-        ss_count(t, SS_FN_REALLOCARRAY, total);
+    if (!t) {
+        t = ss_enter_slow();
+        if (!t) return ss_real.reallocarray ? ss_real.reallocarray(ptr, n, size) : NULL;
+        if (total != (size_t)-1 && ss_alloc_fast(t, SS_FN_REALLOCARRAY, total)) return ss_real.realloc(ptr, total);
+        if (total == (size_t)-1) ss_count(t, SS_FN_REALLOCARRAY, total);
+    }
+    if (total == (size_t)-1) { /* counted by the fast part or just above; not timed */
         errno = ENOMEM;
         return NULL;
     }
     void *p;
-    SS_RECORDED_CALL(t, SS_FN_REALLOCARRAY, SS_GRP_REALLOC, total, p, ss_real.realloc(ptr, total));
+    SS_ALLOC_SLOW(t, SS_FN_REALLOCARRAY, SS_GRP_REALLOC, total, p, ss_real.realloc(ptr, total));
     return p;
 }
 
-SS_EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.posix_memalign ? ss_real.posix_memalign(out, alignment, size) : ENOMEM;
+SS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
+    size_t total = ss_mul_saturating(n, size);
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(t != NULL) && SS_LIKELY(!ss_is_bootstrap(ptr))) {
+        if (SS_UNLIKELY(total == (size_t)-1)) ss_count(t, SS_FN_REALLOCARRAY, total);
+        else if (ss_alloc_fast(t, SS_FN_REALLOCARRAY, total)) return ss_real.realloc(ptr, total);
+    }
+    return ss_slow_reallocarray(t, ptr, n, size);
+}
+
+static SS_NOINLINE int ss_slow_posix_memalign(struct ss_thread *t, void **out, size_t alignment, size_t size) {
+    SS_SLOW_ENTER(t, SS_FN_POSIX_MEMALIGN, size,
+                  ss_real.posix_memalign ? ss_real.posix_memalign(out, alignment, size) : ENOMEM,
+                  ss_real.posix_memalign(out, alignment, size));
     int rc;
-    SS_RECORDED_CALL(t, SS_FN_POSIX_MEMALIGN, SS_GRP_ALIGNED, size, rc, ss_real.posix_memalign(out, alignment, size));
+    SS_ALLOC_SLOW(t, SS_FN_POSIX_MEMALIGN, SS_GRP_ALIGNED, size, rc, ss_real.posix_memalign(out, alignment, size));
     return rc;
 }
 
-SS_EXPORT void *aligned_alloc(size_t alignment, size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.aligned_alloc ? ss_real.aligned_alloc(alignment, size) : NULL;
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_ALIGNED_ALLOC, SS_GRP_ALIGNED, size, p, ss_real.aligned_alloc(alignment, size));
-    return p;
+SS_EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(t != NULL) && ss_alloc_fast(t, SS_FN_POSIX_MEMALIGN, size))
+        return ss_real.posix_memalign(out, alignment, size);
+    return ss_slow_posix_memalign(t, out, alignment, size);
 }
 
-SS_EXPORT void *memalign(size_t alignment, size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.memalign ? ss_real.memalign(alignment, size) : NULL;
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_MEMALIGN, SS_GRP_ALIGNED, size, p, ss_real.memalign(alignment, size));
-    return p;
-}
+/* aligned_alloc and memalign: (alignment, size). */
+#define SS_ALIGNED_HOOK(name, fn)                                                                            \
+    static SS_NOINLINE void *ss_slow_##name(struct ss_thread *t, size_t alignment, size_t size) {           \
+        SS_SLOW_ENTER(t, fn, size, ss_real.name ? ss_real.name(alignment, size) : NULL,                     \
+                      ss_real.name(alignment, size));                                                       \
+        void *p;                                                                                            \
+        SS_ALLOC_SLOW(t, fn, SS_GRP_ALIGNED, size, p, ss_real.name(alignment, size));                       \
+        return p;                                                                                           \
+    }                                                                                                       \
+    SS_EXPORT void *name(size_t alignment, size_t size) {                                                   \
+        struct ss_thread *t = ss_self;                                                                      \
+        if (SS_LIKELY(t != NULL) && ss_alloc_fast(t, fn, size)) return ss_real.name(alignment, size);       \
+        return ss_slow_##name(t, alignment, size);                                                          \
+    }
+SS_ALIGNED_HOOK(aligned_alloc, SS_FN_ALIGNED_ALLOC)
+SS_ALIGNED_HOOK(memalign, SS_FN_MEMALIGN)
 
-SS_EXPORT void *valloc(size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.valloc ? ss_real.valloc(size) : NULL;
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_VALLOC, SS_GRP_ALIGNED, size, p, ss_real.valloc(size));
-    return p;
-}
-
-SS_EXPORT void *pvalloc(size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.pvalloc ? ss_real.pvalloc(size) : NULL;
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_PVALLOC, SS_GRP_ALIGNED, size, p, ss_real.pvalloc(size));
-    return p;
-}
+/* valloc and pvalloc: (size). */
+#define SS_PAGE_HOOK(name, fn)                                                                               \
+    static SS_NOINLINE void *ss_slow_##name(struct ss_thread *t, size_t size) {                             \
+        SS_SLOW_ENTER(t, fn, size, ss_real.name ? ss_real.name(size) : NULL, ss_real.name(size));           \
+        void *p;                                                                                            \
+        SS_ALLOC_SLOW(t, fn, SS_GRP_ALIGNED, size, p, ss_real.name(size));                                  \
+        return p;                                                                                           \
+    }                                                                                                       \
+    SS_EXPORT void *name(size_t size) {                                                                     \
+        struct ss_thread *t = ss_self;                                                                      \
+        if (SS_LIKELY(t != NULL) && ss_alloc_fast(t, fn, size)) return ss_real.name(size);                  \
+        return ss_slow_##name(t, size);                                                                     \
+    }
+SS_PAGE_HOOK(valloc, SS_FN_VALLOC)
+SS_PAGE_HOOK(pvalloc, SS_FN_PVALLOC)
 
 SS_EXPORT size_t malloc_usable_size(void *ptr) {
     if (ptr && ss_is_bootstrap(ptr)) return ss_bootstrap_size(ptr);

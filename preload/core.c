@@ -252,6 +252,7 @@ static void ss_init(void) {
         Dl_info info;
         ss_guard_calls = !(dladdr((void *)ss_real.malloc, &info) && info.dli_fname &&
                            strstr(info.dli_fname, "/libc.so") != NULL);
+        ss_alloc_init();
         if (t) {
             ss_thread_attach(t, 1);
             __atomic_store_n(&ss_active, 1, __ATOMIC_RELEASE);

@@ -17,6 +17,7 @@
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SS_TLS __thread __attribute__((tls_model("initial-exec")))
+#define SS_NOINLINE __attribute__((noinline))
 
 /* Counters owned by one thread and read by the flusher: relaxed atomics compile to plain
  * loads and stores on x86-64 but keep the concurrent read well defined. */
@@ -224,6 +225,10 @@ static inline struct ss_thread *ss_enter(void) {
     ss_self = saved
 /* Calls into an allocator other than glibc's are guarded: it may call hooked functions itself. */
 extern int ss_guard_calls;
+/* Requests below this many bytes may take an allocation hook's fast part: 0 until the interposer
+ * knows the allocator is glibc's (alloc.c). */
+extern size_t ss_fast_bytes;
+void ss_alloc_init(void);
 void ss_ensure_resolved(void);
 
 /* Allocation stacks (stacks.c). The byte countdown runs on every allocation call; the count-based
