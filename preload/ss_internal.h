@@ -97,6 +97,7 @@ struct ss_thread {
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;
+    uint64_t free_mark; /* frees before this thread's last large-bin request (alloc.c) */
 };
 
 #define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
