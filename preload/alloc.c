@@ -48,10 +48,10 @@ static inline uint32_t ss_latency_bucket(uint64_t ns) {
 
 static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     struct ss_fn_stats *f = &t->rec.fn[fn];
-    SS_ADD(f->calls, 1);
+    SS_INC(f->calls, 1);
     if (fn != SS_FN_FREE) {
-        SS_ADD(f->bytes, bytes);
-        SS_ADD(t->rec.size_hist[ss_size_bucket(bytes)], 1);
+        SS_INC(f->bytes, bytes);
+        SS_INC(t->rec.size_hist[ss_size_bucket(bytes)], 1);
     }
 }
 
@@ -140,14 +140,15 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
 #define SS_ROUTE_EXACT 2
 static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     ss_count(t, fn, bytes);
-    uint32_t calls_left = t->countdown - 1;
-    t->countdown = calls_left;
-    int64_t bytes_left = t->bytes_left - (int64_t)bytes;
-    t->bytes_left = bytes_left;
-    int sampled = (calls_left == 0) | (bytes_left < 0);
-    if (SS_LIKELY(bytes < ss_fast_bytes)) return sampled;
+    uint32_t calls_left = --t->countdown;
+    int64_t bytes_left = t->bytes_left -= (int64_t)bytes;
+    if (SS_LIKELY(bytes < ss_fast_bytes)) {
+        if (SS_LIKELY(calls_left != 0) && SS_LIKELY(bytes_left >= 0)) return 0;
+        return SS_ROUTE_SLOW;
+    }
     if (SS_UNLIKELY(ss_guard_calls)) return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
-    return ss_always_timed(t, fn, bytes) ? SS_ROUTE_SLOW | SS_ROUTE_EXACT : sampled;
+    if (ss_always_timed(t, fn, bytes)) return SS_ROUTE_SLOW | SS_ROUTE_EXACT;
+    return calls_left == 0 || bytes_left < 0 ? SS_ROUTE_SLOW : 0;
 }
 
 /* The slow part of an allocation hook whose call the fast part counted and routed: a timed call
@@ -332,7 +333,7 @@ static SS_NOINLINE void ss_slow_free(struct ss_thread *t, void *ptr) {
 SS_EXPORT void free(void *ptr) {
     struct ss_thread *t = ss_self;
     if (SS_LIKELY(t != NULL)) {
-        SS_ADD(t->rec.fn[SS_FN_FREE].calls, 1);
+        SS_INC(t->rec.fn[SS_FN_FREE].calls, 1);
         uint32_t calls_left = t->countdown - 1;
         t->countdown = calls_left;
         if (SS_LIKELY(calls_left != 0) && SS_LIKELY(!ss_guard_calls) && SS_LIKELY(ptr != NULL)) {

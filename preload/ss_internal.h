@@ -24,6 +24,14 @@
 #define SS_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define SS_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define SS_ADD(x, v) SS_STORE(x, SS_LOAD(x) + (v))
+/* The same for a 64-bit counter on the hot path: one read-modify-write instruction (not locked:
+ * only its thread writes it) instead of a load, an add and a store. The flusher's relaxed loads
+ * see the old value or the new one, as with SS_ADD. */
+#if defined(__x86_64__)
+#define SS_INC(x, v) __asm__("addq %1, %0" : "+m"(x) : "er"((uint64_t)(v)))
+#else
+#define SS_INC(x, v) SS_ADD(x, v)
+#endif
 
 /* Per-thread lock table: open addressing on the lock's address, plus one overflow slot. */
 #define SS_LOCK_SLOTS 256u
