@@ -163,7 +163,7 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
         int bfired_ = t->bytes_left < 0;                                                                    \
         int exact_ = ((route) & SS_ROUTE_EXACT) != 0;                                                       \
         if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();                                    \
-        uint32_t site_ = (timed_ | bfired_) ? ss_stack_sample(t, fn, bytes_, timed_, bfired_) : 0;          \
+        uint32_t site_ = ss_stack_sample_if(t, fn, bytes_, timed_, bfired_);                                \
         timed_ |= exact_;                                                                                   \
         uint64_t start_ = (timed_ || site_) ? ss_ticks() : 0;                                               \
         if (ss_guard_calls) {                                                                               \

@@ -248,6 +248,16 @@ static inline int ss_take_bytes(struct ss_thread *t, size_t bytes) {
     return SS_UNLIKELY(t->bytes_left < 0);
 }
 uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired);
+/* The same, with the common case inline: a timed call whose count-based stack countdown does not
+ * fire (K-1 of every K timed calls) only decrements it. */
+static inline uint32_t ss_stack_sample_if(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed,
+                                          int byte_fired) {
+    if (SS_LIKELY(!byte_fired) && SS_LIKELY(t->stack_countdown > 1)) {
+        if (timed) t->stack_countdown--;
+        return 0;
+    }
+    return (timed | byte_fired) ? ss_stack_sample(t, fn, bytes, timed, byte_fired) : 0;
+}
 void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks);
 void ss_stacks_thread_init(struct ss_thread *t);
 void ss_stacks_init(void);
