@@ -269,6 +269,13 @@ uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t ki
 void ss_lock_waiter_done(uint32_t lock_site, uint64_t wait_ticks);
 void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 
+/* The fast unwinder (unwind.c): the caller's return addresses, the interposer's frames left out;
+ * -1 when the stack needs libgcc's unwinder. */
+extern int ss_fast_unwind_on;
+void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi);
+void ss_fast_unwind_forget(void);
+int ss_fast_backtrace(uint64_t *pcs, uint32_t max);
+
 /* Stacks of thread-state samples: the callers of an instruction interrupted by a signal (called
  * from the handler), a list of pcs found otherwise, and whether an address is in loaded code. */
 #define SS_STACK_KIND_CPU (SS_FN_COUNT + 3)
