@@ -417,14 +417,15 @@ static uint64_t ss_rule_for(uint64_t pc) {
 }
 
 /* ---- the rule cache: pc -> rule, shared by all threads ----
- * An entry is two words written pc = 0, rule, pc; a reader takes the rule only if it reads the
- * same pc before and after it. A pc's rule is always the same (while its object stays loaded), so
- * two threads filling one entry with the same pc write the same rule. */
+ * Each entry is a small seqlock: a writer takes it by moving its sequence number from even to odd
+ * (a writer that finds it taken just does not cache), writes the pc and the rule, and makes the
+ * number even again; a reader takes the rule only if it read the same even number before and
+ * after the pc and the rule. */
 
 #define SS_RULE_SLOTS 4096u
 
 struct ss_rule_slot {
-    uint64_t pc, rule;
+    uint64_t seq, pc, rule;
 };
 
 static struct ss_rule_slot *ss_rules;
@@ -436,22 +437,33 @@ static inline struct ss_rule_slot *ss_rule_slot(uint64_t pc) {
 
 static uint64_t ss_rule(uint64_t pc) {
     struct ss_rule_slot *s = ss_rule_slot(pc);
-    if (__atomic_load_n(&s->pc, __ATOMIC_ACQUIRE) == pc) {
-        uint64_t rule = __atomic_load_n(&s->rule, __ATOMIC_ACQUIRE);
-        if (rule && __atomic_load_n(&s->pc, __ATOMIC_RELAXED) == pc) return rule;
+    uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    if (!(seq & 1)) {
+        uint64_t at = __atomic_load_n(&s->pc, __ATOMIC_RELAXED);
+        uint64_t rule = __atomic_load_n(&s->rule, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (at == pc && rule && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq) return rule;
     }
     uint64_t rule = ss_rule_for(pc);
-    __atomic_store_n(&s->pc, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->rule, rule, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->pc, pc, __ATOMIC_RELEASE);
+    if (!(seq & 1) && __atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&s->pc, pc, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->rule, rule, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+    }
     return rule;
 }
 
 void ss_fast_unwind_forget(void) {
     if (!ss_rules) return;
     for (uint32_t i = 0; i < SS_RULE_SLOTS; i++) {
-        __atomic_store_n(&ss_rules[i].pc, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&ss_rules[i].rule, 0, __ATOMIC_RELEASE);
+        struct ss_rule_slot *s = &ss_rules[i];
+        uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+        /* An entry being written is left to its writer: it holds a rule worked out just now. */
+        if (!(seq & 1) && __atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&s->pc, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->rule, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+        }
     }
 }
 
