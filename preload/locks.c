@@ -1,13 +1,31 @@
-/* pthread lock hooks. The uncontended path stays cheap: the clock is read only when the lock is
- * found taken (the wait is then timed exactly) or when the hold is in the timed sample. Read-write
- * and spin locks try first; mutexes look at their lock word (see below). */
+/* pthread lock hooks.
+ *
+ * Every acquisition is counted when its lock is released: a release knows the lock was acquired
+ * (a failed, timed-out or refused acquisition never gets one), so a lock call whose lock looks
+ * free needs no result and leaves by a tail call. The clock is read only when the lock looks taken
+ * (the wait is then timed exactly: try first, then the blocking call) or when the hold is in the
+ * timed sample. Each hook is split like the allocation hooks: an inline fast part without a stack
+ * frame, and a slow part in a function of its own (ss_slow_*), where the contended paths are.
+ *
+ * "Looks free" reads the lock's word in glibc's public layout: a mutex's __lock (0 when unlocked,
+ * for every type), a spin lock's int, a read-write lock's __readers (glibc 2.25 and later: no
+ * writer holds it or waits for it). A lock taken in the instant between the look and the
+ * acquisition is missed as contention: a small undercount, never a false wait. A lock that looks
+ * taken but is acquired at once is timed as a wait of almost nothing. */
 #include "ss_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 
-static inline uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t kind) {
+/* ---- the per-thread lock table ---- */
+
+static inline uint32_t ss_lock_hash(const void *address) {
+    return (uint32_t)((((uintptr_t)address >> 4) * 0x9E3779B97F4A7C15ull) >> 56);
+}
+
+static uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t kind) {
     uintptr_t a = (uintptr_t)address;
-    uint32_t h = (uint32_t)(((a >> 4) * 0x9E3779B97F4A7C15ull) >> 56);
+    uint32_t h = ss_lock_hash(address);
     for (uint32_t i = 0; i < SS_LOCK_PROBES; i++) {
         uint32_t s = (h + i) & (SS_LOCK_SLOTS - 1);
         struct ss_lock_stats *l = &t->locks[s];
@@ -23,33 +41,29 @@ static inline uint32_t ss_lock_slot(struct ss_thread *t, const void *address, ui
     return SS_LOCK_OVERFLOW;
 }
 
-/* Records an acquisition into slot `s`; `wait` (ticks) counts only when `contended`. `now` is the
- * time of acquisition when already known (0 otherwise). This runs inside the critical section, so
- * it is kept to a few stores: the slot was looked up before the lock was taken, and a hold is
- * tracked only when it is in the timed sample. */
-static inline void ss_acquired(struct ss_thread *t, uint32_t s, const void *address, int contended, uint64_t wait,
-                               uint64_t now) {
-    struct ss_lock_stats *l = &t->locks[s];
-    SS_ADD(l->acquisitions, 1);
-    if (contended) {
-        SS_ADD(l->contended, 1);
-        SS_ADD(l->wait_ticks, wait);
-        if (wait > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, wait);
-        SS_ADD(t->rec.lock_wait_ticks, wait);
-    }
-    if (SS_UNLIKELY(ss_take_timed(t)) && t->nheld < SS_HELD_MAX) {
-        struct ss_held *h = &t->held[t->nheld++];
-        h->address = (uintptr_t)address;
-        h->slot = s;
-        h->start = now ? now : ss_ticks();
-    }
+/* The lock's slot when it is the first one its hash probes (almost always), else NULL: the fast
+ * part of a release counts into it directly. */
+static inline struct ss_lock_stats *ss_lock_slot_fast(struct ss_thread *t, const void *address, uint32_t kind) {
+    struct ss_lock_stats *l = &t->locks[ss_lock_hash(address)];
+    return SS_LIKELY(l->address == (uintptr_t)address) && SS_LIKELY(l->kind == kind) ? l : NULL;
 }
+
+/* ---- timed holds ---- */
 
 /* The index of this thread's timed hold of `address`, or -1. */
 static inline int ss_find_held(struct ss_thread *t, const void *address) {
     for (uint32_t i = t->nheld; i-- > 0;)
         if (t->held[i].address == (uintptr_t)address) return (int)i;
     return -1;
+}
+
+/* Starts a timed hold of `lock`, acquired at `now`. */
+static void ss_hold_begin(struct ss_thread *t, const void *lock, uint32_t slot, uint64_t now) {
+    if (t->nheld >= SS_HELD_MAX) return;
+    struct ss_held *h = &t->held[t->nheld++];
+    h->address = (uintptr_t)lock;
+    h->slot = slot;
+    h->start = now;
 }
 
 /* Ends a timed hold at time `now` (read before the lock was released). */
@@ -61,55 +75,85 @@ static void ss_end_hold(struct ss_thread *t, int i, uint64_t now) {
     t->held[i] = t->held[--t->nheld];
 }
 
-/* Try first; on failure time the blocking call. The blocking call's result is returned. */
-#define SS_LOCK_HOOK(t, lock, kind, try_call, block_call)                                                    \
+/* ---- the shared slow paths ---- */
+
+/* Records a wait for `lock` of `ticks` that ended in an acquisition (`acquired`) or not. */
+static void ss_waited(struct ss_thread *t, uint32_t slot, uint64_t ticks, int acquired) {
+    SS_ADD(t->rec.lock_wait_ticks, ticks);
+    if (!acquired) return;
+    struct ss_lock_stats *l = &t->locks[slot];
+    SS_ADD(l->contended, 1);
+    SS_ADD(l->wait_ticks, ticks);
+    if (ticks > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, ticks);
+}
+
+/* The slow part of a lock call, for `t` known (or NULL: not yet) and its countdown already
+ * decremented by the fast part. `looks_free` says how the lock looked; `try_call` (for locks that
+ * looked taken: a try first, so that a lock that is in fact free is no wait) may be 0 to go
+ * straight to the blocking call. Evaluates to the call's result. */
+#define SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call)                                        \
     do {                                                                                                    \
+        if (!t) {                                                                                           \
+            t = ss_enter_slow();                                                                            \
+            if (!t) return block_call;                                                                      \
+            t->countdown--;                                                                                 \
+        }                                                                                                   \
+        int timed_ = t->countdown == 0;                                                                     \
+        if (timed_) t->countdown = ss_next_interval(t);                                                     \
         uint32_t slot_ = ss_lock_slot(t, lock, kind);                                                       \
-        int rc_ = try_call;                                                                                 \
-        if (SS_LIKELY(rc_ == 0)) {                                                                          \
-            ss_acquired(t, slot_, lock, 0, 0, 0);                                                           \
-            return 0;                                                                                       \
+        int free_ = (looks_free);                                                                           \
+        int rc_ = free_ ? (block_call) : (try_call);                                                        \
+        if (free_ || rc_ != EBUSY) {                                                                        \
+            if (timed_ && (rc_ == 0 || rc_ == EOWNERDEAD)) ss_hold_begin(t, lock, slot_, ss_ticks());       \
+            return rc_;                                                                                     \
         }                                                                                                   \
         uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, lock, kind) : 0;                            \
         uint64_t start_ = ss_ticks();                                                                       \
         rc_ = block_call;                                                                                   \
         uint64_t end_ = ss_ticks();                                                                         \
-        if (rc_ == 0 || rc_ == EOWNERDEAD) ss_acquired(t, slot_, lock, 1, end_ - start_, end_);             \
-        if (site_ && (rc_ == 0 || rc_ == EOWNERDEAD)) ss_lock_waiter_done(site_, end_ - start_);            \
-        else if (rc_ == ETIMEDOUT) SS_ADD(t->rec.lock_wait_ticks, end_ - start_);                           \
+        int acquired_ = rc_ == 0 || rc_ == EOWNERDEAD;                                                      \
+        ss_waited(t, slot_, end_ - start_, acquired_);                                                      \
+        if (site_ && acquired_) ss_lock_waiter_done(site_, end_ - start_);                                  \
+        if (acquired_ && timed_) ss_hold_begin(t, lock, slot_, end_);                                       \
         return rc_;                                                                                         \
     } while (0)
 
-/* A program's own try-lock: counted when it succeeds, never a wait. */
-#define SS_TRYLOCK_HOOK(t, lock, kind, try_call)                                                             \
+/* The fast part of a lock call: forwarded when the lock looks free and the hold is not timed. */
+#define SS_LOCK_FAST(t, looks_free, real_call)                                                               \
     do {                                                                                                    \
-        uint32_t slot_ = ss_lock_slot(t, lock, kind);                                                       \
-        int rc_ = try_call;                                                                                 \
-        if (rc_ == 0) ss_acquired(t, slot_, lock, 0, 0, 0);                                                 \
-        return rc_;                                                                                         \
+        if (SS_LIKELY(t != NULL)) {                                                                         \
+            uint32_t calls_left_ = --t->countdown;                                                          \
+            if (SS_LIKELY(looks_free) && SS_LIKELY(calls_left_ != 0)) return real_call;                     \
+        }                                                                                                   \
     } while (0)
 
-/* Release first, then account: nothing is added to the critical section unless the hold is timed. */
-#define SS_UNLOCK_HOOK(t, lock, unlock_call)                                                                 \
+/* Counts the acquisition a release ends, and ends its timed hold if it has one (slow part). */
+static void ss_releasing(struct ss_thread *t, const void *lock, uint32_t kind) {
+    uint32_t slot = ss_lock_slot(t, lock, kind);
+    SS_INC(t->locks[slot].acquisitions, 1);
+    if (SS_UNLIKELY(t->nheld != 0)) {
+        int i = ss_find_held(t, lock);
+        if (i >= 0) ss_end_hold(t, i, ss_ticks());
+    }
+}
+
+/* The fast part of a release: counted in the lock's slot and forwarded when the slot is the first
+ * its hash probes and no hold is timed. */
+#define SS_UNLOCK_FAST(t, lock, kind, real_call)                                                             \
     do {                                                                                                    \
-        if (SS_LIKELY(t->nheld == 0)) return unlock_call;                                                   \
-        int held_ = ss_find_held(t, lock);                                                                  \
-        if (held_ < 0) return unlock_call;                                                                  \
-        uint64_t now_ = ss_ticks();                                                                         \
-        int rc_ = unlock_call;                                                                              \
-        ss_end_hold(t, held_, now_);                                                                        \
-        return rc_;                                                                                         \
+        if (SS_LIKELY(t != NULL)) {                                                                         \
+            struct ss_lock_stats *l_ = ss_lock_slot_fast(t, lock, kind);                                    \
+            if (SS_LIKELY(l_ != NULL) && SS_LIKELY(t->nheld == 0)) {                                        \
+                SS_INC(l_->acquisitions, 1);                                                                \
+                return real_call;                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
     } while (0)
 
-/* ---- mutexes ----
- * Mutexes are the hottest locks: a lock call whose lock word is free is a plain tail call, and the
- * acquisition is counted when the mutex is released. Only a wait, or a hold in the timed sample,
- * reads the clock. */
+/* ---- mutexes ---- */
 
-/* A free lock word means no wait. The word is glibc's public-ABI `__data.__lock`, 0 when unlocked
- * for every mutex type; looking at it avoids the second atomic on a contended cache line that a
- * try-lock would cost. A lock taken in the instant between the look and the acquisition is missed
- * as contention: a small undercount, never a false wait. */
+/* A free lock word means no wait (see the top of this file); looking at it avoids the second
+ * atomic on a contended cache line that a try-lock would cost. */
 static inline int ss_mutex_looks_free(pthread_mutex_t *m) {
     return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0;
 }
@@ -121,55 +165,15 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
     return w == 2 || (w & (int)0x80000000u) != 0;
 }
 
-/* Starts a timed hold of `m`, acquired at `now`. */
-static void ss_hold_begin(struct ss_thread *t, const void *m, uint32_t slot, uint64_t now) {
-    if (t->nheld >= SS_HELD_MAX) return;
-    struct ss_held *h = &t->held[t->nheld++];
-    h->address = (uintptr_t)m;
-    h->slot = slot;
-    h->start = now;
+static SS_NOINLINE int ss_slow_mutex_lock(struct ss_thread *t, pthread_mutex_t *m) {
+    if (!t && !ss_real.mutex_lock) return 0; /* before the interposer is initialised */
+    SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
 }
-
-/* Counts the acquisition a release ends, and ends its timed hold if it has one. */
-static inline void ss_mutex_releasing(struct ss_thread *t, pthread_mutex_t *m) {
-    uint32_t slot = ss_lock_slot(t, m, SS_LOCK_MUTEX);
-    SS_ADD(t->locks[slot].acquisitions, 1);
-    if (SS_UNLIKELY(t->nheld != 0)) {
-        int i = ss_find_held(t, m);
-        if (i >= 0) ss_end_hold(t, i, ss_ticks());
-    }
-}
-
-/* The shared body of lock, timedlock and clocklock. */
-#define SS_MUTEX_LOCK_HOOK(t, m, real_call)                                                                  \
-    do {                                                                                                    \
-        if (SS_LIKELY(ss_mutex_looks_free(m))) {                                                            \
-            if (SS_LIKELY(!ss_take_timed(t))) return real_call;                                             \
-            int rc_ = real_call;                                                                            \
-            if (rc_ == 0) ss_hold_begin(t, m, ss_lock_slot(t, m, SS_LOCK_MUTEX), ss_ticks());               \
-            return rc_;                                                                                     \
-        }                                                                                                   \
-        uint32_t slot_ = ss_lock_slot(t, m, SS_LOCK_MUTEX);                                                 \
-        uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX) : 0;                      \
-        uint64_t start_ = ss_ticks();                                                                       \
-        int rc_ = real_call;                                                                                \
-        uint64_t end_ = ss_ticks();                                                                         \
-        if (site_ && (rc_ == 0 || rc_ == EOWNERDEAD)) ss_lock_waiter_done(site_, end_ - start_);            \
-        struct ss_lock_stats *l_ = &t->locks[slot_];                                                        \
-        SS_ADD(t->rec.lock_wait_ticks, end_ - start_);                                                      \
-        if (rc_ == 0 || rc_ == EOWNERDEAD) {                                                                \
-            SS_ADD(l_->contended, 1);                                                                       \
-            SS_ADD(l_->wait_ticks, end_ - start_);                                                          \
-            if (end_ - start_ > l_->max_wait_ticks) SS_STORE(l_->max_wait_ticks, end_ - start_);            \
-            if (ss_take_timed(t)) ss_hold_begin(t, m, slot_, end_);                                         \
-        }                                                                                                   \
-        return rc_;                                                                                         \
-    } while (0)
 
 SS_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.mutex_lock ? ss_real.mutex_lock(m) : 0;
-    SS_MUTEX_LOCK_HOOK(t, m, ss_real.mutex_lock(m));
+    struct ss_thread *t = ss_self;
+    SS_LOCK_FAST(t, ss_mutex_looks_free(m), ss_real.mutex_lock(m));
+    return ss_slow_mutex_lock(t, m);
 }
 
 /* A successful try-lock is counted, like every acquisition, when the mutex is released. */
@@ -178,25 +182,37 @@ SS_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
     return ss_real.mutex_trylock ? ss_real.mutex_trylock(m) : 0;
 }
 
+static SS_NOINLINE int ss_slow_mutex_timedlock(struct ss_thread *t, pthread_mutex_t *m,
+                                               const struct timespec *abstime) {
+    SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_timedlock(m, abstime));
+}
+
 SS_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.mutex_timedlock(m, abstime);
-    SS_MUTEX_LOCK_HOOK(t, m, ss_real.mutex_timedlock(m, abstime));
+    struct ss_thread *t = ss_self;
+    SS_LOCK_FAST(t, ss_mutex_looks_free(m), ss_real.mutex_timedlock(m, abstime));
+    return ss_slow_mutex_timedlock(t, m, abstime);
+}
+
+static SS_NOINLINE int ss_slow_mutex_clocklock(struct ss_thread *t, pthread_mutex_t *m, clockid_t clock,
+                                               const struct timespec *abstime) {
+    SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_clocklock(m, clock, abstime));
 }
 
 SS_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.mutex_clocklock(m, clock, abstime);
-    SS_MUTEX_LOCK_HOOK(t, m, ss_real.mutex_clocklock(m, clock, abstime));
+    struct ss_thread *t = ss_self;
+    SS_LOCK_FAST(t, ss_mutex_looks_free(m), ss_real.mutex_clocklock(m, clock, abstime));
+    return ss_slow_mutex_clocklock(t, m, clock, abstime);
 }
 
 /* Measured on two threads ping-ponging a mutex: counting just before a tail-called unlock costs
  * far less than any work after the unlock or after the lock, which shifts the hand-over between
  * the threads (docs/PERFORMANCE.md). */
-SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
-    ss_mutex_releasing(t, m);
+static SS_NOINLINE int ss_slow_mutex_unlock(struct ss_thread *t, pthread_mutex_t *m) {
+    if (!t) {
+        t = ss_enter_slow();
+        if (!t) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
+    }
+    ss_releasing(t, m, SS_LOCK_MUTEX);
     /* A holder stack is considered on one release with waiters in 64 (and then rate-limited by
      * time): on a hot lock, leaving the tail call or reading the clock on every such release
      * changes the hand-over between the threads and costs more than the rest of the hook. */
@@ -209,12 +225,20 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     return ss_real.mutex_unlock(m);
 }
 
+/* Releases with waiters take the slow part, which considers a holder stack. */
+SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(!ss_stacks_on || !ss_mutex_has_waiters(m)))
+        SS_UNLOCK_FAST(t, m, SS_LOCK_MUTEX, ss_real.mutex_unlock(m));
+    return ss_slow_mutex_unlock(t, m);
+}
+
 /* ---- condition variables: the mutex is released while waiting and re-acquired before return;
  * the release counts the acquisition before it, as an unlock would. ---- */
 
 #define SS_COND_HOOK(t, m, wait_call)                                                                        \
     do {                                                                                                    \
-        ss_mutex_releasing(t, m);                                                                           \
+        ss_releasing(t, m, SS_LOCK_MUTEX);                                                                  \
         int rc_ = wait_call;                                                                                \
         if ((rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) && ss_take_timed(t))                        \
             ss_hold_begin(t, m, ss_lock_slot(t, m, SS_LOCK_MUTEX), ss_ticks());                             \
@@ -240,80 +264,118 @@ SS_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cloc
     SS_COND_HOOK(t, m, ss_real.cond_clockwait(c, m, clock, abstime));
 }
 
-/* ---- read-write locks ---- */
-
-SS_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_rdlock(l);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l), ss_real.rwlock_rdlock(l));
+/* ---- read-write locks ----
+ * glibc (2.25 and later) keeps in __readers the number of readers (from bit 3) and the writer's
+ * state: bit 0 the write phase, bit 1 a writer holds it or is about to. A reader gets in at once
+ * in the read phase with no writer (bits 0 and 1 clear); a writer when there is neither reader nor
+ * writer. A release is told a write unlock or a read unlock as glibc's own unlock tells it:
+ * __cur_writer is the tid of the thread holding the lock for writing. */
+static inline int ss_rwlock_looks_free_read(pthread_rwlock_t *l) {
+    return (__atomic_load_n(&l->__data.__readers, __ATOMIC_RELAXED) & 3u) == 0;
 }
 
+static inline int ss_rwlock_looks_free_write(pthread_rwlock_t *l) {
+    unsigned r = __atomic_load_n(&l->__data.__readers, __ATOMIC_RELAXED);
+    return (r & 2u) == 0 && (r >> 3) == 0;
+}
+
+static inline uint32_t ss_rwlock_release_kind(struct ss_thread *t, pthread_rwlock_t *l) {
+    return __atomic_load_n(&l->__data.__cur_writer, __ATOMIC_RELAXED) == (int)t->rec.tid ? SS_LOCK_RWLOCK_WRITE
+                                                                                         : SS_LOCK_RWLOCK_READ;
+}
+
+#define SS_UNPAREN(...) __VA_ARGS__
+/* A lock call `name(params)`: its fast part, and its slow part `ss_slow_<name>`. */
+#define SS_LOCK_CALL_HOOK(name, params, args, lock, kind, looks_free, try_call, block_call)                  \
+    static SS_NOINLINE int ss_slow_##name(struct ss_thread *t, SS_UNPAREN params) {                        \
+        SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
+    }                                                                                                       \
+    SS_EXPORT int name(SS_UNPAREN params) {                                                                \
+        struct ss_thread *t = ss_self;                                                                      \
+        SS_LOCK_FAST(t, looks_free, block_call);                                                            \
+        return ss_slow_##name(t, SS_UNPAREN args);                                                          \
+    }
+
+SS_LOCK_CALL_HOOK(pthread_rwlock_rdlock, (pthread_rwlock_t * l), (l), l, SS_LOCK_RWLOCK_READ,
+                  ss_rwlock_looks_free_read(l), ss_real.rwlock_tryrdlock(l), ss_real.rwlock_rdlock(l))
+SS_LOCK_CALL_HOOK(pthread_rwlock_timedrdlock, (pthread_rwlock_t * l, const struct timespec *abstime), (l, abstime),
+                  l, SS_LOCK_RWLOCK_READ, ss_rwlock_looks_free_read(l), ss_real.rwlock_tryrdlock(l),
+                  ss_real.rwlock_timedrdlock(l, abstime))
+SS_LOCK_CALL_HOOK(pthread_rwlock_clockrdlock,
+                  (pthread_rwlock_t * l, clockid_t clock, const struct timespec *abstime), (l, clock, abstime), l,
+                  SS_LOCK_RWLOCK_READ, ss_rwlock_looks_free_read(l), ss_real.rwlock_tryrdlock(l),
+                  ss_real.rwlock_clockrdlock(l, clock, abstime))
+SS_LOCK_CALL_HOOK(pthread_rwlock_wrlock, (pthread_rwlock_t * l), (l), l, SS_LOCK_RWLOCK_WRITE,
+                  ss_rwlock_looks_free_write(l), ss_real.rwlock_trywrlock(l), ss_real.rwlock_wrlock(l))
+SS_LOCK_CALL_HOOK(pthread_rwlock_timedwrlock, (pthread_rwlock_t * l, const struct timespec *abstime), (l, abstime),
+                  l, SS_LOCK_RWLOCK_WRITE, ss_rwlock_looks_free_write(l), ss_real.rwlock_trywrlock(l),
+                  ss_real.rwlock_timedwrlock(l, abstime))
+SS_LOCK_CALL_HOOK(pthread_rwlock_clockwrlock,
+                  (pthread_rwlock_t * l, clockid_t clock, const struct timespec *abstime), (l, clock, abstime), l,
+                  SS_LOCK_RWLOCK_WRITE, ss_rwlock_looks_free_write(l), ss_real.rwlock_trywrlock(l),
+                  ss_real.rwlock_clockwrlock(l, clock, abstime))
+
+/* Successful try-locks are counted, like every acquisition, when the lock is released. */
 SS_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_tryrdlock(l);
-    SS_TRYLOCK_HOOK(t, l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l));
-}
-
-SS_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_timedrdlock(l, abstime);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l), ss_real.rwlock_timedrdlock(l, abstime));
-}
-
-SS_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_clockrdlock(l, clock, abstime);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l),
-                 ss_real.rwlock_clockrdlock(l, clock, abstime));
-}
-
-SS_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_wrlock(l);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l), ss_real.rwlock_wrlock(l));
+    ss_ensure_resolved();
+    return ss_real.rwlock_tryrdlock(l);
 }
 
 SS_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_trywrlock(l);
-    SS_TRYLOCK_HOOK(t, l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l));
+    ss_ensure_resolved();
+    return ss_real.rwlock_trywrlock(l);
 }
 
-SS_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_timedwrlock(l, abstime);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l), ss_real.rwlock_timedwrlock(l, abstime));
-}
-
-SS_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_clockwrlock(l, clock, abstime);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l),
-                 ss_real.rwlock_clockwrlock(l, clock, abstime));
+static SS_NOINLINE int ss_slow_rwlock_unlock(struct ss_thread *t, pthread_rwlock_t *l) {
+    if (!t) {
+        t = ss_enter_slow();
+        if (!t) return ss_real.rwlock_unlock(l);
+    }
+    ss_releasing(t, l, ss_rwlock_release_kind(t, l));
+    return ss_real.rwlock_unlock(l);
 }
 
 SS_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_unlock(l);
-    SS_UNLOCK_HOOK(t, l, ss_real.rwlock_unlock(l));
+    struct ss_thread *t = ss_self;
+    SS_UNLOCK_FAST(t, l, ss_rwlock_release_kind(t, l), ss_real.rwlock_unlock(l));
+    return ss_slow_rwlock_unlock(t, l);
 }
 
-/* ---- spin locks ---- */
+/* ---- spin locks ----
+ * Which value means unlocked depends on glibc's implementation (1 on x86-64, 0 in the generic
+ * one): it is read once from a lock that pthread_spin_init made. */
+static int ss_spin_free_value = -1; /* none known yet: nothing looks free */
 
-SS_EXPORT int pthread_spin_lock(pthread_spinlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.spin_lock(l);
-    SS_LOCK_HOOK(t, (const void *)l, SS_LOCK_SPIN, ss_real.spin_trylock(l), ss_real.spin_lock(l));
+void ss_locks_init(void) {
+    pthread_spinlock_t probe;
+    int (*init)(pthread_spinlock_t *, int) = NULL;
+    *(void **)&init = dlsym(RTLD_NEXT, "pthread_spin_init");
+    if (init && init(&probe, PTHREAD_PROCESS_PRIVATE) == 0) ss_spin_free_value = (int)probe;
 }
+
+static inline int ss_spin_looks_free(pthread_spinlock_t *l) {
+    return __atomic_load_n(l, __ATOMIC_RELAXED) == ss_spin_free_value;
+}
+
+SS_LOCK_CALL_HOOK(pthread_spin_lock, (pthread_spinlock_t * l), (l), (const void *)l, SS_LOCK_SPIN,
+                  ss_spin_looks_free(l), ss_real.spin_trylock(l), ss_real.spin_lock(l))
 
 SS_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.spin_trylock(l);
-    SS_TRYLOCK_HOOK(t, (const void *)l, SS_LOCK_SPIN, ss_real.spin_trylock(l));
+    ss_ensure_resolved();
+    return ss_real.spin_trylock(l);
+}
+
+static SS_NOINLINE int ss_slow_spin_unlock(struct ss_thread *t, pthread_spinlock_t *l) {
+    if (!t) {
+        t = ss_enter_slow();
+        if (!t) return ss_real.spin_unlock(l);
+    }
+    ss_releasing(t, (const void *)l, SS_LOCK_SPIN);
+    return ss_real.spin_unlock(l);
 }
 
 SS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.spin_unlock(l);
-    SS_UNLOCK_HOOK(t, (const void *)l, ss_real.spin_unlock(l));
+    struct ss_thread *t = ss_self;
+    SS_UNLOCK_FAST(t, (const void *)l, SS_LOCK_SPIN, ss_real.spin_unlock(l));
+    return ss_slow_spin_unlock(t, l);
 }

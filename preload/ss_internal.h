@@ -240,6 +240,9 @@ extern size_t ss_fast_bytes;
 void ss_alloc_init(void);
 void ss_ensure_resolved(void);
 
+/* Lock hooks (locks.c): what they need to know of glibc's locks, read at start-up. */
+void ss_locks_init(void);
+
 /* Allocation stacks (stacks.c). The byte countdown runs on every allocation call; the count-based
  * sample is a subset of the timed calls, so the unsampled path gains one subtraction and a test. */
 extern int ss_stacks_on;
