@@ -74,6 +74,8 @@ struct ss_thread {
     struct ss_thread_record rec;
     struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
     uint32_t countdown; /* calls until the next timed one */
+    uint64_t last_lock_key;           /* the lock (address << 3 | kind) whose slot the thread used */
+    struct ss_lock_stats *last_lock;  /* last in a lock hook's fast part (locks.c) */
     uint32_t stack_countdown; /* timed allocation calls until the next count-sampled stack */
     int64_t bytes_left;       /* requested bytes until the next byte-sampled stack */
     uint64_t sample_weight_q16; /* the weight of the current stack sample */
