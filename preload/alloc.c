@@ -73,12 +73,15 @@ static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group gr
  * so calls that may be that call are always timed. In glibc's allocator that is a large-bin
  * request (a chunk of 1024 bytes or more that the thread cache does not serve), which first
  * consolidates the fast bins: with millions of free chunks in them, tens of milliseconds in one
- * call; or a free that merges into 64 KiB or more, which does the same. The fast bins fill up with
- * frees, so a large call can only be that slow after many frees; a large-bin request empties them.
- * A call of SS_LARGE_BYTES or more is therefore always timed
- *   - when it is of SS_ALWAYS_BYTES or more, or
+ * call; or a free that merges into 64 KiB or more, which does the same and may give memory back
+ * to the system. The fast bins fill up with frees, so a large call can only be that slow after
+ * many frees; a large-bin request empties them. A call of SS_LARGE_BYTES or more is therefore
+ * always timed
+ *   - when it is of SS_ALWAYS_BYTES or more (or frees a mapped chunk), or
  *   - when the thread has freed SS_FREES_BETWEEN_LARGE blocks or more since its last large-bin
- *     request (so its own frees can have filled the fast bins);
+ *     request (so its own frees can have filled the fast bins), or
+ *   - when it frees a chunk that merges into the top of the heap or another chunk of 64 KiB or
+ *     more (ss_free_always_timed);
  * and otherwise joins the 1-in-N sample with the small calls. Which stratum a call falls in depends
  * only on what came before it, so the estimates stay unbiased either way; what this trades is the
  * variance for a program whose fast bins another thread filled (docs/PERFORMANCE.md). With
@@ -103,20 +106,29 @@ static inline int ss_always_timed(struct ss_thread *t, enum ss_fn fn, size_t byt
 }
 
 /* Whether a free of a chunk whose size word is `header` (at least SS_LARGE_BYTES; glibc's
- * allocator) is always timed: a large chunk may merge into 64 KiB or more, a mapped one is
- * unmapped. */
-static inline int ss_free_always_timed(struct ss_thread *t, size_t header) {
+ * allocator) is always timed: a mapped chunk is unmapped, and a chunk followed by a chunk of
+ * SS_CONSOLIDATE_BYTES or more (the top of the heap, or a large free chunk) merges into it, which
+ * makes glibc consolidate the fast bins and perhaps give memory back to the system. (A merge with
+ * smaller free neighbours into as much does the same, but is slow only with many chunks in the
+ * fast bins, which the count of frees covers.) Only a chunk below SS_ALWAYS_BYTES gets this far,
+ * so the next chunk's size word is less than 64 KiB away. */
+#define SS_CONSOLIDATE_BYTES (64u * 1024u) /* glibc's FASTBIN_CONSOLIDATION_THRESHOLD */
+static inline int ss_free_always_timed(struct ss_thread *t, const void *ptr, size_t header) {
     size_t chunk = header & ~(size_t)7;
-    return chunk >= SS_ALWAYS_BYTES || (header & SS_CHUNK_MMAPPED) ||
-           t->rec.fn[SS_FN_FREE].calls - t->free_mark >= SS_FREES_BETWEEN_LARGE;
+    if (chunk >= SS_ALWAYS_BYTES || (header & SS_CHUNK_MMAPPED) ||
+        t->rec.fn[SS_FN_FREE].calls - t->free_mark >= SS_FREES_BETWEEN_LARGE)
+        return 1;
+    size_t next = ((const size_t *)((const char *)ptr + chunk))[-1] & ~(size_t)7;
+    return next >= SS_CONSOLIDATE_BYTES;
 }
 
 /* A sampled call stands for `period` calls, so one that was descheduled for milliseconds would
  * count as many times over. Its duration is capped: a call of the sampled stratum that takes
  * longer than this was almost certainly preempted (the calls that may really be that slow are in
- * the always-timed stratum, which is never capped). */
+ * the always-timed stratum, which is never capped). With every call timed (`--timing exact`) a
+ * call stands for itself and nothing is capped. */
 static inline uint64_t ss_sampled_ticks(uint64_t ticks, int exact) {
-    return !exact && ticks > ss_sample_cap_ticks ? ss_sample_cap_ticks : ticks;
+    return !exact && ss_config.period > 1 && ticks > ss_sample_cap_ticks ? ss_sample_cap_ticks : ticks;
 }
 
 size_t ss_fast_bytes;
@@ -308,7 +320,7 @@ static SS_NOINLINE void ss_slow_free(struct ss_thread *t, void *ptr) {
         t->countdown--;
     }
     int exact = !ss_guard_calls && ptr && (ss_chunk_header(ptr) & ~(size_t)7) >= SS_LARGE_BYTES &&
-                ss_free_always_timed(t, ss_chunk_header(ptr));
+                ss_free_always_timed(t, ptr, ss_chunk_header(ptr));
     int timed = t->countdown == 0;
     if (timed) t->countdown = ss_next_interval(t);
     if (!timed && !exact) {
@@ -338,7 +350,7 @@ SS_EXPORT void free(void *ptr) {
         t->countdown = calls_left;
         if (SS_LIKELY(calls_left != 0) && SS_LIKELY(!ss_guard_calls) && SS_LIKELY(ptr != NULL)) {
             size_t header = ss_chunk_header(ptr);
-            if (SS_LIKELY((header & ~(size_t)7) < SS_LARGE_BYTES) || !ss_free_always_timed(t, header))
+            if (SS_LIKELY((header & ~(size_t)7) < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header))
                 return ss_real.free(ptr);
         }
     }
