@@ -1,26 +1,52 @@
 #!/usr/bin/env bash
-# Overhead of `stallscope run` (defaults; --no-sampling, without thread-state sampling; and
-# --timing exact) and of heaptrack,
-# against the unprofiled program, on three cases (benches/programs/):
-#   alloc   two threads, each 5 million malloc/free of 8..128 bytes in batches of 64
-#   mutex   two threads taking and releasing one shared mutex 5 million times in total
-#   compute a compute-bound loop of about 1 s, no allocation
-# Each round runs every case in every mode, interleaved (the starting mode rotates per round);
-# the table gives median wall times and ratios to the unprofiled run.
+# Overhead of `stallscope run` (and of heaptrack) against the unprofiled program, side by side in
+# one run. Cases (programs in benches/programs/ unless said):
+#   alloc     two threads, each 5 million malloc/free of 8..128 bytes in batches of 64   (wall)
+#   mutex     two threads taking one shared mutex 5 million times in total               (wall)
+#   compute   a compute-bound loop of about 1 s, no allocation                           (wall)
+#   churn     larson-like: blocks of 8..1000 bytes replaced at random, tables swapped
+#             between 2 threads                                                   (throughput)
+#   prodcons  xmalloc-test-like: a producer allocates, a consumer frees, batches
+#             through a mutex and condition variables                             (throughput)
+#   sizes     glibc-thread-like: 2 threads replacing blocks of 4 B..32 KiB        (throughput)
+#   pell      cfrac-like: one thread, bignum arithmetic allocating every result            (wall)
+#   stress    mstress-like: rounds of new threads allocating, keeping, passing on objects  (wall)
+#   rwlock    one thread, a read-mostly pthread_rwlock_t (one write in 1000)               (wall)
+#   stream    demos/stream_parse.cpp `slow` from two threads (an istringstream per line)   (wall)
+# Throughput cases run for a fixed time and report operations per second (ratio: profiled /
+# unprofiled, higher is better); the others do fixed work and report the wall time of the whole
+# command (ratio: profiled / unprofiled, lower is better). Each round runs every case in every
+# mode, interleaved (the mode that starts rotates from round to round). The table gives, per mode,
+# the median over the rounds with the min-max range, and the median of the per-round ratios (each
+# round's profiled run against the same round's unprofiled run) with their min-max range.
 #
-# Usage: benches/overhead.sh [--quick] [--rounds N] [--no-heaptrack]
-#   --quick: 3 rounds and no heaptrack (heaptrack is ~30x slower on the alloc case).
-# This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in it.
+# Usage: benches/overhead.sh [--rounds N] [--quick] [--no-heaptrack] [--extra] [--cases LIST]
+#                            [--lib PATH] [--baseline-lib PATH]
+#   --rounds N          rounds (default 7)
+#   --quick             3 rounds, no heaptrack
+#   --extra             also `stallscope run --no-sampling` and `--timing exact`
+#   --cases a,b,...     a subset of the cases
+#   --lib PATH          profile with this build of the interposer (STALLSCOPE_PRELOAD_LIB)
+#   --baseline-lib PATH add a mode "baseline": stallscope with that interposer (A/B of two builds)
+# This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in the ranges.
 set -euo pipefail
 
-rounds=5
+rounds=7
 use_heaptrack=1
+extra=0
+only=""
+lib=""
+baseline_lib=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) rounds=3; use_heaptrack=0 ;;
         --rounds) rounds="$2"; shift ;;
         --no-heaptrack) use_heaptrack=0 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        --extra) extra=1 ;;
+        --cases) only="$2"; shift ;;
+        --lib) lib="$2"; shift ;;
+        --baseline-lib) baseline_lib="$2"; shift ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -32,6 +58,9 @@ echo "building stallscope (cargo build --release)..." >&2
 cargo build --release --quiet
 stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
 [ -x "$stallscope" ] || { echo "no $stallscope" >&2; exit 1; }
+abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+[ -z "$lib" ] || lib="$(abs "$lib")"
+[ -z "$baseline_lib" ] || baseline_lib="$(abs "$baseline_lib")"
 if [ "$use_heaptrack" = 1 ] && ! command -v heaptrack >/dev/null; then
     echo "heaptrack not found (Debian package heaptrack): heaptrack columns left out" >&2
     use_heaptrack=0
@@ -39,73 +68,128 @@ fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-overhead.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-cases=(alloc mutex compute)
-declare -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute)
-declare -A target=([alloc]="≤ 1.5x" [mutex]="≤ 1.3x" [compute]="≤ 1.03x")
+
+all_cases=(alloc mutex compute churn prodcons sizes pell stress rwlock stream)
+if [ -n "$only" ]; then IFS=, read -r -a cases <<<"$only"; else cases=("${all_cases[@]}"); fi
+declare -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute [churn]=churn_threads
+    [prodcons]=producer_consumer [sizes]=random_sizes [pell]=bignum_pell [stress]=stress_threads
+    [rwlock]=rwlock_read)
+declare -A args=([churn]="2 1.5" [prodcons]="1 1 1.5" [sizes]="2 1.5" [stream]="slow --threads 2")
+declare -A kind=([churn]=throughput [prodcons]=throughput [sizes]=throughput)
+declare -A target=([alloc]="≤ 1.25x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x" [churn]="≥ 0.8"
+    [prodcons]="≥ 0.8" [sizes]="≥ 0.8" [pell]="≤ 1.25x" [stress]="≤ 1.25x" [rwlock]="≤ 1.15x"
+    [stream]="≤ 1.05x")
 for c in "${cases[@]}"; do
-    cc -O2 -pthread -o "$work/$c" "$root/benches/programs/${source[$c]}.c"
+    if [ "$c" = stream ]; then
+        g++ -std=c++17 -O2 -g -pthread -I "$root/demos" -o "$work/$c" "$root/demos/stream_parse.cpp"
+    elif [ -n "${source[$c]:-}" ]; then
+        cc -O2 -g -pthread -o "$work/$c" "$root/benches/programs/${source[$c]}.c"
+    else
+        echo "unknown case: $c" >&2; exit 2
+    fi
 done
-modes=(plain sampled nosampling exact)
+
+modes=(plain sampled)
+[ -n "$baseline_lib" ] && modes+=(baseline)
+[ "$extra" = 1 ] && modes+=(nosampling exact)
 [ "$use_heaptrack" = 1 ] && modes+=(heaptrack)
+declare -A title=([plain]=unprofiled [sampled]=stallscope [baseline]="stallscope (baseline lib)"
+    [nosampling]="--no-sampling" [exact]="--timing exact" [heaptrack]=heaptrack)
 
 now_ns() { date +%s%N; }
 
-# run_one CASE MODE ROUND: prints the wall time in ns; the output must match the plain run's.
+# run_one CASE MODE ROUND: runs the case, prints its figure (wall ns, or operations per second
+# for a throughput case). The program's output must match the unprofiled run's (figures that
+# change from run to run, lines ending in "ms" and throughput lines, left out).
 run_one() {
-    local c="$1" mode="$2" round="$3" out="$work/$c.$2.$3.out" start end
+    local c="$1" mode="$2" round="$3" out="$work/$c.$2.$3.out" prof="$work/$c.$3.$2.prof" start end
+    # shellcheck disable=SC2086
+    local cmd=("$work/$c" ${args[$c]:-})
     start=$(now_ns)
     case "$mode" in
-        plain) "$work/$c" >"$out" ;;
-        sampled) "$stallscope" run -o "$work/$c.$round.sampled.prof" -- "$work/$c" >"$out" 2>/dev/null ;;
-        nosampling) "$stallscope" run --no-sampling -o "$work/$c.$round.nosampling.prof" -- "$work/$c" >"$out" 2>/dev/null ;;
-        exact) "$stallscope" run --timing exact -o "$work/$c.$round.exact.prof" -- "$work/$c" >"$out" 2>/dev/null ;;
-        heaptrack) heaptrack -o "$work/$c.$round.heaptrack" "$work/$c" >"$out.log" 2>&1
+        plain) "${cmd[@]}" >"$out" ;;
+        sampled) STALLSCOPE_PRELOAD_LIB="$lib" "$stallscope" run -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        baseline) STALLSCOPE_PRELOAD_LIB="$baseline_lib" "$stallscope" run -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        nosampling) STALLSCOPE_PRELOAD_LIB="$lib" "$stallscope" run --no-sampling -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        exact) STALLSCOPE_PRELOAD_LIB="$lib" "$stallscope" run --timing exact -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        heaptrack) heaptrack -o "$work/$c.$round.heaptrack" "${cmd[@]}" >"$out.log" 2>&1
                    grep -v '^heaptrack\|^  \|^$\|^Heaptrack\|^Debuggee' "$out.log" >"$out" || true ;;
     esac
     end=$(now_ns)
-    echo $((end - start))
+    rm -f "$prof" "$work/$c.$round".heaptrack*
+    if [ "${kind[$c]:-wall}" = throughput ]; then
+        awk '/^throughput / { print $2; found = 1 } END { if (!found) print 0 }' "$out"
+    else
+        echo $((end - start))
+    fi
 }
 
-declare -A times
+same_output() { cmp -s <(grep -v 'ms$\|^throughput \|operations in' "$1") <(grep -v 'ms$\|^throughput \|operations in' "$2"); }
+
+declare -A values
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for ((r = 1; r <= rounds; r++)); do
-    echo "round $r/$rounds..." >&2
+    echo "round $r/$rounds (load $(cut -d' ' -f1 /proc/loadavg))..." >&2
     for c in "${cases[@]}"; do
         n=${#modes[@]}
         for ((k = 0; k < n; k++)); do
             mode=${modes[$(((k + r - 1) % n))]}
-            t=$(run_one "$c" "$mode" "$r")
-            times[$c.$mode]+="$t "
-            if [ "$mode" != heaptrack ] && ! cmp -s "$work/$c.$mode.$r.out" "$work/$c.plain.1.out" 2>/dev/null; then
-                [ -f "$work/$c.plain.1.out" ] && echo "warning: $c output differs under $mode" >&2
+            v=$(run_one "$c" "$mode" "$r")
+            values[$c.$mode.$r]="$v"
+        done
+        for mode in "${modes[@]}"; do
+            if [ "$mode" != plain ] && ! same_output "$work/$c.$mode.$r.out" "$work/$c.plain.$r.out"; then
+                echo "warning: $c output differs under $mode (round $r)" >&2
             fi
         done
     done
 done
+load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-fmt_s() { awk -v ns="$1" 'BEGIN { printf "%.3f s", ns / 1e9 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+# stats: reads numbers, prints "median min max".
+stats() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END {
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
+# figure KIND "median min max": a time in s or a throughput in millions per second, with its range.
+figure() {
+    awk -v k="$1" -v s="$2" 'BEGIN { split(s, a, " ");
+        if (k == "throughput") printf "%.2f M/s (%.2f-%.2f)", a[1] / 1e6, a[2] / 1e6, a[3] / 1e6;
+        else printf "%.3f s (%.3f-%.3f)", a[1] / 1e9, a[2] / 1e9, a[3] / 1e9 }'
+}
+ratio_cell() {
+    awk -v k="$1" -v s="$2" 'BEGIN { split(s, a, " ");
+        if (k == "throughput") printf "%.2f (%.2f-%.2f)", a[1], a[2], a[3];
+        else printf "%.2fx (%.2f-%.2f)", a[1], a[2], a[3] }'
+}
 
-header="| case | unprofiled | stallscope | ratio | target | --no-sampling | ratio | --timing exact | ratio |"
-rule="|---|---|---|---|---|---|---|---|---|"
-if [ "$use_heaptrack" = 1 ]; then
-    header+=" heaptrack | ratio |"
+header="| case | measure | unprofiled |"
+rule="|---|---|---|"
+for mode in "${modes[@]}"; do
+    [ "$mode" = plain ] && continue
+    header+=" ${title[$mode]} | ratio |"
     rule+="---|---|"
-fi
+    [ "$mode" = sampled ] && { header+=" target |"; rule+="---|"; }
+done
 echo
-echo "Median wall time of $rounds interleaved rounds; ratios to the unprofiled run."
+echo "$rounds interleaved rounds; medians with the (min-max) over rounds; ratios are per round, against"
+echo "the same round's unprofiled run (throughput: profiled/unprofiled, higher is better; wall:"
+echo "profiled/unprofiled, lower is better). Load average $load_after (1, 5, 15 min) at the end."
 echo
 echo "$header"
 echo "$rule"
 for c in "${cases[@]}"; do
-    plain=$(echo "${times[$c.plain]}" | median)
-    sampled=$(echo "${times[$c.sampled]}" | median)
-    nosampling=$(echo "${times[$c.nosampling]}" | median)
-    exact=$(echo "${times[$c.exact]}" | median)
-    row="| $c | $(fmt_s "$plain") | $(fmt_s "$sampled") | $(ratio "$sampled" "$plain") | ${target[$c]} | $(fmt_s "$nosampling") | $(ratio "$nosampling" "$plain") | $(fmt_s "$exact") | $(ratio "$exact" "$plain") |"
-    if [ "$use_heaptrack" = 1 ]; then
-        ht=$(echo "${times[$c.heaptrack]}" | median)
-        row+=" $(fmt_s "$ht") | $(ratio "$ht" "$plain") |"
-    fi
+    k="${kind[$c]:-wall}"
+    plain_all=""
+    for ((r = 1; r <= rounds; r++)); do plain_all+="${values[$c.plain.$r]} "; done
+    row="| $c | $k | $(figure "$k" "$(echo "$plain_all" | stats)") |"
+    for mode in "${modes[@]}"; do
+        [ "$mode" = plain ] && continue
+        all="" ratios=""
+        for ((r = 1; r <= rounds; r++)); do
+            all+="${values[$c.$mode.$r]} "
+            ratios+="$(awk -v a="${values[$c.$mode.$r]}" -v b="${values[$c.plain.$r]}" 'BEGIN { print (b > 0 ? a / b : 0) }') "
+        done
+        row+=" $(figure "$k" "$(echo "$all" | stats)") | $(ratio_cell "$k" "$(echo "$ratios" | stats)") |"
+        [ "$mode" = sampled ] && row+=" ${target[$c]} |"
+    done
     echo "$row"
 done

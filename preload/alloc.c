@@ -17,7 +17,10 @@ void *ss_bootstrap_alloc(size_t size) {
     size_t at = __atomic_fetch_add(&ss_bootstrap_used, need, __ATOMIC_RELAXED);
     if (at + need > SS_BOOTSTRAP_SIZE) return NULL;
     unsigned char *p = ss_bootstrap + at;
+    size_t huge = ~(size_t)0;
     memcpy(p, &size, sizeof size); /* the block's size, for realloc and malloc_usable_size */
+    memcpy(p + 8, &huge, sizeof huge); /* where glibc keeps a chunk's size: sends free's fast part to
+                                          its slow part, which knows the pool */
     return p + 16;                 /* fresh static memory is already zero, as calloc needs */
 }
 
@@ -45,10 +48,10 @@ static inline uint32_t ss_latency_bucket(uint64_t ns) {
 
 static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     struct ss_fn_stats *f = &t->rec.fn[fn];
-    SS_ADD(f->calls, 1);
+    SS_INC(f->calls, 1);
     if (fn != SS_FN_FREE) {
-        SS_ADD(f->bytes, bytes);
-        SS_ADD(t->rec.size_hist[ss_size_bucket(bytes)], 1);
+        SS_INC(f->bytes, bytes);
+        SS_INC(t->rec.size_hist[ss_size_bucket(bytes)], 1);
     }
 }
 
@@ -66,47 +69,149 @@ static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group gr
     SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], exact ? 1u : ss_config.period);
 }
 
-/* Calls likely to be slow are always timed, since a 1-in-N sample would miss the rare call that
- * costs more than all the others together: a request this large is a large-bin request in glibc,
- * which first consolidates the fast bins (with millions of free chunks: tens of milliseconds). */
-#define SS_EXACT_BYTES 1000u
+/* Strata. A 1-in-N sample would miss the rare call that costs more than all the others together,
+ * so calls that may be that call are always timed. In glibc's allocator that is a large-bin
+ * request (a chunk of 1024 bytes or more that the thread cache does not serve), which first
+ * consolidates the fast bins: with millions of free chunks in them, tens of milliseconds in one
+ * call; or a free that merges into 64 KiB or more, which does the same and may give memory back
+ * to the system. The fast bins fill up with frees, so a large call can only be that slow after
+ * many frees; a large-bin request empties them. A call of SS_LARGE_BYTES or more is therefore
+ * always timed
+ *   - when it is of SS_ALWAYS_BYTES or more (or frees a mapped chunk), or
+ *   - when the thread has freed SS_FREES_BETWEEN_LARGE blocks or more since its last large-bin
+ *     request (so its own frees can have filled the fast bins), or
+ *   - when it frees a chunk that merges into the top of the heap or another chunk of 64 KiB or
+ *     more (ss_free_always_timed);
+ * and otherwise joins the 1-in-N sample with the small calls. Which stratum a call falls in depends
+ * only on what came before it, so the estimates stay unbiased either way; what this trades is the
+ * variance for a program whose fast bins another thread filled (docs/PERFORMANCE.md). With
+ * another allocator (guarded calls), every call of SS_LARGE_BYTES or more is always timed. */
+#define SS_LARGE_BYTES 1000u
+#define SS_ALWAYS_BYTES (64u * 1024u)
+#define SS_FREES_BETWEEN_LARGE 64u
+/* malloc and calloc requests this large never come from glibc's thread cache (at most 1032 bytes):
+ * they take the large-bin path, which consolidates the fast bins. */
+#define SS_LARGE_BIN_BYTES 1033u
+/* Flags in the low bits of a glibc chunk's size word. */
+#define SS_CHUNK_MMAPPED 2u
+#define SS_CHUNK_NON_MAIN_ARENA 4u
+
+/* Whether an allocation call of `bytes` (at least SS_LARGE_BYTES, glibc's allocator) is always
+ * timed; notes a large-bin request. */
+static inline int ss_always_timed(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
+    uint64_t frees = t->rec.fn[SS_FN_FREE].calls;
+    int exact = bytes >= SS_ALWAYS_BYTES || frees - t->free_mark >= SS_FREES_BETWEEN_LARGE;
+    if ((fn == SS_FN_MALLOC || fn == SS_FN_CALLOC) && bytes >= SS_LARGE_BIN_BYTES) t->free_mark = frees;
+    return exact;
+}
+
+/* Whether a free of a chunk whose size word is `header` (at least SS_LARGE_BYTES; glibc's
+ * allocator) is always timed: a mapped chunk is unmapped, and a chunk followed by a chunk of
+ * SS_CONSOLIDATE_BYTES or more (the top of the heap, or a large free chunk) merges into it, which
+ * makes glibc consolidate the fast bins and perhaps give memory back to the system. (A merge with
+ * smaller free neighbours into as much does the same, but is slow only with many chunks in the
+ * fast bins, which the count of frees covers.) Only a chunk below SS_ALWAYS_BYTES gets this far,
+ * so the next chunk's size word is less than 64 KiB away. */
+#define SS_CONSOLIDATE_BYTES (64u * 1024u) /* glibc's FASTBIN_CONSOLIDATION_THRESHOLD */
+static inline int ss_free_always_timed(struct ss_thread *t, const void *ptr, size_t header) {
+    size_t chunk = header & ~(size_t)7;
+    if (chunk >= SS_ALWAYS_BYTES || (header & SS_CHUNK_MMAPPED) ||
+        t->rec.fn[SS_FN_FREE].calls - t->free_mark >= SS_FREES_BETWEEN_LARGE)
+        return 1;
+    size_t next = ((const size_t *)((const char *)ptr + chunk))[-1] & ~(size_t)7;
+    return next >= SS_CONSOLIDATE_BYTES;
+}
 
 /* A sampled call stands for `period` calls, so one that was descheduled for milliseconds would
- * count as many times over. Its duration is capped: a small request that takes longer than this
- * was almost certainly preempted (the calls that are really slow are in the always-timed stratum,
- * which is never capped). */
+ * count as many times over. Its duration is capped: a call of the sampled stratum that takes
+ * longer than this was almost certainly preempted (the calls that may really be that slow are in
+ * the always-timed stratum, which is never capped). With every call timed (`--timing exact`) a
+ * call stands for itself and nothing is capped. */
 static inline uint64_t ss_sampled_ticks(uint64_t ticks, int exact) {
-    return !exact && ticks > ss_sample_cap_ticks ? ss_sample_cap_ticks : ticks;
+    return !exact && ss_config.period > 1 && ticks > ss_sample_cap_ticks ? ss_sample_cap_ticks : ticks;
 }
+
+size_t ss_fast_bytes;
+
+void ss_alloc_init(void) { ss_fast_bytes = ss_guard_calls ? 0 : SS_LARGE_BYTES; }
 
 static inline size_t ss_mul_saturating(size_t a, size_t b) {
     size_t r;
     return __builtin_mul_overflow(a, b, &r) ? (size_t)-1 : r;
 }
 
-/* The body shared by every hook: count, then forward. Untimed calls to glibc's allocator leave by a
- * tail call, which keeps the common path to a few instructions; a timed or guarded call reads the
- * clock around the real function. `ret` receives the result. */
-#define SS_RECORDED_CALL(t, fn, grp, bytes, ret, real_call)                                                  \
+/* Every hook has two parts. The fast part, inline in the exported function, counts the call and,
+ * when it is neither timed nor sampled for a stack nor in the always-timed stratum, leaves by a
+ * tail call to the real function. Everything else is in a slow part of its own (ss_slow_*, never
+ * inlined), so that the fast part needs no stack frame: with both in one function the compiler
+ * saved and restored six registers on every call for the sake of the slow path. */
+
+/* The fast part of an allocation hook counts the call and decides its route: forwarded as is, or
+ * to the slow part (a countdown fired, or the call is guarded), perhaps as always timed. */
+#define SS_ROUTE_SLOW 1
+#define SS_ROUTE_EXACT 2
+static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
+    ss_count(t, fn, bytes);
+    uint32_t calls_left = --t->countdown;
+    int64_t bytes_left = t->bytes_left -= (int64_t)bytes;
+    if (SS_LIKELY(bytes < ss_fast_bytes)) {
+        if (SS_LIKELY(calls_left != 0) && SS_LIKELY(bytes_left >= 0)) return 0;
+        return SS_ROUTE_SLOW;
+    }
+    if (SS_UNLIKELY(ss_guard_calls)) return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
+    if (ss_always_timed(t, fn, bytes)) return SS_ROUTE_SLOW | SS_ROUTE_EXACT;
+    return calls_left == 0 || bytes_left < 0 ? SS_ROUTE_SLOW : 0;
+}
+
+/* The slow part of an allocation hook whose call the fast part counted and routed: a timed call
+ * reads the clock around the real function, a sampled one takes its stack, a guarded one (an
+ * allocator other than glibc's) runs the real function with the hooks off. `ret` receives the
+ * result. */
+#define SS_ALLOC_SLOW(t, fn, grp, bytes, route, ret, real_call)                                              \
     do {                                                                                                    \
         size_t bytes_ = (bytes);                                                                            \
-        ss_count(t, fn, bytes_);                                                                            \
-        int timed_ = ss_take_timed(t);                                                                      \
-        int bfired_ = ss_take_bytes(t, bytes_);                                                             \
-        int exact_ = bytes_ >= SS_EXACT_BYTES;                                                              \
-        if (SS_LIKELY(!(timed_ | bfired_ | exact_) && !ss_guard_calls)) return real_call;                   \
+        int timed_ = t->countdown == 0;                                                                     \
+        if (timed_) t->countdown = ss_next_interval(t);                                                     \
+        int bfired_ = t->bytes_left < 0;                                                                    \
+        int exact_ = ((route) & SS_ROUTE_EXACT) != 0;                                                       \
         if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();                                    \
-        uint32_t site_ = (timed_ | bfired_) ? ss_stack_sample(t, fn, bytes_, timed_, bfired_) : 0;          \
+        uint32_t site_ = ss_stack_sample_if(t, fn, bytes_, timed_, bfired_);                                \
         timed_ |= exact_;                                                                                   \
         uint64_t start_ = (timed_ || site_) ? ss_ticks() : 0;                                               \
-        SS_GUARD_BEGIN(saved_);                                                                             \
-        ret = real_call;                                                                                    \
-        SS_GUARD_END(saved_);                                                                               \
+        if (ss_guard_calls) {                                                                               \
+            SS_GUARD_BEGIN(saved_);                                                                         \
+            ret = real_call;                                                                                \
+            SS_GUARD_END(saved_);                                                                           \
+        } else {                                                                                            \
+            ret = real_call;                                                                                \
+        }                                                                                                   \
         if (timed_ || site_) {                                                                              \
             uint64_t ticks_ = ss_sampled_ticks(ss_ticks() - start_, exact_);                                \
             if (timed_) ss_timed(t, fn, grp, ticks_, exact_);                                               \
-            if (site_) ss_stack_time(t, site_, ticks_);                                                        \
+            if (site_) ss_stack_time(t, site_, ticks_);                                                     \
         }                                                                                                   \
+    } while (0)
+
+/* The start of every slow part: a thread not known yet (`t` NULL) gets its record here, and its
+ * call is counted and routed as the fast part would have; `unready` is returned while there is no
+ * record to count into (the interposer's own calls, start-up). */
+#define SS_SLOW_ENTER(t, fn, bytes, route, unready, real_call)                                               \
+    do {                                                                                                    \
+        if (!t) {                                                                                           \
+            t = ss_enter_slow();                                                                            \
+            if (!t) return unready;                                                                         \
+            route = ss_alloc_route(t, fn, bytes);                                                           \
+            if (!route) return real_call;                                                                   \
+        }                                                                                                   \
+    } while (0)
+
+/* The exported function of an allocation hook: the fast part, then the slow part. */
+#define SS_ALLOC_ENTRY(t, fn, bytes, real_call, slow_call)                                                   \
+    do {                                                                                                    \
+        struct ss_thread *t = ss_self;                                                                      \
+        int route_ = 0;                                                                                     \
+        if (SS_LIKELY(t != NULL) && SS_LIKELY((route_ = ss_alloc_route(t, fn, bytes)) == 0)) return real_call; \
+        return slow_call;                                                                                   \
     } while (0)
 
 /* ---- cross-thread frees (glibc's allocator only) ----
@@ -116,8 +221,6 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
  * last allocated from each arena; a sampled free of a chunk whose arena another thread allocates
  * from is a free of memory another thread allocated. Threads that share an arena are told apart
  * only as far as the last allocator is (an undercount). */
-#define SS_CHUNK_MMAPPED 2u
-#define SS_CHUNK_NON_MAIN_ARENA 4u
 #define SS_HEAP_MAX_SIZE (64ul * 1024 * 1024)
 #define SS_MAIN_ARENA ((uintptr_t)1)
 #define SS_ARENA_SLOTS 256u
@@ -180,46 +283,93 @@ int ss_alloc_write(void) {
 
 /* ---- hooks ---- */
 
-SS_EXPORT void *malloc(size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size);
+static SS_NOINLINE void *ss_slow_malloc(struct ss_thread *t, int route, size_t size) {
+    SS_SLOW_ENTER(t, SS_FN_MALLOC, size, route, ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size),
+                  ss_real.malloc(size));
     void *p;
-    SS_RECORDED_CALL(t, SS_FN_MALLOC, SS_GRP_MALLOC, size, p, ss_real.malloc(size));
+    SS_ALLOC_SLOW(t, SS_FN_MALLOC, SS_GRP_MALLOC, size, route, p, ss_real.malloc(size));
     ss_note_arena(t, p);
     return p;
 }
 
-SS_EXPORT void free(void *ptr) {
-    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) return;
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) {
-        if (ss_real.free) ss_real.free(ptr);
+SS_EXPORT void *malloc(size_t size) {
+    SS_ALLOC_ENTRY(t, SS_FN_MALLOC, size, ss_real.malloc(size), ss_slow_malloc(t, route_, size));
+}
+
+/* Frees of large chunks leave the fast part unless they are not to be timed (ss_free_always_timed).
+ * With glibc's allocator the chunk's size is in the word before it (its low 3 bits are flags); a
+ * block of the bootstrap pool has a word there that reads as a huge chunk, so that its free takes
+ * the slow part, which knows the pool. */
+static inline size_t ss_chunk_header(const void *ptr) { return ((const size_t *)ptr)[-1]; }
+
+static SS_NOINLINE void ss_slow_free(struct ss_thread *t, void *ptr) {
+    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) { /* never the program's: not counted */
+        if (t) {
+            SS_ADD(t->rec.fn[SS_FN_FREE].calls, (uint64_t)-1);
+            if (t->countdown == 0) t->countdown = ss_next_interval(t);
+        }
         return;
     }
-    ss_count(t, SS_FN_FREE, 0);
-    /* Freeing a large chunk can consolidate the heap: always timed. With glibc's allocator the
-     * chunk's size is in the word before it (its low 3 bits are flags). */
-    int exact = !ss_guard_calls && ptr && (((const size_t *)ptr)[-1] & ~(size_t)7) >= SS_EXACT_BYTES;
-    int timed = exact || ss_take_timed(t);
-    if (SS_LIKELY(!timed && !ss_guard_calls)) return ss_real.free(ptr);
+    if (!t) {
+        t = ss_enter_slow();
+        if (!t) {
+            if (ss_real.free) ss_real.free(ptr);
+            return;
+        }
+        SS_ADD(t->rec.fn[SS_FN_FREE].calls, 1);
+        t->countdown--;
+    }
+    int exact = !ss_guard_calls && ptr && (ss_chunk_header(ptr) & ~(size_t)7) >= SS_LARGE_BYTES &&
+                ss_free_always_timed(t, ptr, ss_chunk_header(ptr));
+    int timed = t->countdown == 0;
+    if (timed) t->countdown = ss_next_interval(t);
+    if (!timed && !exact) {
+        if (!ss_guard_calls) return ss_real.free(ptr);
+        SS_GUARD_BEGIN(saved);
+        ss_real.free(ptr);
+        SS_GUARD_END(saved);
+        return;
+    }
     if (!exact) ss_check_free(t, ptr); /* the 1-in-N sample: an unbiased share */
-    uint64_t start = timed ? ss_ticks() : 0;
-    SS_GUARD_BEGIN(saved);
-    ss_real.free(ptr);
-    SS_GUARD_END(saved);
-    if (timed) ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_sampled_ticks(ss_ticks() - start, exact), exact);
+    uint64_t start = ss_ticks();
+    if (ss_guard_calls) {
+        SS_GUARD_BEGIN(saved);
+        ss_real.free(ptr);
+        SS_GUARD_END(saved);
+    } else {
+        ss_real.free(ptr);
+    }
+    ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_sampled_ticks(ss_ticks() - start, exact), exact);
+}
+
+SS_EXPORT void free(void *ptr) {
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(t != NULL)) {
+        SS_INC(t->rec.fn[SS_FN_FREE].calls, 1);
+        uint32_t calls_left = t->countdown - 1;
+        t->countdown = calls_left;
+        if (SS_LIKELY(calls_left != 0) && SS_LIKELY(!ss_guard_calls) && SS_LIKELY(ptr != NULL)) {
+            size_t header = ss_chunk_header(ptr);
+            if (SS_LIKELY((header & ~(size_t)7) < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header))
+                return ss_real.free(ptr);
+        }
+    }
+    ss_slow_free(t, ptr);
+}
+
+static SS_NOINLINE void *ss_slow_calloc(struct ss_thread *t, int route, size_t n, size_t size) {
+    size_t total = ss_mul_saturating(n, size);
+    SS_SLOW_ENTER(t, SS_FN_CALLOC, total, route,
+                  ss_real.calloc ? ss_real.calloc(n, size) : total == (size_t)-1 ? NULL : ss_bootstrap_alloc(total),
+                  ss_real.calloc(n, size));
+    void *p;
+    SS_ALLOC_SLOW(t, SS_FN_CALLOC, SS_GRP_CALLOC, total, route, p, ss_real.calloc(n, size));
+    return p;
 }
 
 SS_EXPORT void *calloc(size_t n, size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) {
-        if (ss_real.calloc) return ss_real.calloc(n, size);
-        size_t total = ss_mul_saturating(n, size);
-        return total == (size_t)-1 ? NULL : ss_bootstrap_alloc(total);
-    }
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_CALLOC, SS_GRP_CALLOC, ss_mul_saturating(n, size), p, ss_real.calloc(n, size));
-    return p;
+    SS_ALLOC_ENTRY(t, SS_FN_CALLOC, ss_mul_saturating(n, size), ss_real.calloc(n, size),
+                   ss_slow_calloc(t, route_, n, size));
 }
 
 static void *ss_realloc_from_bootstrap(void *ptr, size_t size) {
@@ -231,15 +381,37 @@ static void *ss_realloc_from_bootstrap(void *ptr, size_t size) {
     return p;
 }
 
+static SS_NOINLINE void *ss_slow_realloc(struct ss_thread *t, int route, void *ptr, size_t size) {
+    SS_SLOW_ENTER(t, SS_FN_REALLOC, size, route,
+                  ss_real.realloc ? ss_real.realloc(ptr, size) : ptr ? NULL : ss_bootstrap_alloc(size),
+                  ss_real.realloc(ptr, size));
+    void *p;
+    SS_ALLOC_SLOW(t, SS_FN_REALLOC, SS_GRP_REALLOC, size, route, p, ss_real.realloc(ptr, size));
+    return p;
+}
+
 SS_EXPORT void *realloc(void *ptr, size_t size) {
     if (SS_UNLIKELY(ptr && ss_is_bootstrap(ptr))) return ss_realloc_from_bootstrap(ptr, size);
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) {
-        if (ss_real.realloc) return ss_real.realloc(ptr, size);
-        return ptr ? NULL : ss_bootstrap_alloc(size);
+    SS_ALLOC_ENTRY(t, SS_FN_REALLOC, size, ss_real.realloc(ptr, size), ss_slow_realloc(t, route_, ptr, size));
+}
+
+/* glibc's reallocarray is an overflow check and a call of realloc through the PLT, which is our
+ * hook: doing the check here and calling the real realloc records the call once. A call that
+ * overflows is counted, not timed. */
+static SS_NOINLINE void *ss_slow_reallocarray(struct ss_thread *t, int route, void *ptr, size_t n, size_t size) {
+    size_t total = ss_mul_saturating(n, size);
+    if (!t) {
+        t = ss_enter_slow();
+        if (!t) return ss_real.reallocarray ? ss_real.reallocarray(ptr, n, size) : NULL;
+        if (total == (size_t)-1) ss_count(t, SS_FN_REALLOCARRAY, total);
+        else if (!(route = ss_alloc_route(t, SS_FN_REALLOCARRAY, total))) return ss_real.realloc(ptr, total);
+    }
+    if (total == (size_t)-1) {
+        errno = ENOMEM;
+        return NULL;
     }
     void *p;
-    SS_RECORDED_CALL(t, SS_FN_REALLOC, SS_GRP_REALLOC, size, p, ss_real.realloc(ptr, size));
+    SS_ALLOC_SLOW(t, SS_FN_REALLOCARRAY, SS_GRP_REALLOC, total, route, p, ss_real.realloc(ptr, total));
     return p;
 }
 
@@ -252,59 +424,57 @@ SS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
         }
         return ss_realloc_from_bootstrap(ptr, total);
     }
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.reallocarray ? ss_real.reallocarray(ptr, n, size) : NULL;
-    /* glibc's reallocarray is this overflow check and a call of realloc through the PLT, which is
-     * our hook: doing the check here and calling the real realloc records the call once. */
-    if (total == (size_t)-1) {
-        ss_count(t, SS_FN_REALLOCARRAY, total);
-        errno = ENOMEM;
-        return NULL;
+    struct ss_thread *t = ss_self;
+    int route = 0;
+    if (SS_LIKELY(t != NULL)) {
+        if (SS_UNLIKELY(total == (size_t)-1)) ss_count(t, SS_FN_REALLOCARRAY, total);
+        else if ((route = ss_alloc_route(t, SS_FN_REALLOCARRAY, total)) == 0) return ss_real.realloc(ptr, total);
     }
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_REALLOCARRAY, SS_GRP_REALLOC, total, p, ss_real.realloc(ptr, total));
-    return p;
+    return ss_slow_reallocarray(t, route, ptr, n, size);
 }
 
-SS_EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.posix_memalign ? ss_real.posix_memalign(out, alignment, size) : ENOMEM;
+static SS_NOINLINE int ss_slow_posix_memalign(struct ss_thread *t, int route, void **out, size_t alignment,
+                                              size_t size) {
+    SS_SLOW_ENTER(t, SS_FN_POSIX_MEMALIGN, size, route,
+                  ss_real.posix_memalign ? ss_real.posix_memalign(out, alignment, size) : ENOMEM,
+                  ss_real.posix_memalign(out, alignment, size));
     int rc;
-    SS_RECORDED_CALL(t, SS_FN_POSIX_MEMALIGN, SS_GRP_ALIGNED, size, rc, ss_real.posix_memalign(out, alignment, size));
+    SS_ALLOC_SLOW(t, SS_FN_POSIX_MEMALIGN, SS_GRP_ALIGNED, size, route, rc,
+                  ss_real.posix_memalign(out, alignment, size));
     return rc;
 }
 
-SS_EXPORT void *aligned_alloc(size_t alignment, size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.aligned_alloc ? ss_real.aligned_alloc(alignment, size) : NULL;
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_ALIGNED_ALLOC, SS_GRP_ALIGNED, size, p, ss_real.aligned_alloc(alignment, size));
-    return p;
+SS_EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
+    SS_ALLOC_ENTRY(t, SS_FN_POSIX_MEMALIGN, size, ss_real.posix_memalign(out, alignment, size),
+                   ss_slow_posix_memalign(t, route_, out, alignment, size));
 }
 
-SS_EXPORT void *memalign(size_t alignment, size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.memalign ? ss_real.memalign(alignment, size) : NULL;
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_MEMALIGN, SS_GRP_ALIGNED, size, p, ss_real.memalign(alignment, size));
-    return p;
-}
+/* aligned_alloc and memalign: (alignment, size). */
+#define SS_ALIGNED_HOOK(name, fn)                                                                            \
+    static SS_NOINLINE void *ss_slow_##name(struct ss_thread *t, int route, size_t alignment, size_t size) { \
+        SS_SLOW_ENTER(t, fn, size, route, ss_real.name ? ss_real.name(alignment, size) : NULL,              \
+                      ss_real.name(alignment, size));                                                       \
+        void *p;                                                                                            \
+        SS_ALLOC_SLOW(t, fn, SS_GRP_ALIGNED, size, route, p, ss_real.name(alignment, size));                \
+        return p;                                                                                           \
+    }                                                                                                       \
+    SS_EXPORT void *name(size_t alignment, size_t size) {                                                   \
+        SS_ALLOC_ENTRY(t, fn, size, ss_real.name(alignment, size), ss_slow_##name(t, route_, alignment, size)); \
+    }
+SS_ALIGNED_HOOK(aligned_alloc, SS_FN_ALIGNED_ALLOC)
+SS_ALIGNED_HOOK(memalign, SS_FN_MEMALIGN)
 
-SS_EXPORT void *valloc(size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.valloc ? ss_real.valloc(size) : NULL;
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_VALLOC, SS_GRP_ALIGNED, size, p, ss_real.valloc(size));
-    return p;
-}
-
-SS_EXPORT void *pvalloc(size_t size) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.pvalloc ? ss_real.pvalloc(size) : NULL;
-    void *p;
-    SS_RECORDED_CALL(t, SS_FN_PVALLOC, SS_GRP_ALIGNED, size, p, ss_real.pvalloc(size));
-    return p;
-}
+/* valloc and pvalloc: (size). */
+#define SS_PAGE_HOOK(name, fn)                                                                               \
+    static SS_NOINLINE void *ss_slow_##name(struct ss_thread *t, int route, size_t size) {                  \
+        SS_SLOW_ENTER(t, fn, size, route, ss_real.name ? ss_real.name(size) : NULL, ss_real.name(size));    \
+        void *p;                                                                                            \
+        SS_ALLOC_SLOW(t, fn, SS_GRP_ALIGNED, size, route, p, ss_real.name(size));                           \
+        return p;                                                                                           \
+    }                                                                                                       \
+    SS_EXPORT void *name(size_t size) { SS_ALLOC_ENTRY(t, fn, size, ss_real.name(size), ss_slow_##name(t, route_, size)); }
+SS_PAGE_HOOK(valloc, SS_FN_VALLOC)
+SS_PAGE_HOOK(pvalloc, SS_FN_PVALLOC)
 
 SS_EXPORT size_t malloc_usable_size(void *ptr) {
     if (ptr && ss_is_bootstrap(ptr)) return ss_bootstrap_size(ptr);

@@ -1,13 +1,35 @@
-/* pthread lock hooks. The uncontended path stays cheap: the clock is read only when the lock is
- * found taken (the wait is then timed exactly) or when the hold is in the timed sample. Read-write
- * and spin locks try first; mutexes look at their lock word (see below). */
+/* pthread lock hooks.
+ *
+ * A lock call whose lock looks free is counted and leaves by a tail call: a free-looking lock is
+ * one its call acquires (perhaps after a wait, if another thread takes it in between), so the
+ * count needs no result. A lock that looks taken goes to the slow part, which tries it first (a
+ * lock that is in fact free is no wait), then times the blocking call exactly and counts the
+ * acquisition if there is one. Try-locks and the timed and clock variants, whose calls may fail,
+ * are counted from their result. A release only ends a timed hold, when the lock has one. The
+ * clock is read only for a wait or a hold in the timed sample. Each hook is split like the
+ * allocation hooks: an inline fast part without a stack frame, and a slow part in a function of
+ * its own (ss_slow_*), where the contended paths are.
+ *
+ * "Looks free" reads the lock's word in glibc's public layout: a mutex's __lock (0 when unlocked,
+ * for every type; a mutex that its own thread holds, a robust one whose owner died, or a
+ * priority-protected one never reads 0, so a free-looking mutex cannot fail), a spin lock's int,
+ * a read-write lock's __readers (glibc 2.25 and later: no writer holds it or waits for it, so
+ * neither EDEADLK nor a wait for one). A lock taken in the instant between the look and the
+ * acquisition is missed as contention: a small undercount, never a false wait. */
 #include "ss_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 
-static inline uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t kind) {
+/* ---- the per-thread lock table ---- */
+
+static inline uint32_t ss_lock_hash(const void *address) {
+    return (uint32_t)((((uintptr_t)address >> 4) * 0x9E3779B97F4A7C15ull) >> 56);
+}
+
+static uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t kind) {
     uintptr_t a = (uintptr_t)address;
-    uint32_t h = (uint32_t)(((a >> 4) * 0x9E3779B97F4A7C15ull) >> 56);
+    uint32_t h = ss_lock_hash(address);
     for (uint32_t i = 0; i < SS_LOCK_PROBES; i++) {
         uint32_t s = (h + i) & (SS_LOCK_SLOTS - 1);
         struct ss_lock_stats *l = &t->locks[s];
@@ -23,33 +45,39 @@ static inline uint32_t ss_lock_slot(struct ss_thread *t, const void *address, ui
     return SS_LOCK_OVERFLOW;
 }
 
-/* Records an acquisition into slot `s`; `wait` (ticks) counts only when `contended`. `now` is the
- * time of acquisition when already known (0 otherwise). This runs inside the critical section, so
- * it is kept to a few stores: the slot was looked up before the lock was taken, and a hold is
- * tracked only when it is in the timed sample. */
-static inline void ss_acquired(struct ss_thread *t, uint32_t s, const void *address, int contended, uint64_t wait,
-                               uint64_t now) {
-    struct ss_lock_stats *l = &t->locks[s];
-    SS_ADD(l->acquisitions, 1);
-    if (contended) {
-        SS_ADD(l->contended, 1);
-        SS_ADD(l->wait_ticks, wait);
-        if (wait > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, wait);
-        SS_ADD(t->rec.lock_wait_ticks, wait);
-    }
-    if (SS_UNLIKELY(ss_take_timed(t)) && t->nheld < SS_HELD_MAX) {
-        struct ss_held *h = &t->held[t->nheld++];
-        h->address = (uintptr_t)address;
-        h->slot = s;
-        h->start = now ? now : ss_ticks();
-    }
+/* A fast part counts into the slot the thread used last (kept with its address and kind as one
+ * key), or else into the first slot the lock's hash probes if it is the lock's. */
+static inline uint64_t ss_lock_key(const void *address, uint32_t kind) {
+    return ((uint64_t)(uintptr_t)address << 3) | kind;
 }
+
+/* The first slot the lock's hash probes, if it is the lock's (kept as the last used), else NULL. */
+static inline struct ss_lock_stats *ss_lock_slot_probe(struct ss_thread *t, const void *address, uint32_t kind) {
+    struct ss_lock_stats *l = &t->locks[ss_lock_hash(address)];
+    if (SS_LIKELY(l->address == (uintptr_t)address) && SS_LIKELY(l->kind == kind)) {
+        t->last_lock_key = ss_lock_key(address, kind);
+        t->last_lock = l;
+        return l;
+    }
+    return NULL;
+}
+
+/* ---- timed holds ---- */
 
 /* The index of this thread's timed hold of `address`, or -1. */
 static inline int ss_find_held(struct ss_thread *t, const void *address) {
     for (uint32_t i = t->nheld; i-- > 0;)
         if (t->held[i].address == (uintptr_t)address) return (int)i;
     return -1;
+}
+
+/* Starts a timed hold of `lock`, acquired at `now`. */
+static void ss_hold_begin(struct ss_thread *t, const void *lock, uint32_t slot, uint64_t now) {
+    if (t->nheld >= SS_HELD_MAX) return;
+    struct ss_held *h = &t->held[t->nheld++];
+    h->address = (uintptr_t)lock;
+    h->slot = slot;
+    h->start = now;
 }
 
 /* Ends a timed hold at time `now` (read before the lock was released). */
@@ -61,55 +89,116 @@ static void ss_end_hold(struct ss_thread *t, int i, uint64_t now) {
     t->held[i] = t->held[--t->nheld];
 }
 
-/* Try first; on failure time the blocking call. The blocking call's result is returned. */
-#define SS_LOCK_HOOK(t, lock, kind, try_call, block_call)                                                    \
+/* ---- the shared slow paths ---- */
+
+/* Records a wait for `lock` of `ticks` that ended in an acquisition (`acquired`) or not. */
+static void ss_waited(struct ss_thread *t, uint32_t slot, uint64_t ticks, int acquired) {
+    SS_ADD(t->rec.lock_wait_ticks, ticks);
+    if (!acquired) return;
+    struct ss_lock_stats *l = &t->locks[slot];
+    SS_ADD(l->contended, 1);
+    SS_ADD(l->wait_ticks, ticks);
+    if (ticks > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, ticks);
+}
+
+/* Counts an acquisition of `lock` (slow part). */
+static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *lock, uint32_t kind) {
+    uint32_t slot = ss_lock_slot(t, lock, kind);
+    SS_INC(t->locks[slot].acquisitions, 1);
+    return slot;
+}
+
+/* The slow part of a lock call, for `t` known (or NULL: not yet) and its countdown already
+ * decremented by the fast part. `looks_free` says how the lock looks; `try_call` is the try for
+ * a lock that looks taken (EBUSY: none, straight to the blocking call). Returns the call's
+ * result. */
+#define SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call)                                        \
     do {                                                                                                    \
-        uint32_t slot_ = ss_lock_slot(t, lock, kind);                                                       \
-        int rc_ = try_call;                                                                                 \
-        if (SS_LIKELY(rc_ == 0)) {                                                                          \
-            ss_acquired(t, slot_, lock, 0, 0, 0);                                                           \
-            return 0;                                                                                       \
+        if (!t) {                                                                                           \
+            t = ss_enter_slow();                                                                            \
+            if (!t) return block_call;                                                                      \
+            t->countdown--;                                                                                 \
         }                                                                                                   \
+        int timed_ = t->countdown == 0;                                                                     \
+        if (timed_) t->countdown = ss_next_interval(t);                                                     \
+        int free_ = (looks_free);                                                                           \
+        int rc_ = free_ ? (block_call) : (try_call);                                                        \
+        if (free_ || rc_ != EBUSY) {                                                                        \
+            if (rc_ == 0 || rc_ == EOWNERDEAD) {                                                            \
+                uint32_t slot_ = ss_count_acquisition(t, lock, kind);                                       \
+                if (timed_) ss_hold_begin(t, lock, slot_, ss_ticks());                                      \
+            }                                                                                               \
+            return rc_;                                                                                     \
+        }                                                                                                   \
+        uint32_t slot_ = ss_lock_slot(t, lock, kind);                                                       \
         uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, lock, kind) : 0;                            \
         uint64_t start_ = ss_ticks();                                                                       \
         rc_ = block_call;                                                                                   \
         uint64_t end_ = ss_ticks();                                                                         \
-        if (rc_ == 0 || rc_ == EOWNERDEAD) ss_acquired(t, slot_, lock, 1, end_ - start_, end_);             \
-        if (site_ && (rc_ == 0 || rc_ == EOWNERDEAD)) ss_lock_waiter_done(site_, end_ - start_);            \
-        else if (rc_ == ETIMEDOUT) SS_ADD(t->rec.lock_wait_ticks, end_ - start_);                           \
+        int acquired_ = rc_ == 0 || rc_ == EOWNERDEAD;                                                      \
+        if (acquired_) SS_INC(t->locks[slot_].acquisitions, 1);                                             \
+        ss_waited(t, slot_, end_ - start_, acquired_);                                                      \
+        if (site_ && acquired_) ss_lock_waiter_done(site_, end_ - start_);                                  \
+        if (acquired_ && timed_) ss_hold_begin(t, lock, slot_, end_);                                       \
         return rc_;                                                                                         \
     } while (0)
 
-/* A program's own try-lock: counted when it succeeds, never a wait. */
-#define SS_TRYLOCK_HOOK(t, lock, kind, try_call)                                                             \
+/* The fast part of a lock call that cannot fail once its lock looks free: counted and forwarded
+ * when the lock looks free, its slot is at hand, and the hold is not timed. */
+#define SS_LOCK_FAST(t, lock, kind, looks_free, real_call)                                                   \
     do {                                                                                                    \
-        uint32_t slot_ = ss_lock_slot(t, lock, kind);                                                       \
+        if (SS_LIKELY(t != NULL)) {                                                                         \
+            uint32_t calls_left_ = --t->countdown;                                                          \
+            if (SS_LIKELY(looks_free) && SS_LIKELY(calls_left_ != 0)) {                                     \
+                if (SS_LIKELY(t->last_lock_key == ss_lock_key(lock, kind))) {                               \
+                    SS_INC(t->last_lock->acquisitions, 1);                                                  \
+                    return real_call;                                                                       \
+                }                                                                                           \
+                struct ss_lock_stats *l_ = ss_lock_slot_probe(t, lock, kind);                               \
+                if (SS_LIKELY(l_ != NULL)) {                                                                \
+                    SS_INC(l_->acquisitions, 1);                                                            \
+                    return real_call;                                                                       \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+    } while (0)
+
+/* A try-lock: counted when it succeeds. */
+#define SS_TRYLOCK(lock, kind, try_call)                                                                     \
+    do {                                                                                                    \
+        struct ss_thread *t_ = ss_enter();                                                                  \
         int rc_ = try_call;                                                                                 \
-        if (rc_ == 0) ss_acquired(t, slot_, lock, 0, 0, 0);                                                 \
+        if (rc_ == 0 && t_) ss_count_acquisition(t_, lock, kind);                                           \
         return rc_;                                                                                         \
     } while (0)
 
-/* Release first, then account: nothing is added to the critical section unless the hold is timed. */
-#define SS_UNLOCK_HOOK(t, lock, unlock_call)                                                                 \
+/* Ends the timed hold of `lock` a release ends, if it has one (slow part). */
+static void ss_release_hold(struct ss_thread *t, const void *lock) {
+    int i = ss_find_held(t, lock);
+    if (i >= 0) ss_end_hold(t, i, ss_ticks());
+}
+
+/* The fast part of a release: forwarded unless the thread has a timed hold. */
+#define SS_UNLOCK_FAST(t, real_call)                                                                         \
     do {                                                                                                    \
-        if (SS_LIKELY(t->nheld == 0)) return unlock_call;                                                   \
-        int held_ = ss_find_held(t, lock);                                                                  \
-        if (held_ < 0) return unlock_call;                                                                  \
-        uint64_t now_ = ss_ticks();                                                                         \
-        int rc_ = unlock_call;                                                                              \
-        ss_end_hold(t, held_, now_);                                                                        \
-        return rc_;                                                                                         \
+        if (SS_LIKELY(t != NULL) && SS_LIKELY(t->nheld == 0)) return real_call;                             \
     } while (0)
 
-/* ---- mutexes ----
- * Mutexes are the hottest locks: a lock call whose lock word is free is a plain tail call, and the
- * acquisition is counted when the mutex is released. Only a wait, or a hold in the timed sample,
- * reads the clock. */
+/* The slow part of a release. */
+#define SS_UNLOCK_SLOW(t, lock, real_call)                                                                   \
+    do {                                                                                                    \
+        if (!t) {                                                                                           \
+            t = ss_enter_slow();                                                                            \
+            if (!t) return real_call;                                                                       \
+        }                                                                                                   \
+        ss_release_hold(t, lock); /* the clock read before the release */                                   \
+        return real_call;                                                                                   \
+    } while (0)
 
-/* A free lock word means no wait. The word is glibc's public-ABI `__data.__lock`, 0 when unlocked
- * for every mutex type; looking at it avoids the second atomic on a contended cache line that a
- * try-lock would cost. A lock taken in the instant between the look and the acquisition is missed
- * as contention: a small undercount, never a false wait. */
+/* ---- mutexes ---- */
+
+/* A free lock word means no wait (see the top of this file); looking at it avoids the second
+ * atomic on a contended cache line that a try-lock would cost. */
 static inline int ss_mutex_looks_free(pthread_mutex_t *m) {
     return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0;
 }
@@ -121,82 +210,57 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
     return w == 2 || (w & (int)0x80000000u) != 0;
 }
 
-/* Starts a timed hold of `m`, acquired at `now`. */
-static void ss_hold_begin(struct ss_thread *t, const void *m, uint32_t slot, uint64_t now) {
-    if (t->nheld >= SS_HELD_MAX) return;
-    struct ss_held *h = &t->held[t->nheld++];
-    h->address = (uintptr_t)m;
-    h->slot = slot;
-    h->start = now;
-}
-
-/* Counts the acquisition a release ends, and ends its timed hold if it has one. */
-static inline void ss_mutex_releasing(struct ss_thread *t, pthread_mutex_t *m) {
-    uint32_t slot = ss_lock_slot(t, m, SS_LOCK_MUTEX);
-    SS_ADD(t->locks[slot].acquisitions, 1);
-    if (SS_UNLIKELY(t->nheld != 0)) {
-        int i = ss_find_held(t, m);
-        if (i >= 0) ss_end_hold(t, i, ss_ticks());
+#define SS_UNPAREN(...) __VA_ARGS__
+/* A lock call `name(params)` that cannot fail once its lock looks free: its fast part, and its
+ * slow part `ss_slow_<name>`. */
+#define SS_LOCK_CALL_HOOK(name, params, args, lock, kind, looks_free, try_call, block_call)                  \
+    static SS_NOINLINE int ss_slow_##name(struct ss_thread *t, SS_UNPAREN params) {                        \
+        SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
+    }                                                                                                       \
+    SS_EXPORT int name(SS_UNPAREN params) {                                                                \
+        struct ss_thread *t = ss_self;                                                                      \
+        SS_LOCK_FAST(t, lock, kind, looks_free, block_call);                                                \
+        return ss_slow_##name(t, SS_UNPAREN args);                                                          \
     }
-}
 
-/* The shared body of lock, timedlock and clocklock. */
-#define SS_MUTEX_LOCK_HOOK(t, m, real_call)                                                                  \
-    do {                                                                                                    \
-        if (SS_LIKELY(ss_mutex_looks_free(m))) {                                                            \
-            if (SS_LIKELY(!ss_take_timed(t))) return real_call;                                             \
-            int rc_ = real_call;                                                                            \
-            if (rc_ == 0) ss_hold_begin(t, m, ss_lock_slot(t, m, SS_LOCK_MUTEX), ss_ticks());               \
-            return rc_;                                                                                     \
-        }                                                                                                   \
-        uint32_t slot_ = ss_lock_slot(t, m, SS_LOCK_MUTEX);                                                 \
-        uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX) : 0;                      \
-        uint64_t start_ = ss_ticks();                                                                       \
-        int rc_ = real_call;                                                                                \
-        uint64_t end_ = ss_ticks();                                                                         \
-        if (site_ && (rc_ == 0 || rc_ == EOWNERDEAD)) ss_lock_waiter_done(site_, end_ - start_);            \
-        struct ss_lock_stats *l_ = &t->locks[slot_];                                                        \
-        SS_ADD(t->rec.lock_wait_ticks, end_ - start_);                                                      \
-        if (rc_ == 0 || rc_ == EOWNERDEAD) {                                                                \
-            SS_ADD(l_->contended, 1);                                                                       \
-            SS_ADD(l_->wait_ticks, end_ - start_);                                                          \
-            if (end_ - start_ > l_->max_wait_ticks) SS_STORE(l_->max_wait_ticks, end_ - start_);            \
-            if (ss_take_timed(t)) ss_hold_begin(t, m, slot_, end_);                                         \
-        }                                                                                                   \
-        return rc_;                                                                                         \
-    } while (0)
+/* A timed or clock lock call, which may fail (time out) even on a free-looking lock: always its
+ * slow part, which counts from the result. */
+#define SS_TIMED_LOCK_HOOK(name, params, args, lock, kind, looks_free, try_call, block_call)                 \
+    SS_EXPORT int name(SS_UNPAREN params) {                                                                \
+        struct ss_thread *t = ss_self;                                                                      \
+        if (SS_LIKELY(t != NULL)) t->countdown--;                                                           \
+        SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
+    }
+
+static SS_NOINLINE int ss_slow_pthread_mutex_lock(struct ss_thread *t, pthread_mutex_t *m) {
+    if (!t && !ss_real.mutex_lock) return 0; /* while the interposer resolves the real functions */
+    SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
+}
 
 SS_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.mutex_lock ? ss_real.mutex_lock(m) : 0;
-    SS_MUTEX_LOCK_HOOK(t, m, ss_real.mutex_lock(m));
+    struct ss_thread *t = ss_self;
+    SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), ss_real.mutex_lock(m));
+    return ss_slow_pthread_mutex_lock(t, m);
 }
+SS_TIMED_LOCK_HOOK(pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *abstime), (m, abstime), m,
+                   SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_timedlock(m, abstime))
+SS_TIMED_LOCK_HOOK(pthread_mutex_clocklock, (pthread_mutex_t * m, clockid_t clock, const struct timespec *abstime),
+                   (m, clock, abstime), m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY,
+                   ss_real.mutex_clocklock(m, clock, abstime))
 
-/* A successful try-lock is counted, like every acquisition, when the mutex is released. */
 SS_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
-    ss_ensure_resolved();
-    return ss_real.mutex_trylock ? ss_real.mutex_trylock(m) : 0;
+    SS_TRYLOCK(m, SS_LOCK_MUTEX, ss_real.mutex_trylock ? ss_real.mutex_trylock(m) : 0);
 }
 
-SS_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.mutex_timedlock(m, abstime);
-    SS_MUTEX_LOCK_HOOK(t, m, ss_real.mutex_timedlock(m, abstime));
-}
-
-SS_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.mutex_clocklock(m, clock, abstime);
-    SS_MUTEX_LOCK_HOOK(t, m, ss_real.mutex_clocklock(m, clock, abstime));
-}
-
-/* Measured on two threads ping-ponging a mutex: counting just before a tail-called unlock costs
- * far less than any work after the unlock or after the lock, which shifts the hand-over between
- * the threads (docs/PERFORMANCE.md). */
-SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
-    ss_mutex_releasing(t, m);
+/* Measured on two threads ping-ponging a mutex: any work after the unlock or inside the critical
+ * section shifts the hand-over between the threads (docs/PERFORMANCE.md), so a release does as
+ * little as it can before its tail call. */
+static SS_NOINLINE int ss_slow_mutex_unlock(struct ss_thread *t, pthread_mutex_t *m) {
+    if (!t) {
+        t = ss_enter_slow();
+        if (!t) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
+    }
+    if (t->nheld != 0) ss_release_hold(t, m);
     /* A holder stack is considered on one release with waiters in 64 (and then rate-limited by
      * time): on a hot lock, leaving the tail call or reading the clock on every such release
      * changes the hand-over between the threads and costs more than the rest of the hook. */
@@ -209,15 +273,24 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     return ss_real.mutex_unlock(m);
 }
 
-/* ---- condition variables: the mutex is released while waiting and re-acquired before return;
- * the release counts the acquisition before it, as an unlock would. ---- */
+/* Releases with waiters take the slow part, which considers a holder stack. */
+SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(!ss_stacks_on || !ss_mutex_has_waiters(m))) SS_UNLOCK_FAST(t, ss_real.mutex_unlock(m));
+    return ss_slow_mutex_unlock(t, m);
+}
+
+/* ---- condition variables: the mutex is released while waiting and re-acquired before return
+ * (also on a timeout), which counts as an acquisition. ---- */
 
 #define SS_COND_HOOK(t, m, wait_call)                                                                        \
     do {                                                                                                    \
-        ss_mutex_releasing(t, m);                                                                           \
+        if (t->nheld != 0) ss_release_hold(t, m);                                                           \
         int rc_ = wait_call;                                                                                \
-        if ((rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) && ss_take_timed(t))                        \
-            ss_hold_begin(t, m, ss_lock_slot(t, m, SS_LOCK_MUTEX), ss_ticks());                             \
+        if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
+            uint32_t slot_ = ss_count_acquisition(t, m, SS_LOCK_MUTEX);                                     \
+            if (ss_take_timed(t)) ss_hold_begin(t, m, slot_, ss_ticks());                                   \
+        }                                                                                                   \
         return rc_;                                                                                         \
     } while (0)
 
@@ -240,80 +313,86 @@ SS_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cloc
     SS_COND_HOOK(t, m, ss_real.cond_clockwait(c, m, clock, abstime));
 }
 
-/* ---- read-write locks ---- */
-
-SS_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_rdlock(l);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l), ss_real.rwlock_rdlock(l));
+/* ---- read-write locks ----
+ * glibc (2.25 and later) keeps in __readers the number of readers (from bit 3) and the writer's
+ * state: bit 0 the write phase, bit 1 a writer holds it or is about to. A reader gets in at once
+ * in the read phase with no writer (bits 0 and 1 clear); a writer when there is neither reader nor
+ * writer. */
+static inline int ss_rwlock_looks_free_read(pthread_rwlock_t *l) {
+    return (__atomic_load_n(&l->__data.__readers, __ATOMIC_RELAXED) & 3u) == 0;
 }
+
+static inline int ss_rwlock_looks_free_write(pthread_rwlock_t *l) {
+    unsigned r = __atomic_load_n(&l->__data.__readers, __ATOMIC_RELAXED);
+    return (r & 2u) == 0 && (r >> 3) == 0;
+}
+
+SS_LOCK_CALL_HOOK(pthread_rwlock_rdlock, (pthread_rwlock_t * l), (l), l, SS_LOCK_RWLOCK_READ,
+                  ss_rwlock_looks_free_read(l), ss_real.rwlock_tryrdlock(l), ss_real.rwlock_rdlock(l))
+SS_LOCK_CALL_HOOK(pthread_rwlock_wrlock, (pthread_rwlock_t * l), (l), l, SS_LOCK_RWLOCK_WRITE,
+                  ss_rwlock_looks_free_write(l), ss_real.rwlock_trywrlock(l), ss_real.rwlock_wrlock(l))
+SS_TIMED_LOCK_HOOK(pthread_rwlock_timedrdlock, (pthread_rwlock_t * l, const struct timespec *abstime), (l, abstime),
+                   l, SS_LOCK_RWLOCK_READ, ss_rwlock_looks_free_read(l), ss_real.rwlock_tryrdlock(l),
+                   ss_real.rwlock_timedrdlock(l, abstime))
+SS_TIMED_LOCK_HOOK(pthread_rwlock_clockrdlock,
+                   (pthread_rwlock_t * l, clockid_t clock, const struct timespec *abstime), (l, clock, abstime), l,
+                   SS_LOCK_RWLOCK_READ, ss_rwlock_looks_free_read(l), ss_real.rwlock_tryrdlock(l),
+                   ss_real.rwlock_clockrdlock(l, clock, abstime))
+SS_TIMED_LOCK_HOOK(pthread_rwlock_timedwrlock, (pthread_rwlock_t * l, const struct timespec *abstime), (l, abstime),
+                   l, SS_LOCK_RWLOCK_WRITE, ss_rwlock_looks_free_write(l), ss_real.rwlock_trywrlock(l),
+                   ss_real.rwlock_timedwrlock(l, abstime))
+SS_TIMED_LOCK_HOOK(pthread_rwlock_clockwrlock,
+                   (pthread_rwlock_t * l, clockid_t clock, const struct timespec *abstime), (l, clock, abstime), l,
+                   SS_LOCK_RWLOCK_WRITE, ss_rwlock_looks_free_write(l), ss_real.rwlock_trywrlock(l),
+                   ss_real.rwlock_clockwrlock(l, clock, abstime))
 
 SS_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_tryrdlock(l);
-    SS_TRYLOCK_HOOK(t, l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l));
-}
-
-SS_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_timedrdlock(l, abstime);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l), ss_real.rwlock_timedrdlock(l, abstime));
-}
-
-SS_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_clockrdlock(l, clock, abstime);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l),
-                 ss_real.rwlock_clockrdlock(l, clock, abstime));
-}
-
-SS_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_wrlock(l);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l), ss_real.rwlock_wrlock(l));
+    SS_TRYLOCK(l, SS_LOCK_RWLOCK_READ, ss_real.rwlock_tryrdlock(l));
 }
 
 SS_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_trywrlock(l);
-    SS_TRYLOCK_HOOK(t, l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l));
+    SS_TRYLOCK(l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l));
 }
 
-SS_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_timedwrlock(l, abstime);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l), ss_real.rwlock_timedwrlock(l, abstime));
-}
-
-SS_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_clockwrlock(l, clock, abstime);
-    SS_LOCK_HOOK(t, l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l),
-                 ss_real.rwlock_clockwrlock(l, clock, abstime));
+static SS_NOINLINE int ss_slow_rwlock_unlock(struct ss_thread *t, pthread_rwlock_t *l) {
+    SS_UNLOCK_SLOW(t, l, ss_real.rwlock_unlock(l));
 }
 
 SS_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.rwlock_unlock(l);
-    SS_UNLOCK_HOOK(t, l, ss_real.rwlock_unlock(l));
+    struct ss_thread *t = ss_self;
+    SS_UNLOCK_FAST(t, ss_real.rwlock_unlock(l));
+    return ss_slow_rwlock_unlock(t, l);
 }
 
-/* ---- spin locks ---- */
+/* ---- spin locks ----
+ * Which value means unlocked depends on glibc's implementation (1 on x86-64, 0 in the generic
+ * one): it is read once from a lock that pthread_spin_init made. */
+static int ss_spin_free_value = -1; /* none known yet: nothing looks free */
 
-SS_EXPORT int pthread_spin_lock(pthread_spinlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.spin_lock(l);
-    SS_LOCK_HOOK(t, (const void *)l, SS_LOCK_SPIN, ss_real.spin_trylock(l), ss_real.spin_lock(l));
+void ss_locks_init(void) {
+    pthread_spinlock_t probe;
+    int (*init)(pthread_spinlock_t *, int) = NULL;
+    *(void **)&init = dlsym(RTLD_NEXT, "pthread_spin_init");
+    if (init && init(&probe, PTHREAD_PROCESS_PRIVATE) == 0) ss_spin_free_value = (int)probe;
 }
+
+static inline int ss_spin_looks_free(pthread_spinlock_t *l) {
+    return __atomic_load_n(l, __ATOMIC_RELAXED) == ss_spin_free_value;
+}
+
+SS_LOCK_CALL_HOOK(pthread_spin_lock, (pthread_spinlock_t * l), (l), (const void *)l, SS_LOCK_SPIN,
+                  ss_spin_looks_free(l), ss_real.spin_trylock(l), ss_real.spin_lock(l))
 
 SS_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.spin_trylock(l);
-    SS_TRYLOCK_HOOK(t, (const void *)l, SS_LOCK_SPIN, ss_real.spin_trylock(l));
+    SS_TRYLOCK((const void *)l, SS_LOCK_SPIN, ss_real.spin_trylock(l));
+}
+
+static SS_NOINLINE int ss_slow_spin_unlock(struct ss_thread *t, pthread_spinlock_t *l) {
+    SS_UNLOCK_SLOW(t, (const void *)l, ss_real.spin_unlock(l));
 }
 
 SS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
-    struct ss_thread *t = ss_enter();
-    if (SS_UNLIKELY(!t)) return ss_real.spin_unlock(l);
-    SS_UNLOCK_HOOK(t, (const void *)l, ss_real.spin_unlock(l));
+    struct ss_thread *t = ss_self;
+    SS_UNLOCK_FAST(t, ss_real.spin_unlock(l));
+    return ss_slow_spin_unlock(t, l);
 }

@@ -16,12 +16,21 @@
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SS_TLS __thread __attribute__((tls_model("initial-exec")))
+#define SS_NOINLINE __attribute__((noinline))
 
 /* Counters owned by one thread and read by the flusher: relaxed atomics compile to plain
  * loads and stores on x86-64 but keep the concurrent read well defined. */
 #define SS_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define SS_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define SS_ADD(x, v) SS_STORE(x, SS_LOAD(x) + (v))
+/* The same for a 64-bit counter on the hot path: one read-modify-write instruction (not locked:
+ * only its thread writes it) instead of a load, an add and a store. The flusher's relaxed loads
+ * see the old value or the new one, as with SS_ADD. */
+#if defined(__x86_64__)
+#define SS_INC(x, v) __asm__("addq %1, %0" : "+m"(x) : "er"((uint64_t)(v)))
+#else
+#define SS_INC(x, v) SS_ADD(x, v)
+#endif
 
 /* Per-thread lock table: open addressing on the lock's address, plus one overflow slot. */
 #define SS_LOCK_SLOTS 256u
@@ -64,6 +73,8 @@ struct ss_thread {
     struct ss_thread_record rec;
     struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
     uint32_t countdown; /* calls until the next timed one */
+    uint64_t last_lock_key;           /* the lock (address << 3 | kind) whose slot the thread used */
+    struct ss_lock_stats *last_lock;  /* last in a lock hook's fast part (locks.c) */
     uint32_t stack_countdown; /* timed allocation calls until the next count-sampled stack */
     int64_t bytes_left;       /* requested bytes until the next byte-sampled stack */
     uint64_t sample_weight_q16; /* the weight of the current stack sample */
@@ -95,6 +106,7 @@ struct ss_thread {
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;
+    uint64_t free_mark; /* frees before this thread's last large-bin request (alloc.c) */
 };
 
 #define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
@@ -235,7 +247,14 @@ static inline struct ss_thread *ss_enter(void) {
     ss_self = saved
 /* Calls into an allocator other than glibc's are guarded: it may call hooked functions itself. */
 extern int ss_guard_calls;
+/* Requests below this many bytes may take an allocation hook's fast part: 0 until the interposer
+ * knows the allocator is glibc's (alloc.c). */
+extern size_t ss_fast_bytes;
+void ss_alloc_init(void);
 void ss_ensure_resolved(void);
+
+/* Lock hooks (locks.c): what they need to know of glibc's locks, read at start-up. */
+void ss_locks_init(void);
 
 /* Allocation stacks (stacks.c). The byte countdown runs on every allocation call; the count-based
  * sample is a subset of the timed calls, so the unsampled path gains one subtraction and a test. */
@@ -245,6 +264,16 @@ static inline int ss_take_bytes(struct ss_thread *t, size_t bytes) {
     return SS_UNLIKELY(t->bytes_left < 0);
 }
 uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired);
+/* The same, with the common case inline: a timed call whose count-based stack countdown does not
+ * fire (K-1 of every K timed calls) only decrements it. */
+static inline uint32_t ss_stack_sample_if(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed,
+                                          int byte_fired) {
+    if (SS_LIKELY(!byte_fired) && SS_LIKELY(t->stack_countdown > 1)) {
+        if (timed) t->stack_countdown--;
+        return 0;
+    }
+    return (timed | byte_fired) ? ss_stack_sample(t, fn, bytes, timed, byte_fired) : 0;
+}
 void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks);
 void ss_stacks_thread_init(struct ss_thread *t);
 void ss_stacks_init(void);
@@ -255,6 +284,13 @@ int ss_stacks_write(int with_samples);
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 void ss_lock_waiter_done(uint32_t lock_site, uint64_t wait_ticks);
 void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind);
+
+/* The fast unwinder (unwind.c): the caller's return addresses, the interposer's frames left out;
+ * -1 when the stack needs libgcc's unwinder. */
+extern int ss_fast_unwind_on;
+void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi);
+void ss_fast_unwind_forget(void);
+int ss_fast_backtrace(uint64_t *pcs, uint32_t max);
 
 /* Stacks of thread-state samples: the callers of an instruction interrupted by a signal (called
  * from the handler), a list of pcs found otherwise, and whether an address is in loaded code. */

@@ -181,7 +181,10 @@ static uint32_t ss_capture(uint32_t fn) {
     uint64_t pcs[SS_STACK_MAX_FRAMES];
     struct ss_unwind u = {pcs, 0, 0};
     SS_GUARD_BEGIN(saved);
-    if (ss_unw_backtrace) {
+    int fast = ss_fast_unwind_on ? ss_fast_backtrace(pcs, SS_STACK_MAX_FRAMES) : -1;
+    if (fast >= 0) {
+        u.n = (uint32_t)fast;
+    } else if (ss_unw_backtrace) {
         void *raw[SS_STACK_MAX_FRAMES + 8];
         int n = ss_unw_backtrace(raw, SS_STACK_MAX_FRAMES + 8);
         for (int i = 0; i < n && u.n < SS_STACK_MAX_FRAMES; i++) {
@@ -456,8 +459,10 @@ static void ss_modules_scan(void) {
     for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].present = 0;
     if (dl_iterate_phdr(ss_module_cb, NULL) != 0) return; /* the table is full: presence unknown */
     uint64_t now = ss_mono_ns();
+    int unloaded = 0;
     for (uint32_t i = 0; i < ss_nmodules; i++)
-        if (!ss_modules[i].present && !ss_modules[i].gone) ss_modules[i].gone = now;
+        if (!ss_modules[i].present && !ss_modules[i].gone) ss_modules[i].gone = now, unloaded = 1;
+    if (unloaded) ss_fast_unwind_forget(); /* its addresses may hold other code from now on */
 }
 
 /* Before an object may be unloaded, note what is loaded, so that its frames still resolve. */
@@ -474,6 +479,7 @@ SS_EXPORT int dlclose(void *handle) {
     int (*real)(void *) = ss_real.dlclose;
     if (!real) *(void **)&real = dlsym(RTLD_NEXT, "dlclose"); /* while another thread initialises */
     int rc = real ? real(handle) : -1;
+    if (rc == 0) ss_fast_unwind_forget(); /* the object's addresses may hold other code from now on */
     if (ss_stacks_on && !ss_busy && ss_pid == getpid()) { /* note the time of the unload */
         SS_GUARD_BEGIN(saved);
         if (ss_modules_try_lock(50)) {
@@ -522,6 +528,7 @@ void ss_stacks_init(void) {
     }
     ss_self_lo = lo;
     ss_self_hi = hi;
+    if (!ss_unw_backtrace) ss_fast_unwind_init(lo, hi); /* libgcc's unwinder stays for what it cannot do */
     ss_sites = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_sites);
     ss_site_pcs = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_pcs);
     ss_lock_sites = ss_map_wiped(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites); /* no lock stacks without it */

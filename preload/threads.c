@@ -82,6 +82,9 @@ static void ss_node_reset(struct ss_thread *t) {
     t->sig_blocked = 0;
     t->last_waiter_stack = t->last_holder_stack = 0;
     t->frees_checked = t->frees_cross = 0;
+    t->free_mark = 0;
+    t->last_lock_key = 0;
+    t->last_lock = NULL;
 }
 
 /* A node for a new thread: a free one from the list, or a new mapping. */

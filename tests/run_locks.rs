@@ -175,3 +175,55 @@ fn every_lock_kind_and_a_thousand_mutexes_are_counted() {
         assert_eq!(num(l, &["contended"]), 0, "one thread never waits: {l}");
     }
 }
+
+/// Acquisitions by (address, kind): a read-write lock is listed once per mode.
+fn acquisitions_of(report: &serde_json::Value, address: u64, kind: &str) -> u64 {
+    report["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| {
+            parse_address(&l["address"]) == Some(address)
+                && l["kind"].as_str().unwrap_or_default().to_lowercase().contains(kind)
+        })
+        .map(|l| num(l, &["acquisitions"]))
+        .sum()
+}
+
+#[test]
+fn contended_rwlock_and_spinlock_are_counted_exactly_by_kind() {
+    let dir = TempDir::new("rwlock-fight");
+    let exe = compile(dir.path(), "rwlock_fight.c", &[]);
+    let (out, path) = profile(dir.path(), "rw.prof", &[], &[&exe], 0);
+    let report = report_json(&path);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    // "rwlock ADDRESS spin ADDRESS reads R writes W spins S"
+    let words: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(words.len(), 10, "program output: {stdout}");
+    let addr = |i: usize| u64::from_str_radix(words[i].trim_start_matches("0x"), 16).unwrap();
+    let count = |i: usize| words[i].parse::<u64>().unwrap();
+    let (rwlock, spin) = (addr(1), addr(3));
+    let kinds: Vec<String> = report["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| parse_address(&l["address"]) == Some(rwlock))
+        .map(|l| l["kind"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        acquisitions_of(&report, rwlock, "read"),
+        count(5),
+        "read acquisitions; entries {kinds:?}: {}",
+        report["locks"]
+    );
+    assert_eq!(
+        acquisitions_of(&report, rwlock, "write"),
+        count(7),
+        "write acquisitions: {}",
+        report["locks"]
+    );
+    assert_eq!(acquisitions_at(&report, spin), count(9), "spin: {}", report["locks"]);
+    for l in report["locks"].as_array().unwrap() {
+        assert!(num(l, &["contended"]) <= num(l, &["acquisitions"]), "{l}");
+    }
+}
