@@ -128,7 +128,8 @@ fn threads_that_block_every_signal_are_still_accounted_for() {
         assert_eq!(w["sampling"], "kernel-clock", "{w:#}");
         let cpu = num(w, &["cpu_ns"]);
         let compute = num(w, &["states", "compute_ns"]);
-        assert!(cpu > 50_000_000, "the worker ran: {w:#}");
+        // It spins for 0.5 s of wall time; on a loaded machine it may get a tenth of that.
+        assert!(cpu > 10_000_000, "the worker ran: {w:#}");
         assert!(
             compute * 10 >= cpu * 7 && compute <= cpu + 20_000_000,
             "its CPU time ({cpu} ns) is its compute time ({compute} ns): {w:#}"
@@ -136,7 +137,21 @@ fn threads_that_block_every_signal_are_still_accounted_for() {
     }
     let main = threads.iter().find(|t| t["main"] == true).unwrap();
     assert_eq!(main["sampling"], "signal", "main does not block the signal");
-    assert!(report["parallel_efficiency"]["value"].as_f64().unwrap() > 0.1);
+    // Efficiency counts the workers' kernel-clock time (it said 0.0% before). Their share of the
+    // wall time depends on the machine's load, so the test checks the sum, not a level.
+    let efficiency = &report["parallel_efficiency"];
+    let workers_compute: u64 = workers
+        .iter()
+        .map(|w| num(w, &["states", "compute_ns"]))
+        .sum();
+    assert!(
+        num(efficiency, &["compute_ns"]) >= workers_compute,
+        "{efficiency:#}"
+    );
+    assert!(
+        efficiency["value"].as_f64().unwrap() > 0.0,
+        "{efficiency:#}"
+    );
     let text = std::process::Command::new(stallscope())
         .arg("report")
         .arg(&prof)
