@@ -406,3 +406,46 @@ fn the_program_sees_no_variable_of_stallscope() {
         .collect();
     assert_eq!(profiled, plain, "{}", pair.describe());
 }
+
+#[test]
+fn programs_started_every_way_are_profiled_and_see_no_setting() {
+    // execve, execvp, posix_spawn, system() and popen() (the last two spawn a shell from inside
+    // glibc): the child sees no STALLSCOPE_ variable but the parent's own changes, and is
+    // profiled into the run's directory; an environment built without LD_PRELOAD stays without
+    // the preload and the settings.
+    let dir = TempDir::new("spawn-ways");
+    let exe = hostile_program(dir.path(), "spawn_ways.c", &[]);
+    let launch = Launch::new(&[&exe], dir.path()).env("SPAWN_WAYS_GONE", "1");
+    let pair = assert_invisible(&launch);
+    let out = String::from_utf8_lossy(&pair.plain.stdout);
+    let ways = ["execve", "execvp", "posix_spawn", "system", "popen"];
+    for way in ways {
+        assert!(
+            out.contains(&format!(
+                "{way}: 0 STALLSCOPE_ variables, 2 of the parent's own\n"
+            )),
+            "{}",
+            pair.describe()
+        );
+    }
+    assert!(
+        out.contains("cleared: 0 STALLSCOPE_ variables, 1 of the parent's own\n"),
+        "{}",
+        pair.describe()
+    );
+    let profiled: Vec<String> = run_files(pair.profile.parent().unwrap())
+        .iter()
+        .filter(|f| **f != pair.profile)
+        .filter_map(|f| command_of(&report_json(f)).get(1).cloned())
+        .collect();
+    for way in ways {
+        assert!(
+            profiled.iter().any(|w| w == way),
+            "a profile of the child started by {way}: {profiled:?}"
+        );
+    }
+    assert!(
+        !profiled.iter().any(|w| w == "cleared"),
+        "an environment without the preload is not profiled: {profiled:?}"
+    );
+}
