@@ -24,7 +24,10 @@ static int ss_cred_begin(void) {
         expected = 0;
         sched_yield();
     }
-    return 1 + ss_flusher_pause();
+    int saved_errno = errno;
+    int paused = ss_flusher_pause();
+    errno = saved_errno;
+    return 1 + paused;
 }
 
 static void ss_cred_end(int begun) {

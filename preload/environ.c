@@ -39,7 +39,24 @@ static size_t ss_settings_count;
 static char ss_library[1024]; /* our path, as LD_PRELOAD names it */
 pid_t ss_parent_pid;
 
-static int ss_is_setting(const char *e) { return strncmp(e, SS_PREFIX, SS_PREFIX_LEN) == 0; }
+/* The interposer's settings: the options table's variables, and the parent's pid. Other
+ * STALLSCOPE_ variables are the program's (STALLSCOPE_THREADS, which `bench --threads` sets for
+ * programs that read their thread count from it) and stay where they are. */
+static const char *const ss_setting_names[] = {
+#define SS_OPTION(id, env, kind, def, lo, hi, doc) env,
+#include "ss_options.def"
+#undef SS_OPTION
+    "STALLSCOPE_PARENT",
+};
+
+static int ss_is_setting(const char *e) {
+    if (strncmp(e, SS_PREFIX, SS_PREFIX_LEN) != 0) return 0;
+    for (size_t i = 0; i < sizeof ss_setting_names / sizeof ss_setting_names[0]; i++) {
+        size_t n = strlen(ss_setting_names[i]);
+        if (strncmp(e, ss_setting_names[i], n) == 0 && e[n] == '=') return 1;
+    }
+    return 0;
+}
 
 static pid_t ss_parse_pid(const char **p, char end) {
     uint64_t v = 0;

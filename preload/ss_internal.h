@@ -206,7 +206,7 @@ const char *ss_option_text(enum ss_option id);
 /* The run's settings, out of the program's environment and back in at exec (environ.c). */
 void ss_take_settings(void);
 void ss_strip_settings_again(void);
-const char *ss_setting(const char *name); /* "STALLSCOPE_X": its value, or NULL */
+const char *ss_setting(const char *name); /* an option of the table (ss_options.def): its value, or NULL */
 extern pid_t ss_parent_pid;               /* the parent at fork or exec, before any re-parenting */
 extern int ss_settings_lost;              /* preloaded without settings, none found: record nothing */
 size_t ss_env_room(char *const envp[]);   /* 0: envp goes to exec as it is */

@@ -468,7 +468,7 @@ void ss_fast_unwind_forget(void) {
 }
 
 void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi) {
-    const char *off = ss_setting("STALLSCOPE_FAST_UNWIND"); /* "0": libgcc for every stack (comparisons) */
+    const char *off = getenv("STALLSCOPE_FAST_UNWIND"); /* "0": libgcc for every stack (comparisons) */
     if (off && strcmp(off, "0") == 0) return;
     *(void **)&ss_find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
     if (!ss_find_object) return;

@@ -688,6 +688,7 @@ static void *ss_flusher_main(void *arg) {
     }
     /* Asked to leave (ss_flusher_pause): its descriptor table, and the profile's descriptor in
      * it, go with it; what the rings hold waits for the next flusher. */
+    if (ss_fd >= 0 && ss_fd_mode == SS_FD_SHARED) close(ss_fd); /* ours, in the program's table */
     ss_fd = -1;
     ss_fd_mode = SS_FD_NONE;
     ss_flusher_pid = 0;

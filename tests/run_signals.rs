@@ -396,7 +396,14 @@ fn the_environment_is_the_users_in_order_plus_the_preload_and_a_few_variables() 
 fn the_program_sees_no_variable_of_stallscope() {
     let dir = TempDir::new("environ-strict");
     let exe = hostile_program(dir.path(), "environ_dump.c", &[]);
-    let pair = run_both(&Launch::new(&[&exe], dir.path()));
+    // STALLSCOPE_THREADS is the program's (bench --threads sets it for programs that read it).
+    let launch = Launch::new(&[&exe], dir.path()).env("STALLSCOPE_THREADS", "3");
+    let pair = run_both(&launch);
+    assert!(
+        String::from_utf8_lossy(&pair.plain.stdout).contains("STALLSCOPE_THREADS=3\n"),
+        "{}",
+        pair.describe()
+    );
     // environ only: /proc/self/environ is what exec passed, which no one can change afterwards.
     let (plain, _) = environment_lists(&pair.plain.stdout);
     let (profiled, _) = environment_lists(&pair.profiled.stdout);
