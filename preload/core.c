@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 struct ss_real ss_real;
 struct ss_config ss_config;
 int ss_active;
@@ -104,7 +106,8 @@ static const struct {
 #undef SS_OPTION
 };
 
-const char *ss_option_text(enum ss_option id) { return getenv(ss_options[id].env); }
+/* From the settings taken out of environ at start (environ.c), not from getenv. */
+const char *ss_option_text(enum ss_option id) { return ss_setting(ss_options[id].env); }
 
 uint64_t ss_option_num(enum ss_option id) {
     uint64_t v = ss_parse_u64(ss_option_text(id), ss_options[id].fallback);
@@ -144,9 +147,9 @@ static void ss_read_config(void) {
 
     /* The launched process is the one whose parent is the supervisor (also after it execs). */
     uint64_t supervisor = ss_option_num(SS_OPT_SUPERVISOR);
-    int is_launched = supervisor != 0 && (uint64_t)getppid() == supervisor;
+    int is_launched = supervisor != 0 && (uint64_t)ss_parent_pid == supervisor;
     if (is_launched) ss_copy_option(ss_config.output, sizeof ss_config.output, SS_OPT_OUTPUT);
-    ss_config.dormant = ss_option_flag(SS_OPT_NO_CHILDREN) && supervisor != 0 && !is_launched;
+    ss_config.dormant = (ss_option_flag(SS_OPT_NO_CHILDREN) && supervisor != 0 && !is_launched) || ss_settings_lost;
 }
 
 /* ---- symbol resolution ---- */
@@ -205,6 +208,18 @@ static void ss_resolve(void) {
     SS_RESOLVE(execvp, "execvp");
     SS_RESOLVE(execvpe, "execvpe");
     SS_RESOLVE(fexecve, "fexecve");
+    SS_RESOLVE(posix_spawn, "posix_spawn");
+    SS_RESOLVE(posix_spawnp, "posix_spawnp");
+    SS_RESOLVE(setuid, "setuid");
+    SS_RESOLVE(setgid, "setgid");
+    SS_RESOLVE(seteuid, "seteuid");
+    SS_RESOLVE(setegid, "setegid");
+    SS_RESOLVE(setreuid, "setreuid");
+    SS_RESOLVE(setregid, "setregid");
+    SS_RESOLVE(setresuid, "setresuid");
+    SS_RESOLVE(setresgid, "setresgid");
+    SS_RESOLVE(setgroups, "setgroups");
+    SS_RESOLVE(initgroups, "initgroups");
     SS_RESOLVE(dlclose, "dlclose");
     SS_RESOLVE(libc_start_main, "__libc_start_main");
 #undef SS_RESOLVE
@@ -259,6 +274,7 @@ static void ss_init(void) {
         return; /* another thread initialises; its calls meanwhile go to the bootstrap pool */
     ss_busy = 1;
     ss_resolve();
+    ss_take_settings();
     ss_read_config();
     ss_pid = getpid();
     ss_calibrate();
@@ -337,6 +353,7 @@ void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
  * (MADV_WIPEONFORK). */
 static void ss_after_fork_child(void) {
     if (!ss_active) return;
+    ss_parent_pid = ss_pid; /* known now, whatever happens to the parent later */
     ss_pid = getpid();
     ss_is_fork_child = 1;
     struct ss_thread *self = ss_self ? ss_self : ss_me;
@@ -374,6 +391,7 @@ static int ss_own_process(void) {
 
 __attribute__((constructor)) static void ss_constructor(void) {
     ss_ensure_resolved();
+    ss_strip_settings_again();
     if (!ss_active) return;
     SS_GUARD_BEGIN(saved);
     ss_stacks_init();
@@ -458,29 +476,45 @@ static int ss_after_exec_failed(int rc) {
     return rc;
 }
 
+/* Each exec passes the run's settings on when the new image gets our preload (environ.c). */
 SS_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    SS_ENV_FOR_EXEC(envp, env, 1);
     ss_before_exec();
-    return ss_after_exec_failed(ss_real.execve(path, argv, envp));
+    int rc = ss_real.execve(path, argv, env);
+    SS_ENV_RELEASE(envp, env);
+    return ss_after_exec_failed(rc);
 }
 
 SS_EXPORT int execv(const char *path, char *const argv[]) {
+    SS_ENV_FOR_EXEC(environ, env, 1);
     ss_before_exec();
-    return ss_after_exec_failed(ss_real.execv(path, argv));
+    int rc = ss_real.execve(path, argv, env);
+    SS_ENV_RELEASE(environ, env);
+    return ss_after_exec_failed(rc);
 }
 
 SS_EXPORT int execvp(const char *file, char *const argv[]) {
+    SS_ENV_FOR_EXEC(environ, env, 1);
     ss_before_exec();
-    return ss_after_exec_failed(ss_real.execvp(file, argv));
+    int rc = ss_real.execvpe(file, argv, env);
+    SS_ENV_RELEASE(environ, env);
+    return ss_after_exec_failed(rc);
 }
 
 SS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    SS_ENV_FOR_EXEC(envp, env, 1);
     ss_before_exec();
-    return ss_after_exec_failed(ss_real.execvpe(file, argv, envp));
+    int rc = ss_real.execvpe(file, argv, env);
+    SS_ENV_RELEASE(envp, env);
+    return ss_after_exec_failed(rc);
 }
 
 SS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+    SS_ENV_FOR_EXEC(envp, env, 1);
     ss_before_exec();
-    return ss_after_exec_failed(ss_real.fexecve(fd, argv, envp));
+    int rc = ss_real.fexecve(fd, argv, env);
+    SS_ENV_RELEASE(envp, env);
+    return ss_after_exec_failed(rc);
 }
 
 /* The variadic forms collect their arguments on the stack, as glibc does. */
@@ -499,21 +533,18 @@ SS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
 SS_EXPORT int execl(const char *path, const char *arg, ...) {
     va_list ap;
     SS_COLLECT_ARGS(arg, ap, argv, (void)0);
-    ss_before_exec();
-    return ss_after_exec_failed(ss_real.execv(path, argv));
+    return execv(path, argv);
 }
 
 SS_EXPORT int execlp(const char *file, const char *arg, ...) {
     va_list ap;
     SS_COLLECT_ARGS(arg, ap, argv, (void)0);
-    ss_before_exec();
-    return ss_after_exec_failed(ss_real.execvp(file, argv));
+    return execvp(file, argv);
 }
 
 SS_EXPORT int execle(const char *path, const char *arg, ...) {
     va_list ap;
     char **envp;
     SS_COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
-    ss_before_exec();
-    return ss_after_exec_failed(ss_real.execve(path, argv, envp));
+    return execve(path, argv, envp);
 }

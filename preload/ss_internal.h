@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/types.h>
 
 #include "ss_format.h"
@@ -158,6 +159,20 @@ struct ss_real {
     int (*execvp)(const char *, char *const[]);
     int (*execvpe)(const char *, char *const[], char *const[]);
     int (*fexecve)(int, char *const[], char *const[]);
+    int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                       char *const[], char *const[]);
+    int (*setuid)(uid_t);
+    int (*setgid)(gid_t);
+    int (*seteuid)(uid_t);
+    int (*setegid)(gid_t);
+    int (*setreuid)(uid_t, uid_t);
+    int (*setregid)(gid_t, gid_t);
+    int (*setresuid)(uid_t, uid_t, uid_t);
+    int (*setresgid)(gid_t, gid_t, gid_t);
+    int (*setgroups)(size_t, const gid_t *);
+    int (*initgroups)(const char *, gid_t);
+    int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                        char *const[], char *const[]);
     int (*dlclose)(void *);
     int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),
                            void (*)(void), void *);
@@ -188,6 +203,27 @@ enum ss_option {
     SS_OPT_COUNT
 };
 const char *ss_option_text(enum ss_option id);
+/* The run's settings, out of the program's environment and back in at exec (environ.c). */
+void ss_take_settings(void);
+void ss_strip_settings_again(void);
+const char *ss_setting(const char *name); /* an option of the table (ss_options.def): its value, or NULL */
+extern pid_t ss_parent_pid;               /* the parent at fork or exec, before any re-parenting */
+extern int ss_settings_lost;              /* preloaded without settings, none found: record nothing */
+size_t ss_env_room(char *const envp[]);   /* 0: envp goes to exec as it is */
+char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, char *parent_entry);
+#define SS_ENV_STACK_MAX 1024 /* longer environments are rebuilt in a mapping */
+#define SS_PARENT_ENTRY_SIZE 64
+/* `name`: envp with the settings put back, built in the caller's frame (exec may be called in a
+ * vfork child, where nothing may be allocated); with_parent: add STALLSCOPE_PARENT (exec of
+ * this process, whose pid the new image keeps). */
+#define SS_ENV_FOR_EXEC(envp, name, with_parent)                                                          \
+    size_t name##_room = ss_env_room(envp);                                                               \
+    char *name##_stack[name##_room && name##_room <= SS_ENV_STACK_MAX ? name##_room : 1];                 \
+    char name##_parent[SS_PARENT_ENTRY_SIZE];                                                             \
+    char *const *name = ss_env_for_exec(envp, name##_room, name##_stack, (with_parent) ? name##_parent : NULL)
+/* After a call that returns (posix_spawn, a failed exec): a long environment was mapped. */
+#define SS_ENV_RELEASE(envp, name) ss_env_release(envp, name, name##_stack, name##_room)
+void ss_env_release(char *const envp[], char *const *env, char **on_stack, size_t room);
 uint64_t ss_option_num(enum ss_option id);
 int ss_option_flag(enum ss_option id);
 
@@ -368,6 +404,8 @@ void ss_phases_tick(uint32_t elapsed_ms);
 void ss_phases_append_pending(void);
 void ss_phases_after_fork_child(void);
 void ss_start_flusher(void);
+int ss_flusher_pause(void);  /* before a credential change (creds.c): 1 if the flusher left */
+void ss_flusher_resume(void); /* after it: a new flusher with the caller's credentials */
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);
 int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 int ss_out_record3(uint32_t type, const void *a, size_t alen, const void *b, size_t blen, const void *c,

@@ -47,6 +47,11 @@ static uint32_t ss_final_state;   /* futex: 1 a final flush is asked for, 2 it i
 static uint32_t ss_final_how;
 static int32_t ss_final_status;
 static SS_TLS int ss_is_flusher;
+/* A credential change (creds.c): the flusher leaves, and the next one takes over its descriptor. */
+static uint32_t ss_flusher_stop;   /* 1: the flusher is asked to leave */
+static uint32_t ss_flusher_left;   /* futex: 1 once it has left its loop */
+static pid_t ss_flusher_tid;
+static int ss_handover_fd = -1;    /* the profile, in the program's table, for the next flusher */
 static int ss_child_pending; /* a fork child whose lazy set-up has not run yet */
 static uint64_t ss_child_start[3]; /* realtime, mono, ticks at fork */
 static uint32_t ss_crc_table[256];
@@ -253,7 +258,7 @@ static void ss_note_in_index(const char *path) {
     struct ss_str s = {line, 0, sizeof line};
     ss_str_u64(&s, (uint64_t)getpid());
     ss_str_cat(&s, " ");
-    ss_str_u64(&s, (uint64_t)getppid());
+    ss_str_u64(&s, (uint64_t)ss_parent_pid);
     ss_str_cat(&s, " ");
     ss_str_cat(&s, path);
     ss_str_cat(&s, "\n");
@@ -321,7 +326,7 @@ static int ss_create_profile(void) {
     ss_process.ncpus = ncpus;
     ss_process.flags = ss_process_is_fork_child() ? 1u : 0u;
     ss_process.pid = (uint32_t)getpid();
-    ss_process.ppid = (uint32_t)getppid();
+    ss_process.ppid = (uint32_t)ss_parent_pid;
     ss_process.cmdline_len = (uint32_t)cmd_len;
     ss_process.exe_len = (uint32_t)exe_len;
 
@@ -594,9 +599,13 @@ static int ss_main_thread_ended(void) {
 
 /* Gives the calling thread a descriptor table of its own, holding none of the program's
  * descriptors (its copies would keep the program's pipes and sockets open). */
-static int ss_own_descriptor_table(void) {
+static int ss_own_descriptor_table(int keep) {
     if (syscall(SYS_unshare, CLONE_FILES) != 0) return 0;
-    if (syscall(SYS_close_range, 0u, ~0u, 0u) == 0) return 1;
+    if (keep < 0 && syscall(SYS_close_range, 0u, ~0u, 0u) == 0) return 1;
+    /* `keep`: the profile's descriptor handed over by the caller of ss_flusher_pause. */
+    if (keep >= 0 && (keep == 0 || syscall(SYS_close_range, 0u, (unsigned)keep - 1, 0u) == 0) &&
+        syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
+        return 1;
     /* Before Linux 5.9: close what the table lists. */
     int dir = open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return 1; /* nothing can be listed: then nothing was open but what we cannot see */
@@ -614,7 +623,7 @@ static int ss_own_descriptor_table(void) {
             } *d = (void *)(buf + off);
             off += d->reclen;
             uint64_t fd = ss_parse_u64(d->name, UINT64_MAX);
-            if (fd != UINT64_MAX && (int)fd != dir) close((int)fd);
+            if (fd != UINT64_MAX && (int)fd != dir && (int)fd != keep) close((int)fd);
         }
     }
     close(dir);
@@ -633,7 +642,10 @@ static void *ss_flusher_main(void *arg) {
     ss_busy = 1; /* this thread is invisible: its own calls are never recorded */
     ss_is_flusher = 1;
     prctl(PR_SET_NAME, "stallscope", 0, 0, 0);
-    ss_fd_mode = ss_own_descriptor_table() ? SS_FD_PRIVATE : SS_FD_SHARED;
+    ss_flusher_tid = (pid_t)syscall(SYS_gettid);
+    int handover = ss_handover_fd;
+    ss_fd_mode = ss_own_descriptor_table(handover) ? SS_FD_PRIVATE : SS_FD_SHARED;
+    if (handover >= 0) ss_fd = handover; /* the same number in this table (or the program's) */
     uint32_t ready = 1;
     if (!ss_process_is_fork_child()) { /* a fork child's file appears at its first flush */
         int transient;
@@ -649,12 +661,14 @@ static void *ss_flusher_main(void *arg) {
     for (;;) {
         uint32_t seen = __atomic_load_n(&ss_flusher_word, __ATOMIC_ACQUIRE);
         ss_flusher_serve_final();
+        if (__atomic_load_n(&ss_flusher_stop, __ATOMIC_ACQUIRE)) break;
         uint64_t now = ss_mono_ns();
         uint64_t next = last_tick + (uint64_t)tick_ms * 1000000ull;
         if (now < next) {
             struct timespec ts = {(time_t)((next - now) / 1000000000ull), (long)((next - now) % 1000000000ull)};
             ss_futex(&ss_flusher_word, FUTEX_WAIT, seen, &ts);
             ss_flusher_serve_final();
+            if (__atomic_load_n(&ss_flusher_stop, __ATOMIC_ACQUIRE)) break;
             ss_threads_fold_ended(); /* woken early: many threads ended */
             now = ss_mono_ns();
             if (now < next) continue;
@@ -672,12 +686,20 @@ static void *ss_flusher_main(void *arg) {
             ss_flush_locked(0, 0, 0);
         }
     }
+    /* Asked to leave (ss_flusher_pause): its descriptor table, and the profile's descriptor in
+     * it, go with it; what the rings hold waits for the next flusher. */
+    if (ss_fd >= 0 && ss_fd_mode == SS_FD_SHARED) close(ss_fd); /* ours, in the program's table */
+    ss_fd = -1;
+    ss_fd_mode = SS_FD_NONE;
+    ss_flusher_pid = 0;
+    __atomic_store_n(&ss_flusher_left, 1, __ATOMIC_RELEASE);
+    ss_futex(&ss_flusher_left, FUTEX_WAKE, 1 << 30, NULL);
     return NULL;
 }
 
-/* Starts the flusher; in the launched process (not a fork child) waits until it has created the
- * profile, and turns the interposer off if it could not. */
-void ss_start_flusher(void) {
+/* Starts the flusher; in the launched process (not a fork child), or when `wait`, waits until it
+ * is set up, and turns the interposer off if it could not create the profile. */
+static void ss_start_flusher_waiting(int wait) {
     if (ss_flusher_started || !ss_active) return;
     ss_flusher_started = 1;
     __atomic_store_n(&ss_flusher_ready, 0, __ATOMIC_RELEASE);
@@ -699,7 +721,7 @@ void ss_start_flusher(void) {
         return;
     }
     ss_flusher_pid = ss_pid;
-    if (ss_process_is_fork_child()) return; /* its file appears at its first flush: no need to wait */
+    if (!wait) return; /* a fork child's file appears at its first flush: no need to wait */
     /* Bounded wait: the flusher needs nothing this thread holds, but never hang the program. */
     for (int waited_ms = 0; waited_ms < 2000; waited_ms += 10) {
         uint32_t ready = __atomic_load_n(&ss_flusher_ready, __ATOMIC_ACQUIRE);
@@ -712,4 +734,57 @@ void ss_start_flusher(void) {
         struct timespec ts = {0, 10 * 1000000L};
         ss_futex(&ss_flusher_ready, FUTEX_WAIT, 0, &ts);
     }
+}
+
+void ss_start_flusher(void) { ss_start_flusher_waiting(!ss_process_is_fork_child()); }
+
+/* Before a credential change (creds.c): the flusher leaves (glibc then has no thread of ours to
+ * make the change in), and the caller, still with the old credentials, opens a descriptor of the
+ * profile for the next flusher, at 500 or above in the program's table until that one has it.
+ * Returns 1 when the flusher has left. */
+int ss_flusher_pause(void) {
+    if (!ss_flusher_running() || ss_is_flusher || ss_flusher_tid <= 0) return 0;
+    int fd = -1;
+    if (ss_path[0]) {
+        fd = open(ss_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        int high = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 500) : -1;
+        if (high >= 0) {
+            close(fd);
+            fd = high;
+        }
+    }
+    __atomic_store_n(&ss_flusher_left, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_flusher_stop, 1, __ATOMIC_RELEASE);
+    ss_wake_flusher();
+    /* Bounded (a flush under way ends first); then until its task is gone, so that glibc's
+     * broadcast cannot reach it on its way out. */
+    int gone = 0;
+    for (int waited_ms = 0; waited_ms < 5000 && !gone; waited_ms++) {
+        if (__atomic_load_n(&ss_flusher_left, __ATOMIC_ACQUIRE))
+            gone = syscall(SYS_tgkill, getpid(), ss_flusher_tid, 0) != 0 && errno == ESRCH;
+        if (!gone) {
+            struct timespec ts = {0, 1000000L};
+            if (__atomic_load_n(&ss_flusher_left, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL);
+            else ss_futex(&ss_flusher_left, FUTEX_WAIT, 0, &ts);
+        }
+    }
+    if (!gone) { /* stuck in a write: it leaves when it can, and no flusher follows it */
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    ss_flusher_tid = 0;
+    ss_handover_fd = fd;
+    return 1;
+}
+
+/* After the change: a new flusher, made by the thread that changed its credentials (so it has
+ * the same), takes the descriptor over. */
+void ss_flusher_resume(void) {
+    int fd = ss_handover_fd;
+    __atomic_store_n(&ss_flusher_stop, 0, __ATOMIC_RELEASE);
+    ss_flusher_started = 0;
+    ss_start_flusher_waiting(1);
+    int in_use = fd >= 0 && ss_flusher_running() && ss_fd == fd && ss_fd_mode == SS_FD_SHARED;
+    if (fd >= 0 && !in_use) close(fd); /* the flusher has its own copy, in its own table */
+    ss_handover_fd = -1;
 }

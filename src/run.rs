@@ -350,6 +350,8 @@ impl Session {
     fn profiles(&self) -> Vec<(u32, PathBuf)> {
         let text = std::fs::read_to_string(&self.index).unwrap_or_default();
         let mut out: Vec<(u32, PathBuf)> = Vec::new();
+        // A run of thousands of short processes has thousands of lines: a set, not a scan.
+        let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
         for line in text.lines() {
             let mut parts = line.splitn(3, ' ');
             let (Some(pid), Some(_ppid), Some(path)) = (parts.next(), parts.next(), parts.next())
@@ -359,7 +361,8 @@ impl Session {
             let (Ok(pid), path) = (pid.parse::<u32>(), PathBuf::from(path)) else {
                 continue;
             };
-            if path.exists() && !out.iter().any(|(_, p)| *p == path) {
+            if !seen.contains(&path) && path.exists() {
+                seen.insert(path.clone());
                 out.push((pid, path));
             }
         }

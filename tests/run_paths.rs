@@ -44,8 +44,10 @@ fn a_program_that_becomes_another_user_still_loads_the_preload() {
 }
 
 #[test]
-#[ignore = "issue 12 (new): the interposer's background thread makes a single-threaded program multithreaded; setpriv's per-thread capabilities then make glibc's setxid broadcast abort (SIGABRT); interposer side"]
 fn setpriv_changes_user_under_stallscope() {
+    // setpriv keeps its capabilities across setresuid on its one thread (PR_SET_KEEPCAPS, then
+    // capset), then calls setresgid: glibc makes every thread it knows repeat the call and aborts
+    // when the results differ, so the interposer's thread must not be one that lacks them.
     if !is_root() {
         eprintln!("skipped: becoming another user needs root");
         return;
@@ -66,6 +68,28 @@ fn setpriv_changes_user_under_stallscope() {
         ],
         dir.path(),
     ));
+}
+
+#[test]
+fn a_thread_changes_the_user_of_every_thread_under_stallscope() {
+    // setpriv's sequence on one thread, then setgroups, setresgid and setresuid from a second
+    // thread while three others allocate: every call succeeds and every thread, the
+    // interposer's included, ends as nobody, as without stallscope.
+    if !is_root() {
+        eprintln!("skipped: becoming another user needs root");
+        return;
+    }
+    let dir = TempDir::new("setxid-threads");
+    let exe = hostile_program(dir.path(), "setxid_threads.c", &[]);
+    let pair = assert_invisible(&Launch::new(&[&exe], dir.path()));
+    let out = String::from_utf8_lossy(&pair.plain.stdout);
+    assert!(
+        out.contains("alone: keepcaps 0 setresuid 0 capset 0 setresgid 0\n")
+            && out.contains("from a thread: setgroups 0 setresgid 0 setresuid 0\n")
+            && out.contains("every thread is nobody: yes\n"),
+        "{}",
+        pair.describe()
+    );
 }
 
 /// `stallscope run ARGS` in `dir`, as user nobody when this test is root (root may write

@@ -233,6 +233,12 @@ pub fn build(images: Vec<Image>, root: Option<usize>) -> Tree {
     };
     let root_process = root.and_then(|i| tree.process_of_image(i));
     let count = tree.processes.len();
+    // The processes of each pid (a few when pids are reused): finding parents stays linear in
+    // the number of processes (a run may have thousands).
+    let mut by_pid: std::collections::HashMap<u32, Vec<usize>> = std::collections::HashMap::new();
+    for (q, process) in tree.processes.iter().enumerate() {
+        by_pid.entry(process.pid).or_default().push(q);
+    }
     for p in 0..count {
         if Some(p) == root_process {
             continue;
@@ -240,12 +246,13 @@ pub fn build(images: Vec<Image>, root: Option<usize>) -> Tree {
         let start = tree.first_start(p);
         // The latest process with the parent's pid that started before this one (and, when there
         // are several, one still alive then): pids are reused.
-        let parent = (0..count)
-            .filter(|&q| {
-                q != p
-                    && tree.processes[q].pid == tree.processes[p].ppid
-                    && (tree.first_start(q), q) < (start, p)
-            })
+        let candidates = by_pid
+            .get(&tree.processes[p].ppid)
+            .map_or(&[][..], Vec::as_slice);
+        let parent = candidates
+            .iter()
+            .copied()
+            .filter(|&q| q != p && (tree.first_start(q), q) < (start, p))
             .max_by_key(|&q| (tree.last_end(q) >= start, tree.first_start(q)));
         match (parent, root_process) {
             (Some(q), _) => tree.processes[p].parent = Some(q),

@@ -1,7 +1,8 @@
 /* A process tree of every shape `stallscope run` must follow into one run (issue 12 item 9):
  * a fork child that execs a shell (an exec chain), which starts a command of its own; a
  * posix_spawn child (this program again, as a leaf that exits 3); a child that forks a grandchild
- * and exits at once, so that the grandchild is re-parented (an orphan, as a daemon would be); and
+ * and exits at once, so that the grandchild is re-parented (an orphan, as a daemon would be) before
+ * it execs this program again (its profile must still name its real parent); and
  * a vfork child that execs `true`. Every process allocates. The output is deterministic: the
  * parent prints what it collected, in a fixed order, after all of them ended. */
 #define _GNU_SOURCE
@@ -35,6 +36,12 @@ int main(int argc, char **argv) {
         allocate(100);
         return 3;
     }
+    if (argc > 2 && strcmp(argv[1], "orphan") == 0) {
+        allocate(200);
+        const char msg[] = "orphan done\n";
+        if (write(atoi(argv[2]), msg, sizeof msg - 1) < 0) return 1;
+        return 0;
+    }
     allocate(1000);
     fflush(stdout);
 
@@ -61,10 +68,10 @@ int main(int argc, char **argv) {
         if (fork() == 0) {
             close(fds[0]);
             usleep(100 * 1000); /* its parent has exited by now */
-            allocate(200);
-            const char msg[] = "orphan done\n";
-            if (write(fds[1], msg, sizeof msg - 1) < 0) _exit(1);
-            _exit(0);
+            char fd[16];
+            snprintf(fd, sizeof fd, "%d", fds[1]);
+            execl("/proc/self/exe", argv[0], "orphan", fd, (char *)NULL);
+            _exit(1);
         }
         _exit(0);
     }
