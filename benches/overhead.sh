@@ -127,7 +127,10 @@ run_one() {
         nostacks) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run --no-stacks -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
         libgcc) STALLSCOPE_FAST_UNWIND=0 STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
         heaptrack) "${tm[@]}" heaptrack -o "$work/$c.$round.heaptrack" "${cmd[@]}" >"$out.log" 2>&1
-                   grep -v '^heaptrack\|^  \|^$\|^Heaptrack\|^Debuggee' "$out.log" >"$out" || true ;;
+                   # heaptrack's own lines (1.4: its banner, the preload library, its statistics
+                   # indented by a tab) left out of the program's output
+                   grep -v -e '^heaptrack' -e '^Heaptrack' -e '^Debuggee' -e '^starting application' \
+                       -e 'libheaptrack_preload\.so$' -e "^$(printf '\t')" -e '^  ' -e '^$' "$out.log" >"$out" || true ;;
     esac
     end=$(now_ns)
     rm -rf "$prof" "$prof.children" "$work/$c.$round".heaptrack*
