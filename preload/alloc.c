@@ -163,11 +163,17 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
         }
         return ss_sub_is_negative(&t->bytes_left, bytes) ? SS_ROUTE_SLOW : 0;
     }
-    uint32_t calls_left = --t->countdown;
-    int64_t bytes_left = t->bytes_left -= (int64_t)bytes;
-    if (SS_UNLIKELY(ss_guard_calls)) return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
-    if (ss_always_timed(t, fn, bytes)) return SS_ROUTE_SLOW | SS_ROUTE_EXACT;
-    return calls_left == 0 || bytes_left < 0 ? SS_ROUTE_SLOW : 0;
+    if (SS_UNLIKELY(ss_guard_calls)) {
+        t->countdown--;
+        t->bytes_left -= (int64_t)bytes;
+        return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
+    }
+    int route = ss_always_timed(t, fn, bytes) ? SS_ROUTE_SLOW | SS_ROUTE_EXACT : 0;
+    if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) {
+        t->bytes_left -= (int64_t)bytes;
+        return route | SS_ROUTE_SLOW;
+    }
+    return ss_sub_is_negative(&t->bytes_left, bytes) ? route | SS_ROUTE_SLOW : route;
 }
 
 /* The slow part of an allocation hook whose call the fast part counted and routed: a timed call
