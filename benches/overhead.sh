@@ -20,11 +20,16 @@
 # the median over the rounds with the min-max range, and the median of the per-round ratios (each
 # round's profiled run against the same round's unprofiled run) with their min-max range.
 #
-# Usage: benches/overhead.sh [--rounds N] [--quick] [--no-heaptrack] [--extra] [--cases LIST]
+# Usage: benches/overhead.sh [--rounds N] [--quick] [--no-heaptrack] [--extra] [--cpu] [--cases LIST]
 #                            [--lib PATH] [--baseline-lib PATH]
 #   --rounds N          rounds (default 7)
 #   --quick             3 rounds, no heaptrack
-#   --extra             also `stallscope run --no-sampling` and `--timing exact`
+#   --extra             also the other side of each trade-off: `stallscope run --no-sampling`,
+#                       `--timing exact`, `--no-stacks`, and stacks by libgcc's unwinder alone
+#                       (STALLSCOPE_FAST_UNWIND=0)
+#   --cpu               fixed-work cases report the CPU time (user + system) of the whole command
+#                       instead of its wall time: on a machine loaded by other work, time spent
+#                       waiting for a CPU is left out (the throughput cases are unchanged)
 #   --cases a,b,...     a subset of the cases
 #   --lib PATH          profile with this build of the interposer (STALLSCOPE_PRELOAD_LIB)
 #   --baseline-lib PATH add a mode "baseline": stallscope with that interposer (A/B of two builds)
@@ -34,6 +39,7 @@ set -euo pipefail
 rounds=7
 use_heaptrack=1
 extra=0
+cpu=0
 only=""
 lib=""
 baseline_lib=""
@@ -43,10 +49,11 @@ while [ $# -gt 0 ]; do
         --rounds) rounds="$2"; shift ;;
         --no-heaptrack) use_heaptrack=0 ;;
         --extra) extra=1 ;;
+        --cpu) cpu=1 ;;
         --cases) only="$2"; shift ;;
         --lib) lib="$2"; shift ;;
         --baseline-lib) baseline_lib="$2"; shift ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -91,34 +98,46 @@ done
 
 modes=(plain sampled)
 [ -n "$baseline_lib" ] && modes+=(baseline)
-[ "$extra" = 1 ] && modes+=(nosampling exact)
+[ "$extra" = 1 ] && modes+=(nosampling exact nostacks libgcc)
 [ "$use_heaptrack" = 1 ] && modes+=(heaptrack)
 declare -A title=([plain]=unprofiled [sampled]=stallscope [baseline]="stallscope (baseline lib)"
-    [nosampling]="--no-sampling" [exact]="--timing exact" [heaptrack]=heaptrack)
+    [nosampling]="--no-sampling" [exact]="--timing exact" [nostacks]="--no-stacks"
+    [libgcc]="libgcc unwinder" [heaptrack]=heaptrack)
 
 now_ns() { date +%s%N; }
 
-# run_one CASE MODE ROUND: runs the case, prints its figure (wall ns, or operations per second
-# for a throughput case). The program's output must match the unprofiled run's (figures that
-# change from run to run, lines ending in "ms" and throughput lines, left out).
+# run_one CASE MODE ROUND: runs the case, prints its figure (wall ns, or CPU ns with --cpu, or
+# operations per second for a throughput case). The program's output must match the unprofiled
+# run's (figures that change from run to run, lines ending in "ms" and throughput lines, left out).
 run_one() {
     local c="$1" mode="$2" round="$3" out="$work/$c.$2.$3.out" prof="$work/$c.$3.$2.prof" start end
     # shellcheck disable=SC2086
     local cmd=("$work/$c" ${args[$c]:-})
+    # With --cpu the whole command runs under /usr/bin/time, which reports its CPU time with its
+    # children's (the profiler's supervisor and recording processes included).
+    local tm=()
+    [ "$cpu" = 1 ] && tm=(/usr/bin/time -f "%U %S" -o "$work/cpu")
     start=$(now_ns)
     case "$mode" in
-        plain) "${cmd[@]}" >"$out" ;;
-        sampled) STALLSCOPE_PRELOAD_LIB="$lib" "$stallscope" run -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
-        baseline) STALLSCOPE_PRELOAD_LIB="$baseline_lib" "$stallscope" run -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
-        nosampling) STALLSCOPE_PRELOAD_LIB="$lib" "$stallscope" run --no-sampling -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
-        exact) STALLSCOPE_PRELOAD_LIB="$lib" "$stallscope" run --timing exact -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
-        heaptrack) heaptrack -o "$work/$c.$round.heaptrack" "${cmd[@]}" >"$out.log" 2>&1
-                   grep -v '^heaptrack\|^  \|^$\|^Heaptrack\|^Debuggee' "$out.log" >"$out" || true ;;
+        plain) "${tm[@]}" "${cmd[@]}" >"$out" ;;
+        sampled) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        baseline) STALLSCOPE_PRELOAD_LIB="$baseline_lib" "${tm[@]}" "$stallscope" run -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        nosampling) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run --no-sampling -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        exact) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run --timing exact -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        nostacks) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run --no-stacks -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        libgcc) STALLSCOPE_FAST_UNWIND=0 STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        heaptrack) "${tm[@]}" heaptrack -o "$work/$c.$round.heaptrack" "${cmd[@]}" >"$out.log" 2>&1
+                   # heaptrack's own lines (1.4: its banner, the preload library, its statistics
+                   # indented by a tab) left out of the program's output
+                   grep -v -e '^heaptrack' -e '^Heaptrack' -e '^Debuggee' -e '^starting application' \
+                       -e 'libheaptrack_preload\.so$' -e "^$(printf '\t')" -e '^  ' -e '^$' "$out.log" >"$out" || true ;;
     esac
     end=$(now_ns)
-    rm -f "$prof" "$work/$c.$round".heaptrack*
+    rm -rf "$prof" "$prof.children" "$work/$c.$round".heaptrack*
     if [ "${kind[$c]:-wall}" = throughput ]; then
         awk '/^throughput / { print $2; found = 1 } END { if (!found) print 0 }' "$out"
+    elif [ "$cpu" = 1 ]; then
+        awk '{ printf "%.0f\n", ($1 + $2) * 1e9 }' "$work/cpu"
     else
         echo $((end - start))
     fi
@@ -171,13 +190,14 @@ for mode in "${modes[@]}"; do
 done
 echo
 echo "$rounds interleaved rounds; medians with the (min-max) over rounds; ratios are per round, against"
-echo "the same round's unprofiled run (throughput: profiled/unprofiled, higher is better; wall:"
-echo "profiled/unprofiled, lower is better). Load average $load_after (1, 5, 15 min) at the end."
+echo "the same round's unprofiled run (throughput: profiled/unprofiled, higher is better; wall or"
+echo "cpu: profiled/unprofiled, lower is better). Load average $load_after (1, 5, 15 min) at the end."
 echo
 echo "$header"
 echo "$rule"
 for c in "${cases[@]}"; do
     k="${kind[$c]:-wall}"
+    [ "$k" = wall ] && [ "$cpu" = 1 ] && k=cpu
     plain_all=""
     for ((r = 1; r <= rounds; r++)); do plain_all+="${values[$c.plain.$r]} "; done
     row="| $c | $k | $(figure "$k" "$(echo "$plain_all" | stats)") |"

@@ -61,7 +61,14 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print NR %
 builds=(sampled)
 [ -n "$baseline_lib" ] && builds+=(baseline)
 echo "$runs runs per mode and build; estimated time (median, min-max over the runs) and its share of"
-echo "the exact timing's median"
+echo "the exact timing's median. Load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)."
+# With every call timed nothing is capped, so a call during which the thread was descheduled counts
+# the whole time it waited for a CPU; a sampled call is capped at 50 us. On a machine busier than
+# its CPUs the exact figure is mostly waiting, and the comparison says nothing about the estimator.
+if awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v n="$(nproc)" 'BEGIN { exit !(l > n * 0.75) }'; then
+    echo "WARNING: load average above 3/4 of the $(nproc) CPUs: calls descheduled while every call is timed"
+    echo "inflate the exact figures; run this on a quiet machine."
+fi
 echo
 echo "| mode | build | malloc | free |"
 echo "|---|---|---|---|"

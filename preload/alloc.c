@@ -36,9 +36,10 @@ static size_t ss_bootstrap_size(const void *p) {
 
 /* ---- accounting ---- */
 
-static inline uint32_t ss_size_bucket(size_t n) {
-    if (n <= 256) return n == 0 ? 0 : (uint32_t)((n - 1) >> 3);
-    return SS_SIZE_FINE_BUCKETS + (uint32_t)(64 - __builtin_clzll((unsigned long long)(n - 1))) - 9;
+static inline size_t ss_size_bucket(size_t n) {
+    /* (n - 1) / 8, and 0 for 0, without a branch: the hot path of every allocation. */
+    if (SS_LIKELY(n <= 256)) return (n - (n != 0)) >> 3;
+    return SS_SIZE_FINE_BUCKETS + (size_t)(64 - __builtin_clzll((unsigned long long)(n - 1))) - 9;
 }
 
 static inline uint32_t ss_latency_bucket(uint64_t ns) {
@@ -87,6 +88,7 @@ static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group gr
  * variance for a program whose fast bins another thread filled (docs/PERFORMANCE.md). With
  * another allocator (guarded calls), every call of SS_LARGE_BYTES or more is always timed. */
 #define SS_LARGE_BYTES 1000u
+_Static_assert(SS_LARGE_BYTES % 8 == 0, "free's fast part compares a chunk's size word with it unmasked");
 #define SS_ALWAYS_BYTES (64u * 1024u)
 #define SS_FREES_BETWEEN_LARGE 64u
 /* malloc and calloc requests this large never come from glibc's thread cache (at most 1032 bytes):
@@ -152,15 +154,26 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
 #define SS_ROUTE_EXACT 2
 static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     ss_count(t, fn, bytes);
-    uint32_t calls_left = --t->countdown;
-    int64_t bytes_left = t->bytes_left -= (int64_t)bytes;
     if (SS_LIKELY(bytes < ss_fast_bytes)) {
-        if (SS_LIKELY(calls_left != 0) && SS_LIKELY(bytes_left >= 0)) return 0;
-        return SS_ROUTE_SLOW;
+        /* Each countdown is decremented in memory and tested by the flags of that one instruction
+         * (a load, a subtraction, a store and a test otherwise); both always run. */
+        if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) {
+            t->bytes_left -= (int64_t)bytes;
+            return SS_ROUTE_SLOW;
+        }
+        return ss_sub_is_negative(&t->bytes_left, bytes) ? SS_ROUTE_SLOW : 0;
     }
-    if (SS_UNLIKELY(ss_guard_calls)) return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
-    if (ss_always_timed(t, fn, bytes)) return SS_ROUTE_SLOW | SS_ROUTE_EXACT;
-    return calls_left == 0 || bytes_left < 0 ? SS_ROUTE_SLOW : 0;
+    if (SS_UNLIKELY(ss_guard_calls)) {
+        t->countdown--;
+        t->bytes_left -= (int64_t)bytes;
+        return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
+    }
+    int route = ss_always_timed(t, fn, bytes) ? SS_ROUTE_SLOW | SS_ROUTE_EXACT : 0;
+    if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) {
+        t->bytes_left -= (int64_t)bytes;
+        return route | SS_ROUTE_SLOW;
+    }
+    return ss_sub_is_negative(&t->bytes_left, bytes) ? route | SS_ROUTE_SLOW : route;
 }
 
 /* The slow part of an allocation hook whose call the fast part counted and routed: a timed call
@@ -346,11 +359,14 @@ SS_EXPORT void free(void *ptr) {
     struct ss_thread *t = ss_self;
     if (SS_LIKELY(t != NULL)) {
         SS_INC(t->rec.fn[SS_FN_FREE].calls, 1);
-        uint32_t calls_left = t->countdown - 1;
-        t->countdown = calls_left;
-        if (SS_LIKELY(calls_left != 0) && SS_LIKELY(!ss_guard_calls) && SS_LIKELY(ptr != NULL)) {
+        if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) { /* a timed call */
+            ss_slow_free(t, ptr);
+            return;
+        }
+        if (SS_LIKELY(!ss_guard_calls) && SS_LIKELY(ptr != NULL)) {
             size_t header = ss_chunk_header(ptr);
-            if (SS_LIKELY((header & ~(size_t)7) < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header))
+            /* SS_LARGE_BYTES is a multiple of 8, so the flag bits need no masking for this test. */
+            if (SS_LIKELY(header < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header))
                 return ss_real.free(ptr);
         }
     }

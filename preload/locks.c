@@ -147,9 +147,9 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
  * when the lock looks free, its slot is at hand, and the hold is not timed. */
 #define SS_LOCK_FAST(t, lock, kind, looks_free, real_call)                                                   \
     do {                                                                                                    \
+        /* The countdown first: decremented and tested by one instruction (ss_dec_is_zero). */             \
         if (SS_LIKELY(t != NULL)) {                                                                         \
-            uint32_t calls_left_ = --t->countdown;                                                          \
-            if (SS_LIKELY(looks_free) && SS_LIKELY(calls_left_ != 0)) {                                     \
+            if (SS_LIKELY(!ss_dec_is_zero(&t->countdown)) && SS_LIKELY(looks_free)) {                       \
                 if (SS_LIKELY(t->last_lock_key == ss_lock_key(lock, kind))) {                               \
                     SS_INC(t->last_lock->acquisitions, 1);                                                  \
                     return real_call;                                                                       \

@@ -13,6 +13,11 @@
 
 #include "ss_format.h"
 
+/* Everything declared from here on is the interposer's own (only SS_EXPORT symbols leave the
+ * library): with the declarations hidden too, the compiler reaches a global such as ss_real or
+ * ss_guard_calls at its own address instead of through the GOT, one load less in every hook. */
+#pragma GCC visibility push(hidden)
+
 #define SS_EXPORT __attribute__((visibility("default")))
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -32,6 +37,29 @@
 #else
 #define SS_INC(x, v) SS_ADD(x, v)
 #endif
+
+/* A thread's own countdowns on the hot path, in one instruction each whose flags give the test:
+ * `*x -= 1`, whether it reached 0; `*x -= v` (wrapping), whether it went below 0. Only the
+ * thread writes them; the flusher never reads them. */
+static inline int ss_dec_is_zero(uint32_t *x) {
+#if defined(__x86_64__)
+    int zero;
+    __asm__("subl $1, %0" : "+m"(*x), "=@ccz"(zero));
+    return zero;
+#else
+    return --*x == 0;
+#endif
+}
+static inline int ss_sub_is_negative(int64_t *x, size_t v) {
+#if defined(__x86_64__)
+    int negative;
+    __asm__("subq %2, %0" : "+m"(*x), "=@ccs"(negative) : "er"((uint64_t)v));
+    return negative;
+#else
+    *x = (int64_t)((uint64_t)*x - (uint64_t)v);
+    return *x < 0;
+#endif
+}
 
 /* Per-thread lock table: open addressing on the lock's address, plus one overflow slot. */
 #define SS_LOCK_SLOTS 256u
@@ -425,5 +453,7 @@ void ss_unmap(void *p, size_t size);
 /* Memory a fork child gets zeroed (MADV_WIPEONFORK): never copied page by page at fork. */
 void *ss_map_wiped(size_t size);
 extern int ss_wipe_works; /* the kernel wipes such memory in a child (else children reset it) */
+
+#pragma GCC visibility pop
 
 #endif
