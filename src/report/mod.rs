@@ -6,6 +6,7 @@ pub mod phases_text;
 pub mod run;
 pub mod states_text;
 pub mod text;
+pub mod waitfor_json;
 pub mod waitfor_text;
 
 use crate::analysis::Analysis;
