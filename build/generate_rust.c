@@ -172,6 +172,12 @@ static void format(void) {
         SS_SAMPLE_KINDS(SS_X)
 #undef SS_X
     };
+    static const struct entry wait_kinds[] = {
+#define SS_X(id, value, name) {#id, value, name},
+        SS_WAIT_KINDS(SS_X)
+#undef SS_X
+    };
+    rust_enum("WaitKind", "What a thread waited for (`enum ss_wait_kind`).", wait_kinds, COUNT(wait_kinds));
     rust_enum("LockKind", "A kind of lock (`enum ss_lock_kind`).", lock_kinds, COUNT(lock_kinds));
     rust_enum("EndHow", "How a process image ended (`enum ss_end_how`).", end_hows, COUNT(end_hows));
     rust_enum("Timing", "How allocator calls were timed (`enum ss_timing`).", timings, COUNT(timings));

@@ -132,10 +132,12 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
         }                                                                                                   \
         uint32_t slot_ = ss_lock_slot(t, lock, kind);                                                       \
         uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, lock, kind) : 0;                            \
+        uint32_t owner_ = ss_wait_owner(lock, kind); /* wait-for edge (waitfor.c) */                         \
         uint64_t start_ = ss_ticks();                                                                       \
         rc_ = block_call;                                                                                   \
         uint64_t end_ = ss_ticks();                                                                         \
         int acquired_ = rc_ == 0 || rc_ == EOWNERDEAD;                                                      \
+        if (acquired_) ss_wait_lock(t, lock, kind, owner_, end_ - start_);                                  \
         if (acquired_) SS_INC(t->locks[slot_].acquisitions, 1);                                             \
         ss_waited(t, slot_, end_ - start_, acquired_);                                                      \
         if (site_ && acquired_) ss_lock_waiter_done(site_, end_ - start_);                                  \
@@ -286,7 +288,9 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
 #define SS_COND_HOOK(t, m, wait_call)                                                                        \
     do {                                                                                                    \
         if (t->nheld != 0) ss_release_hold(t, m);                                                           \
+        uint64_t stamp_ = ss_wait_cond_begin(c), start_ns_ = ss_mono_ns(); /* its waker (waitfor.c) */      \
         int rc_ = wait_call;                                                                                \
+        if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_ns_);                                            \
         if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
             uint32_t slot_ = ss_count_acquisition(t, m, SS_LOCK_MUTEX);                                     \
             if (ss_take_timed(t)) ss_hold_begin(t, m, slot_, ss_ticks());                                   \
@@ -374,6 +378,7 @@ void ss_locks_init(void) {
     int (*init)(pthread_spinlock_t *, int) = NULL;
     *(void **)&init = dlsym(RTLD_NEXT, "pthread_spin_init");
     if (init && init(&probe, PTHREAD_PROCESS_PRIVATE) == 0) ss_spin_free_value = (int)probe;
+    ss_waitfor_init();
 }
 
 static inline int ss_spin_looks_free(pthread_spinlock_t *l) {

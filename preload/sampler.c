@@ -94,6 +94,7 @@ int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial) {
     if (!t->cpu_ring) return 0;
     if (ss_ring_write(out, serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail) < 0) return -1;
     if (ss_ring_write(out, serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail) < 0) return -1;
+    if (ss_waits_write(out, serial, t) < 0) return -1;
     return 0;
 }
 
@@ -547,8 +548,9 @@ int ss_sampler_write(void) {
         if (!t->cpu_ring || !t->in_batch) continue; /* a young thread's samples wait in its rings */
         int a = ss_ring_write(ss_out_buf(), t->rec.serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail);
         int b = a < 0 ? -1 : ss_ring_write(ss_out_buf(), t->rec.serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail);
-        if (a < 0 || b < 0) return -1;
-        if (a + b > 0) t->written = 1; /* its serial is in the file now */
+        int w = b < 0 ? -1 : ss_waits_write(ss_out_buf(), t->rec.serial, t);
+        if (a < 0 || b < 0 || w < 0) return -1;
+        if (a + b + w > 0) t->written = 1; /* its serial is in the file now */
         written += a + b;
     }
     struct ss_sampling_record r = {ss_config.cpu_hz,

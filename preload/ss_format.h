@@ -88,7 +88,8 @@ enum ss_timing {
 /* The roles of a lock site's stack (SS_REC_LOCK_SITES). */
 #define SS_LOCK_ROLES(X)                                                                                     \
     X(WAITER, 1, "waiter") /* the stack of a thread that had to wait for the lock */                        \
-    X(HOLDER, 2, "holder") /* the stack of a thread releasing the lock while others waited for it */
+    X(HOLDER, 2, "holder") /* the stack of a thread releasing the lock while others waited for it */        \
+    X(INIT, 3, "init")     /* the stack of pthread_mutex_init/pthread_rwlock_init: names a heap lock */
 
 enum ss_lock_role {
 #define SS_X(id, value, name) SS_ROLE_##id = value,
@@ -106,6 +107,19 @@ enum ss_lock_role {
 enum ss_sample_kind {
 #define SS_X(id, value, name) SS_SAMPLE_##id = value,
     SS_SAMPLE_KINDS(SS_X)
+#undef SS_X
+};
+
+/* What a thread waited for (SS_REC_WAITS): X(id, value, name). */
+#define SS_WAIT_KINDS(X)                                                                                     \
+    X(LOCK, 1, "lock")           /* a pthread lock; the other thread is its owner when the wait began */   \
+    X(CONDITION, 2, "condition") /* a condition variable; the other thread signalled or broadcast it */    \
+    X(SEMAPHORE, 3, "semaphore") /* a semaphore; the other thread posted it */                              \
+    X(JOIN, 4, "join")           /* pthread_join; the other thread is the one joined */
+
+enum ss_wait_kind {
+#define SS_X(id, value, name) SS_WAIT_##id = value,
+    SS_WAIT_KINDS(SS_X)
 #undef SS_X
 };
 
@@ -169,7 +183,8 @@ enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
     X(SAMPLING, 22, sizeof(struct ss_sampling_record))                                                       \
     X(SAMPLES, 23, sizeof(struct ss_samples_record))                                                         \
     X(CROSS_FREES, 24, 0)                                                                                    \
-    X(FOLDED, 25, sizeof(struct ss_folded_record))
+    X(FOLDED, 25, sizeof(struct ss_folded_record))                                                          \
+    X(WAITS, 28, sizeof(struct ss_waits_record))
 
 enum ss_record_type {
 #define SS_X(id, number, size) SS_REC_##id = number,
@@ -187,7 +202,8 @@ enum ss_record_type {
     X(ALLOC_SITE, struct ss_alloc_site)                                                                      \
     X(LOCK_SITE, struct ss_lock_site)                                                                        \
     X(SAMPLE, struct ss_sample)                                                                              \
-    X(CROSS_FREES_ENTRY, struct ss_cross_frees_entry)
+    X(CROSS_FREES_ENTRY, struct ss_cross_frees_entry)                                                       \
+    X(WAIT, struct ss_wait)
 
 /* The count and length fields that give a record's size (a reader checks a cut record's header
  * against them): X(record id, struct, field). */
@@ -201,7 +217,8 @@ enum ss_record_type {
     X(ALLOC_SITES, struct ss_alloc_sites_record, count)                                                      \
     X(LOCK_SITES, struct ss_lock_sites_record, count)                                                        \
     X(HEAP, struct ss_heap_record, xml_len)                                                                  \
-    X(SAMPLES, struct ss_samples_record, count)
+    X(SAMPLES, struct ss_samples_record, count)                                                              \
+    X(WAITS, struct ss_waits_record, count)
 
 struct ss_file_header {
     char magic[8];
@@ -456,6 +473,26 @@ struct ss_folded_record {
     uint64_t life_ns; /* their lives, summed */
 };
 
+/* SS_REC_WAITS: the blocking waits of one thread since the previous WAITS record of that thread
+ * (appended), each with the other end of its wait-for edge. Followed by count x struct ss_wait.
+ * Recorded only on the slow paths (a lock that was taken, a condition or semaphore wait, a join). */
+struct ss_waits_record {
+    uint32_t serial; /* the thread record's serial */
+    uint32_t count;
+    uint64_t dropped; /* waits of this thread lost to a full buffer since its previous WAITS record */
+};
+
+struct ss_wait {
+    uint64_t start_mono_ns;
+    uint64_t end_mono_ns;
+    uint64_t object;    /* the lock's, condition variable's or semaphore's address; join: 0 */
+    uint32_t other_tid; /* lock: its owner when the wait began; condition, semaphore: the thread that
+                           woke it; join: the joined thread (0: unknown) */
+    uint8_t kind;       /* enum ss_wait_kind */
+    uint8_t lock_kind;  /* lock: enum ss_lock_kind; else 0 */
+    uint16_t reserved;
+};
+
 /* The layouts are a contract with every profile written so far: a change here changes SS_VERSION.
  * The generated Rust constants carry the same sizes; these pin them on the C side. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
@@ -481,5 +518,7 @@ _Static_assert(sizeof(struct ss_samples_record) == 8, "samples record layout");
 _Static_assert(sizeof(struct ss_sample) == 32, "sample layout");
 _Static_assert(sizeof(struct ss_cross_frees_entry) == 24, "cross frees entry layout");
 _Static_assert(sizeof(struct ss_folded_record) == 16, "folded record layout");
+_Static_assert(sizeof(struct ss_waits_record) == 16, "waits record layout");
+_Static_assert(sizeof(struct ss_wait) == 32, "wait layout");
 
 #endif

@@ -132,6 +132,13 @@ struct ss_thread {
     struct ss_sample last_wall; /* its last wall sample (mono_ns 0: none) */
     uint32_t cpu_head_seen; /* the flusher's last look at cpu_head */
     uint32_t sig_blocked;   /* the thread blocks the sampling signal: the flusher samples its CPU clock */
+    /* Wait-for edges (waitfor.c): the thread's blocking waits, pushed by the thread itself on
+     * the slow paths and drained by the flush, in the node's mapping after the sample rings. */
+    struct ss_wait *wait_ring;
+    uint32_t wait_head, wait_tail;
+    uint64_t waits_dropped;  /* since the last WAITS record (written by the thread, read by the flush) */
+    uint64_t waits_reported; /* what the flush has already reported of it */
+    uintptr_t pthread_id;    /* pthread_self() of the thread: a join names the thread it waits for */
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;
@@ -140,6 +147,7 @@ struct ss_thread {
 
 #define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
 #define SS_WALL_RING 512u
+#define SS_WAIT_RING 2048u /* blocking waits between two flushes; a power of two */
 
 /* Real functions, resolved with dlsym(RTLD_NEXT). */
 struct ss_real {
@@ -375,6 +383,19 @@ struct ss_sample *ss_node_rings(struct ss_thread *t);
 size_t ss_node_size(void);
 void ss_sampler_tick(void);
 int ss_sampler_write(void); /* returns the samples written, or -1 */
+
+/* Wait-for edges (waitfor.c): called from the lock hooks' slow paths only. ss_wait_owner reads
+ * the owner of a lock that looks taken (before the blocking call), ss_wait_lock records the wait
+ * once the lock is acquired. */
+uint32_t ss_wait_owner(const void *lock, uint32_t kind);
+void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks);
+/* A condition variable's wait: the waker slot's stamp before, and the wait recorded after. */
+uint64_t ss_wait_cond_begin(const void *cond);
+void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns);
+int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t);
+void ss_waitfor_init(void);
+#define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
+void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 
 /* Threads (threads.c): nodes, their reuse, and the groups ended threads are folded into. */
 struct ss_thread *ss_thread_alloc(void);

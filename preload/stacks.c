@@ -305,6 +305,20 @@ void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind) 
     if (site) __atomic_fetch_add(&ss_lock_sites[site - 1].events, 1, __ATOMIC_RELAXED);
 }
 
+/* The stack of a lock's initialisation, which names a lock on the heap. Initialisations are
+ * usually few; past a budget (a program that makes a lock per object) no more are taken. */
+#define SS_LOCK_INIT_STACKS 512u
+static uint32_t ss_lock_init_taken;
+
+void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind) {
+    (void)t;
+    if (!ss_lock_sites || __atomic_load_n(&ss_lock_init_taken, __ATOMIC_RELAXED) >= SS_LOCK_INIT_STACKS) return;
+    __atomic_fetch_add(&ss_lock_init_taken, 1, __ATOMIC_RELAXED);
+    uint32_t stack = ss_capture(SS_STACK_KIND_INIT);
+    uint32_t site = stack ? ss_lock_site_for(lock, kind, SS_ROLE_INIT, stack - 1) : 0;
+    if (site) __atomic_fetch_add(&ss_lock_sites[site - 1].events, 1, __ATOMIC_RELAXED);
+}
+
 /* A sampled allocation call (the timing countdown or the byte countdown fired): decides whether
  * its stack is taken, and if so records it; returns the site (index + 1) or 0. */
 uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired) {

@@ -37,7 +37,9 @@ static int ss_key_ok;
 static int ss_sampling_buffers(void) { return ss_config.cpu_hz || ss_config.wall_hz; }
 
 size_t ss_node_size(void) {
-    return SS_NODE_HEAD + (ss_sampling_buffers() ? (SS_CPU_RING + SS_WALL_RING) * sizeof(struct ss_sample) : 0);
+    return SS_NODE_HEAD + (ss_sampling_buffers() ? (SS_CPU_RING + SS_WALL_RING) * sizeof(struct ss_sample) +
+                                                       SS_WAIT_RING * sizeof(struct ss_wait)
+                                                 : 0);
 }
 
 struct ss_sample *ss_node_rings(struct ss_thread *t) {
@@ -55,6 +57,7 @@ void ss_thread_reinit(struct ss_thread *t) {
     ss_stacks_thread_init(t);
     t->cpu_ring = ss_node_rings(t);
     t->wall_ring = t->cpu_ring ? t->cpu_ring + SS_CPU_RING : NULL;
+    t->wait_ring = t->cpu_ring ? (struct ss_wait *)(t->wall_ring + SS_WALL_RING) : NULL;
 }
 
 /* Clears what one thread left in a node. Lock slots are cleared one by one, only where used:
@@ -123,6 +126,9 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
     t->rec.tid = (uint32_t)syscall(SYS_gettid);
     t->rec.flags = is_main ? SS_THREAD_MAIN : 0;
     t->rec.start_mono_ns = ss_mono_ns();
+    t->pthread_id = (uintptr_t)pthread_self();
+    t->wait_head = t->wait_tail = 0;
+    t->waits_dropped = t->waits_reported = 0;
     /* The main thread's CPU clock started at exec, before its record: count from now on. */
     t->cpu_base_ns = is_main ? ss_thread_cpu_ns((pid_t)t->rec.tid) : 0;
     ss_self = t;

@@ -7,12 +7,14 @@
 //! 2. [`sites::fill`]: the sampled allocation and lock stacks, symbolized, with their estimates;
 //! 3. [`phases::build`]: phases, heap snapshots and slow-phase flags;
 //! 4. [`states::build`]: thread-state samples classified, per thread, slice and stack;
-//! 5. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
+//! 5. [`waitfor::build`]: who waited for whom on what, object names, the critical path;
+//! 6. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
 
 pub mod phases;
 pub mod sites;
 pub mod states;
 pub mod summary;
+pub mod waitfor;
 
 use crate::findings::Finding;
 use crate::profile::{self, Profile};
@@ -46,6 +48,8 @@ pub struct Analysis {
     pub phases: phases::PhaseReport,
     /// Thread states, when the profile has thread-state samples.
     pub states: Option<states::StateReport>,
+    /// Wait-for edges and the critical path, when the profile recorded waits.
+    pub waitfor: Option<waitfor::WaitFor>,
     /// Most severe first.
     pub findings: Vec<Finding>,
 }
@@ -63,7 +67,7 @@ impl Analysis {
 
     /// Analyses a profile already read.
     pub fn of(profile: Profile, path: String, options: Options) -> Analysis {
-        let (summary, states) = {
+        let (summary, states, waitfor) = {
             let mut sym = if options.read_modules {
                 Symbolizer::new(&profile)
             } else {
@@ -77,8 +81,15 @@ impl Analysis {
             let mut summary = summary::summarize(&profile);
             sites::fill(&profile, &mut sym, &mut summary);
             let states = states::build(&profile, &mut sym, &mut code);
+            let waitfor = waitfor::build(
+                &profile,
+                &mut sym,
+                &mut code,
+                &summary,
+                options.read_modules,
+            );
             sym.finish();
-            (summary, states)
+            (summary, states, waitfor)
         };
         let phases = phases::build(&profile);
         let mut analysis = Analysis {
@@ -87,6 +98,7 @@ impl Analysis {
             summary,
             phases,
             states,
+            waitfor,
             findings: Vec::new(),
         };
         analysis.findings = crate::findings::evaluate(&analysis);
@@ -96,6 +108,15 @@ impl Analysis {
     /// How thread-state sampling ran (None: a profile without it).
     pub fn sampling(&self) -> Option<&crate::profile::samples::SamplingInfo> {
         self.profile.sampling.as_ref()
+    }
+
+    /// The name of a lock or other object threads waited on: its symbol, the place that
+    /// initialised it, else its address.
+    pub fn object_name(&self, object: u64) -> String {
+        self.waitfor
+            .as_ref()
+            .and_then(|w| w.name_of(object))
+            .map_or_else(|| format!("{object:#x}"), |n| n.name.clone())
     }
 
     /// The sampled states of the summary's thread `i` (the two lists are in the profile's order).

@@ -233,7 +233,7 @@ impl Rules {
 }
 
 /// x86-64 system call names the rules speak of (others are named `syscall_N`).
-fn syscall_name(nr: u32, arg: u32) -> String {
+pub(crate) fn syscall_name(nr: u32, arg: u32) -> String {
     const FUTEX_CMD_MASK: u32 = !(128 | 256); // without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME
     let name = match nr {
         0 => "read",
@@ -297,11 +297,8 @@ impl StateSite {
     /// The function the user called that led here: the frame just inside the user frame
     /// (`random` for a lock taken inside random()), else the deciding frame.
     pub fn function(&self) -> String {
-        let index = if self.user > 0 && self.user < self.frames.len() {
-            self.user - 1
-        } else {
-            self.decided_by.unwrap_or(0)
-        };
+        let index = crate::symbols::called_frame(&self.frames, self.user)
+            .unwrap_or_else(|| self.decided_by.unwrap_or(0));
         let Some(frame) = self.frames.get(index) else {
             return "?".to_string();
         };
@@ -560,7 +557,7 @@ fn spread(
 
 /// The frames of a sample: the instruction's (exact pc) then its callers'. Words scanned from a
 /// blocked thread's stack count only where they follow a call instruction.
-fn sample_frames(
+pub(crate) fn sample_frames(
     profile: &Profile,
     sym: &mut Symbolizer,
     code: &mut CodeReader,

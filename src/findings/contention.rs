@@ -57,6 +57,32 @@ pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 lock_site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into())
             ));
         }
+        // What the holders were doing while this lock was waited for (the wait-for edges).
+        if let Some(w) = &a.waitfor {
+            let mut acts: Vec<(String, u64)> = Vec::new();
+            let mut sampled = 0u64;
+            for e in w.lock_edges(lock.address) {
+                sampled = sampled.saturating_add(e.other_sampled_ns);
+                for act in &e.activities {
+                    let text = format!("{} ({})", act.text(), act.category.words());
+                    match acts.iter_mut().find(|x| x.0 == text) {
+                        Some(x) => x.1 = x.1.saturating_add(act.ns),
+                        None => acts.push((text, act.ns)),
+                    }
+                }
+            }
+            acts.sort_by_key(|x| std::cmp::Reverse(x.1));
+            if !acts.is_empty() {
+                evidence.push(format!(
+                    "while threads waited, the holder was in: {}",
+                    acts.iter()
+                        .take(max_sites)
+                        .map(|(t, ns)| format!("{t} {}", fmt_pct(ratio(*ns, sampled))))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
         for site in lock.holder_sites.iter().take(max_sites) {
             if let Some(user) = lock_site_user_text(site) {
                 evidence.push(format!("holder: the lock was held at {user}"));
@@ -75,7 +101,7 @@ pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 &[
                     ("share", fmt_pct(share)),
                     ("kind", kind),
-                    ("address", lock.address_text()),
+                    ("address", a.object_name(lock.address)),
                     ("waiter", waiter),
                     ("hold", fmt_ns(lock.hold_ns)),
                     ("wait", fmt_ns(wait)),

@@ -11,6 +11,7 @@ mod rules;
 #[cfg(test)]
 mod test_support;
 mod view;
+mod waitfor;
 
 use crate::analysis::Analysis;
 use crate::util::Style;
@@ -65,6 +66,7 @@ fn detector(name: &str) -> Option<Detector> {
         "internal_lock" => contention::internal_locks,
         "atomic" => contention::atomics,
         "parallel_efficiency" => efficiency::parallel_efficiency,
+        "lock_across_io" => waitfor::lock_across_io,
         _ => return None,
     })
 }

@@ -13,6 +13,7 @@ mod style;
 #[cfg(test)]
 mod tests;
 mod timeline;
+mod waitfor;
 
 use crate::analysis::Analysis;
 use crate::export::Weight;
@@ -356,8 +357,8 @@ pub fn render(p: &Analysis) -> String {
                 .map_or("-".into(), crate::symbols::Frame::name);
             let _ = write!(
                 o,
-                "<tr><td><code>{:#x}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code></td></tr>",
-                l.address,
+                "<tr><td><code>{}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code></td></tr>",
+                escape(&p.object_name(l.address)),
                 l.kind,
                 fmt_count(l.acquisitions),
                 fmt_count(l.contended),
@@ -370,6 +371,7 @@ pub fn render(p: &Analysis) -> String {
         }
         o.push_str("</table>\n");
     }
+    o.push_str(&waitfor::section(p));
 
     // Phases.
     if !p.phases.phases.is_empty() {

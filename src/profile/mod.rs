@@ -223,6 +223,10 @@ pub struct Profile {
     pub sampling: Option<samples::SamplingInfo>,
     /// Thread-state samples of all threads, in file order.
     pub samples: Vec<samples::Sample>,
+    /// Blocking waits of all threads with their wait-for edges, in file order.
+    pub waits: Vec<samples::Wait>,
+    /// Waits lost to a full buffer.
+    pub waits_dropped: u64,
 }
 
 impl Profile {

@@ -146,6 +146,8 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut heap_snapshots = Vec::new();
     let mut sampling = None;
     let mut samples = Vec::new();
+    let mut waits = Vec::new();
+    let mut waits_dropped = 0u64;
     let mut cross_frees = Vec::new();
 
     while pos < bytes.len() {
@@ -291,6 +293,10 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 super::samples::parse_samples(payload, pos, &mut samples)?;
                 ended_after = end.is_some();
             }
+            REC_WAITS => {
+                super::samples::parse_waits(payload, pos, &mut waits, &mut waits_dropped)?;
+                ended_after = end.is_some();
+            }
             other => return err(pos, format!("unknown record type {other}")),
         }
         if rtype != REC_SUPERVISOR {
@@ -319,6 +325,16 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
             format!(
                 "a sample refers to a stack or thread the file does not describe (thread {}, stack {:?})",
                 s.serial, s.stack
+            ),
+        );
+    }
+
+    if let Some(w) = waits.iter().find(|w| !thread_index.contains_key(&w.serial)) {
+        return err(
+            bytes.len(),
+            format!(
+                "a wait refers to a thread the file does not describe (thread {})",
+                w.serial
             ),
         );
     }
@@ -357,6 +373,8 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
         cross_frees,
         sampling,
         samples,
+        waits,
+        waits_dropped,
     })
 }
 

@@ -2,8 +2,8 @@
 //! sampling ran, and the samples.
 
 use super::format::{
-    SAMPLE_SIZE, SAMPLES_SIZE, SAMPLING_KNOWN, SAMPLING_NO_SIGNAL, SAMPLING_NO_TIMERS,
-    SAMPLING_SIZE,
+    LockKind, SAMPLE_SIZE, SAMPLES_SIZE, SAMPLING_KNOWN, SAMPLING_NO_SIGNAL, SAMPLING_NO_TIMERS,
+    SAMPLING_SIZE, WAIT_SIZE, WAITS_SIZE,
 };
 use super::reader::{Fields, ProfileError, err};
 
@@ -29,6 +29,83 @@ pub struct Sample {
     pub syscall: Option<u32>,
     /// Wall samples: the low 32 bits of the system call's second argument (a futex's op).
     pub arg: u32,
+}
+
+/// What a thread waited for: a lock (the other end is its owner when the wait began), a
+/// condition variable or a semaphore (the thread that woke it), a join (the joined thread).
+pub use super::format::WaitKind;
+
+/// One blocking wait of a thread (SS_REC_WAITS), with the other end of its wait-for edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    /// The serial of the waiting thread's record.
+    pub serial: u32,
+    pub start_mono_ns: u64,
+    pub end_mono_ns: u64,
+    /// The lock's, condition variable's or semaphore's address (join: 0).
+    pub object: u64,
+    /// The tid at the other end (None: unknown).
+    pub other_tid: Option<u32>,
+    pub kind: WaitKind,
+    /// Lock waits: the kind of lock.
+    pub lock_kind: Option<LockKind>,
+}
+
+/// Appends the waits of one WAITS record to `out` and adds its dropped count to `dropped`.
+pub fn parse_waits(
+    payload: &[u8],
+    pos: usize,
+    out: &mut Vec<Wait>,
+    dropped: &mut u64,
+) -> Result<(), ProfileError> {
+    if payload.len() < WAITS_SIZE {
+        return err(pos, "waits record is too short");
+    }
+    let mut f = Fields::new(payload);
+    let serial = f.u32();
+    let count = f.u32() as usize;
+    let lost = f.u64();
+    if (count == 0 && lost == 0) || payload.len() != WAITS_SIZE + count * WAIT_SIZE {
+        return err(
+            pos,
+            format!(
+                "waits record of {} bytes cannot hold {count} waits",
+                payload.len()
+            ),
+        );
+    }
+    *dropped = dropped.saturating_add(lost);
+    for _ in 0..count {
+        let start_mono_ns = f.u64();
+        let end_mono_ns = f.u64();
+        let object = f.u64();
+        let other_tid = f.u32();
+        let rest = f.take(4);
+        let (kind, lock_kind, reserved) =
+            (rest[0], rest[1], u16::from_le_bytes([rest[2], rest[3]]));
+        let kind = WaitKind::from_u32(kind.into());
+        let lock_kind = (lock_kind != 0)
+            .then(|| LockKind::from_u32(lock_kind.into()))
+            .flatten();
+        let consistent = match kind {
+            Some(WaitKind::Lock) => lock_kind.is_some(),
+            Some(_) => rest[1] == 0,
+            None => false,
+        };
+        if !consistent || reserved != 0 || end_mono_ns < start_mono_ns {
+            return err(pos, "a wait of an unknown kind or with inconsistent fields");
+        }
+        out.push(Wait {
+            serial,
+            start_mono_ns,
+            end_mono_ns,
+            object,
+            other_tid: (other_tid != 0).then_some(other_tid),
+            kind: kind.expect("checked"),
+            lock_kind,
+        });
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

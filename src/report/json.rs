@@ -55,6 +55,9 @@ pub struct Report<'a> {
     timeline: Option<Timeline<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel_efficiency: Option<Efficiency>,
+    /// Who waited for whom, on what (docs/WAITFOR.md); absent when the profile recorded no wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wait_for: Option<super::waitfor_json::WaitForJson>,
     findings: &'a [Finding],
 }
 
@@ -178,6 +181,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
             cpus: r.cpus,
             value: r.parallel_efficiency(),
         }),
+        wait_for: super::waitfor_json::WaitForJson::of(a),
         findings: &a.findings,
     }
 }

@@ -6,6 +6,8 @@ pub mod phases_text;
 pub mod run;
 pub mod states_text;
 pub mod text;
+pub mod waitfor_json;
+pub mod waitfor_text;
 
 use crate::analysis::Analysis;
 use crate::util::Style;
@@ -35,6 +37,7 @@ pub fn render_text(a: &Analysis, style: Style, stacks: bool) -> String {
     if let Some(r) = &a.states {
         out.push_str(&states_text::render(r, style));
     }
+    out.push_str(&waitfor_text::render(a, style));
     out
 }
 

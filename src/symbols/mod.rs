@@ -317,6 +317,101 @@ impl<'a> Symbolizer<'a> {
     }
 }
 
+/// Names data addresses (a lock in a global or static variable) by the symbol tables of the
+/// module that holds them: `log_mutex`, or `g_state+64` inside a larger object. One parsed
+/// table per module, cached.
+pub struct DataSymbols<'a> {
+    modules: &'a [Module],
+    tables: HashMap<usize, Vec<(u64, u64, String)>>,
+    debug_root: PathBuf,
+}
+
+impl<'a> DataSymbols<'a> {
+    pub fn new(modules: &'a [Module]) -> Self {
+        DataSymbols {
+            modules,
+            tables: HashMap::new(),
+            debug_root: std::env::var_os("STALLSCOPE_DEBUG_ROOT")
+                .map_or_else(|| PathBuf::from("/usr/lib/debug"), PathBuf::from),
+        }
+    }
+
+    /// The module's file name and the symbol holding `address` (with `+offset` when it is not
+    /// at the symbol's start), or None when no module's data symbol holds it.
+    pub fn name(&mut self, address: u64) -> Option<(String, String)> {
+        let mi = self
+            .modules
+            .iter()
+            .rposition(|m| m.lo <= address && address < m.hi)?;
+        let module = &self.modules[mi];
+        let offset = address - module.bias;
+        let debug_root = self.debug_root.clone();
+        let table = self
+            .tables
+            .entry(mi)
+            .or_insert_with(|| data_symbol_table(module, &debug_root));
+        let i = table.partition_point(|e| e.0 <= offset).checked_sub(1)?;
+        let (start, size, name) = &table[i];
+        if offset >= start + size.max(&1) {
+            return None;
+        }
+        let name = if offset == *start {
+            name.clone()
+        } else {
+            format!("{name}+{}", offset - start)
+        };
+        Some((file_name(&module.path).to_string(), name))
+    }
+}
+
+/// The data objects of a module's symbol tables (its own, then its debug file's by build id):
+/// (address, size, demangled name), by address.
+fn data_symbol_table(module: &Module, debug_root: &Path) -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let mut paths = vec![PathBuf::from(&module.path)];
+    if module.build_id.len() >= 2 {
+        let id = hex(&module.build_id);
+        paths.push(
+            debug_root
+                .join(".build-id")
+                .join(&id[..2])
+                .join(format!("{}.debug", &id[2..])),
+        );
+    }
+    let mut out = Vec::new();
+    for path in paths {
+        let Ok(data) = std::fs::read(&path) else {
+            continue;
+        };
+        let Ok(file) = object::File::parse(&*data) else {
+            continue;
+        };
+        if !module.build_id.is_empty()
+            && file
+                .build_id()
+                .ok()
+                .flatten()
+                .is_some_and(|id| id != module.build_id.as_slice())
+        {
+            continue;
+        }
+        for sym in file.symbols() {
+            if sym.kind() == SymbolKind::Data
+                && sym.size() > 0
+                && let Ok(name) = sym.name()
+            {
+                out.push((sym.address(), sym.size(), short_function(&demangle(name))));
+            }
+        }
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out.sort();
+    out.dedup_by_key(|e| e.0);
+    out
+}
+
 /// Demangles a C++ or Rust symbol name; other names are returned as they are.
 pub fn demangle(name: &str) -> String {
     addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
@@ -382,6 +477,9 @@ const RUNTIME_MODULES: &[&str] = &[
 ];
 const RUNTIME_FUNCTIONS: &[&str] = &[
     "std::",
+    "__gthread_",
+    "__GI_",
+    "execute_native_thread_routine",
     "__gnu_cxx::",
     "operator new",
     "operator delete",
@@ -422,11 +520,37 @@ const ALLOC_WRAPPERS: &[&str] = &[
     "xmallocz",
 ];
 
+/// Directories of the system's and the compiler's headers: a frame inlined from one of them
+/// (`std::lock_guard`'s constructor, `__gthread_mutex_lock` in gthr-default.h) is the standard
+/// library's wrapper, not the user's line.
+const SYSTEM_HEADER_DIRS: &[&str] = &["/usr/include/", "/usr/lib/gcc/", "/usr/local/include/c++/"];
+
+/// A frame inlined from a system or compiler header (a standard library wrapper).
+pub fn is_system_header_frame(f: &Frame) -> bool {
+    f.file
+        .as_deref()
+        .is_some_and(|file| SYSTEM_HEADER_DIRS.iter().any(|d| file.starts_with(d)))
+}
+
+/// The frame of the function the user called (in `frames`, whose user frame is `user`): the
+/// one just inside the user frame, passing over standard-library wrappers inlined from headers
+/// (`std::lock_guard` -> `pthread_mutex_lock`). None when the user frame is innermost.
+pub fn called_frame(frames: &[Frame], user: usize) -> Option<usize> {
+    if user == 0 || user >= frames.len() {
+        return None;
+    }
+    (0..user)
+        .rev()
+        .find(|&i| !is_system_header_frame(&frames[i]))
+        .or(Some(user - 1))
+}
+
 pub fn is_runtime_frame(f: &Frame) -> bool {
     let module = Path::new(&f.module)
         .file_name()
         .map_or(Cow::Borrowed(""), |n| n.to_string_lossy());
-    RUNTIME_MODULES.iter().any(|m| module.contains(m))
+    is_system_header_frame(f)
+        || RUNTIME_MODULES.iter().any(|m| module.contains(m))
         || f.function.as_deref().is_some_and(|name| {
             let name = qualified_name(name);
             let bare = name.split('(').next().unwrap_or(name);

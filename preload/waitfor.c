@@ -1,0 +1,275 @@
+/* Wait-for edges (docs/WAITFOR.md): for each blocking wait, the thread at its other end.
+ *
+ * - A lock wait: the owner of the lock when the wait began. glibc keeps a pthread mutex's owner
+ *   tid in __data.__owner (for robust and priority-inheriting mutexes in the lock word itself)
+ *   and a read-write lock's writer in __data.__cur_writer; one load, on the slow path only.
+ * - A condition or semaphore wait: the thread that woke it. The wakers (pthread_cond_signal,
+ *   pthread_cond_broadcast, sem_post) stamp a slot hashed by the object's address with their tid
+ *   and a sequence number, but only when the object has waiters (the same test glibc makes), so
+ *   a signal nobody waits for costs one load. A waiter reads the slot's stamp before it blocks
+ *   and after: a new stamp names its waker.
+ * - A join: the joined thread.
+ *
+ * Each wait goes into a ring owned by the waiting thread (one producer, the thread; one consumer,
+ * the flush), as a WAITS record. Nothing here allocates, locks or calls stdio; everything runs only
+ * on paths that block anyway. */
+#include "ss_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <semaphore.h>
+#include <time.h>
+
+/* ---- the ring ---- */
+
+static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
+    if (!t->wait_ring) return;
+    uint32_t h = t->wait_head, tail = __atomic_load_n(&t->wait_tail, __ATOMIC_ACQUIRE);
+    if (h - tail >= SS_WAIT_RING) {
+        SS_ADD(t->waits_dropped, 1);
+        return;
+    }
+    t->wait_ring[h & (SS_WAIT_RING - 1)] = *w;
+    __atomic_store_n(&t->wait_head, h + 1, __ATOMIC_RELEASE);
+}
+
+/* Appends the thread's waits to `out` as one WAITS record under `serial` and empties its ring
+ * (flushes run one at a time). Returns the waits written, or -1 when out of memory. */
+int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t) {
+    if (!t->wait_ring) return 0;
+    uint32_t h = __atomic_load_n(&t->wait_head, __ATOMIC_ACQUIRE), tail = t->wait_tail;
+    uint64_t dropped = SS_LOAD(t->waits_dropped), new_dropped = dropped - t->waits_reported;
+    if (h == tail && new_dropped == 0) return 0;
+    uint32_t n = h - tail, first = tail & (SS_WAIT_RING - 1);
+    uint32_t run = n < SS_WAIT_RING - first ? n : SS_WAIT_RING - first;
+    struct ss_waits_record r = {serial, n, new_dropped};
+    if (out == &ss_fold_out && out->len + n * sizeof(struct ss_wait) + 64 > SS_FOLD_OUT_MAX) {
+        /* bounded between flushes: the folded threads' waits are lost, and counted */
+        t->waits_reported = dropped;
+        __atomic_store_n(&t->wait_tail, h, __ATOMIC_RELEASE);
+        return 0;
+    }
+    if (ss_buf_record3(out, SS_REC_WAITS, &r, sizeof r, &t->wait_ring[first], run * sizeof(struct ss_wait),
+                       t->wait_ring, (n - run) * sizeof(struct ss_wait)) != 0)
+        return -1;
+    t->waits_reported = dropped;
+    __atomic_store_n(&t->wait_tail, h, __ATOMIC_RELEASE);
+    return (int)n;
+}
+
+/* ---- lock waits ---- */
+
+static inline void ss_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* The owner of a lock that looked taken, or 0. A mutex's __owner is stored just after its lock
+ * word is won and cleared just before it is released: a waiter that looks in that window sees 0,
+ * so it looks once more after a short pause. */
+uint32_t ss_wait_owner(const void *lock, uint32_t kind) {
+    if (kind == SS_LOCK_MUTEX) {
+        pthread_mutex_t *m = (pthread_mutex_t *)lock;
+        for (int i = 0; i < 3; i++) {
+            int owner = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
+            if (owner > 0) return (uint32_t)owner;
+            /* robust and priority-inheriting mutexes: the lock word is the owner's tid */
+            int word = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) & 0x3fffffff;
+            if (word > 2) return (uint32_t)word;
+            ss_pause();
+            ss_pause();
+        }
+        return 0;
+    }
+    if (kind == SS_LOCK_RWLOCK_READ || kind == SS_LOCK_RWLOCK_WRITE) {
+        int writer = __atomic_load_n(&((pthread_rwlock_t *)lock)->__data.__cur_writer, __ATOMIC_RELAXED);
+        return writer > 0 ? (uint32_t)writer : 0;
+    }
+    return 0; /* a spin lock keeps no owner */
+}
+
+void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks) {
+    uint64_t end = ss_mono_ns(), ns = ss_ticks_to_ns(wait_ticks);
+    struct ss_wait w = {end > ns ? end - ns : 0, end, (uintptr_t)lock, owner, SS_WAIT_LOCK, (uint8_t)kind, 0};
+    ss_wait_push(t, &w);
+}
+
+/* ---- wakers ---- */
+
+#define SS_WAKER_SLOTS 1024u
+
+/* A slot: the object last woken through it, and the stamp (sequence << 32 | the waker's tid). */
+struct ss_waker_slot {
+    uint64_t object;
+    uint64_t stamp;
+};
+
+static struct ss_waker_slot ss_wakers[SS_WAKER_SLOTS];
+
+static inline struct ss_waker_slot *ss_waker_slot(const void *object) {
+    uint64_t a = (uint64_t)(uintptr_t)object;
+    return &ss_wakers[((a >> 3) * 0x9E3779B97F4A7C15ull) >> 54];
+}
+
+static SS_NOINLINE void ss_note_waker(const void *object, uint32_t tid) {
+    struct ss_waker_slot *s = ss_waker_slot(object);
+    uint64_t seq = (SS_LOAD(s->stamp) >> 32) + 1;
+    SS_STORE(s->object, (uint64_t)(uintptr_t)object);
+    __atomic_store_n(&s->stamp, seq << 32 | tid, __ATOMIC_RELEASE);
+}
+
+uint64_t ss_wait_cond_begin(const void *cond) {
+    return __atomic_load_n(&ss_waker_slot(cond)->stamp, __ATOMIC_ACQUIRE);
+}
+
+/* The waker of a wait on `object` whose slot read `stamp` before it, or 0. */
+static uint32_t ss_waker_of(const void *object, uint64_t stamp) {
+    struct ss_waker_slot *s = ss_waker_slot(object);
+    uint64_t now = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
+    if (now >> 32 == stamp >> 32 || SS_LOAD(s->object) != (uint64_t)(uintptr_t)object) return 0;
+    return (uint32_t)now;
+}
+
+static void ss_wait_woken(struct ss_thread *t, uint32_t kind, const void *object, uint64_t stamp,
+                          uint64_t start_ns) {
+    struct ss_wait w = {start_ns, ss_mono_ns(), (uintptr_t)object, ss_waker_of(object, stamp), (uint8_t)kind, 0, 0};
+    ss_wait_push(t, &w);
+}
+
+void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns) {
+    ss_wait_woken(t, SS_WAIT_CONDITION, cond, stamp, start_ns);
+}
+
+/* The real wakers and waits not in struct ss_real (resolved on first use). */
+static int (*ss_real_cond_signal)(pthread_cond_t *);
+static int (*ss_real_cond_broadcast)(pthread_cond_t *);
+static int (*ss_real_sem_post)(sem_t *);
+static int (*ss_real_sem_wait)(sem_t *);
+static int (*ss_real_sem_timedwait)(sem_t *, const struct timespec *);
+static int (*ss_real_join)(pthread_t, void **);
+
+static void *ss_lookup(const char *name, const char *version) {
+    void *p = version ? dlvsym(RTLD_NEXT, name, version) : NULL;
+    return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+#define SS_REAL(var, name, version)                                                                          \
+    do {                                                                                                    \
+        if (SS_UNLIKELY(!var)) __atomic_store_n((void **)&var, ss_lookup(name, version), __ATOMIC_RELEASE);  \
+    } while (0)
+
+/* glibc 2.25 and later: __wrefs counts the waiters from bit 3. */
+static inline int ss_cond_has_waiters(pthread_cond_t *c) {
+    return (__atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED) >> 3) != 0;
+}
+
+SS_EXPORT int pthread_cond_signal(pthread_cond_t *c) {
+    SS_REAL(ss_real_cond_signal, "pthread_cond_signal", "GLIBC_2.3.2");
+    struct ss_thread *t = ss_self;
+    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid);
+    return ss_real_cond_signal(c);
+}
+
+SS_EXPORT int pthread_cond_broadcast(pthread_cond_t *c) {
+    SS_REAL(ss_real_cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2");
+    struct ss_thread *t = ss_self;
+    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid);
+    return ss_real_cond_broadcast(c);
+}
+
+/* glibc's struct new_sem on 64-bit: the value in the low 32 bits of its first word, the number
+ * of waiters in the high 32 bits. */
+static inline uint64_t ss_sem_word(sem_t *s) {
+    return __atomic_load_n((uint64_t *)(void *)s, __ATOMIC_RELAXED);
+}
+
+SS_EXPORT int sem_post(sem_t *s) {
+    SS_REAL(ss_real_sem_post, "sem_post", NULL);
+    struct ss_thread *t = ss_self;
+    if (t && sizeof(void *) == 8 && (ss_sem_word(s) >> 32) != 0) ss_note_waker(s, t->rec.tid);
+    return ss_real_sem_post(s);
+}
+
+static SS_NOINLINE int ss_sem_wait_slow(struct ss_thread *t, sem_t *s, const struct timespec *abstime) {
+    uint64_t stamp = ss_wait_cond_begin(s), start = ss_mono_ns();
+    int rc = abstime ? ss_real_sem_timedwait(s, abstime) : ss_real_sem_wait(s);
+    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, stamp, start);
+    return rc;
+}
+
+/* A semaphore whose value is above 0 does not block: forwarded. */
+SS_EXPORT int sem_wait(sem_t *s) {
+    SS_REAL(ss_real_sem_wait, "sem_wait", NULL);
+    SS_REAL(ss_real_sem_timedwait, "sem_timedwait", NULL);
+    struct ss_thread *t = ss_self;
+    if (!t || sizeof(void *) != 8 || (uint32_t)ss_sem_word(s) != 0) return ss_real_sem_wait(s);
+    return ss_sem_wait_slow(t, s, NULL);
+}
+
+SS_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime) {
+    SS_REAL(ss_real_sem_wait, "sem_wait", NULL);
+    SS_REAL(ss_real_sem_timedwait, "sem_timedwait", NULL);
+    struct ss_thread *t = ss_self;
+    if (!t || sizeof(void *) != 8 || (uint32_t)ss_sem_word(s) != 0) return ss_real_sem_timedwait(s, abstime);
+    return ss_sem_wait_slow(t, s, abstime);
+}
+
+/* The tid of the live (or ended, not yet reused) thread `th`, or 0. Joins are rare: a walk of
+ * the thread list. */
+static uint32_t ss_tid_of(pthread_t th) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        uint32_t st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+        if ((st == SS_NODE_LIVE || st == SS_NODE_ENDED) && t->pthread_id == (uintptr_t)th) return t->rec.tid;
+    }
+    return 0;
+}
+
+SS_EXPORT int pthread_join(pthread_t th, void **ret) {
+    SS_REAL(ss_real_join, "pthread_join", NULL);
+    struct ss_thread *t = ss_self;
+    if (!t) return ss_real_join(th, ret);
+    uint32_t tid = ss_tid_of(th);
+    uint64_t start = ss_mono_ns();
+    int rc = ss_real_join(th, ret);
+    if (rc == 0 && tid == 0) tid = ss_tid_of(th); /* it had not started yet: its node is there now */
+    if (rc == 0) {
+        struct ss_wait w = {start, ss_mono_ns(), 0, tid, SS_WAIT_JOIN, 0, 0};
+        ss_wait_push(t, &w);
+    }
+    return rc;
+}
+
+/* ---- naming heap locks: the stack of their initialisation ---- */
+
+static int (*ss_real_mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
+static int (*ss_real_rwlock_init)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
+
+SS_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *attr) {
+    SS_REAL(ss_real_mutex_init, "pthread_mutex_init", NULL);
+    struct ss_thread *t = ss_self;
+    int rc = ss_real_mutex_init(m, attr);
+    if (t && rc == 0) ss_lock_init_stack(t, m, SS_LOCK_MUTEX);
+    return rc;
+}
+
+SS_EXPORT int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *attr) {
+    SS_REAL(ss_real_rwlock_init, "pthread_rwlock_init", NULL);
+    struct ss_thread *t = ss_self;
+    int rc = ss_real_rwlock_init(l, attr);
+    if (t && rc == 0) ss_lock_init_stack(t, l, SS_LOCK_RWLOCK_WRITE);
+    return rc;
+}
+
+/* Resolves the real functions at start-up, so that a waker called from a signal handler (sem_post
+ * is async-signal-safe) never calls dlsym. */
+void ss_waitfor_init(void) {
+    SS_REAL(ss_real_cond_signal, "pthread_cond_signal", "GLIBC_2.3.2");
+    SS_REAL(ss_real_cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2");
+    SS_REAL(ss_real_sem_post, "sem_post", NULL);
+    SS_REAL(ss_real_sem_wait, "sem_wait", NULL);
+    SS_REAL(ss_real_sem_timedwait, "sem_timedwait", NULL);
+    SS_REAL(ss_real_join, "pthread_join", NULL);
+    SS_REAL(ss_real_mutex_init, "pthread_mutex_init", NULL);
+    SS_REAL(ss_real_rwlock_init, "pthread_rwlock_init", NULL);
+}

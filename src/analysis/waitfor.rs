@@ -1,0 +1,682 @@
+//! The wait-for stage (docs/WAITFOR.md): who waited for whom, on what, and what the other thread
+//! was doing meanwhile; the names of the objects waited for; the critical path of the run.
+//!
+//! Each blocking wait the interposer recorded (SS_REC_WAITS) has a waiter, an object and the
+//! thread at the other end: a lock's owner when the wait began, the thread that signalled a
+//! condition variable or posted a semaphore, the joined thread. Waits are summed into edges
+//! (waiter, other, kind, object); an edge's activity is the other thread's own samples that fall
+//! inside the waits ("held across `fdatasync` in `log_line` at log_fsync.cpp:34").
+
+use super::states::{Category, Rules, sample_frames, syscall_name};
+use super::summary::Summary;
+use crate::profile::format::{LockRole, THREAD_MAIN, WaitKind};
+use crate::profile::samples::{Sample, SampleKind, Wait};
+use crate::profile::{Profile, ThreadStats};
+use crate::symbols::code::CodeReader;
+use crate::symbols::{DataSymbols, Frame, Symbolizer, called_frame, qualified_name, user_frame};
+use std::collections::{BTreeMap, HashMap};
+
+/// What the thread at the other end of an edge did while the waiter waited, from its own
+/// samples: one activity (category, function, user frame) with the time it stands for.
+#[derive(Debug, Clone, Default)]
+pub struct Activity {
+    pub category: Category,
+    /// The system call or the function the user called (`fdatasync`, `write`), else the
+    /// innermost function.
+    pub function: String,
+    /// The user's frame that led there.
+    pub frame: Option<Frame>,
+    pub ns: u64,
+}
+
+impl Activity {
+    /// `fdatasync in log_line at log_fsync.cpp:34`.
+    pub fn text(&self) -> String {
+        match &self.frame {
+            Some(f) if f.function.is_some() => format!("{} in {}", self.function, f.short_text()),
+            _ => self.function.clone(),
+        }
+    }
+}
+
+/// The waits of one thread for one other thread on one object.
+#[derive(Debug, Clone, Default)]
+pub struct Edge {
+    /// Index of the waiting thread in `profile.threads`.
+    pub waiter: usize,
+    /// Index of the thread at the other end (None: unknown, or outside the profile).
+    pub other: Option<usize>,
+    /// Its tid as recorded (None: unknown).
+    pub other_tid: Option<u32>,
+    pub kind: Option<WaitKind>,
+    pub object: u64,
+    pub waits: u64,
+    pub wait_ns: u64,
+    /// The other thread's sampled time inside the waits, and what it was, most first.
+    pub other_sampled_ns: u64,
+    pub activities: Vec<Activity>,
+}
+
+impl Edge {
+    /// The other thread's time in category `c` inside the waits, as a share of its sampled time
+    /// there.
+    pub fn other_share(&self, c: Category) -> f64 {
+        let ns: u64 = self
+            .activities
+            .iter()
+            .filter(|a| a.category == c)
+            .map(|a| a.ns)
+            .sum();
+        crate::util::ratio(ns, self.other_sampled_ns)
+    }
+}
+
+/// A name a user recognizes for an object threads waited on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectName {
+    pub object: u64,
+    /// `log_mutex (log_fsync)`, `the lock initialised at open_account at named_locks.c:29`,
+    /// or `0x55cc97d63080` as a last resort.
+    pub name: String,
+    /// How it was named: `symbol`, `init-site` or `address`.
+    pub how: &'static str,
+}
+
+/// One stretch of the critical path, walking back from the end of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathSegment {
+    /// Index of the thread in `profile.threads`.
+    pub thread: usize,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// None: the thread's own time (running, runnable, I/O); Some: a wait whose waker is not
+    /// known or outside the program (the path stays on the thread).
+    pub waiting: Option<WaitKind>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CriticalPath {
+    /// In time order.
+    pub segments: Vec<PathSegment>,
+    /// Summed per thread: (thread index, own ns, waiting ns), most first.
+    pub by_thread: Vec<(usize, u64, u64)>,
+    pub length_ns: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WaitFor {
+    /// Most waiting first.
+    pub edges: Vec<Edge>,
+    pub names: Vec<ObjectName>,
+    pub critical_path: CriticalPath,
+    pub waits: u64,
+    pub dropped: u64,
+}
+
+impl WaitFor {
+    pub fn name_of(&self, object: u64) -> Option<&ObjectName> {
+        self.names.iter().find(|n| n.object == object)
+    }
+
+    /// The lock-wait edges on `object`, most waiting first.
+    pub fn lock_edges(&self, object: u64) -> impl Iterator<Item = &Edge> {
+        self.edges
+            .iter()
+            .filter(move |e| e.kind == Some(WaitKind::Lock) && e.object == object)
+    }
+}
+
+/// `thread 1234 (worker)`, or `thread 1234` without a name; a folded group by its name.
+pub fn thread_label(profile: &Profile, i: usize) -> String {
+    let Some(t) = profile.threads.get(i) else {
+        return "?".into();
+    };
+    match (&t.folded, t.name.is_empty()) {
+        (Some(f), _) => format!("{} short threads ({})", f.threads, t.name),
+        (None, true) => format!("thread {}", t.tid),
+        (None, false) => format!("thread {} ({})", t.tid, t.name),
+    }
+}
+
+/// What an edge's kind says: `mutex`, `condition variable`, `semaphore`, `join`.
+pub fn kind_words(kind: Option<WaitKind>, lock_kind: Option<&str>) -> String {
+    match kind {
+        Some(WaitKind::Lock) => lock_kind.unwrap_or("lock").to_string(),
+        Some(WaitKind::Condition) => "condition variable".into(),
+        Some(WaitKind::Semaphore) => "semaphore".into(),
+        Some(WaitKind::Join) => "join".into(),
+        None => "?".into(),
+    }
+}
+
+/// The thread a tid stood for at time `t` (tids are reused: the one whose life holds `t`).
+fn thread_at(
+    profile: &Profile,
+    by_tid: &HashMap<u32, Vec<usize>>,
+    tid: u32,
+    t: u64,
+) -> Option<usize> {
+    let list = by_tid.get(&tid)?;
+    list.iter()
+        .copied()
+        .find(|&i| {
+            let th = &profile.threads[i];
+            th.start_mono_ns <= t && t <= profile.thread_end_ns(th)
+        })
+        .or_else(|| list.last().copied())
+}
+
+pub fn build(
+    profile: &Profile,
+    sym: &mut Symbolizer,
+    code: &mut CodeReader,
+    summary: &Summary,
+    read_modules: bool,
+) -> Option<WaitFor> {
+    if profile.waits.is_empty() {
+        return None;
+    }
+    let index: HashMap<u32, usize> = profile
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.serial, i))
+        .collect();
+    let mut by_tid: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, t) in profile.threads.iter().enumerate() {
+        if t.folded.is_none() {
+            by_tid.entry(t.tid).or_default().push(i);
+        }
+    }
+    // Each thread's samples in time order (indices into profile.samples).
+    let mut samples_of: Vec<Vec<usize>> = vec![Vec::new(); profile.threads.len()];
+    for (i, s) in profile.samples.iter().enumerate() {
+        if let Some(&ti) = index.get(&s.serial) {
+            samples_of[ti].push(i);
+        }
+    }
+    for list in &mut samples_of {
+        list.sort_by_key(|&i| profile.samples[i].mono_ns);
+    }
+
+    // Waits resolved to thread indices.
+    let mut resolved: Vec<ResolvedWait> = Vec::with_capacity(profile.waits.len());
+    for w in &profile.waits {
+        let Some(&waiter) = index.get(&w.serial) else {
+            continue;
+        };
+        let other = w
+            .other_tid
+            .and_then(|tid| thread_at(profile, &by_tid, tid, w.start_mono_ns))
+            .filter(|&o| o != waiter);
+        resolved.push(ResolvedWait {
+            waiter,
+            other,
+            wait: w.clone(),
+        });
+    }
+
+    // Edges.
+    type Key = (usize, Option<usize>, Option<u32>, u32, u64);
+    let mut groups: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for (i, r) in resolved.iter().enumerate() {
+        let tid = if r.other.is_some() {
+            r.wait.other_tid
+        } else {
+            None
+        };
+        groups
+            .entry((r.waiter, r.other, tid, r.wait.kind as u32, r.wait.object))
+            .or_default()
+            .push(i);
+    }
+    let rules = Rules::builtin();
+    let mut classified: HashMap<SampleShape, Classified> = HashMap::new();
+    let mut edges = Vec::new();
+    for ((waiter, other, other_tid, _, object), members) in groups {
+        let kind = resolved[members[0]].wait.kind;
+        let wait_ns: u64 = members
+            .iter()
+            .map(|&i| resolved[i].wait.duration_ns())
+            .sum();
+        let mut edge = Edge {
+            waiter,
+            other,
+            other_tid,
+            kind: Some(kind),
+            object,
+            waits: members.len() as u64,
+            wait_ns,
+            ..Edge::default()
+        };
+        if let Some(o) = other {
+            let mut acts: BTreeMap<(Category, String, String), Activity> = BTreeMap::new();
+            for &i in &members {
+                let w = &resolved[i].wait;
+                let list = &samples_of[o];
+                let first = list.partition_point(|&s| profile.samples[s].mono_ns < w.start_mono_ns);
+                for &si in &list[first..] {
+                    let s = &profile.samples[si];
+                    if s.mono_ns > w.end_mono_ns {
+                        break;
+                    }
+                    let (category, function, frame) = classified
+                        .entry((s.kind, s.pc, s.stack, s.syscall))
+                        .or_insert_with(|| classify(profile, sym, code, &rules, s))
+                        .clone();
+                    edge.other_sampled_ns = edge.other_sampled_ns.saturating_add(s.weight_ns);
+                    let key = (
+                        category,
+                        function.clone(),
+                        frame.as_ref().map(Frame::display).unwrap_or_default(),
+                    );
+                    let a = acts.entry(key).or_insert_with(|| Activity {
+                        category,
+                        function,
+                        frame,
+                        ns: 0,
+                    });
+                    a.ns = a.ns.saturating_add(s.weight_ns);
+                }
+            }
+            edge.activities = acts.into_values().collect();
+            edge.activities
+                .sort_by(|a, b| b.ns.cmp(&a.ns).then(a.function.cmp(&b.function)));
+        }
+        edges.push(edge);
+    }
+    edges.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.waiter.cmp(&b.waiter)));
+
+    let names = name_objects(profile, sym, summary, &edges, read_modules);
+    let path_threads: Vec<PathThread> = profile
+        .threads
+        .iter()
+        .map(|t| PathThread::of(profile, t))
+        .collect();
+    let path_waits: Vec<PathWait> = resolved
+        .iter()
+        .map(|r| PathWait {
+            thread: r.waiter,
+            start_ns: r.wait.start_mono_ns,
+            end_ns: r.wait.end_mono_ns,
+            other: r.other,
+            kind: r.wait.kind,
+        })
+        .collect();
+    Some(WaitFor {
+        edges,
+        names,
+        critical_path: critical_path(&path_threads, &path_waits),
+        waits: profile.waits.len() as u64,
+        dropped: profile.waits_dropped,
+    })
+}
+
+/// What classifies a sample here: kind, pc, stack, system call.
+type SampleShape = (SampleKind, u64, Option<u32>, Option<u32>);
+/// A sample's category, what it was doing, and the user's frame.
+type Classified = (Category, String, Option<Frame>);
+
+struct ResolvedWait {
+    waiter: usize,
+    other: Option<usize>,
+    wait: Wait,
+}
+
+trait Duration {
+    fn duration_ns(&self) -> u64;
+}
+
+impl Duration for Wait {
+    fn duration_ns(&self) -> u64 {
+        self.end_mono_ns.saturating_sub(self.start_mono_ns)
+    }
+}
+
+/// A sample's category, what it was doing (the system call, else the function the user called)
+/// and the user's frame.
+fn classify(
+    profile: &Profile,
+    sym: &mut Symbolizer,
+    code: &mut CodeReader,
+    rules: &Rules,
+    s: &Sample,
+) -> Classified {
+    let frames = sample_frames(profile, sym, code, s);
+    let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
+    let (mut category, mut decided) = rules.classify(&frames, s.kind, syscall.as_deref());
+    if category == Category::Compute && s.kind == SampleKind::Cpu {
+        // glibc's internal aliases (`__GI___fdatasync`) by their public names, which the rules use.
+        let public: Vec<Frame> = frames
+            .iter()
+            .map(|f| Frame {
+                function: f.function.as_deref().map(|n| public_name(n).to_string()),
+                ..f.clone()
+            })
+            .collect();
+        (category, decided) = rules.classify(&public, s.kind, syscall.as_deref());
+    }
+    let user = user_frame(&frames);
+    let frame = frames.get(user).cloned();
+    let function = match (&syscall, s.kind) {
+        (Some(name), SampleKind::Wall) => name.clone(),
+        _ => {
+            let i = called_frame(&frames, user).unwrap_or_else(|| decided.unwrap_or(0));
+            frames
+                .get(i)
+                .map(|f| match &f.function {
+                    Some(n) => {
+                        let q = qualified_name(n);
+                        let bare = q.split('(').next().unwrap_or(q);
+                        public_name(bare).to_string()
+                    }
+                    None => f.display(),
+                })
+                .unwrap_or_else(|| "?".into())
+        }
+    };
+    (category, function, frame)
+}
+
+/// glibc's internal aliases of public functions (`__GI___fdatasync`, `__libc_write`).
+fn public_name(name: &str) -> &str {
+    let name = name.strip_prefix("__GI_").unwrap_or(name);
+    let name = name.strip_prefix("__libc_").unwrap_or(name);
+    let bare = name.trim_start_matches('_');
+    if bare.starts_with(|c: char| c.is_ascii_lowercase()) {
+        bare
+    } else {
+        name
+    }
+}
+
+/// Names every object of a lock edge (and of the summary's locks): a global or static lock by
+/// its symbol, a heap lock by the stack that initialised it, else by its address.
+fn name_objects(
+    profile: &Profile,
+    sym: &mut Symbolizer,
+    summary: &Summary,
+    edges: &[Edge],
+    read_modules: bool,
+) -> Vec<ObjectName> {
+    let mut objects: Vec<u64> = edges
+        .iter()
+        .filter(|e| e.object != 0)
+        .map(|e| e.object)
+        .chain(summary.locks.iter().map(|l| l.address))
+        .collect();
+    objects.sort_unstable();
+    objects.dedup();
+    let mut data = DataSymbols::new(&profile.modules);
+    objects
+        .into_iter()
+        .map(|object| {
+            let by_symbol = if read_modules {
+                data.name(object)
+            } else {
+                None
+            };
+            if let Some((module, symbol)) = by_symbol {
+                return ObjectName {
+                    object,
+                    name: format!("{symbol} ({module})"),
+                    how: "symbol",
+                };
+            }
+            let init = profile
+                .lock_sites
+                .iter()
+                .filter(|l| l.address == object && l.role == LockRole::Init)
+                .max_by_key(|l| l.events);
+            if let Some(site) = init
+                && let Some(stack) = profile.stacks.get(&site.stack)
+            {
+                let frames = sym.stack(stack);
+                if let Some(f) = frames.get(user_frame(&frames))
+                    && f.function.is_some()
+                {
+                    return ObjectName {
+                        object,
+                        name: format!("the lock initialised in {}", f.short_text()),
+                        how: "init-site",
+                    };
+                }
+            }
+            ObjectName {
+                object,
+                name: format!("{object:#x}"),
+                how: "address",
+            }
+        })
+        .collect()
+}
+
+// ---- the critical path ----
+
+/// A thread as the critical path sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathThread {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub main: bool,
+}
+
+impl PathThread {
+    fn of(profile: &Profile, t: &ThreadStats) -> PathThread {
+        PathThread {
+            start_ns: t.start_mono_ns,
+            end_ns: profile.thread_end_ns(t),
+            main: t.flags & THREAD_MAIN != 0 && t.folded.is_none(),
+        }
+    }
+}
+
+/// A wait as the critical path sees it: the waiting thread and the one that woke it (or held
+/// the lock), by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathWait {
+    pub thread: usize,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub other: Option<usize>,
+    pub kind: WaitKind,
+}
+
+/// The critical path (Perfetto's rule, on the recorded waits): start where the run ends, on the
+/// main thread (else the thread that ends last); walking back in time, a stretch where the
+/// current thread did not wait is its own; where it waited for a known thread, the path goes on
+/// in that thread from the moment the wait ended; where the other end is unknown, the wait is on
+/// the path and the walk stays on the thread. Before a thread's start the path goes on in the
+/// main thread (which created it, as far as the profile knows).
+pub fn critical_path(threads: &[PathThread], waits: &[PathWait]) -> CriticalPath {
+    let mut by_thread: Vec<Vec<&PathWait>> = vec![Vec::new(); threads.len()];
+    for w in waits {
+        if w.thread < threads.len() && w.start_ns < w.end_ns {
+            by_thread[w.thread].push(w);
+        }
+    }
+    for list in &mut by_thread {
+        list.sort_by_key(|w| (w.end_ns, w.start_ns));
+    }
+    let main = threads.iter().position(|t| t.main);
+    let Some(mut cur) = main.or_else(|| {
+        threads
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, t)| t.end_ns)
+            .map(|(i, _)| i)
+    }) else {
+        return CriticalPath::default();
+    };
+    let mut t = threads[cur].end_ns;
+    let mut segments: Vec<PathSegment> = Vec::new();
+    let mut jumped_at: Option<u64> = None;
+    let push = |segments: &mut Vec<PathSegment>, thread, start: u64, end: u64, waiting| {
+        if end > start {
+            segments.push(PathSegment {
+                thread,
+                start_ns: start,
+                end_ns: end,
+                waiting,
+            });
+        }
+    };
+    for _ in 0..1_000_000 {
+        let th = threads[cur];
+        // The wait of `cur` that ended last before t (and began before it).
+        let list = &by_thread[cur];
+        let n = list.partition_point(|w| w.end_ns <= t);
+        let straddling = list[n..]
+            .iter()
+            .filter(|w| w.start_ns < t)
+            .max_by_key(|w| w.start_ns);
+        let candidate = straddling.copied().or_else(|| {
+            list[..n]
+                .iter()
+                .rev()
+                .find(|w| w.start_ns < t && w.end_ns > th.start_ns)
+                .copied()
+        });
+        let Some(w) = candidate.filter(|w| w.end_ns > th.start_ns || w.start_ns < t) else {
+            push(&mut segments, cur, th.start_ns.min(t), t, None);
+            t = th.start_ns.min(t);
+            match main {
+                Some(m) if m != cur && threads[m].start_ns < t => {
+                    cur = m;
+                    continue;
+                }
+                _ => break,
+            }
+        };
+        let end = w.end_ns.min(t);
+        push(&mut segments, cur, end, t, None);
+        let other = w.other.filter(|&o| {
+            o < threads.len() && o != cur && threads[o].start_ns < end && jumped_at != Some(end)
+        });
+        match other {
+            Some(o) => {
+                jumped_at = Some(end);
+                cur = o;
+                t = end;
+            }
+            None => {
+                let start = w.start_ns.max(th.start_ns);
+                push(&mut segments, cur, start, end, Some(w.kind));
+                t = start;
+                jumped_at = None;
+            }
+        }
+        if t <= threads[cur].start_ns && main.is_none_or(|m| m == cur) {
+            break;
+        }
+    }
+    segments.reverse();
+    let mut sums: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+    for s in &segments {
+        let e = sums.entry(s.thread).or_default();
+        let len = s.end_ns - s.start_ns;
+        if s.waiting.is_some() {
+            e.1 += len;
+        } else {
+            e.0 += len;
+        }
+    }
+    let mut by_thread: Vec<(usize, u64, u64)> =
+        sums.into_iter().map(|(i, (a, b))| (i, a, b)).collect();
+    by_thread.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
+    CriticalPath {
+        length_ns: segments.iter().map(|s| s.end_ns - s.start_ns).sum(),
+        segments,
+        by_thread,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(start: u64, end: u64, main: bool) -> PathThread {
+        PathThread {
+            start_ns: start,
+            end_ns: end,
+            main,
+        }
+    }
+
+    fn wait(thread: usize, start: u64, end: u64, other: Option<usize>, kind: WaitKind) -> PathWait {
+        PathWait {
+            thread,
+            start_ns: start,
+            end_ns: end,
+            other,
+            kind,
+        }
+    }
+
+    #[test]
+    fn the_path_follows_who_woke_whom_back_to_the_start() {
+        // main (0) runs 0-10, starts a producer (1) and a consumer (2), joins the consumer
+        // (10-100). The consumer waits for the producer's items twice (20-50, 60-90); the
+        // producer runs 10-95 without waiting.
+        let threads = [
+            thread(0, 100, true),
+            thread(10, 95, false),
+            thread(10, 98, false),
+        ];
+        let waits = [
+            wait(0, 10, 98, Some(2), WaitKind::Join),
+            wait(2, 20, 50, Some(1), WaitKind::Condition),
+            wait(2, 60, 90, Some(1), WaitKind::Condition),
+        ];
+        let path = critical_path(&threads, &waits);
+        let shape: Vec<(usize, u64, u64)> = path
+            .segments
+            .iter()
+            .map(|s| (s.thread, s.start_ns, s.end_ns))
+            .collect();
+        // Back from 100 on main: its own 98-100; the join was ended by the consumer at 98: the
+        // consumer's own 90-98; its wait was ended by the producer at 90: the producer runs
+        // back to its start at 10; then main, which created it, 0-10.
+        assert_eq!(
+            shape,
+            vec![(0, 0, 10), (1, 10, 90), (2, 90, 98), (0, 98, 100)]
+        );
+        assert_eq!(path.length_ns, 100);
+        assert_eq!(path.by_thread[0], (1, 80, 0));
+        assert!(path.segments.iter().all(|s| s.waiting.is_none()));
+    }
+
+    #[test]
+    fn a_wait_without_a_known_waker_stays_on_the_thread() {
+        let threads = [thread(0, 100, true)];
+        let waits = [wait(0, 30, 70, None, WaitKind::Semaphore)];
+        let path = critical_path(&threads, &waits);
+        let shape: Vec<_> = path
+            .segments
+            .iter()
+            .map(|s| (s.start_ns, s.end_ns, s.waiting))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (0, 30, None),
+                (30, 70, Some(WaitKind::Semaphore)),
+                (70, 100, None)
+            ]
+        );
+        assert_eq!(path.by_thread, vec![(0, 60, 40)]);
+    }
+
+    #[test]
+    fn two_threads_waking_each_other_at_one_instant_do_not_loop() {
+        let threads = [thread(0, 100, true), thread(0, 100, false)];
+        let waits = [
+            wait(0, 40, 50, Some(1), WaitKind::Lock),
+            wait(1, 45, 50, Some(0), WaitKind::Lock),
+        ];
+        let path = critical_path(&threads, &waits);
+        assert_eq!(path.length_ns, 100);
+        let total: u64 = path.segments.iter().map(|s| s.end_ns - s.start_ns).sum();
+        assert_eq!(total, 100);
+    }
+}

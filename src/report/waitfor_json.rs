@@ -1,0 +1,156 @@
+//! `wait_for` in the report's JSON (docs/WAITFOR.md): edges, object names, critical path.
+
+use crate::analysis::Analysis;
+use crate::analysis::waitfor::{Edge, PathSegment};
+use crate::profile::Profile;
+use crate::symbols::Frame;
+use crate::util::ratio;
+use serde::Serialize;
+
+/// Segments listed at most; the sums per thread cover the whole path.
+const MAX_SEGMENTS: usize = 2000;
+
+#[derive(Serialize)]
+pub struct WaitForJson {
+    waits: u64,
+    dropped: u64,
+    edges: Vec<EdgeJson>,
+    objects: Vec<ObjectJson>,
+    critical_path: PathJson,
+}
+
+#[derive(Serialize)]
+struct ThreadRef {
+    serial: u32,
+    tid: u32,
+}
+
+fn thread_ref(p: &Profile, i: usize) -> Option<ThreadRef> {
+    p.threads.get(i).map(|t| ThreadRef {
+        serial: t.serial,
+        tid: t.tid,
+    })
+}
+
+#[derive(Serialize)]
+struct EdgeJson {
+    waiter: Option<ThreadRef>,
+    /// The thread at the other end (null: unknown).
+    other: Option<ThreadRef>,
+    kind: &'static str,
+    /// "0x..." (null for a join).
+    object: Option<String>,
+    object_name: Option<String>,
+    waits: u64,
+    wait_ns: u64,
+    other_sampled_ns: u64,
+    meanwhile: Vec<ActivityJson>,
+}
+
+#[derive(Serialize)]
+struct ActivityJson {
+    category: &'static str,
+    function: String,
+    user_frame: Option<String>,
+    ns: u64,
+    share: f64,
+}
+
+#[derive(Serialize)]
+struct ObjectJson {
+    address: String,
+    name: String,
+    named_by: &'static str,
+}
+
+#[derive(Serialize)]
+struct PathJson {
+    length_ns: u64,
+    by_thread: Vec<PathThreadJson>,
+    segments: Vec<SegmentJson>,
+    segments_left_out: usize,
+}
+
+#[derive(Serialize)]
+struct PathThreadJson {
+    thread: Option<ThreadRef>,
+    own_ns: u64,
+    waiting_ns: u64,
+}
+
+#[derive(Serialize)]
+struct SegmentJson {
+    thread: Option<ThreadRef>,
+    start_ns: u64,
+    end_ns: u64,
+    waiting: Option<&'static str>,
+}
+
+impl WaitForJson {
+    pub fn of(a: &Analysis) -> Option<WaitForJson> {
+        let w = a.waitfor.as_ref()?;
+        let p = &a.profile;
+        let start = p.process.start_mono_ns;
+        let edge = |e: &Edge| EdgeJson {
+            waiter: thread_ref(p, e.waiter),
+            other: e.other.and_then(|i| thread_ref(p, i)),
+            kind: e.kind.map_or("?", |k| k.name()),
+            object: (e.object != 0).then(|| format!("{:#x}", e.object)),
+            object_name: (e.object != 0).then(|| a.object_name(e.object)),
+            waits: e.waits,
+            wait_ns: e.wait_ns,
+            other_sampled_ns: e.other_sampled_ns,
+            meanwhile: e
+                .activities
+                .iter()
+                .map(|x| ActivityJson {
+                    category: x.category.key(),
+                    function: x.function.clone(),
+                    user_frame: x.frame.as_ref().map(Frame::display),
+                    ns: x.ns,
+                    share: ratio(x.ns, e.other_sampled_ns),
+                })
+                .collect(),
+        };
+        let segment = |s: &PathSegment| SegmentJson {
+            thread: thread_ref(p, s.thread),
+            start_ns: s.start_ns.saturating_sub(start),
+            end_ns: s.end_ns.saturating_sub(start),
+            waiting: s.waiting.map(|k| k.name()),
+        };
+        let path = &w.critical_path;
+        Some(WaitForJson {
+            waits: w.waits,
+            dropped: w.dropped,
+            edges: w.edges.iter().map(edge).collect(),
+            objects: w
+                .names
+                .iter()
+                .map(|n| ObjectJson {
+                    address: format!("{:#x}", n.object),
+                    name: n.name.clone(),
+                    named_by: n.how,
+                })
+                .collect(),
+            critical_path: PathJson {
+                length_ns: path.length_ns,
+                by_thread: path
+                    .by_thread
+                    .iter()
+                    .map(|&(i, own_ns, waiting_ns)| PathThreadJson {
+                        thread: thread_ref(p, i),
+                        own_ns,
+                        waiting_ns,
+                    })
+                    .collect(),
+                segments: path
+                    .segments
+                    .iter()
+                    .take(MAX_SEGMENTS)
+                    .map(segment)
+                    .collect(),
+                segments_left_out: path.segments.len().saturating_sub(MAX_SEGMENTS),
+            },
+        })
+    }
+}

@@ -1,0 +1,181 @@
+//! Wait-for edges on the cause programs of issue 14 (tests/cause_programs): the holder of a lock
+//! and what it did meanwhile, lock names by symbol and by initialisation site, the waker of a
+//! condition wait, the waiter named at the user's line (docs/WAITFOR.md).
+
+mod common;
+
+use common::{TempDir, compile_file, profile, report_json, test_source};
+use serde_json::Value;
+
+fn cause_program(dir: &TempDir, name: &str) -> std::path::PathBuf {
+    compile_file(
+        dir.path(),
+        &test_source("cause_programs", name),
+        &["-g", "-O2"],
+    )
+}
+
+fn edges<'a>(r: &'a Value, kind: &str) -> Vec<&'a Value> {
+    r["wait_for"]["edges"]
+        .as_array()
+        .expect("wait_for.edges")
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .collect()
+}
+
+fn wait_ns(edges: &[&Value]) -> u64 {
+    edges.iter().map(|e| e["wait_ns"].as_u64().unwrap()).sum()
+}
+
+#[test]
+fn a_lock_held_across_fdatasync_names_the_lock_the_holder_and_the_users_line() {
+    let dir = TempDir::new("waitfor-log");
+    let exe = cause_program(&dir, "log_fsync.cpp");
+    let log = dir.join("log.txt");
+    let (_, prof) = profile(
+        dir.path(),
+        "log.prof",
+        &[],
+        &[exe.to_str().unwrap(), "2", "3000", log.to_str().unwrap()],
+        0,
+    );
+    let r = report_json(&prof);
+    let locks = edges(&r, "lock");
+    let known: Vec<&Value> = locks
+        .iter()
+        .copied()
+        .filter(|e| !e["other"].is_null())
+        .collect();
+    assert!(
+        wait_ns(&known) as f64 >= 0.8 * wait_ns(&locks) as f64 && !known.is_empty(),
+        "most lock waits name their holder: {locks:#?}"
+    );
+    for e in &known {
+        assert_eq!(e["object_name"], "log_mutex (log_fsync)", "{e:#?}");
+        assert_ne!(e["waiter"], e["other"], "{e:#?}");
+    }
+    // The holders' own samples inside the waits: fdatasync, called from log_line.
+    let io: Vec<&Value> = known
+        .iter()
+        .flat_map(|e| e["meanwhile"].as_array().unwrap())
+        .filter(|m| m["category"] == "io" && m["function"] == "fdatasync")
+        .collect();
+    assert!(!io.is_empty(), "{known:#?}");
+    assert!(
+        io.iter()
+            .all(|m| m["user_frame"].as_str().unwrap().starts_with("log_line (")),
+        "{io:#?}"
+    );
+    let findings = r["findings"].as_array().unwrap();
+    let across = findings
+        .iter()
+        .find(|f| f["id"] == "lock-held-across-io")
+        .unwrap_or_else(|| panic!("no lock-held-across-io finding: {findings:#?}"));
+    let title = across["title"].as_str().unwrap();
+    assert!(
+        title.contains("log_mutex") && title.contains("fdatasync in log_line at log_fsync.cpp:"),
+        "{title}"
+    );
+    // The waiters are named at their own line (the lock_guard line), never at a wrapper.
+    let text = serde_json::to_string(findings).unwrap();
+    assert!(text.contains("log_line at log_fsync.cpp:32"), "{text}");
+    assert!(
+        !text.contains("__gthread") && !text.contains("std::mutex::lock"),
+        "{text}"
+    );
+}
+
+#[test]
+fn locks_are_named_by_symbol_and_by_the_site_that_initialised_them() {
+    let dir = TempDir::new("waitfor-named");
+    let exe = cause_program(&dir, "named_locks.c");
+    let (_, prof) = profile(
+        dir.path(),
+        "named.prof",
+        &[],
+        &[exe.to_str().unwrap(), "2"],
+        0,
+    );
+    let r = report_json(&prof);
+    let objects = r["wait_for"]["objects"].as_array().unwrap();
+    let named = |how: &str, text: &str| {
+        objects
+            .iter()
+            .any(|o| o["named_by"] == how && o["name"].as_str().unwrap().contains(text))
+    };
+    assert!(named("symbol", "table_lock (named_locks)"), "{objects:#?}");
+    assert!(
+        named("init-site", "open_account at named_locks.c:"),
+        "{objects:#?}"
+    );
+    // Both locks were waited for, each wait edge between the two workers.
+    let locks = edges(&r, "lock");
+    for name in ["table_lock", "open_account"] {
+        assert!(
+            locks.iter().any(|e| !e["other"].is_null()
+                && e["object_name"].as_str().unwrap().contains(name)),
+            "{name}: {locks:#?}"
+        );
+    }
+    // Joins name the joined thread.
+    let joins = edges(&r, "join");
+    assert!(
+        !joins.is_empty() && joins.iter().all(|e| !e["other"].is_null()),
+        "{joins:#?}"
+    );
+}
+
+#[test]
+fn consumers_are_woken_by_the_producer_which_is_the_critical_path() {
+    let dir = TempDir::new("waitfor-condvar");
+    let exe = cause_program(&dir, "condvar_pipeline.c");
+    let (_, prof) = profile(
+        dir.path(),
+        "pipe.prof",
+        &[],
+        &[exe.to_str().unwrap(), "2"],
+        0,
+    );
+    let r = report_json(&prof);
+    let not_empty: Vec<&Value> = edges(&r, "condition")
+        .into_iter()
+        .filter(|e| e["object_name"].as_str().unwrap().starts_with("not_empty"))
+        .collect();
+    let known: Vec<&Value> = not_empty
+        .iter()
+        .copied()
+        .filter(|e| !e["other"].is_null())
+        .collect();
+    assert!(
+        wait_ns(&known) as f64 >= 0.9 * wait_ns(&not_empty) as f64,
+        "the consumers' waits name their waker: {not_empty:#?}"
+    );
+    // One producer woke both consumers, and was making items meanwhile.
+    let producer = &known[0]["other"];
+    let woken: std::collections::BTreeSet<String> = known
+        .iter()
+        .filter(|e| &e["other"] == producer)
+        .map(|e| e["waiter"].to_string())
+        .collect();
+    assert_eq!(woken.len(), 2, "{known:#?}");
+    assert!(
+        known
+            .iter()
+            .all(|e| e["meanwhile"][0]["function"] == "make_item"),
+        "{known:#?}"
+    );
+    // Walking back from the end through who woke whom, the producer holds a large part of the
+    // path (the consumers' own time after each wake-up, runnable on a busy machine, is on it too).
+    let path = &r["wait_for"]["critical_path"];
+    let on_path = path["by_thread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| &t["thread"] == producer)
+        .unwrap_or_else(|| panic!("the producer is not on the path: {path:#}"));
+    let share = (on_path["own_ns"].as_u64().unwrap() + on_path["waiting_ns"].as_u64().unwrap())
+        as f64
+        / path["length_ns"].as_u64().unwrap() as f64;
+    assert!(share > 0.4, "{path:#}");
+}
