@@ -9,6 +9,7 @@
 //! 4. [`states::build`]: thread-state samples classified, per thread, slice and stack;
 //! 5. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
 
+pub mod concurrency;
 pub mod phases;
 pub mod sites;
 pub mod states;
@@ -46,6 +47,8 @@ pub struct Analysis {
     pub phases: phases::PhaseReport,
     /// Thread states, when the profile has thread-state samples.
     pub states: Option<states::StateReport>,
+    /// Concurrency over time, when the profile has the kernel's per-thread figures.
+    pub concurrency: Option<concurrency::Concurrency>,
     /// Most severe first.
     pub findings: Vec<Finding>,
 }
@@ -81,12 +84,16 @@ impl Analysis {
             (summary, states)
         };
         let phases = phases::build(&profile);
+        let concurrency = states
+            .as_ref()
+            .and_then(|s| concurrency::build(&profile, s));
         let mut analysis = Analysis {
             path,
             profile,
             summary,
             phases,
             states,
+            concurrency,
             findings: Vec::new(),
         };
         analysis.findings = crate::findings::evaluate(&analysis);

@@ -49,13 +49,25 @@ fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
     }
     let in_category = |c: Category| all.iter().map(|t| t.ns[c.index()] as f64).sum::<f64>();
     let compute = in_category(Category::Compute);
-    let capacity = wall * working.min(cpus);
-    let value = ratio(compute, capacity);
-    let parts: Vec<(&'static str, f64)> = NOT_COMPUTE
+    let mut capacity = wall * working.min(cpus);
+    let mut parts: Vec<(&'static str, f64)> = NOT_COMPUTE
         .iter()
         .map(|&c| (c.words(), in_category(c)))
         .collect();
-    let sampled: f64 = all.iter().map(|t| t.sampled_ns() as f64).sum();
+    let mut sampled: f64 = all.iter().map(|t| t.sampled_ns() as f64).sum();
+    if a.concurrency.is_some() {
+        // With the kernel's figures the threads' time is fully split: the basis is the time
+        // they were awake and not waiting (a thread waiting in join, for a condition or for
+        // input waits for others, never a cause by itself; waiting for a CPU is the machine's
+        // or the oversubscription finding's).
+        let waiting = in_category(Category::Blocked) + in_category(Category::Runnable);
+        let life: f64 = all.iter().map(|t| t.life_ns as f64).sum();
+        capacity = (life - waiting).max(1.0);
+        parts.retain(|p| p.0 != Category::Blocked.words());
+        parts.push((Category::Spinning.words(), in_category(Category::Spinning)));
+        sampled = capacity;
+    }
+    let value = ratio(compute, capacity);
     Some(Efficiency {
         value,
         threads: working,

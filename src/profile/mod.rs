@@ -223,6 +223,8 @@ pub struct Profile {
     pub sampling: Option<samples::SamplingInfo>,
     /// Thread-state samples of all threads, in file order.
     pub samples: Vec<samples::Sample>,
+    /// The kernel's figures per thread and look (run-queue delay, faults), in file order.
+    pub sched: Vec<samples::SchedPoint>,
 }
 
 impl Profile {

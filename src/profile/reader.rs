@@ -146,6 +146,7 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut heap_snapshots = Vec::new();
     let mut sampling = None;
     let mut samples = Vec::new();
+    let mut sched = Vec::new();
     let mut cross_frees = Vec::new();
 
     while pos < bytes.len() {
@@ -291,6 +292,10 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 super::samples::parse_samples(payload, pos, &mut samples)?;
                 ended_after = end.is_some();
             }
+            REC_SCHED => {
+                super::samples::parse_sched(payload, pos, &mut sched)?;
+                ended_after = end.is_some();
+            }
             other => return err(pos, format!("unknown record type {other}")),
         }
         if rtype != REC_SUPERVISOR {
@@ -319,6 +324,16 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
             format!(
                 "a sample refers to a stack or thread the file does not describe (thread {}, stack {:?})",
                 s.serial, s.stack
+            ),
+        );
+    }
+
+    if let Some(p) = sched.iter().find(|p| !thread_index.contains_key(&p.serial)) {
+        return err(
+            bytes.len(),
+            format!(
+                "a sched point refers to a thread the file does not describe (thread {})",
+                p.serial
             ),
         );
     }
@@ -357,6 +372,7 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
         cross_frees,
         sampling,
         samples,
+        sched,
     })
 }
 
