@@ -64,7 +64,8 @@ pub struct Bin {
 impl Bin {
     /// Threads that wanted a CPU (what the program offered).
     pub fn wanting(&self) -> f64 {
-        self.running + self.runnable
+        // At most the threads alive: a run-queue wait is placed by estimate (see `build`).
+        (self.running + self.runnable).min(self.alive.max(self.running))
     }
 }
 

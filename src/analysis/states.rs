@@ -737,6 +737,7 @@ pub fn build(
         .collect();
     let scale = weight_scales(profile, &mut threads, &index);
     let mut yield_ns = vec![0u64; threads.len()];
+    let mut wall_seen = vec![0u64; threads.len()];
 
     // Classify each distinct (thread, kind, pc, stack, syscall, op) once.
     let mut groups: HashMap<GroupKey, (Category, usize, u64, u64)> = HashMap::new();
@@ -782,6 +783,9 @@ pub fn build(
         {
             yield_ns[ti] = yield_ns[ti].saturating_add(weight);
         }
+        if s.kind == SampleKind::Wall {
+            wall_seen[ti] += 1;
+        }
         let t = &mut threads[ti];
         match s.kind {
             SampleKind::Cpu => t.cpu_marks.push((end, weight, ci as u32)),
@@ -809,7 +813,14 @@ pub fn build(
         g.2 += 1;
         g.3 = g.3.saturating_add(weight);
     }
-    add_kernel_states(profile, &mut threads, &index, &yield_ns, start_ns, slice_ns);
+    add_kernel_states(
+        profile,
+        &mut threads,
+        &index,
+        (&yield_ns, &wall_seen),
+        start_ns,
+        slice_ns,
+    );
 
     // Per thread: sample groups merged by (category, user frame, function).
     // In a fixed order, heaviest first, so that each merged site and hot function shows the
@@ -992,7 +1003,7 @@ fn add_kernel_states(
     profile: &Profile,
     threads: &mut [ThreadStates],
     index: &HashMap<u32, usize>,
-    yield_ns: &[u64],
+    (yield_ns, wall_seen): (&[u64], &[u64]),
     start_ns: u64,
     slice_ns: u64,
 ) {
@@ -1023,7 +1034,14 @@ fn add_kernel_states(
         } else {
             Category::Runnable
         };
-        t.ns[waiting.index()] = t.ns[waiting.index()].saturating_add(k.run_delay_ns);
+        // A thread no look ever found asleep spent the time the looks missed (its last stretch,
+        // after the sampler's last look, whose CPU time the thread record has) waiting for a CPU.
+        let missed = if t.samples > 0 && wall_seen[ti] == 0 {
+            k.off_ns
+        } else {
+            0
+        };
+        t.ns[waiting.index()] = t.ns[waiting.index()].saturating_add(k.run_delay_ns + missed);
         // Page faults: system time the CPU samples saw as the user's own stores.
         let compute = t.ns[Category::Compute.index()];
         let seen = t.ns[Category::KernelMemory.index()] + t.ns[Category::Io.index()];
