@@ -1091,6 +1091,19 @@ fn add_kernel_states(
             waiting,
         );
     }
+    // A slice holds at most its own length: the kernel's waits are placed by estimate and the
+    // samples' weights are scaled, so an overfull slice is scaled down.
+    for t in threads.iter_mut().filter(|t| t.kernel.is_some()) {
+        for slice in &mut t.slices {
+            let total: u64 = slice.iter().sum();
+            if total > slice_ns {
+                let f = slice_ns as f64 / total as f64;
+                for v in slice.iter_mut() {
+                    *v = (*v as f64 * f) as u64;
+                }
+            }
+        }
+    }
 }
 
 /// Adds `ns` of category `c` spread evenly over [begin, end) to the slices it overlaps.
