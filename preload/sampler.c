@@ -36,6 +36,7 @@ static uint64_t ss_cpu_interval_ns;
 static uint64_t ss_wall_interval_ns;
 static uint64_t ss_last_wall_pass;
 static uint64_t ss_cpu_samples, ss_wall_samples, ss_dropped_samples;
+static uint64_t ss_clock_tick_us = 10000; /* a clock tick (USER_HZ) in microseconds */
 
 static uint64_t ss_self_cpu_ns(void) {
     struct timespec ts;
@@ -89,12 +90,32 @@ static int ss_ring_write(struct ss_buf *out, uint32_t serial, struct ss_sample *
     return (int)n;
 }
 
+/* Appends a thread's kernel figures (SCHED points) to `out` under `serial` and empties the ring.
+ * Returns the points written, or -1 when out of memory. */
+static int ss_sched_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t) {
+    uint32_t h = __atomic_load_n(&t->sched_head, __ATOMIC_ACQUIRE), tl = t->sched_tail;
+    if (h == tl) return 0;
+    uint32_t n = h - tl, first = tl & (SS_SCHED_RING - 1);
+    uint32_t run = n < SS_SCHED_RING - first ? n : SS_SCHED_RING - first;
+    struct ss_sched_record r = {serial, n};
+    const struct ss_sched_point *ring = t->sched_ring;
+    if (out == &ss_fold_out && out->len + n * sizeof *ring + 64 > SS_FOLD_OUT_MAX) {
+        /* bounded between flushes: the group loses these points */
+    } else if (ss_buf_record3(out, SS_REC_SCHED, &r, sizeof r, &ring[first], run * sizeof *ring, ring,
+                              (n - run) * sizeof *ring) != 0) {
+        return -1;
+    }
+    __atomic_store_n(&t->sched_tail, h, __ATOMIC_RELEASE);
+    return (int)n;
+}
+
 /* Moves a thread's samples to `out` under another serial (the group it is folded into). */
 int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial) {
     if (!t->cpu_ring) return 0;
     if (ss_ring_write(out, serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail) < 0) return -1;
     if (ss_ring_write(out, serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail) < 0) return -1;
     if (ss_waits_write(out, serial, t) < 0) return -1;
+    if (ss_sched_write(out, serial, t) < 0) return -1;
     return 0;
 }
 
@@ -258,9 +279,16 @@ static int ss_timer_create(struct ss_thread *t, int sig) {
     return 0;
 }
 
+static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_totals *out);
+
 void ss_sampler_thread_start(struct ss_thread *t) {
     ss_me = t;
     t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
+    t->sched_head = t->sched_tail = 0;
+    memset(&t->sched_last, 0, sizeof t->sched_last);
+    /* A new thread's figures count from its creation (the run-queue delay before its first
+     * instruction is part of its life); the main thread's from now, as its record does. */
+    if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sched_last);
     t->has_timer = 0;
     t->last_cpu_ns = ss_self_cpu_ns();
     t->last_wall_ns = ss_mono_ns();
@@ -311,6 +339,8 @@ SS_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
 void ss_sampler_init(void) {
     ss_cpu_interval_ns = ss_config.cpu_hz ? 1000000000ull / ss_config.cpu_hz : 0;
     ss_wall_interval_ns = ss_config.wall_hz ? 1000000000ull / ss_config.wall_hz : 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz > 0 && hz <= 1000000) ss_clock_tick_us = 1000000ull / (uint64_t)hz;
     if (!ss_config.cpu_hz || !ss_real.sigaction) return;
     int sig = ss_signal_is_free(SIGPROF) ? SIGPROF : ss_free_rt_signal(0);
     if (sig != SIGPROF) {
@@ -451,6 +481,74 @@ static void ss_kernel_clock(struct ss_thread *t, uint64_t now, uint64_t cpu) {
         __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
 }
 
+/* ---- the kernel's figures per thread (SCHED points) ----
+ * schedstat gives the time on a CPU, the time runnable waiting for one, and the times put on a
+ * CPU, exactly and without root (it needs CONFIG_SCHED_INFO); stat gives the page faults and the
+ * system time. The flusher reads them at each look, so the hooks never pay for them. */
+
+
+/* Fields 10 (minflt), 12 (majflt) and 15 (stime) of a stat line, from field 3 (the state). */
+static void ss_parse_stat_fields(const char *p, struct ss_sched_totals *out) {
+    for (int field = 3; *p && field <= 15; field++) {
+        if (field == 10) out->minflt = ss_parse_num(p);
+        if (field == 12) out->majflt = ss_parse_num(p);
+        if (field == 15) out->stime_ticks = ss_parse_num(p);
+        p = ss_skip_field(p);
+    }
+}
+
+/* Reads thread `tid`'s cumulative figures; `stat_fields` is its stat line from field 3, if the
+ * caller has read it. Returns 0 when schedstat could be read. */
+static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_totals *out) {
+    char path[64], buf[512];
+    struct ss_str s = {path, 0, sizeof path};
+    ss_str_cat(&s, "/proc/self/task/");
+    ss_str_u64(&s, tid);
+    size_t base = s.len;
+    if (!stat_fields) {
+        ss_str_cat(&s, "/stat");
+        size_t len = ss_read_small(path, buf, sizeof buf), i = len;
+        while (i > 0 && buf[i - 1] != ')') i--;
+        if (len && i && i + 1 < len) ss_parse_stat_fields(buf + i + 1, out);
+        s.len = base;
+    } else {
+        ss_parse_stat_fields(stat_fields, out);
+    }
+    ss_str_cat(&s, "/schedstat");
+    if (ss_read_small(path, buf, sizeof buf) == 0 || buf[0] < '0' || buf[0] > '9') return -1;
+    const char *p = buf;
+    out->exec_ns = ss_parse_num(p);
+    p = ss_skip_field(p);
+    out->run_delay_ns = ss_parse_num(p);
+    out->switches = ss_parse_num(ss_skip_field(p));
+    return 0;
+}
+
+static uint32_t ss_u32_delta(uint64_t now, uint64_t before) {
+    uint64_t d = now > before ? now - before : 0;
+    return d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+}
+
+/* One look at thread `t`: pushes what changed since the last point. A full ring keeps the last
+ * figures unchanged, so the next point carries the difference and nothing is lost. */
+static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fields) {
+    struct ss_sched_totals cur = {0};
+    if (ss_sched_read(t->rec.tid, stat_fields, &cur) != 0) return;
+    const struct ss_sched_totals *last = &t->sched_last;
+    uint32_t h = t->sched_head, tl = __atomic_load_n(&t->sched_tail, __ATOMIC_ACQUIRE);
+    if (h - tl >= SS_SCHED_RING) return;
+    struct ss_sched_point *pt = &t->sched_ring[h & (SS_SCHED_RING - 1)];
+    pt->mono_ns = now;
+    pt->exec_ns = cur.exec_ns > last->exec_ns ? cur.exec_ns - last->exec_ns : 0;
+    pt->run_delay_ns = cur.run_delay_ns > last->run_delay_ns ? cur.run_delay_ns - last->run_delay_ns : 0;
+    pt->minflt = ss_u32_delta(cur.minflt, last->minflt);
+    pt->majflt = ss_u32_delta(cur.majflt, last->majflt);
+    pt->stime_us = ss_u32_delta(cur.stime_ticks * ss_clock_tick_us, last->stime_ticks * ss_clock_tick_us);
+    pt->switches = ss_u32_delta(cur.switches, last->switches);
+    t->sched_last = cur;
+    __atomic_store_n(&t->sched_head, h + 1, __ATOMIC_RELEASE);
+}
+
 static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     char path[64], buf[512];
     struct ss_str s = {path, 0, sizeof path};
@@ -471,6 +569,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     t->last_wall_ns = now;
     t->last_wall_cpu_ns = cpu;
     if (state == 'Z' || state == 'X') return;
+    ss_sched_look(t, now, buf + i + 1);
     ss_kernel_clock(t, now, cpu);
     /* Found running (or woken before its system call could be read), yet off the CPU for most of
      * the interval: a thread that sleeps and wakes many times between two looks. Its off-CPU
@@ -549,8 +648,9 @@ int ss_sampler_write(void) {
         int a = ss_ring_write(ss_out_buf(), t->rec.serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail);
         int b = a < 0 ? -1 : ss_ring_write(ss_out_buf(), t->rec.serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail);
         int w = b < 0 ? -1 : ss_waits_write(ss_out_buf(), t->rec.serial, t);
-        if (a < 0 || b < 0 || w < 0) return -1;
-        if (a + b + w > 0) t->written = 1; /* its serial is in the file now */
+        int c = w < 0 ? -1 : ss_sched_write(ss_out_buf(), t->rec.serial, t);
+        if (a < 0 || b < 0 || w < 0 || c < 0) return -1;
+        if (a + b + w + c > 0) t->written = 1; /* its serial is in the file now */
         written += a + b;
     }
     struct ss_sampling_record r = {ss_config.cpu_hz,

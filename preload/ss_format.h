@@ -183,7 +183,8 @@ enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
     X(SAMPLING, 22, sizeof(struct ss_sampling_record))                                                       \
     X(SAMPLES, 23, sizeof(struct ss_samples_record))                                                         \
     X(CROSS_FREES, 24, 0)                                                                                    \
-    X(FOLDED, 25, sizeof(struct ss_folded_record))                                                          \
+    X(FOLDED, 25, sizeof(struct ss_folded_record))                                                           \
+    X(SCHED, 26, sizeof(struct ss_sched_record))                                                             \
     X(WAITS, 28, sizeof(struct ss_waits_record))
 
 enum ss_record_type {
@@ -202,7 +203,8 @@ enum ss_record_type {
     X(ALLOC_SITE, struct ss_alloc_site)                                                                      \
     X(LOCK_SITE, struct ss_lock_site)                                                                        \
     X(SAMPLE, struct ss_sample)                                                                              \
-    X(CROSS_FREES_ENTRY, struct ss_cross_frees_entry)                                                       \
+    X(CROSS_FREES_ENTRY, struct ss_cross_frees_entry)                                                        \
+    X(SCHED_POINT, struct ss_sched_point)                                                                    \
     X(WAIT, struct ss_wait)
 
 /* The count and length fields that give a record's size (a reader checks a cut record's header
@@ -218,7 +220,8 @@ enum ss_record_type {
     X(LOCK_SITES, struct ss_lock_sites_record, count)                                                        \
     X(HEAP, struct ss_heap_record, xml_len)                                                                  \
     X(SAMPLES, struct ss_samples_record, count)                                                              \
-    X(WAITS, struct ss_waits_record, count)
+    X(WAITS, struct ss_waits_record, count)                                                                  \
+    X(SCHED, struct ss_sched_record, count)
 
 struct ss_file_header {
     char magic[8];
@@ -450,6 +453,27 @@ struct ss_sample {
     uint32_t arg;       /* wall: low 32 bits of the system call's second argument (a futex's op) */
 };
 
+/* SS_REC_SCHED: what the kernel says a thread did between two looks of the sampler thread
+ * (/proc/self/task/TID/schedstat and stat, read without root): appended like SAMPLES, followed by
+ * count x struct ss_sched_point in time order. Each point holds the thread's figures since its
+ * previous point (its first point: since the thread began, including the run-queue delay before
+ * its first instruction), so the points of a folded group, written under the group's serial, add
+ * up to the group's totals. */
+struct ss_sched_record {
+    uint32_t serial; /* the thread record's serial */
+    uint32_t count;
+};
+
+struct ss_sched_point {
+    uint64_t mono_ns;      /* when the sampler looked */
+    uint64_t exec_ns;      /* time on a CPU since the previous point (schedstat field 1) */
+    uint64_t run_delay_ns; /* time runnable, waiting on a run queue for a CPU (schedstat field 2) */
+    uint32_t minflt;       /* minor page faults (stat field 10) */
+    uint32_t majflt;       /* major page faults (stat field 12) */
+    uint32_t stime_us;     /* system CPU time (stat field 15, in clock ticks, as microseconds) */
+    uint32_t switches;     /* times put on a CPU (schedstat field 3) */
+};
+
 /* SS_REC_CROSS_FREES: cumulative; per thread, its sampled frees whose chunk the arena check
  * could place, and those that belonged to another arena than the thread's own (glibc only: the
  * chunk's header says which arena holds it). The reader keeps the last record. The payload is
@@ -516,6 +540,8 @@ _Static_assert(sizeof(struct ss_heap_record) == 184, "heap record layout");
 _Static_assert(sizeof(struct ss_sampling_record) == 48, "sampling record layout");
 _Static_assert(sizeof(struct ss_samples_record) == 8, "samples record layout");
 _Static_assert(sizeof(struct ss_sample) == 32, "sample layout");
+_Static_assert(sizeof(struct ss_sched_record) == 8, "sched record layout");
+_Static_assert(sizeof(struct ss_sched_point) == 40, "sched point layout");
 _Static_assert(sizeof(struct ss_cross_frees_entry) == 24, "cross frees entry layout");
 _Static_assert(sizeof(struct ss_folded_record) == 16, "folded record layout");
 _Static_assert(sizeof(struct ss_waits_record) == 16, "waits record layout");

@@ -91,6 +91,8 @@ enum ss_node_state {
 enum ss_node_fate { SS_FATE_OPEN = 0, SS_FATE_OWN = 1, SS_FATE_FOLD = 2 };
 #define SS_NODE_MAGIC 0x53534e44u /* in `magic`: zero in a child whose copy the kernel wiped */
 
+#define SS_SCHED_RING 256u /* points; a power of two. At 100 looks a second, 2.5 s between flushes */
+
 struct ss_thread {
     struct ss_thread *next; /* the global list; pushed once, never removed */
     uint32_t state;         /* enum ss_node_state */
@@ -139,6 +141,14 @@ struct ss_thread {
     uint64_t waits_dropped;  /* since the last WAITS record (written by the thread, read by the flush) */
     uint64_t waits_reported; /* what the flush has already reported of it */
     uintptr_t pthread_id;    /* pthread_self() of the thread: a join names the thread it waits for */
+    /* The kernel's figures for the thread (sampler.c): points pushed by the flusher at each look,
+     * drained by the flush (one producer, one consumer), and the cumulative figures of the last
+     * point pushed (a point holds the difference). */
+    struct ss_sched_point sched_ring[SS_SCHED_RING];
+    uint32_t sched_head, sched_tail;
+    struct ss_sched_totals {
+        uint64_t exec_ns, run_delay_ns, minflt, majflt, stime_ticks, switches;
+    } sched_last;
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;

@@ -10,6 +10,7 @@
 //! 5. [`waitfor::build`]: who waited for whom on what, object names, the critical path;
 //! 6. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
 
+pub mod concurrency;
 pub mod phases;
 pub mod sites;
 pub mod states;
@@ -50,6 +51,8 @@ pub struct Analysis {
     pub states: Option<states::StateReport>,
     /// Wait-for edges and the critical path, when the profile recorded waits.
     pub waitfor: Option<waitfor::WaitFor>,
+    /// Concurrency over time, when the profile has the kernel's per-thread figures.
+    pub concurrency: Option<concurrency::Concurrency>,
     /// Most severe first.
     pub findings: Vec<Finding>,
 }
@@ -92,6 +95,9 @@ impl Analysis {
             (summary, states, waitfor)
         };
         let phases = phases::build(&profile);
+        let concurrency = states
+            .as_ref()
+            .and_then(|s| concurrency::build(&profile, s));
         let mut analysis = Analysis {
             path,
             profile,
@@ -99,6 +105,7 @@ impl Analysis {
             phases,
             states,
             waitfor,
+            concurrency,
             findings: Vec::new(),
         };
         analysis.findings = crate::findings::evaluate(&analysis);

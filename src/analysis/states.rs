@@ -20,11 +20,16 @@ pub enum Category {
     Io,
     Blocked,
     KernelMemory,
+    /// Busy-waiting: `pause` loops, spinlock acquisition, `sched_yield` loops.
+    Spinning,
+    /// Runnable, waiting on a run queue for a CPU (the kernel's run-queue delay).
+    Runnable,
 }
 
 /// How many categories there are: the length of per-category arrays.
-pub const CATEGORY_COUNT: usize = 7;
+pub const CATEGORY_COUNT: usize = 9;
 
+/// Every state a thread's time can be in; views iterate over it (a new state reaches them all).
 pub const CATEGORIES: [Category; CATEGORY_COUNT] = [
     Category::Compute,
     Category::Allocator,
@@ -33,6 +38,8 @@ pub const CATEGORIES: [Category; CATEGORY_COUNT] = [
     Category::Io,
     Category::Blocked,
     Category::KernelMemory,
+    Category::Spinning,
+    Category::Runnable,
 ];
 
 /// The categories' JSON keys (and names in the rules file), in `CATEGORIES` order.
@@ -44,6 +51,8 @@ pub const CATEGORY_KEYS: [&str; CATEGORY_COUNT] = [
     "io",
     "blocked",
     "kernel_memory",
+    "spinning",
+    "runnable",
 ];
 
 impl Category {
@@ -62,6 +71,8 @@ impl Category {
             Category::Io => 'I',
             Category::Blocked => '.',
             Category::KernelMemory => 'K',
+            Category::Spinning => 'S',
+            Category::Runnable => 'r',
         }
     }
 
@@ -84,6 +95,8 @@ impl Category {
             Category::Io => "I/O",
             Category::Blocked => "blocking (sleeps, condition variables, joins)",
             Category::KernelMemory => "kernel memory work (page faults, mmap)",
+            Category::Spinning => "spinning (busy-waiting)",
+            Category::Runnable => "waiting for a CPU (runnable)",
         }
     }
 }
@@ -181,10 +194,13 @@ impl Rules {
     fn by_function(&self, name: &str, cpu: bool) -> Option<Category> {
         let name = qualified_name(name);
         let bare = name.split('(').next().unwrap_or(name).trim();
+        // glibc's internal names (`__GI___sched_yield`, `__libc_sendmsg`) match the rules of
+        // their public functions too.
+        let public = public_libc_name(bare);
         self.rules
             .iter()
             .filter(|r| r.kind == RuleKind::Function || (cpu && r.kind == RuleKind::CpuFunction))
-            .find(|r| glob(&r.pattern, bare))
+            .find(|r| glob(&r.pattern, bare) || glob(&r.pattern, public))
             .map(|r| r.category)
     }
 
@@ -279,6 +295,32 @@ pub(crate) fn syscall_name(nr: u32, arg: u32) -> String {
     name.to_string()
 }
 
+/// System calls in which a thread waits for the world outside the process (a client, a timer),
+/// not for another of its threads.
+fn waits_for_input(syscall: &str) -> bool {
+    matches!(
+        syscall,
+        "poll"
+            | "select"
+            | "pselect6"
+            | "ppoll"
+            | "epoll_wait"
+            | "epoll_pwait"
+            | "epoll_pwait2"
+            | "accept"
+            | "accept4"
+            | "recvfrom"
+            | "recvmsg"
+            | "recvmmsg"
+            | "read"
+            | "nanosleep"
+            | "clock_nanosleep"
+            | "pause"
+            | "rt_sigtimedwait"
+            | "rt_sigsuspend"
+    )
+}
+
 // ---- classified samples, summed ----
 
 /// A group of samples of one thread with the same frames and category.
@@ -356,6 +398,35 @@ pub struct ThreadStates {
     /// Stretches of one category, from the samples in time order: (begin, end, category), ns
     /// from the process's start. A sample stands for the interval just before it.
     pub runs: Vec<(u64, u64, Category)>,
+    /// What the kernel says of the thread (schedstat, stat), when the profile has it: the
+    /// samples' weights are then scaled to it (CPU samples to its time on a CPU, wall samples to
+    /// its time asleep) and its run-queue delay is the `runnable` state.
+    pub kernel: Option<KernelFigures>,
+    /// Stretches asleep waiting for input from outside the process (poll, epoll, select,
+    /// accept, reads of sockets and pipes, sleeps): (begin, end) ns from the process's start.
+    pub input_waits: Vec<(u64, u64)>,
+    /// Its CPU samples in time order: (end ns from the process's start, weight, index into
+    /// `StateReport::shapes`), to tell which code ran in a stretch of time.
+    pub cpu_marks: Vec<(u64, u64, u32)>,
+}
+
+/// A thread's figures from the kernel, summed over the sampler's looks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelFigures {
+    /// Time on a CPU.
+    pub exec_ns: u64,
+    /// Time runnable, waiting for a CPU.
+    pub run_delay_ns: u64,
+    /// Time asleep (neither running nor runnable): life minus the two above.
+    pub off_ns: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    /// System CPU time (clock-tick resolution).
+    pub stime_ns: u64,
+    /// System time in looks with page faults: the kernel's memory work for the thread.
+    pub fault_stime_ns: u64,
+    /// Times put on a CPU.
+    pub switches: u64,
 }
 
 impl ThreadStates {
@@ -374,7 +445,8 @@ impl ThreadStates {
         self.ns.iter().fold(0, |a, b| a.saturating_add(*b))
     }
 
-    /// The thread's life that no sample stands for (runnable, or after its last sample).
+    /// The thread's life that no sample or kernel figure stands for (without kernel figures:
+    /// runnable, or after its last sample).
     pub fn unaccounted_ns(&self) -> u64 {
         self.life_ns.saturating_sub(self.sampled_ns())
     }
@@ -418,6 +490,36 @@ pub struct StateReport {
     pub hot: Vec<HotFunction>,
     /// The most program threads alive at once.
     pub peak_threads: usize,
+    /// The frames of each distinct sample shape (`ThreadStates::cpu_marks` index them).
+    pub shapes: Vec<Vec<Frame>>,
+}
+
+impl StateReport {
+    /// The user frame where thread `ti` spent most CPU time in [begin, end) (ns from the
+    /// process's start), with that time.
+    pub fn top_user_frame(&self, ti: usize, begin: u64, end: u64) -> Option<(Frame, u64)> {
+        let t = self.threads.get(ti)?;
+        let mut by_frame: HashMap<String, (Frame, u64)> = HashMap::new();
+        for &(at, w, shape) in &t.cpu_marks {
+            if at < begin || at >= end {
+                continue;
+            }
+            let Some(frames) = self.shapes.get(shape as usize) else {
+                continue;
+            };
+            let Some(f) = frames.get(user_frame(frames)) else {
+                continue;
+            };
+            let e = by_frame
+                .entry(f.display())
+                .or_insert_with(|| (f.clone(), 0));
+            e.1 += w;
+        }
+        by_frame.into_values().max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| b.0.display().cmp(&a.0.display()))
+        })
+    }
 }
 
 impl StateReport {
@@ -619,6 +721,9 @@ pub fn build(
                 slices: vec![[0; CATEGORY_COUNT]; TIMELINE_SLICES],
                 sites: Vec::new(),
                 runs: Vec::new(),
+                kernel: None,
+                input_waits: Vec::new(),
+                cpu_marks: Vec::new(),
             }
         })
         .collect();
@@ -627,6 +732,9 @@ pub fn build(
         .enumerate()
         .map(|(i, t)| (t.serial, i))
         .collect();
+    let scale = weight_scales(profile, &mut threads, &index);
+    let mut yield_ns = vec![0u64; threads.len()];
+    let mut wall_seen = vec![0u64; threads.len()];
 
     // Classify each distinct (thread, kind, pc, stack, syscall, op) once.
     let mut groups: HashMap<GroupKey, (Category, usize, u64, u64)> = HashMap::new();
@@ -645,7 +753,14 @@ pub fn build(
             let frames = sample_frames(profile, sym, code, s);
             let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
             let (mut category, decided) = rules.classify(&frames, s.kind, syscall.as_deref());
-            if category == Category::Compute && code.at_or_after_atomic(&profile.modules, s.pc) {
+            if category == Category::Compute
+                && s.kind == SampleKind::Cpu
+                && code.in_pause_loop(&profile.modules, s.pc)
+            {
+                category = Category::Spinning;
+            } else if category == Category::Compute
+                && code.at_or_after_atomic(&profile.modules, s.pc)
+            {
                 category = rules.atomic(frames.first().map_or("", |f| f.module.as_str()));
             }
             classified.push((category, frames, decided));
@@ -654,23 +769,55 @@ pub fn build(
         let category = classified[ci].0;
         let end = s.mono_ns.saturating_sub(start_ns);
         intervals[ti].push((end.saturating_sub(s.weight_ns), end, category));
+        let weight = scale[ti].weight(s);
+        if category == Category::Spinning
+            && classified[ci].2.is_some_and(|d| {
+                classified[ci].1[d]
+                    .function
+                    .as_deref()
+                    .is_some_and(|f| f.contains("yield"))
+            })
+        {
+            yield_ns[ti] = yield_ns[ti].saturating_add(weight);
+        }
+        if s.kind == SampleKind::Wall {
+            wall_seen[ti] += 1;
+        }
         let t = &mut threads[ti];
-        t.ns[category.index()] = t.ns[category.index()].saturating_add(s.weight_ns);
+        match s.kind {
+            SampleKind::Cpu => t.cpu_marks.push((end, weight, ci as u32)),
+            SampleKind::Wall
+                if s.syscall
+                    .is_some_and(|nr| waits_for_input(&syscall_name(nr, s.arg))) =>
+            {
+                t.input_waits.push((end.saturating_sub(weight), end));
+            }
+            _ => {}
+        }
+        t.ns[category.index()] = t.ns[category.index()].saturating_add(weight);
         t.samples += 1;
         spread(
             &mut t.slices,
             start_ns,
             slice_ns,
             s.mono_ns,
-            s.weight_ns,
+            weight,
             category,
         );
         let g = groups
             .entry((s.serial, shape))
             .or_insert((category, ci, 0, 0));
         g.2 += 1;
-        g.3 = g.3.saturating_add(s.weight_ns);
+        g.3 = g.3.saturating_add(weight);
     }
+    add_kernel_states(
+        profile,
+        &mut threads,
+        &index,
+        (&yield_ns, &wall_seen),
+        start_ns,
+        slice_ns,
+    );
 
     // Per thread: sample groups merged by (category, user frame, function).
     // In a fixed order, heaviest first, so that each merged site and hot function shows the
@@ -743,6 +890,7 @@ pub fn build(
     hot.truncate(20);
 
     Some(StateReport {
+        shapes: classified.iter().map(|c| c.1.clone()).collect(),
         sampling,
         slice_ns,
         wall_ns,
@@ -751,6 +899,242 @@ pub fn build(
         threads,
         hot,
     })
+}
+
+/// How one thread's sample weights are scaled: CPU samples to its time on a CPU, wall samples to
+/// its time asleep, as the kernel counted them (1.0 each without kernel figures).
+#[derive(Debug, Clone, Copy)]
+struct WeightScale {
+    cpu: f64,
+    wall: f64,
+}
+
+impl WeightScale {
+    fn weight(&self, s: &Sample) -> u64 {
+        let f = match s.kind {
+            SampleKind::Wall => self.wall,
+            SampleKind::Cpu | SampleKind::Kernel => self.cpu,
+        };
+        (s.weight_ns as f64 * f).round() as u64
+    }
+}
+
+/// Sums each thread's kernel figures (`ThreadStates::kernel`) and derives its weight scales.
+fn weight_scales(
+    profile: &Profile,
+    threads: &mut [ThreadStates],
+    index: &HashMap<u32, usize>,
+) -> Vec<WeightScale> {
+    let mut figures: Vec<Option<KernelFigures>> = vec![None; threads.len()];
+    for p in &profile.sched {
+        let Some(&ti) = index.get(&p.serial) else {
+            continue;
+        };
+        let k = figures[ti].get_or_insert_with(KernelFigures::default);
+        k.exec_ns = k.exec_ns.saturating_add(p.exec_ns);
+        k.run_delay_ns = k.run_delay_ns.saturating_add(p.run_delay_ns);
+        k.minflt = k.minflt.saturating_add(p.minflt.into());
+        k.majflt = k.majflt.saturating_add(p.majflt.into());
+        k.stime_ns = k.stime_ns.saturating_add(p.stime_ns);
+        if p.minflt > 0 || p.majflt > 0 {
+            k.fault_stime_ns = k.fault_stime_ns.saturating_add(p.stime_ns);
+        }
+        k.switches = k.switches.saturating_add(p.switches.into());
+    }
+    let mut sums = vec![(0u64, 0u64); threads.len()];
+    for s in &profile.samples {
+        if let Some(&ti) = index.get(&s.serial) {
+            let sum = &mut sums[ti];
+            match s.kind {
+                SampleKind::Wall => sum.1 = sum.1.saturating_add(s.weight_ns),
+                SampleKind::Cpu | SampleKind::Kernel => sum.0 = sum.0.saturating_add(s.weight_ns),
+            }
+        }
+    }
+    let cpu_ns: HashMap<u32, u64> = profile
+        .threads
+        .iter()
+        .map(|t| (t.serial, t.cpu_ns))
+        .collect();
+    threads
+        .iter_mut()
+        .zip(figures)
+        .zip(sums)
+        .map(|((t, k), (cpu, wall))| {
+            let Some(mut k) = k else {
+                return WeightScale {
+                    cpu: 1.0,
+                    wall: 1.0,
+                };
+            };
+            // The thread record's CPU time is read at its end: it includes the last stretch
+            // after the sampler's last look.
+            let exec = k
+                .exec_ns
+                .max(cpu_ns.get(&t.serial).copied().unwrap_or(0))
+                .min(t.life_ns);
+            k.exec_ns = exec;
+            k.run_delay_ns = k.run_delay_ns.min(t.life_ns - exec);
+            k.off_ns = t.life_ns - exec - k.run_delay_ns;
+            t.kernel = Some(k);
+            let factor = |target: u64, sampled: u64| {
+                if sampled == 0 {
+                    1.0
+                } else {
+                    target as f64 / sampled as f64
+                }
+            };
+            WeightScale {
+                cpu: factor(exec, cpu),
+                wall: factor(k.off_ns, wall),
+            }
+        })
+        .collect()
+}
+
+/// Adds what only the kernel's figures tell: the run-queue delay (`runnable`, or `spinning` for
+/// a thread that mostly yields the CPU), the running time no CPU sample stands for (`compute`),
+/// and the system time of page faults (`kernel_memory`, taken from `compute`, where memory
+/// stores that fault are sampled).
+fn add_kernel_states(
+    profile: &Profile,
+    threads: &mut [ThreadStates],
+    index: &HashMap<u32, usize>,
+    (yield_ns, wall_seen): (&[u64], &[u64]),
+    start_ns: u64,
+    slice_ns: u64,
+) {
+    // The run-queue delay of each look, spread over the time since the thread's previous look.
+    let mut last_look: Vec<Option<u64>> = vec![None; threads.len()];
+    let starts: HashMap<u32, u64> = profile
+        .threads
+        .iter()
+        .map(|t| (t.serial, t.start_mono_ns))
+        .collect();
+    for (ti, t) in threads.iter_mut().enumerate() {
+        let Some(k) = t.kernel else { continue };
+        let on_cpu: u64 = [
+            Category::Compute,
+            Category::Allocator,
+            Category::Lock,
+            Category::Atomic,
+            Category::Io,
+            Category::KernelMemory,
+            Category::Spinning,
+        ]
+        .iter()
+        .map(|c| t.ns[c.index()])
+        .sum();
+        let yielding = yield_ns[ti] * 2 > on_cpu && on_cpu > 0;
+        let waiting = if yielding {
+            Category::Spinning
+        } else {
+            Category::Runnable
+        };
+        // A thread no look ever found asleep spent the time the looks missed (its last stretch,
+        // after the sampler's last look, whose CPU time the thread record has) waiting for a CPU.
+        let missed = if t.samples > 0 && wall_seen[ti] == 0 {
+            k.off_ns
+        } else {
+            0
+        };
+        t.ns[waiting.index()] = t.ns[waiting.index()].saturating_add(k.run_delay_ns + missed);
+        // Page faults: system time the CPU samples saw as the user's own stores.
+        let compute = t.ns[Category::Compute.index()];
+        let seen = t.ns[Category::KernelMemory.index()] + t.ns[Category::Io.index()];
+        let faults = k.fault_stime_ns.saturating_sub(seen).min(compute);
+        if faults > 0 && compute > 0 {
+            let share = faults as f64 / compute as f64;
+            t.ns[Category::Compute.index()] -= faults;
+            t.ns[Category::KernelMemory.index()] += faults;
+            for slice in &mut t.slices {
+                let moved = (slice[Category::Compute.index()] as f64 * share) as u64;
+                slice[Category::Compute.index()] -= moved;
+                slice[Category::KernelMemory.index()] += moved;
+            }
+        }
+        // Running time without a CPU sample (sampling off, or a signal the thread blocks).
+        let unsampled = k.exec_ns.saturating_sub(on_cpu);
+        if unsampled > k.exec_ns / 20 && on_cpu == 0 {
+            t.ns[Category::Compute.index()] += unsampled;
+        }
+        last_look[ti] = starts.get(&t.serial).copied();
+    }
+    for p in &profile.sched {
+        let Some(&ti) = index.get(&p.serial) else {
+            continue;
+        };
+        let t = &mut threads[ti];
+        let Some(from) = last_look[ti] else { continue };
+        last_look[ti] = Some(p.mono_ns);
+        if p.run_delay_ns == 0 {
+            continue;
+        }
+        let waiting = if t.ns[Category::Runnable.index()] > 0 {
+            Category::Runnable
+        } else {
+            Category::Spinning
+        };
+        // Evenly over the span since the previous look (at most the span itself).
+        let span = p.mono_ns.saturating_sub(from).max(1);
+        let delay = p.run_delay_ns.min(span);
+        spread_evenly(
+            &mut t.slices,
+            start_ns,
+            slice_ns,
+            from,
+            p.mono_ns,
+            delay,
+            waiting,
+        );
+    }
+    // A slice holds at most its own length: the kernel's waits are placed by estimate and the
+    // samples' weights are scaled, so an overfull slice is scaled down.
+    for t in threads.iter_mut().filter(|t| t.kernel.is_some()) {
+        for slice in &mut t.slices {
+            let total: u64 = slice.iter().sum();
+            if total > slice_ns {
+                let f = slice_ns as f64 / total as f64;
+                for v in slice.iter_mut() {
+                    *v = (*v as f64 * f) as u64;
+                }
+            }
+        }
+    }
+}
+
+/// Adds `ns` of category `c` spread evenly over [begin, end) to the slices it overlaps.
+fn spread_evenly(
+    slices: &mut [PerCategory<u64>],
+    start: u64,
+    slice_ns: u64,
+    begin: u64,
+    end: u64,
+    ns: u64,
+    c: Category,
+) {
+    let begin = begin.max(start);
+    if end <= begin || slice_ns == 0 {
+        return;
+    }
+    let span = (end - begin) as f64;
+    let mut t = begin;
+    while t < end {
+        let i = ((t - start) / slice_ns) as usize;
+        if i >= slices.len() {
+            break;
+        }
+        let slice_end = start
+            .saturating_add((i as u64 + 1).saturating_mul(slice_ns))
+            .min(end);
+        let part = slice_end.saturating_sub(t);
+        if part == 0 {
+            break;
+        }
+        let add = (ns as f64 * part as f64 / span).round() as u64;
+        slices[i][c.index()] = slices[i][c.index()].saturating_add(add);
+        t += part;
+    }
 }
 
 /// Joins intervals of the same category that touch or nearly touch (a CPU sample's interval is
@@ -821,8 +1205,8 @@ mod tests {
     fn the_rules_file_parses_and_knows_every_category() {
         let rules = Rules::builtin();
         for c in CATEGORIES {
-            if c == Category::Compute || c == Category::Atomic {
-                continue; // decided by default and by the instruction, not by rules
+            if matches!(c, Category::Compute | Category::Atomic | Category::Runnable) {
+                continue; // decided by default, by the instruction, or by the kernel's figures
             }
             assert!(rules.rules.iter().any(|r| r.category == c), "{c:?}");
         }

@@ -47,15 +47,50 @@ fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
     if working < rule.param("min_threads") {
         return None;
     }
+    if a.concurrency.is_some() {
+        // Threads that worked: on a CPU for a fair share of the run (an idle pool's threads,
+        // waiting for requests, are not).
+        let worked = |t: &&ThreadStates| {
+            t.kernel
+                .is_some_and(|k| k.exec_ns as f64 >= rule.param("active_cpu_share") * wall)
+        };
+        let all: Vec<&ThreadStates> = all.iter().copied().filter(worked).collect();
+        if (all.len() as f64) < rule.param("min_threads") {
+            return None;
+        }
+        let in_category = |c: Category| all.iter().map(|t| t.ns[c.index()] as f64).sum::<f64>();
+        // With the kernel's figures the threads' time is fully split: the basis is the time
+        // they were awake and not waiting (a thread waiting in join, for a condition or for
+        // input waits for others, never a cause by itself; waiting for a CPU is the machine's
+        // or the oversubscription finding's).
+        let waiting = in_category(Category::Blocked) + in_category(Category::Runnable);
+        let life: f64 = all.iter().map(|t| t.life_ns as f64).sum();
+        let capacity = (life - waiting).max(1.0);
+        let mut parts: Vec<(&'static str, f64)> = NOT_COMPUTE
+            .iter()
+            .filter(|&&c| c != Category::Blocked)
+            .map(|&c| (c.words(), in_category(c)))
+            .collect();
+        parts.push((Category::Spinning.words(), in_category(Category::Spinning)));
+        return Some(Efficiency {
+            value: ratio(in_category(Category::Compute), capacity),
+            threads: all.len() as f64,
+            cpus,
+            basis: capacity,
+            parts,
+            unattributed: 0.0,
+            value_counts_unattributed: true,
+        });
+    }
     let in_category = |c: Category| all.iter().map(|t| t.ns[c.index()] as f64).sum::<f64>();
     let compute = in_category(Category::Compute);
     let capacity = wall * working.min(cpus);
-    let value = ratio(compute, capacity);
     let parts: Vec<(&'static str, f64)> = NOT_COMPUTE
         .iter()
         .map(|&c| (c.words(), in_category(c)))
         .collect();
     let sampled: f64 = all.iter().map(|t| t.sampled_ns() as f64).sum();
+    let value = ratio(compute, capacity);
     Some(Efficiency {
         value,
         threads: working,

@@ -8,6 +8,7 @@ mod contention;
 mod efficiency;
 mod phase;
 mod rules;
+mod scaling;
 #[cfg(test)]
 mod test_support;
 mod view;
@@ -50,6 +51,10 @@ pub struct Finding {
     pub cause: String,
     /// What to do, with the `stallscope bench` command that measures it where there is one.
     pub remedy: String,
+    /// The wall time removing the cause could save, estimated from the concurrency figures
+    /// (findings without one did not estimate it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stake_ns: Option<u64>,
 }
 
 type Detector = fn(&rules::Rule, &Analysis) -> Vec<Finding>;
@@ -67,6 +72,13 @@ fn detector(name: &str) -> Option<Detector> {
         "atomic" => contention::atomics,
         "parallel_efficiency" => efficiency::parallel_efficiency,
         "lock_across_io" => waitfor::lock_across_io,
+        "serial_section" => scaling::serial_section,
+        "load_imbalance" => scaling::load_imbalance,
+        "spinning" => scaling::spinning,
+        "oversubscription" => scaling::oversubscription,
+        "waiting_for_cpu" => scaling::waiting_for_cpu,
+        "page_faults" => scaling::page_faults,
+        "arena_lock" => scaling::arena_lock,
         _ => return None,
     })
 }
@@ -93,6 +105,7 @@ fn build(
         evidence,
         cause: rules::fill(&rule.cause, &values),
         remedy: rules::fill(&rule.remedy, &values),
+        stake_ns: None,
     }
 }
 
@@ -103,7 +116,9 @@ pub fn evaluate(a: &Analysis) -> Vec<Finding> {
         .filter_map(|rule| detector(&rule.detector).map(|d| d(rule, a)))
         .flatten()
         .collect();
-    findings.sort_by_key(|f| f.severity); // stable: rules.json order within a severity
+    // Most severe first; within a severity, the biggest stake first (stable: rules.json order
+    // for equal stakes and findings without one).
+    findings.sort_by_key(|f| (f.severity, std::cmp::Reverse(f.stake_ns.unwrap_or(0))));
     findings
 }
 
@@ -188,6 +203,7 @@ mod tests {
             evidence: vec!["e1".into()],
             cause: "c".into(),
             remedy: "r".into(),
+            stake_ns: None,
         };
         let text = render_text(&[f], Style { enabled: false });
         assert!(

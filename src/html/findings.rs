@@ -57,6 +57,7 @@ mod tests {
             ],
             cause: "many small objects".into(),
             remedy: "pool them; `stallscope bench` measures it".into(),
+            stake_ns: None,
         };
         let html = section(&[finding]);
         assert!(html.contains("<article class=\"finding high\">"));

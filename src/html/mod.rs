@@ -85,6 +85,64 @@ fn hot_functions(o: &mut String, r: &crate::analysis::states::StateReport) {
 
 /// Each thread's life relative to the process's start (a thread still running at the end lives
 /// until the process ended), for the timeline without thread states.
+/// The effective utilization (threads wanting a CPU, and on one), serial sections and load
+/// imbalance, from the kernel's figures.
+fn utilization_section(
+    o: &mut String,
+    p: &Analysis,
+    c: &crate::analysis::concurrency::Concurrency,
+) {
+    o.push_str("<h2 id=\"utilization\">Effective utilization</h2>");
+    o.push_str("<table><tr><th></th><th>idle</th><th>poor</th><th>ok</th><th>ideal</th><th>over</th><th>mean threads</th></tr>");
+    for (label, u) in [
+        ("threads wanting a CPU", &c.offered),
+        ("threads on a CPU", &c.achieved),
+    ] {
+        o.push_str(&format!(
+            "<tr><td>{label}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>",
+            fmt_pct(u.idle),
+            fmt_pct(u.poor),
+            fmt_pct(u.ok),
+            fmt_pct(u.ideal),
+            fmt_pct(u.over),
+            u.mean
+        ));
+    }
+    o.push_str("</table>");
+    o.push_str(&format!(
+        "<p class=\"muted\">on {} CPUs; waiting for a CPU: {} because of the program's own threads, {} because of other load</p>",
+        c.cpus,
+        crate::util::fmt_ns(c.own_runnable_ns),
+        crate::util::fmt_ns(c.other_runnable_ns)
+    ));
+    let states = p.states.as_ref();
+    for s in &c.serial {
+        let who = s
+            .thread
+            .and_then(|i| states.and_then(|r| r.threads.get(i)))
+            .map_or_else(|| "?".to_string(), |t| format!("{} [{}]", t.name, t.tid));
+        let frame = s
+            .user_frame
+            .as_ref()
+            .map_or_else(|| "?".to_string(), |f| f.display());
+        o.push_str(&format!(
+            "<p>serial section {} to {}: {} in {}</p>",
+            crate::util::fmt_ns(s.begin_ns),
+            crate::util::fmt_ns(s.end_ns),
+            escape(&who),
+            escape(&frame)
+        ));
+    }
+    if let Some(im) = &c.imbalance {
+        o.push_str(&format!(
+            "<p>load imbalance: {} sibling threads; the last finished {} after the even-split end; the others idled {}</p>",
+            im.members.len(),
+            crate::util::fmt_ns(im.excess_ns()),
+            crate::util::fmt_ns(im.idle_ns)
+        ));
+    }
+}
+
 fn lifespans(p: &Analysis) -> Vec<timeline::Lifespan> {
     let start = p.profile.process.start_mono_ns;
     p.profile
@@ -246,7 +304,13 @@ pub fn render(p: &Analysis) -> String {
             &fmt_pct(r.parallel_efficiency()),
         );
     }
+    if let Some(c) = &p.concurrency {
+        card(&mut o, "effective utilization", c.offered.verdict());
+    }
     o.push_str("</div>\n");
+    if let Some(c) = &p.concurrency {
+        utilization_section(&mut o, p, c);
+    }
 
     o.push_str("<h2 id=\"timeline\">Timeline</h2>");
     o.push_str(&timeline::section(&timeline::Drawing::of(p), &lifespans(p)));

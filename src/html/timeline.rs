@@ -214,7 +214,7 @@ fn state_rows(rows: &StateRows) -> Vec<Row> {
 }
 
 /// The CSS class of each category, in `CATEGORIES` order.
-const CLASSES: [&str; 7] = [
+const CLASSES: [&str; crate::analysis::states::CATEGORY_COUNT] = [
     "c-compute",
     "c-allocator",
     "c-lock",
@@ -222,6 +222,8 @@ const CLASSES: [&str; 7] = [
     "c-io",
     "c-blocked",
     "c-kernel_memory",
+    "c-spinning",
+    "c-runnable",
 ];
 
 fn lifespan_rows(lifespans: &[Lifespan]) -> Vec<Row> {

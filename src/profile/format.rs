@@ -48,6 +48,7 @@ pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8]) -> bool {
         REC_HEAP => lengths(HEAP_SIZE, &[HEAP_XML_LEN_AT]),
         REC_SAMPLES => counted(SAMPLES_SIZE, SAMPLE_SIZE, SAMPLES_COUNT_AT) && size > SAMPLES_SIZE,
         REC_WAITS => counted(WAITS_SIZE, WAIT_SIZE, WAITS_COUNT_AT),
+        REC_SCHED => counted(SCHED_SIZE, SCHED_POINT_SIZE, SCHED_COUNT_AT) && size > SCHED_SIZE,
         REC_CROSS_FREES => size > 0 && size.is_multiple_of(CROSS_FREES_ENTRY_SIZE),
         // The group's header, then a thread record and its locks.
         REC_FOLDED => {

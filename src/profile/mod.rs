@@ -227,6 +227,8 @@ pub struct Profile {
     pub waits: Vec<samples::Wait>,
     /// Waits lost to a full buffer.
     pub waits_dropped: u64,
+    /// The kernel's figures per thread and look (run-queue delay, faults), in file order.
+    pub sched: Vec<samples::SchedPoint>,
 }
 
 impl Profile {

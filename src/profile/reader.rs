@@ -148,6 +148,7 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut samples = Vec::new();
     let mut waits = Vec::new();
     let mut waits_dropped = 0u64;
+    let mut sched = Vec::new();
     let mut cross_frees = Vec::new();
 
     while pos < bytes.len() {
@@ -295,6 +296,8 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
             }
             REC_WAITS => {
                 super::samples::parse_waits(payload, pos, &mut waits, &mut waits_dropped)?;
+            REC_SCHED => {
+                super::samples::parse_sched(payload, pos, &mut sched)?;
                 ended_after = end.is_some();
             }
             other => return err(pos, format!("unknown record type {other}")),
@@ -338,6 +341,15 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
             ),
         );
     }
+    if let Some(p) = sched.iter().find(|p| !thread_index.contains_key(&p.serial)) {
+        return err(
+            bytes.len(),
+            format!(
+                "a sched point refers to a thread the file does not describe (thread {})",
+                p.serial
+            ),
+        );
+    }
 
     let mut ticks_per_sec = process.ticks_per_sec as f64;
     if let Some((ticks, mono)) = last_ticks_pair {
@@ -375,6 +387,7 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
         samples,
         waits,
         waits_dropped,
+        sched,
     })
 }
 

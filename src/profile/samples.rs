@@ -3,7 +3,7 @@
 
 use super::format::{
     LockKind, SAMPLE_SIZE, SAMPLES_SIZE, SAMPLING_KNOWN, SAMPLING_NO_SIGNAL, SAMPLING_NO_TIMERS,
-    SAMPLING_SIZE, WAIT_SIZE, WAITS_SIZE,
+    SAMPLING_SIZE, SCHED_POINT_SIZE, SCHED_SIZE, WAIT_SIZE, WAITS_SIZE,
 };
 use super::reader::{Fields, ProfileError, err};
 
@@ -298,4 +298,66 @@ mod tests {
         assert!(parse_sampling(&bad, 0).is_err());
         assert!(parse_sampling(&b[..40], 0).is_err());
     }
+}
+
+/// What the kernel says one thread did between two looks of the sampler (SS_REC_SCHED): each
+/// figure is the difference since the thread's previous point (its first: since it began).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedPoint {
+    /// The serial of the thread record it belongs to.
+    pub serial: u32,
+    pub mono_ns: u64,
+    /// Time on a CPU.
+    pub exec_ns: u64,
+    /// Time runnable, waiting on a run queue for a CPU.
+    pub run_delay_ns: u64,
+    pub minflt: u32,
+    pub majflt: u32,
+    /// System CPU time (clock-tick resolution: exact only summed over many points).
+    pub stime_ns: u64,
+    /// Times put on a CPU.
+    pub switches: u32,
+}
+
+/// Appends the points of one SCHED record to `out`; thread serials are checked once the whole
+/// file is read.
+pub fn parse_sched(
+    payload: &[u8],
+    pos: usize,
+    out: &mut Vec<SchedPoint>,
+) -> Result<(), ProfileError> {
+    if payload.len() < SCHED_SIZE {
+        return err(pos, "sched record is too short");
+    }
+    let mut f = Fields::new(payload);
+    let serial = f.u32();
+    let count = f.u32() as usize;
+    if count == 0 || payload.len() != SCHED_SIZE + count * SCHED_POINT_SIZE {
+        return err(
+            pos,
+            format!(
+                "sched record of {} bytes cannot hold {count} points",
+                payload.len()
+            ),
+        );
+    }
+    for _ in 0..count {
+        let point = SchedPoint {
+            serial,
+            mono_ns: f.u64(),
+            exec_ns: f.u64(),
+            run_delay_ns: f.u64(),
+            minflt: f.u32(),
+            majflt: f.u32(),
+            stime_ns: u64::from(f.u32()) * 1000,
+            switches: f.u32(),
+        };
+        // A look covers at most the time since the previous one: figures beyond a day are damage.
+        const DAY_NS: u64 = 86_400 * 1_000_000_000;
+        if point.exec_ns > DAY_NS || point.run_delay_ns > DAY_NS {
+            return err(pos, "a sched point with impossible times");
+        }
+        out.push(point);
+    }
+    Ok(())
 }

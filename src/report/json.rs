@@ -58,7 +58,111 @@ pub struct Report<'a> {
     /// Who waited for whom, on what (docs/WAITFOR.md); absent when the profile recorded no wait.
     #[serde(skip_serializing_if = "Option::is_none")]
     wait_for: Option<super::waitfor_json::WaitForJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    concurrency: Option<ConcurrencyJson>,
     findings: &'a [Finding],
+}
+
+/// `concurrency`: from the kernel's per-thread figures (docs/STATES.md).
+#[derive(Serialize)]
+struct ConcurrencyJson {
+    cpus: u32,
+    bin_ns: u64,
+    verdict: &'static str,
+    offered: UtilizationJson,
+    achieved: UtilizationJson,
+    over_ns: u64,
+    own_runnable_ns: u64,
+    other_runnable_ns: u64,
+    peak_wanting: f64,
+    parallel_ns: u64,
+    serial_sections: Vec<SerialJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    imbalance: Option<ImbalanceJson>,
+}
+
+#[derive(Serialize)]
+struct UtilizationJson {
+    idle: f64,
+    poor: f64,
+    ok: f64,
+    ideal: f64,
+    over: f64,
+    mean: f64,
+}
+
+impl UtilizationJson {
+    fn of(u: &crate::analysis::concurrency::Utilization) -> UtilizationJson {
+        let r = |v: f64| (v * 1e4).round() / 1e4;
+        UtilizationJson {
+            idle: r(u.idle),
+            poor: r(u.poor),
+            ok: r(u.ok),
+            ideal: r(u.ideal),
+            over: r(u.over),
+            mean: r(u.mean),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct SerialJson {
+    begin_ns: u64,
+    end_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_frame: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ImbalanceJson {
+    tids: Vec<u32>,
+    start_ns: u64,
+    ideal_end_ns: u64,
+    finish_ns: Vec<u64>,
+    last_end_ns: u64,
+    lagging_tid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_frame: Option<String>,
+    idle_ns: u64,
+}
+
+fn concurrency_json(a: &Analysis) -> Option<ConcurrencyJson> {
+    let c = a.concurrency.as_ref()?;
+    let tid = |i: usize| a.profile.threads.get(i).map_or(0, |t| t.tid);
+    Some(ConcurrencyJson {
+        cpus: c.cpus,
+        bin_ns: c.bin_ns,
+        verdict: c.offered.verdict(),
+        offered: UtilizationJson::of(&c.offered),
+        achieved: UtilizationJson::of(&c.achieved),
+        over_ns: c.over_ns,
+        own_runnable_ns: c.own_runnable_ns,
+        other_runnable_ns: c.other_runnable_ns,
+        peak_wanting: (c.peak_wanting * 100.0).round() / 100.0,
+        parallel_ns: c.parallel_ns,
+        serial_sections: c
+            .serial
+            .iter()
+            .map(|s| SerialJson {
+                begin_ns: s.begin_ns,
+                end_ns: s.end_ns,
+                tid: s.thread.map(tid),
+                user_frame: s.user_frame.as_ref().map(|f| f.display()),
+            })
+            .collect(),
+        imbalance: c.imbalance.as_ref().map(|im| ImbalanceJson {
+            tids: im.members.iter().map(|&i| tid(i)).collect(),
+            start_ns: im.start_ns,
+            ideal_end_ns: im.ideal_end_ns,
+            finish_ns: im.finish_ns.clone(),
+            last_end_ns: im.last_end_ns,
+            lagging_tid: tid(im.lagging),
+            user_frame: im.user_frame.as_ref().map(|f| f.display()),
+            idle_ns: im.idle_ns,
+        }),
+    })
 }
 
 pub const SCHEMA: &str = "stallscope.report/1";
@@ -182,6 +286,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
             value: r.parallel_efficiency(),
         }),
         wait_for: super::waitfor_json::WaitForJson::of(a),
+        concurrency: concurrency_json(a),
         findings: &a.findings,
     }
 }
@@ -226,6 +331,20 @@ struct Thread<'a> {
     sampling: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     state_sites: Option<Named<Vec<StateSiteJson<'a>>>>,
+    /// The kernel's figures for the thread (schedstat, stat), when the profile has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel: Option<KernelJson>,
+}
+
+#[derive(Serialize)]
+struct KernelJson {
+    exec_ns: u64,
+    run_delay_ns: u64,
+    off_ns: u64,
+    minflt: u64,
+    majflt: u64,
+    stime_ns: u64,
+    switches: u64,
 }
 
 impl<'a> Thread<'a> {
@@ -261,6 +380,15 @@ impl<'a> Thread<'a> {
                         })
                         .collect(),
                 )
+            }),
+            kernel: states.and_then(|st| st.kernel).map(|k| KernelJson {
+                exec_ns: k.exec_ns,
+                run_delay_ns: k.run_delay_ns,
+                off_ns: k.off_ns,
+                minflt: k.minflt,
+                majflt: k.majflt,
+                stime_ns: k.stime_ns,
+                switches: k.switches,
             }),
         }
     }

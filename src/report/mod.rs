@@ -1,8 +1,9 @@
 //! `stallscope report`: the analysis of a profile as a terminal report or as JSON. Both read the
 //! same typed model ([`crate::analysis::Analysis`]); the JSON is its serialization ([`json`]).
 
+pub mod concurrency_text;
 pub mod json;
-pub mod phases_text;
+mod phases_text;
 pub mod run;
 pub mod states_text;
 pub mod text;
@@ -38,6 +39,9 @@ pub fn render_text(a: &Analysis, style: Style, stacks: bool) -> String {
         out.push_str(&states_text::render(r, style));
     }
     out.push_str(&waitfor_text::render(a, style));
+    if let Some(c) = &a.concurrency {
+        out.push_str(&concurrency_text::render(a, c, style));
+    }
     out
 }
 

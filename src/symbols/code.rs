@@ -112,6 +112,18 @@ impl CodeReader {
         })
     }
 
+    /// Whether `pc` lies in a spin-wait loop: right after a `pause` (where the timer interrupt
+    /// lands, `pause` being slow), or within a few bytes of one (the loop's load, compare and
+    /// branch around it). Compilers emit `pause` only for spin hints (`_mm_pause`,
+    /// `__builtin_ia32_pause`, glibc's spin loops).
+    pub fn in_pause_loop(&mut self, modules: &[Module], pc: u64) -> bool {
+        const NEAR: usize = 24;
+        let Some((bytes, _)) = self.window(modules, pc, NEAR, NEAR) else {
+            return false;
+        };
+        bytes.windows(2).any(|w| w == [0xf3, 0x90])
+    }
+
     /// Whether `ret` directly follows a call instruction (so it can be a return address).
     pub fn follows_call(&mut self, modules: &[Module], ret: u64) -> bool {
         let Some((bytes, at)) = self.window(modules, ret, 8, 0) else {

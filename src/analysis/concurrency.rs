@@ -1,0 +1,488 @@
+//! Concurrency over time, from the kernel's per-thread figures (SCHED points: time on a CPU and
+//! time runnable between two looks of the sampler): how many threads ran, and wanted to run, at
+//! each moment against the CPUs; the effective utilization in the words other profilers use
+//! (idle / poor / ok / ideal, and over); serial sections, load imbalance and oversubscription.
+//! The thresholds are data: `concurrency.json` (docs/STATES.md says why they are where they are).
+
+use super::states::StateReport;
+use crate::profile::Profile;
+use crate::profile::format::THREAD_MAIN;
+use crate::symbols::Frame;
+use serde::Deserialize;
+use std::sync::OnceLock;
+
+/// The thresholds, from `concurrency.json`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Thresholds {
+    /// The shortest time bin, and the most bins a run is cut into.
+    pub min_bin_ns: u64,
+    pub max_bins: usize,
+    /// Utilization classes by threads wanting a CPU (D): idle below `idle_below` threads; poor up
+    /// to `poor_upto` x CPUs; ok up to `ok_upto` x CPUs; ideal above; over above CPUs +
+    /// `over_margin` threads.
+    pub idle_below: f64,
+    pub poor_upto: f64,
+    pub ok_upto: f64,
+    pub over_margin: f64,
+    /// A serial bin: `serial_from` <= D < `serial_below`, in a run where D >= `serial_below` for
+    /// at least `parallel_share` of the wall time and `parallel_min_ns`.
+    pub serial_from: f64,
+    pub serial_below: f64,
+    pub parallel_share: f64,
+    pub parallel_min_ns: u64,
+    /// Serial stretches shorter than this are not listed (start-up, polling jitter).
+    pub min_section_ns: u64,
+    /// Sibling threads: started within this time of the group's first.
+    pub sibling_start_ns: u64,
+    /// A thread counts in a group when it ran at least this share of the wall time.
+    pub member_min_share: f64,
+    /// Imbalance: the first member to finish did so at least this share of the phase (and
+    /// `imbalance_min_ns`) before the last.
+    pub imbalance_share: f64,
+    pub imbalance_min_ns: u64,
+    /// ... and the lagging member's CPU time exceeds the members' mean by this share.
+    pub work_excess: f64,
+    /// Bins averaged together before the classes are counted.
+    pub smooth_bins: usize,
+}
+
+static THRESHOLDS_TEXT: &str = include_str!("concurrency.json");
+
+pub fn thresholds() -> &'static Thresholds {
+    static T: OnceLock<Thresholds> = OnceLock::new();
+    T.get_or_init(|| serde_json::from_str(THRESHOLDS_TEXT).expect("concurrency.json is valid"))
+}
+
+/// One time bin: threads on a CPU (C), threads runnable (R), threads alive, averaged over it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Bin {
+    pub running: f64,
+    pub runnable: f64,
+    pub alive: f64,
+}
+
+impl Bin {
+    /// Threads that wanted a CPU (what the program offered).
+    pub fn wanting(&self) -> f64 {
+        // At most the threads alive: a run-queue wait is placed by estimate (see `build`).
+        (self.running + self.runnable).min(self.alive.max(self.running))
+    }
+}
+
+/// Shares of wall time in each utilization class.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Utilization {
+    pub idle: f64,
+    pub poor: f64,
+    pub ok: f64,
+    pub ideal: f64,
+    /// More threads wanted a CPU than there were (a part of `ideal`).
+    pub over: f64,
+    /// Mean threads over the run.
+    pub mean: f64,
+}
+
+impl Utilization {
+    /// The class that holds most of the time, in VTune's words.
+    pub fn verdict(&self) -> &'static str {
+        let classes = [
+            (self.ideal, "ideal"),
+            (self.ok, "ok"),
+            (self.poor, "poor"),
+            (self.idle, "idle"),
+        ];
+        classes
+            .iter()
+            .fold(
+                (f64::MIN, "idle"),
+                |best, c| if c.0 > best.0 { *c } else { best },
+            )
+            .1
+    }
+}
+
+/// A stretch where one thread ran while the others did not exist yet, had ended, or waited for
+/// it (not for input from outside).
+#[derive(Debug, Clone)]
+pub struct SerialSection {
+    /// ns from the process's start.
+    pub begin_ns: u64,
+    pub end_ns: u64,
+    /// The thread that ran most in it (index into the thread lists), and its user frame.
+    pub thread: Option<usize>,
+    pub user_frame: Option<Frame>,
+}
+
+/// Sibling threads that did not finish together.
+#[derive(Debug, Clone)]
+pub struct Imbalance {
+    /// The members (thread indexes), the group's start and the ideal end (all work spread
+    /// evenly over min(members, CPUs)), ns from the process's start.
+    pub members: Vec<usize>,
+    pub start_ns: u64,
+    pub ideal_end_ns: u64,
+    /// Each member's finish (its last time on a CPU), and the last.
+    pub finish_ns: Vec<u64>,
+    pub last_end_ns: u64,
+    /// The member that finished last, and its user frame.
+    pub lagging: usize,
+    pub user_frame: Option<Frame>,
+    /// Members' time between their finish and the last finish, summed.
+    pub idle_ns: u64,
+}
+
+impl Imbalance {
+    /// Wall time the last finish lies beyond the ideal end.
+    pub fn excess_ns(&self) -> u64 {
+        self.last_end_ns.saturating_sub(self.ideal_end_ns)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Concurrency {
+    pub cpus: u32,
+    pub bin_ns: u64,
+    pub bins: Vec<Bin>,
+    /// By threads wanting a CPU (offered) and by threads on one (achieved).
+    pub offered: Utilization,
+    pub achieved: Utilization,
+    /// Wall time with more threads wanting a CPU than CPUs (+ margin).
+    pub over_ns: u64,
+    /// Runnable time caused by the program's own threads outnumbering the CPUs, and the rest
+    /// (other load on the machine).
+    pub own_runnable_ns: u64,
+    pub other_runnable_ns: u64,
+    /// The most threads wanting a CPU in one bin.
+    pub peak_wanting: f64,
+    /// Wall time with at least two threads wanting a CPU.
+    pub parallel_ns: u64,
+    pub serial: Vec<SerialSection>,
+    pub imbalance: Option<Imbalance>,
+}
+
+impl Concurrency {
+    pub fn serial_ns(&self) -> u64 {
+        self.serial.iter().map(|s| s.end_ns - s.begin_ns).sum()
+    }
+
+    pub fn wall_ns(&self) -> u64 {
+        self.bin_ns * self.bins.len() as u64
+    }
+}
+
+/// Adds `value` spread evenly over [begin, end) (ns from the start) to the bins it overlaps, as
+/// a mean over each bin.
+fn spread(
+    bins: &mut [Bin],
+    bin_ns: u64,
+    begin: u64,
+    end: u64,
+    value: u64,
+    field: fn(&mut Bin) -> &mut f64,
+) {
+    if end <= begin || bins.is_empty() {
+        return;
+    }
+    let span = (end - begin) as f64;
+    let mut t = begin;
+    while t < end {
+        let i = (t / bin_ns) as usize;
+        if i >= bins.len() {
+            break;
+        }
+        let bin_end = ((i as u64 + 1) * bin_ns).min(end);
+        let part = bin_end - t;
+        *field(&mut bins[i]) += value as f64 * part as f64 / span / bin_ns as f64;
+        t = bin_end;
+    }
+}
+
+pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
+    if profile.sched.is_empty() {
+        return None;
+    }
+    let th = thresholds();
+    let start = profile.process.start_mono_ns;
+    let wall = profile.wall_ns().max(1);
+    let bin_ns = th.min_bin_ns.max(wall.div_ceil(th.max_bins as u64));
+    let nbins = wall.div_ceil(bin_ns) as usize;
+    let mut bins = vec![Bin::default(); nbins];
+    let index: std::collections::HashMap<u32, usize> = profile
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.serial, i))
+        .collect();
+    // Each point covers the time since its thread's previous point (the first: since the
+    // thread's start).
+    let mut last: Vec<u64> = profile
+        .threads
+        .iter()
+        .map(|t| t.start_mono_ns.saturating_sub(start))
+        .collect();
+    let mut last_exec: Vec<u64> = last.clone();
+    let mut exec: Vec<u64> = vec![0; profile.threads.len()];
+    let mut delay: Vec<u64> = vec![0; profile.threads.len()];
+    for p in &profile.sched {
+        let Some(&ti) = index.get(&p.serial) else {
+            continue;
+        };
+        let at = p.mono_ns.saturating_sub(start);
+        let from = last[ti].min(at);
+        spread(&mut bins, bin_ns, from, at, p.exec_ns.min(at - from), |b| {
+            &mut b.running
+        });
+        // The kernel adds a run-queue wait to the figure when the wait ends (the thread gets a
+        // CPU): a thread kept waiting through several looks shows nothing, then all of it. The
+        // wait lay just before its time on a CPU.
+        let thread_start = profile.threads[ti].start_mono_ns.saturating_sub(start);
+        let wait_from = at
+            .saturating_sub(p.exec_ns.saturating_add(p.run_delay_ns))
+            .max(thread_start)
+            .min(from);
+        spread(
+            &mut bins,
+            bin_ns,
+            wait_from,
+            at,
+            p.run_delay_ns.min(at - wait_from),
+            |b| &mut b.runnable,
+        );
+        last[ti] = at;
+        exec[ti] += p.exec_ns;
+        delay[ti] += p.run_delay_ns;
+        if p.exec_ns > bin_ns / 20 {
+            last_exec[ti] = at;
+        }
+    }
+    for t in &profile.threads {
+        let end = profile.thread_end_ns(t).saturating_sub(start);
+        let begin = t.start_mono_ns.saturating_sub(start);
+        let width = match t.folded {
+            Some(f) => f.life_ns,
+            None => end.saturating_sub(begin),
+        };
+        spread(&mut bins, bin_ns, begin, end.max(begin + 1), width, |b| {
+            &mut b.alive
+        });
+    }
+
+    // Averaged over a window: the kernel's figures arrive in lumps (a look may find a thread
+    // mid-wait), and what matters is tens of milliseconds and more.
+    let bins = smooth(&bins, th.smooth_bins);
+    let cpus = profile.process.ncpus.max(1);
+    let p = cpus as f64;
+    let classify = |value: fn(&Bin) -> f64| {
+        let mut u = Utilization::default();
+        for b in &bins {
+            let d = value(b);
+            let class = if d < th.idle_below {
+                &mut u.idle
+            } else if d <= th.poor_upto * p {
+                &mut u.poor
+            } else if d <= th.ok_upto * p {
+                &mut u.ok
+            } else {
+                &mut u.ideal
+            };
+            *class += 1.0;
+            if d > p + th.over_margin {
+                u.over += 1.0;
+            }
+            u.mean += d;
+        }
+        let n = bins.len().max(1) as f64;
+        for v in [
+            &mut u.idle,
+            &mut u.poor,
+            &mut u.ok,
+            &mut u.ideal,
+            &mut u.over,
+            &mut u.mean,
+        ] {
+            *v /= n;
+        }
+        u
+    };
+    let offered = classify(Bin::wanting);
+    let achieved = classify(|b| b.running);
+    let mut own = 0.0;
+    let mut over_bins = 0u64;
+    let mut parallel_bins = 0u64;
+    let mut peak: f64 = 0.0;
+    for b in &bins {
+        let d = b.wanting();
+        own += b.runnable.min((d - p).max(0.0)) * bin_ns as f64;
+        over_bins += u64::from(d > p + th.over_margin);
+        parallel_bins += u64::from(d >= th.serial_below);
+        peak = peak.max(d);
+    }
+    let total_delay: u64 = delay.iter().sum();
+    let own_runnable_ns = (own as u64).min(total_delay);
+
+    let mut c = Concurrency {
+        cpus,
+        bin_ns,
+        offered,
+        achieved,
+        over_ns: over_bins * bin_ns,
+        own_runnable_ns,
+        other_runnable_ns: total_delay - own_runnable_ns,
+        peak_wanting: peak,
+        parallel_ns: parallel_bins * bin_ns,
+        serial: Vec::new(),
+        imbalance: None,
+        bins,
+    };
+    c.imbalance = imbalance(profile, states, th, wall, &exec, &delay, &last_exec, cpus);
+    c.serial = serial_sections(&c, profile, states, th, wall);
+    if let Some(im) = &c.imbalance {
+        // The stretch where siblings had finished and one still ran is the imbalance's.
+        let first = im.finish_ns.iter().copied().min().unwrap_or(im.last_end_ns);
+        c.serial
+            .retain(|s| s.end_ns <= first || s.begin_ns >= im.last_end_ns + c.bin_ns);
+    }
+    Some(c)
+}
+
+fn smooth(bins: &[Bin], width: usize) -> Vec<Bin> {
+    let half = width / 2;
+    (0..bins.len())
+        .map(|i| {
+            let (lo, hi) = (i.saturating_sub(half), (i + half + 1).min(bins.len()));
+            let n = (hi - lo) as f64;
+            let mut b = Bin::default();
+            for x in &bins[lo..hi] {
+                b.running += x.running / n;
+                b.runnable += x.runnable / n;
+                b.alive += x.alive / n;
+            }
+            b
+        })
+        .collect()
+}
+
+fn serial_sections(
+    c: &Concurrency,
+    profile: &Profile,
+    states: &StateReport,
+    th: &Thresholds,
+    wall: u64,
+) -> Vec<SerialSection> {
+    let parallel = c.parallel_ns;
+    if (parallel as f64) < th.parallel_share * wall as f64 || parallel < th.parallel_min_ns {
+        return Vec::new(); // a program that never runs in parallel has no serial section
+    }
+    let start = profile.process.start_mono_ns;
+    // Threads alive in [b, e) that wait for input from outside meanwhile: the stretch is not
+    // serial then (a server whose other threads wait for clients).
+    let input_wait = |b: u64, e: u64| {
+        states
+            .threads
+            .iter()
+            .any(|t| t.input_waits.iter().any(|&(wb, we)| wb < e && we > b))
+    };
+    let mut out = Vec::new();
+    let mut run: Option<u64> = None;
+    let n = c.bins.len();
+    for i in 0..=n {
+        let serial = i < n && {
+            let d = c.bins[i].wanting();
+            d >= th.serial_from && d < th.serial_below
+        };
+        match (serial, run) {
+            (true, None) => run = Some(i as u64 * c.bin_ns),
+            (false, Some(b)) => {
+                let e = (i as u64 * c.bin_ns).min(wall);
+                run = None;
+                if e - b < th.min_section_ns || input_wait(b, e) {
+                    continue;
+                }
+                // The thread that ran most in the stretch, by its CPU samples.
+                let mut best: Option<(usize, Frame, u64)> = None;
+                for ti in 0..states.threads.len() {
+                    if let Some((f, w)) = states.top_user_frame(ti, b, e)
+                        && best.as_ref().is_none_or(|x| w > x.2)
+                    {
+                        best = Some((ti, f, w));
+                    }
+                }
+                let _ = start;
+                out.push(SerialSection {
+                    begin_ns: b,
+                    end_ns: e,
+                    thread: best.as_ref().map(|x| x.0),
+                    user_frame: best.map(|x| x.1),
+                });
+            }
+            _ => {}
+        }
+    }
+    let _ = profile;
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn imbalance(
+    profile: &Profile,
+    states: &StateReport,
+    th: &Thresholds,
+    wall: u64,
+    exec: &[u64],
+    delay: &[u64],
+    last_exec: &[u64],
+    cpus: u32,
+) -> Option<Imbalance> {
+    let start = profile.process.start_mono_ns;
+    // Sibling workers: threads other than main that ran a fair share, started close together.
+    let mut members: Vec<usize> = (0..profile.threads.len())
+        .filter(|&i| {
+            let t = &profile.threads[i];
+            t.flags & THREAD_MAIN == 0
+                && t.folded.is_none()
+                && exec[i] as f64 >= th.member_min_share * wall as f64
+        })
+        .collect();
+    members.sort_by_key(|&i| profile.threads[i].start_mono_ns);
+    let first = *members.first()?;
+    let first_start = profile.threads[first].start_mono_ns;
+    members.retain(|&i| profile.threads[i].start_mono_ns - first_start <= th.sibling_start_ns);
+    if members.len() < 2 {
+        return None;
+    }
+    let group_start = first_start.saturating_sub(start);
+    let work: u64 = members.iter().map(|&i| exec[i] + delay[i]).sum();
+    let width = (members.len() as u64).min(cpus.max(1) as u64);
+    let ideal_end = group_start + work / width;
+    let finish: Vec<u64> = members.iter().map(|&i| last_exec[i]).collect();
+    let (&last_end, &first_end) = (finish.iter().max()?, finish.iter().min()?);
+    let phase = last_end.saturating_sub(group_start);
+    let early = last_end - first_end;
+    if (early as f64) < th.imbalance_share * phase as f64 || early < th.imbalance_min_ns {
+        return None;
+    }
+    let lag_pos = finish.iter().position(|&f| f == last_end)?;
+    let lagging = members[lag_pos];
+    // Uneven work, not uneven luck with the CPUs: the lagging member did more work.
+    let mean_exec = members.iter().map(|&i| exec[i]).sum::<u64>() as f64 / members.len() as f64;
+    if (exec[lagging] as f64) < (1.0 + th.work_excess) * mean_exec {
+        return None;
+    }
+    let mean_wanted =
+        members.iter().map(|&i| exec[i] + delay[i]).sum::<u64>() / members.len() as u64;
+    let ideal_end = ideal_end
+        .max(last_end.saturating_sub((exec[lagging] + delay[lagging]).saturating_sub(mean_wanted)));
+    let user_frame = states
+        .top_user_frame(lagging, group_start, last_end + 1)
+        .map(|x| x.0);
+    Some(Imbalance {
+        idle_ns: finish.iter().map(|&f| last_end - f).sum(),
+        members,
+        start_ns: group_start,
+        ideal_end_ns: ideal_end,
+        finish_ns: finish,
+        last_end_ns: last_end,
+        lagging,
+        user_frame,
+    })
+}

@@ -1,0 +1,467 @@
+//! Findings about how the threads' time is spent over the run (docs/STATES.md): serial
+//! sections, load imbalance, spinning, oversubscription, waiting for a CPU, page faults and
+//! malloc's arena lock. Each carries a stake: the wall time removing the cause could save, from
+//! the concurrency figures, so the findings are ordered by what they are worth.
+
+use super::rules::Rule;
+use super::{Finding, build};
+use crate::analysis::Analysis;
+use crate::analysis::concurrency::Concurrency;
+use crate::analysis::states::{Category, StateReport, ThreadStates};
+use crate::symbols::Frame;
+use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
+
+/// "up to 1.8x faster, estimated" for removing `stake` of `wall`.
+pub fn speedup_words(wall: u64, stake: u64) -> String {
+    let left = wall.saturating_sub(stake).max(1);
+    format!("up to {:.2}x faster, estimated", wall as f64 / left as f64)
+}
+
+fn with_stake(mut f: Finding, a: &Analysis, stake: u64) -> Finding {
+    let wall = a.states.as_ref().map_or(0, |s| s.wall_ns);
+    f.stake_ns = Some(stake);
+    f.evidence.insert(
+        0,
+        format!(
+            "stake: {} of {} wall time ({})",
+            fmt_ns(stake as f64),
+            fmt_ns(wall as f64),
+            speedup_words(wall, stake)
+        ),
+    );
+    f
+}
+
+fn frame_words(f: Option<&Frame>) -> String {
+    f.map_or_else(|| "an unknown frame".to_string(), Frame::display)
+}
+
+/// Threads that ran: on a CPU (or spinning) for at least `min_share` of the wall time.
+fn working(r: &StateReport, min_share: f64) -> Vec<&ThreadStates> {
+    r.threads
+        .iter()
+        .filter(|t| {
+            (on_cpu(t) + t.ns[Category::Spinning.index()]) as f64 >= min_share * r.wall_ns as f64
+        })
+        .collect()
+}
+
+/// A thread's time on a CPU, by the states (everything but waiting, asleep or runnable).
+fn on_cpu(t: &ThreadStates) -> u64 {
+    [
+        Category::Compute,
+        Category::Allocator,
+        Category::Lock,
+        Category::Atomic,
+        Category::Io,
+        Category::KernelMemory,
+        Category::Spinning,
+    ]
+    .iter()
+    .map(|c| t.ns[c.index()])
+    .sum::<u64>()
+    .min(t.kernel.map_or(u64::MAX, |k| k.exec_ns.max(1)))
+}
+
+fn parts(a: &Analysis) -> Option<(&StateReport, &Concurrency)> {
+    Some((a.states.as_ref()?, a.concurrency.as_ref()?))
+}
+
+pub fn serial_section(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some((r, c)) = parts(a) else {
+        return vec![];
+    };
+    let serial = c.serial_ns();
+    let p = c.cpus.max(1) as f64;
+    if c.cpus < 2 || serial < rule.param("min_serial_ns") as u64 {
+        return vec![];
+    }
+    let stake = (serial as f64 * (1.0 - 1.0 / p)) as u64;
+    let Some(severity) = rule.severity_of(ratio(stake, r.wall_ns)) else {
+        return vec![];
+    };
+    let longest = c
+        .serial
+        .iter()
+        .max_by_key(|s| s.end_ns - s.begin_ns)
+        .expect("serial > 0");
+    let thread = longest
+        .thread
+        .and_then(|i| r.threads.get(i))
+        .map_or_else(|| "one thread".to_string(), thread_words);
+    let frame = frame_words(longest.user_frame.as_ref());
+    let mut evidence = vec![format!(
+        "{} serial section(s), {} in all ({} of the wall time); the longest: {} to {}, {} running {}",
+        c.serial.len(),
+        fmt_ns(serial as f64),
+        fmt_pct(ratio(serial, r.wall_ns)),
+        fmt_ns(longest.begin_ns as f64),
+        fmt_ns(longest.end_ns as f64),
+        thread,
+        frame
+    )];
+    evidence.push(format!(
+        "elsewhere at least 2 threads wanted a CPU for {} ({} CPUs)",
+        fmt_ns(c.parallel_ns as f64),
+        c.cpus
+    ));
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("share", fmt_pct(ratio(serial, r.wall_ns))),
+            ("thread", thread),
+            ("user_frame", frame),
+            ("speedup", speedup_words(r.wall_ns, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+fn thread_words(t: &ThreadStates) -> String {
+    if t.main {
+        format!("the main thread [{}]", t.tid)
+    } else {
+        format!("thread {} [{}]", t.name, t.tid)
+    }
+}
+
+pub fn load_imbalance(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some((r, c)) = parts(a) else {
+        return vec![];
+    };
+    let Some(im) = &c.imbalance else {
+        return vec![];
+    };
+    let stake = im.excess_ns();
+    let Some(severity) = rule.severity_of(ratio(stake, r.wall_ns)) else {
+        return vec![];
+    };
+    let lag = r
+        .threads
+        .get(im.lagging)
+        .map_or_else(|| "one thread".to_string(), thread_words);
+    let frame = frame_words(im.user_frame.as_ref());
+    let early = im.finish_ns.iter().filter(|&&f| f < im.last_end_ns).count();
+    let evidence = vec![
+        format!(
+            "{} sibling threads started at {}; {} of them finished (or stopped running) early and idled {} in all while {} still ran until {}",
+            im.members.len(),
+            fmt_ns(im.start_ns as f64),
+            early,
+            fmt_ns(im.idle_ns as f64),
+            lag,
+            fmt_ns(im.last_end_ns as f64)
+        ),
+        format!(
+            "with the work spread evenly the group would have ended at {}, {} earlier",
+            fmt_ns(im.ideal_end_ns as f64),
+            fmt_ns(stake as f64)
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("thread", lag),
+            ("user_frame", frame),
+            ("idle", fmt_ns(im.idle_ns as f64)),
+            ("speedup", speedup_words(r.wall_ns, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+pub fn spinning(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let threads = working(r, rule.param("min_thread_share"));
+    let spin: u64 = threads
+        .iter()
+        .map(|t| t.ns[Category::Spinning.index()])
+        .sum();
+    let cpu: u64 = threads.iter().map(|t| on_cpu(t)).sum();
+    // The spinning share of the time the threads wanted a CPU for: on a loaded machine a
+    // sched_yield loop is mostly runnable.
+    let wanted: u64 = cpu
+        + threads
+            .iter()
+            .map(|t| t.ns[Category::Spinning.index()].saturating_sub(on_cpu_spin(t)))
+            .sum::<u64>();
+    let share = ratio(spin, wanted);
+    if spin < rule.param("min_spin_ns") as u64 {
+        return vec![];
+    }
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    let site = threads
+        .iter()
+        .flat_map(|t| t.sites.iter().filter(|s| s.category == Category::Spinning))
+        .max_by_key(|s| s.ns);
+    let function = site.map_or_else(|| "?".to_string(), |s| s.function());
+    let frame = frame_words(site.and_then(|s| s.user_frame()));
+    let width = threads.len().min(r.cpus.max(1) as usize).max(1) as u64;
+    let stake = spin / width;
+    let evidence = vec![format!(
+        "{} threads spun {} ({} of the time they ran or waited to run), mostly in {} from {}",
+        threads.len(),
+        fmt_ns(spin as f64),
+        fmt_pct(share),
+        function,
+        frame
+    )];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("share", fmt_pct(share)),
+            ("function", function),
+            ("user_frame", frame),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+/// The part of a thread's spinning that was on a CPU (the rest is a yielding thread's run-queue
+/// delay).
+fn on_cpu_spin(t: &ThreadStates) -> u64 {
+    let Some(k) = t.kernel else {
+        return t.ns[Category::Spinning.index()];
+    };
+    let others: u64 = [
+        Category::Compute,
+        Category::Allocator,
+        Category::Lock,
+        Category::Atomic,
+        Category::Io,
+        Category::KernelMemory,
+    ]
+    .iter()
+    .map(|c| t.ns[c.index()])
+    .sum();
+    k.exec_ns.saturating_sub(others)
+}
+
+pub fn oversubscription(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some((r, c)) = parts(a) else {
+        return vec![];
+    };
+    let life: u64 = r.threads.iter().map(|t| t.life_ns).sum();
+    let over_share = ratio(c.over_ns, r.wall_ns);
+    if over_share < rule.param("min_over_share") || r.peak_threads <= c.cpus as usize {
+        return vec![];
+    }
+    let own_share = ratio(c.own_runnable_ns, life);
+    let Some(severity) = rule.severity_of(own_share) else {
+        return vec![];
+    };
+    let evidence = vec![
+        format!(
+            "up to {:.0} threads wanted a CPU at once on {} CPUs; more than the CPUs for {} ({} of the wall time)",
+            c.peak_wanting,
+            c.cpus,
+            fmt_ns(c.over_ns as f64),
+            fmt_pct(over_share)
+        ),
+        format!(
+            "the threads waited {} for a CPU because of each other ({} of their summed life)",
+            fmt_ns(c.own_runnable_ns as f64),
+            fmt_pct(own_share)
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("peak", format!("{:.0}", c.peak_wanting)),
+            ("cpus", c.cpus.to_string()),
+            ("share", fmt_pct(own_share)),
+        ],
+        evidence,
+    );
+    // More threads than CPUs costs switches and caches, not the CPUs' time: no wall time to win
+    // is claimed.
+    vec![with_stake(f, a, 0)]
+}
+
+pub fn waiting_for_cpu(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some((r, c)) = parts(a) else {
+        return vec![];
+    };
+    let life: u64 = r.threads.iter().map(|t| t.life_ns).sum();
+    let share = ratio(c.other_runnable_ns, life);
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    let evidence = vec![format!(
+        "runnable, waiting for a CPU taken by other processes: {} ({} of the threads' life); the run's wall time is stretched accordingly",
+        fmt_ns(c.other_runnable_ns as f64),
+        fmt_pct(share)
+    )];
+    let f = build(rule, a, severity, &[("share", fmt_pct(share))], evidence);
+    vec![with_stake(f, a, 0)]
+}
+
+pub fn page_faults(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let threads = working(r, rule.param("min_thread_share"));
+    let km: u64 = threads
+        .iter()
+        .map(|t| t.ns[Category::KernelMemory.index()])
+        .sum();
+    let cpu: u64 = threads.iter().map(|t| on_cpu(t)).sum();
+    if km < rule.param("min_kernel_ns") as u64 {
+        return vec![];
+    }
+    let share = ratio(km, cpu);
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    let minflt: u64 = threads
+        .iter()
+        .filter_map(|t| t.kernel)
+        .map(|k| k.minflt)
+        .sum();
+    let majflt: u64 = threads
+        .iter()
+        .filter_map(|t| t.kernel)
+        .map(|k| k.majflt)
+        .sum();
+    let site = threads
+        .iter()
+        .flat_map(|t| {
+            t.sites
+                .iter()
+                .filter(|s| matches!(s.category, Category::KernelMemory | Category::Compute))
+        })
+        .max_by_key(|s| s.ns);
+    let frame = frame_words(site.and_then(|s| s.user_frame()));
+    let width = threads.len().min(r.cpus.max(1) as usize).max(1) as u64;
+    let stake = km / width;
+    let evidence = vec![
+        format!(
+            "kernel memory work (page faults, mmap/munmap): {} of {} on a CPU ({})",
+            fmt_ns(km as f64),
+            fmt_ns(cpu as f64),
+            fmt_pct(share)
+        ),
+        format!(
+            "{} minor and {} major page faults ({} per second of CPU time), mostly under {}",
+            fmt_count(minflt),
+            fmt_count(majflt),
+            fmt_count((minflt as f64 / (cpu as f64 / 1e9).max(1e-9)) as u64),
+            frame
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[("share", fmt_pct(share)), ("user_frame", frame)],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+/// Frames that are malloc's own: a lock wait with one of them above it is the arena lock.
+fn is_allocator_frame(f: &Frame) -> bool {
+    let Some(name) = f.function.as_deref() else {
+        return false;
+    };
+    const NAMES: [&str; 12] = [
+        "malloc",
+        "free",
+        "calloc",
+        "realloc",
+        "_int_malloc",
+        "_int_free",
+        "arena_get2",
+        "tcache_init",
+        "__libc_malloc",
+        "__libc_free",
+        "__libc_calloc",
+        "__libc_realloc",
+    ];
+    let bare = name.split('(').next().unwrap_or(name);
+    let bare = bare.strip_prefix("__GI_").unwrap_or(bare);
+    let public = bare
+        .strip_prefix("__libc_")
+        .unwrap_or(bare)
+        .trim_start_matches('_');
+    NAMES.contains(&bare)
+        || NAMES.contains(&public)
+        || public.starts_with("int_free")
+        || public.starts_with("int_malloc")
+        || public.starts_with("arena_")
+}
+
+pub fn arena_lock(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let mut lock = 0u64;
+    let mut best: Option<(&crate::analysis::states::StateSite, u64)> = None;
+    for t in &r.threads {
+        for s in t.sites.iter().filter(|s| s.category == Category::Lock) {
+            let from = s.decided_by.unwrap_or(0);
+            if s.frames.iter().skip(from).any(is_allocator_frame) {
+                lock += s.ns;
+                if best.is_none_or(|b| s.ns > b.1) {
+                    best = Some((s, s.ns));
+                }
+            }
+        }
+    }
+    // Of the time the threads were awake (not runnable): a wait that includes queueing for a
+    // CPU would count the machine's load.
+    let awake: u64 = r
+        .threads
+        .iter()
+        .map(|t| {
+            t.life_ns
+                .saturating_sub(t.ns[Category::Runnable.index()])
+                .saturating_sub(t.ns[Category::Blocked.index()])
+        })
+        .sum();
+    let share = ratio(lock, awake);
+    if lock < rule.param("min_lock_ns") as u64 {
+        return vec![];
+    }
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    let frame = frame_words(best.and_then(|b| b.0.user_frame()));
+    let function = best.map_or_else(|| "malloc".to_string(), |b| b.0.function());
+    let width = r.peak_threads.min(r.cpus.max(1) as usize).max(1) as u64;
+    let stake = lock / width;
+    let evidence = vec![format!(
+        "threads waited {} for malloc's arena lock ({} of their time awake and not blocked), mostly in {} from {}",
+        fmt_ns(lock as f64),
+        fmt_pct(share),
+        function,
+        frame
+    )];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("share", fmt_pct(share)),
+            ("function", function),
+            ("user_frame", frame),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}

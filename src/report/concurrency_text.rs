@@ -1,0 +1,69 @@
+//! The terminal report's concurrency section: effective utilization (what the program offered
+//! and what it got), serial sections, load imbalance, oversubscription and waiting for a CPU.
+
+use crate::analysis::Analysis;
+use crate::analysis::concurrency::{Concurrency, Utilization};
+use crate::util::{Style, fmt_ns, fmt_pct};
+use std::fmt::Write;
+
+fn classes(u: &Utilization) -> String {
+    format!(
+        "idle {}, poor {}, ok {}, ideal {} (over {}); mean {:.2} threads",
+        fmt_pct(u.idle),
+        fmt_pct(u.poor),
+        fmt_pct(u.ok),
+        fmt_pct(u.ideal),
+        fmt_pct(u.over),
+        u.mean
+    )
+}
+
+pub fn render(a: &Analysis, c: &Concurrency, style: Style) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n{}", style.bold("Concurrency (kernel figures)"));
+    let _ = writeln!(
+        out,
+        "  effective utilization on {} CPUs: {}",
+        c.cpus,
+        c.offered.verdict()
+    );
+    let _ = writeln!(out, "    threads wanting a CPU: {}", classes(&c.offered));
+    let _ = writeln!(out, "    threads on a CPU:      {}", classes(&c.achieved));
+    let _ = writeln!(
+        out,
+        "  waiting for a CPU: {} because of the program's own threads, {} because of other load",
+        fmt_ns(c.own_runnable_ns),
+        fmt_ns(c.other_runnable_ns)
+    );
+    let states = a.states.as_ref();
+    for s in &c.serial {
+        let who = s
+            .thread
+            .and_then(|i| states.and_then(|r| r.threads.get(i)))
+            .map_or_else(|| "?".to_string(), |t| format!("{} [{}]", t.name, t.tid));
+        let frame = s
+            .user_frame
+            .as_ref()
+            .map_or_else(|| "?".to_string(), |f| f.display());
+        let _ = writeln!(
+            out,
+            "  serial section {} to {} ({}): {} in {}",
+            fmt_ns(s.begin_ns),
+            fmt_ns(s.end_ns),
+            fmt_ns(s.end_ns - s.begin_ns),
+            who,
+            frame
+        );
+    }
+    if let Some(im) = &c.imbalance {
+        let _ = writeln!(
+            out,
+            "  load imbalance: {} sibling threads, the last finished at {}, {} after the even-split end; the others idled {}",
+            im.members.len(),
+            fmt_ns(im.last_end_ns),
+            fmt_ns(im.excess_ns()),
+            fmt_ns(im.idle_ns)
+        );
+    }
+    out
+}
