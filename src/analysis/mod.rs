@@ -10,6 +10,7 @@
 //! 5. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
 
 pub mod phases;
+pub mod sampled;
 pub mod sites;
 pub mod states;
 pub mod summary;
