@@ -64,6 +64,8 @@ impl SampleWeight {
 pub struct SampleView<'a> {
     pub sample: &'a Sample,
     pub stack: &'a SampledStack,
+    /// The stack's index in `StateReport::stacks`.
+    pub stack_index: u32,
     pub thread: &'a ThreadStates,
     /// The innermost phase of its thread that was open when it was taken.
     pub phase: Option<&'a PhaseSummary>,
@@ -111,6 +113,7 @@ pub fn samples(a: &Analysis) -> Vec<SampleView<'_>> {
             Some(SampleView {
                 sample,
                 stack,
+                stack_index: i,
                 thread,
                 phase,
                 at_ns,
