@@ -109,14 +109,14 @@ fn html_page_is_usable_with_the_keyboard() {
         let target = link.strip_prefix('#').expect("in-page link");
         assert!(ids.contains(&target), "link to missing #{target}");
     }
-    // The weight switch: four radio buttons of one group (Tab reaches the group, arrows and
+    // The weight switch: six radio buttons of one group (Tab reaches the group, arrows and
     // Space pick), each with its label, one checked, each with its panel.
     let radios = html
         .matches("<input type=\"radio\" name=\"flame-weight\"")
         .count();
-    assert_eq!(radios, 4);
+    assert_eq!(radios, 6);
     assert_eq!(html.matches(" checked>").count(), 1);
-    for weight in ["time", "calls", "bytes", "lock"] {
+    for weight in ["time", "calls", "bytes", "lock", "cpu", "offcpu"] {
         assert!(html.contains(&format!("<label for=\"w-{weight}\">")));
         assert!(html.contains(&format!("id=\"panel-{weight}\"")));
         assert!(html.contains(&format!("#w-{weight}:checked ~ #panel-{weight}")));

@@ -310,3 +310,31 @@ fn speedscope_matches_golden_and_loads_in_the_real_app() {
         "speedscope reported problems"
     );
 }
+
+/// A real program whose threads spend their time in `spin` (tests/state_programs/compute_only.c):
+/// the CPU flame graph's heaviest leaf (its top frame) is `spin`, with nearly all the CPU time.
+#[test]
+fn cpu_flame_graph_puts_the_hot_function_on_top() {
+    let dir = TempDir::new("export-hot");
+    let source = common::test_source("state_programs", "compute_only.c");
+    let exe = common::compile_file(dir.path(), &source, &["-g"]);
+    let (_, prof) = common::profile(dir.path(), "hot.prof", &[], &[&exe], 0);
+    let out = Command::new(common::stallscope())
+        .args(["export", "-f", "collapsed", "--weight", "cpu"])
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut leaves: std::collections::BTreeMap<&str, u64> = Default::default();
+    for (frames, value) in folded(&text) {
+        *leaves.entry(frames[frames.len() - 1]).or_default() += value;
+    }
+    let total: u64 = leaves.values().sum();
+    let (top, ns) = leaves.iter().max_by_key(|l| *l.1).expect("CPU stacks");
+    assert_eq!(*top, "spin", "heaviest leaf {top}:\n{text}");
+    assert!(
+        *ns as f64 > 0.9 * total as f64,
+        "spin has {ns} of {total} ns:\n{text}"
+    );
+}
