@@ -1,13 +1,16 @@
 //! `stallscope diff BEFORE AFTER`: two profiles of the same program compared — wall time,
 //! allocator calls, bytes and time per function group, lock wait, each category's share of the
 //! threads' time (all threads, and thread by thread in order of creation), and the allocation
-//! sites that appeared, vanished or changed most. Ratios are after / before.
+//! sites that appeared, vanished or changed most, and the functions whose share of the sampled
+//! CPU time grew or shrank most (by self time: the function at the sampled instruction). Ratios
+//! are after / before.
 //!
 //! Sites are matched by their user frame (function and file:line) and allocator function when the
 //! user frame is symbolized, else by their whole stack (`module+offset` frames are stable between
 //! runs of the same binary).
 
 use crate::analysis::Analysis;
+use crate::analysis::sampled::SampleWeight;
 use crate::analysis::sites::SiteSummary;
 use crate::analysis::states::{CATEGORIES, CATEGORY_COUNT, PerCategory, ThreadStates};
 use crate::analysis::summary::{Summary, ThreadSummary, sum};
@@ -129,6 +132,8 @@ pub struct SiteDiff {
 
 #[derive(Debug, Clone)]
 pub struct Diff {
+    /// Functions by the change of their share of CPU time, largest change first.
+    pub cpu_functions: Vec<CpuFunctionDiff>,
     pub before_path: String,
     pub after_path: String,
     pub wall_ns: Pair,
@@ -202,6 +207,73 @@ fn sites_by_key(s: &Summary) -> Vec<(String, u64, u64, u64)> {
             None => out.push((key, site.calls, site.bytes, site.time_ns)),
         }
     }
+    out
+}
+
+/// One function's self CPU time in both runs, and its share of each run's CPU time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuFunctionDiff {
+    pub function: String,
+    pub ns: Pair,
+    pub share_before: f64,
+    pub share_after: f64,
+}
+
+impl CpuFunctionDiff {
+    pub fn share_delta(&self) -> f64 {
+        self.share_after - self.share_before
+    }
+}
+
+/// Self CPU time per function (the sampled instruction's frame), and the total.
+fn cpu_by_function(a: &Analysis) -> (std::collections::BTreeMap<String, u64>, u64) {
+    let mut out = std::collections::BTreeMap::new();
+    let mut total = 0u64;
+    for v in crate::analysis::sampled::samples(a) {
+        let ns = SampleWeight::Cpu.of(&v);
+        if ns == 0 {
+            continue;
+        }
+        let name = v
+            .stack
+            .frames
+            .first()
+            .map_or_else(|| "[unknown]".to_string(), crate::export::frame_name);
+        let e: &mut u64 = out.entry(name).or_default();
+        *e = e.saturating_add(ns);
+        total = total.saturating_add(ns);
+    }
+    (out, total)
+}
+
+/// The `top` functions whose share of CPU time changed most (appearing and vanishing ones too).
+pub fn compare_cpu(before: &Analysis, after: &Analysis, top: usize) -> Vec<CpuFunctionDiff> {
+    let ((fb, tb), (fa, ta)) = (cpu_by_function(before), cpu_by_function(after));
+    let mut names: Vec<&String> = fb.keys().chain(fa.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut out: Vec<CpuFunctionDiff> = names
+        .into_iter()
+        .map(|name| {
+            let (b, a) = (
+                fb.get(name).copied().unwrap_or(0),
+                fa.get(name).copied().unwrap_or(0),
+            );
+            CpuFunctionDiff {
+                function: name.clone(),
+                ns: Pair::new(b, a),
+                share_before: ratio(b, tb),
+                share_after: ratio(a, ta),
+            }
+        })
+        .collect();
+    out.sort_by(|p, q| {
+        q.share_delta()
+            .abs()
+            .total_cmp(&p.share_delta().abs())
+            .then(p.function.cmp(&q.function))
+    });
+    out.truncate(top);
     out
 }
 
@@ -292,6 +364,7 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
         Shares::of(&l.summary.threads.iter().collect::<Vec<_>>(), &states)
     };
     Diff {
+        cpu_functions: compare_cpu(before, after, top),
         before_path: before.path.clone(),
         after_path: after.path.clone(),
         wall_ns: Pair::new(b.wall_ns, a.wall_ns),
@@ -348,6 +421,11 @@ pub fn to_json(d: &Diff) -> Value {
             "vanished": d.vanished.iter().map(site_json).collect::<Vec<_>>(),
             "changed": d.changed.iter().map(site_json).collect::<Vec<_>>(),
         },
+        "cpu_functions": d.cpu_functions.iter().map(|f| json!({
+            "function": f.function,
+            "ns": f.ns.json(),
+            "share": {"before": f.share_before, "after": f.share_after},
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -431,6 +509,7 @@ pub fn render_text(d: &Diff, style: Style) -> String {
         share_row(&t.label, t.before, t.after);
     }
     render_state_shares(&mut out, d, style);
+    render_cpu_functions(&mut out, d, style);
     for (title, list) in [
         ("Allocation sites that changed most (by time)", &d.changed),
         ("Allocation sites that appeared", &d.appeared),
@@ -460,6 +539,35 @@ pub fn render_text(d: &Diff, style: Style) -> String {
         }
     }
     out
+}
+
+/// The functions whose share of CPU time changed most.
+fn render_cpu_functions(out: &mut String, d: &Diff, style: Style) {
+    if d.cpu_functions.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        style.bold("CPU time by function (self), largest change of share first")
+    );
+    let _ = writeln!(
+        out,
+        "  {:>10} {:>10} {:>8} {:>8} {:>9}  function",
+        "before", "after", "share", "share", "change"
+    );
+    for f in &d.cpu_functions {
+        let _ = writeln!(
+            out,
+            "  {:>10} {:>10} {:>8} {:>8} {:>+8.1}%  {}",
+            fmt_ns(f.ns.before),
+            fmt_ns(f.ns.after),
+            fmt_pct(f.share_before),
+            fmt_pct(f.share_after),
+            100.0 * f.share_delta(),
+            f.function
+        );
+    }
 }
 
 /// The sampled thread states, before -> after, for the categories either run shows.

@@ -109,14 +109,14 @@ fn html_page_is_usable_with_the_keyboard() {
         let target = link.strip_prefix('#').expect("in-page link");
         assert!(ids.contains(&target), "link to missing #{target}");
     }
-    // The weight switch: four radio buttons of one group (Tab reaches the group, arrows and
+    // The weight switch: six radio buttons of one group (Tab reaches the group, arrows and
     // Space pick), each with its label, one checked, each with its panel.
     let radios = html
         .matches("<input type=\"radio\" name=\"flame-weight\"")
         .count();
-    assert_eq!(radios, 4);
+    assert_eq!(radios, 6);
     assert_eq!(html.matches(" checked>").count(), 1);
-    for weight in ["time", "calls", "bytes", "lock"] {
+    for weight in ["time", "calls", "bytes", "lock", "cpu", "offcpu"] {
         assert!(html.contains(&format!("<label for=\"w-{weight}\">")));
         assert!(html.contains(&format!("id=\"panel-{weight}\"")));
         assert!(html.contains(&format!("#w-{weight}:checked ~ #panel-{weight}")));
@@ -127,8 +127,9 @@ fn html_page_is_usable_with_the_keyboard() {
     assert!(html.contains(":focus-visible { outline:3px solid"));
     assert!(!html.contains("outline:none") && !html.contains("outline: none"));
     assert!(html.matches("<details><summary>").count() >= 4);
-    // No script at all: nothing to fail, nothing that needs a mouse.
-    assert!(!html.contains("<script"));
+    // One inline script, the flame graphs' search box; nothing else needs a script or a mouse.
+    assert_eq!(html.matches("<script").count(), 1);
+    assert!(html.contains("<input type=\"search\" id=\"flame-search\""));
 }
 
 /// Chromium, under the missing-tool policy of tests/common.
@@ -273,4 +274,44 @@ fn html_page_is_operable_with_real_key_presses() {
     assert_eq!(page.eval(open), true);
     page.press(" ");
     assert_eq!(page.eval(open), false);
+}
+
+/// The CPU and off-CPU flame graphs of a profile with thread-state samples, and the search box:
+/// reached with Tab, typing a function's name outlines its frames and says how many; Escape
+/// clears it.
+#[test]
+fn search_box_highlights_a_function_from_the_keyboard() {
+    let dir = TempDir::new("html-search");
+    let file = dir.join("sampled.html");
+    let html = render(Path::new("tests/golden/sampled.prof"), &file);
+    for id in ["cpu", "offcpu"] {
+        let panel = html
+            .split(&format!("id=\"panel-{id}\""))
+            .nth(1)
+            .expect("a panel");
+        let panel = &panel[..panel.find("</div>").unwrap()];
+        assert!(panel.contains("<svg class=\"flame\""), "{id}: no graph");
+    }
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let mut page = browser::Devtools::open(chromium, &file, dir.path());
+    assert!(
+        page.tab_to("#flame-search", 40).is_some(),
+        "Tab never reached the search box"
+    );
+    page.type_text("work+0x");
+    let hits = page.eval("document.querySelectorAll('svg.flame g.hit').length");
+    assert!(hits.as_u64().unwrap() > 0, "no frame outlined");
+    let said = page.eval("document.getElementById('flame-hits').textContent");
+    assert_eq!(said, format!("{} frames match", hits.as_u64().unwrap()));
+    page.press("Escape");
+    assert_eq!(
+        page.eval("document.querySelectorAll('svg.flame g.hit').length"),
+        0
+    );
+    assert_eq!(
+        page.eval("document.getElementById('flame-search').value"),
+        ""
+    );
 }

@@ -12,6 +12,7 @@
 
 pub mod concurrency;
 pub mod phases;
+pub mod sampled;
 pub mod sites;
 pub mod states;
 pub mod summary;

@@ -406,7 +406,7 @@ pub struct ThreadStates {
     /// accept, reads of sockets and pipes, sleeps): (begin, end) ns from the process's start.
     pub input_waits: Vec<(u64, u64)>,
     /// Its CPU samples in time order: (end ns from the process's start, weight, index into
-    /// `StateReport::shapes`), to tell which code ran in a stretch of time.
+    /// `StateReport::stacks`), to tell which code ran in a stretch of time.
     pub cpu_marks: Vec<(u64, u64, u32)>,
 }
 
@@ -480,9 +480,27 @@ pub struct HotFunction {
     pub ns: u64,
 }
 
+/// One distinct sampled stack with its category: what every sample of that shape shows.
+#[derive(Debug, Clone, Default)]
+pub struct SampledStack {
+    pub category: Category,
+    /// Innermost first, the sampled instruction's frame(s) first.
+    pub frames: Vec<Frame>,
+    /// A CPU (or kernel-clock) sample: the thread was running.
+    pub on_cpu: bool,
+}
+
+/// Marks a sample of `StateReport::sample_stacks` that belongs to no known thread.
+pub const NO_STACK: u32 = u32::MAX;
+
 #[derive(Debug, Clone, Default)]
 pub struct StateReport {
     pub sampling: SamplingInfo,
+    /// The distinct classified stacks (the flame graphs' and sampled exports' frames).
+    pub stacks: Vec<SampledStack>,
+    /// Per sample of the profile (in `Profile::samples` order), the index of its stack in
+    /// `stacks`, or `NO_STACK`: 4 bytes a sample, so every view can walk the samples in time.
+    pub sample_stacks: Vec<u32>,
     pub slice_ns: u64,
     pub wall_ns: u64,
     pub cpus: u32,
@@ -490,8 +508,6 @@ pub struct StateReport {
     pub hot: Vec<HotFunction>,
     /// The most program threads alive at once.
     pub peak_threads: usize,
-    /// The frames of each distinct sample shape (`ThreadStates::cpu_marks` index them).
-    pub shapes: Vec<Vec<Frame>>,
 }
 
 impl StateReport {
@@ -504,7 +520,7 @@ impl StateReport {
             if at < begin || at >= end {
                 continue;
             }
-            let Some(frames) = self.shapes.get(shape as usize) else {
+            let Some(frames) = self.stacks.get(shape as usize).map(|s| &s.frames) else {
                 continue;
             };
             let Some(f) = frames.get(user_frame(frames)) else {
@@ -742,9 +758,11 @@ pub fn build(
     let mut by_shape: HashMap<Shape, usize> = HashMap::new();
     let total = profile.samples.len();
     let mut intervals: Vec<Vec<(u64, u64, Category)>> = vec![Vec::new(); threads.len()];
+    let mut sample_stacks: Vec<u32> = Vec::with_capacity(total);
     for (n, s) in profile.samples.iter().enumerate() {
         sym.progress(n, total);
         let Some(&ti) = index.get(&s.serial) else {
+            sample_stacks.push(NO_STACK);
             continue;
         };
         let op = if s.syscall == Some(202) { s.arg } else { 0 };
@@ -767,6 +785,7 @@ pub fn build(
             classified.len() - 1
         });
         let category = classified[ci].0;
+        sample_stacks.push(u32::try_from(ci).unwrap_or(NO_STACK));
         let end = s.mono_ns.saturating_sub(start_ns);
         intervals[ti].push((end.saturating_sub(s.weight_ns), end, category));
         let weight = scale[ti].weight(s);
@@ -889,9 +908,19 @@ pub fn build(
     hot.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
     hot.truncate(20);
 
+    let stacks = classified
+        .into_iter()
+        .zip(by_shape_kinds(&by_shape))
+        .map(|((category, frames, _), on_cpu)| SampledStack {
+            category,
+            frames,
+            on_cpu,
+        })
+        .collect();
     Some(StateReport {
-        shapes: classified.iter().map(|c| c.1.clone()).collect(),
         sampling,
+        stacks,
+        sample_stacks,
         slice_ns,
         wall_ns,
         cpus: profile.process.ncpus,
@@ -1135,6 +1164,15 @@ fn spread_evenly(
         slices[i][c.index()] = slices[i][c.index()].saturating_add(add);
         t += part;
     }
+}
+
+/// Per classified stack (by its index), whether its samples were on the CPU.
+fn by_shape_kinds(by_shape: &HashMap<Shape, usize>) -> Vec<bool> {
+    let mut on_cpu = vec![false; by_shape.len()];
+    for (&(kind, ..), &i) in by_shape {
+        on_cpu[i] = kind != SampleKind::Wall;
+    }
+    on_cpu
 }
 
 /// Joins intervals of the same category that touch or nearly touch (a CPU sample's interval is

@@ -23,6 +23,7 @@ pub fn events(p: &Analysis) -> Vec<Value> {
     out.extend(thread_events(p));
     out.extend(state_events(p));
     out.extend(phase_events(p));
+    out.extend(wait_for_flow_events(p));
     out.extend(heap_events(p));
     out
 }
@@ -110,6 +111,14 @@ fn phase_events(p: &Analysis) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// The wait-for edges as flow events: an arrow (`ph: "s"` on the thread that released the lock
+/// or signalled, `ph: "f"` with `bp: "e"` on the thread it woke, the same `id`) per edge. The
+/// edges come from the thread-time analysis (issue 16 leaves this to the `waitfor` work): until
+/// the analysis has them there are none to draw.
+fn wait_for_flow_events(_p: &Analysis) -> Vec<Value> {
+    Vec::new()
 }
 
 /// Heap snapshots as a counter (`ph: "C"`): bytes in use, free in the arenas, resident.

@@ -5,8 +5,11 @@ mod chrome;
 pub mod collapsed;
 mod json;
 mod pprof;
+mod speedscope;
 
 use crate::analysis::Analysis;
+use crate::analysis::sampled::SampleWeight;
+use crate::analysis::states::CATEGORIES;
 use crate::symbols::Frame;
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -20,12 +23,14 @@ pub enum Format {
     Json,
     /// Chrome's Trace Event Format (chrome://tracing, Perfetto, speedscope)
     Chrome,
-    /// Gzipped perftools.profiles.Profile protobuf (`go tool pprof`)
+    /// Gzipped perftools.profiles.Profile protobuf (`go tool pprof`, Pyroscope, Parca)
     Pprof,
+    /// speedscope's own file format: one sampled and one evented profile per thread
+    Speedscope,
 }
 
 /// What the value of a collapsed stack is.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Weight {
     /// Estimated allocator calls of each allocation site
     Calls,
@@ -35,6 +40,42 @@ pub enum Weight {
     Time,
     /// Nanoseconds waited for locks, by the waiting threads' stacks
     LockWait,
+    /// Sampled thread time (ns): CPU, all time, off-CPU, or one state's
+    Sampled(SampleWeight),
+}
+
+impl Weight {
+    pub fn parse(s: &str) -> Result<Weight, String> {
+        match s {
+            "calls" => Ok(Weight::Calls),
+            "bytes" => Ok(Weight::Bytes),
+            "time" => Ok(Weight::Time),
+            "lock-wait" => Ok(Weight::LockWait),
+            _ => SampleWeight::parse(s).map(Weight::Sampled).ok_or_else(|| {
+                format!(
+                    "unknown weight {s:?}: expected one of {}",
+                    weight_names().join(", ")
+                )
+            }),
+        }
+    }
+}
+
+/// Every `--weight` value: the allocator and lock weights, then the sampled ones (every state).
+pub fn weight_names() -> Vec<String> {
+    let mut names: Vec<String> = [
+        "calls",
+        "bytes",
+        "time",
+        "lock-wait",
+        "cpu",
+        "wall",
+        "off-cpu",
+    ]
+    .map(String::from)
+    .to_vec();
+    names.extend(CATEGORIES.iter().map(|c| c.key().to_string()));
+    names
 }
 
 #[derive(clap::Args, Debug)]
@@ -42,8 +83,10 @@ pub struct ExportArgs {
     /// Output format
     #[arg(long, short = 'f', value_enum)]
     pub format: Format,
-    /// The value of each stack (collapsed only)
-    #[arg(long, value_enum, default_value = "time")]
+    /// The value of each stack (collapsed only): calls, bytes, time (in the allocator),
+    /// lock-wait; cpu, wall (all sampled time), off-cpu, or one state's time (compute, lock,
+    /// blocked, ...: the keys of the report's thread states)
+    #[arg(long, value_parser = Weight::parse, default_value = "time")]
     pub weight: Weight,
     /// Output file (default: standard output)
     #[arg(long, short = 'o')]
@@ -69,6 +112,7 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
         Format::Json => Box::new(json::Json),
         Format::Chrome => Box::new(chrome::Chrome),
         Format::Pprof => Box::new(pprof::Pprof),
+        Format::Speedscope => Box::new(speedscope::Speedscope),
     }
 }
 

@@ -1,11 +1,19 @@
 //! `perftools.profiles.Profile` (profile.proto), gzipped, for `go tool pprof`. The protobuf is
-//! written by hand: a few varint and length-delimited fields. Four sample types, in this order:
-//! `alloc_calls/count`, `alloc_space/bytes`, `alloc_time/nanoseconds`, `lock_wait/nanoseconds`;
-//! an allocation site has zero lock wait, a lock site zero allocator figures. Every location has
-//! a function name (`module+0xoffset` when unknown), so pprof needs no symbolization.
+//! written by hand: a few varint and length-delimited fields. The sample types are [`TYPES`],
+//! named as Go and Pyroscope name them, so that tools comparing profiles of several programs
+//! line them up: `samples/count` and `cpu/nanoseconds` (a CPU profile), `wall/nanoseconds`
+//! (all sampled time, on and off the CPU), `contentions/count` and `delay/nanoseconds` (a
+//! contention profile: the lock waits), `alloc_objects/count` and `alloc_space/bytes` (an
+//! allocation profile), and `alloc_time/nanoseconds` (time in the allocator). Each sample has
+//! values of one source only, the others zero. Thread-state samples carry the labels `thread`,
+//! `state` and (when a phase was open) `phase`, so that `-tagfocus=state=lock` and
+//! `-tagfocus=phase=build` select them; identical (stack, thread, phase) samples are merged.
+//! Every location has a function name (`module+0xoffset` when unknown), so pprof needs no
+//! symbolization.
 
 use super::{Exporter, Options, frame_name, lock_leaf};
 use crate::analysis::Analysis;
+use crate::analysis::sampled::{self, thread_label};
 use crate::symbols::Frame;
 use anyhow::Result;
 use flate2::Compression;
@@ -128,9 +136,19 @@ impl Builder {
         id
     }
 
-    /// A sample: `leaf` (the allocator function or lock wait), then the stack, innermost first.
-    fn sample(&mut self, frames: &[Frame], leaf: &str, values: [u64; 4]) {
-        let mut ids = vec![self.location("", 0, &[], leaf) as i64];
+    /// A sample: `leaf` (the allocator function or lock wait), then the stack, innermost first,
+    /// with string labels (key, value).
+    fn sample(
+        &mut self,
+        frames: &[Frame],
+        leaf: Option<&str>,
+        values: [u64; TYPE_COUNT],
+        labels: &[(&str, &str)],
+    ) {
+        let mut ids = Vec::new();
+        if let Some(leaf) = leaf {
+            ids.push(self.location("", 0, &[], leaf) as i64);
+        }
         let mut group: Vec<&Frame> = Vec::new();
         for f in frames {
             group.push(f);
@@ -148,6 +166,12 @@ impl Builder {
         let mut m = Msg::default();
         m.packed(1, &ids);
         m.packed(2, &values.map(|v| v as i64));
+        for (key, value) in labels {
+            let mut label = Msg::default();
+            label.int(1, self.string(key));
+            label.int(2, self.string(value));
+            m.msg(3, label);
+        }
         self.samples.push(m);
     }
 }
@@ -159,33 +183,81 @@ fn value_type(b: &mut Builder, kind: &str, unit: &str) -> Msg {
     m
 }
 
+const TYPE_COUNT: usize = 8;
+
+/// The sample types (type, unit), in the order of every sample's values.
+pub const TYPES: [(&str, &str); TYPE_COUNT] = [
+    ("samples", "count"),
+    ("cpu", "nanoseconds"),
+    ("wall", "nanoseconds"),
+    ("contentions", "count"),
+    ("delay", "nanoseconds"),
+    ("alloc_objects", "count"),
+    ("alloc_space", "bytes"),
+    ("alloc_time", "nanoseconds"),
+];
+
+/// The values of one sample: `(type, value)` pairs, the other types zero.
+fn values(pairs: &[(&str, u64)]) -> [u64; TYPE_COUNT] {
+    let mut out = [0; TYPE_COUNT];
+    for &(name, v) in pairs {
+        if let Some(i) = TYPES.iter().position(|t| t.0 == name) {
+            out[i] = v;
+        }
+    }
+    out
+}
+
 /// The uncompressed protobuf.
 pub fn encode(a: &Analysis) -> Vec<u8> {
     let mut b = Builder::new();
-    let types = [
-        ("alloc_calls", "count"),
-        ("alloc_space", "bytes"),
-        ("alloc_time", "nanoseconds"),
-        ("lock_wait", "nanoseconds"),
-    ];
-    let sample_types: Vec<Msg> = types
+    let sample_types: Vec<Msg> = TYPES
         .iter()
         .map(|(t, u)| value_type(&mut b, t, u))
         .collect();
+    sampled_stacks(a, &mut b);
+    for lock in &a.summary.locks {
+        for site in &lock.sites {
+            b.sample(
+                &site.frames,
+                Some(&lock_leaf(lock.kind)),
+                values(&[("contentions", site.contended), ("delay", site.wait_ns)]),
+                &[],
+            );
+        }
+    }
     for site in &a.summary.alloc_sites {
         b.sample(
             &site.frames,
-            site.function,
-            [site.calls, site.bytes, site.time_ns, 0],
+            Some(site.function),
+            values(&[
+                ("alloc_objects", site.calls),
+                ("alloc_space", site.bytes),
+                ("alloc_time", site.time_ns),
+            ]),
+            &[],
         );
     }
-    for lock in &a.summary.locks {
-        for site in &lock.sites {
-            b.sample(&site.frames, &lock_leaf(lock.kind), [0, 0, 0, site.wait_ns]);
-        }
-    }
-    let period_type = value_type(&mut b, "alloc_calls", "count");
-    let default_type = b.string("alloc_time");
+    // A CPU profile's period, as Go writes it: nanoseconds of CPU time per sample.
+    let cpu_hz = a.sampling().map_or(0, |s| s.cpu_hz);
+    let has_cpu = a
+        .states
+        .as_ref()
+        .is_some_and(|r| r.stacks.iter().any(|s| s.on_cpu));
+    let (period_type, period, default_type) = if cpu_hz > 0 && has_cpu {
+        (
+            value_type(&mut b, "cpu", "nanoseconds"),
+            1_000_000_000 / cpu_hz as i64,
+            "cpu",
+        )
+    } else {
+        (
+            value_type(&mut b, "alloc_objects", "count"),
+            1,
+            "alloc_time",
+        )
+    };
+    let default_type = b.string(default_type);
     let mut m = Msg::default();
     for t in sample_types {
         m.msg(1, t);
@@ -205,9 +277,48 @@ pub fn encode(a: &Analysis) -> Vec<u8> {
     m.int(9, a.summary.start_time_unix_ns as i64);
     m.int(10, a.summary.wall_ns as i64);
     m.msg(11, period_type);
-    m.int(12, 1);
+    m.int(12, period);
     m.int(14, default_type);
     m.0
+}
+
+/// The thread-state samples, merged by (stack, thread, phase), in a fixed order (stack index,
+/// then thread serial, then phase label) so that the output is the same every time.
+fn sampled_stacks(a: &Analysis, b: &mut Builder) {
+    let Some(r) = &a.states else {
+        return;
+    };
+    type Key<'a> = (u32, u32, Option<&'a str>);
+    let mut merged: std::collections::BTreeMap<Key<'_>, (u64, u64, u64, String)> =
+        std::collections::BTreeMap::new();
+    for v in sampled::samples(a) {
+        let key = (
+            v.stack_index,
+            v.thread.serial,
+            v.phase.map(|p| p.label.as_str()),
+        );
+        let e = merged
+            .entry(key)
+            .or_insert_with(|| (0, 0, 0, thread_label(v.thread)));
+        e.0 += 1;
+        if v.stack.on_cpu {
+            e.1 = e.1.saturating_add(v.sample.weight_ns);
+        }
+        e.2 = e.2.saturating_add(v.sample.weight_ns);
+    }
+    for ((stack, _, phase), (count, cpu_ns, wall_ns, thread)) in merged {
+        let s = &r.stacks[stack as usize];
+        let mut labels = vec![("thread", thread.as_str()), ("state", s.category.key())];
+        if let Some(phase) = phase {
+            labels.push(("phase", phase));
+        }
+        b.sample(
+            &s.frames,
+            None,
+            values(&[("samples", count), ("cpu", cpu_ns), ("wall", wall_ns)]),
+            &labels,
+        );
+    }
 }
 
 impl Exporter for Pprof {

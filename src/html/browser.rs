@@ -338,6 +338,7 @@ impl Devtools {
             "Enter" => ("Enter", 13, "\r"),
             " " => ("Space", 32, " "),
             "ArrowRight" => ("ArrowRight", 39, ""),
+            "Escape" => ("Escape", 27, ""),
             other => panic!("no key {other}"),
         };
         let down = if text.is_empty() {
@@ -353,6 +354,11 @@ impl Devtools {
             }
             self.call("Input.dispatchKeyEvent", params);
         }
+    }
+
+    /// Types `text` into the focused element, as an input method would (one `input` event).
+    pub fn type_text(&mut self, text: &str) {
+        self.call("Input.insertText", serde_json::json!({"text": text}));
     }
 
     /// Presses Tab until the focused element matches `selector` (at most `limit` times); the

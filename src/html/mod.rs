@@ -1,9 +1,12 @@
-//! `stallscope html FILE -o OUT.html`: one self-contained page (inline CSS, no script, nothing
-//! fetched): the findings, overview figures, the per-thread timeline with phases, per-thread bars,
-//! SVG flame graphs of allocation sites (time, calls or bytes) and lock waits, histograms of
-//! request sizes and latencies, the lock table, the phases and the heap snapshots. Light or dark
-//! by the reader's `prefers-color-scheme`; every control is a link, a radio button or a
-//! `<details>`, so the keyboard reaches and operates all of them without a script.
+//! `stallscope html FILE -o OUT.html`: one self-contained page (inline CSS, nothing fetched):
+//! the findings, overview figures, the per-thread timeline with phases, per-thread bars, SVG
+//! flame graphs of allocation sites (time, calls or bytes), lock waits, sampled CPU time and
+//! off-CPU time by state, histograms of request sizes and latencies, the lock table, the phases
+//! and the heap snapshots. Light or dark by the reader's `prefers-color-scheme`; every control is
+//! a link, a radio button or a `<details>`, so the keyboard reaches and operates all of them
+//! without a script. The one script, a few lines inline, is the flame graphs' search box: it
+//! outlines the frames whose name contains the text typed (Escape clears it); without it the
+//! page loses only the highlighting.
 
 #[cfg(test)]
 mod browser;
@@ -16,6 +19,7 @@ mod timeline;
 mod waitfor;
 
 use crate::analysis::Analysis;
+use crate::analysis::sampled::SampleWeight;
 use crate::export::Weight;
 use crate::export::collapsed;
 use crate::profile::format::size_bucket_range;
@@ -171,7 +175,7 @@ struct FlameWeight {
     unit: fn(u64) -> String,
 }
 
-const WEIGHTS: [FlameWeight; 4] = [
+const WEIGHTS: [FlameWeight; 6] = [
     FlameWeight {
         id: "time",
         label: "time in the allocator",
@@ -196,7 +200,37 @@ const WEIGHTS: [FlameWeight; 4] = [
         weight: Weight::LockWait,
         unit: fmt_ns,
     },
+    FlameWeight {
+        id: "cpu",
+        label: "CPU time",
+        weight: Weight::Sampled(SampleWeight::Cpu),
+        unit: fmt_ns,
+    },
+    FlameWeight {
+        id: "offcpu",
+        label: "off-CPU time by state",
+        weight: Weight::Sampled(SampleWeight::OffCpu),
+        unit: fmt_ns,
+    },
 ];
+
+/// The search box's script: outlines (class `hit`) the frames whose tooltip starts with a name
+/// containing the text, and says how many; Escape empties the box.
+const SEARCH_SCRIPT: &str = r#"<script>
+(() => {
+  const box = document.getElementById('flame-search'), said = document.getElementById('flame-hits');
+  const search = () => {
+    const q = box.value.trim().toLowerCase(); let n = 0;
+    for (const g of document.querySelectorAll('svg.flame g > title')) {
+      const name = g.textContent.slice(0, g.textContent.lastIndexOf(': ')).toLowerCase();
+      const hit = q !== '' && name.includes(q); g.parentNode.classList.toggle('hit', hit); if (hit) n++;
+    }
+    said.textContent = q === '' ? '' : n + (n === 1 ? ' frame matches' : ' frames match');
+  };
+  box.addEventListener('input', search);
+  box.addEventListener('keydown', e => { if (e.key === 'Escape') { box.value = ''; search(); } });
+})();
+</script>"#;
 
 /// Stacks listed in each flame graph's table.
 const TABLE_STACKS: usize = 20;
@@ -206,8 +240,9 @@ const TABLE_STACKS: usize = 20;
 /// the keyboard (Tab to the group, arrow keys or Space to pick).
 fn flame_section(p: &Analysis) -> String {
     let mut o = String::from(
-        "<h2 id=\"flames\">Flame graphs</h2><p class=\"muted\">Allocation sites are estimated from sampled stacks; lock waits are the waiting threads' stacks. Root at the bottom, the allocator function or the wait on top; hover a frame for its figures, or open the table under each graph. Frames under 0.1% of the width are merged.</p>\n",
+        "<h2 id=\"flames\">Flame graphs</h2><p class=\"muted\">Allocation sites are estimated from sampled stacks; lock waits are the waiting threads' stacks; CPU time is the sampled running threads' stacks, the hottest function on top; off-CPU time is the stacks of threads found waiting, one tower per state (its root frame). Root at the bottom; hover a frame for its figures, or open the table under each graph. Frames under 0.1% of the width are merged.</p>\n",
     );
+    o.push_str("<p class=\"flame-search\"><label for=\"flame-search\">Highlight a function:</label> <input type=\"search\" id=\"flame-search\" aria-describedby=\"flame-hits\" autocomplete=\"off\"> <span id=\"flame-hits\" class=\"muted\" aria-live=\"polite\"></span></p>");
     o.push_str("<div class=\"flames\"><span id=\"weight-name\">Weight:</span>");
     for (i, FlameWeight { id, label, .. }) in WEIGHTS.iter().enumerate() {
         let _ = write!(
@@ -237,6 +272,7 @@ fn flame_section(p: &Analysis) -> String {
         o.push_str("</div>");
     }
     o.push_str("</div>\n");
+    o.push_str(SEARCH_SCRIPT);
     o
 }
 

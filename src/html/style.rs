@@ -46,7 +46,9 @@ th:first-child, td:first-child, td.l { text-align:left }
 .flame-panel { margin-top:.6em }
 .flames .flame-panel { display:none }
 .flames #w-time:checked ~ #panel-time, .flames #w-calls:checked ~ #panel-calls,
-.flames #w-bytes:checked ~ #panel-bytes, .flames #w-lock:checked ~ #panel-lock { display:block }
+.flames #w-bytes:checked ~ #panel-bytes, .flames #w-lock:checked ~ #panel-lock,
+.flames #w-cpu:checked ~ #panel-cpu, .flames #w-offcpu:checked ~ #panel-offcpu { display:block }
+svg.flame g.hit > rect { stroke:var(--focus); stroke-width:3 }
 svg.flame text { font:11px ui-monospace,monospace; pointer-events:none }
 svg.flame rect:hover { stroke:var(--fg); stroke-width:1 }
 details { margin:.6em 0 } summary { cursor:pointer }

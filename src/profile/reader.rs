@@ -296,6 +296,8 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
             }
             REC_WAITS => {
                 super::samples::parse_waits(payload, pos, &mut waits, &mut waits_dropped)?;
+                ended_after = end.is_some();
+            }
             REC_SCHED => {
                 super::samples::parse_sched(payload, pos, &mut sched)?;
                 ended_after = end.is_some();
