@@ -184,7 +184,11 @@ fn acquisitions_of(report: &serde_json::Value, address: u64, kind: &str) -> u64 
         .iter()
         .filter(|l| {
             parse_address(&l["address"]) == Some(address)
-                && l["kind"].as_str().unwrap_or_default().to_lowercase().contains(kind)
+                && l["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_lowercase()
+                    .contains(kind)
         })
         .map(|l| num(l, &["acquisitions"]))
         .sum()
@@ -222,7 +226,12 @@ fn contended_rwlock_and_spinlock_are_counted_exactly_by_kind() {
         "write acquisitions: {}",
         report["locks"]
     );
-    assert_eq!(acquisitions_at(&report, spin), count(9), "spin: {}", report["locks"]);
+    assert_eq!(
+        acquisitions_at(&report, spin),
+        count(9),
+        "spin: {}",
+        report["locks"]
+    );
     for l in report["locks"].as_array().unwrap() {
         assert!(num(l, &["contended"]) <= num(l, &["acquisitions"]), "{l}");
     }
