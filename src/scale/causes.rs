@@ -82,7 +82,7 @@ impl Cause {
             Cause::Atomics => "atomic operations",
             Cause::CacheLine => "cache-line contention",
             Cause::KernelMemory => "kernel memory work",
-            Cause::Oversubscription => "oversubscription (ready threads waiting for a CPU)",
+            Cause::Oversubscription => "oversubscription",
             Cause::Io => "I/O waits",
         }
     }

@@ -171,7 +171,7 @@ fn losses(out: &mut String, c: &CountRow) {
     for l in &c.losses {
         let _ = writeln!(
             out,
-            "  {:<24} {:>6.2}  {:>6}  {}",
+            "  {:<28} {:>6.2}  {:>6}  {}",
             super::causes::Cause::words_of(&l.cause),
             l.speedup,
             fmt_pct(l.share),
@@ -198,11 +198,16 @@ pub fn verdict(r: &ScaleReport) -> String {
     let mut text = if top.threads <= 1 {
         "only one thread count was measured: nothing to compare.".to_string()
     } else {
+        let pace = if top.speedup >= 1.0 {
+            format!("{:.2}x faster", top.speedup)
+        } else {
+            format!("{:.2}x slower", 1.0 / top.speedup)
+        };
         format!(
-            "At {} threads the program runs {:.2}x faster than at {} ({:.0}% efficiency, {:.0}% CI {:.2}-{:.2}x).",
+            "At {} threads the program runs {pace} than at {} (speedup {:.2}, {:.0}% efficiency, {:.0}% CI {:.2}-{:.2}x).",
             top.threads,
-            top.speedup,
             r.counts[0].threads,
+            top.speedup,
             top.efficiency * 100.0,
             r.confidence * 100.0,
             top.speedup_ci_low,
