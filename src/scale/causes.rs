@@ -7,7 +7,7 @@
 
 use crate::analysis::Analysis;
 use crate::analysis::states::{CATEGORIES, Category, StateReport};
-use crate::symbols::Frame;
+use crate::symbols::{Frame, is_runtime_frame};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -179,6 +179,11 @@ fn function_cpu(states: &StateReport) -> Vec<FunctionCpu> {
         .collect()
 }
 
+/// Causes charged to where the program computed (not to what it waited for).
+fn structural(cause: Cause) -> bool {
+    matches!(cause, Cause::SerialSection | Cause::LoadImbalance)
+}
+
 fn frame_text(frame: Option<&Frame>) -> String {
     frame.map(Frame::short_text).unwrap_or_else(|| "?".into())
 }
@@ -318,7 +323,14 @@ fn cause_frames(states: &StateReport, cause: Cause) -> Vec<(String, u64)> {
                 Cause::Oversubscription => false,
                 _ => wait_cause(site.category) == Some(cause),
             };
-            if !matches {
+            // The profiler's own work (heap snapshots) and stacks with no frame of the program
+            // name no place in it.
+            let own = site
+                .frames
+                .iter()
+                .any(|f| f.module_name().starts_with("libstallscope"));
+            let in_program = site.user_frame().is_some_and(|f| !is_runtime_frame(f));
+            if !matches || own || (structural(cause) && !in_program) {
                 continue;
             }
             let frame = site.user_frame().or(site.frames.first());
@@ -350,4 +362,126 @@ fn cause_frames(states: &StateReport, cause: Cause) -> Vec<(String, u64)> {
         list[MAX_FRAMES - 1].1 += rest;
     }
     list
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::states::{CATEGORY_COUNT, StateSite, ThreadStates};
+    use crate::profile::ThreadStats;
+    use crate::profile::format::{GROUP_COUNT, LAT_BUCKETS, SIZE_BUCKETS};
+
+    fn thread(serial: u32, begin: u64, end: u64) -> ThreadStats {
+        ThreadStats {
+            serial,
+            tid: serial,
+            flags: 0,
+            name: "t".into(),
+            start_mono_ns: begin,
+            end_mono_ns: end,
+            cpu_ns: 0,
+            lock_wait_ticks: 0,
+            fns: Default::default(),
+            size_hist: [0; SIZE_BUCKETS],
+            lat_hist: [[0; LAT_BUCKETS]; GROUP_COUNT],
+            locks: Vec::new(),
+            folded: None,
+        }
+    }
+
+    fn site(category: Category, function: &str, line: u32, ns: u64) -> StateSite {
+        StateSite {
+            category,
+            frames: vec![Frame {
+                function: Some(function.into()),
+                file: Some("/src/p.c".into()),
+                line: Some(line),
+                module: "/tmp/p".into(),
+                offset: 0x10,
+                inlined: false,
+            }],
+            decided_by: None,
+            user: 0,
+            samples: 1,
+            ns,
+        }
+    }
+
+    fn states(main: bool, slices: &[(Category, u64)], sites: Vec<StateSite>) -> ThreadStates {
+        ThreadStates {
+            main,
+            slices: slices
+                .iter()
+                .map(|&(c, ns)| {
+                    let mut s = [0; CATEGORY_COUNT];
+                    s[c.index()] = ns;
+                    s
+                })
+                .collect(),
+            sites,
+            ..ThreadStates::default()
+        }
+    }
+
+    #[test]
+    fn idle_slots_go_to_the_serial_section_imbalance_and_lock_waits() {
+        use Category::{Blocked, Compute, Lock};
+        // Slices of 10 ns, 2 slots. Slice 0: main alone (serial). Slice 1: both workers run.
+        // Slice 2: w2 has finished, w1 runs on (imbalance). Slice 3: w1 waits for a lock.
+        let mut analysis = Analysis::default();
+        analysis.profile.threads = vec![thread(1, 0, 40), thread(2, 10, 40), thread(3, 10, 20)];
+        analysis.states = Some(StateReport {
+            slice_ns: 10,
+            wall_ns: 40,
+            cpus: 2,
+            threads: vec![
+                states(
+                    true,
+                    &[(Compute, 10), (Blocked, 10), (Blocked, 10), (Blocked, 10)],
+                    vec![site(Compute, "prepare", 3, 10)],
+                ),
+                states(
+                    false,
+                    &[(Compute, 0), (Compute, 10), (Compute, 10), (Lock, 10)],
+                    vec![
+                        site(Compute, "work", 9, 20),
+                        site(Lock, "pthread_mutex_lock", 12, 10),
+                    ],
+                ),
+                states(
+                    false,
+                    &[(Compute, 0), (Compute, 10), (Compute, 0), (Compute, 0)],
+                    vec![site(Compute, "work", 9, 10)],
+                ),
+            ],
+            ..StateReport::default()
+        });
+        let costs = costs(&analysis, 2).unwrap();
+        let of = |cause: Cause| -> Vec<(String, f64)> {
+            costs
+                .idle
+                .iter()
+                .filter(|c| c.cause == cause)
+                .map(|c| (c.user_frame.clone(), c.ns))
+                .collect()
+        };
+        assert_eq!(
+            of(Cause::SerialSection),
+            vec![("prepare at p.c:3".to_string(), 20.0)]
+        );
+        assert_eq!(
+            of(Cause::LoadImbalance),
+            vec![("work at p.c:9".to_string(), 10.0)]
+        );
+        assert_eq!(
+            of(Cause::Lock),
+            vec![(
+                "pthread_mutex_lock in pthread_mutex_lock at p.c:12".to_string(),
+                10.0
+            )]
+        );
+        // One slot per thread at most: a 1-thread run has no idle slot while its thread runs.
+        let one = super::costs(&analysis, 1).unwrap();
+        assert!(one.idle.iter().all(|c| c.cause != Cause::LoadImbalance));
+    }
 }
