@@ -22,6 +22,8 @@ pub enum Command {
     Report(crate::report::ReportArgs),
     /// Benchmark commands in isolated, interleaved processes with confidence intervals
     Bench(crate::bench::BenchArgs),
+    /// Run a program at several thread counts: where the missing speedup went, remedies measured
+    Scale(crate::scale::ScaleArgs),
     /// Write a profile in another tool's format (collapsed stacks, JSON, Chrome trace, pprof)
     Export(crate::export::ExportArgs),
     /// Compare two profiles of the same program
@@ -47,6 +49,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => crate::run::main(args),
         Command::Report(args) => crate::report::main(args),
         Command::Bench(args) => crate::bench::main(args),
+        Command::Scale(args) => crate::scale::main(args),
         Command::Demo(args) => crate::demo::main(args),
         Command::Export(args) => crate::export::main(args),
         Command::Diff(args) => crate::diff::main(args),

@@ -18,5 +18,6 @@ pub mod preload;
 pub mod profile;
 pub mod report;
 pub mod run;
+pub mod scale;
 pub mod symbols;
 pub mod util;

@@ -4,19 +4,19 @@
 //! into another), variants are interleaved in balanced order so a drifting machine
 //! biases none of them, and results are medians with distribution-free intervals.
 
-mod allocators;
+pub(crate) mod allocators;
 mod args;
-mod executor;
+pub(crate) mod executor;
 mod order_effect;
-mod output;
-mod plan;
-mod profile;
-mod progress;
+pub(crate) mod output;
+pub(crate) mod plan;
+pub(crate) mod profile;
+pub(crate) mod progress;
 pub mod results;
-mod runner;
-mod stats;
+pub(crate) mod runner;
+pub(crate) mod stats;
 
-pub use args::BenchArgs;
+pub use args::{BenchArgs, DEFAULT_RUNS};
 
 use anyhow::{Result, bail};
 use executor::{Output, ProcessExecutor};

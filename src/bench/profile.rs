@@ -11,6 +11,19 @@ use std::process::{Command, Stdio};
 /// Runs `stallscope run -o FILE -- CMD`, then analyses FILE (without symbols: only the shares
 /// are needed).
 pub fn profile_variant(variant: &Variant, index: usize) -> Result<ProfileShares> {
+    let analysis = profiled_analysis(
+        variant,
+        index,
+        Options {
+            read_modules: false,
+        },
+    )?;
+    Ok(shares(&analysis.summary))
+}
+
+/// One run of the variant under `stallscope run` (the same launch path users take), analysed;
+/// the profile file is removed afterwards.
+pub fn profiled_analysis(variant: &Variant, index: usize, options: Options) -> Result<Analysis> {
     let exe = std::env::current_exe().context("cannot find the stallscope executable")?;
     let path = std::env::temp_dir().join(format!(
         "stallscope-bench-{}-{index}.prof",
@@ -30,13 +43,7 @@ pub fn profile_variant(variant: &Variant, index: usize) -> Result<ProfileShares>
         if !run.status.success() {
             bail!("`stallscope run` failed: {}", last_line(&run.stderr));
         }
-        let analysis = Analysis::read_with(
-            &path,
-            Options {
-                read_modules: false,
-            },
-        )?;
-        Ok(shares(&analysis.summary))
+        Analysis::read_with(&path, options)
     })();
     let _ = std::fs::remove_file(&path);
     // The profiles of the processes the command started, if any.
