@@ -11,7 +11,7 @@ use crate::symbols::{Frame, is_runtime_frame};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-const ALL: [Cause; 9] = [
+const ALL: [Cause; 10] = [
     Cause::SerialSection,
     Cause::LoadImbalance,
     Cause::Lock,
@@ -21,6 +21,7 @@ const ALL: [Cause; 9] = [
     Cause::KernelMemory,
     Cause::Oversubscription,
     Cause::Io,
+    Cause::Spinning,
 ];
 
 /// What the lost speedup is charged to.
@@ -46,6 +47,8 @@ pub enum Cause {
     Oversubscription,
     /// Waiting for reads and writes.
     Io,
+    /// Busy-waiting: spin loops, spinlock acquisition, sched_yield loops.
+    Spinning,
 }
 
 impl Cause {
@@ -60,6 +63,7 @@ impl Cause {
             Cause::KernelMemory => "kernel_memory",
             Cause::Oversubscription => "oversubscription",
             Cause::Io => "io",
+            Cause::Spinning => "spinning",
         }
     }
 
@@ -84,6 +88,7 @@ impl Cause {
             Cause::KernelMemory => "kernel memory work",
             Cause::Oversubscription => "oversubscription",
             Cause::Io => "I/O waits",
+            Cause::Spinning => "spinning",
         }
     }
 }
@@ -98,7 +103,8 @@ pub fn cpu_cause(c: Category) -> Option<Cause> {
         Category::Atomic => Some(Cause::Atomics),
         Category::KernelMemory => Some(Cause::KernelMemory),
         Category::Io => Some(Cause::Io),
-        Category::Blocked => None,
+        Category::Spinning => Some(Cause::Spinning),
+        Category::Blocked | Category::Runnable => None,
     }
 }
 
@@ -110,7 +116,13 @@ pub fn wait_cause(c: Category) -> Option<Cause> {
     match c {
         Category::Lock => Some(Cause::Lock),
         Category::Io => Some(Cause::Io),
-        Category::Compute | Category::Allocator | Category::Atomic | Category::KernelMemory => None,
+        // Ready to run with no CPU free: the threads outnumber the CPUs (or other load does).
+        Category::Runnable => Some(Cause::Oversubscription),
+        Category::Compute
+        | Category::Allocator
+        | Category::Atomic
+        | Category::KernelMemory
+        | Category::Spinning => None,
         Category::Blocked => None,
     }
 }
