@@ -178,4 +178,46 @@ fn consumers_are_woken_by_the_producer_which_is_the_critical_path() {
         as f64
         / path["length_ns"].as_u64().unwrap() as f64;
     assert!(share > 0.4, "{path:#}");
+
+    // The Chrome trace draws the wake-ups as arrows from the producer to both consumers.
+    let trace = std::process::Command::new(common::stallscope())
+        .args(["export", "-f", "chrome"])
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert!(trace.status.success(), "{}", common::describe(&trace));
+    let trace: Value = serde_json::from_slice(&trace.stdout).unwrap();
+    let flows: Vec<&Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "wait-for")
+        .collect();
+    let mut arrows: std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)> =
+        Default::default();
+    for e in &flows {
+        let end = arrows.entry(e["id"].as_u64().unwrap()).or_default();
+        match e["ph"].as_str().unwrap() {
+            "s" => end.0 = e["tid"].as_u64(),
+            "f" => {
+                assert_eq!(e["bp"], "e", "{e}");
+                end.1 = e["tid"].as_u64()
+            }
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    assert!(!arrows.is_empty(), "no wait-for arrows in the trace");
+    let mut targets_of: std::collections::BTreeMap<u64, std::collections::BTreeSet<u64>> =
+        Default::default();
+    for (from, to) in arrows.values() {
+        let (Some(from), Some(to)) = (from, to) else {
+            panic!("an arrow without both ends: {arrows:?}");
+        };
+        assert_ne!(from, to, "an arrow to its own thread");
+        targets_of.entry(*from).or_default().insert(*to);
+    }
+    assert!(
+        targets_of.values().any(|t| t.len() >= 2),
+        "one thread (the producer) wakes both consumers: {targets_of:?}"
+    );
 }

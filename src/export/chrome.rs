@@ -1,7 +1,7 @@
 //! Chrome's Trace Event Format (`{"traceEvents": [...], "displayTimeUnit": "ns"}`), for
 //! chrome://tracing, Perfetto or speedscope. Times are microseconds from the process's start.
 //! Each source of events is its own function in [`events`]: names, thread lives, sampled thread
-//! states (stretches of one category), phases, heap counters.
+//! states (stretches of one category), phases, wait-for arrows, heap counters.
 
 use super::{Exporter, Options};
 use crate::analysis::Analysis;
@@ -113,12 +113,48 @@ fn phase_events(p: &Analysis) -> Vec<Value> {
         .collect()
 }
 
-/// The wait-for edges as flow events: an arrow (`ph: "s"` on the thread that released the lock
-/// or signalled, `ph: "f"` with `bp: "e"` on the thread it woke, the same `id`) per edge. The
-/// edges come from the thread-time analysis (issue 16 leaves this to the `waitfor` work): until
-/// the analysis has them there are none to draw.
-fn wait_for_flow_events(_p: &Analysis) -> Vec<Value> {
-    Vec::new()
+/// At most this many wait-for arrows, the longest waits: a trace stays small and readable.
+const MAX_FLOWS: usize = 2000;
+
+/// The wait-for edges as flow events, one arrow per recorded wait whose other end is known:
+/// `ph: "s"` on the thread that released the lock, signalled or ended (joins), `ph: "f"` with
+/// `bp: "e"` on the thread it let go on, both at the wait's end, sharing an `id`. Each binds to
+/// the thread's life slice, so Perfetto and chrome://tracing draw it between the two rows.
+fn wait_for_flow_events(p: &Analysis) -> Vec<Value> {
+    let pid = p.profile.process.pid;
+    let start = p.profile.process.start_mono_ns;
+    let tid_of: std::collections::HashMap<u32, u32> = p
+        .profile
+        .threads
+        .iter()
+        .map(|t| (t.serial, t.tid))
+        .collect();
+    let mut waits: Vec<(&crate::profile::samples::Wait, u32, u32)> = p
+        .profile
+        .waits
+        .iter()
+        .filter_map(|w| {
+            let waiter = *tid_of.get(&w.serial)?;
+            let other = w.other_tid.filter(|&o| o != 0 && o != waiter)?;
+            Some((w, waiter, other))
+        })
+        .collect();
+    waits.sort_by_key(|(w, ..)| std::cmp::Reverse(w.end_mono_ns.saturating_sub(w.start_mono_ns)));
+    waits.truncate(MAX_FLOWS);
+    waits.sort_by_key(|(w, ..)| w.end_mono_ns);
+    let mut out = Vec::with_capacity(2 * waits.len());
+    for (id, (w, waiter, other)) in waits.into_iter().enumerate() {
+        let ts = us(w.end_mono_ns.saturating_sub(start));
+        let name = w.kind.name();
+        out.push(json!({
+            "name": name, "cat": "wait-for", "ph": "s", "id": id, "pid": pid, "tid": other, "ts": ts,
+        }));
+        out.push(json!({
+            "name": name, "cat": "wait-for", "ph": "f", "bp": "e", "id": id, "pid": pid,
+            "tid": waiter, "ts": ts,
+        }));
+    }
+    out
 }
 
 /// Heap snapshots as a counter (`ph: "C"`): bytes in use, free in the arenas, resident.
