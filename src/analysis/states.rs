@@ -430,6 +430,15 @@ pub struct KernelFigures {
 }
 
 impl ThreadStates {
+    /// Time in every state but blocked and runnable: what its samples saw while it ran or sat
+    /// in a system call it made (the states a thread's CPU time and I/O are split into).
+    pub fn awake_ns(&self) -> u64 {
+        CATEGORIES
+            .iter()
+            .filter(|c| !matches!(c, Category::Blocked | Category::Runnable))
+            .fold(0u64, |a, c| a.saturating_add(self.ns[c.index()]))
+    }
+
     /// The share of the thread's life in category `c`.
     pub fn share(&self, c: Category) -> f64 {
         ratio(self.ns[c.index()], self.life_ns)
@@ -1042,18 +1051,7 @@ fn add_kernel_states(
         .collect();
     for (ti, t) in threads.iter_mut().enumerate() {
         let Some(k) = t.kernel else { continue };
-        let on_cpu: u64 = [
-            Category::Compute,
-            Category::Allocator,
-            Category::Lock,
-            Category::Atomic,
-            Category::Io,
-            Category::KernelMemory,
-            Category::Spinning,
-        ]
-        .iter()
-        .map(|c| t.ns[c.index()])
-        .sum();
+        let on_cpu = t.awake_ns();
         let yielding = yield_ns[ti] * 2 > on_cpu && on_cpu > 0;
         let waiting = if yielding {
             Category::Spinning

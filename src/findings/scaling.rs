@@ -48,19 +48,8 @@ fn working(r: &StateReport, min_share: f64) -> Vec<&ThreadStates> {
 
 /// A thread's time on a CPU, by the states (everything but waiting, asleep or runnable).
 fn on_cpu(t: &ThreadStates) -> u64 {
-    [
-        Category::Compute,
-        Category::Allocator,
-        Category::Lock,
-        Category::Atomic,
-        Category::Io,
-        Category::KernelMemory,
-        Category::Spinning,
-    ]
-    .iter()
-    .map(|c| t.ns[c.index()])
-    .sum::<u64>()
-    .min(t.kernel.map_or(u64::MAX, |k| k.exec_ns.max(1)))
+    t.awake_ns()
+        .min(t.kernel.map_or(u64::MAX, |k| k.exec_ns.max(1)))
 }
 
 fn parts(a: &Analysis) -> Option<(&StateReport, &Concurrency)> {

@@ -116,8 +116,9 @@ pub fn wait_cause(c: Category) -> Option<Cause> {
     match c {
         Category::Lock => Some(Cause::Lock),
         Category::Io => Some(Cause::Io),
-        // Ready to run with no CPU free: the threads outnumber the CPUs (or other load does).
-        Category::Runnable => Some(Cause::Oversubscription),
+        // Ready to run with no CPU free: `costs` tells the program's own oversubscription from
+        // other processes' load by the slots the program filled.
+        Category::Runnable => None,
         Category::Compute
         | Category::Allocator
         | Category::Atomic
@@ -219,10 +220,23 @@ fn idle_costs(analysis: &Analysis, states: &StateReport, width: u64) -> Vec<Idle
         })
         .collect();
 
+    // The part of the runnable time due to the program's own threads outnumbering the CPUs (the
+    // rest is other processes' load); all of it without the kernel's figures.
+    let own_share = analysis.concurrency.as_ref().map_or(1.0, |c| {
+        let all = c.own_runnable_ns.saturating_add(c.other_runnable_ns);
+        if all == 0 {
+            0.0
+        } else {
+            c.own_runnable_ns as f64 / all as f64
+        }
+    });
     let mut by_cause: BTreeMap<Cause, f64> = BTreeMap::new();
     for i in 0..slices {
         let (s0, s1) = (i as u64 * slice_ns, (i as u64 + 1) * slice_ns);
         let mut running = 0u64;
+        let mut runnable = 0u64;
+        // Threads that wanted a CPU for most of the slice (ran or waited to run).
+        let mut wanting = 0u64;
         let mut waits: BTreeMap<Cause, u64> = BTreeMap::new();
         let mut live = 0u64;
         let mut main_only_runs = true;
@@ -240,10 +254,22 @@ fn idle_costs(analysis: &Analysis, states: &StateReport, width: u64) -> Vec<Idle
                 }
             }
             let mut accounted = 0u64;
+            let awake: u64 = CATEGORIES
+                .iter()
+                .filter(|c| **c != Category::Blocked)
+                .map(|c| slice[c.index()])
+                .sum();
+            if awake * 2 > slice_ns {
+                wanting += 1;
+            }
             for c in CATEGORIES {
                 let ns = slice[c.index()];
                 accounted += ns;
                 if c == Category::Blocked {
+                    continue;
+                }
+                if c == Category::Runnable {
+                    runnable += ns;
                     continue;
                 }
                 match wait_cause(c) {
@@ -256,14 +282,25 @@ fn idle_costs(analysis: &Analysis, states: &StateReport, width: u64) -> Vec<Idle
                     }
                 }
             }
-            // Alive, not sampled in any state: ready to run and waiting for a CPU.
-            if t.folded.is_none() {
+            // Alive, not sampled in any state: ready to run and waiting for a CPU (a guess made
+            // only without the kernel's figures, which measure the runnable time itself).
+            if t.folded.is_none() && t.kernel.is_none() {
                 *waits.entry(Cause::Oversubscription).or_default() +=
                     overlap.saturating_sub(accounted);
             }
         }
         let slots = width * slice_ns;
-        let idle = slots.saturating_sub(running);
+        // Ready to run: with more of the program's threads wanting a CPU than there are slots,
+        // its own oversubscription; otherwise other processes held the CPUs, those slots were
+        // not the program's to fill, and the loss they explain is left to the residual.
+        // (The threads beyond the slots can have waited at most a slice each, and only the
+        // share of runnable time the analysis found the program's own.)
+        let own =
+            ((runnable as f64 * own_share) as u64).min(wanting.saturating_sub(width) * slice_ns);
+        if own > 0 {
+            *waits.entry(Cause::Oversubscription).or_default() += own;
+        }
+        let idle = slots.saturating_sub(running).saturating_sub(runnable - own);
         if idle == 0 {
             continue;
         }
@@ -335,11 +372,14 @@ fn cause_frames(states: &StateReport, cause: Cause) -> Vec<(String, u64)> {
                 Cause::Oversubscription => false,
                 _ => wait_cause(site.category) == Some(cause),
             };
-            // The profiler's own work (heap snapshots) and stacks with no frame of the program
-            // name no place in it.
+            // The profiler's own work (heap snapshots: its frames inside the program's) and
+            // stacks with no frame of the program name no place in it. The interposer's frames
+            // outside the user's (the wrapper that calls main) do not make a stack its own.
+            let user = site.user_frame();
             let own = site
                 .frames
                 .iter()
+                .take_while(|f| user.is_none_or(|u| !std::ptr::eq(*f, u)))
                 .any(|f| f.module_name().starts_with("libstallscope"));
             let in_program = site.user_frame().is_some_and(|f| !is_runtime_frame(f));
             if !matches || own || (structural(cause) && !in_program) {

@@ -166,6 +166,9 @@ pub fn decompose(
         for p in &mut named {
             p.2 *= lost_ns / total;
         }
+        // What a part costs is at most its share of the measured loss: the floor applies to that
+        // (a profiled run's own start-up can look like a serial section the timed runs lack).
+        named.retain(|p| p.2 >= floor);
     }
     named.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
     let explained: f64 = named.iter().map(|p| p.2).sum();
