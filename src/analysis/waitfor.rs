@@ -149,6 +149,23 @@ pub fn kind_words(kind: Option<WaitKind>, lock_kind: Option<&str>) -> String {
     }
 }
 
+/// What an edge waited on, as the views say it: its kind (a lock's own kind), then the object's
+/// name, unless it is a join.
+pub fn edge_object_words(a: &super::Analysis, e: &Edge) -> String {
+    let lock_kind = a
+        .summary
+        .locks
+        .iter()
+        .find(|l| l.address == e.object)
+        .map(|l| l.kind);
+    let kind = kind_words(e.kind, lock_kind);
+    if e.object == 0 {
+        kind
+    } else {
+        format!("{kind} {}", a.object_name(e.object))
+    }
+}
+
 /// The thread a tid stood for at time `t` (tids are reused: the one whose life holds `t`).
 fn thread_at(
     profile: &Profile,

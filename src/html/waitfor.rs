@@ -3,7 +3,7 @@
 
 use super::escape;
 use crate::analysis::Analysis;
-use crate::analysis::waitfor::{kind_words, thread_label};
+use crate::analysis::waitfor::{edge_object_words, thread_label};
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
 
@@ -28,21 +28,7 @@ pub fn section(a: &Analysis) -> String {
     );
     o.push_str("<table><tr><th>waiter</th><th>waited for</th><th>on</th><th>waits</th><th>time</th><th>the other thread meanwhile</th></tr>");
     for e in w.edges.iter().take(EDGES_SHOWN) {
-        let lock_kind = a
-            .summary
-            .locks
-            .iter()
-            .find(|l| l.address == e.object)
-            .map(|l| l.kind);
-        let on = if e.object == 0 {
-            kind_words(e.kind, lock_kind)
-        } else {
-            format!(
-                "{} {}",
-                kind_words(e.kind, lock_kind),
-                a.object_name(e.object)
-            )
-        };
+        let on = edge_object_words(a, e);
         let other = e
             .other
             .map_or_else(|| "unknown".to_string(), |i| thread_label(p, i));

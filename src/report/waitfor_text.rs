@@ -2,7 +2,7 @@
 //! was doing meanwhile, and the critical path.
 
 use crate::analysis::Analysis;
-use crate::analysis::waitfor::{kind_words, thread_label};
+use crate::analysis::waitfor::{edge_object_words, thread_label};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
 
@@ -36,21 +36,7 @@ pub fn render(a: &Analysis, style: Style) -> String {
             Some(i) => thread_label(p, i),
             None => "an unknown thread".into(),
         };
-        let lock_kind = a
-            .summary
-            .locks
-            .iter()
-            .find(|l| l.address == e.object)
-            .map(|l| l.kind);
-        let on = if e.object == 0 {
-            kind_words(e.kind, lock_kind)
-        } else {
-            format!(
-                "{} {}",
-                kind_words(e.kind, lock_kind),
-                a.object_name(e.object)
-            )
-        };
+        let on = edge_object_words(a, e);
         let _ = writeln!(
             o,
             "  {} waited for {other} on {on}: {} waits, {}",
