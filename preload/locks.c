@@ -257,7 +257,7 @@ SS_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
 /* Measured on two threads ping-ponging a mutex: any work after the unlock or inside the critical
  * section shifts the hand-over between the threads (docs/PERFORMANCE.md), so a release does as
  * little as it can before its tail call. */
-static SS_NOINLINE int ss_slow_mutex_unlock(struct ss_thread *t, pthread_mutex_t *m) {
+static SS_NOINLINE int ss_slow_pthread_mutex_unlock(struct ss_thread *t, pthread_mutex_t *m) {
     if (!t) {
         t = ss_enter_slow();
         if (!t) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
@@ -279,7 +279,7 @@ static SS_NOINLINE int ss_slow_mutex_unlock(struct ss_thread *t, pthread_mutex_t
 SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     struct ss_thread *t = ss_self;
     if (SS_LIKELY(!ss_stacks_on || !ss_mutex_has_waiters(m))) SS_UNLOCK_FAST(t, ss_real.mutex_unlock(m));
-    return ss_slow_mutex_unlock(t, m);
+    return ss_slow_pthread_mutex_unlock(t, m);
 }
 
 /* ---- condition variables: the mutex is released while waiting and re-acquired before return
@@ -358,14 +358,14 @@ SS_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l) {
     SS_TRYLOCK(l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l));
 }
 
-static SS_NOINLINE int ss_slow_rwlock_unlock(struct ss_thread *t, pthread_rwlock_t *l) {
+static SS_NOINLINE int ss_slow_pthread_rwlock_unlock(struct ss_thread *t, pthread_rwlock_t *l) {
     SS_UNLOCK_SLOW(t, l, ss_real.rwlock_unlock(l));
 }
 
 SS_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l) {
     struct ss_thread *t = ss_self;
     SS_UNLOCK_FAST(t, ss_real.rwlock_unlock(l));
-    return ss_slow_rwlock_unlock(t, l);
+    return ss_slow_pthread_rwlock_unlock(t, l);
 }
 
 /* ---- spin locks ----
@@ -392,12 +392,12 @@ SS_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l) {
     SS_TRYLOCK((const void *)l, SS_LOCK_SPIN, ss_real.spin_trylock(l));
 }
 
-static SS_NOINLINE int ss_slow_spin_unlock(struct ss_thread *t, pthread_spinlock_t *l) {
+static SS_NOINLINE int ss_slow_pthread_spin_unlock(struct ss_thread *t, pthread_spinlock_t *l) {
     SS_UNLOCK_SLOW(t, (const void *)l, ss_real.spin_unlock(l));
 }
 
 SS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
     struct ss_thread *t = ss_self;
     SS_UNLOCK_FAST(t, ss_real.spin_unlock(l));
-    return ss_slow_spin_unlock(t, l);
+    return ss_slow_pthread_spin_unlock(t, l);
 }

@@ -22,6 +22,9 @@
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SS_TLS __thread __attribute__((tls_model("initial-exec")))
+/* A hook's slow part, which the hook tail-calls, is named ss_slow_<the symbol it interposes>:
+ * its frame stands in for the hook's in a stack, and the symbolizer names it so
+ * (src/symbols/mod.rs, SLOW_PART_PREFIX). */
 #define SS_NOINLINE __attribute__((noinline))
 
 /* Counters owned by one thread and read by the flusher: relaxed atomics compile to plain

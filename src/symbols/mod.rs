@@ -297,6 +297,20 @@ impl<'a> Symbolizer<'a> {
         if let Some(last) = frames.last_mut() {
             last.inlined = false;
         }
+        // The interposer's hooks tail-call their slow part (`ss_slow_<symbol>`), so the hook's
+        // own frame is gone from a stack taken inside it: the slow part stands for the function
+        // the program called.
+        if is_own_module(&base.module) {
+            for f in &mut frames {
+                if let Some(name) = f
+                    .function
+                    .as_deref()
+                    .and_then(|n| n.strip_prefix(SLOW_PART_PREFIX))
+                {
+                    f.function = Some(name.to_string());
+                }
+            }
+        }
         // No DWARF function name: the symbol tables (the debug file's, then the module's).
         if frames.iter().all(|f| f.function.is_none()) {
             let symbol = [&dbg.primary, &dbg.fallback]
@@ -306,6 +320,10 @@ impl<'a> Symbolizer<'a> {
             let (file, line) = frames
                 .last()
                 .map_or((None, None), |f| (f.file.clone(), f.line));
+            let symbol = symbol.map(|n| match n.strip_prefix(SLOW_PART_PREFIX) {
+                Some(name) if is_own_module(&base.module) => name.to_string(),
+                _ => n,
+            });
             frames = vec![Frame {
                 function: symbol,
                 file,
@@ -460,6 +478,17 @@ fn open_module(module: &Module, debug_root: &Path) -> ModuleDebug {
             fallback: None,
         },
     }
+}
+
+/// The prefix of an interposer hook's slow part, named after the symbol it interposes
+/// (preload/ss_internal.h).
+const SLOW_PART_PREFIX: &str = "ss_slow_";
+
+/// The interposer's own library (as `run` writes it out: libstallscope-<hash>.so).
+fn is_own_module(path: &str) -> bool {
+    Path::new(path)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("libstallscope"))
 }
 
 /// Modules and functions that are the allocator's, the interposer's or the language runtime's:
