@@ -96,6 +96,11 @@ static uint64_t ss_rss_bytes(void) {
     return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Set while glibc walks the heap for a snapshot (only glibc's code runs, none of the interposer's):
+ * a CPU sample then unwinds as in the program's code, and its stack shows the snapshot, which the
+ * analysis puts in the state `profiler` (stallscope's own work, not the program's). */
+SS_TLS int ss_walking_heap;
+
 /* malloc_info writes to a FILE; a memory file keeps it off the disk. The FILE itself is allocated
  * by stdio: a few hundred bytes (a small-bin request, taken and given back under the guard, never
  * counted). Its buffer must not be: a 4 KiB request is a large-bin one, which makes glibc
@@ -115,7 +120,9 @@ static unsigned char *ss_malloc_info_xml(size_t *len, size_t *map_size) {
     }
     static __thread char buffer[4096];
     setvbuf(f, buffer, _IOFBF, sizeof buffer);
+    ss_walking_heap = 1;
     malloc_info(0, f);
+    ss_walking_heap = 0;
     fclose(f);
     off_t size = lseek(keep, 0, SEEK_END);
     unsigned char *xml = size > 0 ? ss_map((size_t)size) : NULL;
@@ -141,7 +148,9 @@ static uint32_t ss_take_snapshot(const char *label, const char *suffix) {
     unsigned char *xml = NULL;
     size_t xml_len = 0, xml_map = 0;
     if (!ss_guard_calls) { /* glibc's allocator: its own statistics describe the heap */
+        ss_walking_heap = 1;
         struct mallinfo2 mi = mallinfo2();
+        ss_walking_heap = 0;
         r.arena = mi.arena;
         r.ordblks = mi.ordblks;
         r.smblks = mi.smblks;

@@ -288,6 +288,7 @@ extern struct ss_thread *ss_threads; /* list head, pushed with CAS */
 extern pid_t ss_pid;
 extern SS_TLS struct ss_thread *ss_self;
 extern SS_TLS int ss_busy;
+extern SS_TLS int ss_walking_heap; /* phases.c: glibc walks the heap for a snapshot */
 extern uint64_t ss_child_flusher_due;
 void ss_child_flusher_check(void);
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-const CATEGORIES: [&str; 9] = [
+const CATEGORIES: [&str; 10] = [
     "compute",
     "allocator",
     "lock",
@@ -21,8 +21,9 @@ const CATEGORIES: [&str; 9] = [
     "kernel_memory",
     "spinning",
     "runnable",
+    "profiler",
 ];
-const ON_CPU: [&str; 7] = [
+const ON_CPU: [&str; 8] = [
     "compute",
     "allocator",
     "lock",
@@ -30,6 +31,7 @@ const ON_CPU: [&str; 7] = [
     "io",
     "kernel_memory",
     "spinning",
+    "profiler",
 ];
 
 /// One thread's figures from truth.h's line.
@@ -52,7 +54,8 @@ struct Run {
 fn run_cause(program: &str, args: &[&str]) -> Run {
     let dir = TempDir::new(&format!("cause-{program}"));
     let src: PathBuf = test_source("cause_programs", program);
-    let exe = compile_file(dir.path(), &src, &["-O2", "-g"]);
+    let include = concat!(env!("CARGO_MANIFEST_DIR"), "/include");
+    let exe = compile_file(dir.path(), &src, &["-O2", "-g", "-I", include]);
     let mut cmd = vec![exe.to_str().unwrap().to_string()];
     cmd.extend(args.iter().map(|a| a.to_string()));
     let (out, prof) = profile_with(dir.path(), "cause.prof", &["-q"], &cmd, 0, |c| {
@@ -322,6 +325,56 @@ fn clean_programs_get_no_medium_or_high_finding() {
         check_states(&run);
         no_medium_or_high(&run.report);
     }
+}
+
+/// Heap snapshots walking a heap of 100,000 free chunks, while main runs alone: stallscope's own
+/// work, in the state `profiler`, never a serial section or a page-fault finding of the program.
+#[test]
+fn the_profilers_own_heap_snapshots_are_not_the_programs_serial_section() {
+    let run = run_cause("snapshot_heavy.c", &["2", "40"]);
+    let checked = check_states(&run);
+    let main = checked
+        .iter()
+        .find(|c| c.2 == "main")
+        .expect("main checked against Linux");
+    let on_cpu: f64 = ON_CPU.iter().map(|c| ns(&main.1, c)).sum();
+    assert!(
+        ns(&main.1, "profiler") >= 0.3 * on_cpu,
+        "main's snapshots are not the profiler's: {}",
+        main.1
+    );
+    for f in findings(&run.report) {
+        let words = text(f);
+        assert!(
+            !["mallinfo", "malloc_info", "ss_take_snapshot", "main thread"]
+                .iter()
+                .any(|w| words.contains(w)),
+            "a finding names the profiler's own work: {f:#}"
+        );
+    }
+    // No serial section before the workers start (the snapshots'). On a busy machine the end of
+    // the run (a worker left alone, main's exit stretched by the load) may be one.
+    let life = |t: &Value| t["wall_ns"].as_f64().unwrap();
+    let main_life = threads(&run.report)
+        .iter()
+        .find(|t| t["main"] == true)
+        .map(life)
+        .unwrap();
+    let worker_life = threads(&run.report)
+        .iter()
+        .filter(|t| t["main"] != true)
+        .map(life)
+        .fold(0.0, f64::max);
+    let workers_start = main_life - worker_life;
+    let sections = run.report["concurrency"]["serial_sections"]
+        .as_array()
+        .unwrap();
+    assert!(
+        sections
+            .iter()
+            .all(|s| s["begin_ns"].as_f64().unwrap() >= workers_start - 20e6),
+        "main's snapshots as a serial section (workers from {workers_start} ns): {sections:?}"
+    );
 }
 
 #[test]

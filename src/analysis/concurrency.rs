@@ -398,6 +398,14 @@ fn serial_sections(
                 if e - b < th.min_section_ns || input_wait(b, e) {
                     continue;
                 }
+                // A stretch in which the running threads mostly ran stallscope's own work (a heap
+                // snapshot walking the heap) is the profiler's, not a serial section of the program.
+                let (cpu, own) = (0..states.threads.len())
+                    .map(|ti| states.cpu_in(ti, b, e))
+                    .fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1));
+                if own * 2 > cpu {
+                    continue;
+                }
                 // The thread that ran most in the stretch, by its CPU samples.
                 let mut best: Option<(usize, Frame, u64)> = None;
                 for ti in 0..states.threads.len() {

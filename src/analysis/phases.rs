@@ -71,9 +71,12 @@ impl PhaseSummary {
     pub fn wall_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.begin_ns)
     }
-    /// The same work as `other`: the same phase (name and depth), run again.
+    /// The same work as `other` in the same place: the same phase (name and depth), run again
+    /// by the same thread. (On another thread it runs in another arena of glibc's heap, with
+    /// its own history, and the thread may have shared its CPU with other work meanwhile: per-call
+    /// times of two threads differ for reasons the phases do not show.)
     pub fn same_work(&self, other: &PhaseSummary) -> bool {
-        self.name == other.name && self.depth == other.depth
+        self.name == other.name && self.depth == other.depth && self.tid == other.tid
     }
     pub fn function(&self, name: &str) -> Option<&PhaseFn> {
         self.fns.iter().find(|f| f.name == name)

@@ -6,7 +6,7 @@ use crate::profile::Profile;
 use crate::profile::format::{THREAD_MAIN, THREAD_SIGNAL_BLOCKED};
 use crate::profile::samples::{Sample, SampleKind, SamplingInfo};
 use crate::symbols::code::CodeReader;
-use crate::symbols::{Frame, Symbolizer, qualified_name, user_frame};
+use crate::symbols::{Frame, Symbolizer, is_runtime_frame, qualified_name, user_frame};
 use crate::util::ratio;
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,10 +24,13 @@ pub enum Category {
     Spinning,
     /// Runnable, waiting on a run queue for a CPU (the kernel's run-queue delay).
     Runnable,
+    /// stallscope's own work inside the thread (a heap snapshot walking the heap, a stack it
+    /// unwinds outside a hooked call): the profiler's cost, not the program's.
+    Profiler,
 }
 
 /// How many categories there are: the length of per-category arrays.
-pub const CATEGORY_COUNT: usize = 9;
+pub const CATEGORY_COUNT: usize = 10;
 
 /// Every state a thread's time can be in; views iterate over it (a new state reaches them all).
 pub const CATEGORIES: [Category; CATEGORY_COUNT] = [
@@ -40,6 +43,7 @@ pub const CATEGORIES: [Category; CATEGORY_COUNT] = [
     Category::KernelMemory,
     Category::Spinning,
     Category::Runnable,
+    Category::Profiler,
 ];
 
 /// The categories' JSON keys (and names in the rules file), in `CATEGORIES` order.
@@ -53,6 +57,7 @@ pub const CATEGORY_KEYS: [&str; CATEGORY_COUNT] = [
     "kernel_memory",
     "spinning",
     "runnable",
+    "profiler",
 ];
 
 impl Category {
@@ -73,6 +78,7 @@ impl Category {
             Category::KernelMemory => 'K',
             Category::Spinning => 'S',
             Category::Runnable => 'r',
+            Category::Profiler => 'p',
         }
     }
 
@@ -97,6 +103,7 @@ impl Category {
             Category::KernelMemory => "kernel memory work (page faults, mmap)",
             Category::Spinning => "spinning (busy-waiting)",
             Category::Runnable => "waiting for a CPU (runnable)",
+            Category::Profiler => "stallscope's own work (heap snapshots)",
         }
     }
 }
@@ -234,6 +241,9 @@ impl Rules {
             // Running time of a thread that blocks the sampling signal: no instruction to look at.
             return (Category::Compute, None);
         }
+        if let Some(i) = profiler_frame(frames) {
+            return (Category::Profiler, Some(i));
+        }
         let cpu = kind == SampleKind::Cpu;
         for (i, f) in frames.iter().enumerate() {
             if let Some(c) = f.function.as_deref().and_then(|n| self.by_function(n, cpu)) {
@@ -246,6 +256,30 @@ impl Rules {
         let name = syscall.unwrap_or("none");
         (self.by_syscall(name).unwrap_or(Category::Blocked), None)
     }
+}
+
+/// The frame of stallscope's own work when a sample landed in it: the innermost frame of the
+/// interposer is one of its internal functions (`ss_*`, `stallscope_*`: a heap snapshot, not a
+/// hook the program called, whose slow part is named after the hooked function), no frame of
+/// that run of interposer frames is a hook, and every frame inside it is the C library's or the
+/// runtime's (so the thread-start and `main` wrappers, outside the program's frames, do not
+/// count).
+fn profiler_frame(frames: &[Frame]) -> Option<usize> {
+    let own = |f: &Frame| crate::symbols::is_own_module(&f.module);
+    let first = frames.iter().position(own)?;
+    if frames[..first].iter().any(|f| !is_runtime_frame(f)) {
+        return None;
+    }
+    let internal = |f: &Frame| {
+        f.function
+            .as_deref()
+            .is_some_and(|n| n.starts_with("ss_") || n.starts_with("stallscope_"))
+    };
+    frames[first..]
+        .iter()
+        .take_while(|f| own(f))
+        .all(internal)
+        .then_some(first)
 }
 
 /// x86-64 system call names the rules speak of (others are named `syscall_N`).
@@ -529,7 +563,12 @@ impl StateReport {
             if at < begin || at >= end {
                 continue;
             }
-            let Some(frames) = self.stacks.get(shape as usize).map(|s| &s.frames) else {
+            let Some(frames) = self
+                .stacks
+                .get(shape as usize)
+                .filter(|s| s.category != Category::Profiler)
+                .map(|s| &s.frames)
+            else {
                 continue;
             };
             let Some(f) = frames.get(user_frame(frames)) else {
@@ -548,6 +587,24 @@ impl StateReport {
 }
 
 impl StateReport {
+    /// Thread `ti`'s CPU time in [begin, end) (nanoseconds since the start), by its CPU samples:
+    /// all of it, and the part that was stallscope's own work.
+    pub fn cpu_in(&self, ti: usize, begin: u64, end: u64) -> (u64, u64) {
+        let Some(t) = self.threads.get(ti) else {
+            return (0, 0);
+        };
+        t.cpu_marks
+            .iter()
+            .filter(|&&(at, _, _)| at >= begin && at < end)
+            .fold((0, 0), |(all, own), &(_, w, shape)| {
+                let profiler = self
+                    .stacks
+                    .get(shape as usize)
+                    .is_some_and(|s| s.category == Category::Profiler);
+                (all + w, own + if profiler { w } else { 0 })
+            })
+    }
+
     /// Time in category `c`, over all threads.
     pub fn category_ns(&self, c: Category) -> u64 {
         self.threads
@@ -1241,8 +1298,11 @@ mod tests {
     fn the_rules_file_parses_and_knows_every_category() {
         let rules = Rules::builtin();
         for c in CATEGORIES {
-            if matches!(c, Category::Compute | Category::Atomic | Category::Runnable) {
-                continue; // decided by default, by the instruction, or by the kernel's figures
+            if matches!(
+                c,
+                Category::Compute | Category::Atomic | Category::Runnable | Category::Profiler
+            ) {
+                continue; // decided by default, by the instruction, by the kernel's figures or by the interposer's frames
             }
             assert!(rules.rules.iter().any(|r| r.category == c), "{c:?}");
         }

@@ -173,5 +173,10 @@ mod tests {
             phase("a", "a#2", 400.0, few, 1),
         ]);
         assert!(phase_slowdowns(r, &unsure).is_empty());
+        // The same phase on two threads: two arenas, not the same work run again.
+        let mut other_thread = phase("a", "a#2", 400.0, 3000, 1);
+        other_thread.tid = 7;
+        let two_threads = with_phases(vec![phase("a", "a#1", 20.0, 3000, 1), other_thread]);
+        assert!(phase_slowdowns(r, &two_threads).is_empty());
     }
 }

@@ -224,6 +224,7 @@ const CLASSES: [&str; crate::analysis::states::CATEGORY_COUNT] = [
     "c-kernel_memory",
     "c-spinning",
     "c-runnable",
+    "c-profiler",
 ];
 
 fn lifespan_rows(lifespans: &[Lifespan]) -> Vec<Row> {

@@ -104,7 +104,8 @@ pub fn cpu_cause(c: Category) -> Option<Cause> {
         Category::KernelMemory => Some(Cause::KernelMemory),
         Category::Io => Some(Cause::Io),
         Category::Spinning => Some(Cause::Spinning),
-        Category::Blocked | Category::Runnable => None,
+        // The profiler's own work is not the program's cost.
+        Category::Blocked | Category::Runnable | Category::Profiler => None,
     }
 }
 
@@ -123,7 +124,8 @@ pub fn wait_cause(c: Category) -> Option<Cause> {
         | Category::Allocator
         | Category::Atomic
         | Category::KernelMemory
-        | Category::Spinning => None,
+        | Category::Spinning
+        | Category::Profiler => None,
         Category::Blocked => None,
     }
 }
