@@ -113,6 +113,22 @@ pub struct SerialSection {
     pub user_frame: Option<Frame>,
 }
 
+impl SerialSection {
+    /// The thread that ran ("name [tid]") and where ("function (file:line)"), "?" when unknown:
+    /// the words every view gives a serial section.
+    pub fn who_and_where(&self, states: Option<&StateReport>) -> (String, String) {
+        let who = self
+            .thread
+            .and_then(|i| states.and_then(|r| r.threads.get(i)))
+            .map_or_else(|| "?".to_string(), |t| format!("{} [{}]", t.name, t.tid));
+        let frame = self
+            .user_frame
+            .as_ref()
+            .map_or_else(|| "?".to_string(), |f| f.display());
+        (who, frame)
+    }
+}
+
 /// Sibling threads that did not finish together.
 #[derive(Debug, Clone)]
 pub struct Imbalance {

@@ -5,19 +5,19 @@ use super::rules::Rule;
 use super::view::{UNKNOWN_FRAME, frame_text, lock_site_user_text};
 use super::{Finding, build};
 use crate::analysis::Analysis;
-use crate::analysis::states::Category;
+use crate::analysis::states::{CATEGORIES, Category};
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 
-/// The thread-state categories other than computation: the parts of the threads' time that are
-/// not the program's own work.
-pub const NOT_COMPUTE: [Category; 6] = [
-    Category::Allocator,
-    Category::Lock,
-    Category::Atomic,
-    Category::Io,
-    Category::Blocked,
-    Category::KernelMemory,
-];
+/// The thread-state categories that are the program's time but not its own computation (every
+/// state but computation, waiting for a CPU, and stallscope's own work).
+pub fn not_compute() -> impl Iterator<Item = Category> {
+    CATEGORIES.into_iter().filter(|c| {
+        !matches!(
+            c,
+            Category::Compute | Category::Runnable | Category::Profiler
+        )
+    })
+}
 
 pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let s = &a.summary;

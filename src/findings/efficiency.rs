@@ -1,7 +1,7 @@
 //! Parallel efficiency with its main cause: from the sampled thread states when present
 //! (docs/STATES.md), else from the threads' CPU time, allocator time and lock waits.
 
-use super::contention::NOT_COMPUTE;
+use super::contention::not_compute;
 use super::rules::Rule;
 use super::{Finding, build};
 use crate::analysis::Analysis;
@@ -63,15 +63,16 @@ fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
         // they were awake and not waiting (a thread waiting in join, for a condition or for
         // input waits for others, never a cause by itself; waiting for a CPU is the machine's
         // or the oversubscription finding's).
-        let waiting = in_category(Category::Blocked) + in_category(Category::Runnable);
+        // stallscope's own work (heap snapshots) is left out of the basis too: not the program's.
+        let waiting = in_category(Category::Blocked)
+            + in_category(Category::Runnable)
+            + in_category(Category::Profiler);
         let life: f64 = all.iter().map(|t| t.life_ns as f64).sum();
         let capacity = (life - waiting).max(1.0);
-        let mut parts: Vec<(&'static str, f64)> = NOT_COMPUTE
-            .iter()
-            .filter(|&&c| c != Category::Blocked)
-            .map(|&c| (c.words(), in_category(c)))
+        let parts: Vec<(&'static str, f64)> = not_compute()
+            .filter(|&c| c != Category::Blocked)
+            .map(|c| (c.words(), in_category(c)))
             .collect();
-        parts.push((Category::Spinning.words(), in_category(Category::Spinning)));
         return Some(Efficiency {
             value: ratio(in_category(Category::Compute), capacity),
             threads: all.len() as f64,
@@ -85,10 +86,8 @@ fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
     let in_category = |c: Category| all.iter().map(|t| t.ns[c.index()] as f64).sum::<f64>();
     let compute = in_category(Category::Compute);
     let capacity = wall * working.min(cpus);
-    let parts: Vec<(&'static str, f64)> = NOT_COMPUTE
-        .iter()
-        .map(|&c| (c.words(), in_category(c)))
-        .collect();
+    let parts: Vec<(&'static str, f64)> =
+        not_compute().map(|c| (c.words(), in_category(c))).collect();
     let sampled: f64 = all.iter().map(|t| t.sampled_ns() as f64).sum();
     let value = ratio(compute, capacity);
     Some(Efficiency {

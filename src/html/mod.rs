@@ -121,14 +121,7 @@ fn utilization_section(
     ));
     let states = p.states.as_ref();
     for s in &c.serial {
-        let who = s
-            .thread
-            .and_then(|i| states.and_then(|r| r.threads.get(i)))
-            .map_or_else(|| "?".to_string(), |t| format!("{} [{}]", t.name, t.tid));
-        let frame = s
-            .user_frame
-            .as_ref()
-            .map_or_else(|| "?".to_string(), |f| f.display());
+        let (who, frame) = s.who_and_where(states);
         o.push_str(&format!(
             "<p>serial section {} to {}: {} in {}</p>",
             crate::util::fmt_ns(s.begin_ns),

@@ -37,14 +37,7 @@ pub fn render(a: &Analysis, c: &Concurrency, style: Style) -> String {
     );
     let states = a.states.as_ref();
     for s in &c.serial {
-        let who = s
-            .thread
-            .and_then(|i| states.and_then(|r| r.threads.get(i)))
-            .map_or_else(|| "?".to_string(), |t| format!("{} [{}]", t.name, t.tid));
-        let frame = s
-            .user_frame
-            .as_ref()
-            .map_or_else(|| "?".to_string(), |f| f.display());
+        let (who, frame) = s.who_and_where(states);
         let _ = writeln!(
             out,
             "  serial section {} to {} ({}): {} in {}",

@@ -17,14 +17,16 @@
 
 static void *blocks[200000];
 
+static double results[64];
+
 static void *worker(void *arg) {
     truth_start();
-    double x = (double)(long)arg;
+    long id = (long)arg;
+    double x = (double)id;
     for (long k = 0; k < 150000000; k++) x = x * 0.9999999 + 1e-7;
+    results[id] = x;
     truth_end("worker");
-    double *out = malloc(sizeof *out);
-    *out = x;
-    return out;
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -37,13 +39,9 @@ int main(int argc, char **argv) {
     for (long i = 0; i < snapshots; i++) stallscope_heap_snapshot("walk");
     pthread_t t[64];
     for (long i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)i);
+    for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
     double total = 0;
-    for (int i = 0; i < threads; i++) {
-        void *r;
-        pthread_join(t[i], &r);
-        total += *(double *)r;
-        free(r);
-    }
+    for (int i = 0; i < threads; i++) total += results[i];
     printf("total %f\n", total);
     truth_end("main");
     return 0;
