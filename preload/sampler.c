@@ -205,7 +205,7 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         s.pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
         s.weight_us = (uint32_t)((weight + 500) / 1000);
         s.kind = SS_SAMPLE_CPU;
-        /* Inside the interposer's own bookkeeping (ss_self cleared) the unwinder may be running
+        /* Inside the interposer's own bookkeeping (ss_self SS_NO_THREAD) the unwinder may be running
          * already: the sample keeps its pc alone. */
         if (ss_self == t && !ss_busy && ss_stacks_on) {
             SS_GUARD_BEGIN(saved);
