@@ -48,10 +48,9 @@ static inline uint32_t ss_latency_bucket(uint64_t ns) {
 }
 
 static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
-    struct ss_fn_stats *f = &t->rec.fn[fn];
-    SS_INC(f->calls, 1);
+    SS_INC(t->rec.fn[fn].calls, 1);
     if (fn != SS_FN_FREE) {
-        SS_INC(f->bytes, bytes);
+        SS_INC(t->rec.fn[fn].bytes, bytes);
         SS_INC(t->rec.size_hist[ss_size_bucket(bytes)], 1);
     }
 }
@@ -133,9 +132,18 @@ static inline uint64_t ss_sampled_ticks(uint64_t ticks, int exact) {
     return !exact && ss_config.period > 1 && ticks > ss_sample_cap_ticks ? ss_sample_cap_ticks : ticks;
 }
 
+/* The size bucket of a request below SS_LARGE_BYTES, by its size in 8-byte units rounded up: a
+ * table look-up instead of ss_size_bucket's compare and arithmetic (every bucket boundary is a
+ * multiple of 8). Filled by ss_alloc_init, before any fast part uses it. */
+static uint8_t ss_small_bucket[(SS_LARGE_BYTES + 7) / 8 + 1];
+static inline size_t ss_small_size_bucket(size_t n) { return ss_small_bucket[(n + 7) >> 3]; }
+
 size_t ss_fast_bytes;
 
-void ss_alloc_init(void) { ss_fast_bytes = ss_guard_calls ? 0 : SS_LARGE_BYTES; }
+void ss_alloc_init(void) {
+    for (size_t i = 0; i < sizeof ss_small_bucket; i++) ss_small_bucket[i] = (uint8_t)ss_size_bucket(i * 8);
+    ss_fast_bytes = ss_guard_calls ? 0 : SS_LARGE_BYTES;
+}
 
 static inline size_t ss_mul_saturating(size_t a, size_t b) {
     size_t r;
@@ -153,8 +161,10 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
 #define SS_ROUTE_SLOW 1
 #define SS_ROUTE_EXACT 2
 static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
-    ss_count(t, fn, bytes);
     if (SS_LIKELY(bytes < ss_fast_bytes)) {
+        SS_INC(t->rec.fn[fn].calls, 1);
+        SS_INC(t->rec.fn[fn].bytes, bytes);
+        SS_INC(t->rec.size_hist[ss_small_size_bucket(bytes)], 1);
         /* Each countdown is decremented in memory and tested by the flags of that one instruction
          * (a load, a subtraction, a store and a test otherwise); both always run. */
         if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) {
@@ -163,6 +173,7 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
         }
         return ss_sub_is_negative(&t->bytes_left, bytes) ? SS_ROUTE_SLOW : 0;
     }
+    ss_count(t, fn, bytes);
     if (SS_UNLIKELY(ss_guard_calls)) {
         t->countdown--;
         t->bytes_left -= (int64_t)bytes;
@@ -205,11 +216,12 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
         }                                                                                                   \
     } while (0)
 
-/* The start of every slow part: a thread not known yet (`t` NULL) gets its record here, and its
+/* The start of every slow part: a thread not known yet (`t` SS_NO_THREAD) gets its record here, and its
  * call is counted and routed as the fast part would have; `unready` is returned while there is no
  * record to count into (the interposer's own calls, start-up). */
 #define SS_SLOW_ENTER(t, fn, bytes, route, unready, real_call)                                               \
     do {                                                                                                    \
+        t = ss_known(t);                                                                                    \
         if (!t) {                                                                                           \
             t = ss_enter_slow();                                                                            \
             if (!t) return unready;                                                                         \
@@ -223,7 +235,8 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
     do {                                                                                                    \
         struct ss_thread *t = ss_self;                                                                      \
         int route_ = 0;                                                                                     \
-        if (SS_LIKELY(t != NULL) && SS_LIKELY((route_ = ss_alloc_route(t, fn, bytes)) == 0)) return real_call; \
+        /* t may be SS_NO_THREAD, whose byte countdown routes every call to the slow part */               \
+        if (SS_LIKELY((route_ = ss_alloc_route(t, fn, bytes)) == 0)) return real_call;                      \
         return slow_call;                                                                                   \
     } while (0)
 
@@ -296,7 +309,7 @@ int ss_alloc_write(void) {
 
 /* ---- hooks ---- */
 
-static SS_NOINLINE void *ss_slow_malloc(struct ss_thread *t, int route, size_t size) {
+static SS_NOINLINE void *ss_slow_malloc(size_t size, struct ss_thread *t, int route) {
     SS_SLOW_ENTER(t, SS_FN_MALLOC, size, route, ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size),
                   ss_real.malloc(size));
     void *p;
@@ -306,7 +319,7 @@ static SS_NOINLINE void *ss_slow_malloc(struct ss_thread *t, int route, size_t s
 }
 
 SS_EXPORT void *malloc(size_t size) {
-    SS_ALLOC_ENTRY(t, SS_FN_MALLOC, size, ss_real.malloc(size), ss_slow_malloc(t, route_, size));
+    SS_ALLOC_ENTRY(t, SS_FN_MALLOC, size, ss_real.malloc(size), ss_slow_malloc(size, t, route_));
 }
 
 /* Frees of large chunks leave the fast part unless they are not to be timed (ss_free_always_timed).
@@ -315,7 +328,8 @@ SS_EXPORT void *malloc(size_t size) {
  * the slow part, which knows the pool. */
 static inline size_t ss_chunk_header(const void *ptr) { return ((const size_t *)ptr)[-1]; }
 
-static SS_NOINLINE void ss_slow_free(struct ss_thread *t, void *ptr) {
+static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
+    t = ss_known(t);
     if (SS_UNLIKELY(ss_is_bootstrap(ptr))) { /* never the program's: not counted */
         if (t) {
             SS_ADD(t->rec.fn[SS_FN_FREE].calls, (uint64_t)-1);
@@ -356,24 +370,22 @@ static SS_NOINLINE void ss_slow_free(struct ss_thread *t, void *ptr) {
 }
 
 SS_EXPORT void free(void *ptr) {
-    struct ss_thread *t = ss_self;
-    if (SS_LIKELY(t != NULL)) {
-        SS_INC(t->rec.fn[SS_FN_FREE].calls, 1);
-        if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) { /* a timed call */
-            ss_slow_free(t, ptr);
-            return;
-        }
-        if (SS_LIKELY(!ss_guard_calls) && SS_LIKELY(ptr != NULL)) {
-            size_t header = ss_chunk_header(ptr);
-            /* SS_LARGE_BYTES is a multiple of 8, so the flag bits need no masking for this test. */
-            if (SS_LIKELY(header < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header))
-                return ss_real.free(ptr);
-        }
+    struct ss_thread *t = ss_self; /* SS_NO_THREAD: counted in it and sent to the slow part */
+    SS_INC(t->rec.fn[SS_FN_FREE].calls, 1);
+    if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) { /* a timed call */
+        ss_slow_free(ptr, t);
+        return;
     }
-    ss_slow_free(t, ptr);
+    /* Not guarded and not NULL, in one compare (0 for SS_NO_THREAD and for guarded calls). */
+    if (SS_LIKELY((uintptr_t)ptr - 1 < t->free_fast_below)) {
+        size_t header = ss_chunk_header(ptr);
+        /* SS_LARGE_BYTES is a multiple of 8, so the flag bits need no masking for this test. */
+        if (SS_LIKELY(header < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header)) return ss_real.free(ptr);
+    }
+    ss_slow_free(ptr, t);
 }
 
-static SS_NOINLINE void *ss_slow_calloc(struct ss_thread *t, int route, size_t n, size_t size) {
+static SS_NOINLINE void *ss_slow_calloc(size_t n, size_t size, struct ss_thread *t, int route) {
     size_t total = ss_mul_saturating(n, size);
     SS_SLOW_ENTER(t, SS_FN_CALLOC, total, route,
                   ss_real.calloc ? ss_real.calloc(n, size) : total == (size_t)-1 ? NULL : ss_bootstrap_alloc(total),
@@ -385,7 +397,7 @@ static SS_NOINLINE void *ss_slow_calloc(struct ss_thread *t, int route, size_t n
 
 SS_EXPORT void *calloc(size_t n, size_t size) {
     SS_ALLOC_ENTRY(t, SS_FN_CALLOC, ss_mul_saturating(n, size), ss_real.calloc(n, size),
-                   ss_slow_calloc(t, route_, n, size));
+                   ss_slow_calloc(n, size, t, route_));
 }
 
 static void *ss_realloc_from_bootstrap(void *ptr, size_t size) {
@@ -397,7 +409,7 @@ static void *ss_realloc_from_bootstrap(void *ptr, size_t size) {
     return p;
 }
 
-static SS_NOINLINE void *ss_slow_realloc(struct ss_thread *t, int route, void *ptr, size_t size) {
+static SS_NOINLINE void *ss_slow_realloc(void *ptr, size_t size, struct ss_thread *t, int route) {
     SS_SLOW_ENTER(t, SS_FN_REALLOC, size, route,
                   ss_real.realloc ? ss_real.realloc(ptr, size) : ptr ? NULL : ss_bootstrap_alloc(size),
                   ss_real.realloc(ptr, size));
@@ -408,14 +420,15 @@ static SS_NOINLINE void *ss_slow_realloc(struct ss_thread *t, int route, void *p
 
 SS_EXPORT void *realloc(void *ptr, size_t size) {
     if (SS_UNLIKELY(ptr && ss_is_bootstrap(ptr))) return ss_realloc_from_bootstrap(ptr, size);
-    SS_ALLOC_ENTRY(t, SS_FN_REALLOC, size, ss_real.realloc(ptr, size), ss_slow_realloc(t, route_, ptr, size));
+    SS_ALLOC_ENTRY(t, SS_FN_REALLOC, size, ss_real.realloc(ptr, size), ss_slow_realloc(ptr, size, t, route_));
 }
 
 /* glibc's reallocarray is an overflow check and a call of realloc through the PLT, which is our
  * hook: doing the check here and calling the real realloc records the call once. A call that
  * overflows is counted, not timed. */
-static SS_NOINLINE void *ss_slow_reallocarray(struct ss_thread *t, int route, void *ptr, size_t n, size_t size) {
+static SS_NOINLINE void *ss_slow_reallocarray(void *ptr, size_t n, size_t size, struct ss_thread *t, int route) {
     size_t total = ss_mul_saturating(n, size);
+    t = ss_known(t);
     if (!t) {
         t = ss_enter_slow();
         if (!t) return ss_real.reallocarray ? ss_real.reallocarray(ptr, n, size) : NULL;
@@ -442,15 +455,15 @@ SS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size) {
     }
     struct ss_thread *t = ss_self;
     int route = 0;
-    if (SS_LIKELY(t != NULL)) {
+    if (SS_LIKELY(t != SS_NO_THREAD)) {
         if (SS_UNLIKELY(total == (size_t)-1)) ss_count(t, SS_FN_REALLOCARRAY, total);
         else if ((route = ss_alloc_route(t, SS_FN_REALLOCARRAY, total)) == 0) return ss_real.realloc(ptr, total);
     }
-    return ss_slow_reallocarray(t, route, ptr, n, size);
+    return ss_slow_reallocarray(ptr, n, size, t, route);
 }
 
-static SS_NOINLINE int ss_slow_posix_memalign(struct ss_thread *t, int route, void **out, size_t alignment,
-                                              size_t size) {
+static SS_NOINLINE int ss_slow_posix_memalign(void **out, size_t alignment,
+                                              size_t size, struct ss_thread *t, int route) {
     SS_SLOW_ENTER(t, SS_FN_POSIX_MEMALIGN, size, route,
                   ss_real.posix_memalign ? ss_real.posix_memalign(out, alignment, size) : ENOMEM,
                   ss_real.posix_memalign(out, alignment, size));
@@ -462,12 +475,12 @@ static SS_NOINLINE int ss_slow_posix_memalign(struct ss_thread *t, int route, vo
 
 SS_EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
     SS_ALLOC_ENTRY(t, SS_FN_POSIX_MEMALIGN, size, ss_real.posix_memalign(out, alignment, size),
-                   ss_slow_posix_memalign(t, route_, out, alignment, size));
+                   ss_slow_posix_memalign(out, alignment, size, t, route_));
 }
 
 /* aligned_alloc and memalign: (alignment, size). */
 #define SS_ALIGNED_HOOK(name, fn)                                                                            \
-    static SS_NOINLINE void *ss_slow_##name(struct ss_thread *t, int route, size_t alignment, size_t size) { \
+    static SS_NOINLINE void *ss_slow_##name(size_t alignment, size_t size, struct ss_thread *t, int route) { \
         SS_SLOW_ENTER(t, fn, size, route, ss_real.name ? ss_real.name(alignment, size) : NULL,              \
                       ss_real.name(alignment, size));                                                       \
         void *p;                                                                                            \
@@ -475,20 +488,20 @@ SS_EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
         return p;                                                                                           \
     }                                                                                                       \
     SS_EXPORT void *name(size_t alignment, size_t size) {                                                   \
-        SS_ALLOC_ENTRY(t, fn, size, ss_real.name(alignment, size), ss_slow_##name(t, route_, alignment, size)); \
+        SS_ALLOC_ENTRY(t, fn, size, ss_real.name(alignment, size), ss_slow_##name(alignment, size, t, route_)); \
     }
 SS_ALIGNED_HOOK(aligned_alloc, SS_FN_ALIGNED_ALLOC)
 SS_ALIGNED_HOOK(memalign, SS_FN_MEMALIGN)
 
 /* valloc and pvalloc: (size). */
 #define SS_PAGE_HOOK(name, fn)                                                                               \
-    static SS_NOINLINE void *ss_slow_##name(struct ss_thread *t, int route, size_t size) {                  \
+    static SS_NOINLINE void *ss_slow_##name(size_t size, struct ss_thread *t, int route) {                  \
         SS_SLOW_ENTER(t, fn, size, route, ss_real.name ? ss_real.name(size) : NULL, ss_real.name(size));    \
         void *p;                                                                                            \
         SS_ALLOC_SLOW(t, fn, SS_GRP_ALIGNED, size, route, p, ss_real.name(size));                           \
         return p;                                                                                           \
     }                                                                                                       \
-    SS_EXPORT void *name(size_t size) { SS_ALLOC_ENTRY(t, fn, size, ss_real.name(size), ss_slow_##name(t, route_, size)); }
+    SS_EXPORT void *name(size_t size) { SS_ALLOC_ENTRY(t, fn, size, ss_real.name(size), ss_slow_##name(size, t, route_)); }
 SS_PAGE_HOOK(valloc, SS_FN_VALLOC)
 SS_PAGE_HOOK(pvalloc, SS_FN_PVALLOC)
 

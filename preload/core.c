@@ -27,7 +27,10 @@ uint64_t ss_ns_per_tick_q32 = 1ull << 32;
 uint64_t ss_ticks_per_sec = 1000000000ull;
 uint64_t ss_sample_cap_ticks = 50000ull;
 pid_t ss_pid;
-SS_TLS struct ss_thread *ss_self;
+/* A fast part that reaches its slow part with it is sent there by one of these fields (see
+ * ss_enter in ss_internal.h); nothing else in it is ever read. */
+struct ss_thread ss_no_thread = {.nheld = 1, .bytes_left = SS_NO_THREAD_BYTES_LEFT, .free_fast_below = 0};
+SS_TLS struct ss_thread *ss_self = SS_NO_THREAD;
 SS_TLS int ss_busy;
 
 enum { SS_UNINIT = 0, SS_RESOLVING = 1, SS_READY = 2 };
@@ -333,7 +336,11 @@ struct ss_thread *ss_enter_slow(void) {
     ss_ensure_resolved();
     if (__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) != SS_READY) return NULL;
     if (!__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE)) return NULL;
-    if (ss_self) return ss_self;
+    if (ss_self != SS_NO_THREAD) return ss_self;
+    /* Its byte countdown, written by the fast parts of every thread it stands for, is kept far
+     * below 0 (a huge request could bring it up). */
+    if (SS_UNLIKELY(ss_no_thread.bytes_left > SS_NO_THREAD_BYTES_LEFT / 2))
+        SS_STORE(ss_no_thread.bytes_left, SS_NO_THREAD_BYTES_LEFT);
     ss_busy = 1;
     struct ss_thread *t = ss_adopt_fork_pending(1);
     if (!t) { /* a thread not created through pthread_create (or created before we were ready) */
@@ -356,8 +363,8 @@ static void ss_after_fork_child(void) {
     ss_parent_pid = ss_pid; /* known now, whatever happens to the parent later */
     ss_pid = getpid();
     ss_is_fork_child = 1;
-    struct ss_thread *self = ss_self ? ss_self : ss_me;
-    ss_self = NULL;
+    struct ss_thread *self = ss_self != SS_NO_THREAD ? ss_self : ss_me;
+    ss_self = SS_NO_THREAD;
     ss_config.output[0] = 0; /* the explicit output path belongs to the launched process */
     ss_writer_after_fork_child();
     ss_sampler_after_fork_child();
@@ -404,7 +411,7 @@ __attribute__((constructor)) static void ss_constructor(void) {
 
 __attribute__((destructor)) static void ss_destructor(void) {
     if (!ss_active || !ss_own_process()) return;
-    ss_self = NULL; /* for good: nothing after the final flush is recorded */
+    ss_self = SS_NO_THREAD; /* for good: nothing after the final flush is recorded */
     ss_busy = 1;
     ss_phases_at_exit();
     ss_final_flush(ss_exit_status_known ? SS_END_EXIT : SS_END_DESTRUCTOR, ss_exit_status);
@@ -438,7 +445,7 @@ SS_EXPORT void exit(int status) {
 
 static void ss_before_underscore_exit(int status) {
     if (ss_active && ss_own_process()) { /* never in a vfork child, which shares our memory */
-        ss_self = NULL;
+        ss_self = SS_NO_THREAD;
         ss_busy = 1;
         ss_final_flush(SS_END_UNDERSCORE_EXIT, status);
     }

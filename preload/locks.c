@@ -21,6 +21,44 @@
 #include <dlfcn.h>
 #include <errno.h>
 
+/* ---- looks at a lock word ----
+ * One instruction with the word as its memory operand and the flags as the result (a plain
+ * relaxed atomic load would be a load into a register, then the test): an aligned 32-bit read,
+ * atomic on x86-64 as the relaxed load is. */
+
+/* Whether the lock word at `w` is 0. */
+static inline int ss_word_is_zero(const int *w) {
+#if defined(__x86_64__)
+    int zero;
+    __asm__("cmpl $0, %1" : "=@ccz"(zero) : "m"(*w));
+    return zero;
+#else
+    return __atomic_load_n(w, __ATOMIC_RELAXED) == 0;
+#endif
+}
+
+/* Whether the lock word at `w`, unsigned, is above `v`. */
+static inline int ss_word_above(const int *w, unsigned v) {
+#if defined(__x86_64__)
+    int above;
+    __asm__ volatile("cmpl %2, %1" : "=@cca"(above) : "m"(*w), "i"(v));
+    return above;
+#else
+    return (unsigned)__atomic_load_n(w, __ATOMIC_RELAXED) > v;
+#endif
+}
+
+/* Whether the lock word at `w` has none of the bits of `mask`. */
+static inline int ss_word_has_none(const unsigned *w, unsigned mask) {
+#if defined(__x86_64__)
+    int zero;
+    __asm__("testl %2, %1" : "=@ccz"(zero) : "m"(*w), "i"(mask));
+    return zero;
+#else
+    return (__atomic_load_n(w, __ATOMIC_RELAXED) & mask) == 0;
+#endif
+}
+
 /* ---- the per-thread lock table ---- */
 
 static inline uint32_t ss_lock_hash(const void *address) {
@@ -45,21 +83,31 @@ static uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t 
     return SS_LOCK_OVERFLOW;
 }
 
-/* A fast part counts into the slot the thread used last (kept with its address and kind as one
- * key), or else into the first slot the lock's hash probes if it is the lock's. */
-static inline uint64_t ss_lock_key(const void *address, uint32_t kind) {
-    return ((uint64_t)(uintptr_t)address << 3) | kind;
+/* A fast part counts into the slot the thread used last for a lock of the kind (one compare of
+ * the lock's address: the kind is the hook's constant), or else into the first slot the lock's
+ * hash probes if it is the lock's. */
+static inline void ss_lock_remember(struct ss_thread *t, const void *address, uint32_t kind, struct ss_lock_stats *l) {
+    t->last_lock[kind].address = (uintptr_t)address;
+    t->last_lock[kind].slot = l;
 }
 
 /* The first slot the lock's hash probes, if it is the lock's (kept as the last used), else NULL. */
 static inline struct ss_lock_stats *ss_lock_slot_probe(struct ss_thread *t, const void *address, uint32_t kind) {
     struct ss_lock_stats *l = &t->locks[ss_lock_hash(address)];
     if (SS_LIKELY(l->address == (uintptr_t)address) && SS_LIKELY(l->kind == kind)) {
-        t->last_lock_key = ss_lock_key(address, kind);
-        t->last_lock = l;
+        ss_lock_remember(t, address, kind, l);
         return l;
     }
     return NULL;
+}
+
+/* The slot of a lock for a slow part: the last used for its kind, or found (and then kept as the
+ * last used, unless it is the overflow slot, which stands for many locks). */
+static uint32_t ss_lock_slot_cached(struct ss_thread *t, const void *address, uint32_t kind) {
+    if (t->last_lock[kind].address == (uintptr_t)address) return (uint32_t)(t->last_lock[kind].slot - t->locks);
+    uint32_t slot = ss_lock_slot(t, address, kind);
+    if (slot != SS_LOCK_OVERFLOW) ss_lock_remember(t, address, kind, &t->locks[slot]);
+    return slot;
 }
 
 /* ---- timed holds ---- */
@@ -103,17 +151,18 @@ static void ss_waited(struct ss_thread *t, uint32_t slot, uint64_t ticks, int ac
 
 /* Counts an acquisition of `lock` (slow part). */
 static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *lock, uint32_t kind) {
-    uint32_t slot = ss_lock_slot(t, lock, kind);
+    uint32_t slot = ss_lock_slot_cached(t, lock, kind);
     SS_INC(t->locks[slot].acquisitions, 1);
     return slot;
 }
 
-/* The slow part of a lock call, for `t` known (or NULL: not yet) and its countdown already
+/* The slow part of a lock call, for `t` known (or SS_NO_THREAD: not yet) and its countdown already
  * decremented by the fast part. `looks_free` says how the lock looks; `try_call` is the try for
  * a lock that looks taken (EBUSY: none, straight to the blocking call). Returns the call's
  * result. */
 #define SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call)                                        \
     do {                                                                                                    \
+        t = ss_known(t);                                                                                    \
         if (!t) {                                                                                           \
             t = ss_enter_slow();                                                                            \
             if (!t) return block_call;                                                                      \
@@ -130,7 +179,7 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
             }                                                                                               \
             return rc_;                                                                                     \
         }                                                                                                   \
-        uint32_t slot_ = ss_lock_slot(t, lock, kind);                                                       \
+        uint32_t slot_ = ss_lock_slot_cached(t, lock, kind);                                                \
         uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, lock, kind) : 0;                            \
         uint32_t owner_ = ss_wait_owner(lock, kind); /* wait-for edge (waitfor.c) */                         \
         uint64_t start_ = ss_ticks();                                                                       \
@@ -146,23 +195,24 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
     } while (0)
 
 /* The fast part of a lock call that cannot fail once its lock looks free: counted and forwarded
- * when the lock looks free, its slot is at hand, and the hold is not timed. */
-#define SS_LOCK_FAST(t, lock, kind, looks_free, real_call)                                                   \
+ * when the lock's slot is at hand, the lock looks free and the hold is not timed. `t` may be
+ * SS_NO_THREAD, which has no slot: it goes to the slow part untouched (the slow part decrements
+ * the countdown of the record it finds); a thread's countdown is decremented before. */
+#define SS_LOCK_FAST(t, lock, kind, looks_free, real_call, slow_call)                                        \
     do {                                                                                                    \
-        /* The countdown first: decremented and tested by one instruction (ss_dec_is_zero). */             \
-        if (SS_LIKELY(t != NULL)) {                                                                         \
-            if (SS_LIKELY(!ss_dec_is_zero(&t->countdown)) && SS_LIKELY(looks_free)) {                       \
-                if (SS_LIKELY(t->last_lock_key == ss_lock_key(lock, kind))) {                               \
-                    SS_INC(t->last_lock->acquisitions, 1);                                                  \
-                    return real_call;                                                                       \
-                }                                                                                           \
-                struct ss_lock_stats *l_ = ss_lock_slot_probe(t, lock, kind);                               \
-                if (SS_LIKELY(l_ != NULL)) {                                                                \
-                    SS_INC(l_->acquisitions, 1);                                                            \
-                    return real_call;                                                                       \
-                }                                                                                           \
-            }                                                                                               \
+        struct ss_lock_stats *l_;                                                                           \
+        if (SS_LIKELY(t->last_lock[kind].address == (uintptr_t)(lock))) {                                   \
+            l_ = t->last_lock[kind].slot;                                                                   \
+        } else if (SS_UNLIKELY((l_ = ss_lock_slot_probe(t, lock, kind)) == NULL)) {                         \
+            if (t != SS_NO_THREAD) t->countdown--;                                                          \
+            return slow_call;                                                                               \
         }                                                                                                   \
+        /* The countdown: decremented and tested by one instruction (ss_dec_is_zero). */                   \
+        if (SS_LIKELY(!ss_dec_is_zero(&t->countdown)) && SS_LIKELY(looks_free)) {                           \
+            SS_INC(l_->acquisitions, 1);                                                                    \
+            return real_call;                                                                               \
+        }                                                                                                   \
+        return slow_call;                                                                                   \
     } while (0)
 
 /* A try-lock: counted when it succeeds. */
@@ -180,15 +230,17 @@ static void ss_release_hold(struct ss_thread *t, const void *lock) {
     if (i >= 0) ss_end_hold(t, i, ss_ticks());
 }
 
-/* The fast part of a release: forwarded unless the thread has a timed hold. */
-#define SS_UNLOCK_FAST(t, real_call)                                                                         \
+/* The fast part of a release: forwarded unless the thread has a timed hold (SS_NO_THREAD has one)
+ * or `more`, a further condition for the fast part, is false. */
+#define SS_UNLOCK_FAST(t, more, real_call)                                                                   \
     do {                                                                                                    \
-        if (SS_LIKELY(t != NULL) && SS_LIKELY(t->nheld == 0)) return real_call;                             \
+        if (SS_LIKELY(more) && SS_LIKELY(ss_word_is_zero((const int *)&t->nheld))) return real_call;         \
     } while (0)
 
 /* The slow part of a release. */
 #define SS_UNLOCK_SLOW(t, lock, real_call)                                                                   \
     do {                                                                                                    \
+        t = ss_known(t);                                                                                    \
         if (!t) {                                                                                           \
             t = ss_enter_slow();                                                                            \
             if (!t) return real_call;                                                                       \
@@ -202,7 +254,7 @@ static void ss_release_hold(struct ss_thread *t, const void *lock) {
 /* A free lock word means no wait (see the top of this file); looking at it avoids the second
  * atomic on a contended cache line that a try-lock would cost. */
 static inline int ss_mutex_looks_free(pthread_mutex_t *m) {
-    return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0;
+    return ss_word_is_zero(&m->__data.__lock);
 }
 
 /* Whether threads wait for `m`: glibc's lock word is 2 for a normal, recursive, error-checking or
@@ -216,13 +268,12 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
 /* A lock call `name(params)` that cannot fail once its lock looks free: its fast part, and its
  * slow part `ss_slow_<name>`. */
 #define SS_LOCK_CALL_HOOK(name, params, args, lock, kind, looks_free, try_call, block_call)                  \
-    static SS_NOINLINE int ss_slow_##name(struct ss_thread *t, SS_UNPAREN params) {                        \
+    static SS_NOINLINE int ss_slow_##name(SS_UNPAREN params, struct ss_thread *t) {                        \
         SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
     }                                                                                                       \
     SS_EXPORT int name(SS_UNPAREN params) {                                                                \
         struct ss_thread *t = ss_self;                                                                      \
-        SS_LOCK_FAST(t, lock, kind, looks_free, block_call);                                                \
-        return ss_slow_##name(t, SS_UNPAREN args);                                                          \
+        SS_LOCK_FAST(t, lock, kind, looks_free, block_call, ss_slow_##name(SS_UNPAREN args, t));            \
     }
 
 /* A timed or clock lock call, which may fail (time out) even on a free-looking lock: always its
@@ -230,19 +281,18 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
 #define SS_TIMED_LOCK_HOOK(name, params, args, lock, kind, looks_free, try_call, block_call)                 \
     SS_EXPORT int name(SS_UNPAREN params) {                                                                \
         struct ss_thread *t = ss_self;                                                                      \
-        if (SS_LIKELY(t != NULL)) t->countdown--;                                                           \
+        if (SS_LIKELY(t != SS_NO_THREAD)) t->countdown--;                                                   \
         SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
     }
 
-static SS_NOINLINE int ss_slow_pthread_mutex_lock(struct ss_thread *t, pthread_mutex_t *m) {
-    if (!t && !ss_real.mutex_lock) return 0; /* while the interposer resolves the real functions */
+static SS_NOINLINE int ss_slow_pthread_mutex_lock(pthread_mutex_t *m, struct ss_thread *t) {
+    if (t == SS_NO_THREAD && !ss_real.mutex_lock) return 0; /* while the interposer resolves the real functions */
     SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
 }
 
 SS_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
     struct ss_thread *t = ss_self;
-    SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), ss_real.mutex_lock(m));
-    return ss_slow_pthread_mutex_lock(t, m);
+    SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), ss_real.mutex_lock(m), ss_slow_pthread_mutex_lock(m, t));
 }
 SS_TIMED_LOCK_HOOK(pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *abstime), (m, abstime), m,
                    SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_timedlock(m, abstime))
@@ -257,7 +307,8 @@ SS_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
 /* Measured on two threads ping-ponging a mutex: any work after the unlock or inside the critical
  * section shifts the hand-over between the threads (docs/PERFORMANCE.md), so a release does as
  * little as it can before its tail call. */
-static SS_NOINLINE int ss_slow_pthread_mutex_unlock(struct ss_thread *t, pthread_mutex_t *m) {
+static SS_NOINLINE int ss_slow_pthread_mutex_unlock(pthread_mutex_t *m, struct ss_thread *t) {
+    t = ss_known(t);
     if (!t) {
         t = ss_enter_slow();
         if (!t) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
@@ -275,11 +326,15 @@ static SS_NOINLINE int ss_slow_pthread_mutex_unlock(struct ss_thread *t, pthread
     return ss_real.mutex_unlock(m);
 }
 
-/* Releases with waiters take the slow part, which considers a holder stack. */
+/* Releases that may have waiters take the slow part, which considers a holder stack: a lock word
+ * above 1 (waiters of a normal, recursive, error-checking or adaptive mutex; any lock word of a
+ * robust or priority-inheriting one, the holder's thread id, which the slow part then looks at
+ * closely). One compare, whether stacks are on or not (off, such a release only passes through
+ * the slow part). */
 SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     struct ss_thread *t = ss_self;
-    if (SS_LIKELY(!ss_stacks_on || !ss_mutex_has_waiters(m))) SS_UNLOCK_FAST(t, ss_real.mutex_unlock(m));
-    return ss_slow_pthread_mutex_unlock(t, m);
+    SS_UNLOCK_FAST(t, !ss_word_above(&m->__data.__lock, 1), ss_real.mutex_unlock(m));
+    return ss_slow_pthread_mutex_unlock(m, t);
 }
 
 /* ---- condition variables: the mutex is released while waiting and re-acquired before return
@@ -323,12 +378,12 @@ SS_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cloc
  * in the read phase with no writer (bits 0 and 1 clear); a writer when there is neither reader nor
  * writer. */
 static inline int ss_rwlock_looks_free_read(pthread_rwlock_t *l) {
-    return (__atomic_load_n(&l->__data.__readers, __ATOMIC_RELAXED) & 3u) == 0;
+    return ss_word_has_none(&l->__data.__readers, 3u);
 }
 
+/* No writer (bit 1) and no reader (bits 3 and up). */
 static inline int ss_rwlock_looks_free_write(pthread_rwlock_t *l) {
-    unsigned r = __atomic_load_n(&l->__data.__readers, __ATOMIC_RELAXED);
-    return (r & 2u) == 0 && (r >> 3) == 0;
+    return ss_word_has_none(&l->__data.__readers, ~5u);
 }
 
 SS_LOCK_CALL_HOOK(pthread_rwlock_rdlock, (pthread_rwlock_t * l), (l), l, SS_LOCK_RWLOCK_READ,
@@ -358,14 +413,14 @@ SS_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l) {
     SS_TRYLOCK(l, SS_LOCK_RWLOCK_WRITE, ss_real.rwlock_trywrlock(l));
 }
 
-static SS_NOINLINE int ss_slow_pthread_rwlock_unlock(struct ss_thread *t, pthread_rwlock_t *l) {
+static SS_NOINLINE int ss_slow_pthread_rwlock_unlock(pthread_rwlock_t *l, struct ss_thread *t) {
     SS_UNLOCK_SLOW(t, l, ss_real.rwlock_unlock(l));
 }
 
 SS_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l) {
     struct ss_thread *t = ss_self;
-    SS_UNLOCK_FAST(t, ss_real.rwlock_unlock(l));
-    return ss_slow_pthread_rwlock_unlock(t, l);
+    SS_UNLOCK_FAST(t, 1, ss_real.rwlock_unlock(l));
+    return ss_slow_pthread_rwlock_unlock(l, t);
 }
 
 /* ---- spin locks ----
@@ -392,12 +447,12 @@ SS_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l) {
     SS_TRYLOCK((const void *)l, SS_LOCK_SPIN, ss_real.spin_trylock(l));
 }
 
-static SS_NOINLINE int ss_slow_pthread_spin_unlock(struct ss_thread *t, pthread_spinlock_t *l) {
+static SS_NOINLINE int ss_slow_pthread_spin_unlock(pthread_spinlock_t *l, struct ss_thread *t) {
     SS_UNLOCK_SLOW(t, (const void *)l, ss_real.spin_unlock(l));
 }
 
 SS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
     struct ss_thread *t = ss_self;
-    SS_UNLOCK_FAST(t, ss_real.spin_unlock(l));
-    return ss_slow_pthread_spin_unlock(t, l);
+    SS_UNLOCK_FAST(t, 1, ss_real.spin_unlock(l));
+    return ss_slow_pthread_spin_unlock(l, t);
 }

@@ -205,9 +205,10 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         s.pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
         s.weight_us = (uint32_t)((weight + 500) / 1000);
         s.kind = SS_SAMPLE_CPU;
-        /* Inside the interposer's own bookkeeping (ss_self cleared) the unwinder may be running
-         * already: the sample keeps its pc alone. Not while glibc walks the heap for a snapshot
-         * (none of the interposer's code is running): that stack shows the profiler's own work. */
+        /* Inside the interposer's own bookkeeping (ss_self SS_NO_THREAD) the unwinder may be
+         * running already: the sample keeps its pc alone. Not while glibc walks the heap for a
+         * snapshot (none of the interposer's code is running): that stack shows the profiler's
+         * own work. */
         if ((ss_walking_heap || (ss_self == t && !ss_busy)) && ss_stacks_on) {
             int was_busy = ss_busy; /* the guard's end clears it: the snapshot had it set */
             SS_GUARD_BEGIN(saved);

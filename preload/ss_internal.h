@@ -69,6 +69,7 @@ static inline int ss_sub_is_negative(int64_t *x, size_t v) {
 #define SS_LOCK_PROBES 8u
 #define SS_LOCK_OVERFLOW SS_LOCK_SLOTS
 #define SS_HELD_MAX 16u
+#define SS_LOCK_KIND_SLOTS 5u /* enum ss_lock_kind's values are 1 to 4 */
 
 /* A hold in the timed sample, open until its unlock. */
 struct ss_held {
@@ -107,8 +108,13 @@ struct ss_thread {
     struct ss_thread_record rec;
     struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
     uint32_t countdown; /* calls until the next timed one */
-    uint64_t last_lock_key;           /* the lock (address << 3 | kind) whose slot the thread used */
-    struct ss_lock_stats *last_lock;  /* last in a lock hook's fast part (locks.c) */
+    uintptr_t free_fast_below; /* a free of ptr may take its fast part if ptr - 1 is below this (alloc.c) */
+    /* Per lock kind (indexed by enum ss_lock_kind), the lock whose slot the thread used last and
+     * that slot (locks.c): one compare with the lock's address finds it. */
+    struct ss_last_lock {
+        uintptr_t address;
+        struct ss_lock_stats *slot;
+    } last_lock[SS_LOCK_KIND_SLOTS];
     uint32_t stack_countdown; /* timed allocation calls until the next count-sampled stack */
     int64_t bytes_left;       /* requested bytes until the next byte-sampled stack */
     uint64_t sample_weight_q16; /* the weight of the current stack sample */
@@ -287,6 +293,10 @@ extern uint64_t ss_sample_cap_ticks; /* longest duration counted for a sampled c
 extern struct ss_thread *ss_threads; /* list head, pushed with CAS */
 extern pid_t ss_pid;
 extern SS_TLS struct ss_thread *ss_self;
+/* What ss_self is when the calls of the thread are not recorded into a record of its own (see
+ * ss_enter below). */
+extern struct ss_thread ss_no_thread;
+#define SS_NO_THREAD (&ss_no_thread)
 extern SS_TLS int ss_busy;
 extern SS_TLS int ss_walking_heap; /* phases.c: glibc walks the heap for a snapshot */
 extern uint64_t ss_child_flusher_due;
@@ -315,18 +325,27 @@ static inline int ss_take_timed(struct ss_thread *t) {
     return 1;
 }
 
-/* Every hook starts with `ss_self`: non-NULL means "record into this thread". The interposer's own
- * code and guarded calls set it to NULL (and ss_busy to 1), so one TLS load decides the fast path.
- * ss_enter_slow makes sure the interposer is initialised and gives the thread a record; it returns
- * NULL when the call must just be forwarded. */
+/* Every hook starts with `ss_self`, which is never NULL: the thread's record, or SS_NO_THREAD
+ * (a thread not known yet, the interposer's own code and guarded calls, which also set ss_busy to
+ * 1, and a thread after the final flush). SS_NO_THREAD is a record whose fields send every fast
+ * part to its slow part without a test of its own (no lock is in its table or last used, it has a
+ * timed hold, its byte countdown is far below 0, its frees are never fast); the slow parts read it
+ * as NULL (ss_known). So the fast part has no NULL test. It is shared by all threads and written
+ * without care by fast parts that count before they decide (an allocation's counts and
+ * countdowns): it is never read as counts. ss_enter_slow makes sure the interposer is initialised
+ * and gives the thread a record; it returns NULL when the call must just be forwarded. */
 struct ss_thread *ss_enter_slow(void);
+#define SS_NO_THREAD_BYTES_LEFT (INT64_MIN / 2)
+static inline struct ss_thread *ss_known(struct ss_thread *t) { return SS_LIKELY(t != SS_NO_THREAD) ? t : NULL; }
+/* The calling thread's record, or NULL (not recording into one). */
+static inline struct ss_thread *ss_self_known(void) { return ss_known(ss_self); }
 static inline struct ss_thread *ss_enter(void) {
     struct ss_thread *t = ss_self;
-    return SS_LIKELY(t != NULL) ? t : ss_enter_slow();
+    return SS_LIKELY(t != SS_NO_THREAD) ? t : ss_enter_slow();
 }
 #define SS_GUARD_BEGIN(saved)                                                                                \
     struct ss_thread *saved = ss_self;                                                                      \
-    ss_self = NULL;                                                                                         \
+    ss_self = SS_NO_THREAD;                                                                                 \
     ss_busy = 1
 #define SS_GUARD_END(saved)                                                                                  \
     ss_busy = 0;                                                                                            \

@@ -86,8 +86,7 @@ static void ss_node_reset(struct ss_thread *t) {
     t->last_waiter_stack = t->last_holder_stack = 0;
     t->frees_checked = t->frees_cross = 0;
     t->free_mark = 0;
-    t->last_lock_key = 0;
-    t->last_lock = NULL;
+    memset(t->last_lock, 0, sizeof t->last_lock);
 }
 
 /* A node for a new thread: a free one from the list, or a new mapping. */
@@ -131,6 +130,7 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
     t->waits_dropped = t->waits_reported = 0;
     /* The main thread's CPU clock started at exec, before its record: count from now on. */
     t->cpu_base_ns = is_main ? ss_thread_cpu_ns((pid_t)t->rec.tid) : 0;
+    t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX; /* decided before any thread is attached */
     ss_self = t;
     ss_sampler_thread_start(t);
     if (ss_key_ok) pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit */

@@ -166,14 +166,14 @@ static inline int ss_cond_has_waiters(pthread_cond_t *c) {
 
 SS_EXPORT int pthread_cond_signal(pthread_cond_t *c) {
     SS_REAL(ss_real_cond_signal, "pthread_cond_signal", "GLIBC_2.3.2");
-    struct ss_thread *t = ss_self;
+    struct ss_thread *t = ss_self_known();
     if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid);
     return ss_real_cond_signal(c);
 }
 
 SS_EXPORT int pthread_cond_broadcast(pthread_cond_t *c) {
     SS_REAL(ss_real_cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2");
-    struct ss_thread *t = ss_self;
+    struct ss_thread *t = ss_self_known();
     if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid);
     return ss_real_cond_broadcast(c);
 }
@@ -186,7 +186,7 @@ static inline uint64_t ss_sem_word(sem_t *s) {
 
 SS_EXPORT int sem_post(sem_t *s) {
     SS_REAL(ss_real_sem_post, "sem_post", NULL);
-    struct ss_thread *t = ss_self;
+    struct ss_thread *t = ss_self_known();
     if (t && sizeof(void *) == 8 && (ss_sem_word(s) >> 32) != 0) ss_note_waker(s, t->rec.tid);
     return ss_real_sem_post(s);
 }
@@ -202,7 +202,7 @@ static SS_NOINLINE int ss_sem_wait_slow(struct ss_thread *t, sem_t *s, const str
 SS_EXPORT int sem_wait(sem_t *s) {
     SS_REAL(ss_real_sem_wait, "sem_wait", NULL);
     SS_REAL(ss_real_sem_timedwait, "sem_timedwait", NULL);
-    struct ss_thread *t = ss_self;
+    struct ss_thread *t = ss_self_known();
     if (!t || sizeof(void *) != 8 || (uint32_t)ss_sem_word(s) != 0) return ss_real_sem_wait(s);
     return ss_sem_wait_slow(t, s, NULL);
 }
@@ -210,7 +210,7 @@ SS_EXPORT int sem_wait(sem_t *s) {
 SS_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime) {
     SS_REAL(ss_real_sem_wait, "sem_wait", NULL);
     SS_REAL(ss_real_sem_timedwait, "sem_timedwait", NULL);
-    struct ss_thread *t = ss_self;
+    struct ss_thread *t = ss_self_known();
     if (!t || sizeof(void *) != 8 || (uint32_t)ss_sem_word(s) != 0) return ss_real_sem_timedwait(s, abstime);
     return ss_sem_wait_slow(t, s, abstime);
 }
@@ -227,7 +227,7 @@ static uint32_t ss_tid_of(pthread_t th) {
 
 SS_EXPORT int pthread_join(pthread_t th, void **ret) {
     SS_REAL(ss_real_join, "pthread_join", NULL);
-    struct ss_thread *t = ss_self;
+    struct ss_thread *t = ss_self_known();
     if (!t) return ss_real_join(th, ret);
     uint32_t tid = ss_tid_of(th);
     uint64_t start = ss_mono_ns();
@@ -247,7 +247,7 @@ static int (*ss_real_rwlock_init)(pthread_rwlock_t *, const pthread_rwlockattr_t
 
 SS_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *attr) {
     SS_REAL(ss_real_mutex_init, "pthread_mutex_init", NULL);
-    struct ss_thread *t = ss_self;
+    struct ss_thread *t = ss_self_known();
     int rc = ss_real_mutex_init(m, attr);
     if (t && rc == 0) ss_lock_init_stack(t, m, SS_LOCK_MUTEX);
     return rc;
@@ -255,7 +255,7 @@ SS_EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *
 
 SS_EXPORT int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *attr) {
     SS_REAL(ss_real_rwlock_init, "pthread_rwlock_init", NULL);
-    struct ss_thread *t = ss_self;
+    struct ss_thread *t = ss_self_known();
     int rc = ss_real_rwlock_init(l, attr);
     if (t && rc == 0) ss_lock_init_stack(t, l, SS_LOCK_RWLOCK_WRITE);
     return rc;
