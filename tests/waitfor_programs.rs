@@ -165,6 +165,15 @@ fn consumers_are_woken_by_the_producer_which_is_the_critical_path() {
             .all(|e| e["meanwhile"][0]["function"] == "make_item"),
         "{known:#?}"
     );
+    // The producer is the knot both consumers wait for (unless it also waited for them on a
+    // full queue long enough to tie all three together: then no group waits on another).
+    let knots = r["wait_for"]["knots"].as_array().expect("knots");
+    assert!(
+        knots
+            .iter()
+            .all(|k| k["threads"].as_array().unwrap().contains(producer)),
+        "{knots:#?}"
+    );
     // Walking back from the end through who woke whom, the producer holds a large part of the
     // path (the consumers' own time after each wake-up, runnable on a busy machine, is on it too).
     let path = &r["wait_for"]["critical_path"];

@@ -103,12 +103,26 @@ pub struct CriticalPath {
     pub length_ns: u64,
 }
 
+/// A knot of the wait-for graph (after wPerf): threads that other threads wait for, and that
+/// wait for no thread outside the knot (for one another at most). Work outside a knot does not
+/// shorten the run while the others queue behind it; the knot's own work does.
+#[derive(Debug, Clone, Default)]
+pub struct Knot {
+    /// Thread indexes, sorted.
+    pub threads: Vec<usize>,
+    /// The threads outside the knot that waited for its members, and for how long in all.
+    pub waiters: Vec<usize>,
+    pub waited_ns: u64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct WaitFor {
     /// Most waiting first.
     pub edges: Vec<Edge>,
     pub names: Vec<ObjectName>,
     pub critical_path: CriticalPath,
+    /// Most waited for first.
+    pub knots: Vec<Knot>,
     pub waits: u64,
     pub dropped: u64,
 }
@@ -320,9 +334,16 @@ pub fn build(
             kind: r.wait.kind,
         })
         .collect();
+    let wall = profile.wall_ns();
+    let knots = knots(
+        &edges,
+        profile.threads.len(),
+        wall / KNOT_EDGE_SHARE_OF_WALL,
+    );
     Some(WaitFor {
         edges,
         names,
+        knots,
         critical_path: critical_path(&path_threads, &path_waits),
         waits: profile.waits.len() as u64,
         dropped: profile.waits_dropped,
@@ -471,6 +492,145 @@ fn name_objects(
 // ---- the critical path ----
 
 /// A thread as the critical path sees it.
+impl Knot {
+    /// "producer [12]: 3 threads waited 1.2 s for it (consumer [13], ...)": the words every view
+    /// gives a knot.
+    pub fn words(&self, profile: &Profile) -> String {
+        let names = |v: &[usize]| {
+            let mut shown: Vec<String> = v
+                .iter()
+                .take(4)
+                .map(|&i| thread_label(profile, i))
+                .collect();
+            if v.len() > 4 {
+                shown.push(format!("{} more", v.len() - 4));
+            }
+            shown.join(", ")
+        };
+        let one = self.threads.len() == 1;
+        format!(
+            "{}: {} other thread{} waited {} for {} ({}); {} waits on no thread outside",
+            names(&self.threads),
+            self.waiters.len(),
+            if self.waiters.len() == 1 { "" } else { "s" },
+            crate::util::fmt_ns(self.waited_ns),
+            if one { "it" } else { "them" },
+            names(&self.waiters),
+            if one { "it" } else { "the group" },
+        )
+    }
+}
+
+/// An edge joins the wait-for graph of the knots when its waits add up to at least the run's
+/// wall time divided by this (1%): a stray short wait does not tie two threads together.
+const KNOT_EDGE_SHARE_OF_WALL: u64 = 100;
+
+/// The knots of the graph whose nodes are the `nthreads` threads and whose edges go from a
+/// waiter to the thread it waited for (lock owner, waker), each with at least `min_ns` of waits.
+/// Joins are left out: main waiting for its workers to end is how a program ends, not a knot.
+/// The knots are the strongly connected components without an edge out that some edge comes in to.
+pub fn knots(edges: &[Edge], nthreads: usize, min_ns: u64) -> Vec<Knot> {
+    let mut out_edges: Vec<Vec<(usize, u64)>> = vec![Vec::new(); nthreads];
+    for e in edges {
+        if let Some(o) = e.other
+            && o != e.waiter
+            && e.waiter < nthreads
+            && o < nthreads
+            && e.kind != Some(WaitKind::Join)
+            && e.wait_ns >= min_ns.max(1)
+        {
+            out_edges[e.waiter].push((o, e.wait_ns));
+        }
+    }
+    let component = strongly_connected(&out_edges);
+    let ncomp = component.iter().copied().max().map_or(0, |m| m + 1);
+    let mut leaves = vec![false; ncomp];
+    let mut waited = vec![0u64; ncomp];
+    let mut waiters: Vec<Vec<usize>> = vec![Vec::new(); ncomp];
+    for (w, outs) in out_edges.iter().enumerate() {
+        for &(o, ns) in outs {
+            let (cw, co) = (component[w], component[o]);
+            if cw != co {
+                leaves[cw] = true;
+                waited[co] += ns;
+                if !waiters[co].contains(&w) {
+                    waiters[co].push(w);
+                }
+            }
+        }
+    }
+    let mut knots: Vec<Knot> = (0..ncomp)
+        .filter(|&c| !leaves[c] && waited[c] > 0)
+        .map(|c| {
+            let mut w = waiters[c].clone();
+            w.sort_unstable();
+            Knot {
+                threads: (0..nthreads).filter(|&t| component[t] == c).collect(),
+                waiters: w,
+                waited_ns: waited[c],
+            }
+        })
+        .collect();
+    knots.sort_by(|a, b| {
+        b.waited_ns
+            .cmp(&a.waited_ns)
+            .then(a.threads.cmp(&b.threads))
+    });
+    knots
+}
+
+/// Each node's strongly connected component (Kosaraju, without recursion: thread counts can be
+/// large).
+fn strongly_connected(out_edges: &[Vec<(usize, u64)>]) -> Vec<usize> {
+    let n = out_edges.len();
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    for root in 0..n {
+        if seen[root] {
+            continue;
+        }
+        seen[root] = true;
+        let mut stack = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+            if let Some(&(w, _)) = out_edges[v].get(*next) {
+                *next += 1;
+                if !seen[w] {
+                    seen[w] = true;
+                    stack.push((w, 0));
+                }
+            } else {
+                order.push(v);
+                stack.pop();
+            }
+        }
+    }
+    let mut in_edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (v, outs) in out_edges.iter().enumerate() {
+        for &(w, _) in outs {
+            in_edges[w].push(v);
+        }
+    }
+    let mut component = vec![usize::MAX; n];
+    let mut count = 0;
+    for &root in order.iter().rev() {
+        if component[root] != usize::MAX {
+            continue;
+        }
+        component[root] = count;
+        let mut stack = vec![root];
+        while let Some(v) = stack.pop() {
+            for &w in &in_edges[v] {
+                if component[w] == usize::MAX {
+                    component[w] = count;
+                    stack.push(w);
+                }
+            }
+        }
+        count += 1;
+    }
+    component
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathThread {
     pub start_ns: u64,
@@ -611,6 +771,50 @@ pub fn critical_path(threads: &[PathThread], waits: &[PathWait]) -> CriticalPath
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn edge(waiter: usize, other: usize, kind: WaitKind, wait_ns: u64) -> Edge {
+        Edge {
+            waiter,
+            other: Some(other),
+            kind: Some(kind),
+            wait_ns,
+            ..Edge::default()
+        }
+    }
+
+    #[test]
+    fn knots_are_the_groups_others_wait_for_that_wait_on_no_one_outside() {
+        use WaitKind::*;
+        // 1 and 2 wait for the producer 0; 3 and 4 wait for each other (a lock passed back and
+        // forth) and for 0; main (5) joins everyone; 6 waited briefly on 3.
+        let edges = [
+            edge(1, 0, Condition, 500),
+            edge(2, 0, Condition, 400),
+            edge(3, 4, Lock, 300),
+            edge(4, 3, Lock, 300),
+            edge(3, 0, Condition, 100),
+            edge(5, 1, Join, 900),
+            edge(6, 3, Lock, 5),
+        ];
+        let k = knots(&edges, 7, 10);
+        assert_eq!(k.len(), 1, "{k:?}");
+        assert_eq!(k[0].threads, vec![0]);
+        assert_eq!(k[0].waiters, vec![1, 2, 3]);
+        assert_eq!(k[0].waited_ns, 1000);
+        // Without the producer, the pair that waits for each other is a knot of two.
+        let pair = knots(&edges[2..4], 7, 10);
+        assert!(
+            pair.is_empty(),
+            "nobody outside waits for the pair: {pair:?}"
+        );
+        let k = knots(
+            &[edges[2].clone(), edges[3].clone(), edge(6, 3, Lock, 50)],
+            7,
+            10,
+        );
+        assert_eq!(k[0].threads, vec![3, 4]);
+        assert_eq!(k[0].waiters, vec![6]);
+    }
 
     fn thread(start: u64, end: u64, main: bool) -> PathThread {
         PathThread {

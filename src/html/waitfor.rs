@@ -62,6 +62,13 @@ pub fn section(a: &Analysis) -> String {
         );
     }
     o.push_str("</table>\n");
+    if !w.knots.is_empty() {
+        o.push_str("<h3>Knots</h3><p class=\"muted\">threads the others wait for, that wait for no thread outside: their own work holds the others up.</p><ul>");
+        for k in w.knots.iter().take(4) {
+            let _ = write!(o, "<li>{}</li>", escape(&k.words(p)));
+        }
+        o.push_str("</ul>\n");
+    }
     let path = &w.critical_path;
     if path.length_ns > 0 {
         let _ = write!(

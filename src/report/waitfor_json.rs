@@ -17,6 +17,14 @@ pub struct WaitForJson {
     edges: Vec<EdgeJson>,
     objects: Vec<ObjectJson>,
     critical_path: PathJson,
+    knots: Vec<KnotJson>,
+}
+
+#[derive(Serialize)]
+struct KnotJson {
+    threads: Vec<ThreadRef>,
+    waiters: Vec<ThreadRef>,
+    waited_ns: u64,
 }
 
 #[derive(Serialize)]
@@ -130,6 +138,15 @@ impl WaitForJson {
                     address: format!("{:#x}", n.object),
                     name: n.name.clone(),
                     named_by: n.how,
+                })
+                .collect(),
+            knots: w
+                .knots
+                .iter()
+                .map(|k| KnotJson {
+                    threads: k.threads.iter().filter_map(|&i| thread_ref(p, i)).collect(),
+                    waiters: k.waiters.iter().filter_map(|&i| thread_ref(p, i)).collect(),
+                    waited_ns: k.waited_ns,
                 })
                 .collect(),
             critical_path: PathJson {

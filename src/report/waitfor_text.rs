@@ -69,6 +69,17 @@ pub fn render(a: &Analysis, style: Style) -> String {
             ))
         );
     }
+    if !w.knots.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{} {}",
+            style.bold("Knots:"),
+            style.dim("threads the others wait for, that wait for no thread outside (their own work holds the others up)")
+        );
+        for k in w.knots.iter().take(4) {
+            let _ = writeln!(o, "  {}", k.words(p));
+        }
+    }
     let path = &w.critical_path;
     if path.length_ns > 0 {
         let _ = writeln!(
