@@ -456,6 +456,7 @@ mod tests {
             user: 0,
             samples: 1,
             ns,
+            locks: Vec::new(),
         }
     }
 

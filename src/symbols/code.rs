@@ -124,6 +124,18 @@ impl CodeReader {
         bytes.windows(2).any(|w| w == [0xf3, 0x90])
     }
 
+    /// Whether `pc` is a `syscall` instruction or directly follows one: where a CPU sample lands
+    /// on a thread in a system call (interrupted and to be restarted, or just returned), with the
+    /// call's first argument still in RDI.
+    pub fn at_or_after_syscall(&mut self, modules: &[Module], pc: u64) -> bool {
+        const SYSCALL: [u8; 2] = [0x0f, 0x05];
+        let Some((bytes, at)) = self.window(modules, pc, 2, 2) else {
+            return false;
+        };
+        bytes.get(at..at + 2) == Some(&SYSCALL[..])
+            || (at >= 2 && bytes.get(at - 2..at) == Some(&SYSCALL[..]))
+    }
+
     /// Whether `ret` directly follows a call instruction (so it can be a return address).
     pub fn follows_call(&mut self, modules: &[Module], ret: u64) -> bool {
         let Some((bytes, at)) = self.window(modules, ret, 8, 0) else {
