@@ -1,7 +1,9 @@
 //! Names the locks that thread-state samples caught threads waiting on: a sample of a thread in
 //! the futex system call carries the futex word's address (wall samples: its first argument from
-//! /proc; CPU samples: RDI at a `syscall` instruction), so a lock inside the C library, which no
-//! hook sees, is named like a program's own: by the data symbol that holds it (libc's debug file
+//! /proc; CPU samples: RDI at a `syscall` instruction or in glibc's `__lll_lock_wait*`), and a CPU
+//! sample at an inlined lock's atomic instruction names the word when the instruction addresses
+//! it RIP-relative (states.rs), so a lock inside the C library, which no hook sees, is named like
+//! a program's own: by the data symbol that holds it (libc's debug file
 //! names `main_arena`, `_IO_stdfile_1_lock`, random.c's `lock`, `tzset_lock`), with words a user
 //! knows (glibc_locks.json: "malloc's arena lock (main_arena)", "the lock of stdout",
 //! "random()'s lock"); on the heap by what holds it (a malloc arena, a FILE) or the place that

@@ -333,8 +333,9 @@ pub struct StateSite {
     pub user: usize,
     pub samples: u64,
     pub ns: u64,
-    /// Lock waits: the locks its samples caught the futex address of, most samples first
-    /// (named by `locknames::name_site_locks`).
+    /// Lock waits: the locks its samples caught the lock word of (a futex call's word, or the
+    /// fixed address of the atomic instruction sampled), most samples first (named by
+    /// `locknames::name_site_locks`).
     pub locks: Vec<WaitedLock>,
 }
 
@@ -756,6 +757,16 @@ fn holds_futex_in_rdi(f: &Frame) -> bool {
     })
 }
 
+/// Where a lock-wait sample's lock word comes from.
+#[derive(Debug, Clone, Copy)]
+enum LockWord {
+    None,
+    /// The sample's `object`: a futex call's first argument.
+    Sample,
+    /// The fixed address of the atomic instruction it was sampled at (a static lock word).
+    Fixed(u64),
+}
+
 /// x86-64's futex system call: a wall sample in it has the futex word's address as `object`.
 const FUTEX: u32 = 202;
 
@@ -812,8 +823,8 @@ pub fn build(
     // Classify each distinct (thread, kind, pc, stack, syscall, op) once.
     let mut groups: HashMap<GroupKey, (Category, usize, u64, u64)> = HashMap::new();
     let mut classified: Vec<(Category, Vec<Frame>, Option<usize>)> = Vec::new();
-    // Per classified stack: whether its samples' `object` is the futex word of a lock wait.
-    let mut futex_object: Vec<bool> = Vec::new();
+    // Per classified stack: where its samples' lock word comes from.
+    let mut lock_word: Vec<LockWord> = Vec::new();
     // Per group: the futex words its lock-wait samples caught, with samples and time.
     let mut group_objects: HashMap<GroupKey, HashMap<u64, (u64, u64)>> = HashMap::new();
     let mut by_shape: HashMap<Shape, usize> = HashMap::new();
@@ -842,17 +853,20 @@ pub fn build(
             {
                 category = rules.atomic(frames.first().map_or("", |f| f.module.as_str()));
             }
-            futex_object.push(
-                category == Category::Lock
-                    && match s.kind {
-                        SampleKind::Wall => s.syscall == Some(FUTEX),
-                        SampleKind::Cpu => {
-                            code.at_or_after_syscall(&profile.modules, s.pc)
-                                || frames.first().is_some_and(holds_futex_in_rdi)
-                        }
-                        SampleKind::Kernel => false,
-                    },
-            );
+            lock_word.push(match s.kind {
+                _ if category != Category::Lock => LockWord::None,
+                SampleKind::Wall if s.syscall == Some(FUTEX) => LockWord::Sample,
+                SampleKind::Cpu
+                    if code.at_or_after_syscall(&profile.modules, s.pc)
+                        || frames.first().is_some_and(holds_futex_in_rdi) =>
+                {
+                    LockWord::Sample
+                }
+                SampleKind::Cpu => code
+                    .atomic_target(&profile.modules, s.pc)
+                    .map_or(LockWord::None, LockWord::Fixed),
+                _ => LockWord::None,
+            });
             classified.push((category, frames, decided));
             classified.len() - 1
         });
@@ -900,12 +914,17 @@ pub fn build(
             .or_insert((category, ci, 0, 0));
         g.2 += 1;
         g.3 = g.3.saturating_add(weight);
-        // A futex word is a 4-byte aligned user address.
-        if futex_object[ci] && s.object >= 0x1000 && s.object % 4 == 0 {
+        let word = match lock_word[ci] {
+            LockWord::None => 0,
+            LockWord::Sample => s.object,
+            LockWord::Fixed(address) => address,
+        };
+        // A lock word is a 4-byte aligned user address.
+        if word >= 0x1000 && word % 4 == 0 {
             let o = group_objects
                 .entry((s.serial, shape))
                 .or_default()
-                .entry(s.object)
+                .entry(word)
                 .or_default();
             o.0 += 1;
             o.1 = o.1.saturating_add(weight);

@@ -222,7 +222,7 @@ fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding>
                     .map(|(name, n)| format!("{name} ({} samples)", fmt_count(*n)))
                     .collect();
                 evidence.push(format!(
-                    "the lock waited on, by the futex word the samples caught ({} of {} samples): {}",
+                    "the lock waited on, by the lock word the samples caught ({} of {} samples): {}",
                     fmt_count(caught),
                     fmt_count(g.samples as u64),
                     list.join(", ")

@@ -430,7 +430,7 @@ pub fn arena_lock(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             .map(|(name, n)| format!("{name} ({} samples)", fmt_count(*n)))
             .collect();
         evidence.push(format!(
-            "the lock waited on, by the futex word the samples caught ({} of {} samples): {}",
+            "the lock waited on, by the lock word the samples caught ({} of {} samples): {}",
             fmt_count(caught),
             fmt_count(samples),
             list.join(", ")
