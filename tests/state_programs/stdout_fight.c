@@ -5,7 +5,7 @@
 
 static void *printer(void *arg) {
     long id = (long)arg;
-    for (int i = 0; i < 400000; i++) printf("%ld %d\n", id, i);
+    for (int i = 0; i < 1500000; i++) printf("%ld %d\n", id, i);
     return NULL;
 }
 
