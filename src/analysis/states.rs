@@ -6,7 +6,7 @@ use crate::profile::Profile;
 use crate::profile::format::{THREAD_MAIN, THREAD_SIGNAL_BLOCKED};
 use crate::profile::samples::{Sample, SampleKind, SamplingInfo};
 use crate::symbols::code::CodeReader;
-use crate::symbols::{Frame, Symbolizer, qualified_name, user_frame};
+use crate::symbols::{Frame, Symbolizer, is_own_module, qualified_name, user_frame};
 use crate::util::ratio;
 use std::collections::{BTreeMap, HashMap};
 
@@ -862,6 +862,10 @@ pub fn build(
                 {
                     LockWord::Sample
                 }
+                // Not the interposer's own atomics (its bookkeeping on its own words).
+                SampleKind::Cpu if frames.first().is_some_and(|f| is_own_module(&f.module)) => {
+                    LockWord::None
+                }
                 SampleKind::Cpu => code
                     .atomic_target(&profile.modules, s.pc)
                     .map_or(LockWord::None, LockWord::Fixed),
@@ -919,8 +923,16 @@ pub fn build(
             LockWord::Sample => s.object,
             LockWord::Fixed(address) => address,
         };
-        // A lock word is a 4-byte aligned user address.
-        if word >= 0x1000 && word % 4 == 0 {
+        // A lock word is a 4-byte aligned user address, and not one of the interposer's own
+        // words (its wait for the flusher at exit).
+        let own = || {
+            profile
+                .modules
+                .iter()
+                .rfind(|m| m.lo <= word && word < m.hi)
+                .is_some_and(|m| is_own_module(&m.path))
+        };
+        if word >= 0x1000 && word % 4 == 0 && !own() {
             let o = group_objects
                 .entry((s.serial, shape))
                 .or_default()

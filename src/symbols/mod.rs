@@ -485,7 +485,7 @@ fn open_module(module: &Module, debug_root: &Path) -> ModuleDebug {
 const SLOW_PART_PREFIX: &str = "ss_slow_";
 
 /// The interposer's own library (as `run` writes it out: libstallscope-<hash>.so).
-fn is_own_module(path: &str) -> bool {
+pub fn is_own_module(path: &str) -> bool {
     Path::new(path)
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with("libstallscope"))
