@@ -205,6 +205,11 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         s.pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
         s.weight_us = (uint32_t)((weight + 500) / 1000);
         s.kind = SS_SAMPLE_CPU;
+        /* A sample that lands on a `syscall` instruction (a futex wait the signal interrupted,
+         * restarted once the handler returns) or right after one (the call just returned) has the
+         * call's first argument in RDI: for a futex, the lock word's address. Stored as it is, for
+         * every sample (no code is read here); the analysis keeps it only at such pcs. */
+        s.object = (uint64_t)uc->uc_mcontext.gregs[REG_RDI];
         /* Inside the interposer's own bookkeeping (ss_self SS_NO_THREAD) the unwinder may be
          * running already: the sample keeps its pc alone. Not while glibc walks the heap for a
          * snapshot (none of the interposer's code is running): that stack shows the profiler's
@@ -603,7 +608,8 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
         p = ss_skip_field(p);
         if (!outside) {
             smp.syscall = (uint16_t)(nr + 1);
-            p = ss_skip_field(p); /* a1 */
+            smp.object = ss_parse_num(p); /* a1: a futex's word */
+            p = ss_skip_field(p);
             smp.arg = (uint32_t)ss_parse_num(p);
             for (int k = 0; k < 5; k++) p = ss_skip_field(p); /* a2..a6 */
         }

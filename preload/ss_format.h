@@ -1,4 +1,4 @@
-/* The stallscope profile file format, version 2: the one definition of its record ids,
+/* The stallscope profile file format, version 3: the one definition of its record ids,
  * enumerations, flags and layouts. The interposer writes it; the Rust reader's constants and
  * enumerations are generated from this header at build time (build.rs compiles and runs
  * build/format_consts.c, which walks the lists below), so adding an entry to a list, or a record
@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define SS_MAGIC "STALLSCP" /* 8 bytes, no terminator in the file */
-#define SS_VERSION 2u
+#define SS_VERSION 3u /* 3: struct ss_sample gained `object` (the reader also reads 2: 32-byte samples without it) */
 #define SS_BYTE_ORDER_MARK 0x01020304u
 
 /* ---- Enumerations and flags: each is a list X(...) that C turns into an enum and build.rs into
@@ -451,6 +451,10 @@ struct ss_sample {
     uint8_t state;      /* wall: the state letter of /proc/PID/task/TID/stat (S, D, T, ...); cpu: 0 */
     uint16_t syscall;   /* wall: the system call number + 1 (0: not in a system call) */
     uint32_t arg;       /* wall: low 32 bits of the system call's second argument (a futex's op) */
+    uint64_t object;    /* the system call's first argument (a futex: the address of the word it waits
+                           on or wakes): wall: as /proc read it (0: not in a system call); cpu: the
+                           interrupted RDI, which is that argument only when the pc is at or right
+                           after a `syscall` instruction (the reader of the profile checks); kernel: 0 */
 };
 
 /* SS_REC_SCHED: what the kernel says a thread did between two looks of the sampler thread
@@ -539,7 +543,7 @@ _Static_assert(sizeof(struct ss_phase_record) == 2176, "phase record layout");
 _Static_assert(sizeof(struct ss_heap_record) == 184, "heap record layout");
 _Static_assert(sizeof(struct ss_sampling_record) == 48, "sampling record layout");
 _Static_assert(sizeof(struct ss_samples_record) == 8, "samples record layout");
-_Static_assert(sizeof(struct ss_sample) == 32, "sample layout");
+_Static_assert(sizeof(struct ss_sample) == 40, "sample layout");
 _Static_assert(sizeof(struct ss_sched_record) == 8, "sched record layout");
 _Static_assert(sizeof(struct ss_sched_point) == 40, "sched point layout");
 _Static_assert(sizeof(struct ss_cross_frees_entry) == 24, "cross frees entry layout");

@@ -52,6 +52,7 @@ struct Run {
 }
 
 fn run_cause(program: &str, args: &[&str]) -> Run {
+    let _machine = common::machine();
     let dir = TempDir::new(&format!("cause-{program}"));
     let src: PathBuf = test_source("cause_programs", program);
     let include = concat!(env!("CARGO_MANIFEST_DIR"), "/include");
@@ -312,6 +313,57 @@ fn capped_arenas_are_named_as_mallocs_arena_lock() {
     assert!(text(f).contains("M_ARENA_MAX"), "{f:#}");
     assert!(text(f).contains("stallscope bench"), "{f:#}");
     assert!(text(f).contains("arena_lock.c"), "{f:#}");
+    // The lock the waiting samples caught is glibc's main arena (M_ARENA_MAX=1: the only one).
+    assert!(
+        text(f).contains("malloc's arena lock (main_arena)"),
+        "{f:#}"
+    );
+    let sites = lock_sites(&run.report);
+    let named: Vec<&str> = sites
+        .iter()
+        .filter_map(|s| s["locks"][0]["name"].as_str())
+        .collect();
+    assert!(
+        !named.is_empty(),
+        "no lock site caught its lock: {sites:#?}"
+    );
+    assert!(
+        named
+            .iter()
+            .all(|n| *n == "malloc's arena lock (main_arena)"),
+        "{named:?}"
+    );
+}
+
+/// Every lock-wait site of every thread.
+fn lock_sites(r: &Value) -> Vec<&Value> {
+    threads(r)
+        .iter()
+        .flat_map(|t| t["state_sites"]["lock"].as_array().into_iter().flatten())
+        .collect()
+}
+
+#[test]
+fn localtime_waits_on_the_timezone_lock() {
+    let run = run_cause("localtime.c", &["2"]);
+    check_states(&run);
+    let sites = lock_sites(&run.report);
+    let top = sites
+        .iter()
+        .filter(|s| s["locks"].as_array().is_some_and(|l| !l.is_empty()))
+        .max_by_key(|s| s["ns"].as_u64())
+        .unwrap_or_else(|| panic!("no lock site caught its lock: {sites:#?}"));
+    assert_eq!(
+        top["locks"][0]["name"], "the timezone lock (tzset_lock)",
+        "{top:#}"
+    );
+    assert!(
+        top["user_frame"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("format_stamp"),
+        "{top:#}"
+    );
 }
 
 #[test]

@@ -95,6 +95,61 @@ fn random_in_two_threads_waits_on_its_internal_lock() {
     let user = site["user_frame"].as_str().unwrap_or_default();
     assert!(user.contains("roll"), "user frame {user}");
     assert!(share(&w, &["allocator"]) < 0.05);
+    // The lock is named: random.c's static `lock` in libc's debug symbols, by the lock word of
+    // the atomic instruction or the futex call the samples caught.
+    assert_eq!(
+        named_lock(site),
+        Some(("random()'s lock", "symbol")),
+        "{site:#}"
+    );
+}
+
+/// The name of the lock a lock site's samples caught most, and how it was named.
+fn named_lock(site: &Value) -> Option<(&str, &str)> {
+    let lock = site["locks"].as_array()?.first()?;
+    Some((lock["name"].as_str()?, lock["named_by"].as_str()?))
+}
+
+/// The locks the lock sites of `threads` caught, with how each was named: at least one when
+/// the sites have `min_samples` samples or more (a sample at an inlined lock's atomic
+/// instruction on a register-held address, say stdio's, names no lock; a thin run may have
+/// only those).
+fn caught_locks<'a>(threads: &[&'a Value], min_samples: u64) -> Vec<(&'a str, &'a str)> {
+    let sites: Vec<&Value> = threads
+        .iter()
+        .flat_map(|t| t["state_sites"]["lock"].as_array().into_iter().flatten())
+        .collect();
+    let samples: u64 = sites.iter().filter_map(|s| s["samples"].as_u64()).sum();
+    let caught: Vec<(&str, &str)> = sites.iter().filter_map(|s| named_lock(s)).collect();
+    assert!(
+        !caught.is_empty() || samples < min_samples,
+        "no lock site caught its lock in {samples} samples: {sites:#?}"
+    );
+    caught
+}
+
+#[test]
+fn printf_from_two_threads_waits_on_the_lock_of_stdout() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("states");
+    let exe = state_program(&dir, "stdout_fight.c");
+    let (out, path) = profile(dir.path(), "p.prof", &[], &[&exe], 0);
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("done\n"));
+    let report = report_json(&path);
+    let w = workers(&report);
+    let site = top_site(&w, "lock").expect("a lock site");
+    let function = site["function"].as_str().unwrap_or_default();
+    assert!(function.contains("printf"), "{site:#}");
+    assert!(
+        site["user_frame"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("printer"),
+        "{site:#}"
+    );
+    for lock in caught_locks(&w, 1) {
+        assert_eq!(lock, ("the lock of stdout", "symbol"));
+    }
 }
 
 #[test]
@@ -117,6 +172,11 @@ fn fprintf_to_one_file_waits_on_the_file_lock() {
             .unwrap_or_default()
             .contains("writer")
     );
+    // A FILE from fopen lives on the heap: named as a FILE's lock, with its address.
+    for (name, how) in caught_locks(&w, 20) {
+        assert!(name.starts_with("the lock of a FILE (at 0x"), "{name}");
+        assert_eq!(how, "stdio");
+    }
 }
 
 #[test]

@@ -30,6 +30,7 @@ fn wait_ns(edges: &[&Value]) -> u64 {
 
 #[test]
 fn a_lock_held_across_fdatasync_names_the_lock_the_holder_and_the_users_line() {
+    let _machine = common::machine();
     let dir = TempDir::new("waitfor-log");
     let exe = cause_program(&dir, "log_fsync.cpp");
     let log = dir.join("log.txt");
@@ -88,6 +89,7 @@ fn a_lock_held_across_fdatasync_names_the_lock_the_holder_and_the_users_line() {
 
 #[test]
 fn locks_are_named_by_symbol_and_by_the_site_that_initialised_them() {
+    let _machine = common::machine();
     let dir = TempDir::new("waitfor-named");
     let exe = cause_program(&dir, "named_locks.c");
     let (_, prof) = profile(
@@ -128,6 +130,7 @@ fn locks_are_named_by_symbol_and_by_the_site_that_initialised_them() {
 
 #[test]
 fn consumers_are_woken_by_the_producer_which_is_the_critical_path() {
+    let _machine = common::machine();
     let dir = TempDir::new("waitfor-condvar");
     let exe = cause_program(&dir, "condvar_pipeline.c");
     let (_, prof) = profile(

@@ -6,11 +6,13 @@
 //! 1. [`summary::summarize`]: per thread, per allocator function, per lock, from the counters;
 //! 2. [`sites::fill`]: the sampled allocation and lock stacks, symbolized, with their estimates;
 //! 3. [`phases::build`]: phases, heap snapshots and slow-phase flags;
-//! 4. [`states::build`]: thread-state samples classified, per thread, slice and stack;
+//! 4. [`states::build`]: thread-state samples classified, per thread, slice and stack; the locks
+//!    their futex words name ([`locknames::name_site_locks`]);
 //! 5. [`waitfor::build`]: who waited for whom on what, object names, the critical path;
 //! 6. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
 
 pub mod concurrency;
+pub mod locknames;
 pub mod phases;
 pub mod sampled;
 pub mod sites;
@@ -84,7 +86,10 @@ impl Analysis {
             };
             let mut summary = summary::summarize(&profile);
             sites::fill(&profile, &mut sym, &mut summary);
-            let states = states::build(&profile, &mut sym, &mut code);
+            let mut states = states::build(&profile, &mut sym, &mut code);
+            if let Some(r) = states.as_mut() {
+                locknames::name_site_locks(r, &profile, &mut sym, options.read_modules);
+            }
             let waitfor = waitfor::build(
                 &profile,
                 &mut sym,

@@ -6,7 +6,9 @@ use crate::profile::Profile;
 use crate::profile::format::{THREAD_MAIN, THREAD_SIGNAL_BLOCKED};
 use crate::profile::samples::{Sample, SampleKind, SamplingInfo};
 use crate::symbols::code::CodeReader;
-use crate::symbols::{Frame, Symbolizer, is_runtime_frame, qualified_name, user_frame};
+use crate::symbols::{
+    Frame, Symbolizer, is_own_module, is_runtime_frame, qualified_name, user_frame,
+};
 use crate::util::ratio;
 use std::collections::{BTreeMap, HashMap};
 
@@ -265,7 +267,7 @@ impl Rules {
 /// runtime's (so the thread-start and `main` wrappers, outside the program's frames, do not
 /// count).
 fn profiler_frame(frames: &[Frame]) -> Option<usize> {
-    let own = |f: &Frame| crate::symbols::is_own_module(&f.module);
+    let own = |f: &Frame| is_own_module(&f.module);
     let first = frames.iter().position(own)?;
     if frames[..first].iter().any(|f| !is_runtime_frame(f)) {
         return None;
@@ -367,9 +369,37 @@ pub struct StateSite {
     pub user: usize,
     pub samples: u64,
     pub ns: u64,
+    /// Lock waits: the locks its samples caught the lock word of (a futex call's word, or the
+    /// fixed address of the atomic instruction sampled), most samples first (named by
+    /// `locknames::name_site_locks`).
+    pub locks: Vec<WaitedLock>,
+}
+
+/// A lock a lock-wait site's samples waited on (or woke), from the futex word's address.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WaitedLock {
+    pub object: u64,
+    /// Samples of the site that caught this address.
+    pub samples: u64,
+    pub ns: u64,
+    /// `malloc's arena lock (main_arena)`, `the lock of stdout`, `random()'s lock`,
+    /// `table_lock (named_locks)`, ..., or the address as a last resort.
+    pub name: String,
+    /// How it was named: `symbol`, `allocator`, `stdio`, `init-site` or `address`.
+    pub how: &'static str,
 }
 
 impl StateSite {
+    /// The lock most of its caught samples waited on, if any sample caught one.
+    pub fn lock(&self) -> Option<&WaitedLock> {
+        self.locks.first()
+    }
+
+    /// Samples that caught a lock's address.
+    pub fn addressed_samples(&self) -> u64 {
+        self.locks.iter().map(|l| l.samples).sum()
+    }
+
     /// The function the user called that led here: the frame just inside the user frame
     /// (`random` for a lock taken inside random()), else the deciding frame.
     pub fn function(&self) -> String {
@@ -770,10 +800,41 @@ pub(crate) fn sample_frames(
     frames
 }
 
+/// glibc's low-level lock slow paths (`__lll_lock_wait_private(int *futex)` and kin) are leaves
+/// that keep their first argument, the futex word's address, in RDI from entry to return
+/// (glibc 2.36's code, checked by disassembly): a CPU sample anywhere in them caught the lock.
+fn holds_futex_in_rdi(f: &Frame) -> bool {
+    f.function.as_deref().is_some_and(|name| {
+        let name = name.strip_prefix("__GI_").unwrap_or(name);
+        matches!(
+            name,
+            "__lll_lock_wait_private"
+                | "__lll_lock_wait"
+                | "__lll_lock_wake_private"
+                | "__lll_lock_wake"
+        )
+    })
+}
+
+/// Where a lock-wait sample's lock word comes from.
+#[derive(Debug, Clone, Copy)]
+enum LockWord {
+    None,
+    /// The sample's `object`: a futex call's first argument.
+    Sample,
+    /// The fixed address of the atomic instruction it was sampled at (a static lock word).
+    Fixed(u64),
+}
+
+/// x86-64's futex system call: a wall sample in it has the futex word's address as `object`.
+const FUTEX: u32 = 202;
+
 /// What classifies a sample: kind, pc, stack, system call and futex op.
 type Shape = (SampleKind, u64, Option<u32>, Option<u32>, u32);
 /// A shape within one thread (by serial).
 type GroupKey = (u32, Shape);
+/// A thread's merged site: (thread index, category, function, user frame).
+type SiteKey = (usize, Category, String, String);
 
 pub fn build(
     profile: &Profile,
@@ -821,6 +882,10 @@ pub fn build(
     // Classify each distinct (thread, kind, pc, stack, syscall, op) once.
     let mut groups: HashMap<GroupKey, (Category, usize, u64, u64)> = HashMap::new();
     let mut classified: Vec<(Category, Vec<Frame>, Option<usize>)> = Vec::new();
+    // Per classified stack: where its samples' lock word comes from.
+    let mut lock_word: Vec<LockWord> = Vec::new();
+    // Per group: the futex words its lock-wait samples caught, with samples and time.
+    let mut group_objects: HashMap<GroupKey, HashMap<u64, (u64, u64)>> = HashMap::new();
     let mut by_shape: HashMap<Shape, usize> = HashMap::new();
     let total = profile.samples.len();
     let mut intervals: Vec<Vec<(u64, u64, Category)>> = vec![Vec::new(); threads.len()];
@@ -831,7 +896,7 @@ pub fn build(
             sample_stacks.push(NO_STACK);
             continue;
         };
-        let op = if s.syscall == Some(202) { s.arg } else { 0 };
+        let op = if s.syscall == Some(FUTEX) { s.arg } else { 0 };
         let shape = (s.kind, s.pc, s.stack, s.syscall, op);
         let ci = *by_shape.entry(shape).or_insert_with(|| {
             let frames = sample_frames(profile, sym, code, s);
@@ -847,6 +912,24 @@ pub fn build(
             {
                 category = rules.atomic(frames.first().map_or("", |f| f.module.as_str()));
             }
+            lock_word.push(match s.kind {
+                _ if category != Category::Lock => LockWord::None,
+                SampleKind::Wall if s.syscall == Some(FUTEX) => LockWord::Sample,
+                SampleKind::Cpu
+                    if code.at_or_after_syscall(&profile.modules, s.pc)
+                        || frames.first().is_some_and(holds_futex_in_rdi) =>
+                {
+                    LockWord::Sample
+                }
+                // Not the interposer's own atomics (its bookkeeping on its own words).
+                SampleKind::Cpu if frames.first().is_some_and(|f| is_own_module(&f.module)) => {
+                    LockWord::None
+                }
+                SampleKind::Cpu => code
+                    .atomic_target(&profile.modules, s.pc)
+                    .map_or(LockWord::None, LockWord::Fixed),
+                _ => LockWord::None,
+            });
             classified.push((category, frames, decided));
             classified.len() - 1
         });
@@ -894,6 +977,29 @@ pub fn build(
             .or_insert((category, ci, 0, 0));
         g.2 += 1;
         g.3 = g.3.saturating_add(weight);
+        let word = match lock_word[ci] {
+            LockWord::None => 0,
+            LockWord::Sample => s.object,
+            LockWord::Fixed(address) => address,
+        };
+        // A lock word is a 4-byte aligned user address, and not one of the interposer's own
+        // words (its wait for the flusher at exit).
+        let own = || {
+            profile
+                .modules
+                .iter()
+                .rfind(|m| m.lo <= word && word < m.hi)
+                .is_some_and(|m| is_own_module(&m.path))
+        };
+        if word >= 0x1000 && word % 4 == 0 && !own() {
+            let o = group_objects
+                .entry((s.serial, shape))
+                .or_default()
+                .entry(word)
+                .or_default();
+            o.0 += 1;
+            o.1 = o.1.saturating_add(weight);
+        }
     }
     add_kernel_states(
         profile,
@@ -913,9 +1019,11 @@ pub fn build(
             .cmp(&(a.1.3, a.1.2))
             .then_with(|| a.0.cmp(&b.0))
     });
-    let mut merged: BTreeMap<(usize, Category, String, String), StateSite> = BTreeMap::new();
+    let mut merged: BTreeMap<SiteKey, StateSite> = BTreeMap::new();
     let mut hot: BTreeMap<(String, Category), HotFunction> = BTreeMap::new();
-    for &((serial, (kind, ..)), (category, ci, samples, ns)) in &groups {
+    let mut merged_objects: BTreeMap<SiteKey, HashMap<u64, (u64, u64)>> = BTreeMap::new();
+    for &((serial, shape), (category, ci, samples, ns)) in &groups {
+        let kind = shape.0;
         let frames = &classified[ci].1;
         let user = user_frame(frames);
         let site = StateSite {
@@ -925,16 +1033,24 @@ pub fn build(
             user,
             samples,
             ns,
+            locks: Vec::new(),
         };
         let key_user = site.user_frame().map(Frame::display).unwrap_or_default();
         let ti = index[&serial];
-        let entry = merged
-            .entry((ti, category, site.function(), key_user))
-            .or_insert_with(|| StateSite {
-                samples: 0,
-                ns: 0,
-                ..site.clone()
-            });
+        let key = (ti, category, site.function(), key_user);
+        if let Some(objects) = group_objects.get(&(serial, shape)) {
+            let all = merged_objects.entry(key.clone()).or_default();
+            for (&object, &(n, w)) in objects {
+                let o = all.entry(object).or_default();
+                o.0 += n;
+                o.1 = o.1.saturating_add(w);
+            }
+        }
+        let entry = merged.entry(key).or_insert_with(|| StateSite {
+            samples: 0,
+            ns: 0,
+            ..site.clone()
+        });
         entry.samples = entry.samples.saturating_add(samples);
         entry.ns = entry.ns.saturating_add(ns);
         if kind == SampleKind::Cpu {
@@ -962,8 +1078,22 @@ pub fn build(
             h.ns = h.ns.saturating_add(ns);
         }
     }
-    for ((ti, ..), site) in merged {
-        threads[ti].sites.push(site);
+    for (key, mut site) in merged {
+        if let Some(objects) = merged_objects.remove(&key) {
+            site.locks = objects
+                .into_iter()
+                .map(|(object, (samples, ns))| WaitedLock {
+                    object,
+                    samples,
+                    ns,
+                    name: format!("{object:#x}"),
+                    how: "address",
+                })
+                .collect();
+            site.locks
+                .sort_by(|a, b| (b.samples, b.ns, a.object).cmp(&(a.samples, a.ns, b.object)));
+        }
+        threads[key.0].sites.push(site);
     }
     for (t, list) in threads.iter_mut().zip(intervals) {
         t.sites

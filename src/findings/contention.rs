@@ -123,6 +123,8 @@ struct StateGroup {
     /// Sampled time of the threads that were seen there.
     threads_ns: f64,
     users: Vec<(String, f64)>,
+    /// Lock waits: the locks named by the futex words its samples caught, with those samples.
+    locks: Vec<(String, u64)>,
 }
 
 /// Groups the sites the report lists for `category` in every thread (`state_sites`) by function
@@ -155,6 +157,7 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                         samples: 0.0,
                         threads_ns: 0.0,
                         users: Vec::new(),
+                        locks: Vec::new(),
                     });
                     groups.last_mut().expect("just pushed")
                 }
@@ -165,6 +168,12 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
             match g.users.iter_mut().find(|u| u.0 == user) {
                 Some(u) => u.1 += ns,
                 None => g.users.push((user, ns)),
+            }
+            for l in &site.locks {
+                match g.locks.iter_mut().find(|n| n.0 == l.name) {
+                    Some(n) => n.1 += l.samples,
+                    None => g.locks.push((l.name.clone(), l.samples)),
+                }
             }
         }
     }
@@ -184,6 +193,11 @@ fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding>
             let share = ratio(g.ns, g.threads_ns).min(1.0);
             let severity = rule.severity_of(share)?;
             g.users.sort_by(|a, b| b.1.total_cmp(&a.1));
+            g.locks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let lock = g
+                .locks
+                .first()
+                .map_or_else(|| "a lock".to_string(), |l| l.0.clone());
             let mut evidence = vec![format!(
                 "{} sampled in {} ({} samples), {} of the sampled time of the threads seen there; {} in the {} state over all threads",
                 fmt_ns(g.ns),
@@ -199,11 +213,30 @@ fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding>
                     fmt_pct(ratio(*ns, g.ns))
                 ));
             }
+            let caught: u64 = g.locks.iter().map(|l| l.1).sum();
+            if caught > 0 {
+                let list: Vec<String> = g
+                    .locks
+                    .iter()
+                    .take(3)
+                    .map(|(name, n)| format!("{name} ({} samples)", fmt_count(*n)))
+                    .collect();
+                evidence.push(format!(
+                    "the lock waited on, by the lock word the samples caught ({} of {} samples): {}",
+                    fmt_count(caught),
+                    fmt_count(g.samples as u64),
+                    list.join(", ")
+                ));
+            }
             Some(build(
                 rule,
                 a,
                 severity,
-                &[("share", fmt_pct(share)), ("function", g.function)],
+                &[
+                    ("share", fmt_pct(share)),
+                    ("function", g.function),
+                    ("lock", lock),
+                ],
                 evidence,
             ))
         })

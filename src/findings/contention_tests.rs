@@ -1,6 +1,6 @@
 use super::*;
 use crate::analysis::sites::LockSiteSummary;
-use crate::analysis::states::{CATEGORY_COUNT, StateReport, StateSite, ThreadStates};
+use crate::analysis::states::{CATEGORY_COUNT, StateReport, StateSite, ThreadStates, WaitedLock};
 use crate::analysis::summary::{LockSummary, Summary, ThreadSummary};
 use crate::findings::Severity;
 use crate::findings::test_support::{check_levels, frame, rule};
@@ -154,6 +154,39 @@ fn glibc_lock_thresholds_and_naming() {
         f.evidence
             .iter()
             .any(|e| e.contains("simulate at sim.c:12")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn glibc_lock_says_which_lock_the_samples_caught() {
+    let r = rule("glibc-lock-contention");
+    let mut a = sampled(Category::Lock, "random", 0.5, 100);
+    let f = &internal_locks(r, &a)[0];
+    assert!(
+        f.title.contains("Contention on a lock inside"),
+        "{}",
+        f.title
+    );
+    for t in &mut a.states.as_mut().unwrap().threads {
+        t.sites[0].locks = vec![WaitedLock {
+            object: 0x7f00_0000_073c,
+            samples: 30,
+            ns: 1,
+            name: "random()'s lock".into(),
+            how: "symbol",
+        }];
+    }
+    let f = &internal_locks(r, &a)[0];
+    assert!(
+        f.title.contains("Contention on random()'s lock inside"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("(60 of 200 samples): random()'s lock (60 samples)")),
         "{f:?}"
     );
 }

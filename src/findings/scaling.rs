@@ -7,6 +7,7 @@ use super::rules::Rule;
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::concurrency::Concurrency;
+use crate::analysis::locknames::{in_allocator, is_arena_lock};
 use crate::analysis::states::{Category, StateReport, ThreadStates};
 use crate::symbols::Frame;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
@@ -363,49 +364,25 @@ pub fn page_faults(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     vec![with_stake(f, a, stake)]
 }
 
-/// Frames that are malloc's own: a lock wait with one of them above it is the arena lock.
-fn is_allocator_frame(f: &Frame) -> bool {
-    let Some(name) = f.function.as_deref() else {
-        return false;
-    };
-    const NAMES: [&str; 12] = [
-        "malloc",
-        "free",
-        "calloc",
-        "realloc",
-        "_int_malloc",
-        "_int_free",
-        "arena_get2",
-        "tcache_init",
-        "__libc_malloc",
-        "__libc_free",
-        "__libc_calloc",
-        "__libc_realloc",
-    ];
-    let bare = name.split('(').next().unwrap_or(name);
-    let bare = bare.strip_prefix("__GI_").unwrap_or(bare);
-    let public = bare
-        .strip_prefix("__libc_")
-        .unwrap_or(bare)
-        .trim_start_matches('_');
-    NAMES.contains(&bare)
-        || NAMES.contains(&public)
-        || public.starts_with("int_free")
-        || public.starts_with("int_malloc")
-        || public.starts_with("arena_")
-}
-
 pub fn arena_lock(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let Some(r) = a.states.as_ref() else {
         return vec![];
     };
     let mut lock = 0u64;
     let mut best: Option<(&crate::analysis::states::StateSite, u64)> = None;
+    let mut samples = 0u64;
+    let mut names: Vec<(&str, u64)> = Vec::new();
     for t in &r.threads {
         for s in t.sites.iter().filter(|s| s.category == Category::Lock) {
-            let from = s.decided_by.unwrap_or(0);
-            if s.frames.iter().skip(from).any(is_allocator_frame) {
+            if in_allocator(s) || s.lock().is_some_and(|l| is_arena_lock(l.how)) {
                 lock += s.ns;
+                samples += s.samples;
+                for l in s.locks.iter().filter(|l| is_arena_lock(l.how)) {
+                    match names.iter_mut().find(|n| n.0 == l.name) {
+                        Some(n) => n.1 += l.samples,
+                        None => names.push((&l.name, l.samples)),
+                    }
+                }
                 if best.is_none_or(|b| s.ns > b.1) {
                     best = Some((s, s.ns));
                 }
@@ -434,13 +411,31 @@ pub fn arena_lock(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let function = best.map_or_else(|| "malloc".to_string(), |b| b.0.function());
     let width = r.peak_threads.min(r.cpus.max(1) as usize).max(1) as u64;
     let stake = lock / width;
-    let evidence = vec![format!(
-        "threads waited {} for malloc's arena lock ({} of their time awake and not blocked), mostly in {} from {}",
+    names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let lock_name = names
+        .first()
+        .map_or_else(|| "malloc's arena lock".to_string(), |n| n.0.to_string());
+    let mut evidence = vec![format!(
+        "threads waited {} for {lock_name} ({} of their time awake and not blocked), mostly in {} from {}",
         fmt_ns(lock as f64),
         fmt_pct(share),
         function,
         frame
     )];
+    let caught: u64 = names.iter().map(|n| n.1).sum();
+    if caught > 0 {
+        let list: Vec<String> = names
+            .iter()
+            .take(3)
+            .map(|(name, n)| format!("{name} ({} samples)", fmt_count(*n)))
+            .collect();
+        evidence.push(format!(
+            "the lock waited on, by the lock word the samples caught ({} of {} samples): {}",
+            fmt_count(caught),
+            fmt_count(samples),
+            list.join(", ")
+        ));
+    }
     let f = build(
         rule,
         a,
@@ -449,6 +444,7 @@ pub fn arena_lock(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             ("share", fmt_pct(share)),
             ("function", function),
             ("user_frame", frame),
+            ("lock", lock_name),
         ],
         evidence,
     );

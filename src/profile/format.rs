@@ -10,9 +10,19 @@ pub fn record_type_known(rtype: u32) -> bool {
     RECORD_TYPES.iter().any(|&(t, _)| t == rtype)
 }
 
-/// Whether a payload of `size` bytes is one the record's layout allows, given `prefix`, the
-/// start of the payload as far as it is known (its counts and lengths decide the size).
-pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8]) -> bool {
+/// The oldest format version this reader reads: version 2 differs from 3 only in its thread-state
+/// samples, 32 bytes without the `object` field (read as 0).
+pub const OLDEST_VERSION: u32 = 2;
+
+/// The size of a thread-state sample (`struct ss_sample`) in a file of format `version`.
+pub fn sample_size(version: u32) -> usize {
+    if version == 2 { 32 } else { SAMPLE_SIZE }
+}
+
+/// Whether a payload of `size` bytes is one the record's layout allows in a file of format
+/// `version`, given `prefix`, the start of the payload as far as it is known (its counts and
+/// lengths decide the size).
+pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8], version: u32) -> bool {
     let u32_at = |at: usize| {
         prefix
             .get(at..at + 4)
@@ -46,7 +56,9 @@ pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8]) -> bool {
         REC_ALLOC_SITES => counted(ALLOC_SITES_SIZE, ALLOC_SITE_SIZE, ALLOC_SITES_COUNT_AT),
         REC_LOCK_SITES => counted(LOCK_SITES_SIZE, LOCK_SITE_SIZE, LOCK_SITES_COUNT_AT),
         REC_HEAP => lengths(HEAP_SIZE, &[HEAP_XML_LEN_AT]),
-        REC_SAMPLES => counted(SAMPLES_SIZE, SAMPLE_SIZE, SAMPLES_COUNT_AT) && size > SAMPLES_SIZE,
+        REC_SAMPLES => {
+            counted(SAMPLES_SIZE, sample_size(version), SAMPLES_COUNT_AT) && size > SAMPLES_SIZE
+        }
         REC_WAITS => counted(WAITS_SIZE, WAIT_SIZE, WAITS_COUNT_AT),
         REC_SCHED => counted(SCHED_SIZE, SCHED_POINT_SIZE, SCHED_COUNT_AT) && size > SCHED_SIZE,
         REC_CROSS_FREES => size > 0 && size.is_multiple_of(CROSS_FREES_ENTRY_SIZE),

@@ -75,9 +75,9 @@ pub fn read(path: &Path) -> anyhow::Result<Profile> {
 /// read as far as it is whole: up to its last whole batch (ended by a flush or end record), and
 /// marked partial; damage (a checksum, a size no layout allows) is an error.
 pub fn parse(bytes: &[u8]) -> Result<Profile, ProfileError> {
-    check_file_header(bytes)?;
-    let extent = whole_extent(bytes)?;
-    let mut profile = parse_whole(&bytes[..extent.end])?;
+    let version = check_file_header(bytes)?;
+    let extent = whole_extent(bytes, version)?;
+    let mut profile = parse_whole(&bytes[..extent.end], version)?;
     if let Some(cut) = extent.cut_at {
         profile.complete = false;
         profile.cut_at = Some(cut as u64);
@@ -94,11 +94,11 @@ struct Extent {
 
 /// Frames every record (checksums included) up to the end or to a cut, and finds the end of the
 /// last whole batch: after a flush or end record, or after the supervisor's record that follows.
-fn whole_extent(bytes: &[u8]) -> Result<Extent, ProfileError> {
+fn whole_extent(bytes: &[u8], version: u32) -> Result<Extent, ProfileError> {
     let mut pos = FILE_HEADER_SIZE;
     let mut batch_end = None;
     while pos < bytes.len() {
-        match frame(bytes, pos)? {
+        match frame(bytes, pos, version)? {
             Framed::Record(rtype, _, next) => {
                 let appended = rtype == REC_SUPERVISOR && batch_end == Some(pos);
                 if rtype == REC_FLUSH || rtype == REC_END || appended {
@@ -125,7 +125,7 @@ fn whole_extent(bytes: &[u8]) -> Result<Extent, ProfileError> {
 }
 
 /// Parses a file that ends with a whole batch.
-fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
+fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
     let mut pos = FILE_HEADER_SIZE;
     let mut process: Option<ProcessInfo> = None;
     let mut threads: Vec<ThreadStats> = Vec::new();
@@ -152,7 +152,7 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
     let mut cross_frees = Vec::new();
 
     while pos < bytes.len() {
-        let Framed::Record(rtype, payload, next) = frame(bytes, pos)? else {
+        let Framed::Record(rtype, payload, next) = frame(bytes, pos, version)? else {
             return err(pos, "truncated record inside the whole part of the file");
         };
         if process.is_none() && rtype != REC_PROCESS {
@@ -291,7 +291,7 @@ fn parse_whole(bytes: &[u8]) -> Result<Profile, ProfileError> {
                 ended_after = end.is_some();
             }
             REC_SAMPLES => {
-                super::samples::parse_samples(payload, pos, &mut samples)?;
+                super::samples::parse_samples(payload, pos, sample_size(version), &mut samples)?;
                 ended_after = end.is_some();
             }
             REC_WAITS => {
@@ -587,7 +587,8 @@ fn parse_alloc_sites(
     ))
 }
 
-fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {
+/// Checks the file header; returns the format version (one this reader reads).
+fn check_file_header(bytes: &[u8]) -> Result<u32, ProfileError> {
     if bytes.len() < FILE_HEADER_SIZE {
         return err(
             0,
@@ -608,11 +609,11 @@ fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {
     if crc != crc32fast::hash(&bytes[..20]) {
         return err(0, "the file header is damaged (checksum mismatch)");
     }
-    if version != VERSION {
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
         return err(
             8,
             format!(
-                "format version {version} is not supported (this stallscope reads version {VERSION})"
+                "format version {version} is not supported (this stallscope reads versions {OLDEST_VERSION} to {VERSION})"
             ),
         );
     }
@@ -622,7 +623,7 @@ fn check_file_header(bytes: &[u8]) -> Result<(), ProfileError> {
     if header_size as usize != FILE_HEADER_SIZE {
         return err(12, format!("unexpected header size {header_size}"));
     }
-    Ok(())
+    Ok(version)
 }
 
 /// A record at some offset: whole, or the file's cut tail.
@@ -636,7 +637,7 @@ enum Framed<'a> {
 /// Validates the record at `pos`. A record the file ends inside is a cut when its header is one
 /// the writer could have written (known type, reserved zero, a size its layout allows given the
 /// counts and lengths at the start of its payload); otherwise the header is damaged.
-fn frame(bytes: &[u8], pos: usize) -> Result<Framed<'_>, ProfileError> {
+fn frame(bytes: &[u8], pos: usize, version: u32) -> Result<Framed<'_>, ProfileError> {
     let available = &bytes[pos..];
     let field = |at: usize| {
         available
@@ -646,7 +647,7 @@ fn frame(bytes: &[u8], pos: usize) -> Result<Framed<'_>, ProfileError> {
     let (rtype, size) = (field(0), field(4).map(|s| s as usize));
     if available.len() < RECORD_HEADER_SIZE {
         let plausible = rtype.is_none_or(record_type_known)
-            && size.is_none_or(|s| size_fits_layout(rtype.unwrap_or(0), s, &[]))
+            && size.is_none_or(|s| size_fits_layout(rtype.unwrap_or(0), s, &[], version))
             && field(12).is_none_or(|r| r == 0);
         return if plausible {
             Ok(Framed::Cut)
@@ -665,7 +666,7 @@ fn frame(bytes: &[u8], pos: usize) -> Result<Framed<'_>, ProfileError> {
     if present.len() < padded {
         let whole_payload = present.len() >= size;
         let damaged = !record_type_known(rtype)
-            || !size_fits_layout(rtype, size, present)
+            || !size_fits_layout(rtype, size, present, version)
             || (whole_payload && record_crc(&bytes[pos..pos + 8], &present[..size]) != crc);
         if damaged {
             return err(

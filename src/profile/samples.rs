@@ -2,8 +2,8 @@
 //! sampling ran, and the samples.
 
 use super::format::{
-    LockKind, SAMPLE_SIZE, SAMPLES_SIZE, SAMPLING_KNOWN, SAMPLING_NO_SIGNAL, SAMPLING_NO_TIMERS,
-    SAMPLING_SIZE, SCHED_POINT_SIZE, SCHED_SIZE, WAIT_SIZE, WAITS_SIZE,
+    LockKind, SAMPLES_SIZE, SAMPLING_KNOWN, SAMPLING_NO_SIGNAL, SAMPLING_NO_TIMERS, SAMPLING_SIZE,
+    SCHED_POINT_SIZE, SCHED_SIZE, WAIT_SIZE, WAITS_SIZE,
 };
 use super::reader::{Fields, ProfileError, err};
 
@@ -29,6 +29,10 @@ pub struct Sample {
     pub syscall: Option<u32>,
     /// Wall samples: the low 32 bits of the system call's second argument (a futex's op).
     pub arg: u32,
+    /// Wall samples: the system call's first argument (a futex's word); CPU samples: the
+    /// interrupted RDI, that argument only where the pc is at or right after a `syscall`
+    /// instruction. 0: none (and in files of format version 2).
+    pub object: u64,
 }
 
 /// What a thread waited for: a lock (the other end is its owner when the wait began), a
@@ -153,11 +157,13 @@ pub fn parse_sampling(payload: &[u8], pos: usize) -> Result<SamplingInfo, Profil
     })
 }
 
-/// Appends the samples of one SAMPLES record to `out`. Stack ids and thread serials are checked
-/// once the whole file is read (the writer may describe them later in the same flush).
+/// Appends the samples of one SAMPLES record, each `sample_size` bytes (format::sample_size), to
+/// `out`. Stack ids and thread serials are checked once the whole file is read (the writer may
+/// describe them later in the same flush).
 pub fn parse_samples(
     payload: &[u8],
     pos: usize,
+    sample_size: usize,
     out: &mut Vec<Sample>,
 ) -> Result<(), ProfileError> {
     if payload.len() < SAMPLES_SIZE {
@@ -166,7 +172,7 @@ pub fn parse_samples(
     let mut f = Fields::new(payload);
     let serial = f.u32();
     let count = f.u32() as usize;
-    if count == 0 || payload.len() != SAMPLES_SIZE + count * SAMPLE_SIZE {
+    if count == 0 || payload.len() != SAMPLES_SIZE + count * sample_size {
         return err(
             pos,
             format!(
@@ -183,11 +189,17 @@ pub fn parse_samples(
         let rest = f.take(8);
         let (kind, state, syscall) = (rest[0], rest[1], u16::from_le_bytes([rest[2], rest[3]]));
         let arg = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        let object = if sample_size > 32 { f.u64() } else { 0 };
         let kind = match SampleKind::from_u32(kind.into()) {
             Some(SampleKind::Cpu) if state == 0 && syscall == 0 && arg == 0 => SampleKind::Cpu,
             Some(SampleKind::Wall) if state.is_ascii_alphabetic() => SampleKind::Wall,
             Some(SampleKind::Kernel)
-                if state == 0 && syscall == 0 && arg == 0 && pc == 0 && stack == 0 =>
+                if state == 0
+                    && syscall == 0
+                    && arg == 0
+                    && pc == 0
+                    && stack == 0
+                    && object == 0 =>
             {
                 SampleKind::Kernel
             }
@@ -208,6 +220,7 @@ pub fn parse_samples(
             state: (kind == SampleKind::Wall).then_some(state as char),
             syscall: (syscall != 0).then(|| syscall as u32 - 1),
             arg,
+            object,
         });
     }
     Ok(())
@@ -215,6 +228,7 @@ pub fn parse_samples(
 
 #[cfg(test)]
 mod tests {
+    use super::super::format::SAMPLE_SIZE;
     use super::*;
 
     fn sample_bytes(kind: u8, state: u8, syscall: u16, arg: u32) -> Vec<u8> {
@@ -226,6 +240,7 @@ mod tests {
         b.extend_from_slice(&[kind, state]);
         b.extend_from_slice(&syscall.to_le_bytes());
         b.extend_from_slice(&arg.to_le_bytes());
+        b.extend_from_slice(&0x7f00_0000_1000u64.to_le_bytes());
         b
     }
 
@@ -246,7 +261,7 @@ mod tests {
             &[sample_bytes(1, 0, 0, 0), sample_bytes(2, b'S', 203, 128)],
         );
         let mut out = Vec::new();
-        parse_samples(&payload, 0, &mut out).unwrap();
+        parse_samples(&payload, 0, SAMPLE_SIZE, &mut out).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].kind, SampleKind::Cpu);
         assert_eq!(out[0].stack, Some(2));
@@ -255,7 +270,24 @@ mod tests {
         assert_eq!(out[1].state, Some('S'));
         assert_eq!(out[1].syscall, Some(202));
         assert_eq!(out[1].arg, 128);
+        assert_eq!(out[1].object, 0x7f00_0000_1000);
         assert!(out.iter().all(|s| s.serial == 7));
+    }
+
+    #[test]
+    fn version_2_samples_have_no_object() {
+        let mut v2 = sample_bytes(2, b'S', 203, 128);
+        v2.truncate(32);
+        let mut out = Vec::new();
+        parse_samples(&record(7, &[v2.clone(), v2]), 0, 32, &mut out).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            (out[1].syscall, out[1].arg, out[1].object),
+            (Some(202), 128, 0)
+        );
+        // A version 3 record is not a version 2 one.
+        let v3 = record(7, &[sample_bytes(1, 0, 0, 0)]);
+        assert!(parse_samples(&v3, 0, 32, &mut Vec::new()).is_err());
     }
 
     #[test]
@@ -268,13 +300,13 @@ mod tests {
             sample_bytes(2, 0, 203, 0),    // a wall sample without a state
             sample_bytes(2, b'%', 203, 0), // not a state letter
         ] {
-            assert!(parse_samples(&record(1, &[bad]), 0, &mut out).is_err());
+            assert!(parse_samples(&record(1, &[bad]), 0, SAMPLE_SIZE, &mut out).is_err());
         }
         let mut short = record(1, &[sample_bytes(1, 0, 0, 0)]);
         short.pop();
-        assert!(parse_samples(&short, 0, &mut out).is_err());
-        assert!(parse_samples(&record(1, &[]), 0, &mut out).is_err());
-        assert!(parse_samples(&[0u8; 4], 0, &mut out).is_err());
+        assert!(parse_samples(&short, 0, SAMPLE_SIZE, &mut out).is_err());
+        assert!(parse_samples(&record(1, &[]), 0, SAMPLE_SIZE, &mut out).is_err());
+        assert!(parse_samples(&[0u8; 4], 0, SAMPLE_SIZE, &mut out).is_err());
         assert!(out.is_empty());
     }
 

@@ -434,6 +434,19 @@ struct StateSiteJson<'a> {
     function: String,
     user_frame: Option<String>,
     frames: Frames<'a>,
+    /// Lock waits: the locks named by the futex words the samples caught, most first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    locks: Vec<WaitedLockJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct WaitedLockJson<'a> {
+    name: &'a str,
+    /// `symbol`, `allocator`, `stdio`, `init-site` or `address`.
+    named_by: &'a str,
+    address: String,
+    samples: u64,
+    ns: u64,
 }
 
 impl<'a> StateSiteJson<'a> {
@@ -445,6 +458,17 @@ impl<'a> StateSiteJson<'a> {
             function: site.function(),
             user_frame: site.user_frame().map(Frame::display),
             frames: Frames(&site.frames),
+            locks: site
+                .locks
+                .iter()
+                .map(|l| WaitedLockJson {
+                    name: &l.name,
+                    named_by: l.how,
+                    address: format!("{:#x}", l.object),
+                    samples: l.samples,
+                    ns: l.ns,
+                })
+                .collect(),
         }
     }
 }

@@ -45,11 +45,19 @@ fn site_sentence(t: &ThreadStates, site: &StateSite) -> String {
         .user_frame()
         .map(|f| format!(" called from {}", f.display()))
         .unwrap_or_default();
-    format!(
-        "{} {what} inside {}(){from}",
-        fmt_pct(share),
-        site.function()
-    )
+    match site.lock() {
+        Some(lock) if site.category == Category::Lock => format!(
+            "{} waiting on {} inside {}(){from}",
+            fmt_pct(share),
+            lock.name,
+            site.function()
+        ),
+        _ => format!(
+            "{} {what} inside {}(){from}",
+            fmt_pct(share),
+            site.function()
+        ),
+    }
 }
 
 pub fn render(r: &StateReport, style: Style) -> String {

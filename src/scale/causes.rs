@@ -389,8 +389,16 @@ fn cause_frames(states: &StateReport, cause: Cause) -> Vec<(String, u64)> {
             }
             let frame = site.user_frame().or(site.frames.first());
             let function = frame.map(Frame::short_name).unwrap_or_default();
-            let text = match cause {
-                Cause::Lock | Cause::Io => format!("{} in {}", site.function(), frame_text(frame)),
+            let text = match (cause, site.lock()) {
+                (Cause::Lock, Some(lock)) => format!(
+                    "{} in {} in {}",
+                    lock.name,
+                    site.function(),
+                    frame_text(frame)
+                ),
+                (Cause::Lock | Cause::Io, _) => {
+                    format!("{} in {}", site.function(), frame_text(frame))
+                }
                 _ => frame_text(frame),
             };
             let key = match cause {
@@ -458,6 +466,7 @@ mod tests {
             user: 0,
             samples: 1,
             ns,
+            locks: Vec::new(),
         }
     }
 

@@ -90,9 +90,21 @@ impl CodeReader {
     /// Whether the instruction at `pc` is a locked read-modify-write, or one ends exactly at `pc`
     /// (a CPU sample's pc is usually the instruction after the one that was slow).
     pub fn at_or_after_atomic(&mut self, modules: &[Module], pc: u64) -> bool {
-        let Some((bytes, at)) = self.window(modules, pc, MAX_INSN, MAX_INSN) else {
-            return false;
-        };
+        self.atomic_at(modules, pc).is_some()
+    }
+
+    /// The memory word of the atomic instruction at or ending at `pc` when the instruction names
+    /// it by a fixed address (RIP-relative: a static lock word, as glibc's inlined `lll_lock` on
+    /// random()'s lock), so a CPU sample there says which lock it fought over.
+    pub fn atomic_target(&mut self, modules: &[Module], pc: u64) -> Option<u64> {
+        let insn = self.atomic_at(modules, pc)?;
+        insn.is_ip_rel_memory_operand()
+            .then(|| insn.ip_rel_memory_address())
+    }
+
+    /// The locked read-modify-write at `pc`, or the one that ends exactly at `pc`.
+    fn atomic_at(&mut self, modules: &[Module], pc: u64) -> Option<Instruction> {
+        let (bytes, at) = self.window(modules, pc, MAX_INSN, MAX_INSN)?;
         let decode_at = |offset: usize| {
             let mut d = Decoder::with_ip(
                 64,
@@ -103,12 +115,12 @@ impl CodeReader {
             let insn = d.decode();
             (!insn.is_invalid()).then_some(insn)
         };
-        if decode_at(at).is_some_and(|i| is_locked_rmw(&i)) {
-            return true;
+        if let Some(i) = decode_at(at).filter(is_locked_rmw) {
+            return Some(i);
         }
-        (1..=at.min(MAX_INSN)).any(|k| {
-            decode_at(at - k).is_some_and(|i| i.len() == k && i.has_lock_prefix())
-                || decode_at(at - k).is_some_and(|i| i.len() == k && is_locked_rmw(&i) && k >= 2)
+        (1..=at.min(MAX_INSN)).find_map(|k| {
+            decode_at(at - k)
+                .filter(|i| i.len() == k && (i.has_lock_prefix() || (is_locked_rmw(i) && k >= 2)))
         })
     }
 
@@ -122,6 +134,18 @@ impl CodeReader {
             return false;
         };
         bytes.windows(2).any(|w| w == [0xf3, 0x90])
+    }
+
+    /// Whether `pc` is a `syscall` instruction or directly follows one: where a CPU sample lands
+    /// on a thread in a system call (interrupted and to be restarted, or just returned), with the
+    /// call's first argument still in RDI.
+    pub fn at_or_after_syscall(&mut self, modules: &[Module], pc: u64) -> bool {
+        const SYSCALL: [u8; 2] = [0x0f, 0x05];
+        let Some((bytes, at)) = self.window(modules, pc, 2, 2) else {
+            return false;
+        };
+        bytes.get(at..at + 2) == Some(&SYSCALL[..])
+            || (at >= 2 && bytes.get(at - 2..at) == Some(&SYSCALL[..]))
     }
 
     /// Whether `ret` directly follows a call instruction (so it can be a return address).

@@ -10,6 +10,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// The stallscope executable under test.
 pub fn stallscope() -> &'static str {
@@ -636,4 +637,13 @@ pub fn f64_of(value: &Value, key: &str) -> f64 {
     value[key]
         .as_f64()
         .unwrap_or_else(|| panic!("`{key}` missing or not a number in {value}"))
+}
+
+static MACHINE: Mutex<()> = Mutex::new(());
+
+/// The machine for one test at a time: the harness runs a file's tests in parallel, and a test
+/// whose figures depend on the threads running at once (contention, shares of a critical path,
+/// utilization) would measure the other tests' load. Held for the test's run.
+pub fn machine() -> MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }

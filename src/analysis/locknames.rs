@@ -1,0 +1,265 @@
+//! Names the locks that thread-state samples caught threads waiting on: a sample of a thread in
+//! the futex system call carries the futex word's address (wall samples: its first argument from
+//! /proc; CPU samples: RDI at a `syscall` instruction or in glibc's `__lll_lock_wait*`), and a CPU
+//! sample at an inlined lock's atomic instruction names the word when the instruction addresses
+//! it RIP-relative (states.rs), so a lock inside the C library, which no hook sees, is named like
+//! a program's own: by the data symbol that holds it (libc's debug file
+//! names `main_arena`, `_IO_stdfile_1_lock`, random.c's `lock`, `tzset_lock`), with words a user
+//! knows (glibc_locks.json: "malloc's arena lock (main_arena)", "the lock of stdout",
+//! "random()'s lock"); on the heap by what holds it (a malloc arena, a FILE) or the place that
+//! initialised it; by its address as a last resort.
+
+use super::states::{Category, StateReport, StateSite};
+use crate::profile::Profile;
+use crate::profile::format::LockRole;
+use crate::symbols::{DataSymbols, Frame, Symbolizer, file_name, user_frame};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+#[derive(Debug, Deserialize)]
+struct SymbolWords {
+    symbol: String,
+    words: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Table {
+    symbols: Vec<SymbolWords>,
+    arena_symbols: Vec<String>,
+    stdio_functions: Vec<String>,
+}
+
+static TABLE_TEXT: &str = include_str!("glibc_locks.json");
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(|| serde_json::from_str(TABLE_TEXT).expect("glibc_locks.json is valid"))
+}
+
+/// Frames that are malloc's own: a lock taken with one of them on the stack is an arena's lock.
+pub fn is_allocator_frame(f: &Frame) -> bool {
+    let Some(name) = f.function.as_deref() else {
+        return false;
+    };
+    const NAMES: [&str; 12] = [
+        "malloc",
+        "free",
+        "calloc",
+        "realloc",
+        "_int_malloc",
+        "_int_free",
+        "arena_get2",
+        "tcache_init",
+        "__libc_malloc",
+        "__libc_free",
+        "__libc_calloc",
+        "__libc_realloc",
+    ];
+    let bare = name.split('(').next().unwrap_or(name);
+    let bare = bare.strip_prefix("__GI_").unwrap_or(bare);
+    let public = bare
+        .strip_prefix("__libc_")
+        .unwrap_or(bare)
+        .trim_start_matches('_');
+    NAMES.contains(&bare)
+        || NAMES.contains(&public)
+        || public.starts_with("int_free")
+        || public.starts_with("int_malloc")
+        || public.starts_with("arena_")
+}
+
+/// Whether a lock-wait site is inside malloc (an allocator frame at or above the deciding one).
+pub fn in_allocator(site: &StateSite) -> bool {
+    let from = site.decided_by.unwrap_or(0);
+    site.frames.iter().skip(from).any(is_allocator_frame)
+}
+
+/// Whether a named lock is a malloc arena's.
+pub fn is_arena_lock(how: &str) -> bool {
+    how == "allocator"
+}
+
+/// Names every lock the report's lock-wait sites caught (`StateSite::locks`). Without
+/// `read_modules` no symbol table is read: heap words and addresses only.
+pub fn name_site_locks(
+    report: &mut StateReport,
+    profile: &Profile,
+    sym: &mut Symbolizer,
+    read_modules: bool,
+) {
+    let mut data = DataSymbols::new(&profile.modules);
+    let mut symbols: HashMap<u64, Option<(String, String)>> = HashMap::new();
+    for t in &mut report.threads {
+        for site in t.sites.iter_mut().filter(|s| s.category == Category::Lock) {
+            let function = site.function();
+            let allocator = in_allocator(site);
+            let stdio = table().stdio_functions.contains(&function)
+                || site.frames.iter().any(|f| {
+                    f.function
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("_IO_") && !n.starts_with("_IO_str"))
+                });
+            for lock in &mut site.locks {
+                let symbol = symbols
+                    .entry(lock.object)
+                    .or_insert_with(|| {
+                        if read_modules {
+                            data.name(lock.object)
+                        } else {
+                            None
+                        }
+                    })
+                    .clone();
+                let (name, how) = name_lock(
+                    profile,
+                    sym,
+                    lock.object,
+                    symbol,
+                    &function,
+                    allocator,
+                    stdio,
+                );
+                lock.name = name;
+                lock.how = how;
+            }
+        }
+    }
+}
+
+/// The words for one lock address, given its data symbol (module, symbol) if any and what the
+/// waiting site was doing.
+fn name_lock(
+    profile: &Profile,
+    sym: &mut Symbolizer,
+    object: u64,
+    symbol: Option<(String, String)>,
+    function: &str,
+    allocator: bool,
+    stdio: bool,
+) -> (String, &'static str) {
+    if let Some((module, symbol)) = symbol {
+        let in_libc = module.starts_with("libc.so") || module.starts_with("libc-");
+        if in_libc && table().arena_symbols.contains(&symbol) {
+            let words = table()
+                .symbols
+                .iter()
+                .find(|w| w.symbol == symbol)
+                .map_or_else(
+                    || format!("malloc's arena lock ({symbol})"),
+                    |w| w.words.clone(),
+                );
+            return (words, "allocator");
+        }
+        if in_libc && let Some(w) = table().symbols.iter().find(|w| w.symbol == symbol) {
+            return (w.words.replace("{function}", function), "symbol");
+        }
+        return (format!("{symbol} ({module})"), "symbol");
+    }
+    if let Some(name) = init_site(profile, sym, object) {
+        return (name, "init-site");
+    }
+    if allocator {
+        return (
+            format!("malloc's arena lock (a thread's arena, at {object:#x})"),
+            "allocator",
+        );
+    }
+    if stdio {
+        return (format!("the lock of a FILE (at {object:#x})"), "stdio");
+    }
+    let module = profile
+        .modules
+        .iter()
+        .rfind(|m| m.lo <= object && object < m.hi)
+        .map(|m| format!(" in {}", file_name(&m.path)));
+    (
+        format!("the lock at {object:#x}{}", module.unwrap_or_default()),
+        "address",
+    )
+}
+
+/// A lock on the heap initialised by `pthread_mutex_init` / `pthread_rwlock_init` with a sampled
+/// stack: the user frame that initialised it.
+fn init_site(profile: &Profile, sym: &mut Symbolizer, object: u64) -> Option<String> {
+    let site = profile
+        .lock_sites
+        .iter()
+        .filter(|l| l.address == object && l.role == LockRole::Init)
+        .max_by_key(|l| l.events)?;
+    let frames = sym.stack(profile.stacks.get(&site.stack)?);
+    let f = frames.get(user_frame(&frames))?;
+    f.function.as_ref()?;
+    Some(format!("the lock initialised in {}", f.short_text()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_parses_and_names_the_arena() {
+        let t = table();
+        assert!(
+            t.arena_symbols
+                .iter()
+                .all(|a| t.symbols.iter().any(|w| &w.symbol == a))
+        );
+        assert!(t.stdio_functions.iter().any(|f| f == "fprintf"));
+    }
+
+    #[test]
+    fn libc_symbols_get_their_words() {
+        let profile = Profile::default();
+        let mut sym = Symbolizer::offline(&profile);
+        let mut named = |symbol: &str, function: &str| {
+            name_lock(
+                &profile,
+                &mut sym,
+                0x1000,
+                Some(("libc.so.6".into(), symbol.into())),
+                function,
+                false,
+                false,
+            )
+        };
+        assert_eq!(
+            named("main_arena", "malloc"),
+            ("malloc's arena lock (main_arena)".into(), "allocator")
+        );
+        assert_eq!(
+            named("_IO_stdfile_1_lock", "fprintf").0,
+            "the lock of stdout"
+        );
+        assert_eq!(named("lock", "random").0, "random()'s lock");
+        assert_eq!(
+            named("tzset_lock", "localtime_r").0,
+            "the timezone lock (tzset_lock)"
+        );
+        assert_eq!(named("other_lock", "f").0, "other_lock (libc.so.6)");
+    }
+
+    #[test]
+    fn heap_locks_are_named_by_what_holds_them_else_by_address() {
+        let profile = Profile::default();
+        let mut sym = Symbolizer::offline(&profile);
+        let mut named = |allocator, stdio| {
+            name_lock(
+                &profile,
+                &mut sym,
+                0x7f00_0400_0030,
+                None,
+                "f",
+                allocator,
+                stdio,
+            )
+        };
+        assert_eq!(named(true, false).1, "allocator");
+        assert!(named(true, false).0.contains("0x7f0004000030"));
+        assert_eq!(named(false, true).1, "stdio");
+        assert_eq!(
+            named(false, false),
+            ("the lock at 0x7f0004000030".into(), "address")
+        );
+    }
+}
