@@ -64,7 +64,10 @@ fn short_threads_freeing_their_own_blocks_are_not_cross() {
     assert!(!finding_ids(&report).contains(&"cross-thread-frees".to_string()));
     // A thread's CPU time (counted from its clone) fits in its life, however short.
     for t in report["threads"].as_array().expect("threads") {
-        let (cpu, life) = (t["cpu_ns"].as_u64().unwrap(), t["wall_ns"].as_u64().unwrap());
+        let (cpu, life) = (
+            t["cpu_ns"].as_u64().unwrap(),
+            t["wall_ns"].as_u64().unwrap(),
+        );
         assert!(cpu <= life, "CPU {cpu} ns in a life of {life} ns: {t}");
     }
 }

@@ -85,6 +85,7 @@ impl Analysis {
             let mut summary = summary::summarize(&profile);
             sites::fill(&profile, &mut sym, &mut summary);
             let states = states::build(&profile, &mut sym, &mut code);
+            summary::net_allocator_time(&mut summary, states.as_ref());
             let waitfor = waitfor::build(
                 &profile,
                 &mut sym,

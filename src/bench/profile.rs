@@ -77,6 +77,7 @@ mod tests {
         let thread = |cpu_ns, alloc_ns, lock_wait_ns| ThreadSummary {
             cpu_ns,
             alloc_ns,
+            alloc_cpu_ns: alloc_ns,
             lock_wait_ns,
             ..ThreadSummary::default()
         };
