@@ -417,6 +417,13 @@ pub fn net_allocator_time(
     for (t, st) in summary.threads.iter_mut().zip(&r.threads) {
         if !st.signal_blocked && !st.cpu_marks.is_empty() {
             t.alloc_cpu_ns = st.ns[Category::Allocator.index()].min(t.cpu_ns);
+        } else if let Some(k) = st.kernel {
+            // No CPU sample of this thread (it blocks the signal, or its few were lost): its
+            // calls' time less its share of run-queue delay, a rough estimate but bounded by
+            // what the kernel says it waited (a thread at "100% of its CPU time" otherwise).
+            let busy = k.exec_ns.saturating_add(k.run_delay_ns);
+            let net = (t.alloc_ns as f64 * ratio(k.exec_ns, busy)).round() as u64;
+            t.alloc_cpu_ns = net.min(t.cpu_ns);
         }
     }
 }

@@ -212,6 +212,11 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             let (ns, n) = (t.alloc_cpu_ns as f64, t.alloc_calls as f64);
             let share = ratio(ns, t.cpu_ns);
             let samples = a.thread_states(i).map_or(0, |st| st.cpu_marks.len()) as f64;
+            // In a sampled profile a thread without CPU samples has only a rough estimate: it
+            // can add to the program's share but not be the worst thread on its own.
+            if a.sampling().is_some_and(|s| s.cpu_hz > 0) && samples == 0.0 {
+                return None;
+            }
             let bound = if samples > 0.0 {
                 share - 2.0 * (share * (1.0 - share) / samples).sqrt()
             } else {

@@ -247,6 +247,24 @@ mod tests {
     }
 
     #[test]
+    fn parts_are_shares_of_the_threads_lives_when_more_threads_than_cpus_wait() {
+        // 16 threads on 4 CPUs for 1 s, each blocked 70.4% of its life: their blocked time adds
+        // up to more than the CPUs' capacity (281.6% of it; once "blocking 4.921 s (135.4%)").
+        let r = rule("parallel-efficiency");
+        let mut a = efficient(0.12, 16, Category::Blocked);
+        for t in &mut a.states.as_mut().unwrap().threads {
+            t.life_ns = 1_000_000_000;
+        }
+        let f = &parallel_efficiency(r, &a)[0];
+        let line = f
+            .evidence
+            .iter()
+            .find(|e| e.starts_with("blocking"))
+            .expect("the blocked part");
+        assert!(line.contains("(70.4%)"), "{line}");
+    }
+
+    #[test]
     fn efficiency_thresholds_and_main_cause() {
         let r = rule("parallel-efficiency");
         check_levels(r, |v| {
