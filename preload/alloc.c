@@ -243,17 +243,21 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
 /* ---- cross-thread frees (glibc's allocator only) ----
  * A chunk's header says which arena holds it: the main arena, or (NON_MAIN_ARENA bit) the arena
  * whose heap_info starts at the chunk's address rounded down to HEAP_MAX_SIZE (64 MiB on 64-bit).
- * glibc gives threads their own arenas (up to 8 per core). Sampled allocations note which thread
- * last allocated from each arena; a sampled free of a chunk whose arena another thread allocates
- * from is a free of memory another thread allocated. Threads that share an arena are told apart
- * only as far as the last allocator is (an undercount). */
+ * glibc gives threads their own arenas (up to 8 per core) and hands the arena of an ended thread
+ * to the next new one. A sampled free is checked against the freeing thread's own arena (the
+ * arena of its last sampled allocation): a chunk of another arena was allocated by another
+ * thread. A thread that has not been seen allocating (a consumer that only frees, a short thread
+ * none of whose few allocations was sampled) is checked against the live thread that last
+ * allocated from the chunk's arena: a thread gives its arena up when it ends, so an arena
+ * inherited from an ended thread is not taken for another thread's (its frees are then not
+ * checked). Threads that share an arena are told apart only as far as the last allocator is. */
 #define SS_HEAP_MAX_SIZE (64ul * 1024 * 1024)
 #define SS_MAIN_ARENA ((uintptr_t)1)
 #define SS_ARENA_SLOTS 256u
 
 static struct {
     uintptr_t arena; /* 0: free; claimed with a CAS */
-    uint32_t serial;  /* the thread that last allocated from it (sampled) */
+    uint32_t serial;  /* the live thread that last allocated from it (sampled), + 1; 0: none */
 } ss_arena_owner[SS_ARENA_SLOTS];
 
 static inline uintptr_t ss_arena_of(const void *p) {
@@ -282,19 +286,39 @@ static uint32_t *ss_arena_slot(uintptr_t arena, int claim) {
     return NULL;
 }
 
+/* Clears an arena's last allocator if it is still `t` (a later allocator keeps it). */
+static void ss_arena_release(struct ss_thread *t, uintptr_t arena) {
+    uint32_t *owner = arena ? ss_arena_slot(arena, 0) : NULL;
+    uint32_t mine = t->rec.serial + 1;
+    if (owner) __atomic_compare_exchange_n(owner, &mine, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 /* Called on sampled allocations only (after the fast path has returned). Serials count from 0,
  * so the slot stores serial + 1 (0: not yet known). */
 static inline void ss_note_arena(struct ss_thread *t, const void *p) {
     if (!p || ss_guard_calls || ss_is_bootstrap(p)) return;
     uintptr_t a = ss_arena_of(p);
-    uint32_t *owner = a ? ss_arena_slot(a, 1) : NULL;
+    if (!a) return;
+    if (t->own_arena != a) {
+        ss_arena_release(t, t->own_arena); /* the thread moved to another arena */
+        t->own_arena = a;
+    }
+    uint32_t *owner = ss_arena_slot(a, 1);
     if (owner && SS_LOAD(*owner) != t->rec.serial + 1) SS_STORE(*owner, t->rec.serial + 1);
 }
+
+void ss_alloc_thread_end(struct ss_thread *t) { ss_arena_release(t, t->own_arena); }
 
 static inline void ss_check_free(struct ss_thread *t, const void *p) {
     if (!p || ss_guard_calls || ss_is_bootstrap(p)) return;
     uintptr_t a = ss_arena_of(p);
-    uint32_t *owner = a ? ss_arena_slot(a, 0) : NULL;
+    if (!a) return;
+    if (t->own_arena) {
+        SS_ADD(t->frees_checked, 1);
+        if (a != t->own_arena) SS_ADD(t->frees_cross, 1);
+        return;
+    }
+    uint32_t *owner = ss_arena_slot(a, 0);
     uint32_t who = owner ? SS_LOAD(*owner) : 0;
     if (who == 0) return;
     SS_ADD(t->frees_checked, 1);

@@ -288,6 +288,9 @@ struct ss_thread_record {
     uint32_t flags; /* SS_THREAD_* */
     uint32_t nlocks;
     char name[16];
+    /* A thread started through pthread_create: its start is no later than its CPU clock's
+     * (record time - CPU time so far) and cpu_ns counts from clone; the main thread and threads
+     * met at their first call: both count from their record's start. So cpu_ns <= its life. */
     uint64_t start_mono_ns;
     uint64_t end_mono_ns; /* 0 while running */
     uint64_t cpu_ns;

@@ -161,6 +161,7 @@ struct ss_thread {
     /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
      * of those, the ones whose arena another thread allocates from. */
     uint64_t frees_checked, frees_cross;
+    uintptr_t own_arena; /* the arena of its last sampled allocation (0: none yet) */
     uint64_t free_mark; /* frees before this thread's last large-bin request (alloc.c) */
 };
 
@@ -435,6 +436,7 @@ struct ss_thread *ss_thread_alloc(void);
 void ss_thread_free(struct ss_thread *t);
 void ss_thread_attach(struct ss_thread *t, int is_main);
 void ss_thread_end(struct ss_thread *t);
+void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_reinit(struct ss_thread *t);
 void ss_thread_child_node(struct ss_thread *t);
 uint64_t ss_thread_cpu_ns(pid_t tid);

@@ -85,6 +85,7 @@ static void ss_node_reset(struct ss_thread *t) {
     t->sig_blocked = 0;
     t->last_waiter_stack = t->last_holder_stack = 0;
     t->frees_checked = t->frees_cross = 0;
+    t->own_arena = 0;
     t->free_mark = 0;
     memset(t->last_lock, 0, sizeof t->last_lock);
 }
@@ -124,12 +125,17 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
     t->rec.serial = __atomic_fetch_add(&ss_next_serial, 1, __ATOMIC_RELAXED);
     t->rec.tid = (uint32_t)syscall(SYS_gettid);
     t->rec.flags = is_main ? SS_THREAD_MAIN : 0;
-    t->rec.start_mono_ns = ss_mono_ns();
+    /* A thread's CPU clock started at clone. A thread our pthread_create started (its node has
+     * the start routine) counts all of it, and its life starts when that CPU time began at the latest, so that its
+     * CPU time never exceeds its life; the main thread (its clock started at exec) and a thread
+     * met at its first call start now and count their CPU time from now on. */
+    int adopted = is_main || t->start_fn == NULL;
+    uint64_t now = ss_mono_ns(), cpu = ss_thread_cpu_ns((pid_t)t->rec.tid);
+    t->rec.start_mono_ns = adopted || cpu >= now ? now : now - cpu;
+    t->cpu_base_ns = adopted ? cpu : 0;
     t->pthread_id = (uintptr_t)pthread_self();
     t->wait_head = t->wait_tail = 0;
     t->waits_dropped = t->waits_reported = 0;
-    /* The main thread's CPU clock started at exec, before its record: count from now on. */
-    t->cpu_base_ns = is_main ? ss_thread_cpu_ns((pid_t)t->rec.tid) : 0;
     t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX; /* decided before any thread is attached */
     ss_self = t;
     ss_sampler_thread_start(t);
@@ -163,6 +169,7 @@ static int ss_thread_gone(const struct ss_thread *t) {
 /* Ends the calling thread's record (its TSD destructor, or pthread_exit of the main thread). */
 void ss_thread_end(struct ss_thread *t) {
     ss_sampler_thread_end(t);
+    ss_alloc_thread_end(t);
     char name[16] = {0};
     prctl(PR_GET_NAME, name, 0, 0, 0);
     memcpy(t->rec.name, name, sizeof name);

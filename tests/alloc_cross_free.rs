@@ -48,3 +48,26 @@ fn threads_freeing_their_own_blocks_are_not_cross() {
     );
     assert!(!finding_ids(&report).contains(&"cross-thread-frees".to_string()));
 }
+
+#[test]
+fn short_threads_freeing_their_own_blocks_are_not_cross() {
+    // 20,000 threads, four at a time: each new thread gets the arena of an ended one, whose last
+    // sampled allocation was that ended thread's. Its frees are its own all the same.
+    let report = run("short");
+    let cross = &report["alloc"]["cross_thread_frees"];
+    if !cross.is_null() {
+        assert!(
+            cross["share"].as_f64().expect("a share") < 0.01,
+            "{cross:#}"
+        );
+    }
+    assert!(!finding_ids(&report).contains(&"cross-thread-frees".to_string()));
+    // A thread's CPU time (counted from its clone) fits in its life, however short.
+    for t in report["threads"].as_array().expect("threads") {
+        let (cpu, life) = (
+            t["cpu_ns"].as_u64().unwrap(),
+            t["wall_ns"].as_u64().unwrap(),
+        );
+        assert!(cpu <= life, "CPU {cpu} ns in a life of {life} ns: {t}");
+    }
+}

@@ -220,3 +220,99 @@ fn a_phase_slowed_by_a_churned_heap_is_found_with_its_heap_state() {
     );
     assert!(text.contains("free chunks"), "{text}");
 }
+
+/// Every percentage a finding prints ("12.5%"), for bounds checks.
+fn percentages(f: &Value) -> Vec<f64> {
+    let text = text_of(f);
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices('%') {
+        let digits: String = text[..i]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .filter(|c| *c != ',')
+            .collect();
+        if let Ok(v) = digits.parse::<f64>() {
+            out.push(v);
+        }
+    }
+    out
+}
+
+fn severity_of<'a>(report: &'a Value, id: &str) -> Option<&'a str> {
+    findings(report)
+        .iter()
+        .find(|f| f["id"] == id)
+        .map(|f| f["severity"].as_str().unwrap())
+}
+
+#[test]
+fn small_requests_that_cost_little_are_at_most_low() {
+    // Nearly every request is small, but the allocator takes a few percent of the CPU time: the
+    // severity follows what the allocations cost, not how many of them are small.
+    let dir = TempDir::new("findings-small-light");
+    let (report, _) = profiled(&dir, "small_allocs_light.c");
+    assert_well_formed(&report);
+    let share = report["alloc"]["share_of_cpu"]
+        .as_f64()
+        .expect("share_of_cpu");
+    assert!(share < 0.1, "the allocator took {share} of CPU time");
+    for id in [
+        "small-allocations",
+        "allocator-time",
+        "library-allocation-hotspot",
+    ] {
+        let severity = severity_of(&report, id);
+        assert!(
+            matches!(severity, None | Some("low") | Some("info")),
+            "{id} is {severity:?} with the allocator at {share}: {:#}",
+            report["findings"]
+        );
+    }
+}
+
+#[test]
+fn allocator_shares_on_an_oversubscribed_machine_stay_within_cpu_time() {
+    // 16 threads on 2 CPUs: timed allocator calls include the time their thread waited for a CPU
+    // inside them (they added up to "62.1% of the threads' CPU time", one thread at 100%, where
+    // the samples saw 7%). The allocator's share is of its time on a CPU.
+    let dir = TempDir::new("findings-oversubscribed-mixed");
+    let (report, _) = profiled(&dir, "oversubscribed_mixed.c");
+    assert_well_formed(&report);
+    let threads = report["threads"].as_array().expect("threads");
+    let (mut cpu, mut sampled) = (0u64, 0u64);
+    for t in threads {
+        let (c, a, life) = (
+            t["cpu_ns"].as_u64().unwrap(),
+            t["alloc_cpu_ns"].as_u64().unwrap(),
+            t["wall_ns"].as_u64().unwrap(),
+        );
+        assert!(a <= c && c <= life, "{t}");
+        cpu += c;
+        sampled += t["states"]["allocator_ns"].as_u64().unwrap_or(0);
+    }
+    let share = report["alloc"]["share_of_cpu"]
+        .as_f64()
+        .expect("share_of_cpu");
+    assert!((0.0..=1.0).contains(&share), "{share}");
+    // Independent of the timings: the CPU samples' allocator share.
+    let samples_share = sampled as f64 / cpu.max(1) as f64;
+    assert!(
+        (share - samples_share).abs() < 0.05,
+        "allocator share {share}, samples {samples_share}"
+    );
+    assert_ne!(
+        severity_of(&report, "allocator-time"),
+        Some("high"),
+        "{:#}",
+        report["findings"]
+    );
+    for f in findings(&report) {
+        for p in percentages(f) {
+            assert!(p <= 100.0, "{p}% in {f:#}");
+        }
+    }
+}

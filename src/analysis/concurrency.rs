@@ -323,14 +323,15 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
     let offered = classify(Bin::wanting);
     let achieved = classify(|b| b.running);
     let mut own = 0.0;
-    let mut over_bins = 0u64;
-    let mut parallel_bins = 0u64;
+    let (mut over_ns, mut parallel_ns) = (0u64, 0u64);
     let mut peak: f64 = 0.0;
-    for b in &bins {
+    for (i, b) in bins.iter().enumerate() {
+        // The last bin ends with the run: times summed over bins stay within the wall time.
+        let len = bin_ns.min(wall.saturating_sub(i as u64 * bin_ns));
         let d = b.wanting();
         own += b.runnable.min((d - p).max(0.0)) * bin_ns as f64;
-        over_bins += u64::from(d > p + th.over_margin);
-        parallel_bins += u64::from(d >= th.serial_below);
+        over_ns += if d > p + th.over_margin { len } else { 0 };
+        parallel_ns += if d >= th.serial_below { len } else { 0 };
         peak = peak.max(d);
     }
     let total_delay: u64 = delay.iter().sum();
@@ -341,11 +342,11 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
         bin_ns,
         offered,
         achieved,
-        over_ns: over_bins * bin_ns,
+        over_ns,
         own_runnable_ns,
         other_runnable_ns: total_delay - own_runnable_ns,
         peak_wanting: peak,
-        parallel_ns: parallel_bins * bin_ns,
+        parallel_ns,
         serial: Vec::new(),
         imbalance: None,
         bins,

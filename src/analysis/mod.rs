@@ -90,6 +90,7 @@ impl Analysis {
             if let Some(r) = states.as_mut() {
                 locknames::name_site_locks(r, &profile, &mut sym, options.read_modules);
             }
+            summary::net_allocator_time(&mut summary, states.as_ref());
             let waitfor = waitfor::build(
                 &profile,
                 &mut sym,

@@ -56,7 +56,7 @@ fn last_line(bytes: &[u8]) -> String {
     text.lines().last().unwrap_or("no message").to_string()
 }
 
-/// Allocator share = allocator time / CPU time over all threads (allocator time is CPU time).
+/// Allocator share = the allocator's time on a CPU / CPU time over all threads.
 /// Lock share = lock waits / (CPU time + lock waits): the part of the threads' busy-or-blocked
 /// time spent waiting.
 pub fn shares(s: &Summary) -> ProfileShares {
@@ -77,6 +77,7 @@ mod tests {
         let thread = |cpu_ns, alloc_ns, lock_wait_ns| ThreadSummary {
             cpu_ns,
             alloc_ns,
+            alloc_cpu_ns: alloc_ns,
             lock_wait_ns,
             ..ThreadSummary::default()
         };

@@ -43,6 +43,11 @@ pub struct Rule {
     #[serde(default)]
     pub params: Map<String, Value>,
     pub severity: Thresholds,
+    /// The most severe level the finding can reach by what its cause costs (for the allocator
+    /// rules: the allocator's share of the threads' CPU time), whatever its own measure says;
+    /// below every level of it there is no finding. None: no such cap.
+    #[serde(default)]
+    pub cost_severity: Option<Thresholds>,
     #[serde(default)]
     pub direction: Direction,
     #[serde(default)]
@@ -75,27 +80,42 @@ impl Rule {
 
     /// The severity that `measure` reaches, if any.
     pub fn severity_of(&self, measure: f64) -> Option<Severity> {
-        if !measure.is_finite() {
-            return None;
+        level(&self.severity, self.direction, measure)
+    }
+
+    /// The severity that `measure` reaches, lowered to what `cost` reaches of `cost_severity`
+    /// (None when the cost reaches no level of it).
+    pub fn severity_with_cost(&self, measure: f64, cost: f64) -> Option<Severity> {
+        let severity = self.severity_of(measure)?;
+        match &self.cost_severity {
+            None => Some(severity),
+            // Severity orders High first: the less severe of the two is the larger.
+            Some(cap) => level(cap, Direction::Above, cost).map(|c| c.max(severity)),
         }
-        let reached = |t: Option<f64>| {
-            t.is_some_and(|t| match self.direction {
-                Direction::Above => measure >= t,
-                Direction::Below => measure < t,
-            })
-        };
-        let s = &self.severity;
-        if reached(s.high) {
-            Some(Severity::High)
-        } else if reached(s.medium) {
-            Some(Severity::Medium)
-        } else if reached(s.low) {
-            Some(Severity::Low)
-        } else if reached(s.info) {
-            Some(Severity::Info)
-        } else {
-            None
-        }
+    }
+}
+
+/// The level of `thresholds` that `measure` reaches, if any.
+fn level(s: &Thresholds, direction: Direction, measure: f64) -> Option<Severity> {
+    if !measure.is_finite() {
+        return None;
+    }
+    let reached = |t: Option<f64>| {
+        t.is_some_and(|t| match direction {
+            Direction::Above => measure >= t,
+            Direction::Below => measure < t,
+        })
+    };
+    if reached(s.high) {
+        Some(Severity::High)
+    } else if reached(s.medium) {
+        Some(Severity::Medium)
+    } else if reached(s.low) {
+        Some(Severity::Low)
+    } else if reached(s.info) {
+        Some(Severity::Info)
+    } else {
+        None
     }
 }
 
@@ -148,7 +168,35 @@ mod tests {
                 Direction::Below => w[0] > w[1],
             });
             assert!(ordered, "{} thresholds out of order", r.id);
+            if let Some(c) = &r.cost_severity {
+                let caps: Vec<f64> = [c.info, c.low, c.medium, c.high]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                assert!(!caps.is_empty(), "{} has an empty cost_severity", r.id);
+                assert!(
+                    caps.windows(2).all(|w| w[0] < w[1]),
+                    "{} cost levels out of order",
+                    r.id
+                );
+            }
         }
+    }
+
+    #[test]
+    fn the_cost_caps_the_severity() {
+        let rule: Rule = serde_json::from_str(
+            r#"{"id": "t", "detector": "d", "title": "", "cause": "", "remedy": "",
+                "severity": {"low": 0.5, "medium": 0.7, "high": 0.9},
+                "cost_severity": {"low": 0.05, "medium": 0.1, "high": 0.2}}"#,
+        )
+        .unwrap();
+        assert_eq!(rule.severity_with_cost(0.95, 0.5), Some(Severity::High));
+        assert_eq!(rule.severity_with_cost(0.95, 0.054), Some(Severity::Low));
+        assert_eq!(rule.severity_with_cost(0.95, 0.12), Some(Severity::Medium));
+        assert_eq!(rule.severity_with_cost(0.6, 0.5), Some(Severity::Low));
+        assert_eq!(rule.severity_with_cost(0.95, 0.01), None);
+        assert_eq!(rule.severity_with_cost(0.1, 0.5), None);
     }
 
     #[test]

@@ -353,7 +353,10 @@ pub fn render(p: &Analysis) -> String {
     for t in &s.threads {
         let share = |v: u64| ratio(v, t.wall_ns);
         let (alloc, lock) = (share(t.alloc_ns), share(t.lock_wait_ns));
-        let cpu_other = (share(t.cpu_ns) - alloc).max(0.0);
+        // The bar splits the CPU time: the allocator's part of it is its time on a CPU (the
+        // calls' durations, in the column, include waits for a CPU inside them).
+        let alloc_on_cpu = share(t.alloc_cpu_ns);
+        let cpu_other = (share(t.cpu_ns) - alloc_on_cpu).max(0.0);
         let _ = write!(
             o,
             "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"bar\">\
@@ -367,9 +370,9 @@ pub fn render(p: &Analysis) -> String {
             fmt_pct(alloc),
             fmt_pct(lock),
             (cpu_other * 100.0).min(100.0),
-            (alloc * 100.0).min(100.0),
+            (alloc_on_cpu * 100.0).min(100.0),
             (lock * 100.0)
-                .min(100.0 - (cpu_other + alloc) * 100.0)
+                .min(100.0 - (cpu_other + alloc_on_cpu) * 100.0)
                 .max(0.0),
         );
     }

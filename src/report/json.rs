@@ -214,6 +214,8 @@ pub fn report(a: &Analysis) -> Report<'_> {
             total_calls: s.alloc_calls(),
             time_ns: s.alloc_ns(),
             share_of_thread_time: s.alloc_share_of_life(),
+            cpu_ns: s.alloc_cpu_ns(),
+            share_of_cpu: s.alloc_share_of_cpu(),
             functions: Named(s.groups.iter().map(|g| (g.name, Function::of(g))).collect()),
             by_function: Named(
                 s.functions
@@ -317,7 +319,10 @@ struct Thread<'a> {
     main: bool,
     cpu_ns: u64,
     wall_ns: u64,
+    /// The allocator calls' summed durations (waits for a CPU or a lock inside them included).
     alloc_ns: u64,
+    /// The allocator's time on a CPU (at most `cpu_ns`): what its share of CPU time is taken of.
+    alloc_cpu_ns: u64,
     alloc_calls: u64,
     lock_wait_ns: u64,
     /// How many short threads this row stands for, when they were folded into one group.
@@ -356,6 +361,7 @@ impl<'a> Thread<'a> {
             cpu_ns: t.cpu_ns,
             wall_ns: t.wall_ns,
             alloc_ns: t.alloc_ns,
+            alloc_cpu_ns: t.alloc_cpu_ns,
             alloc_calls: t.alloc_calls,
             lock_wait_ns: t.lock_wait_ns,
             folded_threads: t.folded,
@@ -549,6 +555,9 @@ struct Alloc<'a> {
     total_calls: u64,
     time_ns: u64,
     share_of_thread_time: f64,
+    /// Σ `threads[].alloc_cpu_ns`, and its share of the threads' CPU time (at most 1).
+    cpu_ns: u64,
+    share_of_cpu: f64,
     functions: Named<Function>,
     by_function: Named<Function>,
     size_histogram: Vec<SizeBucket>,

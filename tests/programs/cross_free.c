@@ -1,6 +1,8 @@
 /* Frees by another thread than the allocating one. Mode "handoff": a producer allocates small
  * blocks and passes them through a ring to a consumer that frees them. Mode "own": each of two
- * threads frees what it allocated. Prints the mode and the number of blocks. */
+ * threads frees what it allocated. Mode "short": 20,000 short threads, four at a time, each
+ * freeing the few blocks it allocated (glibc hands each new thread the arena of an ended one).
+ * Prints the mode and the number of blocks. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,33 @@ static void *own(void *arg) {
     return NULL;
 }
 
+#define SHORT_THREADS 20000
+#define SHORT_AT_ONCE 4
+#define SHORT_BLOCKS (BLOCKS / SHORT_THREADS)
+
+static void *short_own(void *arg) {
+    void *blocks[SHORT_BLOCKS];
+    for (unsigned i = 0; i < SHORT_BLOCKS; i++) {
+        blocks[i] = malloc(16 + i * 8);
+        __asm__ volatile("" : : "r"(blocks[i]) : "memory");
+    }
+    for (unsigned i = 0; i < SHORT_BLOCKS; i++) free(blocks[i]);
+    return NULL;
+}
+
+static int short_threads(void) {
+    pthread_t t[SHORT_AT_ONCE];
+    for (unsigned done = 0; done < SHORT_THREADS; done += SHORT_AT_ONCE) {
+        for (unsigned i = 0; i < SHORT_AT_ONCE; i++)
+            if (pthread_create(&t[i], NULL, short_own, NULL) != 0) return 10;
+        for (unsigned i = 0; i < SHORT_AT_ONCE; i++) pthread_join(t[i], NULL);
+    }
+    printf("short %d\n", SHORT_THREADS * SHORT_BLOCKS);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "short") == 0) return short_threads();
     int handoff = argc > 1 && strcmp(argv[1], "handoff") == 0;
     pthread_t a, b;
     pthread_create(&a, NULL, handoff ? producer : own, NULL);
