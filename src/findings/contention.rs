@@ -2,7 +2,7 @@
 //! thread-state sampling, docs/STATES.md).
 
 use super::rules::Rule;
-use super::view::{UNKNOWN_FRAME, frame_text, lock_site_user_text};
+use super::view::{UNKNOWN_FRAME, caught_locks_evidence, frame_text, lock_site_user_text};
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::states::{CATEGORIES, Category};
@@ -213,21 +213,10 @@ fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding>
                     fmt_pct(ratio(*ns, g.ns))
                 ));
             }
-            let caught: u64 = g.locks.iter().map(|l| l.1).sum();
-            if caught > 0 {
-                let list: Vec<String> = g
-                    .locks
-                    .iter()
-                    .take(3)
-                    .map(|(name, n)| format!("{name} ({} samples)", fmt_count(*n)))
-                    .collect();
-                evidence.push(format!(
-                    "the lock waited on, by the lock word the samples caught ({} of {} samples): {}",
-                    fmt_count(caught),
-                    fmt_count(g.samples as u64),
-                    list.join(", ")
-                ));
-            }
+            evidence.extend(caught_locks_evidence(
+                g.locks.iter().map(|(name, n)| (name.as_str(), *n)),
+                g.samples as u64,
+            ));
             Some(build(
                 rule,
                 a,

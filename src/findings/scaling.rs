@@ -422,20 +422,10 @@ pub fn arena_lock(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         function,
         frame
     )];
-    let caught: u64 = names.iter().map(|n| n.1).sum();
-    if caught > 0 {
-        let list: Vec<String> = names
-            .iter()
-            .take(3)
-            .map(|(name, n)| format!("{name} ({} samples)", fmt_count(*n)))
-            .collect();
-        evidence.push(format!(
-            "the lock waited on, by the lock word the samples caught ({} of {} samples): {}",
-            fmt_count(caught),
-            fmt_count(samples),
-            list.join(", ")
-        ));
-    }
+    evidence.extend(super::view::caught_locks_evidence(
+        names.iter().copied(),
+        samples,
+    ));
     let f = build(
         rule,
         a,

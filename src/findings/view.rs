@@ -49,6 +49,29 @@ pub fn bench_threads(command: &[String]) -> String {
     )
 }
 
+/// The evidence line naming the locks that lock-wait samples caught by their lock word (name,
+/// samples), most first, out of `samples` lock-wait samples; None when none was caught.
+pub fn caught_locks_evidence<'a>(
+    locks: impl IntoIterator<Item = (&'a str, u64)>,
+    samples: u64,
+) -> Option<String> {
+    let locks: Vec<(&str, u64)> = locks.into_iter().collect();
+    let caught: u64 = locks.iter().map(|l| l.1).sum();
+    (caught > 0).then(|| {
+        let list: Vec<String> = locks
+            .iter()
+            .take(3)
+            .map(|(name, n)| format!("{name} ({} samples)", crate::util::fmt_count(*n)))
+            .collect();
+        format!(
+            "the lock waited on, by the lock word the samples caught ({} of {} samples): {}",
+            crate::util::fmt_count(caught),
+            crate::util::fmt_count(samples),
+            list.join(", ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
