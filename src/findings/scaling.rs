@@ -314,7 +314,10 @@ pub fn page_faults(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     if km < rule.param("min_kernel_ns") as u64 {
         return vec![];
     }
-    let share = ratio(km, cpu);
+    // Of the time awake (on a CPU or in a system call): kernel memory work includes waits inside
+    // mmap/munmap for the process's memory map, off a CPU, so CPU time alone can be less than it.
+    let awake: u64 = threads.iter().map(|t| t.awake_ns().max(on_cpu(t))).sum();
+    let share = ratio(km, awake);
     let Some(severity) = rule.severity_of(share) else {
         return vec![];
     };
@@ -341,10 +344,11 @@ pub fn page_faults(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let stake = km / width;
     let evidence = vec![
         format!(
-            "kernel memory work (page faults, mmap/munmap): {} of {} on a CPU ({})",
+            "kernel memory work (page faults, mmap/munmap): {} of {} awake ({}); {} on a CPU",
             fmt_ns(km as f64),
-            fmt_ns(cpu as f64),
-            fmt_pct(share)
+            fmt_ns(awake as f64),
+            fmt_pct(share),
+            fmt_ns(cpu as f64)
         ),
         format!(
             "{} minor and {} major page faults ({} per second of CPU time), mostly under {}",
