@@ -427,7 +427,7 @@ impl StateSite {
 
 /// glibc's debug names of public functions carry internal prefixes: `__random` is random(),
 /// `__GI___libc_write` is write's implementation.
-fn public_libc_name(name: &str) -> &str {
+pub(crate) fn public_libc_name(name: &str) -> &str {
     let name = name.strip_prefix("__GI_").unwrap_or(name);
     let name = name.strip_prefix("__libc_").unwrap_or(name);
     let bare = name.trim_start_matches('_');

@@ -7,7 +7,7 @@
 //! (waiter, other, kind, object); an edge's activity is the other thread's own samples that fall
 //! inside the waits ("held across `fdatasync` in `log_line` at log_fsync.cpp:34").
 
-use super::states::{Category, Rules, sample_frames, syscall_name};
+use super::states::{Category, Rules, public_libc_name, sample_frames, syscall_name};
 use super::summary::Summary;
 use crate::profile::format::{LockRole, THREAD_MAIN, WaitKind};
 use crate::profile::samples::{Sample, SampleKind, Wait};
@@ -388,7 +388,10 @@ fn classify(
         let public: Vec<Frame> = frames
             .iter()
             .map(|f| Frame {
-                function: f.function.as_deref().map(|n| public_name(n).to_string()),
+                function: f
+                    .function
+                    .as_deref()
+                    .map(|n| public_libc_name(n).to_string()),
                 ..f.clone()
             })
             .collect();
@@ -406,7 +409,7 @@ fn classify(
                     Some(n) => {
                         let q = qualified_name(n);
                         let bare = q.split('(').next().unwrap_or(q);
-                        public_name(bare).to_string()
+                        public_libc_name(bare).to_string()
                     }
                     None => f.display(),
                 })
@@ -414,18 +417,6 @@ fn classify(
         }
     };
     (category, function, frame)
-}
-
-/// glibc's internal aliases of public functions (`__GI___fdatasync`, `__libc_write`).
-fn public_name(name: &str) -> &str {
-    let name = name.strip_prefix("__GI_").unwrap_or(name);
-    let name = name.strip_prefix("__libc_").unwrap_or(name);
-    let bare = name.trim_start_matches('_');
-    if bare.starts_with(|c: char| c.is_ascii_lowercase()) {
-        bare
-    } else {
-        name
-    }
 }
 
 /// Names every object of a lock edge (and of the summary's locks): a global or static lock by
