@@ -298,13 +298,16 @@ fn build_report(
         );
         let base_threads = timed[b].threads as f64;
         let speedup = base_threads / estimate.ratio;
-        let (lost, losses) = report::decompose(
+        let (lost, mut losses) = report::decompose(
             &timed[b],
             costs[b].as_ref(),
             &timed[i],
             costs[i].as_ref(),
             cpus,
         );
+        let speedup_ci_high = base_threads / estimate.ci.low;
+        let loss_within_noise =
+            report::fold_loss_within_noise(timed[i].threads, speedup_ci_high, &mut losses);
         let profile_error = match (&errors[i], &costs[i]) {
             (Some(e), _) => Some(e.clone()),
             (None, None) => Some("the profile has no thread-state samples".into()),
@@ -318,11 +321,12 @@ fn build_report(
             ci_high_ns: s.ci_high_ns,
             speedup,
             speedup_ci_low: base_threads / estimate.ci.high,
-            speedup_ci_high: base_threads / estimate.ci.low,
+            speedup_ci_high,
             efficiency: speedup / timed[i].threads as f64,
             cpu_ns: timed[i].cpu_ns as u64,
             lost,
             losses,
+            loss_within_noise,
             profile_error,
         });
     }

@@ -175,7 +175,9 @@ fn losses(out: &mut String, c: &CountRow) {
             super::causes::Cause::words_of(&l.cause),
             l.speedup,
             fmt_pct(l.share),
-            l.user_frame.as_deref().unwrap_or(if l.cause == "residual" {
+            l.user_frame.as_deref().unwrap_or(if c.loss_within_noise {
+                "(within the timed runs' noise: the ideal lies inside the speedup's interval)"
+            } else if l.cause == "residual" {
                 "(not explained by the profiles: noise, or a cost no cause measures)"
             } else {
                 ""
@@ -220,7 +222,15 @@ pub fn verdict(r: &ScaleReport) -> String {
         .filter(|l| l.cause != "residual")
         .collect();
     if top.threads > 1 {
-        if top.efficiency >= 0.9 && named.is_empty() {
+        if top.loss_within_noise && top.efficiency >= 0.9 {
+            text.push_str(
+                " It scales close to ideal: the ideal lies inside that interval, so no cause of the loss is named.",
+            );
+        } else if top.loss_within_noise {
+            text.push_str(
+                " The ideal lies inside that interval: the timed runs are too noisy to charge the loss to a cause (take more runs with --runs).",
+            );
+        } else if top.efficiency >= 0.9 && named.is_empty() {
             text.push_str(" It scales close to ideal: no cause of loss stands out.");
         } else if let Some(l) = named.first() {
             let _ = write!(

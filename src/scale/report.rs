@@ -48,6 +48,9 @@ pub struct CountRow {
     /// The lost speedup, N - S(N).
     pub lost: f64,
     pub losses: Vec<Loss>,
+    /// The ideal speedup lies inside the speedup's confidence interval: the loss cannot be told
+    /// from the timed runs' noise, and no cause is named for it.
+    pub loss_within_noise: bool,
     /// The profiled run at this count did not work out (the message), or was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_error: Option<String>,
@@ -190,6 +193,25 @@ pub fn decompose(
     (lost, losses)
 }
 
+/// Whether the loss at `threads` is within the timed runs' noise (the ideal speedup lies inside
+/// the speedup's interval); if so, the named parts go back to the residual. A few percent of
+/// start-up that a profiled run sees as a serial section is not a cause while the measured
+/// speedup cannot be told from ideal.
+pub fn fold_loss_within_noise(threads: u32, speedup_ci_high: f64, losses: &mut Vec<Loss>) -> bool {
+    if speedup_ci_high < threads as f64 || losses.is_empty() {
+        return false;
+    }
+    let speedup: f64 = losses.iter().map(|l| l.speedup).sum();
+    losses.clear();
+    losses.push(Loss {
+        cause: "residual".to_string(),
+        share: 1.0,
+        speedup,
+        user_frame: None,
+    });
+    true
+}
+
 /// A function's CPU time beyond what it took at one thread, and the cause it is charged to.
 fn cpu_growth(
     f: &FunctionCpu,
@@ -312,5 +334,35 @@ mod tests {
         assert!((lost - (4.0 - 100.0 / 51.0)).abs() < 1e-9);
         assert_eq!(losses[0].cause, "oversubscription");
         assert!((losses[0].speedup - 2.0).abs() < 1e-9, "{losses:?}");
+    }
+
+    #[test]
+    fn a_loss_inside_the_speedups_interval_names_nothing() {
+        let parts = || {
+            vec![
+                Loss {
+                    cause: "serial_section".into(),
+                    share: 0.8,
+                    speedup: 0.08,
+                    user_frame: Some("main at p.c:3".into()),
+                },
+                Loss {
+                    cause: "residual".into(),
+                    share: 0.2,
+                    speedup: 0.02,
+                    user_frame: None,
+                },
+            ]
+        };
+        let mut losses = parts();
+        assert!(fold_loss_within_noise(2, 2.06, &mut losses));
+        assert_eq!(losses.len(), 1);
+        assert_eq!(losses[0].cause, "residual");
+        assert!((losses[0].share - 1.0).abs() < 1e-12);
+        assert!((losses[0].speedup - 0.10).abs() < 1e-12);
+        // The interval stops short of the ideal: the parts stay.
+        let mut losses = parts();
+        assert!(!fold_loss_within_noise(2, 1.95, &mut losses));
+        assert_eq!(losses, parts());
     }
 }
