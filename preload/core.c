@@ -84,8 +84,8 @@ static void ss_calibrate(void) {
 
 /* ---- sampling ---- */
 
-uint32_t ss_next_interval(struct ss_thread *t) {
-    uint32_t period = ss_config.period;
+/* A random interval with mean `period`: uniform on [1, 2*period-1]. */
+static uint32_t ss_draw_interval(struct ss_thread *t, uint32_t period) {
     if (period <= 1) return 1;
     uint64_t x = t->rng; /* xorshift64 */
     x ^= x << 13;
@@ -96,6 +96,9 @@ uint32_t ss_next_interval(struct ss_thread *t) {
      * (a division costs tens of cycles; the bias is below 2^-32 per value). */
     return 1 + (uint32_t)(((x >> 32) * (2ull * period - 1)) >> 32);
 }
+
+uint32_t ss_next_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.period); }
+uint32_t ss_next_lock_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.lock_period); }
 
 /* ---- configuration ---- */
 
@@ -140,6 +143,8 @@ static void ss_read_config(void) {
     ss_config.timing = (timing && strcmp(timing, "exact") == 0) ? SS_TIMING_EXACT : SS_TIMING_SAMPLED;
     ss_config.period = (uint32_t)ss_option_num(SS_OPT_TIMING_PERIOD);
     if (ss_config.timing == SS_TIMING_EXACT) ss_config.period = 1;
+    uint64_t lock_period = (uint64_t)ss_config.period * SS_LOCK_TIMING_FACTOR;
+    ss_config.lock_period = ss_config.period <= 1 ? 1 : (uint32_t)(lock_period < (1u << 31) ? lock_period : (1u << 31));
     ss_config.flush_ms = (uint32_t)ss_option_num(SS_OPT_FLUSH_MS);
     ss_config.snapshot_ms = (uint32_t)ss_option_num(SS_OPT_SNAPSHOT_MS);
     ss_config.snapshot_signal = ss_option_flag(SS_OPT_SNAPSHOT_SIGNAL);

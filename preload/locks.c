@@ -166,10 +166,10 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
         if (!t) {                                                                                           \
             t = ss_enter_slow();                                                                            \
             if (!t) return block_call;                                                                      \
-            t->countdown--;                                                                                 \
+            t->lock_countdown--;                                                                            \
         }                                                                                                   \
-        int timed_ = t->countdown == 0;                                                                     \
-        if (timed_) t->countdown = ss_next_interval(t);                                                     \
+        int timed_ = t->lock_countdown == 0;                                                                \
+        if (timed_) t->lock_countdown = ss_next_lock_interval(t);                                           \
         int free_ = (looks_free);                                                                           \
         int rc_ = free_ ? (block_call) : (try_call);                                                        \
         if (free_ || rc_ != EBUSY) {                                                                        \
@@ -204,11 +204,11 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
         if (SS_LIKELY(t->last_lock[kind].address == (uintptr_t)(lock))) {                                   \
             l_ = t->last_lock[kind].slot;                                                                   \
         } else if (SS_UNLIKELY((l_ = ss_lock_slot_probe(t, lock, kind)) == NULL)) {                         \
-            if (t != SS_NO_THREAD) t->countdown--;                                                          \
+            if (t != SS_NO_THREAD) t->lock_countdown--;                                                     \
             return slow_call;                                                                               \
         }                                                                                                   \
         /* The countdown: decremented and tested by one instruction (ss_dec_is_zero). */                   \
-        if (SS_LIKELY(!ss_dec_is_zero(&t->countdown)) && SS_LIKELY(looks_free)) {                           \
+        if (SS_LIKELY(!ss_dec_is_zero(&t->lock_countdown)) && SS_LIKELY(looks_free)) {                      \
             SS_INC(l_->acquisitions, 1);                                                                    \
             return real_call;                                                                               \
         }                                                                                                   \
@@ -281,7 +281,7 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
 #define SS_TIMED_LOCK_HOOK(name, params, args, lock, kind, looks_free, try_call, block_call)                 \
     SS_EXPORT int name(SS_UNPAREN params) {                                                                \
         struct ss_thread *t = ss_self;                                                                      \
-        if (SS_LIKELY(t != SS_NO_THREAD)) t->countdown--;                                                   \
+        if (SS_LIKELY(t != SS_NO_THREAD)) t->lock_countdown--;                                              \
         SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
     }
 
@@ -348,7 +348,7 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
         if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_ns_);                                            \
         if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
             uint32_t slot_ = ss_count_acquisition(t, m, SS_LOCK_MUTEX);                                     \
-            if (ss_take_timed(t)) ss_hold_begin(t, m, slot_, ss_ticks());                                   \
+            if (ss_take_timed_hold(t)) ss_hold_begin(t, m, slot_, ss_ticks());                              \
         }                                                                                                   \
         return rc_;                                                                                         \
     } while (0)

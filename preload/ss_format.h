@@ -124,7 +124,9 @@ enum ss_wait_kind {
 };
 
 /* Flags: X(id, bit value). */
-#define SS_PROCESS_FLAGS(X) X(FORKED, 1u) /* a forked child (started at fork, not exec) */
+/* FORKED: a forked child (started at fork, not exec). LOCK_PERIOD: lock holds were timed on their
+ * own period, timing_period x SS_LOCK_TIMING_FACTOR (without it, on timing_period). */
+#define SS_PROCESS_FLAGS(X) X(FORKED, 1u) X(LOCK_PERIOD, 2u)
 #define SS_THREAD_FLAGS(X)                                                                                   \
     X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)                                                           \
     X(SIGNAL_BLOCKED, 8u) /* blocked the sampling signal for part of its life: its running time then comes \
@@ -158,6 +160,12 @@ enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
 /* Latency histogram: bucket k holds calls of [2^k, 2^(k+1)) ns; bucket 0 also holds 0 ns. Counts
  * are estimates of all calls: a sampled call adds the sampling period, an always-timed call 1. */
 #define SS_LAT_BUCKETS 40u
+
+/* Lock holds are timed on a sample of its own, one acquisition in `timing_period` x this factor
+ * on average (one in 1 with exact timing): a timed hold reads the clock twice inside the critical
+ * section, and a lock pair costs a tenth of an allocation pair (docs/PERFORMANCE.md). Hold times
+ * are ratio estimates (timed hold ticks / timed holds x acquisitions), whatever the period. */
+#define SS_LOCK_TIMING_FACTOR 8u
 
 /* Call stacks hold at most this many frames (innermost first, the interposer's own frames cut). */
 #define SS_STACK_MAX_FRAMES 64u

@@ -107,7 +107,8 @@ struct ss_thread {
     uint32_t gone;          /* the flush being assembled found its thread gone from the kernel */
     struct ss_thread_record rec;
     struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
-    uint32_t countdown; /* calls until the next timed one */
+    uint32_t countdown;      /* allocator calls until the next timed one */
+    uint32_t lock_countdown; /* lock acquisitions until the next timed hold */
     uintptr_t free_fast_below; /* a free of ptr may take its fast part if ptr - 1 is below this (alloc.c) */
     /* Per lock kind (indexed by enum ss_lock_kind), the lock whose slot the thread used last and
      * that slot (locks.c): one compare with the lock's address finds it. */
@@ -238,6 +239,7 @@ struct ss_config {
     int dormant;       /* loaded but not recording (e.g. a child with --no-children) */
     uint32_t timing;   /* enum ss_timing */
     uint32_t period;   /* mean sampling period for timed calls */
+    uint32_t lock_period; /* the same for lock holds: period x SS_LOCK_TIMING_FACTOR (1 if period is 1) */
     uint32_t flush_ms; /* period of the background flush */
     char dir[512];     /* where profiles go (absolute) */
     char output[1024]; /* explicit path for the launched process, if any */
@@ -320,9 +322,11 @@ static inline uint64_t ss_ticks_to_ns(uint64_t ticks) {
 
 /* Whether this call is timed: a random 1-in-period sample, unbiased for totals. */
 uint32_t ss_next_interval(struct ss_thread *t);
-static inline int ss_take_timed(struct ss_thread *t) {
-    if (SS_LIKELY(--t->countdown != 0)) return 0;
-    t->countdown = ss_next_interval(t);
+/* The same for lock holds (their own, longer period: SS_LOCK_TIMING_FACTOR). */
+uint32_t ss_next_lock_interval(struct ss_thread *t);
+static inline int ss_take_timed_hold(struct ss_thread *t) {
+    if (SS_LIKELY(--t->lock_countdown != 0)) return 0;
+    t->lock_countdown = ss_next_lock_interval(t);
     return 1;
 }
 

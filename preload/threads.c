@@ -54,6 +54,8 @@ void ss_thread_reinit(struct ss_thread *t) {
     if (!t->rng) t->rng = 1;
     t->countdown = 1;
     t->countdown = ss_next_interval(t);
+    t->lock_countdown = 1;
+    t->lock_countdown = ss_next_lock_interval(t);
     ss_stacks_thread_init(t);
     t->cpu_ring = ss_node_rings(t);
     t->wall_ring = t->cpu_ring ? t->cpu_ring + SS_CPU_RING : NULL;

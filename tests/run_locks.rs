@@ -236,3 +236,62 @@ fn contended_rwlock_and_spinlock_are_counted_exactly_by_kind() {
         assert!(num(l, &["contended"]) <= num(l, &["acquisitions"]), "{l}");
     }
 }
+
+/// Lock holds are timed on their own sample (one acquisition in 8 x the timing period), every
+/// one with `--timing exact`: then the hold time covers what the program measured inside its
+/// critical sections (and little more: the clock reads around them).
+#[test]
+fn hold_times_cover_what_the_program_held() {
+    let dir = TempDir::new("lock-holds");
+    let exe = compile_file(dir.path(), &repo_file("benches/programs/lock_holds.c"), &[]);
+    let holds = 4000u64;
+    let held_by = |out: &std::process::Output| -> u64 {
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        // "lock_holds: N holds, T ns held (measured in the program)"
+        let words: Vec<&str> = text.split_whitespace().collect();
+        words[3]
+            .parse()
+            .unwrap_or_else(|_| panic!("program output: {text}"))
+    };
+    let the_lock = |report: &serde_json::Value| -> serde_json::Value {
+        let locks = report["locks"].as_array().expect("locks");
+        let lock = locks
+            .iter()
+            .max_by_key(|l| num(l, &["acquisitions"]))
+            .unwrap_or_else(|| panic!("no lock: {report}"));
+        assert_eq!(num(lock, &["acquisitions"]), holds, "{lock}");
+        lock.clone()
+    };
+
+    let (out, path) = profile(
+        dir.path(),
+        "exact.prof",
+        &["--timing", "exact"],
+        &[exe.to_str().unwrap(), &holds.to_string()],
+        0,
+    );
+    let report = report_json(&path);
+    assert_eq!(report["timing"]["lock_period"], 1, "{}", report["timing"]);
+    let measured = held_by(&out);
+    let hold = num(&the_lock(&report), &["hold_ns"]);
+    assert!(
+        hold >= measured && hold <= measured * 2,
+        "every hold timed: {hold} ns against {measured} ns measured by the program"
+    );
+
+    let (out, path) = profile(
+        dir.path(),
+        "sampled.prof",
+        &[],
+        &[exe.to_str().unwrap(), &holds.to_string()],
+        0,
+    );
+    let report = report_json(&path);
+    assert_eq!(report["timing"]["period"], 32, "{}", report["timing"]);
+    assert_eq!(report["timing"]["lock_period"], 256, "{}", report["timing"]);
+    assert!(held_by(&out) > 0);
+    assert!(
+        num(&the_lock(&report), &["hold_ns"]) > 0,
+        "about 16 of 4000 holds timed"
+    );
+}

@@ -116,6 +116,7 @@ pub struct Summary {
     pub allocator: String,
     pub timing_exact: bool,
     pub timing_period: u32,
+    pub lock_timing_period: u32,
     pub threads: Vec<ThreadSummary>,
     /// The report's five groups: malloc, calloc, realloc, free, aligned.
     pub groups: Vec<FnSummary>,
@@ -373,6 +374,7 @@ pub fn summarize(p: &Profile) -> Summary {
         allocator: p.process.allocator.clone(),
         timing_exact: p.process.timing_exact,
         timing_period: p.process.timing_period,
+        lock_timing_period: p.process.lock_timing_period,
         threads,
         groups,
         functions,

@@ -22,6 +22,9 @@ pub struct ProcessInfo {
     pub ncpus: u32,
     pub timing_exact: bool,
     pub timing_period: u32,
+    /// Lock holds were timed one acquisition in this many (`timing_period` in files written
+    /// before holds had a period of their own).
+    pub lock_timing_period: u32,
     pub forked: bool,
     pub libc_version: String,
     pub allocator: String,

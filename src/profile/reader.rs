@@ -810,6 +810,13 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
         ncpus,
         timing_exact: timing == Timing::Exact,
         timing_period,
+        lock_timing_period: if flags & PROCESS_LOCK_PERIOD != 0 && timing_period > 1 {
+            timing_period
+                .saturating_mul(LOCK_TIMING_FACTOR)
+                .min(1 << 31)
+        } else {
+            timing_period
+        },
         forked: flags & PROCESS_FORKED != 0,
         libc_version,
         allocator,

@@ -203,6 +203,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
         timing: Timing {
             mode: if s.timing_exact { "exact" } else { "sampled" },
             period: s.timing_period,
+            lock_period: s.lock_timing_period,
         },
         threads: s
             .threads
@@ -310,6 +311,8 @@ impl<T: Serialize> Serialize for Named<T> {
 struct Timing {
     mode: &'static str,
     period: u32,
+    /// Lock holds: one acquisition in `lock_period` timed.
+    lock_period: u32,
 }
 
 #[derive(Serialize)]

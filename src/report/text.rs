@@ -170,8 +170,8 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         "every call timed".to_string()
     } else {
         format!(
-            "durations estimated from a random 1-in-{} sample of calls; counts exact",
-            s.timing_period
+            "durations estimated from a random 1-in-{} sample of calls (lock holds 1-in-{}); counts exact",
+            s.timing_period, s.lock_timing_period
         )
     };
     let _ = writeln!(

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The time of one hooked call pair (benches/programs/pair_ticks.c: the fastest of 400 batches, in
+# TSC ticks), unprofiled and under the interposer (LD_PRELOAD, thread-state sampling off), with
+# lock holds timed at the default period and at others (STALLSCOPE_TIMING_PERIOD: allocator calls
+# 1 in N, lock holds 1 in 8N), interleaved over rounds; prints the median of each over the rounds.
+# Wall-time ratios of whole programs move by 30% on a shared machine; the fastest batch does not.
+#
+# Usage: benches/pair_ticks.sh [--lib PATH] [--rounds N] [MODE...]   (modes: rwlock mutex malloc)
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+lib=""
+rounds=5
+modes=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --lib) lib="$2"; shift ;;
+        --rounds) rounds="$2"; shift ;;
+        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        -*) echo "unknown option: $1" >&2; exit 2 ;;
+        *) modes+=("$1") ;;
+    esac
+    shift
+done
+[ ${#modes[@]} -gt 0 ] || modes=(rwlock mutex malloc)
+if [ -z "$lib" ]; then
+    (cd "$root" && cargo build --release --quiet)
+    target="${CARGO_TARGET_DIR:-$root/target}"
+    lib="$(ls -t "$target"/release/build/stallscope-*/out/libstallscope.so | head -1)"
+fi
+lib="$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")"
+work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-pairticks.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cc -O2 -pthread -o "$work/pair_ticks" "$root/benches/programs/pair_ticks.c"
+
+settings=("unprofiled:" "default (holds 1 in 256):STALLSCOPE_TIMING_PERIOD=32"
+    "holds 1 in 32 (period 4):STALLSCOPE_TIMING_PERIOD=4" "no timing (period 2^31):STALLSCOPE_TIMING_PERIOD=2147483647")
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "Ticks per pair, median over $rounds rounds of the fastest batch. Load average: $(cut -d' ' -f1-3 /proc/loadavg)."
+echo
+header="| pair"; sep="|---"
+for s in "${settings[@]}"; do header+=" | ${s%%:*}"; sep+="|---"; done
+echo "$header |"; echo "$sep|"
+for mode in "${modes[@]}"; do
+    declare -A v=()
+    for ((r = 0; r < rounds; r++)); do
+        for s in "${settings[@]}"; do
+            name="${s%%:*}" envs="${s#*:}"
+            if [ -z "$envs" ]; then
+                out="$("$work/pair_ticks" "$mode")"
+            else
+                # shellcheck disable=SC2086
+                out="$(env $envs STALLSCOPE_DIR="$work" STALLSCOPE_SAMPLE_HZ=0 STALLSCOPE_WALL_HZ=0 LD_PRELOAD="$lib" "$work/pair_ticks" "$mode")"
+            fi
+            v[$name]+="$(echo "$out" | awk '{ print $2 }') "
+        done
+    done
+    row="| $mode"
+    for s in "${settings[@]}"; do row+=" | $(echo "${v[${s%%:*}]}" | median)"; done
+    echo "$row |"
+    unset v
+    rm -f "$work"/*.prof
+done
