@@ -86,6 +86,9 @@ pub fn render(r: &ScaleReport) -> String {
             );
         }
         out.push_str("</table>");
+        if c.loss_within_noise {
+            let _ = write!(out, "<p>The loss is {}.</p>", super::report::WITHIN_NOISE);
+        }
         if let Some(e) = &c.profile_error {
             let _ = write!(out, "<p>No causes: {}</p>", escape(e));
         }

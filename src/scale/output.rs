@@ -168,6 +168,7 @@ fn losses(out: &mut String, c: &CountRow) {
         out.push_str("  nothing lost\n");
         return;
     }
+    let within_noise = format!("({})", super::report::WITHIN_NOISE);
     for l in &c.losses {
         let _ = writeln!(
             out,
@@ -176,7 +177,7 @@ fn losses(out: &mut String, c: &CountRow) {
             l.speedup,
             fmt_pct(l.share),
             l.user_frame.as_deref().unwrap_or(if c.loss_within_noise {
-                "(within the timed runs' noise: the ideal lies inside the speedup's interval)"
+                &within_noise
             } else if l.cause == "residual" {
                 "(not explained by the profiles: noise, or a cost no cause measures)"
             } else {

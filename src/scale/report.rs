@@ -193,6 +193,9 @@ pub fn decompose(
     (lost, losses)
 }
 
+/// What a loss within the timed runs' noise is called in the views.
+pub const WITHIN_NOISE: &str = "within the timed runs' noise: the ideal lies inside the speedup's confidence interval, so no cause is named";
+
 /// Whether the loss at `threads` is within the timed runs' noise (the ideal speedup lies inside
 /// the speedup's interval); if so, the named parts go back to the residual. A few percent of
 /// start-up that a profiled run sees as a serial section is not a cause while the measured
