@@ -33,12 +33,9 @@ done
 [ ${#modes[@]} -gt 0 ] || modes=(small mid mutex rwlock spin)
 command -v valgrind >/dev/null || { echo "valgrind not found (Debian package valgrind)" >&2; exit 1; }
 
-if [ -z "$lib" ]; then
-    (cd "$root" && cargo build --release --quiet)
-    target="${CARGO_TARGET_DIR:-$root/target}"
-    lib="$(ls -t "$target"/release/build/stallscope-*/out/libstallscope.so | head -1)"
-fi
-lib="$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")"
+# shellcheck source=benches/common.sh
+. "$root/benches/common.sh"
+lib="$(bench_interposer "$root" "$lib")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-hookcost.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -pthread -o "$work/hook_loops" "$root/benches/programs/hook_loops.c"

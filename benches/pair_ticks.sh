@@ -23,19 +23,15 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ ${#modes[@]} -gt 0 ] || modes=(rwlock mutex malloc)
-if [ -z "$lib" ]; then
-    (cd "$root" && cargo build --release --quiet)
-    target="${CARGO_TARGET_DIR:-$root/target}"
-    lib="$(ls -t "$target"/release/build/stallscope-*/out/libstallscope.so | head -1)"
-fi
-lib="$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")"
+# shellcheck source=benches/common.sh
+. "$root/benches/common.sh"
+lib="$(bench_interposer "$root" "$lib")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-pairticks.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -pthread -o "$work/pair_ticks" "$root/benches/programs/pair_ticks.c"
 
 settings=("unprofiled:" "default (holds 1 in 256):STALLSCOPE_TIMING_PERIOD=32"
     "holds 1 in 32 (period 4):STALLSCOPE_TIMING_PERIOD=4" "no timing (period 2^31):STALLSCOPE_TIMING_PERIOD=2147483647")
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "Ticks per pair, median over $rounds rounds of the fastest batch. Load average: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 header="| pair"; sep="|---"
@@ -56,7 +52,7 @@ for mode in "${modes[@]}"; do
         done
     done
     row="| $mode"
-    for s in "${settings[@]}"; do row+=" | $(echo "${v[${s%%:*}]}" | median)"; done
+    for s in "${settings[@]}"; do row+=" | $(echo "${v[${s%%:*}]}" | bench_median)"; done
     echo "$row |"
     unset v
     rm -f "$work"/*.prof

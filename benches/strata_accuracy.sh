@@ -33,6 +33,8 @@ done
 command -v jq >/dev/null || { echo "jq not found (Debian package jq)" >&2; exit 1; }
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=benches/common.sh
+. "$root/benches/common.sh"
 (cd "$root" && cargo build --release --quiet)
 stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
@@ -56,7 +58,6 @@ summary() {
         m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
         printf "%.1f ms (%.1f-%.1f) = %.2f", m / 1e6, v[1] / 1e6, v[NR] / 1e6, (ex > 0 ? m / ex : 0) }'
 }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 builds=(sampled)
 [ -n "$baseline_lib" ] && builds+=(baseline)
@@ -81,7 +82,7 @@ for mode in "${modes[@]}"; do
             read -r a b < <(times "$l" sampled "$mode"); m[$build]+="$a "; f[$build]+="$b "
         done
     done
-    me=$(echo "${m[exact]}" | median); fe=$(echo "${f[exact]}" | median)
+    me=$(echo "${m[exact]}" | bench_median); fe=$(echo "${f[exact]}" | bench_median)
     echo "| $mode | every call timed | $(summary "${m[exact]}" "$me") | $(summary "${f[exact]}" "$fe") |"
     for build in "${builds[@]}"; do
         echo "| $mode | $build | $(summary "${m[$build]}" "$me") | $(summary "${f[$build]}" "$fe") |"

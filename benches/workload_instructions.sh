@@ -30,12 +30,9 @@ done
 [ ${#cases[@]} -gt 0 ] || cases=(churn prodcons sizes pell stress rwlock stream)
 command -v valgrind >/dev/null || { echo "valgrind not found (Debian package valgrind)" >&2; exit 1; }
 
-if [ -z "$lib" ]; then
-    (cd "$root" && cargo build --release --quiet)
-    target="${CARGO_TARGET_DIR:-$root/target}"
-    lib="$(ls -t "$target"/release/build/stallscope-*/out/libstallscope.so | head -1)"
-fi
-lib="$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")"
+# shellcheck source=benches/common.sh
+. "$root/benches/common.sh"
+lib="$(bench_interposer "$root" "$lib")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-wlinstr.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
