@@ -44,6 +44,15 @@ impl AsF64 for i64 {
     }
 }
 
+/// A share estimated from `samples` samples, about two standard errors below (the binomial's):
+/// what a share from few samples can be trusted to reach. The share itself without samples.
+pub fn share_lower_bound(share: f64, samples: f64) -> f64 {
+    if samples <= 0.0 {
+        return share;
+    }
+    (share - 2.0 * (share * (1.0 - share) / samples).sqrt()).max(0.0)
+}
+
 /// `part / whole`, or 0 when `whole` is not positive (an empty profile has no shares).
 pub fn ratio(part: impl AsF64, whole: impl AsF64) -> f64 {
     let whole = whole.as_f64();

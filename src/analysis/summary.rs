@@ -20,6 +20,8 @@ pub struct ThreadSummary {
     /// The allocator's time on a CPU, at most `cpu_ns` (see `net_allocator_time`): what shares of
     /// CPU time are taken of.
     pub alloc_cpu_ns: u64,
+    /// The CPU samples `alloc_cpu_ns` was taken from (0: from the calls' own timing).
+    pub alloc_cpu_samples: u64,
     pub alloc_calls: u64,
     pub lock_wait_ns: u64,
     /// How many short threads the row stands for, when they were folded into one group.
@@ -224,6 +226,11 @@ impl Summary {
     pub fn alloc_share_of_cpu(&self) -> f64 {
         ratio(self.alloc_cpu_ns(), self.cpu_ns())
     }
+    /// The CPU samples the allocator's share of CPU time rests on (0: none, it comes from the
+    /// calls' own timing).
+    pub fn alloc_cpu_samples(&self) -> u64 {
+        sum(self.threads.iter().map(|t| t.alloc_cpu_samples))
+    }
     /// Lock waits as a share of the threads' busy-or-blocked time: waits / (CPU time + waits).
     pub fn lock_wait_share_of_busy(&self) -> f64 {
         let wait = self.lock_wait_ns();
@@ -324,6 +331,7 @@ pub fn summarize(p: &Profile) -> Summary {
                 alloc_ns,
                 // Until the thread states say more (`net_allocator_time`).
                 alloc_cpu_ns: alloc_ns.min(t.cpu_ns),
+                alloc_cpu_samples: 0,
                 alloc_calls: sum(t
                     .fns
                     .iter()
@@ -419,6 +427,7 @@ pub fn net_allocator_time(
     for (t, st) in summary.threads.iter_mut().zip(&r.threads) {
         if !st.signal_blocked && !st.cpu_marks.is_empty() {
             t.alloc_cpu_ns = st.ns[Category::Allocator.index()].min(t.cpu_ns);
+            t.alloc_cpu_samples = st.cpu_marks.len() as u64;
         } else if let Some(k) = st.kernel {
             // No CPU sample of this thread (it blocks the signal, or its few were lost): its
             // calls' time less its share of run-queue delay, a rough estimate but bounded by

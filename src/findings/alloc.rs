@@ -1,7 +1,7 @@
 //! Detectors over the allocator figures: small allocations, allocation inside library calls,
 //! allocator time and cross-thread frees.
 
-use super::rules::Rule;
+use super::rules::{Rule, SampledShare};
 use super::view::{UNKNOWN_FRAME, short_function, site_user_text};
 use super::{Finding, build};
 use crate::analysis::Analysis;
@@ -12,20 +12,41 @@ use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 /// the allocator costs, which the allocator rules' `cost_severity` caps their severity by. Net of
 /// waiting for a CPU (`Summary::alloc_share_of_cpu`): timed calls include it, and on a loaded
 /// machine they can add up to more than the CPU time.
-fn allocator_cpu_share(a: &Analysis) -> f64 {
+/// With the CPU samples it comes from, it counts for severity at its lower bound (SampledShare).
+fn allocator_cpu_share(a: &Analysis) -> SampledShare {
     let s = &a.summary;
     if s.cpu_ns() > 0 {
-        s.alloc_share_of_cpu()
+        SampledShare::new(s.alloc_share_of_cpu(), s.alloc_cpu_samples())
     } else {
-        s.alloc_share_of_life().min(1.0)
+        SampledShare::new(s.alloc_share_of_life().min(1.0), 0)
+    }
+}
+
+/// "N% of the threads' CPU time", with how low a share from few CPU samples may be, and (for the
+/// findings whose severity it caps) that the severity follows it.
+fn cpu_share_words(share: SampledShare, caps_severity: bool) -> String {
+    let estimate = fmt_pct(share.estimate);
+    match (share.estimate - share.low >= 0.005, caps_severity) {
+        (true, true) => format!(
+            "{estimate} of the threads' CPU time (from {} CPU samples, so possibly as little as {}: the severity follows that)",
+            fmt_count(share.samples),
+            fmt_pct(share.low)
+        ),
+        (true, false) => format!(
+            "{estimate} of the threads' CPU time (from {} CPU samples, so possibly as little as {})",
+            fmt_count(share.samples),
+            fmt_pct(share.low)
+        ),
+        (false, true) => format!("{estimate} of the threads' CPU time (the severity follows it)"),
+        (false, false) => format!("{estimate} of the threads' CPU time"),
     }
 }
 
 /// Allocator calls and their share of CPU time, if both gates are passed.
-fn busy_allocator(rule: &Rule, a: &Analysis) -> Option<(f64, f64)> {
+fn busy_allocator(rule: &Rule, a: &Analysis) -> Option<(f64, SampledShare)> {
     let calls = a.summary.alloc_calls() as f64;
     let share = allocator_cpu_share(a);
-    (calls >= rule.param("min_calls") && share >= rule.param("min_alloc_cpu_share"))
+    (calls >= rule.param("min_calls") && share.estimate >= rule.param("min_alloc_cpu_share"))
         .then_some((calls, share))
 }
 
@@ -74,9 +95,9 @@ pub fn small_allocations(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_pct(share)
         ),
         format!(
-            "{} allocator calls took {} of the threads' CPU time (the severity follows it)",
+            "{} allocator calls took {}",
             fmt_count(calls as u64),
-            fmt_pct(alloc_share)
+            cpu_share_words(alloc_share, true)
         ),
     ];
     let by_user = requests_by_user_frame(a, |mean| mean <= max_bytes);
@@ -95,7 +116,7 @@ pub fn small_allocations(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         &[
             ("share", fmt_pct(share)),
             ("max_bytes", max_bytes.to_string()),
-            ("alloc_cpu_share", fmt_pct(alloc_share)),
+            ("alloc_cpu_share", fmt_pct(alloc_share.estimate)),
         ],
         evidence,
     )]
@@ -158,10 +179,7 @@ pub fn library_hotspots(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                     fmt_count(samples as u64)
                 ),
                 format!("the call is made from {user}"),
-                format!(
-                    "the allocator took {} of the threads' CPU time (the severity follows it)",
-                    fmt_pct(alloc_share)
-                ),
+                format!("the allocator took {}", cpu_share_words(alloc_share, true)),
                 "allocations per call of the library function are not known: the profile counts allocator calls, not library calls".to_string(),
             ];
             Some(build(
@@ -195,7 +213,7 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let global = if calls >= min_calls && on_cpu >= min_time {
         cpu_share
     } else {
-        0.0
+        SampledShare::new(0.0, 0)
     };
     // The thread that spends the largest share of its CPU time in the allocator, among busy
     // ones: a thread that ran little (a main thread waiting for its workers) is not where the
@@ -217,25 +235,21 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             if a.sampling().is_some_and(|s| s.cpu_hz > 0) && samples == 0.0 {
                 return None;
             }
-            let bound = if samples > 0.0 {
-                share - 2.0 * (share * (1.0 - share) / samples).sqrt()
-            } else {
-                share
-            };
+            let bound = crate::util::share_lower_bound(share, samples);
             let busy = t.cpu_ns as f64 >= rule.param("min_thread_cpu_of_busiest") * busiest;
             (n >= min_calls && ns >= min_time && busy).then_some((t, bound, ns, n, share))
         })
         .max_by(|a, b| a.1.total_cmp(&b.1));
-    let global_severity = rule.severity_of(global);
+    let global_severity = rule.severity_of_sampled(global);
     let thread_severity = worst.and_then(|w| rule.severity_of(w.1));
     let Some(severity) = global_severity.into_iter().chain(thread_severity).min() else {
         return vec![];
     };
     let mut evidence = vec![format!(
-        "{} allocator calls: {} on a CPU, {} of the threads' CPU time",
+        "{} allocator calls: {} on a CPU, {}",
         fmt_count(calls as u64),
         fmt_ns(on_cpu),
-        fmt_pct(cpu_share),
+        cpu_share_words(cpu_share, false),
     )];
     if timed > on_cpu * 1.1 {
         evidence.push(format!(
@@ -260,10 +274,10 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             if thread_worse {
                 (share, format!("thread {}'s CPU time", t.tid))
             } else {
-                (global, "the threads' CPU time".to_string())
+                (global.estimate, "the threads' CPU time".to_string())
             }
         }
-        None => (global, "the threads' CPU time".to_string()),
+        None => (global.estimate, "the threads' CPU time".to_string()),
     };
     let requests = allocation_requests(a, calls);
     if let Some((user, site_calls, _)) = requests_by_user_frame(a, |_| true).first() {
@@ -318,10 +332,7 @@ pub fn cross_thread_frees(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_count(c.calls),
             fmt_pct(c.share)
         ),
-        format!(
-            "the allocator took {} of the threads' CPU time (the severity follows it)",
-            fmt_pct(alloc_share)
-        ),
+        format!("the allocator took {}", cpu_share_words(alloc_share, true)),
     ];
     vec![build(
         rule,
