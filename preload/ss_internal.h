@@ -452,6 +452,10 @@ int ss_threads_write(int final);
 void ss_threads_after_batch(void);
 uint32_t ss_threads_cross_frees(struct ss_cross_frees_entry *buf, uint32_t cap);
 extern uint32_t ss_ended_pending; /* ended nodes the flusher has not looked at since */
+/* A thread's wait ring is half full: the flusher flushes at its next tick rather than at the
+ * next period (writer.c), no sooner than SS_EARLY_FLUSH_MS after the last flush. */
+extern uint32_t ss_flush_requested;
+#define SS_EARLY_FLUSH_MS 100u
 
 size_t ss_read_file(const char *path, char *buf, size_t cap);
 

@@ -42,6 +42,7 @@ static uint64_t ss_flush_seq;
 static int ss_flusher_started;
 static pid_t ss_flusher_pid;      /* the process whose flusher runs (0: none) */
 static uint32_t ss_flusher_word;  /* futex: bumped to wake the flusher */
+uint32_t ss_flush_requested;
 static uint32_t ss_flusher_ready; /* futex: 1 the flusher is set up, 2 it could not create the file */
 static uint32_t ss_final_state;   /* futex: 1 a final flush is asked for, 2 it is done */
 static uint32_t ss_final_how;
@@ -681,7 +682,13 @@ static void *ss_flusher_main(void *arg) {
         ss_phases_tick(elapsed_ms);
         ss_sampler_tick();
         ss_threads_fold_ended();
-        if (now - last_flush >= (uint64_t)ss_config.flush_ms * 1000000ull) {
+        /* Early when a thread's wait ring fills faster than the period empties it: a pipeline
+         * that blocks 10,000 times a second a thread had lost most of its waits, and its wait-for
+         * graph and critical path with them. */
+        int early = __atomic_load_n(&ss_flush_requested, __ATOMIC_RELAXED) &&
+                    now - last_flush >= (uint64_t)SS_EARLY_FLUSH_MS * 1000000ull;
+        if (early || now - last_flush >= (uint64_t)ss_config.flush_ms * 1000000ull) {
+            __atomic_store_n(&ss_flush_requested, 0, __ATOMIC_RELAXED);
             last_flush = now;
             ss_flush_locked(0, 0, 0);
         }
