@@ -25,20 +25,24 @@ fn allocator_cpu_share(a: &Analysis) -> SampledShare {
 /// "N% of the threads' CPU time", with how low a share from few CPU samples may be, and (for the
 /// findings whose severity it caps) that the severity follows it.
 fn cpu_share_words(share: SampledShare, caps_severity: bool) -> String {
-    let estimate = fmt_pct(share.estimate);
-    match (share.estimate - share.low >= 0.005, caps_severity) {
-        (true, true) => format!(
-            "{estimate} of the threads' CPU time (from {} CPU samples, so possibly as little as {}: the severity follows that)",
+    let uncertain = share.estimate - share.low >= 0.005;
+    let mut notes = Vec::new();
+    if uncertain {
+        notes.push(format!(
+            "from {} CPU samples, so possibly as little as {}",
             fmt_count(share.samples),
             fmt_pct(share.low)
-        ),
-        (true, false) => format!(
-            "{estimate} of the threads' CPU time (from {} CPU samples, so possibly as little as {})",
-            fmt_count(share.samples),
-            fmt_pct(share.low)
-        ),
-        (false, true) => format!("{estimate} of the threads' CPU time (the severity follows it)"),
-        (false, false) => format!("{estimate} of the threads' CPU time"),
+        ));
+    }
+    if caps_severity {
+        let what = if uncertain { "that" } else { "it" };
+        notes.push(format!("the severity follows {what}"));
+    }
+    let words = format!("{} of the threads' CPU time", fmt_pct(share.estimate));
+    if notes.is_empty() {
+        words
+    } else {
+        format!("{words} ({})", notes.join(": "))
     }
 }
 

@@ -289,3 +289,25 @@ fn cross_thread_frees_thresholds() {
     assert!(cross_thread_frees(r, &at(0.9, r.param("min_calls") as u64 - 1)).is_empty());
     assert!(cross_thread_frees(r, &Analysis::default()).is_empty());
 }
+
+#[test]
+fn the_allocators_share_is_worded_with_its_samples_and_what_the_severity_follows() {
+    let few = SampledShare::new(0.107, 20);
+    assert_eq!(
+        cpu_share_words(few, true),
+        "10.7% of the threads' CPU time (from 20 CPU samples, so possibly as little as 0.0%: the severity follows that)"
+    );
+    assert_eq!(
+        cpu_share_words(few, false),
+        "10.7% of the threads' CPU time (from 20 CPU samples, so possibly as little as 0.0%)"
+    );
+    let timed = SampledShare::new(0.171, 0);
+    assert_eq!(
+        cpu_share_words(timed, true),
+        "17.1% of the threads' CPU time (the severity follows it)"
+    );
+    assert_eq!(
+        cpu_share_words(timed, false),
+        "17.1% of the threads' CPU time"
+    );
+}
