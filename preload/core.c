@@ -144,7 +144,7 @@ static void ss_read_config(void) {
     ss_config.period = (uint32_t)ss_option_num(SS_OPT_TIMING_PERIOD);
     if (ss_config.timing == SS_TIMING_EXACT) ss_config.period = 1;
     uint64_t lock_period = (uint64_t)ss_config.period * SS_LOCK_TIMING_FACTOR;
-    ss_config.lock_period = ss_config.period <= 1 ? 1 : (uint32_t)(lock_period < (1u << 31) ? lock_period : (1u << 31));
+    ss_config.lock_period = ss_config.period <= 1 ? 1 : (uint32_t)(lock_period < SS_LOCK_PERIOD_MAX ? lock_period : SS_LOCK_PERIOD_MAX);
     ss_config.flush_ms = (uint32_t)ss_option_num(SS_OPT_FLUSH_MS);
     ss_config.snapshot_ms = (uint32_t)ss_option_num(SS_OPT_SNAPSHOT_MS);
     ss_config.snapshot_signal = ss_option_flag(SS_OPT_SNAPSHOT_SIGNAL);

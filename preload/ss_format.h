@@ -166,6 +166,7 @@ enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
  * section, and a lock pair costs a tenth of an allocation pair (docs/PERFORMANCE.md). Hold times
  * are ratio estimates (timed hold ticks / timed holds x acquisitions), whatever the period. */
 #define SS_LOCK_TIMING_FACTOR 8u
+#define SS_LOCK_PERIOD_MAX (1u << 31) /* the product, capped (timing_period may be up to 2^32-1) */
 
 /* Call stacks hold at most this many frames (innermost first, the interposer's own frames cut). */
 #define SS_STACK_MAX_FRAMES 64u

@@ -169,6 +169,7 @@ struct ss_thread {
 #define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
 #define SS_WALL_RING 512u
 #define SS_WAIT_RING 2048u /* blocking waits between two flushes; a power of two */
+#define SS_WAIT_RING_EARLY (SS_WAIT_RING / 2) /* waits in a ring that ask for an early flush (writer.c) */
 
 /* Real functions, resolved with dlsym(RTLD_NEXT). */
 struct ss_real {

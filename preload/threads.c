@@ -382,7 +382,7 @@ void ss_threads_prepare_batch(int final) {
              * (a thread that blocks that often is not a trivial one): then it is written now. */
             uint32_t waits = __atomic_load_n(&t->wait_head, __ATOMIC_ACQUIRE) - t->wait_tail;
             t->in_batch = final || t->written || (t->rec.flags & SS_THREAD_MAIN) ||
-                          now - t->rec.start_mono_ns >= young_ns || waits >= SS_WAIT_RING / 2;
+                          now - t->rec.start_mono_ns >= young_ns || waits >= SS_WAIT_RING_EARLY;
         } else if (state == SS_NODE_ENDED) {
             if (ss_settle(t, now)) continue; /* folded */
             if (t->fate == SS_FATE_OPEN && !final) continue; /* still exiting: decided later */

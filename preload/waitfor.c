@@ -31,7 +31,7 @@ static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
     }
     t->wait_ring[h & (SS_WAIT_RING - 1)] = *w;
     __atomic_store_n(&t->wait_head, h + 1, __ATOMIC_RELEASE);
-    if (SS_UNLIKELY(h + 1 - tail >= SS_WAIT_RING / 2) && !__atomic_load_n(&ss_flush_requested, __ATOMIC_RELAXED))
+    if (SS_UNLIKELY(h + 1 - tail >= SS_WAIT_RING_EARLY) && !__atomic_load_n(&ss_flush_requested, __ATOMIC_RELAXED))
         __atomic_store_n(&ss_flush_requested, 1, __ATOMIC_RELAXED);
 }
 

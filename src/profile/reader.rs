@@ -813,7 +813,7 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
         lock_timing_period: if flags & PROCESS_LOCK_PERIOD != 0 && timing_period > 1 {
             timing_period
                 .saturating_mul(LOCK_TIMING_FACTOR)
-                .min(1 << 31)
+                .min(LOCK_PERIOD_MAX)
         } else {
             timing_period
         },
