@@ -450,7 +450,7 @@ void ss_threads_after_fork_child(void);
 void ss_threads_fold_ended(void);
 void ss_threads_prepare_batch(int final);
 int ss_threads_write(int final);
-void ss_threads_after_batch(void);
+void ss_threads_after_batch(int recycle);
 uint32_t ss_threads_cross_frees(struct ss_cross_frees_entry *buf, uint32_t cap);
 extern uint32_t ss_ended_pending; /* ended nodes the flusher has not looked at since */
 /* A thread's wait ring is half full: the flusher flushes at its next tick rather than at the

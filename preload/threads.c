@@ -464,10 +464,11 @@ int ss_threads_write(int final) {
     return 0;
 }
 
-/* After the batch: nodes whose thread is gone and whose last state was written are reused. */
-void ss_threads_after_batch(void) {
+/* After the batch: nodes whose thread is gone and whose last state was written are reused (when
+ * `recycle`: not after an early flush, writer.c). */
+void ss_threads_after_batch(int recycle) {
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        if (t->in_batch && t->gone && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_ENDED)
+        if (recycle && t->in_batch && t->gone && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_ENDED)
             ss_node_recycle(t);
         t->in_batch = 0;
     }

@@ -43,6 +43,7 @@ static int ss_flusher_started;
 static pid_t ss_flusher_pid;      /* the process whose flusher runs (0: none) */
 static uint32_t ss_flusher_word;  /* futex: bumped to wake the flusher */
 uint32_t ss_flush_requested;
+static int ss_early_flush; /* the flush being written is an early one (the flusher's own) */
 static uint32_t ss_flusher_ready; /* futex: 1 the flusher is set up, 2 it could not create the file */
 static uint32_t ss_final_state;   /* futex: 1 a final flush is asked for, 2 it is done */
 static uint32_t ss_final_how;
@@ -497,7 +498,7 @@ static void ss_flush_now(int final, uint32_t how, int32_t status) {
     }
     if (ok && ss_write_all(fd, ss_out.p, ss_out.len) != 0) ss_file_failed = 1;
     if (transient) close(fd);
-    ss_threads_after_batch();
+    ss_threads_after_batch(!ss_early_flush);
     /* After END nothing more is written (a flush between an exec's END and the exec itself would
      * make the image look cut short), unless the exec fails (ss_writer_exec_failed). */
     if (final) ss_finished = 1;
@@ -658,7 +659,7 @@ static void *ss_flusher_main(void *arg) {
     /* Ticks as often as wall samples are taken (at most every 50 ms). */
     uint32_t tick_ms = ss_config.wall_hz > 20 ? 1000 / ss_config.wall_hz : 50;
     if (tick_ms == 0) tick_ms = 1;
-    uint64_t last_tick = ss_mono_ns(), last_flush = last_tick;
+    uint64_t last_tick = ss_mono_ns(), last_flush = last_tick, last_periodic = last_tick;
     for (;;) {
         uint32_t seen = __atomic_load_n(&ss_flusher_word, __ATOMIC_ACQUIRE);
         ss_flusher_serve_final();
@@ -684,13 +685,19 @@ static void *ss_flusher_main(void *arg) {
         ss_threads_fold_ended();
         /* Early when a thread's wait ring fills faster than the period empties it: a pipeline
          * that blocks 10,000 times a second a thread had lost most of its waits, and its wait-for
-         * graph and critical path with them. */
-        int early = __atomic_load_n(&ss_flush_requested, __ATOMIC_RELAXED) &&
+         * graph and critical path with them.
+         * An early flush recycles no ended thread's node: that waits for the periodic one, as
+         * before, so that a join soon after a thread ended still finds its node (its tid). */
+        int periodic = now - last_periodic >= (uint64_t)ss_config.flush_ms * 1000000ull;
+        int early = !periodic && __atomic_load_n(&ss_flush_requested, __ATOMIC_RELAXED) &&
                     now - last_flush >= (uint64_t)SS_EARLY_FLUSH_MS * 1000000ull;
-        if (early || now - last_flush >= (uint64_t)ss_config.flush_ms * 1000000ull) {
+        if (periodic || early) {
             __atomic_store_n(&ss_flush_requested, 0, __ATOMIC_RELAXED);
             last_flush = now;
+            if (periodic) last_periodic = now;
+            ss_early_flush = early;
             ss_flush_locked(0, 0, 0);
+            ss_early_flush = 0;
         }
     }
     /* Asked to leave (ss_flusher_pause): its descriptor table, and the profile's descriptor in
