@@ -2,7 +2,9 @@
 # The time of one hooked call pair (benches/programs/pair_ticks.c: the fastest of 400 batches, in
 # TSC ticks), unprofiled and under the interposer (LD_PRELOAD, thread-state sampling off), with
 # lock holds timed at the default period and at others (STALLSCOPE_TIMING_PERIOD: allocator calls
-# 1 in N, lock holds 1 in 8N), interleaved over rounds; prints the median of each over the rounds.
+# 1 in N, lock holds 1 in 8N) and with uncontended lock calls forwarded to glibc instead of done
+# by the hooks (STALLSCOPE_LOCK_STEPS=0), interleaved over rounds; prints the median of each over
+# the rounds.
 # Wall-time ratios of whole programs move by 30% on a shared machine; the fastest batch does not.
 #
 # Usage: benches/pair_ticks.sh [--lib PATH] [--rounds N] [MODE...]   (modes: rwlock mutex malloc)
@@ -16,7 +18,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --lib) lib="$2"; shift ;;
         --rounds) rounds="$2"; shift ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
         -*) echo "unknown option: $1" >&2; exit 2 ;;
         *) modes+=("$1") ;;
     esac
@@ -31,7 +33,8 @@ trap 'rm -rf "$work"' EXIT
 cc -O2 -pthread -o "$work/pair_ticks" "$root/benches/programs/pair_ticks.c"
 
 settings=("unprofiled:" "default (holds 1 in 256):STALLSCOPE_TIMING_PERIOD=32"
-    "holds 1 in 32 (period 4):STALLSCOPE_TIMING_PERIOD=4" "no timing (period 2^31):STALLSCOPE_TIMING_PERIOD=2147483647")
+    "holds 1 in 32 (period 4):STALLSCOPE_TIMING_PERIOD=4" "no timing (period 2^31):STALLSCOPE_TIMING_PERIOD=2147483647"
+    "steps forwarded to glibc:STALLSCOPE_TIMING_PERIOD=32 STALLSCOPE_LOCK_STEPS=0")
 echo "Ticks per pair, median over $rounds rounds of the fastest batch. Load average: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 header="| pair"; sep="|---"

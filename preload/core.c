@@ -169,6 +169,12 @@ static void *ss_vsym(const char *name, const char *version) {
     return p ? p : dlsym(RTLD_NEXT, name);
 }
 
+int ss_in_libc(const void *fn) {
+    Dl_info info;
+    return fn && dladdr(fn, &info) && info.dli_fname &&
+           (strstr(info.dli_fname, "/libc.so") || strstr(info.dli_fname, "/libpthread.so"));
+}
+
 static void ss_resolve(void) {
     struct ss_real r;
     memset(&r, 0, sizeof r);
@@ -295,9 +301,7 @@ static void ss_init(void) {
         ss_threads_init();
         ok = pthread_atfork(NULL, NULL, ss_after_fork_child) == 0;
         struct ss_thread *t = ok ? ss_thread_alloc() : NULL;
-        Dl_info info;
-        ss_guard_calls = !(dladdr((void *)ss_real.malloc, &info) && info.dli_fname &&
-                           strstr(info.dli_fname, "/libc.so") != NULL);
+        ss_guard_calls = !ss_in_libc((void *)ss_real.malloc);
         ss_alloc_init();
         if (t) {
             ss_thread_attach(t, 1);

@@ -18,6 +18,8 @@
  * acquisition is missed as contention: a small undercount, never a false wait. */
 #include "ss_internal.h"
 
+#include "lock_steps.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 
@@ -230,12 +232,11 @@ static void ss_release_hold(struct ss_thread *t, const void *lock) {
     if (i >= 0) ss_end_hold(t, i, ss_ticks());
 }
 
-/* The fast part of a release: forwarded unless the thread has a timed hold (SS_NO_THREAD has one)
- * or `more`, a further condition for the fast part, is false. */
-#define SS_UNLOCK_FAST(t, more, real_call)                                                                   \
-    do {                                                                                                    \
-        if (SS_LIKELY(more) && SS_LIKELY(ss_word_is_zero((const int *)&t->nheld))) return real_call;         \
-    } while (0)
+/* Whether a release can take its fast part: the thread has no timed hold to end (SS_NO_THREAD
+ * has one, so it takes the slow part). */
+static inline int ss_no_timed_hold(struct ss_thread *t) {
+    return ss_word_is_zero((const int *)&t->nheld);
+}
 
 /* The slow part of a release. */
 #define SS_UNLOCK_SLOW(t, lock, real_call)                                                                   \
@@ -290,8 +291,11 @@ static SS_NOINLINE int ss_slow_pthread_mutex_lock(pthread_mutex_t *m, struct ss_
     SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
 }
 
+/* A free private normal mutex is locked by glibc's own step (lock_steps.h), others forwarded. */
 SS_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
     struct ss_thread *t = ss_self;
+    if (SS_LIKELY(ss_config.mutex_steps) && SS_LIKELY(ss_mutex_steppable(m)))
+        SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_lock_step(m, t->rec.tid), 0, ss_slow_pthread_mutex_lock(m, t));
     SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), ss_real.mutex_lock(m), ss_slow_pthread_mutex_lock(m, t));
 }
 SS_TIMED_LOCK_HOOK(pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *abstime), (m, abstime), m,
@@ -333,7 +337,13 @@ static SS_NOINLINE int ss_slow_pthread_mutex_unlock(pthread_mutex_t *m, struct s
  * the slow part). */
 SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
     struct ss_thread *t = ss_self;
-    SS_UNLOCK_FAST(t, !ss_word_above(&m->__data.__lock, 1), ss_real.mutex_unlock(m));
+    if (SS_LIKELY(!ss_word_above(&m->__data.__lock, 1)) && SS_LIKELY(ss_no_timed_hold(t))) {
+        if (SS_LIKELY(ss_config.mutex_steps) && SS_LIKELY(ss_mutex_steppable(m))) {
+            ss_mutex_unlock_step(m); /* lock_steps.h */
+            return 0;
+        }
+        return ss_real.mutex_unlock(m);
+    }
     return ss_slow_pthread_mutex_unlock(m, t);
 }
 
@@ -374,9 +384,9 @@ SS_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, cloc
 
 /* ---- read-write locks ----
  * glibc (2.25 and later) keeps in __readers the number of readers (from bit 3) and the writer's
- * state: bit 0 the write phase, bit 1 a writer holds it or is about to. A reader gets in at once
- * in the read phase with no writer (bits 0 and 1 clear); a writer when there is neither reader nor
- * writer. */
+ * state: bit 0 the write phase, bit 1 a writer holds it or is about to, bit 2 readers wait for a
+ * writer to go first. A reader gets in at once in the read phase with no writer (bits 0 and 1
+ * clear); a writer when there is neither reader nor writer. */
 static inline int ss_rwlock_looks_free_read(pthread_rwlock_t *l) {
     return ss_word_has_none(&l->__data.__readers, 3u);
 }
@@ -386,8 +396,18 @@ static inline int ss_rwlock_looks_free_write(pthread_rwlock_t *l) {
     return ss_word_has_none(&l->__data.__readers, ~5u);
 }
 
-SS_LOCK_CALL_HOOK(pthread_rwlock_rdlock, (pthread_rwlock_t * l), (l), l, SS_LOCK_RWLOCK_READ,
-                  ss_rwlock_looks_free_read(l), ss_real.rwlock_tryrdlock(l), ss_real.rwlock_rdlock(l))
+static SS_NOINLINE int ss_slow_pthread_rwlock_rdlock(pthread_rwlock_t *l, struct ss_thread *t) {
+    SS_LOCK_SLOW(t, l, SS_LOCK_RWLOCK_READ, ss_rwlock_looks_free_read(l), ss_real.rwlock_tryrdlock(l),
+                 ss_real.rwlock_rdlock(l));
+}
+
+SS_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
+    struct ss_thread *t = ss_self;
+    if (SS_LIKELY(ss_config.rwlock_steps))
+        SS_LOCK_FAST(t, l, SS_LOCK_RWLOCK_READ, ss_rwlock_read_step(l), 0, ss_slow_pthread_rwlock_rdlock(l, t));
+    SS_LOCK_FAST(t, l, SS_LOCK_RWLOCK_READ, ss_rwlock_looks_free_read(l), ss_real.rwlock_rdlock(l),
+                 ss_slow_pthread_rwlock_rdlock(l, t));
+}
 SS_LOCK_CALL_HOOK(pthread_rwlock_wrlock, (pthread_rwlock_t * l), (l), l, SS_LOCK_RWLOCK_WRITE,
                   ss_rwlock_looks_free_write(l), ss_real.rwlock_trywrlock(l), ss_real.rwlock_wrlock(l))
 SS_TIMED_LOCK_HOOK(pthread_rwlock_timedrdlock, (pthread_rwlock_t * l, const struct timespec *abstime), (l, abstime),
@@ -417,9 +437,14 @@ static SS_NOINLINE int ss_slow_pthread_rwlock_unlock(pthread_rwlock_t *l, struct
     SS_UNLOCK_SLOW(t, l, ss_real.rwlock_unlock(l));
 }
 
+/* A release with no timed hold: a reader's step done here when it can be (lock_steps.h), else
+ * forwarded. */
 SS_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l) {
     struct ss_thread *t = ss_self;
-    SS_UNLOCK_FAST(t, 1, ss_real.rwlock_unlock(l));
+    if (SS_LIKELY(ss_no_timed_hold(t))) {
+        if (SS_LIKELY(ss_config.rwlock_steps) && ss_rwlock_unread_step(l)) return 0;
+        return ss_real.rwlock_unlock(l);
+    }
     return ss_slow_pthread_rwlock_unlock(l, t);
 }
 
@@ -433,6 +458,7 @@ void ss_locks_init(void) {
     int (*init)(pthread_spinlock_t *, int) = NULL;
     *(void **)&init = dlsym(RTLD_NEXT, "pthread_spin_init");
     if (init && init(&probe, PTHREAD_PROCESS_PRIVATE) == 0) ss_spin_free_value = (int)probe;
+    ss_lock_steps_init();
     ss_waitfor_init();
 }
 
@@ -453,6 +479,6 @@ static SS_NOINLINE int ss_slow_pthread_spin_unlock(pthread_spinlock_t *l, struct
 
 SS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
     struct ss_thread *t = ss_self;
-    SS_UNLOCK_FAST(t, 1, ss_real.spin_unlock(l));
+    if (SS_LIKELY(ss_no_timed_hold(t))) return ss_real.spin_unlock(l);
     return ss_slow_pthread_spin_unlock(l, t);
 }

@@ -251,6 +251,11 @@ struct ss_config {
     uint32_t stack_period; /* one allocation call in N has its stack taken (0: off) */
     uint32_t cpu_hz;       /* thread-state CPU samples per second of thread CPU time (0: off) */
     uint32_t wall_hz;      /* wall samples per second of threads not running (0: off) */
+    /* Not options: the lock hooks take glibc's own uncontended steps on rwlock reads and on normal
+     * mutexes (lock_steps.h), after a check at start (and unless STALLSCOPE_LOCK_STEPS=0). Here
+     * because this is read-only after start. */
+    int rwlock_steps;
+    int mutex_steps;
 };
 
 /* The run options (ss_options.def, read in core.c): a text option's value (NULL: unset), a
@@ -363,6 +368,9 @@ extern int ss_guard_calls;
 extern size_t ss_fast_bytes;
 void ss_alloc_init(void);
 void ss_ensure_resolved(void);
+/* Whether `fn` is the C library's own, not another library's that the program or an interposer
+ * put before it (glibc before 2.34 kept the pthread functions in libpthread). */
+int ss_in_libc(const void *fn);
 
 /* Lock hooks (locks.c): what they need to know of glibc's locks, read at start-up. */
 void ss_locks_init(void);

@@ -326,7 +326,9 @@ static int ss_create_profile(void) {
         ncpus = n > 0 ? (uint32_t)n : 1;
     }
     ss_process.ncpus = ncpus;
-    ss_process.flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) | SS_PROCESS_LOCK_PERIOD;
+    ss_process.flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) | SS_PROCESS_LOCK_PERIOD |
+                       (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
+                       (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u);
     ss_process.pid = (uint32_t)getpid();
     ss_process.ppid = (uint32_t)ss_parent_pid;
     ss_process.cmdline_len = (uint32_t)cmd_len;

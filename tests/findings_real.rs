@@ -292,7 +292,9 @@ fn allocator_shares_on_an_oversubscribed_machine_stay_within_cpu_time() {
         );
         assert!(a <= c && c <= life, "{t}");
         cpu += c;
-        sampled += t["states"]["allocator_ns"].as_u64().unwrap_or(0);
+        sampled += t["states"]["cpu_samples"]["allocator_ns"]
+            .as_u64()
+            .unwrap_or(0);
     }
     let share = report["alloc"]["share_of_cpu"]
         .as_f64()

@@ -297,3 +297,106 @@ fn hold_times_cover_what_the_program_held() {
         "about 78 of 20000 holds timed"
     );
 }
+
+/// Runs a lock-integrity program (its output: "NAME ADDRESS ..." per lock, then "violations N")
+/// with the interposer taking glibc's own lock steps (the default), without them
+/// (STALLSCOPE_LOCK_STEPS=0) and with every hold timed (which takes the slow parts); checks that
+/// the program found its locks whole, what the profile says of the steps, and returns per run the
+/// report and the program's lines split into words.
+fn run_integrity(program: &str) -> Vec<(&'static str, serde_json::Value, Vec<Vec<String>>)> {
+    let dir = TempDir::new(program.trim_end_matches(".c"));
+    let exe = compile(dir.path(), program, &[]);
+    let cases: [(&str, &[&str], bool); 3] = [
+        ("steps", &[], true),
+        ("forwarded", &[], false),
+        ("every hold timed", &["--timing", "exact"], true),
+    ];
+    let mut runs = Vec::new();
+    for (name, args, steps) in cases {
+        let (out, path) = profile_with(
+            dir.path(),
+            &format!("{}.prof", name.replace(' ', "-")),
+            args,
+            &[exe.to_str().unwrap(), "40000", "4"],
+            0,
+            |cmd| {
+                if !steps {
+                    cmd.env("STALLSCOPE_LOCK_STEPS", "0");
+                }
+            },
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            stdout.contains("violations 0"),
+            "{program}, {name}: {stdout}"
+        );
+        let report = report_json(&path);
+        assert_eq!(report["lock_steps"]["mutex"], steps, "{name}");
+        assert_eq!(report["lock_steps"]["rwlock_read"], steps, "{name}");
+        let lines = stdout
+            .lines()
+            .filter(|l| !l.starts_with("violations"))
+            .map(|l| l.split_whitespace().map(String::from).collect())
+            .collect();
+        runs.push((name, report, lines));
+    }
+    runs
+}
+
+/// The interposer does glibc's uncontended read step itself (preload/lock_steps.h): read-write
+/// locks of every kind, taken by every call from four threads, must still exclude writers from
+/// readers and from each other (the program checks, and exits 1 if not), and every acquisition is
+/// counted by kind.
+#[test]
+fn rwlocks_stay_locks_and_are_counted_exactly_with_glibcs_read_step_in_the_hooks() {
+    for (name, report, lines) in run_integrity("rwlock_integrity.c") {
+        // "NAME ADDRESS reads R writes W", one line per lock
+        assert_eq!(lines.len(), 3, "{name}: {lines:?}");
+        for w in lines {
+            assert_eq!(w.len(), 6, "{name}: {w:?}");
+            let address = parse_address(&serde_json::json!(w[1])).unwrap();
+            let (reads, writes): (u64, u64) = (w[3].parse().unwrap(), w[5].parse().unwrap());
+            assert!(reads > 10_000 && writes > 1_000, "{name}: {w:?}");
+            let locks = &report["locks"];
+            assert_eq!(
+                acquisitions_of(&report, address, "read"),
+                reads,
+                "{name}, {w:?}: {locks}"
+            );
+            assert_eq!(
+                acquisitions_of(&report, address, "write"),
+                writes,
+                "{name}, {w:?}: {locks}"
+            );
+        }
+    }
+}
+
+/// The same for mutexes, whose private normal kind the hooks lock and release with glibc's own
+/// steps: mutexes from the initializer and of type NORMAL (both stepped: glibc's __kind 0 and
+/// 512), recursive, error-checking and adaptive ones, condition waits on the first, every lock
+/// call; exclusion, no lost update, EPERM where glibc gives it, exact counts.
+#[test]
+fn mutexes_stay_mutexes_and_are_counted_exactly_with_glibcs_steps_in_the_hooks() {
+    for (name, report, lines) in run_integrity("mutex_integrity.c") {
+        // "NAME ADDRESS acquisitions N kind K", one line per mutex
+        assert_eq!(lines.len(), 5, "{name}: {lines:?}");
+        let kinds: Vec<&str> = lines.iter().map(|w| w[5].as_str()).collect();
+        assert!(
+            kinds.contains(&"0") && kinds.contains(&"512"),
+            "both kinds the steps take are run: {kinds:?}"
+        );
+        for w in lines {
+            assert_eq!(w.len(), 6, "{name}: {w:?}");
+            let address = parse_address(&serde_json::json!(w[1])).unwrap();
+            let acquisitions: u64 = w[3].parse().unwrap();
+            assert!(acquisitions > 10_000, "{name}: {w:?}");
+            assert_eq!(
+                acquisitions_at(&report, address),
+                acquisitions,
+                "{name}, {w:?}: {}",
+                report["locks"]
+            );
+        }
+    }
+}

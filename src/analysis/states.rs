@@ -454,6 +454,10 @@ pub struct ThreadStates {
     pub signal_blocked: bool,
     /// Estimated time per category (indexed by `Category::index`).
     pub ns: PerCategory<u64>,
+    /// The part of `ns[Allocator]` from CPU samples: the allocator on a CPU. The rest is wall
+    /// samples of the thread off a CPU inside the allocator (preempted, or asleep in a page fault
+    /// or on the memory map's lock).
+    pub allocator_on_cpu_ns: u64,
     pub samples: u64,
     /// Per time slice, the time of each category in it.
     pub slices: Vec<PerCategory<u64>>,
@@ -860,6 +864,7 @@ pub fn build(
                 folded: t.folded.map(|f| f.threads),
                 signal_blocked: t.flags & THREAD_SIGNAL_BLOCKED != 0,
                 ns: [0; CATEGORY_COUNT],
+                allocator_on_cpu_ns: 0,
                 samples: 0,
                 slices: vec![[0; CATEGORY_COUNT]; TIMELINE_SLICES],
                 sites: Vec::new(),
@@ -953,7 +958,12 @@ pub fn build(
         }
         let t = &mut threads[ti];
         match s.kind {
-            SampleKind::Cpu => t.cpu_marks.push((end, weight, ci as u32)),
+            SampleKind::Cpu => {
+                t.cpu_marks.push((end, weight, ci as u32));
+                if category == Category::Allocator {
+                    t.allocator_on_cpu_ns = t.allocator_on_cpu_ns.saturating_add(weight);
+                }
+            }
             SampleKind::Wall
                 if s.syscall
                     .is_some_and(|nr| waits_for_input(&syscall_name(nr, s.arg))) =>

@@ -26,6 +26,11 @@ pub struct ProcessInfo {
     /// before holds had a period of their own).
     pub lock_timing_period: u32,
     pub forked: bool,
+    /// Uncontended rwlock read locks and releases were done by the interposer (glibc's own
+    /// step on the lock word), not forwarded to glibc.
+    pub rwlock_steps: bool,
+    /// The same for normal mutexes' locks and releases.
+    pub mutex_steps: bool,
     pub libc_version: String,
     pub allocator: String,
     pub command: Vec<String>,

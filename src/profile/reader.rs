@@ -818,6 +818,8 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
             timing_period
         },
         forked: flags & PROCESS_FORKED != 0,
+        rwlock_steps: flags & PROCESS_RWLOCK_STEPS != 0,
+        mutex_steps: flags & PROCESS_MUTEX_STEPS != 0,
         libc_version,
         allocator,
         command,

@@ -42,6 +42,9 @@ pub struct Report<'a> {
     libc_version: &'a str,
     allocator: &'a str,
     timing: Timing,
+    /// Which uncontended lock calls the interposer did itself, with glibc's own step on the lock
+    /// word (docs/PERFORMANCE.md), instead of forwarding them to glibc.
+    lock_steps: LockSteps,
     threads: Vec<Thread<'a>>,
     alloc: Alloc<'a>,
     locks: Vec<Lock<'a>>,
@@ -205,6 +208,10 @@ pub fn report(a: &Analysis) -> Report<'_> {
             period: s.timing_period,
             lock_period: s.lock_timing_period,
         },
+        lock_steps: LockSteps {
+            mutex: s.mutex_steps,
+            rwlock_read: s.rwlock_steps,
+        },
         threads: s
             .threads
             .iter()
@@ -316,6 +323,14 @@ struct Timing {
 }
 
 #[derive(Serialize)]
+struct LockSteps {
+    /// Normal mutexes' locks and releases.
+    mutex: bool,
+    /// Read-write locks' read locks and their releases.
+    rwlock_read: bool,
+}
+
+#[derive(Serialize)]
 struct Thread<'a> {
     tid: u32,
     name: &'a str,
@@ -403,9 +418,11 @@ impl<'a> Thread<'a> {
     }
 }
 
-/// `threads[].states`: time per category (`<category>_ns`), what no sample stands for, samples.
+/// `threads[].states`: time per category (`<category>_ns`), the allocator's part from CPU samples
+/// (`cpu_samples.allocator_ns`: on a CPU), what no sample stands for, samples.
 struct States {
     ns: Vec<(String, u64)>,
+    allocator_on_cpu_ns: u64,
     unaccounted_ns: u64,
     samples: u64,
 }
@@ -417,6 +434,7 @@ impl States {
                 .iter()
                 .map(|c| (format!("{}_ns", c.key()), t.ns[c.index()]))
                 .collect(),
+            allocator_on_cpu_ns: t.allocator_on_cpu_ns,
             unaccounted_ns: t.unaccounted_ns(),
             samples: t.samples,
         }
@@ -425,10 +443,14 @@ impl States {
 
 impl Serialize for States {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.ns.len() + 2))?;
+        let mut map = serializer.serialize_map(Some(self.ns.len() + 3))?;
         for (k, v) in &self.ns {
             map.serialize_entry(k, v)?;
         }
+        map.serialize_entry(
+            "cpu_samples",
+            &std::collections::BTreeMap::from([("allocator_ns", self.allocator_on_cpu_ns)]),
+        )?;
         map.serialize_entry("unaccounted_ns", &self.unaccounted_ns)?;
         map.serialize_entry("samples", &self.samples)?;
         map.end()
