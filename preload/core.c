@@ -295,6 +295,7 @@ static void ss_init(void) {
     ss_writer_init();
     ss_sampler_init();
     ss_locks_init();
+    ss_futex_init();
     int ok = ss_real.malloc && ss_real.free && ss_real.pthread_create && ss_real.mutex_lock &&
              ss_real.mutex_trylock && ss_real.mutex_unlock;
     if (ok && !ss_config.dormant) {

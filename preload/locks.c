@@ -112,6 +112,10 @@ static uint32_t ss_lock_slot_cached(struct ss_thread *t, const void *address, ui
     return slot;
 }
 
+uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kind) {
+    return ss_lock_slot_cached(t, address, kind);
+}
+
 /* ---- timed holds ---- */
 
 /* The index of this thread's timed hold of `address`, or -1. */

@@ -58,7 +58,10 @@ enum ss_group {
 
 /* Lock kinds: X(id, value, name). */
 #define SS_LOCK_KINDS(X)                                                                                     \
-    X(MUTEX, 1, "mutex") X(RWLOCK_READ, 2, "rwlock-read") X(RWLOCK_WRITE, 3, "rwlock-write") X(SPIN, 4, "spinlock")
+    X(MUTEX, 1, "mutex") X(RWLOCK_READ, 2, "rwlock-read") X(RWLOCK_WRITE, 3, "rwlock-write") X(SPIN, 4, "spinlock") \
+    X(FUTEX, 5, "futex") /* a futex word waited on through the C library's syscall(): Rust's std, parking_lot, \
+                            abseil, folly, oneTBB, libstdc++'s atomic waits. Only waits are seen: `acquisitions` \
+                            and `contended` both count the wait calls, holds are not timed */
 
 enum ss_lock_kind {
 #define SS_X(id, value, name) SS_LOCK_##id = value,
@@ -115,7 +118,9 @@ enum ss_sample_kind {
     X(LOCK, 1, "lock")           /* a pthread lock; the other thread is its owner when the wait began */   \
     X(CONDITION, 2, "condition") /* a condition variable; the other thread signalled or broadcast it */    \
     X(SEMAPHORE, 3, "semaphore") /* a semaphore; the other thread posted it */                              \
-    X(JOIN, 4, "join")           /* pthread_join; the other thread is the one joined */
+    X(JOIN, 4, "join")           /* pthread_join; the other thread is the one joined */                   \
+    X(FUTEX, 5, "futex")         /* a futex wait through syscall(); the other thread is the one whose      \
+                                    FUTEX_WAKE on the word woke it (0: a timeout, a changed value, unknown) */
 
 enum ss_wait_kind {
 #define SS_X(id, value, name) SS_WAIT_##id = value,

@@ -69,7 +69,7 @@ static inline int ss_sub_is_negative(int64_t *x, size_t v) {
 #define SS_LOCK_PROBES 8u
 #define SS_LOCK_OVERFLOW SS_LOCK_SLOTS
 #define SS_HELD_MAX 16u
-#define SS_LOCK_KIND_SLOTS 5u /* enum ss_lock_kind's values are 1 to 4 */
+#define SS_LOCK_KIND_SLOTS 6u /* enum ss_lock_kind's values are 1 to 5 */
 
 /* A hold in the timed sample, open until its unlock. */
 struct ss_held {
@@ -401,6 +401,9 @@ int ss_stacks_write(int with_samples);
 /* Lock stacks, rate-limited per thread: a waiter's before it blocks (returns a site, 0 if none),
  * and a holder's when it releases a lock that others wait for. */
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind);
+/* The same, past the rate limit when `first` (the thread's first wait on a futex word: every word
+ * gets a stack that says what it is). */
+uint32_t ss_lock_waiter_stack_of(struct ss_thread *t, const void *lock, uint32_t kind, int first);
 void ss_lock_waiter_done(uint32_t lock_site, uint64_t wait_ticks);
 void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 
@@ -441,6 +444,13 @@ uint64_t ss_wait_cond_begin(const void *cond);
 void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns);
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t);
 void ss_waitfor_init(void);
+/* Futex waits through syscall() (futex.c): a wake that woke someone stamps the word's waker slot;
+ * a wait is recorded with the waker that stamped it meanwhile (woken: the call returned 0). */
+void ss_note_waker(const void *object, uint32_t tid);
+void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken);
+void ss_futex_init(void);
+/* The slot of a lock in the thread's table (locks.c), found or claimed. */
+uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kind);
 #define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
 void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 

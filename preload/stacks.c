@@ -287,7 +287,12 @@ static int ss_lock_rate_ok(uint64_t *last) {
 }
 
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind) {
-    if (!ss_lock_sites || !ss_lock_rate_ok(&t->last_waiter_stack)) return 0;
+    return ss_lock_waiter_stack_of(t, lock, kind, 0);
+}
+
+uint32_t ss_lock_waiter_stack_of(struct ss_thread *t, const void *lock, uint32_t kind, int first) {
+    if (!ss_lock_sites) return 0;
+    if (!ss_lock_rate_ok(&t->last_waiter_stack) && !first) return 0;
     uint32_t stack = ss_capture(SS_FN_COUNT + SS_ROLE_WAITER);
     return stack ? ss_lock_site_for(lock, kind, SS_ROLE_WAITER, stack - 1) : 0;
 }

@@ -114,7 +114,7 @@ static inline struct ss_waker_slot *ss_waker_slot(const void *object) {
     return &ss_wakers[((a >> 3) * 0x9E3779B97F4A7C15ull) >> 54];
 }
 
-static SS_NOINLINE void ss_note_waker(const void *object, uint32_t tid) {
+SS_NOINLINE void ss_note_waker(const void *object, uint32_t tid) {
     struct ss_waker_slot *s = ss_waker_slot(object);
     uint64_t seq = (SS_LOAD(s->stamp) >> 32) + 1;
     SS_STORE(s->object, (uint64_t)(uintptr_t)object);
@@ -141,6 +141,14 @@ static void ss_wait_woken(struct ss_thread *t, uint32_t kind, const void *object
 
 void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns) {
     ss_wait_woken(t, SS_WAIT_CONDITION, cond, stamp, start_ns);
+}
+
+/* A futex wait (futex.c): woken by a FUTEX_WAKE on its word, the waker is named; a wait that
+ * returned otherwise (a timeout, a value that had changed, a signal) names none. */
+void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken) {
+    struct ss_wait w = {start_ns, ss_mono_ns(), (uintptr_t)word, woken ? ss_waker_of(word, stamp) : 0,
+                        SS_WAIT_FUTEX, SS_LOCK_FUTEX, 0};
+    ss_wait_push(t, &w);
 }
 
 /* The real wakers and waits not in struct ss_real (resolved on first use). */

@@ -527,11 +527,24 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
         fmt_pct(s.alloc_share_of_life())
     );
     match s.locks.iter().find(|l| l.contended > 0) {
+        Some(l) if l.runtime.is_some() => {
+            let _ = writeln!(
+                err,
+                "top lock:     {} {}: {} waits, {} waiting",
+                l.kind_text(),
+                l.runtime
+                    .as_ref()
+                    .and_then(|r| r.taken_at.as_ref())
+                    .map_or_else(|| format!("{:#x}", l.address), |f| format!("taken in {}", f.short_text())),
+                fmt_count(l.contended),
+                fmt_ns(l.wait_ns)
+            );
+        }
         Some(l) => {
             let _ = writeln!(
                 err,
                 "top lock:     {} {:#x}: {} of {} acquisitions contended, {} waiting",
-                l.kind,
+                l.kind_text(),
                 l.address,
                 fmt_count(l.contended),
                 fmt_count(l.acquisitions),
@@ -539,7 +552,7 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
             );
         }
         None => {
-            let _ = writeln!(err, "locks:        no contended pthread lock");
+            let _ = writeln!(err, "locks:        no contended lock");
         }
     }
     if !s.complete && s.signal.is_none() && !s.ended_by_exec {

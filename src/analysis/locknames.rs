@@ -87,6 +87,7 @@ pub fn name_site_locks(
     profile: &Profile,
     sym: &mut Symbolizer,
     read_modules: bool,
+    words: &super::futex::Words,
 ) {
     let mut data = DataSymbols::new(&profile.modules);
     let mut symbols: HashMap<u64, Option<(String, String)>> = HashMap::new();
@@ -120,6 +121,16 @@ pub fn name_site_locks(
                     allocator,
                     stdio,
                 );
+                // A futex word the interposer saw waits on: the runtime's object, by its symbol
+                // where it has one (a per-thread parker word has none of its own).
+                if let Some(w) = words.get(lock.object) {
+                    lock.name = match how {
+                        "symbol" => format!("the {} {name}", w.object),
+                        _ => format!("the {}", w.object),
+                    };
+                    lock.how = "runtime";
+                    continue;
+                }
                 lock.name = name;
                 lock.how = how;
             }

@@ -12,8 +12,10 @@
 //! 6. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
 
 pub mod concurrency;
+pub mod futex;
 pub mod locknames;
 pub mod phases;
+pub mod runtime;
 pub mod sampled;
 pub mod sites;
 pub mod states;
@@ -58,6 +60,9 @@ pub struct Analysis {
     pub concurrency: Option<concurrency::Concurrency>,
     /// Most severe first.
     pub findings: Vec<Finding>,
+    /// What each futex word the interposer saw waits on is (a runtime's lock, condition, idle
+    /// worker): one classification for the lock list, the thread states and the findings.
+    pub futex_words: futex::Words,
 }
 
 impl Analysis {
@@ -73,7 +78,7 @@ impl Analysis {
 
     /// Analyses a profile already read.
     pub fn of(profile: Profile, path: String, options: Options) -> Analysis {
-        let (summary, states, waitfor) = {
+        let (summary, states, waitfor, futex_words) = {
             let mut sym = if options.read_modules {
                 Symbolizer::new(&profile)
             } else {
@@ -86,9 +91,16 @@ impl Analysis {
             };
             let mut summary = summary::summarize(&profile);
             sites::fill(&profile, &mut sym, &mut summary);
-            let mut states = states::build(&profile, &mut sym, &mut code);
+            let futex_words = futex::classify(&profile, &mut summary);
+            let mut states = states::build(&profile, &mut sym, &mut code, &futex_words);
             if let Some(r) = states.as_mut() {
-                locknames::name_site_locks(r, &profile, &mut sym, options.read_modules);
+                locknames::name_site_locks(
+                    r,
+                    &profile,
+                    &mut sym,
+                    options.read_modules,
+                    &futex_words,
+                );
             }
             summary::net_allocator_time(&mut summary, states.as_ref());
             let waitfor = waitfor::build(
@@ -96,10 +108,11 @@ impl Analysis {
                 &mut sym,
                 &mut code,
                 &summary,
+                states.as_ref(),
                 options.read_modules,
             );
             sym.finish();
-            (summary, states, waitfor)
+            (summary, states, waitfor, futex_words)
         };
         let phases = phases::build(&profile);
         let concurrency = states
@@ -113,6 +126,7 @@ impl Analysis {
             states,
             waitfor,
             concurrency,
+            futex_words,
             findings: Vec::new(),
         };
         analysis.findings = crate::findings::evaluate(&analysis);

@@ -29,10 +29,13 @@ pub enum Category {
     /// stallscope's own work inside the thread (a heap snapshot walking the heap, a stack it
     /// unwinds outside a hooked call): the profiler's cost, not the program's.
     Profiler,
+    /// A runtime's worker waiting for work (rayon, tokio, TBB: yielding, spinning or asleep):
+    /// the runtime's design, never a cause (runtime_waits.json, role idle).
+    Idle,
 }
 
 /// How many categories there are: the length of per-category arrays.
-pub const CATEGORY_COUNT: usize = 10;
+pub const CATEGORY_COUNT: usize = 11;
 
 /// Every state a thread's time can be in; views iterate over it (a new state reaches them all).
 pub const CATEGORIES: [Category; CATEGORY_COUNT] = [
@@ -46,6 +49,7 @@ pub const CATEGORIES: [Category; CATEGORY_COUNT] = [
     Category::Spinning,
     Category::Runnable,
     Category::Profiler,
+    Category::Idle,
 ];
 
 /// The categories' JSON keys (and names in the rules file), in `CATEGORIES` order.
@@ -60,6 +64,7 @@ pub const CATEGORY_KEYS: [&str; CATEGORY_COUNT] = [
     "spinning",
     "runnable",
     "profiler",
+    "idle",
 ];
 
 impl Category {
@@ -81,6 +86,7 @@ impl Category {
             Category::Spinning => 'S',
             Category::Runnable => 'r',
             Category::Profiler => 'p',
+            Category::Idle => 'i',
         }
     }
 
@@ -106,6 +112,7 @@ impl Category {
             Category::Spinning => "spinning (busy-waiting)",
             Category::Runnable => "waiting for a CPU (runnable)",
             Category::Profiler => "stallscope's own work (heap snapshots)",
+            Category::Idle => "idle runtime workers (waiting for work)",
         }
     }
 }
@@ -128,6 +135,7 @@ enum RuleKind {
     CpuFunction,
     Syscall,
     AtomicIn,
+    Module,
 }
 
 #[derive(Debug, Clone)]
@@ -138,7 +146,7 @@ struct Rule {
 }
 
 /// Glob matching with `*` as any run of characters.
-fn glob(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();
     if parts.len() == 1 {
         return pattern == text;
@@ -185,6 +193,7 @@ impl Rules {
                 "cpu-function" => RuleKind::CpuFunction,
                 "syscall" => RuleKind::Syscall,
                 "atomic-in" => RuleKind::AtomicIn,
+                "module" => RuleKind::Module,
                 other => return Err(format!("line {}: unknown rule kind {other}", n + 1)),
             };
             rules.push(Rule {
@@ -200,15 +209,32 @@ impl Rules {
         Rules::parse(RULES_TEXT).expect("docs/state-rules.txt is valid")
     }
 
-    fn by_function(&self, name: &str, cpu: bool) -> Option<Category> {
+    /// The category of a frame: by its function's name, else by its module.
+    fn by_frame(&self, f: &Frame) -> Option<Category> {
+        f.function
+            .as_deref()
+            .and_then(|n| self.by_function(n))
+            .or_else(|| {
+                let file = crate::symbols::file_name(&f.module);
+                self.rules
+                    .iter()
+                    .filter(|r| r.kind == RuleKind::Module)
+                    .find(|r| glob(&r.pattern, file))
+                    .map(|r| r.category)
+            })
+    }
+
+    fn by_function(&self, name: &str) -> Option<Category> {
         let name = qualified_name(name);
         let bare = name.split('(').next().unwrap_or(name).trim();
+        // A compiler's clone of a function (`_int_free.isra.0`, `unlink_chunk.constprop.0`).
+        let bare = bare.split('.').next().unwrap_or(bare);
         // glibc's internal names (`__GI___sched_yield`, `__libc_sendmsg`) match the rules of
         // their public functions too.
         let public = public_libc_name(bare);
         self.rules
             .iter()
-            .filter(|r| r.kind == RuleKind::Function || (cpu && r.kind == RuleKind::CpuFunction))
+            .filter(|r| r.kind == RuleKind::Function)
             .find(|r| glob(&r.pattern, bare) || glob(&r.pattern, public))
             .map(|r| r.category)
     }
@@ -232,13 +258,17 @@ impl Rules {
     }
 
     /// The category of a sample whose frames are `frames` (innermost first), and the index of
-    /// the frame that decided it.
+    /// the frame that decided it: by what the thread does (docs/STATES.md, "How samples are
+    /// classified"). `syscall` is an off-CPU sample's system call (None: not in one), `word` what
+    /// its futex word is, when the interposer saw waits on it.
     pub fn classify(
         &self,
         frames: &[Frame],
         kind: SampleKind,
         syscall: Option<&str>,
+        word: Option<&super::futex::Word>,
     ) -> (Category, Option<usize>) {
+        use super::runtime::Role;
         if kind == SampleKind::Kernel {
             // Running time of a thread that blocks the sampling signal: no instruction to look at.
             return (Category::Compute, None);
@@ -246,16 +276,49 @@ impl Rules {
         if let Some(i) = profiler_frame(frames) {
             return (Category::Profiler, Some(i));
         }
-        let cpu = kind == SampleKind::Cpu;
-        for (i, f) in frames.iter().enumerate() {
-            if let Some(c) = f.function.as_deref().and_then(|n| self.by_function(n, cpu)) {
-                return (c, Some(i));
-            }
+        let runtime = super::runtime::wait_of(frames);
+        if let Some((_, i)) = runtime.filter(|(e, _)| e.role == Role::Idle) {
+            return (Category::Idle, Some(i));
         }
-        if cpu {
+        if kind == SampleKind::Cpu {
+            // Spinning or yielding inside a runtime's lock acquisition is waiting for that lock.
+            if let Some((_, i)) = runtime.filter(|(e, _)| e.role == Role::Lock) {
+                return (Category::Lock, Some(i));
+            }
+            // Work wherever it lands: CPU time inside a system call or a wait function's own
+            // code is computation, never I/O or blocking.
+            for (i, f) in frames.iter().enumerate() {
+                if let Some(c) = self.by_frame(f) {
+                    return match c {
+                        Category::Io | Category::Blocked => (Category::Compute, Some(i)),
+                        c => (c, Some(i)),
+                    };
+                }
+            }
             return (Category::Compute, None);
         }
         let name = syscall.unwrap_or("none");
+        if name.starts_with("futex") {
+            let by_role = |r: Role| match r {
+                Role::Lock => Category::Lock,
+                Role::Wait => Category::Blocked,
+                Role::Idle => Category::Idle,
+            };
+            if let Some(w) = word {
+                return (by_role(w.role), runtime.map(|(_, i)| i));
+            }
+            if let Some((e, i)) = runtime {
+                return (by_role(e.role), Some(i));
+            }
+            // A wait inside a known lock or wait function of the C library.
+            for (i, f) in frames.iter().enumerate() {
+                if let Some(c @ (Category::Lock | Category::Blocked)) =
+                    f.function.as_deref().and_then(|n| self.by_function(n))
+                {
+                    return (c, Some(i));
+                }
+            }
+        }
         (self.by_syscall(name).unwrap_or(Category::Blocked), None)
     }
 }
@@ -385,7 +448,8 @@ pub struct WaitedLock {
     /// `malloc's arena lock (main_arena)`, `the lock of stdout`, `random()'s lock`,
     /// `table_lock (named_locks)`, ..., or the address as a last resort.
     pub name: String,
-    /// How it was named: `symbol`, `allocator`, `stdio`, `init-site` or `address`.
+    /// How it was named: `symbol`, `allocator`, `stdio`, `init-site`, `runtime` (a futex word
+    /// of a runtime's lock, whose waits the lock list counts exactly) or `address`.
     pub how: &'static str,
 }
 
@@ -503,7 +567,7 @@ impl ThreadStates {
     pub fn awake_ns(&self) -> u64 {
         CATEGORIES
             .iter()
-            .filter(|c| !matches!(c, Category::Blocked | Category::Runnable))
+            .filter(|c| !matches!(c, Category::Blocked | Category::Runnable | Category::Idle))
             .fold(0u64, |a, c| a.saturating_add(self.ns[c.index()]))
     }
 
@@ -844,6 +908,7 @@ pub fn build(
     profile: &Profile,
     sym: &mut Symbolizer,
     code: &mut CodeReader,
+    words: &super::futex::Words,
 ) -> Option<StateReport> {
     let sampling = profile.sampling.clone()?;
     let rules = Rules::builtin();
@@ -906,7 +971,11 @@ pub fn build(
         let ci = *by_shape.entry(shape).or_insert_with(|| {
             let frames = sample_frames(profile, sym, code, s);
             let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
-            let (mut category, decided) = rules.classify(&frames, s.kind, syscall.as_deref());
+            let word = (s.kind == SampleKind::Wall && s.syscall == Some(FUTEX))
+                .then(|| words.get(s.object))
+                .flatten();
+            let (mut category, decided) =
+                rules.classify(&frames, s.kind, syscall.as_deref(), word);
             if category == Category::Compute
                 && s.kind == SampleKind::Cpu
                 && code.in_pause_loop(&profile.modules, s.pc)
@@ -917,8 +986,14 @@ pub fn build(
             {
                 category = rules.atomic(frames.first().map_or("", |f| f.module.as_str()));
             }
+            let in_runtime = decided
+                .and_then(|i| frames.get(i))
+                .and_then(|f| f.function.as_deref())
+                .is_some_and(|n| super::runtime::entry_for(n).is_some());
             lock_word.push(match s.kind {
                 _ if category != Category::Lock => LockWord::None,
+                // A CPU sample spinning in a runtime's lock: its registers hold no futex word.
+                SampleKind::Cpu if in_runtime => LockWord::None,
                 SampleKind::Wall if s.syscall == Some(FUTEX) => LockWord::Sample,
                 SampleKind::Cpu
                     if code.at_or_after_syscall(&profile.modules, s.pc)

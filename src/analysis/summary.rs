@@ -87,9 +87,18 @@ pub struct LockSummary {
     pub sites: Vec<super::sites::LockSiteSummary>,
     /// Stacks of the threads that released the lock while others waited.
     pub holder_sites: Vec<super::sites::LockSiteSummary>,
+    /// A lock of a runtime that waits on futex words (Rust's std, parking_lot, ...): what the
+    /// runtime calls it (None: a pthread lock, or a futex word no runtime entry point named).
+    pub runtime: Option<super::futex::RuntimeLock>,
 }
 
 impl LockSummary {
+    /// What the lock is, as the views say it: the runtime's name for it (`std::sync::Mutex`),
+    /// else its kind (`mutex`, `rwlock-read`, `futex`).
+    pub fn kind_text(&self) -> &str {
+        self.runtime.as_ref().map_or(self.kind, |r| r.object.as_str())
+    }
+
     /// The lock's address as the report writes it: `0x55cc97d63080`.
     pub fn address_text(&self) -> String {
         format!("{:#x}", self.address)
@@ -483,6 +492,7 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     threads: 1,
                     sites: Vec::new(),
                     holder_sites: Vec::new(),
+                    runtime: None,
                 }),
             }
         }

@@ -7,7 +7,7 @@
 //! (waiter, other, kind, object); an edge's activity is the other thread's own samples that fall
 //! inside the waits ("held across `fdatasync` in `log_line` at log_fsync.cpp:34").
 
-use super::states::{Category, Rules, public_libc_name, sample_frames, syscall_name};
+use super::states::{Category, public_libc_name, syscall_name};
 use super::summary::Summary;
 use crate::profile::format::{LockRole, THREAD_MAIN, WaitKind};
 use crate::profile::samples::{Sample, SampleKind, Wait};
@@ -159,6 +159,7 @@ pub fn kind_words(kind: Option<WaitKind>, lock_kind: Option<&str>) -> String {
         Some(WaitKind::Condition) => "condition variable".into(),
         Some(WaitKind::Semaphore) => "semaphore".into(),
         Some(WaitKind::Join) => "join".into(),
+        Some(WaitKind::Futex) => lock_kind.unwrap_or("futex word").to_string(),
         None => "?".into(),
     }
 }
@@ -200,8 +201,9 @@ fn thread_at(
 pub fn build(
     profile: &Profile,
     sym: &mut Symbolizer,
-    code: &mut CodeReader,
+    _code: &mut CodeReader,
     summary: &Summary,
+    states: Option<&super::states::StateReport>,
     read_modules: bool,
 ) -> Option<WaitFor> {
     if profile.waits.is_empty() {
@@ -261,7 +263,6 @@ pub fn build(
             .or_default()
             .push(i);
     }
-    let rules = Rules::builtin();
     let mut classified: HashMap<SampleShape, Classified> = HashMap::new();
     let mut edges = Vec::new();
     for ((waiter, other, other_tid, _, object), members) in groups {
@@ -291,9 +292,18 @@ pub fn build(
                     if s.mono_ns > w.end_mono_ns {
                         break;
                     }
+                    // The sample's category and frames as the thread states classified them: one
+                    // classification for every view.
+                    let Some(stack) = states.and_then(|r| {
+                        r.sample_stacks
+                            .get(si)
+                            .and_then(|&ci| r.stacks.get(ci as usize))
+                    }) else {
+                        continue;
+                    };
                     let (category, function, frame) = classified
                         .entry((s.kind, s.pc, s.stack, s.syscall))
-                        .or_insert_with(|| classify(profile, sym, code, &rules, s))
+                        .or_insert_with(|| describe(stack, s))
                         .clone();
                     edge.other_sampled_ns = edge.other_sampled_ns.saturating_add(s.weight_ns);
                     let key = (
@@ -371,38 +381,19 @@ impl Duration for Wait {
     }
 }
 
-/// A sample's category, what it was doing (the system call, else the function the user called)
-/// and the user's frame.
-fn classify(
-    profile: &Profile,
-    sym: &mut Symbolizer,
-    code: &mut CodeReader,
-    rules: &Rules,
-    s: &Sample,
-) -> Classified {
-    let frames = sample_frames(profile, sym, code, s);
+/// A sample's category (as the thread states classified it), what it was doing (the system
+/// call, else the function the user called) and the user's frame.
+fn describe(stack: &super::states::SampledStack, s: &Sample) -> Classified {
+    let frames = &stack.frames;
+    let category = stack.category;
     let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
-    let (mut category, mut decided) = rules.classify(&frames, s.kind, syscall.as_deref());
-    if category == Category::Compute && s.kind == SampleKind::Cpu {
-        // glibc's internal aliases (`__GI___fdatasync`) by their public names, which the rules use.
-        let public: Vec<Frame> = frames
-            .iter()
-            .map(|f| Frame {
-                function: f
-                    .function
-                    .as_deref()
-                    .map(|n| public_libc_name(n).to_string()),
-                ..f.clone()
-            })
-            .collect();
-        (category, decided) = rules.classify(&public, s.kind, syscall.as_deref());
-    }
-    let user = user_frame(&frames);
+    let decided: Option<usize> = None;
+    let user = user_frame(frames);
     let frame = frames.get(user).cloned();
     let function = match (&syscall, s.kind) {
         (Some(name), SampleKind::Wall) => name.clone(),
         _ => {
-            let i = called_frame(&frames, user).unwrap_or_else(|| decided.unwrap_or(0));
+            let i = called_frame(frames, user).unwrap_or_else(|| decided.unwrap_or(0));
             frames
                 .get(i)
                 .map(|f| match &f.function {

@@ -19,7 +19,18 @@ pub fn not_compute() -> impl Iterator<Item = Category> {
     })
 }
 
+/// Contention on pthread locks.
 pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    lock_contention(rule, a, false)
+}
+
+/// Contention on the locks of runtimes that wait on futex words (Rust's std, parking_lot, ...),
+/// named in the runtime's words at the user's line.
+pub fn runtime_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    lock_contention(rule, a, true)
+}
+
+fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
     let s = &a.summary;
     let waiter_wall: f64 = s
         .threads
@@ -28,7 +39,7 @@ pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         .map(|t| t.wall_ns as f64)
         .sum();
     let mut found: Vec<(f64, Finding)> = Vec::new();
-    for lock in &s.locks {
+    for lock in s.locks.iter().filter(|l| l.runtime.is_some() == runtime) {
         let wait = lock.wait_ns as f64;
         if wait < rule.param("min_wait_ns") {
             continue;
@@ -38,7 +49,16 @@ pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         let Some(severity) = rule.severity_of(share) else {
             continue;
         };
-        let kind = format!("pthread {}", lock.kind);
+        let kind = match &lock.runtime {
+            Some(r) => r.object.clone(),
+            None => format!("pthread {}", lock.kind),
+        };
+        // A runtime that parks each thread on its own word: the lock is known by where it was
+        // taken, not by an address.
+        let address = match lock.runtime.as_ref().and_then(|r| r.taken_at.as_ref()) {
+            Some(f) => format!("taken in {}", f.short_text()),
+            None => a.object_name(lock.address),
+        };
         let mut evidence = vec![format!(
             "{} of waiting in {} contended of {} acquisitions by {} threads (longest wait {})",
             fmt_ns(wait),
@@ -101,7 +121,14 @@ pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 &[
                     ("share", fmt_pct(share)),
                     ("kind", kind),
-                    ("address", a.object_name(lock.address)),
+                    ("address", address),
+                    (
+                        "runtime",
+                        lock.runtime
+                            .as_ref()
+                            .map(|r| r.runtime.clone())
+                            .unwrap_or_default(),
+                    ),
                     ("waiter", waiter),
                     ("hold", fmt_ns(lock.hold_ns)),
                     ("wait", fmt_ns(wait)),
@@ -138,6 +165,19 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
     for t in &states.threads {
         let total = t.sampled_ns() as f64;
         for site in t.listed_sites(category) {
+            // A runtime's lock (its entry point decided the sample, or its futex word is known):
+            // counted exactly in the lock list and found by `runtime_locks`.
+            let runtime_decided = site
+                .decided_by
+                .and_then(|i| site.frames.get(i))
+                .and_then(|f| f.function.as_deref())
+                .is_some_and(|n| crate::analysis::runtime::entry_for(n).is_some());
+            if category == Category::Lock
+                && (runtime_decided
+                    || (!site.locks.is_empty() && site.locks.iter().all(|l| l.how == "runtime")))
+            {
+                continue;
+            }
             let function = site.function();
             if exclude.iter().any(|p| function.starts_with(p.as_str())) {
                 continue;

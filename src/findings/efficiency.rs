@@ -42,7 +42,7 @@ fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
         .filter(|t| {
             let total = t.sampled_ns() as f64;
             total > 0.0
-                && (t.ns[Category::Blocked.index()] as f64)
+                && ((t.ns[Category::Blocked.index()] + t.ns[Category::Idle.index()]) as f64)
                     < rule.param("waiting_thread_blocked_share") * total
         })
         .collect();
@@ -68,12 +68,13 @@ fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
         // or the oversubscription finding's).
         // stallscope's own work (heap snapshots) is left out of the basis too: not the program's.
         let waiting = in_category(Category::Blocked)
+            + in_category(Category::Idle)
             + in_category(Category::Runnable)
             + in_category(Category::Profiler);
         let life: f64 = all.iter().map(|t| t.life_ns as f64).sum();
         let capacity = (life - waiting).max(1.0);
         let parts: Vec<(&'static str, f64)> = not_compute()
-            .filter(|&c| c != Category::Blocked)
+            .filter(|&c| c != Category::Blocked && c != Category::Idle)
             .map(|c| (c.words(), in_category(c)))
             .collect();
         return Some(Efficiency {

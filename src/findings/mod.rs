@@ -68,6 +68,7 @@ fn detector(name: &str) -> Option<Detector> {
         "cross_thread_frees" => alloc::cross_thread_frees,
         "phase_slowdown" => phase::phase_slowdowns,
         "pthread_lock" => contention::pthread_locks,
+        "runtime_lock" => contention::runtime_locks,
         "internal_lock" => contention::internal_locks,
         "atomic" => contention::atomics,
         "parallel_efficiency" => efficiency::parallel_efficiency,

@@ -402,6 +402,7 @@ pub fn arena_lock(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             t.life_ns
                 .saturating_sub(t.ns[Category::Runnable.index()])
                 .saturating_sub(t.ns[Category::Blocked.index()])
+                .saturating_sub(t.ns[Category::Idle.index()])
         })
         .sum();
     let share = ratio(lock, awake);

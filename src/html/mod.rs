@@ -455,7 +455,7 @@ pub fn render(p: &Analysis) -> String {
                 o,
                 "<tr><td><code>{}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code></td></tr>",
                 escape(&p.object_name(l.address)),
-                l.kind,
+                escape(l.kind_text()),
                 fmt_count(l.acquisitions),
                 fmt_count(l.contended),
                 fmt_ns(l.wait_ns),

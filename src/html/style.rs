@@ -7,14 +7,14 @@ pub const STYLE: &str = r#"
   --cpu:#4f8fd8; --alloc:#e4572e; --lock:#9b5de5; --idle:#c9ced6; --phase:rgba(40,60,90,.16); --phase-edge:#56606c; --life:#8797ab;
   --c-compute:#3a7bd5; --c-allocator:#e4572e; --c-lock:#8e44d8; --c-atomic:#e0a100; --c-io:#1a9a8a;
   --c-blocked:#8a94a3; --c-kernel_memory:#d6337a;
-  --c-spinning:#a0522d; --c-runnable:#b8c4d6; --c-profiler:#d9d2b6;
+  --c-spinning:#a0522d; --c-runnable:#b8c4d6; --c-profiler:#d9d2b6; --c-idle:#dfe3e8;
   --high:#c0392b; --medium:#d68910; --low:#2e86c1; --info:#7f8c8d; }
 @media (prefers-color-scheme: dark) {
   :root { --bg:#16181b; --fg:#e6e6e6; --muted:#a3a9b0; --card:#22252a; --line:#3a3f46; --focus:#7fb2ff;
     --cpu:#5b9be6; --alloc:#f07050; --lock:#b084f0; --idle:#3d434b; --phase:rgba(200,215,235,.16); --phase-edge:#a9b4c2; --life:#66768a;
     --c-compute:#5b9be6; --c-allocator:#f07050; --c-lock:#b084f0; --c-atomic:#f2c14e; --c-io:#3cc4b0;
     --c-blocked:#6f7a89; --c-kernel_memory:#f06ba4;
-    --c-spinning:#d98a55; --c-runnable:#4d5a6e; --c-profiler:#6b6450;
+    --c-spinning:#d98a55; --c-runnable:#4d5a6e; --c-profiler:#6b6450; --c-idle:#2c3138;
     --high:#ff6b5b; --medium:#f5b041; --low:#5dade2; --info:#aab7b8; }
 }
 body { background:var(--bg); color:var(--fg); font:14px/1.45 system-ui,sans-serif; margin:0 auto 2em; max-width:1250px; padding:0 1em; }
@@ -67,4 +67,5 @@ svg.timeline .life { fill:var(--life) }
 .c-spinning { fill:var(--c-spinning); background:var(--c-spinning) }
 .c-runnable { fill:var(--c-runnable); background:var(--c-runnable) }
 .c-profiler { fill:var(--c-profiler); background:var(--c-profiler) }
+.c-idle { fill:var(--c-idle); background:var(--c-idle) }
 "#;

@@ -225,6 +225,7 @@ const CLASSES: [&str; crate::analysis::states::CATEGORY_COUNT] = [
     "c-spinning",
     "c-runnable",
     "c-profiler",
+    "c-idle",
 ];
 
 fn lifespan_rows(lifespans: &[Lifespan]) -> Vec<Row> {

@@ -92,7 +92,8 @@ pub fn parse_waits(
             .then(|| LockKind::from_u32(lock_kind.into()))
             .flatten();
         let consistent = match kind {
-            Some(WaitKind::Lock) => lock_kind.is_some(),
+            Some(WaitKind::Lock) => lock_kind.is_some_and(|k| k != LockKind::Futex),
+            Some(WaitKind::Futex) => lock_kind == Some(LockKind::Futex),
             Some(_) => rest[1] == 0,
             None => false,
         };

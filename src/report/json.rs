@@ -638,6 +638,20 @@ struct Lock<'a> {
     threads: usize,
     sites: Vec<LockSite<'a>>,
     holder_sites: Vec<LockSite<'a>>,
+    /// A runtime's lock that waits on futex words (absent for pthread locks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime: Option<RuntimeLock<'a>>,
+}
+
+#[derive(Serialize)]
+struct RuntimeLock<'a> {
+    runtime: &'a str,
+    object: &'a str,
+    /// Futex words grouped into it (parked threads' own words).
+    words: usize,
+    /// The user's frame that took it, where the runtime parks threads on their own words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    taken_at: Option<String>,
 }
 
 impl<'a> Lock<'a> {
@@ -653,6 +667,12 @@ impl<'a> Lock<'a> {
             threads: l.threads,
             sites: l.sites.iter().map(LockSite::of).collect(),
             holder_sites: l.holder_sites.iter().map(LockSite::of).collect(),
+            runtime: l.runtime.as_ref().map(|r| RuntimeLock {
+                runtime: &r.runtime,
+                object: &r.object,
+                words: r.words,
+                taken_at: r.taken_at.as_ref().map(|f| f.display()),
+            }),
         }
     }
 }

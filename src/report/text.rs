@@ -366,7 +366,7 @@ fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
             o,
             "  {:<16} {:<12} {:>12} {:>12} {:>11} {:>10} {:>11} {:>7}",
             format!("{:#x}", l.address),
-            l.kind,
+            l.kind_text(),
             fmt_count(l.acquisitions),
             format!(
                 "{} ({})",

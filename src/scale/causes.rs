@@ -105,7 +105,9 @@ pub fn cpu_cause(c: Category) -> Option<Cause> {
         Category::Io => Some(Cause::Io),
         Category::Spinning => Some(Cause::Spinning),
         // The profiler's own work is not the program's cost.
-        Category::Blocked | Category::Runnable | Category::Profiler => None,
+        // Nor is a runtime's idle worker's (it had no work: the serial section or the imbalance
+        // that left it idle is charged by `costs`).
+        Category::Blocked | Category::Runnable | Category::Profiler | Category::Idle => None,
     }
 }
 
@@ -126,7 +128,7 @@ pub fn wait_cause(c: Category) -> Option<Cause> {
         | Category::KernelMemory
         | Category::Spinning
         | Category::Profiler => None,
-        Category::Blocked => None,
+        Category::Blocked | Category::Idle => None,
     }
 }
 

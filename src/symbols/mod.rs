@@ -37,7 +37,7 @@ impl Frame {
     /// module's file name and the address in its file), never `??`.
     pub fn name(&self) -> String {
         match &self.function {
-            Some(f) => f.clone(),
+            Some(f) => closure_words(f),
             None => self.module_offset(),
         }
     }
@@ -51,7 +51,7 @@ impl Frame {
     /// `module+0xoffset`.
     pub fn short_name(&self) -> String {
         match &self.function {
-            Some(f) => short_function(f),
+            Some(f) => closure_words(&short_function(f)),
             None => self.module_offset(),
         }
     }
@@ -80,6 +80,16 @@ impl Frame {
             _ => function,
         }
     }
+}
+
+/// A Rust closure named by the function that encloses it: `app::main::{{closure}}` reads
+/// `app::main (closure)` (nested closures: one word).
+pub fn closure_words(name: &str) -> String {
+    if !name.contains("{{closure}}") {
+        return name.to_string();
+    }
+    let base = name.replace("::{{closure}}", "");
+    format!("{base} (closure)")
 }
 
 /// The last component of a path: `sort` for `/usr/bin/sort`.
@@ -524,7 +534,54 @@ const RUNTIME_FUNCTIONS: &[&str] = &[
     "<std::",
     "core::",
     "<core::",
+    // Rust crates that run the user's code or lock for it: the frame that called them is the
+    // user's (rayon's workers and bridges, parking_lot's and lock_api's locks, crossbeam,
+    // tokio, std's HashMap).
+    "rayon::",
+    "rayon_core::",
+    "<rayon",
+    "parking_lot",
+    "<parking_lot",
+    "lock_api::",
+    "<lock_api::",
+    "crossbeam",
+    "<crossbeam",
+    "tokio::",
+    "<tokio::",
+    "hashbrown::",
+    "<hashbrown::",
 ];
+
+/// A method of a Rust primitive type (`<u64>::wrapping_add`, `<[T]>::sort`, `<str>::find`):
+/// the core library's, inlined into the user's code.
+fn is_rust_primitive_method(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('<') else {
+        return false;
+    };
+    let ty = rest.split(">::").next().unwrap_or("");
+    ty.starts_with('[')
+        || ty.starts_with('*')
+        || ty.starts_with('&')
+        || matches!(
+            ty,
+            "u8" | "u16"
+                | "u32"
+                | "u64"
+                | "u128"
+                | "usize"
+                | "i8"
+                | "i16"
+                | "i32"
+                | "i64"
+                | "i128"
+                | "isize"
+                | "f32"
+                | "f64"
+                | "bool"
+                | "char"
+                | "str"
+        )
+}
 
 /// Allocation wrappers common in C programs (libiberty, GLib, git, ...), matched by exact name:
 /// their caller is the interesting frame.
@@ -583,7 +640,9 @@ pub fn is_runtime_frame(f: &Frame) -> bool {
         || f.function.as_deref().is_some_and(|name| {
             let name = qualified_name(name);
             let bare = name.split('(').next().unwrap_or(name);
-            RUNTIME_FUNCTIONS.iter().any(|p| name.starts_with(p)) || ALLOC_WRAPPERS.contains(&bare)
+            RUNTIME_FUNCTIONS.iter().any(|p| name.starts_with(p))
+                || ALLOC_WRAPPERS.contains(&bare)
+                || is_rust_primitive_method(name)
         })
 }
 

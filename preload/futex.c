@@ -1,0 +1,96 @@
+/* Futex waits made through the C library's syscall() (docs/STATES.md, "Futex-based locks").
+ *
+ * Rust's std locks (since 1.62), parking_lot, abseil, folly, oneTBB and libstdc++'s atomic waits,
+ * semaphores and latches never call pthread: they spin on a word of their own and, when it stays
+ * taken, sleep on it with syscall(SYS_futex, ...). This hook sees those sleeps where the runtime
+ * makes them: each FUTEX_WAIT is timed exactly into the thread's lock table under the word's
+ * address (kind SS_LOCK_FUTEX), pushed on its wait ring with the thread whose FUTEX_WAKE woke it
+ * (a wait-for edge), and its waiter's stack is taken (the first wait of a thread on a word always,
+ * later ones at the lock stacks' rate), so that the report can tell from the runtime's own entry
+ * points whether the word is a lock, a condition, a parker or an idle worker, and name it at the
+ * user's line. Waits made with an inline `syscall` instruction (glibc's internal locks, libgomp on
+ * x86-64) never pass here; the sampler sees those from /proc.
+ *
+ * Any other system call is forwarded at the cost of one compare. Nothing here allocates, locks or
+ * calls stdio; errno is the real call's. */
+#include "ss_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+
+typedef long (*ss_syscall_fn)(long, ...);
+static ss_syscall_fn ss_real_syscall;
+
+/* The real syscall(), resolved at start-up (ss_futex_init) or on the first call. */
+static ss_syscall_fn ss_syscall_resolve(void) {
+    ss_syscall_fn f = __atomic_load_n(&ss_real_syscall, __ATOMIC_ACQUIRE);
+    if (SS_LIKELY(f != NULL)) return f;
+    f = (ss_syscall_fn)dlsym(RTLD_NEXT, "syscall");
+    __atomic_store_n(&ss_real_syscall, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+void ss_futex_init(void) { (void)ss_syscall_resolve(); }
+
+#define SS_FUTEX_CMD(op) ((int)(op) & ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME))
+
+/* Operations that put the caller to sleep on the word at the first argument. */
+static inline int ss_futex_is_wait(int cmd) {
+    return cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET || cmd == FUTEX_LOCK_PI || cmd == FUTEX_WAIT_REQUEUE_PI
+#ifdef FUTEX_LOCK_PI2
+           || cmd == FUTEX_LOCK_PI2
+#endif
+        ;
+}
+
+/* Operations that wake waiters of the word at the first argument. */
+static inline int ss_futex_is_wake(int cmd) {
+    return cmd == FUTEX_WAKE || cmd == FUTEX_WAKE_BITSET || cmd == FUTEX_WAKE_OP || cmd == FUTEX_UNLOCK_PI ||
+           cmd == FUTEX_REQUEUE || cmd == FUTEX_CMP_REQUEUE || cmd == FUTEX_CMP_REQUEUE_PI;
+}
+
+static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, long a3, long a4, long a5, long a6) {
+    struct ss_thread *t = ss_self_known();
+    int cmd = SS_FUTEX_CMD(a2);
+    if (!t || !ss_active || a1 == 0) return real(SYS_futex, a1, a2, a3, a4, a5, a6);
+    const void *word = (const void *)a1;
+    if (ss_futex_is_wake(cmd)) {
+        long rc = real(SYS_futex, a1, a2, a3, a4, a5, a6);
+        int saved = errno;
+        if (rc > 0) ss_note_waker(word, t->rec.tid);
+        errno = saved;
+        return rc;
+    }
+    if (!ss_futex_is_wait(cmd)) return real(SYS_futex, a1, a2, a3, a4, a5, a6);
+    uint32_t slot = ss_lock_slot_for(t, word, SS_LOCK_FUTEX);
+    int first = SS_LOAD(t->locks[slot].contended) == 0;
+    uint32_t site = ss_stacks_on ? ss_lock_waiter_stack_of(t, word, SS_LOCK_FUTEX, first) : 0;
+    uint64_t stamp = ss_wait_cond_begin(word), start_ns = ss_mono_ns(), start = ss_ticks();
+    long rc = real(SYS_futex, a1, a2, a3, a4, a5, a6);
+    int saved = errno;
+    uint64_t ticks = ss_ticks() - start;
+    struct ss_lock_stats *l = &t->locks[slot];
+    SS_ADD(l->acquisitions, 1);
+    SS_ADD(l->contended, 1);
+    SS_ADD(l->wait_ticks, ticks);
+    if (ticks > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, ticks);
+    if (site) ss_lock_waiter_done(site, ticks);
+    ss_wait_futex_end(t, word, stamp, start_ns, rc == 0);
+    errno = saved;
+    return rc;
+}
+
+/* The C library's syscall(): six argument registers, as glibc's own reads them. */
+SS_EXPORT long syscall(long nr, ...) {
+    va_list ap;
+    va_start(ap, nr);
+    long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+    long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+    va_end(ap);
+    ss_syscall_fn real = ss_syscall_resolve();
+    if (SS_LIKELY(nr != SYS_futex)) return real(nr, a1, a2, a3, a4, a5, a6);
+    return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
+}

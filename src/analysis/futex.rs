@@ -1,0 +1,174 @@
+//! Futex words (waits the interposer saw through `syscall(SYS_futex)`): what each word is, from
+//! the runtime entry point its waiters' stacks pass through (`runtime_waits.json`), else from
+//! what the threads did with it; the words that are locks join the lock list under the runtime's
+//! name, grouped by the user's frame where the runtime parks each thread on a word of its own;
+//! the others (conditions, parks, idle workers) leave it. One classification, read by the
+//! thread states, the findings and every view.
+
+use super::runtime::{self, Role};
+use super::summary::{LockSummary, Summary};
+use crate::profile::Profile;
+use crate::profile::format::{LockKind, WaitKind};
+use crate::symbols::Frame;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// A lock of a runtime that waits on futex words.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeLock {
+    /// `Rust std`, `parking_lot`, ... (empty: no entry point named it).
+    pub runtime: String,
+    /// What the runtime calls it: `std::sync::Mutex`, `parking_lot::Mutex`, `a futex word`.
+    pub object: String,
+    /// How many futex words it stands for (parked threads' own words, grouped).
+    pub words: usize,
+    /// The user's frame that took it, where the runtime parks threads on their own words (the
+    /// lock's address is then not known).
+    pub taken_at: Option<Frame>,
+}
+
+/// What one futex word is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    pub role: Role,
+    pub runtime: String,
+    pub object: String,
+}
+
+/// Every futex word seen, by address.
+#[derive(Debug, Clone, Default)]
+pub struct Words {
+    pub by_address: HashMap<u64, Word>,
+}
+
+impl Words {
+    pub fn get(&self, address: u64) -> Option<&Word> {
+        self.by_address.get(&address)
+    }
+}
+
+const FUTEX: &str = "futex";
+
+/// What a word is when no runtime entry point names it, from what the threads did: a word that
+/// a thread woke and also waited on, or that several threads waited on with no waker seen, is a
+/// lock (its holders hand it to each other); one whose wakers never wait on it is an event.
+fn role_by_behaviour(profile: &Profile, address: u64, waiter_threads: usize) -> Role {
+    let mut waiters: HashSet<u32> = HashSet::new();
+    let mut wakers: HashSet<u32> = HashSet::new();
+    let tid_of: HashMap<u32, u32> = profile.threads.iter().map(|t| (t.serial, t.tid)).collect();
+    for w in profile
+        .waits
+        .iter()
+        .filter(|w| w.kind == WaitKind::Futex && w.object == address)
+    {
+        if let Some(&tid) = tid_of.get(&w.serial) {
+            waiters.insert(tid);
+        }
+        if let Some(tid) = w.other_tid {
+            wakers.insert(tid);
+        }
+    }
+    if wakers.iter().any(|t| waiters.contains(t)) || (wakers.is_empty() && waiter_threads >= 2) {
+        Role::Lock
+    } else {
+        Role::Wait
+    }
+}
+
+/// Classifies the futex words of `summary.locks`, moves those that are not locks out of it,
+/// groups parked threads' words by the user frame that took the lock, and counts the lock waits
+/// in each thread's lock wait.
+pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
+    let mut words = Words::default();
+    let locks = std::mem::take(&mut summary.locks);
+    let mut kept: Vec<LockSummary> = Vec::with_capacity(locks.len());
+    // Per-thread words of one runtime object, keyed by (object, user frame).
+    let mut grouped: BTreeMap<(String, String), LockSummary> = BTreeMap::new();
+    for mut lock in locks {
+        if lock.kind != FUTEX {
+            kept.push(lock);
+            continue;
+        }
+        // The entry point of the stack with the most waiting decides (sites come most first).
+        let entry = lock
+            .sites
+            .iter()
+            .find_map(|s| runtime::wait_of(&s.frames).map(|(e, _)| (e, s)));
+        let word = match entry {
+            Some((e, _)) => Word {
+                role: e.role,
+                runtime: e.runtime.clone(),
+                object: e.object.clone(),
+            },
+            None => Word {
+                role: role_by_behaviour(profile, lock.address, lock.threads),
+                runtime: String::new(),
+                object: "a futex word".into(),
+            },
+        };
+        words.by_address.insert(lock.address, word.clone());
+        if word.role != Role::Lock {
+            continue;
+        }
+        let per_thread = entry.is_some_and(|(e, _)| e.per_thread);
+        let taken_at = entry.and_then(|(_, s)| s.user_frame().cloned());
+        lock.runtime = Some(RuntimeLock {
+            runtime: word.runtime.clone(),
+            object: word.object.clone(),
+            words: 1,
+            taken_at: if per_thread { taken_at.clone() } else { None },
+        });
+        if !per_thread {
+            kept.push(lock);
+            continue;
+        }
+        let key = (
+            word.object.clone(),
+            taken_at.as_ref().map(Frame::display).unwrap_or_default(),
+        );
+        match grouped.get_mut(&key) {
+            None => {
+                grouped.insert(key, lock);
+            }
+            Some(g) => {
+                g.acquisitions = g.acquisitions.saturating_add(lock.acquisitions);
+                g.contended = g.contended.saturating_add(lock.contended);
+                g.wait_ns = g.wait_ns.saturating_add(lock.wait_ns);
+                g.max_wait_ns = g.max_wait_ns.max(lock.max_wait_ns);
+                g.threads = g.threads.saturating_add(lock.threads);
+                g.address = g.address.min(lock.address);
+                g.sites.extend(lock.sites);
+                if let Some(r) = g.runtime.as_mut() {
+                    r.words += 1;
+                }
+            }
+        }
+    }
+    for mut g in grouped.into_values() {
+        g.sites
+            .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(b.samples.cmp(&a.samples)));
+        kept.push(g);
+    }
+    kept.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(b.acquisitions.cmp(&a.acquisitions))
+    });
+    summary.locks = kept;
+
+    // Each thread's waits on lock words are lock waits, like its pthread lock waits.
+    for (t, ts) in profile.threads.iter().zip(summary.threads.iter_mut()) {
+        let extra: u64 = t
+            .locks
+            .iter()
+            .filter(|l| {
+                l.kind == LockKind::Futex
+                    && words
+                        .get(l.address)
+                        .is_some_and(|w| w.role == Role::Lock)
+            })
+            .map(|l| profile.ticks_to_ns(l.wait_ticks))
+            .sum();
+        ts.lock_wait_ns = ts.lock_wait_ns.saturating_add(extra);
+    }
+    words
+}

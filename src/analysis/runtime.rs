@@ -1,0 +1,169 @@
+//! Runtimes that wait outside pthread (Rust's std, parking_lot, abseil, libstdc++'s atomic waits,
+//! rayon, crossbeam, tokio, TBB): where in a waiting thread's stack the runtime makes the wait,
+//! what it calls the object and what kind of wait it is. The table is data
+//! (`runtime_waits.json`); its patterns name functions in the runtimes' own namespaces only, so
+//! no user function can match one.
+
+use crate::symbols::{Frame, qualified_name, user_frame};
+use serde::Deserialize;
+use std::sync::OnceLock;
+
+/// What a wait made by a runtime is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Waiting for another thread to release something: a lock wait.
+    Lock,
+    /// Waiting for an event (a condition, a park, a once, a channel, a latch).
+    Wait,
+    /// A runtime's worker waiting for work: never a cause.
+    Idle,
+}
+
+impl Role {
+    pub fn key(self) -> &'static str {
+        match self {
+            Role::Lock => "lock",
+            Role::Wait => "wait",
+            Role::Idle => "idle",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RuntimeWait {
+    pub function: String,
+    pub runtime: String,
+    /// What the runtime calls the object: `std::sync::Mutex`, `rayon's idle worker`.
+    pub object: String,
+    pub role: Role,
+    /// The runtime sleeps on a word of the waiting thread's own (a parker): the object's address
+    /// is not the word's, so waits are grouped by the user frame that took it.
+    #[serde(default)]
+    pub per_thread: bool,
+}
+
+#[derive(Deserialize)]
+struct Table {
+    entries: Vec<RuntimeWait>,
+}
+
+static TABLE_TEXT: &str = include_str!("runtime_waits.json");
+
+fn table() -> &'static [RuntimeWait] {
+    static T: OnceLock<Vec<RuntimeWait>> = OnceLock::new();
+    T.get_or_init(|| {
+        serde_json::from_str::<Table>(TABLE_TEXT)
+            .expect("runtime_waits.json is valid")
+            .entries
+    })
+}
+
+/// A function's name as the table's patterns are written: without the return type, the
+/// arguments and the angle brackets newer Rust puts around an inherent impl's type
+/// (`<std::sys::sync::mutex::futex::Mutex>::lock_contended` reads
+/// `std::sys::sync::mutex::futex::Mutex::lock_contended`; a trait impl `<T as Trait>::f` stays).
+pub fn plain_name(name: &str) -> String {
+    let name = qualified_name(name);
+    let name = name.split('(').next().unwrap_or(name).trim();
+    if let Some(rest) = name.strip_prefix('<') {
+        // The matching '>' of the leading '<'.
+        let mut depth = 1;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '<' => depth += 1,
+                '>' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let inner = &rest[..i];
+                        if !inner.contains(" as ") {
+                            return format!("{inner}{}", &rest[i + 1..]);
+                        }
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    name.to_string()
+}
+
+/// The table's entry for one function, if any.
+pub fn entry_for(function: &str) -> Option<&'static RuntimeWait> {
+    let name = plain_name(function);
+    table()
+        .iter()
+        .find(|e| super::states::glob(&e.function, &name))
+}
+
+/// The runtime wait a stack is in: among the frames inside the user's frame (innermost first),
+/// the outermost one the table knows decides, so that a condition variable used by rayon to put
+/// an idle worker to sleep is rayon's idle worker, and a mutex re-taken inside a condition wait
+/// stays the wait it serves. Returns the entry and the index of its frame.
+pub fn wait_of(frames: &[Frame]) -> Option<(&'static RuntimeWait, usize)> {
+    let user = user_frame(frames);
+    let end = if user + 1 == frames.len() && frames.iter().all(crate::symbols::is_runtime_frame) {
+        frames.len()
+    } else {
+        user
+    };
+    frames[..end]
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.function.as_deref().and_then(entry_for).map(|e| (e, i)))
+        .last()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(name: &str) -> Frame {
+        Frame {
+            function: Some(name.into()),
+            file: None,
+            line: None,
+            module: "/bin/prog".into(),
+            offset: 0,
+            inlined: false,
+        }
+    }
+
+    #[test]
+    fn angle_brackets_of_inherent_impls_are_dropped() {
+        assert_eq!(
+            plain_name("<std::sys::sync::mutex::futex::Mutex>::lock_contended"),
+            "std::sys::sync::mutex::futex::Mutex::lock_contended"
+        );
+        assert_eq!(
+            plain_name("<parking_lot::raw_mutex::RawMutex as lock_api::mutex::RawMutex>::lock"),
+            "<parking_lot::raw_mutex::RawMutex as lock_api::mutex::RawMutex>::lock"
+        );
+    }
+
+    #[test]
+    fn the_outermost_runtime_frame_inside_the_user_frame_decides() {
+        let rayon_idle = [
+            frame("std::sys::pal::unix::futex::futex_wait"),
+            frame("<std::sys::sync::condvar::futex::Condvar>::wait_optional_timeout"),
+            frame("std::sync::poison::condvar::Condvar::wait"),
+            frame("rayon_core::sleep::Sleep::sleep"),
+            frame("rayon_core::registry::WorkerThread::wait_until_cold"),
+            frame("rayon_core::registry::main_loop"),
+        ];
+        let (e, _) = wait_of(&rayon_idle).unwrap();
+        assert_eq!(e.role, Role::Idle);
+        let std_mutex = [
+            frame("std::sys::pal::unix::futex::futex_wait"),
+            frame("<std::sys::sync::mutex::futex::Mutex>::lock_contended"),
+            frame("std::sync::poison::mutex::Mutex<T>::lock"),
+            frame("app::record_hit"),
+            frame("rayon_core::registry::WorkerThread::wait_until_cold"),
+        ];
+        let (e, i) = wait_of(&std_mutex).unwrap();
+        assert_eq!((e.object.as_str(), e.role, i), ("std::sync::Mutex", Role::Lock, 1));
+        // A user function named like a runtime's is never taken for it.
+        assert!(wait_of(&[frame("my_lock_contended"), frame("main")]).is_none());
+    }
+}

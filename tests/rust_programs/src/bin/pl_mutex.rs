@@ -1,0 +1,35 @@
+//! Contended `parking_lot::Mutex` under rayon: parking_lot parks each waiting thread on a futex
+//! word of its own (the thread's parker), not on the lock's word.
+use parking_lot::Mutex;
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+static HITS: Mutex<Option<HashMap<u64, u64>>> = Mutex::new(None);
+
+#[inline(never)]
+fn mix(mut x: u64, rounds: u32) -> u64 {
+    for _ in 0..rounds {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x ^= x >> 29;
+    }
+    x
+}
+
+#[inline(never)]
+fn count_word(key: u64) {
+    let mut hits = HITS.lock(); // MARK count_word
+    let map = hits.get_or_insert_with(HashMap::new);
+    *map.entry(mix(key, 400) % 4096).or_insert(0) += 1;
+}
+
+fn main() {
+    let threads: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2);
+    let items: u64 = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(400_000);
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().unwrap();
+    (0..items).into_par_iter().for_each(|i| {
+        let k = mix(i, 40);
+        count_word(k);
+    });
+    let n: u64 = HITS.lock().as_ref().map_or(0, |m| m.values().sum());
+    println!("hits {n}");
+}
