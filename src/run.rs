@@ -535,7 +535,10 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
                 l.runtime
                     .as_ref()
                     .and_then(|r| r.taken_at.as_ref())
-                    .map_or_else(|| format!("{:#x}", l.address), |f| format!("taken in {}", f.short_text())),
+                    .map_or_else(
+                        || format!("{:#x}", l.address),
+                        |f| format!("taken in {}", f.short_text())
+                    ),
                 fmt_count(l.contended),
                 fmt_ns(l.wait_ns)
             );

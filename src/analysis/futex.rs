@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub struct RuntimeLock {
     /// `Rust std`, `parking_lot`, ... (empty: no entry point named it).
     pub runtime: String,
-    /// What the runtime calls it: `std::sync::Mutex`, `parking_lot::Mutex`, `a futex word`.
+    /// What the runtime calls it: `std::sync::Mutex`, `parking_lot::Mutex`, `futex word` (a
+    /// program's own lock on a futex word).
     pub object: String,
     /// How many futex words it stands for (parked threads' own words, grouped).
     pub words: usize,
@@ -102,7 +103,7 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
             None => Word {
                 role: role_by_behaviour(profile, lock.address, lock.threads),
                 runtime: String::new(),
-                object: "a futex word".into(),
+                object: "futex word".into(),
             },
         };
         words.by_address.insert(lock.address, word.clone());
@@ -162,9 +163,7 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
             .iter()
             .filter(|l| {
                 l.kind == LockKind::Futex
-                    && words
-                        .get(l.address)
-                        .is_some_and(|w| w.role == Role::Lock)
+                    && words.get(l.address).is_some_and(|w| w.role == Role::Lock)
             })
             .map(|l| profile.ticks_to_ns(l.wait_ticks))
             .sum();

@@ -162,7 +162,10 @@ mod tests {
             frame("rayon_core::registry::WorkerThread::wait_until_cold"),
         ];
         let (e, i) = wait_of(&std_mutex).unwrap();
-        assert_eq!((e.object.as_str(), e.role, i), ("std::sync::Mutex", Role::Lock, 1));
+        assert_eq!(
+            (e.object.as_str(), e.role, i),
+            ("std::sync::Mutex", Role::Lock, 1)
+        );
         // A user function named like a runtime's is never taken for it.
         assert!(wait_of(&[frame("my_lock_contended"), frame("main")]).is_none());
     }

@@ -974,8 +974,7 @@ pub fn build(
             let word = (s.kind == SampleKind::Wall && s.syscall == Some(FUTEX))
                 .then(|| words.get(s.object))
                 .flatten();
-            let (mut category, decided) =
-                rules.classify(&frames, s.kind, syscall.as_deref(), word);
+            let (mut category, decided) = rules.classify(&frames, s.kind, syscall.as_deref(), word);
             if category == Category::Compute
                 && s.kind == SampleKind::Cpu
                 && code.in_pause_loop(&profile.modules, s.pc)
@@ -1515,9 +1514,13 @@ mod tests {
         for c in CATEGORIES {
             if matches!(
                 c,
-                Category::Compute | Category::Atomic | Category::Runnable | Category::Profiler
+                Category::Compute
+                    | Category::Atomic
+                    | Category::Runnable
+                    | Category::Profiler
+                    | Category::Idle
             ) {
-                continue; // decided by default, by the instruction, by the kernel's figures or by the interposer's frames
+                continue; // decided by default, by the instruction, by the kernel's figures, by the interposer's frames or by runtime_waits.json
             }
             assert!(rules.rules.iter().any(|r| r.category == c), "{c:?}");
         }
@@ -1562,12 +1565,12 @@ mod tests {
             frame("worker"),
         ];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None),
+            rules.classify(&frames, SampleKind::Cpu, None, None),
             (Category::Lock, Some(0))
         );
         let frames = [frame("_int_free"), frame("free"), frame("worker")];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None).0,
+            rules.classify(&frames, SampleKind::Cpu, None, None).0,
             Category::Allocator
         );
         // A condition wait re-taking its mutex is a lock wait; the wait itself is not.
@@ -1577,7 +1580,9 @@ mod tests {
             frame("worker"),
         ];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Wall, Some("futex")).0,
+            rules
+                .classify(&frames, SampleKind::Wall, Some("futex"), None)
+                .0,
             Category::Blocked
         );
         assert_eq!(
@@ -1587,7 +1592,7 @@ mod tests {
         assert_eq!(rules.atomic("/tmp/program"), Category::Atomic);
         let frames = [frame("compute_things"), frame("main")];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None),
+            rules.classify(&frames, SampleKind::Cpu, None, None),
             (Category::Compute, None)
         );
     }
@@ -1596,7 +1601,11 @@ mod tests {
     fn wall_samples_fall_back_on_the_system_call() {
         let rules = Rules::builtin();
         let frames = [frame("unknown_function")];
-        let by = |name: &str| rules.classify(&frames, SampleKind::Wall, Some(name)).0;
+        let by = |name: &str| {
+            rules
+                .classify(&frames, SampleKind::Wall, Some(name), None)
+                .0
+        };
         assert_eq!(by("futex-wait"), Category::Lock);
         assert_eq!(by("futex"), Category::Blocked);
         assert_eq!(by("read"), Category::Blocked);
@@ -1607,15 +1616,104 @@ mod tests {
         assert_eq!(syscall_name(202, 128), "futex-wait");
         assert_eq!(syscall_name(202, 137), "futex");
         assert_eq!(syscall_name(999, 0), "syscall_999");
-        // `read` on a CPU sample is I/O work; on a wall sample, waiting for input.
+        // `read` on a CPU sample is CPU work (the kernel copying); on a wall sample, waiting
+        // for input.
         let frames = [frame("read"), frame("main")];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None).0,
-            Category::Io
+            rules.classify(&frames, SampleKind::Cpu, None, None).0,
+            Category::Compute
         );
         assert_eq!(
-            rules.classify(&frames, SampleKind::Wall, Some("read")).0,
+            rules
+                .classify(&frames, SampleKind::Wall, Some("read"), None)
+                .0,
             Category::Blocked
+        );
+    }
+
+    #[test]
+    fn a_user_function_named_like_a_wait_is_never_one() {
+        let rules = Rules::builtin();
+        // MariaDB's mysql_select and a C loop in table_select: computation on a CPU, and off
+        // it whatever its system call says.
+        for name in [
+            "table_select",
+            "mysql_select",
+            "handle_poll",
+            "my_pthread_mutex_lock_wrapper",
+        ] {
+            let frames = [frame(name), frame("main")];
+            assert_eq!(
+                rules.classify(&frames, SampleKind::Cpu, None, None).0,
+                Category::Compute,
+                "{name}"
+            );
+            assert_eq!(
+                rules
+                    .classify(&frames, SampleKind::Wall, Some("read"), None)
+                    .0,
+                Category::Blocked,
+                "{name}"
+            );
+        }
+        // A CPU sample inside a wait function's own code is work, never blocked.
+        let frames = [frame("__pthread_cond_wait_common"), frame("worker")];
+        assert_eq!(
+            rules.classify(&frames, SampleKind::Cpu, None, None).0,
+            Category::Compute
+        );
+        // A stale allocator frame on a scanned stack cannot make a futex sleep allocator time.
+        let frames = [frame("syscall"), frame("malloc"), frame("main")];
+        assert_eq!(
+            rules
+                .classify(&frames, SampleKind::Wall, Some("futex"), None)
+                .0,
+            Category::Blocked
+        );
+    }
+
+    #[test]
+    fn futex_words_and_runtime_entry_points_decide_futex_sleeps() {
+        use crate::analysis::futex::Word;
+        use crate::analysis::runtime::Role;
+        let rules = Rules::builtin();
+        let rust_lock = [
+            frame("std::sys::pal::unix::futex::futex_wait"),
+            frame("<std::sys::sync::mutex::futex::Mutex>::lock_contended"),
+            frame("app::record_hit"),
+        ];
+        assert_eq!(
+            rules
+                .classify(&rust_lock, SampleKind::Wall, Some("futex"), None)
+                .0,
+            Category::Lock
+        );
+        // On a CPU, spinning for that lock is waiting for it too.
+        assert_eq!(
+            rules.classify(&rust_lock, SampleKind::Cpu, None, None).0,
+            Category::Lock
+        );
+        let idle = [
+            frame("sched_yield"),
+            frame("rayon_core::sleep::Sleep::no_work_found"),
+            frame("rayon_core::registry::WorkerThread::wait_until_cold"),
+        ];
+        assert_eq!(
+            rules.classify(&idle, SampleKind::Cpu, None, None).0,
+            Category::Idle
+        );
+        // A word the interposer classified decides, whatever the scanned stack shows.
+        let word = Word {
+            role: Role::Lock,
+            runtime: String::new(),
+            object: "futex word".into(),
+        };
+        let frames = [frame("syscall"), frame("futex_lock"), frame("main")];
+        assert_eq!(
+            rules
+                .classify(&frames, SampleKind::Wall, Some("futex"), Some(&word))
+                .0,
+            Category::Lock
         );
     }
 

@@ -96,7 +96,9 @@ impl LockSummary {
     /// What the lock is, as the views say it: the runtime's name for it (`std::sync::Mutex`),
     /// else its kind (`mutex`, `rwlock-read`, `futex`).
     pub fn kind_text(&self) -> &str {
-        self.runtime.as_ref().map_or(self.kind, |r| r.object.as_str())
+        self.runtime
+            .as_ref()
+            .map_or(self.kind, |r| r.object.as_str())
     }
 
     /// The lock's address as the report writes it: `0x55cc97d63080`.

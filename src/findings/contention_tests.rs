@@ -42,6 +42,7 @@ fn locked(wait_ns: f64) -> Analysis {
                     contended: 300,
                     ..LockSiteSummary::default()
                 }],
+                runtime: None,
                 holder_sites: vec![LockSiteSummary {
                     frames: vec![frame(Some("audit"), None, "/bin/bank")],
                     user: 0,

@@ -42,6 +42,9 @@ static long items = 200000;
 __attribute__((noinline)) static void update_table(uint64_t key) {
     futex_lock(&table_lock); /* MARK update_table */
     table[mix(key, 300) % 4096]++;
+    /* Now and then the holder sleeps with the lock held: the other thread waits for it even on
+     * a machine too busy to run both at once, so the contention is certain. */
+    if (key % 512 == 0) usleep(200);
     futex_unlock(&table_lock);
 }
 

@@ -20,6 +20,11 @@ fn count_word(key: u64) {
     let mut hits = HITS.lock(); // MARK count_word
     let map = hits.get_or_insert_with(HashMap::new);
     *map.entry(mix(key, 400) % 4096).or_insert(0) += 1;
+    // Now and then the holder sleeps with the lock held: the others wait for it even on a
+    // machine too busy to run them together, so the contention is certain.
+    if key % 512 == 0 {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
 }
 
 fn main() {
