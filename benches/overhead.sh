@@ -13,6 +13,10 @@
 #   stress    mstress-like: rounds of new threads allocating, keeping, passing on objects  (wall)
 #   rwlock    one thread, a read-mostly pthread_rwlock_t (one write in 1000)               (wall)
 #   stream    demos/stream_parse.cpp `slow` from two threads (an istringstream per line)   (wall)
+#   rustmutex tests/rust_programs std_mutex: a contended std::sync::Mutex under rayon, 2 threads
+#             (its futex waits go through the syscall() hook; built with cargo)          (wall)
+#   syscalls  one thread, 5 million syscall(SYS_getppid): the hook's cost on calls that are
+#             not futex waits                                                           (wall)
 # Throughput cases run for a fixed time and report operations per second (ratio: profiled /
 # unprofiled, higher is better); the others do fixed work and report the wall time of the whole
 # command (ratio: profiled / unprofiled, lower is better). Each round runs every case in every
@@ -76,18 +80,23 @@ fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-overhead.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-all_cases=(alloc mutex compute churn prodcons sizes pell stress rwlock stream)
+all_cases=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls)
 if [ -n "$only" ]; then IFS=, read -r -a cases <<<"$only"; else cases=("${all_cases[@]}"); fi
 declare -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute [churn]=churn_threads
     [prodcons]=producer_consumer [sizes]=random_sizes [pell]=bignum_pell [stress]=stress_threads
-    [rwlock]=rwlock_read)
-declare -A args=([churn]="2 1.5" [prodcons]="1 1 1.5" [sizes]="2 1.5" [stream]="slow --threads 2")
+    [rwlock]=rwlock_read [syscalls]=syscall_loop)
+declare -A args=([churn]="2 1.5" [prodcons]="1 1 1.5" [sizes]="2 1.5" [stream]="slow --threads 2"
+    [rustmutex]="2 400000")
 declare -A kind=([churn]=throughput [prodcons]=throughput [sizes]=throughput)
 declare -A target=([alloc]="≤ 1.25x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x" [churn]="≥ 0.8"
     [prodcons]="≥ 0.8" [sizes]="≥ 0.8" [pell]="≤ 1.25x" [stress]="≤ 1.25x" [rwlock]="≤ 1.15x"
-    [stream]="≤ 1.05x")
+    [stream]="≤ 1.05x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x")
 for c in "${cases[@]}"; do
-    if [ "$c" = stream ]; then
+    if [ "$c" = rustmutex ]; then
+        cargo build --release --quiet --manifest-path "$root/tests/rust_programs/Cargo.toml" \
+            --target-dir "$root/target/rust_programs"
+        cp "$root/target/rust_programs/release/std_mutex" "$work/$c"
+    elif [ "$c" = stream ]; then
         g++ -std=c++17 -O2 -g -pthread -I "$root/demos" -o "$work/$c" "$root/demos/stream_parse.cpp"
     elif [ -n "${source[$c]:-}" ]; then
         cc -O2 -g -pthread -o "$work/$c" "$root/benches/programs/${source[$c]}.c"

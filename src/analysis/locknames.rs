@@ -88,6 +88,7 @@ pub fn name_site_locks(
     sym: &mut Symbolizer,
     read_modules: bool,
     words: &super::futex::Words,
+    pthread_locks: &HashMap<u64, &'static str>,
 ) {
     let mut data = DataSymbols::new(&profile.modules);
     let mut symbols: HashMap<u64, Option<(String, String)>> = HashMap::new();
@@ -129,6 +130,15 @@ pub fn name_site_locks(
                         _ => format!("the {}", w.object),
                     };
                     lock.how = "runtime";
+                    continue;
+                }
+                // A lock the pthread hooks know (a program's mutex waited on inside malloc's
+                // call chain is not an arena): one name in every section.
+                if how == "allocator"
+                    && let Some(kind) = pthread_locks.get(&lock.object)
+                {
+                    lock.name = format!("the pthread {kind} at {:#x}", lock.object);
+                    lock.how = "pthread";
                     continue;
                 }
                 lock.name = name;

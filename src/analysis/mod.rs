@@ -100,6 +100,12 @@ impl Analysis {
                     &mut sym,
                     options.read_modules,
                     &futex_words,
+                    &summary
+                        .locks
+                        .iter()
+                        .filter(|l| l.runtime.is_none() && l.address != 0)
+                        .map(|l| (l.address, l.kind))
+                        .collect(),
                 );
             }
             summary::net_allocator_time(&mut summary, states.as_ref());

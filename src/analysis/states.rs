@@ -210,7 +210,7 @@ impl Rules {
     }
 
     /// The category of a frame: by its function's name, else by its module.
-    fn by_frame(&self, f: &Frame) -> Option<Category> {
+    pub(crate) fn by_frame(&self, f: &Frame) -> Option<Category> {
         f.function
             .as_deref()
             .and_then(|n| self.by_function(n))
@@ -448,7 +448,7 @@ pub struct WaitedLock {
     /// `malloc's arena lock (main_arena)`, `the lock of stdout`, `random()'s lock`,
     /// `table_lock (named_locks)`, ..., or the address as a last resort.
     pub name: String,
-    /// How it was named: `symbol`, `allocator`, `stdio`, `init-site`, `runtime` (a futex word
+    /// How it was named: `symbol`, `allocator`, `stdio`, `init-site`, `pthread` (a lock the pthread hooks took), `runtime` (a futex word
     /// of a runtime's lock, whose waits the lock list counts exactly) or `address`.
     pub how: &'static str,
 }
@@ -629,6 +629,9 @@ pub struct SampledStack {
     pub frames: Vec<Frame>,
     /// A CPU (or kernel-clock) sample: the thread was running.
     pub on_cpu: bool,
+    /// A CPU sample inside an I/O call's wrapper (`write`, `fdatasync`): computation, done for
+    /// that call (wait-for's "a lock held across I/O" counts it with the call's off-CPU time).
+    pub in_io_call: bool,
 }
 
 /// Marks a sample of `StateReport::sample_stacks` that belongs to no known thread.
@@ -952,6 +955,8 @@ pub fn build(
     // Classify each distinct (thread, kind, pc, stack, syscall, op) once.
     let mut groups: HashMap<GroupKey, (Category, usize, u64, u64)> = HashMap::new();
     let mut classified: Vec<(Category, Vec<Frame>, Option<usize>)> = Vec::new();
+    // Per classified stack: a CPU sample decided by an I/O call's wrapper.
+    let mut io_calls: Vec<bool> = Vec::new();
     // Per classified stack: where its samples' lock word comes from.
     let mut lock_word: Vec<LockWord> = Vec::new();
     // Per group: the futex words its lock-wait samples caught, with samples and time.
@@ -1009,6 +1014,12 @@ pub fn build(
                     .map_or(LockWord::None, LockWord::Fixed),
                 _ => LockWord::None,
             });
+            io_calls.push(
+                s.kind == SampleKind::Cpu
+                    && decided
+                        .and_then(|i| frames.get(i))
+                        .is_some_and(|f| rules.by_frame(f) == Some(Category::Io)),
+            );
             classified.push((category, frames, decided));
             classified.len() - 1
         });
@@ -1191,11 +1202,15 @@ pub fn build(
     let stacks = classified
         .into_iter()
         .zip(by_shape_kinds(&by_shape))
-        .map(|((category, frames, _), on_cpu)| SampledStack {
-            category,
-            frames,
-            on_cpu,
-        })
+        .zip(io_calls)
+        .map(
+            |(((category, frames, _), on_cpu), in_io_call)| SampledStack {
+                category,
+                frames,
+                on_cpu,
+                in_io_call,
+            },
+        )
         .collect();
     Some(StateReport {
         sampling,

@@ -27,6 +27,8 @@ pub struct Activity {
     /// The user's frame that led there.
     pub frame: Option<Frame>,
     pub ns: u64,
+    /// On a CPU inside an I/O call (`fdatasync`'s kernel work): computation done for the I/O.
+    pub in_io_call: bool,
 }
 
 impl Activity {
@@ -64,7 +66,7 @@ impl Edge {
         let ns: u64 = self
             .activities
             .iter()
-            .filter(|a| a.category == c)
+            .filter(|a| a.category == c || (c == Category::Io && a.in_io_call))
             .map(|a| a.ns)
             .sum();
         crate::util::ratio(ns, self.other_sampled_ns)
@@ -134,9 +136,9 @@ impl WaitFor {
 
     /// The lock-wait edges on `object`, most waiting first.
     pub fn lock_edges(&self, object: u64) -> impl Iterator<Item = &Edge> {
-        self.edges
-            .iter()
-            .filter(move |e| e.kind == Some(WaitKind::Lock) && e.object == object)
+        self.edges.iter().filter(move |e| {
+            matches!(e.kind, Some(WaitKind::Lock | WaitKind::Futex)) && e.object == object
+        })
     }
 }
 
@@ -172,7 +174,13 @@ pub fn edge_object_words(a: &super::Analysis, e: &Edge) -> String {
         .locks
         .iter()
         .find(|l| l.address == e.object)
-        .map(|l| l.kind);
+        .map(|l| l.kind_text())
+        .or_else(|| {
+            // A futex word that is not a lock: what the runtime calls it (`std::sync::Condvar`).
+            (e.kind == Some(WaitKind::Futex))
+                .then(|| a.futex_words.get(e.object).map(|w| w.object.as_str()))
+                .flatten()
+        });
     let kind = kind_words(e.kind, lock_kind);
     if e.object == 0 {
         kind
@@ -301,7 +309,7 @@ pub fn build(
                     }) else {
                         continue;
                     };
-                    let (category, function, frame) = classified
+                    let (category, function, frame, in_io_call) = classified
                         .entry((s.kind, s.pc, s.stack, s.syscall))
                         .or_insert_with(|| describe(stack, s))
                         .clone();
@@ -316,6 +324,7 @@ pub fn build(
                         function,
                         frame,
                         ns: 0,
+                        in_io_call,
                     });
                     a.ns = a.ns.saturating_add(s.weight_ns);
                 }
@@ -363,7 +372,7 @@ pub fn build(
 /// What classifies a sample here: kind, pc, stack, system call.
 type SampleShape = (SampleKind, u64, Option<u32>, Option<u32>);
 /// A sample's category, what it was doing, and the user's frame.
-type Classified = (Category, String, Option<Frame>);
+type Classified = (Category, String, Option<Frame>, bool);
 
 struct ResolvedWait {
     waiter: usize,
@@ -407,7 +416,7 @@ fn describe(stack: &super::states::SampledStack, s: &Sample) -> Classified {
                 .unwrap_or_else(|| "?".into())
         }
     };
-    (category, function, frame)
+    (category, function, frame, stack.in_io_call)
 }
 
 /// Names every object of a lock edge (and of the summary's locks): a global or static lock by

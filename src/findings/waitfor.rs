@@ -47,7 +47,11 @@ pub fn lock_across_io(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         {
             l.holders.push(o);
         }
-        for act in e.activities.iter().filter(|x| x.category == Category::Io) {
+        for act in e
+            .activities
+            .iter()
+            .filter(|x| x.category == Category::Io || x.in_io_call)
+        {
             l.io_ns = l.io_ns.saturating_add(act.ns);
             let entry = l.io.entry(act.text()).or_insert_with(|| Activity {
                 ns: 0,

@@ -62,6 +62,9 @@ struct ActivityJson {
     user_frame: Option<String>,
     ns: u64,
     share: f64,
+    /// On a CPU inside an I/O call (`fdatasync`'s kernel work): computation done for the I/O.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    in_io_call: bool,
 }
 
 #[derive(Serialize)]
@@ -117,6 +120,7 @@ impl WaitForJson {
                     user_frame: x.frame.as_ref().map(Frame::display),
                     ns: x.ns,
                     share: ratio(x.ns, e.other_sampled_ns),
+                    in_io_call: x.in_io_call,
                 })
                 .collect(),
         };
