@@ -601,6 +601,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
         if (reuse) ss_wall_push(t, now, weight);
         return;
     }
+    if (got == 0) smp.syscall = (uint16_t)SS_SYSCALL_UNKNOWN; /* unreadable: not "outside a system call" */
     if (got > 0) {
         const char *p = buf;
         int outside = p[0] == '-';

@@ -175,6 +175,9 @@ enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
  * are ratio estimates (timed hold ticks / timed holds x acquisitions), whatever the period. */
 #define SS_LOCK_TIMING_FACTOR 8u
 #define SS_LOCK_PERIOD_MAX (1u << 31) /* the product, capped (timing_period may be up to 2^32-1) */
+/* struct ss_sample's `syscall` of a wall sample whose system call could not be read: a process
+ * made non-dumpable (setuid to another user: mariadbd --user) owns its /proc files as root. */
+#define SS_SYSCALL_UNKNOWN 0xFFFFu
 
 /* Call stacks hold at most this many frames (innermost first, the interposer's own frames cut). */
 #define SS_STACK_MAX_FRAMES 64u

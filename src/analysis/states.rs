@@ -389,6 +389,8 @@ pub(crate) fn syscall_name(nr: u32, arg: u32) -> String {
         288 => "accept4",
         299 => "recvmmsg",
         441 => "epoll_pwait2",
+        // The sampler could not read the system call (a process made non-dumpable by setuid).
+        n if n == u32::from(crate::profile::format::SYSCALL_UNKNOWN) - 1 => "unknown",
         other => return format!("syscall_{other}"),
     };
     name.to_string()

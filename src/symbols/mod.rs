@@ -671,12 +671,16 @@ pub fn qualified_name(name: &str) -> &str {
     &name[start..]
 }
 
-/// The index of the user's frame: the first one (from the innermost) outside the runtime, or the
-/// outermost frame when every frame is the runtime's.
+/// The index of the user's frame: the first one (from the innermost) outside the runtime that has
+/// a name (a stripped program's unnamed internals, `mariadbd+0xde2b6c`, pass to the first named
+/// caller: `handler::ha_index_read_map`), else the first outside the runtime, or the outermost
+/// frame when every frame is the runtime's.
 pub fn user_frame(frames: &[Frame]) -> usize {
+    let outside = |f: &&Frame| !is_runtime_frame(f);
     frames
         .iter()
-        .position(|f| !is_runtime_frame(f))
+        .position(|f| outside(&f) && f.function.is_some())
+        .or_else(|| frames.iter().position(|f| outside(&f)))
         .unwrap_or(frames.len().saturating_sub(1))
 }
 
