@@ -83,6 +83,25 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
     return rc;
 }
 
+#if defined(__x86_64__)
+/* The C library's syscall(), taking its six arguments as glibc's own assembly does: in the
+ * argument registers and the first stack slot, which a variadic call fills the same way (only
+ * %al differs, and nothing here reads it). A variadic definition would spill every register to
+ * a save area on each call; this one forwards any other system call with one compare. */
+SS_EXPORT long ss_syscall_hook(long nr, long a1, long a2, long a3, long a4, long a5, long a6) __asm__("syscall");
+static SS_NOINLINE long ss_syscall_unresolved(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
+    ss_syscall_fn real = ss_syscall_resolve();
+    if (nr != SYS_futex) return real(nr, a1, a2, a3, a4, a5, a6);
+    return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
+}
+
+SS_EXPORT long ss_syscall_hook(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
+    ss_syscall_fn real = __atomic_load_n(&ss_real_syscall, __ATOMIC_ACQUIRE);
+    if (SS_UNLIKELY(real == NULL)) return ss_syscall_unresolved(nr, a1, a2, a3, a4, a5, a6);
+    if (SS_LIKELY(nr != SYS_futex)) return real(nr, a1, a2, a3, a4, a5, a6);
+    return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
+}
+#else
 /* The C library's syscall(): six argument registers, as glibc's own reads them. */
 SS_EXPORT long syscall(long nr, ...) {
     va_list ap;
@@ -94,3 +113,4 @@ SS_EXPORT long syscall(long nr, ...) {
     if (SS_LIKELY(nr != SYS_futex)) return real(nr, a1, a2, a3, a4, a5, a6);
     return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
 }
+#endif
