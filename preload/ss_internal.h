@@ -69,7 +69,7 @@ static inline int ss_sub_is_negative(int64_t *x, size_t v) {
 #define SS_LOCK_PROBES 8u
 #define SS_LOCK_OVERFLOW SS_LOCK_SLOTS
 #define SS_HELD_MAX 16u
-#define SS_LOCK_KIND_SLOTS 6u /* enum ss_lock_kind's values are 1 to 5 */
+#define SS_LOCK_KIND_SLOTS 9u /* enum ss_lock_kind's values are 1 to 8 */
 
 /* A hold in the timed sample, open until its unlock. */
 struct ss_held {

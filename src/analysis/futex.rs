@@ -85,9 +85,38 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
     // Per-thread words of one runtime object, keyed by (object, user frame).
     let mut grouped: BTreeMap<(String, String), LockSummary> = BTreeMap::new();
     for mut lock in locks {
-        if lock.kind != FUTEX {
-            kept.push(lock);
-            continue;
+        match lock.kind {
+            "omp-region" => {
+                summary.omp_regions.push(super::summary::OmpRegion {
+                    address: lock.address,
+                    frame: None,
+                    runs: lock.acquisitions,
+                    members: lock.contended,
+                    wall_ns: lock.hold_ns,
+                    barrier_ns: lock.wait_ns,
+                    max_fork_join_ns: lock.max_wait_ns,
+                });
+                continue;
+            }
+            "omp-critical" | "omp-lock" => {
+                lock.runtime = Some(RuntimeLock {
+                    runtime: "OpenMP".into(),
+                    object: if lock.kind == "omp-lock" {
+                        "omp lock".into()
+                    } else {
+                        "critical section".into()
+                    },
+                    words: 1,
+                    taken_at: None,
+                });
+                kept.push(lock);
+                continue;
+            }
+            FUTEX => {}
+            _ => {
+                kept.push(lock);
+                continue;
+            }
         }
         // The entry point of the stack with the most waiting decides (sites come most first).
         let entry = lock

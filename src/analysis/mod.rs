@@ -63,6 +63,8 @@ pub struct Analysis {
     /// What each futex word the interposer saw waits on is (a runtime's lock, condition, idle
     /// worker): one classification for the lock list, the thread states and the findings.
     pub futex_words: futex::Words,
+    /// The locks' names when the profile has no waits (else `waitfor`'s names hold them).
+    pub lock_names: Vec<waitfor::ObjectName>,
 }
 
 impl Analysis {
@@ -78,7 +80,7 @@ impl Analysis {
 
     /// Analyses a profile already read.
     pub fn of(profile: Profile, path: String, options: Options) -> Analysis {
-        let (summary, states, waitfor, futex_words) = {
+        let (summary, states, waitfor, futex_words, lock_names) = {
             let mut sym = if options.read_modules {
                 Symbolizer::new(&profile)
             } else {
@@ -92,6 +94,14 @@ impl Analysis {
             let mut summary = summary::summarize(&profile);
             sites::fill(&profile, &mut sym, &mut summary);
             let futex_words = futex::classify(&profile, &mut summary);
+            for r in &mut summary.omp_regions {
+                r.frame = sym.address(r.address, profile.process.start_mono_ns).pop();
+            }
+            summary.omp_regions.sort_by(|a, b| {
+                b.barrier_ns
+                    .cmp(&a.barrier_ns)
+                    .then(a.address.cmp(&b.address))
+            });
             let mut states = states::build(&profile, &mut sym, &mut code, &futex_words);
             if let Some(r) = states.as_mut() {
                 locknames::name_site_locks(
@@ -117,8 +127,14 @@ impl Analysis {
                 states.as_ref(),
                 options.read_modules,
             );
+            // Without waits there is no wait-for graph, but the locks still have names.
+            let lock_names = if waitfor.is_none() {
+                waitfor::name_objects(&profile, &mut sym, &summary, &[], options.read_modules)
+            } else {
+                Vec::new()
+            };
             sym.finish();
-            (summary, states, waitfor, futex_words)
+            (summary, states, waitfor, futex_words, lock_names)
         };
         let phases = phases::build(&profile);
         let concurrency = states
@@ -133,6 +149,7 @@ impl Analysis {
             waitfor,
             concurrency,
             futex_words,
+            lock_names,
             findings: Vec::new(),
         };
         analysis.findings = crate::findings::evaluate(&analysis);
@@ -150,6 +167,7 @@ impl Analysis {
         self.waitfor
             .as_ref()
             .and_then(|w| w.name_of(object))
+            .or_else(|| self.lock_names.iter().find(|n| n.object == object))
             .map_or_else(|| format!("{object:#x}"), |n| n.name.clone())
     }
 

@@ -32,7 +32,13 @@ impl Role {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct RuntimeWait {
+    /// The function's name pattern (empty: a `module` entry).
+    #[serde(default)]
     pub function: String,
+    /// A module's file name pattern: any frame in it without an entry of its own (libgomp, whose
+    /// internals have no names in a stripped library).
+    #[serde(default)]
+    pub module: String,
     pub runtime: String,
     /// What the runtime calls the object: `std::sync::Mutex`, `rayon's idle worker`.
     pub object: String,
@@ -94,7 +100,19 @@ pub fn entry_for(function: &str) -> Option<&'static RuntimeWait> {
     let name = plain_name(function);
     table()
         .iter()
+        .filter(|e| !e.function.is_empty())
         .find(|e| super::states::glob(&e.function, &name))
+}
+
+/// The table's entry for one frame: by its function, else by its module.
+pub fn entry_for_frame(f: &Frame) -> Option<&'static RuntimeWait> {
+    f.function.as_deref().and_then(entry_for).or_else(|| {
+        let file = crate::symbols::file_name(&f.module);
+        table()
+            .iter()
+            .filter(|e| !e.module.is_empty())
+            .find(|e| super::states::glob(&e.module, file))
+    })
 }
 
 /// The runtime wait a stack is in: among the frames inside the user's frame (innermost first),
@@ -111,7 +129,7 @@ pub fn wait_of(frames: &[Frame]) -> Option<(&'static RuntimeWait, usize)> {
     frames[..end]
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| f.function.as_deref().and_then(entry_for).map(|e| (e, i)))
+        .filter_map(|(i, f)| entry_for_frame(f).map(|e| (e, i)))
         .last()
 }
 

@@ -73,6 +73,58 @@ pub fn latency_quantile(latency: &[(u64, u64, u64)], q: f64) -> Option<f64> {
     latency.last().map(|b| b.1 as f64)
 }
 
+/// One OpenMP parallel region (by its outlined body), summed over its runs.
+#[derive(Debug, Clone, Default)]
+pub struct OmpRegion {
+    /// The outlined body's address (`main._omp_fn.0`).
+    pub address: u64,
+    /// Its frame: the function and line of the pragma (None: not symbolized).
+    pub frame: Option<crate::symbols::Frame>,
+    /// Times the region ran.
+    pub runs: u64,
+    /// Team members, summed over the runs.
+    pub members: u64,
+    /// The regions' wall time, summed.
+    pub wall_ns: u64,
+    /// The team's time at the region's closing barrier: the members' wait for the slowest.
+    pub barrier_ns: u64,
+    /// The longest fork-join cost of one run (its wall time less its longest member's body).
+    pub max_fork_join_ns: u64,
+}
+
+impl OmpRegion {
+    /// The members' time at the closing barrier as a share of the team's time in the region.
+    pub fn barrier_share(&self) -> f64 {
+        let team = self.wall_ns as f64 * self.members as f64 / self.runs.max(1) as f64;
+        crate::util::ratio(self.barrier_ns as f64, team)
+    }
+
+    /// The average team size.
+    pub fn team(&self) -> f64 {
+        self.members as f64 / self.runs.max(1) as f64
+    }
+
+    /// `the parallel region in main at imbalanced_static.c:20` (the outlined body `main._omp_fn.0`
+    /// named by the function that holds the pragma), or its address.
+    pub fn words(&self) -> String {
+        match &self.frame {
+            Some(f) => {
+                let text = f.short_text();
+                let text = match text.find("._omp_fn.") {
+                    Some(i) => {
+                        let rest = &text[i + "._omp_fn.".len()..];
+                        let after = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+                        format!("{}{after}", &text[..i])
+                    }
+                    None => text,
+                };
+                format!("the parallel region in {text}")
+            }
+            None => format!("the parallel region at {:#x}", self.address),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct LockSummary {
     pub address: u64,
@@ -144,6 +196,8 @@ pub struct Summary {
     pub stack_sampling: Option<crate::profile::StackSampling>,
     /// Frees of memory another thread allocated (glibc's allocator only; None when not measured).
     pub cross_frees: Option<CrossFreeSummary>,
+    /// OpenMP parallel regions (libgomp's entry points), most barrier waiting first.
+    pub omp_regions: Vec<OmpRegion>,
 }
 
 /// Estimated from the sampled frees: of those the arena check placed, the share in another
@@ -405,6 +459,7 @@ pub fn summarize(p: &Profile) -> Summary {
         alloc_sites: Vec::new(),
         stack_sampling: None,
         cross_frees: cross_frees(p),
+        omp_regions: Vec::new(),
         locks: merge_locks(p),
     }
 }

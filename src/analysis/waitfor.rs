@@ -421,7 +421,7 @@ fn describe(stack: &super::states::SampledStack, s: &Sample) -> Classified {
 
 /// Names every object of a lock edge (and of the summary's locks): a global or static lock by
 /// its symbol, a heap lock by the stack that initialised it, else by its address.
-fn name_objects(
+pub(crate) fn name_objects(
     profile: &Profile,
     sym: &mut Symbolizer,
     summary: &Summary,
@@ -446,9 +446,30 @@ fn name_objects(
                 None
             };
             if let Some((module, symbol)) = by_symbol {
+                // A named OpenMP critical section's lock is the program's own variable.
+                if let Some(name) = symbol.strip_prefix(".gomp_critical_user_") {
+                    return ObjectName {
+                        object,
+                        name: format!("`{name}` ({module})"),
+                        how: "symbol",
+                    };
+                }
                 return ObjectName {
                     object,
                     name: format!("{symbol} ({module})"),
+                    how: "symbol",
+                };
+            }
+            // The unnamed critical section (libgomp's private lock: preload/omp.c names it 1).
+            if object == 1
+                && summary
+                    .locks
+                    .iter()
+                    .any(|l| l.address == 1 && l.kind == "omp-critical")
+            {
+                return ObjectName {
+                    object,
+                    name: "(unnamed)".into(),
                     how: "symbol",
                 };
             }

@@ -6,6 +6,7 @@
 mod alloc;
 mod contention;
 mod efficiency;
+pub mod openmp;
 mod phase;
 mod rules;
 mod scaling;
@@ -69,6 +70,7 @@ fn detector(name: &str) -> Option<Detector> {
         "phase_slowdown" => phase::phase_slowdowns,
         "pthread_lock" => contention::pthread_locks,
         "runtime_lock" => contention::runtime_locks,
+        "omp_imbalance" => openmp::omp_imbalance,
         "internal_lock" => contention::internal_locks,
         "atomic" => contention::atomics,
         "parallel_efficiency" => efficiency::parallel_efficiency,

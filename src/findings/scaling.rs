@@ -18,7 +18,7 @@ pub fn speedup_words(wall: u64, stake: u64) -> String {
     format!("up to {:.2}x faster, estimated", wall as f64 / left as f64)
 }
 
-fn with_stake(mut f: Finding, a: &Analysis, stake: u64) -> Finding {
+pub(super) fn with_stake(mut f: Finding, a: &Analysis, stake: u64) -> Finding {
     let wall = a.states.as_ref().map_or(0, |s| s.wall_ns);
     f.stake_ns = Some(stake);
     f.evidence.insert(
@@ -70,6 +70,12 @@ pub fn serial_section(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let Some(severity) = rule.severity_of(ratio(stake, r.wall_ns)) else {
         return vec![];
     };
+    // Inside OpenMP regions whose teams wait at the closing barrier, one thread running alone is
+    // the region's load imbalance (omp-load-imbalance says so), not a serial part of the program.
+    let omp_barrier: u64 = a.summary.omp_regions.iter().map(|x| x.barrier_ns).sum();
+    if omp_barrier as f64 >= 0.5 * serial as f64 * (p - 1.0) {
+        return vec![];
+    }
     let longest = c
         .serial
         .iter()

@@ -48,6 +48,9 @@ pub struct Report<'a> {
     threads: Vec<Thread<'a>>,
     alloc: Alloc<'a>,
     locks: Vec<Lock<'a>>,
+    /// OpenMP parallel regions (libgomp's entry points); absent without any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    omp_regions: Vec<OmpRegionJson>,
     phases: Vec<Phase<'a>>,
     heap_snapshots: Vec<Heap<'a>>,
     phase_flags: &'a [PhaseFlag],
@@ -272,6 +275,20 @@ pub fn report(a: &Analysis) -> Report<'_> {
             }),
         },
         locks: s.locks.iter().map(Lock::of).collect(),
+        omp_regions: s
+            .omp_regions
+            .iter()
+            .map(|r| OmpRegionJson {
+                region: r.words(),
+                address: format!("{:#x}", r.address),
+                runs: r.runs,
+                team: r.team(),
+                wall_ns: r.wall_ns,
+                barrier_ns: r.barrier_ns,
+                barrier_share: r.barrier_share(),
+                max_fork_join_ns: r.max_fork_join_ns,
+            })
+            .collect(),
         phases: a
             .phases
             .phases
@@ -624,6 +641,20 @@ impl<'a> AllocSite<'a> {
             samples: site.samples,
         }
     }
+}
+
+#[derive(Serialize)]
+struct OmpRegionJson {
+    region: String,
+    address: String,
+    runs: u64,
+    /// Team members per run, on average.
+    team: f64,
+    wall_ns: u64,
+    /// The team's time at the closing barrier (load imbalance).
+    barrier_ns: u64,
+    barrier_share: f64,
+    max_fork_join_ns: u64,
 }
 
 #[derive(Serialize)]

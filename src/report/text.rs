@@ -31,6 +31,7 @@ pub fn render(a: &Analysis, style: Style, stacks: bool) -> String {
     sizes(&mut o, s, style);
     alloc_sites(&mut o, s, style, stacks);
     locks(&mut o, s, style, stacks);
+    omp_regions(&mut o, s, style);
     o
 }
 
@@ -350,10 +351,40 @@ fn sizes(o: &mut String, s: &Summary, style: Style) {
     }
 }
 
+/// OpenMP parallel regions: their runs, team, time and the team's wait at the closing barrier.
+fn omp_regions(o: &mut String, s: &Summary, style: Style) {
+    if s.omp_regions.is_empty() {
+        return;
+    }
+    heading(
+        o,
+        style,
+        "OpenMP parallel regions (by the team's wait at the closing barrier)",
+    );
+    let _ = writeln!(
+        o,
+        "  {:>8} {:>6} {:>11} {:>11} {:>8} {:>11}  region",
+        "runs", "team", "wall", "barrier", "share", "fork-join"
+    );
+    for r in s.omp_regions.iter().take(10) {
+        let _ = writeln!(
+            o,
+            "  {:>8} {:>6.1} {:>11} {:>11} {:>8} {:>11}  {}",
+            fmt_count(r.runs),
+            r.team(),
+            fmt_ns(r.wall_ns),
+            fmt_ns(r.barrier_ns),
+            fmt_pct(r.barrier_share()),
+            fmt_ns(r.max_fork_join_ns),
+            r.words()
+        );
+    }
+}
+
 fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
     heading(o, style, "Locks by wait time");
     if s.locks.is_empty() {
-        let _ = writeln!(o, "  no pthread lock was taken");
+        let _ = writeln!(o, "  no lock was taken");
         return;
     }
     let _ = writeln!(

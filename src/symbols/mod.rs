@@ -513,6 +513,10 @@ const RUNTIME_MODULES: &[&str] = &[
     "libjemalloc",
     "libtcmalloc",
     "libmimalloc",
+    "libgomp",
+    "libomp",
+    "libiomp5",
+    "libtbb",
 ];
 const RUNTIME_FUNCTIONS: &[&str] = &[
     "std::",

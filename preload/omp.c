@@ -1,0 +1,231 @@
+/* OpenMP with GCC's libgomp (docs/STATES.md, "OpenMP"): its entry points, where the waits are
+ * made. libgomp has no OMPT and on x86-64 sleeps with an inline `syscall` instruction, so neither
+ * pthread's hooks nor syscall()'s see it; these do.
+ *
+ * - Parallel regions (GOMP_parallel and its combined loop and sections forms): the outlined body
+ *   runs in each team member through a trampoline that times it; when the region ends, the
+ *   master records it in its lock table (kind SS_LOCK_OMP_REGION, by the body's address): the
+ *   team's time at the closing barrier is the team size times the region's wall time less the
+ *   members' body time, which is the loop's load imbalance; the region's wall less the longest
+ *   body is its fork-join cost.
+ * - Critical sections and omp locks: each acquisition timed (a wait is one that took over a
+ *   microsecond), each hold timed, a waiter's stack taken; by the program's own
+ *   .gomp_critical_user_<name> variable for a named section.
+ *
+ * An entry point the program never calls costs nothing; libomp (LLVM) exports the same GOMP_
+ * names for GCC-built programs and is forwarded the same way. Nothing here allocates, locks or
+ * calls stdio. */
+#include "ss_internal.h"
+
+#include <dlfcn.h>
+
+typedef void (*ss_omp_body_fn)(void *);
+
+/* The runtime's own function. A library loaded with dlopen(RTLD_LOCAL) that needs libgomp binds to
+ * these hooks (the preloaded library comes first in the global scope) while its libgomp is not in
+ * the global scope that RTLD_NEXT searches: then the runtime is found by its file name among the
+ * objects already loaded. */
+static void *ss_omp_next(const char *name) {
+    void *f = dlsym(RTLD_NEXT, name);
+    static const char *const runtimes[] = {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so"};
+    for (size_t i = 0; !f && i < sizeof runtimes / sizeof runtimes[0]; i++) {
+        void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            f = dlsym(h, name);
+            dlclose(h);
+        }
+    }
+    return f;
+}
+
+#define SS_OMP_REAL(var, name)                                                                               \
+    do {                                                                                                    \
+        if (SS_UNLIKELY(!var)) __atomic_store_n((void **)&var, ss_omp_next(name), __ATOMIC_RELEASE);         \
+    } while (0)
+
+/* ---- parallel regions ---- */
+
+struct ss_omp_region {
+    ss_omp_body_fn fn;
+    void *data;
+    uint64_t body_ticks; /* the members' body time, summed */
+    uint64_t longest;    /* the longest body */
+    uint32_t members;
+};
+
+/* Runs one team member's share of the region, timed. */
+static void ss_omp_body(void *p) {
+    struct ss_omp_region *r = p;
+    uint64_t start = ss_ticks();
+    r->fn(r->data);
+    uint64_t ticks = ss_ticks() - start;
+    __atomic_fetch_add(&r->body_ticks, ticks, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->members, 1, __ATOMIC_RELAXED);
+    uint64_t seen = __atomic_load_n(&r->longest, __ATOMIC_RELAXED);
+    while (ticks > seen && !__atomic_compare_exchange_n(&r->longest, &seen, ticks, 1, __ATOMIC_RELAXED,
+                                                        __ATOMIC_RELAXED)) {
+    }
+}
+
+/* The master records a region that ended (`wall` ticks from its start). */
+static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *r, uint64_t wall) {
+    uint32_t slot = ss_lock_slot_for(t, (const void *)r->fn, SS_LOCK_OMP_REGION);
+    struct ss_lock_stats *l = &t->locks[slot];
+    uint32_t members = __atomic_load_n(&r->members, __ATOMIC_RELAXED);
+    uint64_t body = __atomic_load_n(&r->body_ticks, __ATOMIC_RELAXED);
+    uint64_t longest = __atomic_load_n(&r->longest, __ATOMIC_RELAXED);
+    uint64_t team = (uint64_t)members * wall;
+    SS_ADD(l->acquisitions, 1);
+    SS_ADD(l->contended, members);
+    SS_ADD(l->wait_ticks, team > body ? team - body : 0);
+    uint64_t fork_join = wall > longest ? wall - longest : 0;
+    if (fork_join > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, fork_join);
+    SS_ADD(l->timed_holds, 1);
+    SS_ADD(l->hold_ticks, wall);
+}
+
+/* A region entry point: the body through the trampoline, the region recorded at its end. */
+#define SS_OMP_PARALLEL(name, params, args)                                                                   \
+    static void (*ss_real_##name) params;                                                                     \
+    SS_EXPORT void name params {                                                                              \
+        SS_OMP_REAL(ss_real_##name, #name);                                                                   \
+        struct ss_thread *t = ss_self_known();                                                                \
+        if (!t || !ss_active || !fn) {                                                                        \
+            ss_real_##name args;                                                                              \
+            return;                                                                                           \
+        }                                                                                                     \
+        struct ss_omp_region r = {fn, data, 0, 0, 0};                                                         \
+        ss_omp_body_fn body = fn;                                                                             \
+        fn = ss_omp_body;                                                                                     \
+        data = &r;                                                                                            \
+        uint64_t start = ss_ticks();                                                                          \
+        ss_real_##name args;                                                                                  \
+        r.fn = body;                                                                                          \
+        ss_omp_region_done(t, &r, ss_ticks() - start);                                                        \
+    }
+
+SS_OMP_PARALLEL(GOMP_parallel, (ss_omp_body_fn fn, void *data, unsigned n, unsigned flags), (fn, data, n, flags))
+SS_OMP_PARALLEL(GOMP_parallel_sections, (ss_omp_body_fn fn, void *data, unsigned n, unsigned count, unsigned flags),
+                (fn, data, n, count, flags))
+#define SS_OMP_LOOP(name)                                                                                     \
+    SS_OMP_PARALLEL(name,                                                                                     \
+                    (ss_omp_body_fn fn, void *data, unsigned n, long start_, long end, long incr, long chunk,  \
+                     unsigned flags),                                                                         \
+                    (fn, data, n, start_, end, incr, chunk, flags))
+#define SS_OMP_LOOP_RUNTIME(name)                                                                             \
+    SS_OMP_PARALLEL(name,                                                                                     \
+                    (ss_omp_body_fn fn, void *data, unsigned n, long start_, long end, long incr, unsigned flags), \
+                    (fn, data, n, start_, end, incr, flags))
+SS_OMP_LOOP(GOMP_parallel_loop_static)
+SS_OMP_LOOP(GOMP_parallel_loop_dynamic)
+SS_OMP_LOOP(GOMP_parallel_loop_guided)
+SS_OMP_LOOP(GOMP_parallel_loop_nonmonotonic_dynamic)
+SS_OMP_LOOP(GOMP_parallel_loop_nonmonotonic_guided)
+SS_OMP_LOOP_RUNTIME(GOMP_parallel_loop_runtime)
+SS_OMP_LOOP_RUNTIME(GOMP_parallel_loop_nonmonotonic_runtime)
+SS_OMP_LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
+
+/* ---- critical sections and omp locks ---- */
+
+#define SS_OMP_HELD_MAX 8u
+static SS_TLS struct ss_omp_held {
+    uintptr_t object;
+    uint32_t slot;
+    uint64_t start;
+} ss_omp_held[SS_OMP_HELD_MAX];
+static SS_TLS uint32_t ss_omp_nheld;
+
+/* The object of the unnamed critical section (libgomp's own lock, whose address is private). */
+#define SS_OMP_UNNAMED ((const void *)1)
+
+static uint64_t ss_omp_wait_min; /* ticks: an acquisition that took longer waited */
+
+/* Times an acquisition made by `acquire` (a call with its argument) of `object`. */
+#define SS_OMP_ACQUIRE(t, object, kind, call)                                                                 \
+    do {                                                                                                      \
+        uint64_t start_ = ss_ticks();                                                                         \
+        call;                                                                                                 \
+        uint64_t end_ = ss_ticks();                                                                           \
+        ss_omp_acquired(t, object, kind, end_ - start_, end_);                                                \
+    } while (0)
+
+static void ss_omp_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now) {
+    uint32_t slot = ss_lock_slot_for(t, object, kind);
+    struct ss_lock_stats *l = &t->locks[slot];
+    SS_ADD(l->acquisitions, 1);
+    if (SS_UNLIKELY(ss_omp_wait_min == 0)) ss_omp_wait_min = ss_ticks_per_sec / 1000000 + 1;
+    if (wait > ss_omp_wait_min) {
+        SS_ADD(l->contended, 1);
+        SS_ADD(l->wait_ticks, wait);
+        if (wait > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, wait);
+        SS_ADD(t->rec.lock_wait_ticks, wait);
+        /* The waiter's stack, taken after the wait: the call chain is the same. */
+        uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, object, kind) : 0;
+        if (site) ss_lock_waiter_done(site, wait);
+    }
+    if (ss_omp_nheld < SS_OMP_HELD_MAX) ss_omp_held[ss_omp_nheld++] = (struct ss_omp_held){(uintptr_t)object, slot, now};
+}
+
+static void ss_omp_releasing(struct ss_thread *t, const void *object) {
+    for (uint32_t i = ss_omp_nheld; i-- > 0;) {
+        if (ss_omp_held[i].object != (uintptr_t)object) continue;
+        struct ss_lock_stats *l = &t->locks[ss_omp_held[i].slot];
+        SS_ADD(l->timed_holds, 1);
+        SS_ADD(l->hold_ticks, ss_ticks() - ss_omp_held[i].start);
+        ss_omp_held[i] = ss_omp_held[--ss_omp_nheld];
+        return;
+    }
+}
+
+static void (*ss_real_critical_start)(void);
+static void (*ss_real_critical_end)(void);
+static void (*ss_real_critical_name_start)(void **);
+static void (*ss_real_critical_name_end)(void **);
+
+SS_EXPORT void GOMP_critical_start(void) {
+    SS_OMP_REAL(ss_real_critical_start, "GOMP_critical_start");
+    struct ss_thread *t = ss_self_known();
+    if (!t || !ss_active) return ss_real_critical_start();
+    SS_OMP_ACQUIRE(t, SS_OMP_UNNAMED, SS_LOCK_OMP_CRITICAL, ss_real_critical_start());
+}
+
+SS_EXPORT void GOMP_critical_end(void) {
+    SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
+    struct ss_thread *t = ss_self_known();
+    if (t && ss_omp_nheld) ss_omp_releasing(t, SS_OMP_UNNAMED);
+    ss_real_critical_end();
+}
+
+SS_EXPORT void GOMP_critical_name_start(void **pptr) {
+    SS_OMP_REAL(ss_real_critical_name_start, "GOMP_critical_name_start");
+    struct ss_thread *t = ss_self_known();
+    if (!t || !ss_active) return ss_real_critical_name_start(pptr);
+    SS_OMP_ACQUIRE(t, pptr, SS_LOCK_OMP_CRITICAL, ss_real_critical_name_start(pptr));
+}
+
+SS_EXPORT void GOMP_critical_name_end(void **pptr) {
+    SS_OMP_REAL(ss_real_critical_name_end, "GOMP_critical_name_end");
+    struct ss_thread *t = ss_self_known();
+    if (t && ss_omp_nheld) ss_omp_releasing(t, pptr);
+    ss_real_critical_name_end(pptr);
+}
+
+/* omp_lock_t and omp_nest_lock_t are opaque: the program's object's address names them. */
+#define SS_OMP_LOCK_PAIR(set, unset)                                                                          \
+    static void (*ss_real_##set)(void *);                                                                     \
+    static void (*ss_real_##unset)(void *);                                                                   \
+    SS_EXPORT void set(void *lock) {                                                                          \
+        SS_OMP_REAL(ss_real_##set, #set);                                                                     \
+        struct ss_thread *t = ss_self_known();                                                                \
+        if (!t || !ss_active) return ss_real_##set(lock);                                                     \
+        SS_OMP_ACQUIRE(t, lock, SS_LOCK_OMP_LOCK, ss_real_##set(lock));                                       \
+    }                                                                                                         \
+    SS_EXPORT void unset(void *lock) {                                                                        \
+        SS_OMP_REAL(ss_real_##unset, #unset);                                                                 \
+        struct ss_thread *t = ss_self_known();                                                                \
+        if (t && ss_omp_nheld) ss_omp_releasing(t, lock);                                                     \
+        ss_real_##unset(lock);                                                                                \
+    }
+
+SS_OMP_LOCK_PAIR(omp_set_lock, omp_unset_lock)
+SS_OMP_LOCK_PAIR(omp_set_nest_lock, omp_unset_nest_lock)
