@@ -18,7 +18,7 @@ pub fn speedup_words(wall: u64, stake: u64) -> String {
     format!("up to {:.2}x faster, estimated", wall as f64 / left as f64)
 }
 
-fn with_stake(mut f: Finding, a: &Analysis, stake: u64) -> Finding {
+pub(super) fn with_stake(mut f: Finding, a: &Analysis, stake: u64) -> Finding {
     let wall = a.states.as_ref().map_or(0, |s| s.wall_ns);
     f.stake_ns = Some(stake);
     f.evidence.insert(

@@ -1,0 +1,318 @@
+//! Findings about how a program uses its threads (issue 22): thread churn (a thread per task), a
+//! mostly serial program whose workers are few or short, and read-side rwlock contention (the
+//! shared reader count bouncing between CPUs). Each carries a stake, as the findings of
+//! `scaling.rs` do.
+
+use super::rules::Rule;
+use super::scaling::{speedup_words, with_stake};
+use super::{Finding, build};
+use crate::analysis::Analysis;
+use crate::analysis::states::{Category, StateReport, StateSite, ThreadStates};
+use crate::symbols::{Frame, qualified_name, user_frame};
+use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
+use std::collections::HashMap;
+
+fn frame_words(f: Option<&Frame>) -> String {
+    f.map_or_else(|| "an unknown frame".to_string(), Frame::display)
+}
+
+fn thread_words(t: &ThreadStates) -> String {
+    if t.main {
+        format!("the main thread [{}]", t.tid)
+    } else {
+        format!("thread {} [{}]", t.name, t.tid)
+    }
+}
+
+/// A frame's function without arguments or glibc's internal prefixes (`__pthread_create_2_1` is
+/// `pthread_create_2_1`, `__GI___pthread_rwlock_rdlock` is `pthread_rwlock_rdlock`).
+fn bare_function(f: &Frame) -> Option<&str> {
+    let q = qualified_name(f.function.as_deref()?);
+    let bare = q.split('(').next().unwrap_or(q);
+    Some(crate::analysis::states::public_libc_name(bare))
+}
+
+/// A thread's time on a CPU: the kernel's figure when the profile has it, else its samples'.
+fn cpu_of(t: &ThreadStates) -> u64 {
+    t.kernel.map_or_else(|| t.awake_ns(), |k| k.exec_ns)
+}
+
+// ---- thread churn ----
+
+/// The creating threads' CPU time inside a thread-creation function (by its CPU samples), per
+/// thread, and the user frame that created the most.
+fn creation_time(r: &StateReport, functions: &[String]) -> (Vec<u64>, Option<Frame>) {
+    let mut per_thread = vec![0u64; r.threads.len()];
+    let mut by_frame: HashMap<String, (Frame, u64)> = HashMap::new();
+    let mut is_creation: HashMap<u32, Option<Frame>> = HashMap::new();
+    for (ti, t) in r.threads.iter().enumerate() {
+        for &(_, w, shape) in &t.cpu_marks {
+            let frame = is_creation.entry(shape).or_insert_with(|| {
+                let s = r.stacks.get(shape as usize)?;
+                if s.category == Category::Profiler {
+                    return None;
+                }
+                let inside = s
+                    .frames
+                    .iter()
+                    .any(|f| bare_function(f).is_some_and(|n| functions.iter().any(|x| x == n)));
+                inside.then(|| s.frames[user_frame(&s.frames)].clone())
+            });
+            if let Some(f) = frame {
+                per_thread[ti] += w;
+                by_frame
+                    .entry(f.display())
+                    .or_insert_with(|| (f.clone(), 0))
+                    .1 += w;
+            }
+        }
+    }
+    let top = by_frame
+        .into_values()
+        .max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| b.0.display().cmp(&a.0.display()))
+        })
+        .map(|x| x.0);
+    (per_thread, top)
+}
+
+pub fn thread_churn(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let s = &a.summary;
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let wall = r.wall_ns.max(s.wall_ns).max(1);
+    let others = s.threads.iter().filter(|t| !t.main);
+    let created: u64 = others.clone().map(|t| t.folded.unwrap_or(1) as u64).sum();
+    let lives: u64 = others.map(|t| t.wall_ns).sum();
+    let rate = created as f64 / (wall as f64 / 1e9);
+    let mean_life = lives as f64 / created.max(1) as f64;
+    if (created as f64) < rule.param("min_threads")
+        || rate < rule.param("min_threads_per_s")
+        || mean_life > rule.param("max_mean_life_ns")
+    {
+        return vec![];
+    }
+    let (per_thread, frame) = creation_time(r, &rule.param_strings("create_functions"));
+    let creation: u64 = per_thread.iter().sum();
+    let creators = per_thread.iter().filter(|&&ns| ns > 0).count() as u64;
+    let width = creators.clamp(1, r.cpus.max(1) as u64);
+    // Creating the threads is work a pool does once: the creators' time in it is what a pool
+    // saves at least (their start, exit and stack mappings come on top, not counted).
+    let stake = (creation / width).min(wall);
+    let Some(severity) = rule.severity_of(ratio(stake, wall)) else {
+        return vec![];
+    };
+    let frame = frame_words(frame.as_ref());
+    let evidence = vec![
+        format!(
+            "{} threads created in {} ({} a second), each living {} on average ({} in all)",
+            fmt_count(created),
+            fmt_ns(wall as f64),
+            fmt_count(rate as u64),
+            fmt_ns(mean_life),
+            fmt_ns(lives as f64)
+        ),
+        format!(
+            "creating them took {} of CPU time in pthread_create ({} per thread, {} of the wall time), from {}",
+            fmt_ns(creation as f64),
+            fmt_ns(creation as f64 / created.max(1) as f64),
+            fmt_pct(ratio(creation, wall)),
+            frame
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("count", fmt_count(created)),
+            ("rate", fmt_count(rate as u64)),
+            ("life", fmt_ns(mean_life)),
+            ("user_frame", frame),
+            ("speedup", speedup_words(wall, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+// ---- a mostly serial program ----
+
+pub fn mostly_serial(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let (Some(r), Some(c)) = (a.states.as_ref(), a.concurrency.as_ref()) else {
+        return vec![];
+    };
+    // The serial work: the CPU time of the thread that ran each stretch, in it (a stretch with
+    // one thread wanting a CPU now and then, while the others wait for I/O, is no serial work).
+    let lone: u64 = c
+        .lone
+        .iter()
+        .filter_map(|s| {
+            let (all, own) = r.cpu_in(s.thread?, s.begin_ns, s.end_ns);
+            Some(all.saturating_sub(own))
+        })
+        .sum();
+    if c.cpus < 2 || lone < rule.param("min_serial_ns") as u64 {
+        return vec![];
+    }
+    let longest = c
+        .lone
+        .iter()
+        .max_by_key(|s| s.end_ns - s.begin_ns)
+        .expect("lone > 0");
+    // The threads the user asked for: threads other than the one that ran alone that computed
+    // at least a little (a pool that never got work, or one helper, is no sign of intent).
+    let min_cpu = rule.param("min_worker_cpu_ns") as u64;
+    let workers: Vec<&ThreadStates> = r
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|&(i, t)| Some(i) != longest.thread && t.folded.is_none() && cpu_of(t) >= min_cpu)
+        .map(|x| x.1)
+        .collect();
+    if (workers.len() as f64) < rule.param("min_workers") {
+        return vec![];
+    }
+    let width = (workers.len() as u64).min(c.cpus as u64).max(2) as f64;
+    let worker_cpu: u64 = workers.iter().map(|t| cpu_of(t)).sum();
+    let stake = (lone as f64 * (1.0 - 1.0 / width)) as u64;
+    let wall = r.wall_ns.max(1);
+    let Some(severity) = rule.severity_of(ratio(stake, wall)) else {
+        return vec![];
+    };
+    let thread = longest
+        .thread
+        .and_then(|i| r.threads.get(i))
+        .map_or_else(|| "one thread".to_string(), thread_words);
+    let frame = frame_words(longest.user_frame.as_ref());
+    let evidence = vec![
+        format!(
+            "one thread ran alone for {} ({} of the wall time, in {} stretch(es)); the longest stretch: {} to {}, {} running {}",
+            fmt_ns(lone as f64),
+            fmt_pct(ratio(lone, wall)),
+            c.lone.len(),
+            fmt_ns(longest.begin_ns as f64),
+            fmt_ns(longest.end_ns as f64),
+            thread,
+            frame
+        ),
+        format!(
+            "{} other threads ran {} of CPU time in all ({} of the wall time); at least 2 threads wanted a CPU for {} ({} CPUs)",
+            workers.len(),
+            fmt_ns(worker_cpu as f64),
+            fmt_pct(ratio(worker_cpu, wall)),
+            fmt_ns(c.parallel_ns as f64),
+            c.cpus
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("share", fmt_pct(ratio(lone, wall))),
+            ("thread", thread),
+            ("user_frame", frame),
+            ("workers", workers.len().to_string()),
+            ("speedup", speedup_words(wall, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+// ---- read-side rwlock contention ----
+
+pub fn rwlock_readers(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let functions = rule.param_strings("read_functions");
+    let in_read_side = |s: &StateSite| {
+        matches!(s.category, Category::Lock | Category::Atomic)
+            && functions.iter().any(|f| *f == s.function())
+    };
+    let mut ns = 0u64;
+    let mut samples = 0u64;
+    let mut threads = 0usize;
+    let mut seen = 0u64;
+    let mut best: Option<&StateSite> = None;
+    for t in &r.threads {
+        let mine: Vec<&StateSite> = t.sites.iter().filter(|s| in_read_side(s)).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        threads += 1;
+        seen += t.sampled_ns();
+        for s in mine {
+            ns += s.ns;
+            samples += s.samples;
+            if best.is_none_or(|b| s.ns > b.ns) {
+                best = Some(s);
+            }
+        }
+    }
+    if r.cpus < 2
+        || (threads as f64) < rule.param("min_threads")
+        || (samples as f64) < rule.param("min_samples")
+    {
+        return vec![];
+    }
+    // The read locks' own figures: hardly any wait, so the time is not waiting for a writer.
+    let reads: Vec<_> = a
+        .summary
+        .locks
+        .iter()
+        .filter(|l| l.kind == "rwlock-read")
+        .collect();
+    let Some(top) = reads.iter().max_by_key(|l| l.acquisitions) else {
+        return vec![];
+    };
+    let wait: u64 = reads.iter().map(|l| l.wait_ns).sum();
+    let acquisitions: u64 = reads.iter().map(|l| l.acquisitions).sum();
+    let contended: u64 = reads.iter().map(|l| l.contended).sum();
+    if wait as f64 > rule.param("max_wait_share") * ns as f64 {
+        return vec![];
+    }
+    let share = ratio(ns, seen);
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    let frame = frame_words(best.and_then(|b| b.user_frame()));
+    let lock = a.object_name(top.address);
+    let width = (threads as u64).min(r.cpus as u64).max(1);
+    let stake = (ns / width).min(r.wall_ns);
+    let evidence = vec![
+        format!(
+            "{} threads spent {} ({} of their sampled time) inside the read side of rwlocks, mostly in {} from {}",
+            threads,
+            fmt_ns(ns as f64),
+            fmt_pct(share),
+            best.map_or_else(|| "?".to_string(), StateSite::function),
+            frame
+        ),
+        format!(
+            "{} read acquisitions of {} ({} in all), {} contended, {} of waiting: the time is not spent waiting for a writer",
+            fmt_count(top.acquisitions),
+            lock,
+            fmt_count(acquisitions),
+            fmt_count(contended),
+            fmt_ns(wait as f64)
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("share", fmt_pct(share)),
+            ("lock", lock),
+            ("user_frame", frame),
+            ("speedup", speedup_words(r.wall_ns, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
