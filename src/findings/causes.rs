@@ -316,3 +316,196 @@ pub fn rwlock_readers(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     );
     vec![with_stake(f, a, stake)]
 }
+
+// ---- wake-up storms ----
+
+/// What the waits on one condition variable say about its broadcasts.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Storm {
+    pub object: u64,
+    /// Waits ended by a broadcast, the broadcasts that ended them (those their waiters saw: a
+    /// lower bound), and the wake-ups after which the thread waited on the object again without
+    /// releasing the mutex (it found no work).
+    pub woken: u64,
+    pub broadcasts: u64,
+    pub futile: u64,
+    /// Threads woken by the broadcasts, and the tids of the threads that broadcast.
+    pub waiters: Vec<u32>,
+    pub wakers: Vec<u32>,
+}
+
+impl Storm {
+    pub fn futile_share(&self) -> f64 {
+        ratio(self.futile, self.woken)
+    }
+
+    /// Wake-ups per wake-up that found work.
+    pub fn per_useful(&self) -> f64 {
+        self.woken as f64 / self.woken.saturating_sub(self.futile).max(1) as f64
+    }
+}
+
+/// The condition variables woken by broadcasts, from the recorded waits, most woken first.
+pub(super) fn storms(a: &Analysis) -> Vec<Storm> {
+    use crate::profile::samples::WaitKind;
+    use std::collections::{BTreeMap, HashSet};
+    let p = &a.profile;
+    let tid_of: HashMap<u32, u32> = a
+        .states
+        .iter()
+        .flat_map(|r| r.threads.iter())
+        .map(|t| (t.serial, t.tid))
+        .collect();
+    // Per (object, waiting thread): its condition waits in time order.
+    let mut by_waiter: BTreeMap<(u64, u32), Vec<&crate::profile::samples::Wait>> = BTreeMap::new();
+    for w in p
+        .waits
+        .iter()
+        .filter(|w| w.kind == WaitKind::Condition && w.object != 0)
+    {
+        by_waiter.entry((w.object, w.serial)).or_default().push(w);
+    }
+    let mut out: BTreeMap<u64, (Storm, HashSet<(u16, u32)>)> = BTreeMap::new();
+    for ((object, serial), mut waits) in by_waiter {
+        waits.sort_by_key(|w| w.start_mono_ns);
+        for (i, w) in waits.iter().enumerate() {
+            let Some(n) = w.notification.filter(|n| n.broadcast) else {
+                continue;
+            };
+            let (s, seen) = out.entry(object).or_insert_with(|| {
+                (
+                    Storm {
+                        object,
+                        ..Storm::default()
+                    },
+                    HashSet::new(),
+                )
+            });
+            s.woken += 1;
+            let waker = w.other_tid.unwrap_or(0);
+            if seen.insert((n.seq, waker)) {
+                s.broadcasts += 1;
+            }
+            if !s.wakers.contains(&waker) && waker != 0 {
+                s.wakers.push(waker);
+            }
+            let tid = tid_of.get(&serial).copied().unwrap_or(0);
+            if !s.waiters.contains(&tid) {
+                s.waiters.push(tid);
+            }
+            if waits.get(i + 1).is_some_and(|next| next.rewait) {
+                s.futile += 1;
+            }
+        }
+    }
+    let mut v: Vec<Storm> = out.into_values().map(|x| x.0).collect();
+    v.sort_by(|a, b| b.woken.cmp(&a.woken).then(a.object.cmp(&b.object)));
+    v
+}
+
+/// CPU time (by CPU samples) of the threads with tids in `tids` inside any of `functions`, and
+/// the user frame with the most of it.
+fn cpu_inside(r: &StateReport, tids: &[u32], functions: &[String]) -> (u64, Option<Frame>) {
+    let mut total = 0;
+    let mut by_frame: HashMap<String, (Frame, u64)> = HashMap::new();
+    let mut inside: HashMap<u32, Option<Frame>> = HashMap::new();
+    for t in r.threads.iter().filter(|t| tids.contains(&t.tid)) {
+        for &(_, w, shape) in &t.cpu_marks {
+            let frame = inside.entry(shape).or_insert_with(|| {
+                let s = r.stacks.get(shape as usize)?;
+                let hit = s.category != Category::Profiler
+                    && s.frames.iter().any(|f| {
+                        bare_function(f).is_some_and(|n| functions.iter().any(|x| x == n))
+                    });
+                hit.then(|| s.frames[user_frame(&s.frames)].clone())
+            });
+            if let Some(f) = frame {
+                total += w;
+                by_frame
+                    .entry(f.display())
+                    .or_insert_with(|| (f.clone(), 0))
+                    .1 += w;
+            }
+        }
+    }
+    let top = by_frame
+        .into_values()
+        .max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| b.0.display().cmp(&a.0.display()))
+        })
+        .map(|x| x.0);
+    (total, top)
+}
+
+pub fn wakeup_storm(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let Some(s) = storms(a).into_iter().find(|s| {
+        s.woken as f64 >= rule.param("min_wakeups")
+            && s.woken as f64 >= rule.param("min_woken_per_broadcast") * s.broadcasts as f64
+            && s.per_useful() >= rule.param("min_per_useful")
+    }) else {
+        return vec![];
+    };
+    let f = s.futile_share();
+    let (notify_cpu, waker_frame) =
+        cpu_inside(r, &s.wakers, &rule.param_strings("notify_functions"));
+    let (wait_cpu, waiter_frame) = cpu_inside(r, &s.waiters, &rule.param_strings("wait_functions"));
+    // What the futile wake-ups cost the threads that broadcast: their time inside the broadcast
+    // (the kernel wakes every waiter) and waiting for the mutex the woken threads take one after
+    // the other. The woken threads' own time (in the evidence) is taken from the CPUs, not
+    // counted: the broadcasting thread is what the others wait for.
+    let wakers: Vec<&ThreadStates> = r
+        .threads
+        .iter()
+        .filter(|t| s.wakers.contains(&t.tid))
+        .collect();
+    let waker_lock: u64 = wakers.iter().map(|t| t.ns[Category::Lock.index()]).sum();
+    let waker_life: u64 = wakers.iter().map(|t| t.life_ns).sum();
+    let wall = r.wall_ns.max(1);
+    let stake = ((f * (notify_cpu + waker_lock) as f64) as u64)
+        .min(waker_life)
+        .min(wall);
+    let Some(severity) = rule.severity_of(ratio(stake, wall)) else {
+        return vec![];
+    };
+    let object = a.object_name(s.object);
+    let waker = frame_words(waker_frame.as_ref());
+    let waiter = frame_words(waiter_frame.as_ref());
+    let per_broadcast = s.woken as f64 / s.broadcasts.max(1) as f64;
+    let evidence = vec![
+        format!(
+            "broadcasts woke {} waits of {} threads (at least {} broadcasts, up to {:.1} threads each); {} of the wake-ups ({}) found no work: the thread waited again without releasing the mutex; {:.1} wake-ups per useful one",
+            fmt_count(s.woken),
+            s.waiters.len(),
+            fmt_count(s.broadcasts),
+            per_broadcast,
+            fmt_count(s.futile),
+            fmt_pct(f),
+            s.per_useful()
+        ),
+        format!(
+            "broadcast from {waker}: {} of CPU time inside pthread_cond_broadcast and {} waiting for locks; the woken threads, waiting in {waiter}: {} of CPU time inside the wait",
+            fmt_ns(notify_cpu as f64),
+            fmt_ns(waker_lock as f64),
+            fmt_ns(wait_cpu as f64)
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("object", object),
+            ("per_useful", format!("{:.1}", s.per_useful())),
+            ("threads", s.waiters.len().to_string()),
+            ("waker", waker),
+            ("waiter", waiter),
+            ("speedup", speedup_words(wall, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}

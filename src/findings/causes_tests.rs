@@ -321,3 +321,132 @@ fn rwlock_reader_count_is_not_waiting_and_needs_two_threads() {
     a.summary.locks[0].kind = "mutex";
     assert!(rwlock_readers(r, &a).is_empty());
 }
+
+// ---- wake-up storms ----
+
+/// `waiters` threads woken together by each of `broadcasts` broadcasts from thread 1 on one
+/// condition variable; after each, all but `useful` of them wait again without releasing the
+/// mutex. The broadcasting thread spent `notify_ns` inside pthread_cond_broadcast (CPU samples)
+/// and `lock_ns` waiting for locks.
+fn storm(waiters: u32, useful: u32, broadcasts: u64, notify_ns: u64, lock_ns: u64) -> Analysis {
+    use crate::profile::samples::{Notification, Wait, WaitKind};
+    let mut waits = Vec::new();
+    for b in 0..broadcasts {
+        for w in 0..waiters {
+            let start = b * 1000;
+            waits.push(Wait {
+                serial: 10 + w,
+                start_mono_ns: start,
+                end_mono_ns: start + 900,
+                object: 0x6000,
+                other_tid: Some(1),
+                kind: WaitKind::Condition,
+                lock_kind: None,
+                notification: Some(Notification {
+                    seq: (b % 0x3fff + 1) as u16,
+                    broadcast: true,
+                }),
+                // This wait follows the previous wake-up: futile for all but the first `useful`.
+                rewait: b > 0 && w >= useful,
+            });
+        }
+    }
+    let profile = crate::profile::Profile {
+        waits,
+        ..Default::default()
+    };
+    let mut producer_ns = [0u64; CATEGORY_COUNT];
+    producer_ns[Category::Lock.index()] = lock_ns;
+    let mut threads = vec![ThreadStates {
+        serial: 1,
+        tid: 1,
+        main: true,
+        life_ns: WALL,
+        ns: producer_ns,
+        cpu_marks: vec![(WALL / 2, notify_ns, 0)],
+        ..ThreadStates::default()
+    }];
+    threads.extend((0..waiters).map(|w| ThreadStates {
+        serial: 10 + w,
+        tid: 10 + w,
+        life_ns: WALL,
+        ..ThreadStates::default()
+    }));
+    Analysis {
+        profile,
+        summary: Summary {
+            command: vec!["./queue".into()],
+            ..Summary::default()
+        },
+        states: Some(StateReport {
+            wall_ns: WALL,
+            cpus: 2,
+            threads,
+            stacks: vec![SampledStack {
+                category: Category::Compute,
+                frames: vec![
+                    frame(
+                        Some("___pthread_cond_broadcast"),
+                        None,
+                        "/lib/x86_64-linux-gnu/libc.so.6",
+                    ),
+                    frame(Some("put_item"), Some(("queue.cpp", 39)), "/bin/queue"),
+                ],
+                on_cpu: true,
+            }],
+            ..StateReport::default()
+        }),
+        ..Analysis::default()
+    }
+}
+
+#[test]
+fn wakeup_storm_counts_wakeups_per_useful_one() {
+    let r = rule("wakeup-storm");
+    let f = wakeup_storm(r, &storm(16, 1, 1000, 300_000_000, 100_000_000));
+    assert_eq!(f.len(), 1, "{f:?}");
+    let f = &f[0];
+    // 16,000 wake-ups, 15 of 16 futile after the first broadcast: about 16 per useful one.
+    assert!(f.title.contains("wake 16 threads"), "{}", f.title);
+    assert!(f.title.contains("15.8 wake-ups per one"), "{}", f.title);
+    assert!(
+        f.title.contains("put_item at queue.cpp:39") || f.title.contains("put_item (queue.cpp:39)")
+    );
+    assert!(f.title.contains("0x6000"), "{}", f.title);
+    assert!(f.remedy.contains("notify_one"), "{}", f.remedy);
+    // The stake: the futile share of the broadcaster's 400 ms.
+    let stake = f.stake_ns.unwrap();
+    assert!((370_000_000..=400_000_000).contains(&stake), "{stake}");
+}
+
+#[test]
+fn wakeup_storm_thresholds_on_the_broadcasters_time() {
+    let r = rule("wakeup-storm");
+    // All futile but the one per broadcast: the share is 15/16 of the broadcaster's time.
+    check_levels(r, |share| {
+        let ns = (share * WALL as f64 * 16.0 / 15.0) as u64;
+        severity(&wakeup_storm(r, &storm(16, 1, 1000, ns, 0)))
+    });
+}
+
+#[test]
+fn wakeup_storm_is_quiet_when_the_woken_find_work() {
+    let r = rule("wakeup-storm");
+    let busy = (300_000_000, 100_000_000);
+    // A broadcast that wakes threads which all find work (a barrier, shutdown).
+    assert!(wakeup_storm(r, &storm(16, 16, 1000, busy.0, busy.1)).is_empty());
+    // Half of them: 2 wake-ups per useful one is where it starts.
+    let per_useful = r.param("min_per_useful");
+    assert!(per_useful >= 2.0);
+    assert!(wakeup_storm(r, &storm(16, 9, 1000, busy.0, busy.1)).is_empty());
+    // One waiter per broadcast (notify_one in effect), too few wake-ups.
+    assert!(wakeup_storm(r, &storm(1, 0, 5000, busy.0, busy.1)).is_empty());
+    assert!(wakeup_storm(r, &storm(16, 1, 10, busy.0, busy.1)).is_empty());
+    // Without notifications recorded (older profiles): nothing.
+    let mut old = storm(16, 1, 1000, busy.0, busy.1);
+    for w in &mut old.profile.waits {
+        w.notification = None;
+        w.rewait = false;
+    }
+    assert!(wakeup_storm(r, &old).is_empty());
+}

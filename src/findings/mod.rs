@@ -85,6 +85,7 @@ fn detector(name: &str) -> Option<Detector> {
         "thread_churn" => causes::thread_churn,
         "mostly_serial" => causes::mostly_serial,
         "rwlock_readers" => causes::rwlock_readers,
+        "wakeup_storm" => causes::wakeup_storm,
         _ => return None,
     })
 }
