@@ -14,6 +14,7 @@
 pub mod concurrency;
 pub mod locknames;
 pub mod phases;
+pub mod runtime_locks;
 pub mod sampled;
 pub mod sites;
 pub mod states;

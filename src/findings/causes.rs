@@ -172,11 +172,15 @@ pub fn mostly_serial(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         .filter(|&(i, t)| Some(i) != longest.thread && t.folded.is_none() && cpu_of(t) >= min_cpu)
         .map(|x| x.1)
         .collect();
-    if (workers.len() as f64) < rule.param("min_workers") {
+    let worker_cpu: u64 = workers.iter().map(|t| cpu_of(t)).sum();
+    // Few or short: the others' work is small beside the lone thread's (threads that ran as
+    // much, one after the other, take turns: another finding).
+    if (workers.len() as f64) < rule.param("min_workers")
+        || worker_cpu as f64 > rule.param("max_worker_cpu_of_serial") * lone as f64
+    {
         return vec![];
     }
     let width = (workers.len() as u64).min(c.cpus as u64).max(2) as f64;
-    let worker_cpu: u64 = workers.iter().map(|t| cpu_of(t)).sum();
     let stake = (lone as f64 * (1.0 - 1.0 / width)) as u64;
     let wall = r.wall_ns.max(1);
     let Some(severity) = rule.severity_of(ratio(stake, wall)) else {
@@ -508,4 +512,223 @@ pub fn wakeup_storm(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         evidence,
     );
     vec![with_stake(f, a, stake)]
+}
+
+// ---- threads taking turns ----
+
+/// Threads that take turns on one object: each waited on it for another of them and was waited
+/// for by another (a condition variable or semaphore passed around as a lock, CPython's GIL).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Turns {
+    pub object: u64,
+    /// Indexes into the thread lists, and their waits for one another on the object.
+    pub members: Vec<usize>,
+    pub waits: u64,
+    pub wait_ns: u64,
+}
+
+pub(super) fn turns(a: &Analysis) -> Vec<Turns> {
+    use crate::profile::samples::WaitKind;
+    let Some(w) = a.waitfor.as_ref() else {
+        return vec![];
+    };
+    let mut objects: Vec<u64> = w
+        .edges
+        .iter()
+        .filter(|e| matches!(e.kind, Some(WaitKind::Condition | WaitKind::Semaphore)))
+        .map(|e| e.object)
+        .filter(|&o| o != 0)
+        .collect();
+    objects.sort_unstable();
+    objects.dedup();
+    let mut out = Vec::new();
+    for object in objects {
+        let edges: Vec<_> = w
+            .edges
+            .iter()
+            .filter(|e| {
+                e.object == object
+                    && matches!(e.kind, Some(WaitKind::Condition | WaitKind::Semaphore))
+                    && e.other.is_some_and(|o| o != e.waiter)
+            })
+            .collect();
+        let waited: Vec<usize> = edges.iter().map(|e| e.waiter).collect();
+        let woke: Vec<usize> = edges.iter().filter_map(|e| e.other).collect();
+        let mut members: Vec<usize> = waited
+            .iter()
+            .copied()
+            .filter(|i| woke.contains(i))
+            .collect();
+        members.sort_unstable();
+        members.dedup();
+        if members.len() < 2 {
+            continue;
+        }
+        let among = edges.iter().filter(|e| {
+            members.contains(&e.waiter) && e.other.is_some_and(|o| members.contains(&o))
+        });
+        let (waits, wait_ns) = among.fold((0, 0), |acc, e| (acc.0 + e.waits, acc.1 + e.wait_ns));
+        out.push(Turns {
+            object,
+            members,
+            waits,
+            wait_ns,
+        });
+    }
+    out.sort_by(|a, b| b.waits.cmp(&a.waits).then(a.object.cmp(&b.object)));
+    out
+}
+
+pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    if r.cpus < 2 {
+        return vec![];
+    }
+    for t in turns(a) {
+        if (t.waits as f64) < rule.param("min_waits") {
+            continue;
+        }
+        let Some(all) = t
+            .members
+            .iter()
+            .map(|&i| r.threads.get(i).filter(|m| m.kernel.is_some()))
+            .collect::<Option<Vec<&ThreadStates>>>()
+        else {
+            continue;
+        };
+        // Their time together: the longest life among them (they wait for one another, so they
+        // live at the same time).
+        let span = all.iter().map(|m| m.life_ns).max().unwrap_or(0);
+        if span < rule.param("min_span_ns") as u64 {
+            continue;
+        }
+        // The ones that work (run a fair share of the span; a main thread that only started
+        // them and waits is no member) ...
+        let exec = |m: &ThreadStates| m.kernel.map_or(0, |k| k.exec_ns);
+        let members: Vec<&ThreadStates> = all
+            .into_iter()
+            .filter(|m| exec(m) as f64 >= rule.param("min_member_cpu_share") * span as f64)
+            .collect();
+        if members.len() < 2 {
+            continue;
+        }
+        // ... yet together want about one CPU: on a CPU or waiting for one, never blocked all at
+        // once and never running all at once.
+        let wanted: u64 = members
+            .iter()
+            .filter_map(|m| m.kernel)
+            .map(|k| k.exec_ns + k.run_delay_ns)
+            .sum();
+        let concurrency = ratio(wanted, span);
+        if concurrency > rule.param("max_concurrency") {
+            continue;
+        }
+        let n = members.len() as u64;
+        let width = n.min(r.cpus as u64) as f64;
+        // Running side by side, their wanted time would spread over min(N, CPUs).
+        let stake = ((span as f64 - wanted as f64 / width).max(0.0) as u64).min(r.wall_ns);
+        let Some(severity) = rule.severity_of(ratio(stake, r.wall_ns.max(1))) else {
+            continue;
+        };
+        let object = a.object_name(t.object);
+        let runtime = crate::analysis::runtime_locks::table()
+            .iter()
+            .find(|l| object.starts_with(&l.words));
+        let runtime_remedy = runtime
+            .and_then(|l| {
+                rule.params
+                    .get("runtime_remedies")?
+                    .get(&l.runtime)?
+                    .as_str()
+            })
+            .unwrap_or("")
+            .to_string();
+        let busiest = t
+            .members
+            .iter()
+            .copied()
+            .max_by_key(|&i| r.threads.get(i).map_or(0, exec));
+        let frame = frame_words(
+            busiest
+                .and_then(|i| r.top_user_frame(i, 0, u64::MAX))
+                .map(|x| x.0)
+                .as_ref(),
+        );
+        let names: Vec<String> = members.iter().take(4).map(|m| thread_words(m)).collect();
+        let evidence = vec![
+            format!(
+                "{} threads ({}{}) waited for one another on {} {} times ({} in all), each woken by another of them",
+                n,
+                names.join(", "),
+                if members.len() > 4 { ", ..." } else { "" },
+                object,
+                fmt_count(t.waits),
+                fmt_ns(t.wait_ns as f64)
+            ),
+            format!(
+                "together they wanted {:.2} CPUs (on a CPU or runnable: {} over {}) on {} CPUs, each running at least {} of the time, mostly in {}",
+                concurrency,
+                fmt_ns(wanted as f64),
+                fmt_ns(span as f64),
+                r.cpus,
+                fmt_pct(rule.param("min_member_cpu_share")),
+                frame
+            ),
+        ];
+        let f = build(
+            rule,
+            a,
+            severity,
+            &[
+                ("count", n.to_string()),
+                ("object", object),
+                ("concurrency", format!("{concurrency:.2}")),
+                ("user_frame", frame),
+                ("runtime_remedy", runtime_remedy),
+                ("speedup", speedup_words(r.wall_ns, stake)),
+            ],
+            evidence,
+        );
+        return vec![with_stake(f, a, stake)];
+    }
+    vec![]
+}
+
+/// Words for the read side of rwlocks in the parallel-efficiency finding's parts.
+pub(super) const READER_COUNT_WORDS: &str =
+    "the read side of rwlocks (their shared reader count bouncing between CPUs, not lock waits)";
+
+/// The threads' sampled lock-state time in the read side of rwlocks whose read locks hardly
+/// waited (the `rwlock-reader-count` rule's functions and wait gate), or 0: the part of "lock
+/// waits" that is no wait.
+pub(super) fn reader_count_lock_ns(a: &Analysis) -> u64 {
+    let (Some(r), Some(rule)) = (
+        a.states.as_ref(),
+        super::rules::rules()
+            .iter()
+            .find(|r| r.detector == "rwlock_readers"),
+    ) else {
+        return 0;
+    };
+    let functions = rule.param_strings("read_functions");
+    let ns: u64 = r
+        .threads
+        .iter()
+        .flat_map(|t| t.sites.iter())
+        .filter(|s| s.category == Category::Lock && functions.iter().any(|f| *f == s.function()))
+        .map(|s| s.ns)
+        .sum();
+    let wait: u64 = a
+        .summary
+        .locks
+        .iter()
+        .filter(|l| l.kind == "rwlock-read")
+        .map(|l| l.wait_ns)
+        .sum();
+    if wait as f64 > rule.param("max_wait_share") * ns as f64 {
+        return 0;
+    }
+    ns
 }

@@ -450,3 +450,20 @@ fn wakeup_storm_is_quiet_when_the_woken_find_work() {
     }
     assert!(wakeup_storm(r, &old).is_empty());
 }
+
+#[test]
+fn parallel_efficiency_names_the_reader_count_not_lock_waits() {
+    let r = rule("parallel-efficiency");
+    let mut a = readers(2, "pthread_rwlock_rdlock", 0.8, 100, 0);
+    a.states.as_mut().unwrap().peak_threads = 2;
+    let f = super::efficiency::parallel_efficiency(r, &a);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].title.contains("reader count"), "{}", f[0].title);
+    assert!(!f[0].title.contains("is lock waits"), "{}", f[0].title);
+    // Readers that waited for writers: lock waits they are.
+    let waited = readers(2, "pthread_rwlock_rdlock", 0.8, 100, 1_000_000_000);
+    let mut waited = waited;
+    waited.states.as_mut().unwrap().peak_threads = 2;
+    let f = super::efficiency::parallel_efficiency(r, &waited);
+    assert!(f[0].title.contains("is lock waits"), "{}", f[0].title);
+}

@@ -86,6 +86,7 @@ fn detector(name: &str) -> Option<Detector> {
         "mostly_serial" => causes::mostly_serial,
         "rwlock_readers" => causes::rwlock_readers,
         "wakeup_storm" => causes::wakeup_storm,
+        "taking_turns" => causes::taking_turns,
         _ => return None,
     })
 }
