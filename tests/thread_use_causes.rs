@@ -2,8 +2,8 @@
 //! tests/cause_programs with a clean twin (the same program with other arguments) that must not
 //! get the finding: a thread per task (thread-churn), a mostly serial program whose workers are
 //! few or short (mostly-serial), readers of an uncontended rwlock (rwlock-reader-count),
-//! notify_all per item to 16 consumers (wakeup-storm), and CPython threads taking turns on the GIL
-//! (taking-turns). The causes are certain by construction (work, not timing), and the assertions
+//! notify_all per item to 16 consumers (wakeup-storm), and threads taking turns (taking-turns)
+//! on a condition variable passed around as a lock and, in CPython, on the GIL. The causes are certain by construction (work, not timing), and the assertions
 //! hold on a loaded 2-core machine: they check the finding and its names, never a duration.
 
 mod common;
@@ -157,6 +157,25 @@ fn notify_all_per_item_to_sixteen_consumers_is_a_wakeup_storm() {
     // The twin: notify_one.
     let twin = run_program("wakeup_storm.cpp", &["16", "40000", "one"]);
     none_of(&twin.report, &NEW_RULES, "wakeup_storm notify_one");
+}
+
+#[test]
+fn a_turn_passed_through_a_condition_variable_is_threads_taking_turns() {
+    let run = run_program("cond_lock.c", &["2", "25", "shared"]);
+    let f = finding(&run.report, "taking-turns");
+    check_stake(&run.report, f);
+    let t = text(f);
+    assert!(t.contains("only one of 2 threads"), "{f:#}");
+    assert!(t.contains("turn_cv"), "{f:#}");
+    assert!(t.contains("crunch") && t.contains("cond_lock.c"), "{f:#}");
+    none_of(
+        &run.report,
+        &["wakeup-storm", "thread-churn", "mostly-serial"],
+        "cond_lock",
+    );
+    // The twin: each thread passes the turn to itself, and they run side by side.
+    let twin = run_program("cond_lock.c", &["2", "25", "own"]);
+    none_of(&twin.report, &NEW_RULES, "cond_lock own");
 }
 
 #[test]

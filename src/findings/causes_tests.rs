@@ -467,3 +467,126 @@ fn parallel_efficiency_names_the_reader_count_not_lock_waits() {
     let f = super::efficiency::parallel_efficiency(r, &waited);
     assert!(f[0].title.contains("is lock waits"), "{}", f[0].title);
 }
+
+// ---- threads taking turns ----
+
+/// Threads 1..=n (indexes 1..=n; index 0 is main) that wake one another `waits` times on a
+/// condition variable, each on a CPU `exec_share` of a 1 s span and runnable `delay_share`.
+fn turning(n: usize, waits: u64, exec_share: f64, delay_share: f64) -> Analysis {
+    turning_for(WALL, n, waits, exec_share, delay_share)
+}
+
+/// The same, the threads living `life` of the 1 s run.
+fn turning_for(life: u64, n: usize, waits: u64, exec_share: f64, delay_share: f64) -> Analysis {
+    use crate::analysis::waitfor::{Edge, WaitFor};
+    use crate::profile::samples::WaitKind;
+    let member = |tid: u32| ThreadStates {
+        tid,
+        name: "w".into(),
+        life_ns: life,
+        kernel: Some(KernelFigures {
+            exec_ns: (exec_share * life as f64) as u64,
+            run_delay_ns: (delay_share * life as f64) as u64,
+            ..KernelFigures::default()
+        }),
+        ..ThreadStates::default()
+    };
+    let mut threads = vec![ThreadStates {
+        tid: 100,
+        main: true,
+        life_ns: WALL,
+        kernel: Some(KernelFigures::default()),
+        ..ThreadStates::default()
+    }];
+    threads.extend((1..=n as u32).map(member));
+    // A ring: each waits for the one before it.
+    let edges = (1..=n)
+        .map(|i| Edge {
+            waiter: i,
+            other: Some(if i == 1 { n } else { i - 1 }),
+            kind: Some(WaitKind::Condition),
+            object: 0x7000,
+            waits: waits / n as u64,
+            wait_ns: 1_000_000,
+            ..Edge::default()
+        })
+        .collect();
+    Analysis {
+        summary: Summary {
+            command: vec!["./turns".into()],
+            ..Summary::default()
+        },
+        states: Some(StateReport {
+            wall_ns: WALL,
+            cpus: 2,
+            threads,
+            ..StateReport::default()
+        }),
+        waitfor: Some(WaitFor {
+            edges,
+            ..WaitFor::default()
+        }),
+        ..Analysis::default()
+    }
+}
+
+#[test]
+fn taking_turns_when_threads_wake_one_another_and_want_one_cpu() {
+    let r = rule("taking-turns");
+    let f = taking_turns(r, &turning(2, 100, 0.5, 0.0));
+    assert_eq!(f.len(), 1, "{f:?}");
+    // 2 threads wanting 1 CPU for 1 s on 2 CPUs: half the span.
+    assert_eq!(f[0].stake_ns, Some(WALL / 2));
+    assert!(
+        f[0].title.contains("only one of 2 threads"),
+        "{}",
+        f[0].title
+    );
+    assert!(f[0].title.contains("0x7000"), "{}", f[0].title);
+    assert!(
+        f[0].remedy
+            .contains("stallscope bench --threads 1,2,4 ./turns")
+    );
+    // Four threads on 2 CPUs: the same.
+    let f = taking_turns(r, &turning(4, 100, 0.25, 0.0));
+    assert_eq!(f[0].stake_ns, Some(WALL / 2));
+    // The concurrency gate, with run-queue waits counted as wanting a CPU.
+    let max = r.param("max_concurrency");
+    assert!(!taking_turns(r, &turning(2, 100, 0.5, max / 2.0 - 0.5 - 0.01)).is_empty());
+    assert!(taking_turns(r, &turning(2, 100, 0.5, max / 2.0 - 0.5 + 0.01)).is_empty());
+}
+
+#[test]
+fn taking_turns_thresholds_on_the_stake() {
+    let r = rule("taking-turns");
+    // 2 threads taking turns for `life` of the run: the stake is half of it.
+    check_levels(r, |share| {
+        let life = (2.0 * share * WALL as f64) as u64;
+        severity(&taking_turns(r, &turning_for(life, 2, 100, 0.5, 0.0)))
+    });
+}
+
+#[test]
+fn taking_turns_needs_mutual_waits_and_working_threads() {
+    let r = rule("taking-turns");
+    let min = r.param("min_waits") as u64;
+    assert!(taking_turns(r, &turning(2, min - 2, 0.5, 0.0)).is_empty());
+    assert!(!taking_turns(r, &turning(2, min, 0.5, 0.0)).is_empty());
+    // Members that hardly run (a pool waiting for work).
+    let share = r.param("min_member_cpu_share");
+    assert!(taking_turns(r, &turning(2, 100, share * 0.9, 0.0)).is_empty());
+    // One-way waits (consumers waiting for a producer) are no turns.
+    let mut a = turning(2, 100, 0.5, 0.0);
+    a.waitfor.as_mut().unwrap().edges.truncate(1);
+    assert!(taking_turns(r, &a).is_empty());
+    // pthread mutexes are lock-contention's.
+    let mut a = turning(2, 100, 0.5, 0.0);
+    for e in &mut a.waitfor.as_mut().unwrap().edges {
+        e.kind = Some(crate::profile::samples::WaitKind::Lock);
+    }
+    assert!(taking_turns(r, &a).is_empty());
+    // One CPU: nothing to gain.
+    let mut a = turning(2, 100, 0.5, 0.0);
+    a.states.as_mut().unwrap().cpus = 1;
+    assert!(taking_turns(r, &a).is_empty());
+}

@@ -8,7 +8,7 @@
  * woken by the thread before it. Correct diagnosis: threads taking turns on `turn_cv`, about one
  * CPU wanted by N threads, work in `crunch` (cond_lock.c); remedy: hold it for less of the work.
  * With `own` as the third argument each thread has its own turn: the clean twin (parallel).
- * Usage: cond_lock [threads=2] [rounds=50] [shared|own] */
+ * Usage: cond_lock [threads=2] [rounds=25] [shared|own] */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +40,9 @@ static void give(struct turn *t, int me) {
     pthread_mutex_unlock(&t->mutex);
 }
 
-/* About 10 ms of arithmetic: a turn much longer than a preemption on a loaded machine. */
+/* About 50 ms of arithmetic: a turn much longer than a preemption on a loaded machine. */
 __attribute__((noinline)) static double crunch(double x) {
-    for (int k = 0; k < 4000000; k++) x = x * 1.0000001 + 1e-9;
+    for (int k = 0; k < 20000000; k++) x = x * 1.0000001 + 1e-9;
     return x;
 }
 
@@ -62,7 +62,7 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
-    rounds = argc > 2 ? atol(argv[2]) : 50;
+    rounds = argc > 2 ? atol(argv[2]) : 25;
     own = argc > 3 && strcmp(argv[3], "own") == 0;
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
