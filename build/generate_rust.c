@@ -108,6 +108,8 @@ static void format(void) {
            SS_STACK_MAX_FRAMES);
     printf("pub const BUILD_ID_MAX: usize = %u;\npub const PHASE_NAME_SIZE: usize = %u;\n", SS_BUILD_ID_MAX,
            SS_PHASE_NAME);
+    printf("pub const NOTIFY_SEQ_MASK: u16 = %u;\npub const NOTIFY_REWAIT: u16 = %u;\npub const NOTIFY_BROADCAST: u16 = %u;\n",
+           SS_NOTIFY_SEQ_MASK, SS_NOTIFY_REWAIT, SS_NOTIFY_BROADCAST);
     printf("pub const HEAP_LABEL_SIZE: usize = %u;\n\n", SS_HEAP_LABEL);
 
     static const char *fn_names[] = {

@@ -60,7 +60,7 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
     if (ss_futex_is_wake(cmd)) {
         long rc = real(SYS_futex, a1, a2, a3, a4, a5, a6);
         int saved = errno;
-        if (rc > 0) ss_note_waker(word, t->rec.tid);
+        if (rc > 0) ss_note_waker(word, t->rec.tid, 0);
         errno = saved;
         return rc;
     }

@@ -357,12 +357,19 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
 #define SS_COND_HOOK(t, m, wait_call)                                                                        \
     do {                                                                                                    \
         if (t->nheld != 0) ss_release_hold(t, m);                                                           \
+        /* no acquisition of the mutex since the last wait on `c` returned: woken for nothing */            \
+        int rewait_ = t->last_cond == (uintptr_t)c &&                                                       \
+                      SS_LOAD(t->locks[t->last_cond_slot].acquisitions) == t->last_cond_acquisitions;       \
         uint64_t stamp_ = ss_wait_cond_begin(c), start_ns_ = ss_mono_ns(); /* its waker (waitfor.c) */      \
         int rc_ = wait_call;                                                                                \
-        if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_ns_);                                            \
+        if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_ns_, rewait_);                                   \
+        t->last_cond = 0;                                                                                   \
         if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
             uint32_t slot_ = ss_count_acquisition(t, m, SS_LOCK_MUTEX);                                     \
             if (ss_take_timed_hold(t)) ss_hold_begin(t, m, slot_, ss_ticks());                              \
+            t->last_cond = rc_ == 0 ? (uintptr_t)c : 0; /* after a timeout: not a wake-up */                \
+            t->last_cond_slot = slot_;                                                                      \
+            t->last_cond_acquisitions = SS_LOAD(t->locks[slot_].acquisitions);                              \
         }                                                                                                   \
         return rc_;                                                                                         \
     } while (0)

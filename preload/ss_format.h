@@ -551,8 +551,20 @@ struct ss_wait {
                            woke it; join: the joined thread (0: unknown) */
     uint8_t kind;       /* enum ss_wait_kind */
     uint8_t lock_kind;  /* lock: enum ss_lock_kind; else 0 */
-    uint16_t reserved;
+    uint16_t notification; /* condition, semaphore: the notification that woke it, 0 when unknown
+                              (and in profiles written before 2026-11-25): the waker's sequence
+                              number modulo SS_NOTIFY_SEQ_MASK, from 1 (waits woken by one
+                              notification share it), plus SS_NOTIFY_BROADCAST when it was a
+                              pthread_cond_broadcast; condition: plus SS_NOTIFY_REWAIT when the
+                              thread began this wait without having released the mutex since its
+                              previous wait on the same condition variable returned (that wake-up
+                              found no work); lock, join: 0 */
 };
+
+/* struct ss_wait's notification: the sequence part and the flags. */
+#define SS_NOTIFY_SEQ_MASK 0x3fffu
+#define SS_NOTIFY_REWAIT 0x4000u
+#define SS_NOTIFY_BROADCAST 0x8000u
 
 /* The layouts are a contract with every profile written so far: a change here changes SS_VERSION.
  * The generated Rust constants carry the same sizes; these pin them on the C side. */

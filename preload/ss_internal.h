@@ -129,6 +129,12 @@ struct ss_thread {
     struct ss_phase_open *phases; /* open phases (phases.c), mapped on first use */
     uint32_t nphases;
     uint32_t holder_skip; /* releases with waiters to let pass before the next holder stack */
+    /* The condition variable the thread last returned from waiting on, and the count of its mutex's
+     * slot then (locks.c): a wait on it that begins with the count unchanged follows a wake-up
+     * after which the thread never released the mutex (it found no work: SS_NOTIFY_REWAIT). */
+    uintptr_t last_cond;
+    uint32_t last_cond_slot;
+    uint64_t last_cond_acquisitions;
     uint64_t cpu_base_ns; /* CPU time before the record began (the main thread's start-up) */
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
     int written; /* its serial is in the file (a record or samples): it is written on its own */
@@ -441,12 +447,12 @@ uint32_t ss_wait_owner(const void *lock, uint32_t kind);
 void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks);
 /* A condition variable's wait: the waker slot's stamp before, and the wait recorded after. */
 uint64_t ss_wait_cond_begin(const void *cond);
-void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns);
+void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns, int rewait);
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t);
 void ss_waitfor_init(void);
 /* Futex waits through syscall() (futex.c): a wake that woke someone stamps the word's waker slot;
  * a wait is recorded with the waker that stamped it meanwhile (woken: the call returned 0). */
-void ss_note_waker(const void *object, uint32_t tid);
+void ss_note_waker(const void *object, uint32_t tid, int broadcast);
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken);
 void ss_futex_init(void);
 /* The slot of a lock in the thread's table (locks.c), found or claimed. */

@@ -101,7 +101,8 @@ void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t
 
 #define SS_WAKER_SLOTS 1024u
 
-/* A slot: the object last woken through it, and the stamp (sequence << 32 | the waker's tid). */
+/* A slot: the object last woken through it, and the stamp (sequence << 32 | SS_STAMP_BROADCAST
+ * when it was a broadcast | the waker's tid: tids stay below 2^22, pid_max's limit). */
 struct ss_waker_slot {
     uint64_t object;
     uint64_t stamp;
@@ -114,39 +115,54 @@ static inline struct ss_waker_slot *ss_waker_slot(const void *object) {
     return &ss_wakers[((a >> 3) * 0x9E3779B97F4A7C15ull) >> 54];
 }
 
-SS_NOINLINE void ss_note_waker(const void *object, uint32_t tid) {
+#define SS_STAMP_BROADCAST 0x80000000u
+
+SS_NOINLINE void ss_note_waker(const void *object, uint32_t tid, int broadcast) {
     struct ss_waker_slot *s = ss_waker_slot(object);
     uint64_t seq = (SS_LOAD(s->stamp) >> 32) + 1;
     SS_STORE(s->object, (uint64_t)(uintptr_t)object);
-    __atomic_store_n(&s->stamp, seq << 32 | tid, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->stamp, seq << 32 | (broadcast ? SS_STAMP_BROADCAST : 0) | (tid & ~SS_STAMP_BROADCAST),
+                     __ATOMIC_RELEASE);
 }
 
 uint64_t ss_wait_cond_begin(const void *cond) {
     return __atomic_load_n(&ss_waker_slot(cond)->stamp, __ATOMIC_ACQUIRE);
 }
 
-/* The waker of a wait on `object` whose slot read `stamp` before it, or 0. */
-static uint32_t ss_waker_of(const void *object, uint64_t stamp) {
+/* The stamp of the notification that woke a wait on `object` whose slot read `stamp` before it,
+ * or 0. */
+static uint64_t ss_waker_of(const void *object, uint64_t stamp) {
     struct ss_waker_slot *s = ss_waker_slot(object);
     uint64_t now = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
     if (now >> 32 == stamp >> 32 || SS_LOAD(s->object) != (uint64_t)(uintptr_t)object) return 0;
-    return (uint32_t)now;
+    return now;
+}
+
+/* The wait's `notification` (ss_format.h): the waker's sequence number modulo SS_NOTIFY_SEQ_MASK,
+ * from 1, and SS_NOTIFY_BROADCAST; 0 when the waker is not known. */
+static uint16_t ss_notification(uint64_t now) {
+    if (!now) return 0;
+    uint16_t seq = (uint16_t)(((now >> 32) - 1) % SS_NOTIFY_SEQ_MASK + 1);
+    return (uint16_t)(seq | ((uint32_t)now & SS_STAMP_BROADCAST ? SS_NOTIFY_BROADCAST : 0));
 }
 
 static void ss_wait_woken(struct ss_thread *t, uint32_t kind, const void *object, uint64_t stamp,
-                          uint64_t start_ns) {
-    struct ss_wait w = {start_ns, ss_mono_ns(), (uintptr_t)object, ss_waker_of(object, stamp), (uint8_t)kind, 0, 0};
+                          uint64_t start_ns, uint16_t flags) {
+    uint64_t now = ss_waker_of(object, stamp);
+    struct ss_wait w = {start_ns,      ss_mono_ns(), (uintptr_t)object, (uint32_t)now & ~SS_STAMP_BROADCAST,
+                        (uint8_t)kind, 0,            (uint16_t)(ss_notification(now) | flags)};
     ss_wait_push(t, &w);
 }
 
-void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns) {
-    ss_wait_woken(t, SS_WAIT_CONDITION, cond, stamp, start_ns);
+void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns, int rewait) {
+    ss_wait_woken(t, SS_WAIT_CONDITION, cond, stamp, start_ns, rewait ? SS_NOTIFY_REWAIT : 0);
 }
 
 /* A futex wait (futex.c): woken by a FUTEX_WAKE on its word, the waker is named; a wait that
  * returned otherwise (a timeout, a value that had changed, a signal) names none. */
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken) {
-    struct ss_wait w = {start_ns, ss_mono_ns(), (uintptr_t)word, woken ? ss_waker_of(word, stamp) : 0,
+    uint64_t now = woken ? ss_waker_of(word, stamp) : 0;
+    struct ss_wait w = {start_ns, ss_mono_ns(), (uintptr_t)word, (uint32_t)now & ~SS_STAMP_BROADCAST,
                         SS_WAIT_FUTEX, SS_LOCK_FUTEX, 0};
     ss_wait_push(t, &w);
 }
@@ -177,14 +193,14 @@ static inline int ss_cond_has_waiters(pthread_cond_t *c) {
 SS_EXPORT int pthread_cond_signal(pthread_cond_t *c) {
     SS_REAL(ss_real_cond_signal, "pthread_cond_signal", "GLIBC_2.3.2");
     struct ss_thread *t = ss_self_known();
-    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid);
+    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid, 0);
     return ss_real_cond_signal(c);
 }
 
 SS_EXPORT int pthread_cond_broadcast(pthread_cond_t *c) {
     SS_REAL(ss_real_cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2");
     struct ss_thread *t = ss_self_known();
-    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid);
+    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid, 1);
     return ss_real_cond_broadcast(c);
 }
 
@@ -197,14 +213,14 @@ static inline uint64_t ss_sem_word(sem_t *s) {
 SS_EXPORT int sem_post(sem_t *s) {
     SS_REAL(ss_real_sem_post, "sem_post", NULL);
     struct ss_thread *t = ss_self_known();
-    if (t && sizeof(void *) == 8 && (ss_sem_word(s) >> 32) != 0) ss_note_waker(s, t->rec.tid);
+    if (t && sizeof(void *) == 8 && (ss_sem_word(s) >> 32) != 0) ss_note_waker(s, t->rec.tid, 0);
     return ss_real_sem_post(s);
 }
 
 static SS_NOINLINE int ss_sem_wait_slow(struct ss_thread *t, sem_t *s, const struct timespec *abstime) {
     uint64_t stamp = ss_wait_cond_begin(s), start = ss_mono_ns();
     int rc = abstime ? ss_real_sem_timedwait(s, abstime) : ss_real_sem_wait(s);
-    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, stamp, start);
+    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, stamp, start, 0);
     return rc;
 }
 

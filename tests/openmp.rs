@@ -48,7 +48,11 @@ fn ids(r: &Value) -> Vec<String> {
 }
 
 fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
-    r["findings"].as_array().unwrap().iter().find(|f| f["id"] == id)
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
 }
 
 /// No OpenMP wait may read as a lock inside the C library or as anonymous spinning in libgomp.
@@ -68,7 +72,12 @@ fn an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
     let regions = r["omp_regions"].as_array().expect("omp_regions");
     let region = regions
         .iter()
-        .find(|x| x["region"].as_str().unwrap().contains("imbalanced_static.c:20"))
+        .find(|x| {
+            x["region"]
+                .as_str()
+                .unwrap()
+                .contains("imbalanced_static.c:20")
+        })
         .unwrap_or_else(|| panic!("no region at the pragma's line: {regions:#?}"));
     assert_eq!(region["runs"], 10);
     assert_eq!(region["team"], 2.0);
@@ -79,10 +88,17 @@ fn an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
     let f = finding(&r, "omp-load-imbalance")
         .unwrap_or_else(|| panic!("no omp-load-imbalance: {:#}", r["findings"]));
     let title = f["title"].as_str().unwrap();
-    assert!(title.contains("parallel region in main at imbalanced_static.c:20"), "{title}");
+    assert!(
+        title.contains("parallel region in main at imbalanced_static.c:20"),
+        "{title}"
+    );
     assert!(f["stake_ns"].as_u64().unwrap() <= r["wall_ns"].as_u64().unwrap_or(u64::MAX));
     assert_no_libgomp_alarms(&r);
-    assert!(!ids(&r).contains(&"serial-section".to_string()), "{:#}", r["findings"]);
+    assert!(
+        !ids(&r).contains(&"serial-section".to_string()),
+        "{:#}",
+        r["findings"]
+    );
     // The waiting thread is idle at the barrier, not in a lock.
     let worker = r["threads"]
         .as_array()
@@ -105,7 +121,10 @@ fn a_named_critical_section_is_a_lock_named_at_the_users_line() {
         .find(|l| l["kind"] == "omp-critical")
         .unwrap_or_else(|| panic!("no critical section among the locks: {:#}", r["locks"]));
     assert_eq!(lock["runtime"]["object"], "critical section");
-    assert_eq!(lock["acquisitions"], 40000, "every acquisition counted: {lock:#}");
+    assert_eq!(
+        lock["acquisitions"], 40000,
+        "every acquisition counted: {lock:#}"
+    );
     assert!(lock["hold_ns"].as_u64().unwrap() > 0, "{lock:#}");
     assert_no_libgomp_alarms(&r);
     for f in r["findings"].as_array().unwrap() {

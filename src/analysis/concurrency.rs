@@ -173,12 +173,21 @@ pub struct Concurrency {
     /// Wall time with at least two threads wanting a CPU.
     pub parallel_ns: u64,
     pub serial: Vec<SerialSection>,
+    /// A run that ran in parallel too briefly for serial sections (under `parallel_share` or
+    /// `parallel_min_ns`): its stretches with one thread wanting a CPU, found as `serial` would
+    /// be (the mostly-serial finding reads them). Empty when `serial` applies.
+    pub lone: Vec<SerialSection>,
     pub imbalance: Option<Imbalance>,
 }
 
 impl Concurrency {
     pub fn serial_ns(&self) -> u64 {
         self.serial.iter().map(|s| s.end_ns - s.begin_ns).sum()
+    }
+
+    /// The summed length of the `lone` stretches.
+    pub fn lone_ns(&self) -> u64 {
+        self.lone.iter().map(|s| s.end_ns - s.begin_ns).sum()
     }
 
     pub fn wall_ns(&self) -> u64 {
@@ -348,16 +357,26 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
         peak_wanting: peak,
         parallel_ns,
         serial: Vec::new(),
+        lone: Vec::new(),
         imbalance: None,
         bins,
     };
     c.imbalance = imbalance(profile, states, th, wall, &exec, &delay, &last_exec, cpus);
-    c.serial = serial_sections(&c, profile, states, th, wall);
+    let parallel = c.parallel_ns;
+    if (parallel as f64) < th.parallel_share * wall as f64 || parallel < th.parallel_min_ns {
+        // A program that never runs in parallel (long enough) has no serial section; its
+        // stretches of one thread are the mostly-serial finding's.
+        c.lone = serial_sections(&c, states, th, wall);
+    } else {
+        c.serial = serial_sections(&c, states, th, wall);
+    }
     if let Some(im) = &c.imbalance {
         // The stretch where siblings had finished and one still ran is the imbalance's.
         let first = im.finish_ns.iter().copied().min().unwrap_or(im.last_end_ns);
-        c.serial
-            .retain(|s| s.end_ns <= first || s.begin_ns >= im.last_end_ns + c.bin_ns);
+        let outside =
+            |s: &SerialSection| s.end_ns <= first || s.begin_ns >= im.last_end_ns + c.bin_ns;
+        c.serial.retain(outside);
+        c.lone.retain(outside);
     }
     Some(c)
 }
@@ -379,18 +398,13 @@ fn smooth(bins: &[Bin], width: usize) -> Vec<Bin> {
         .collect()
 }
 
+/// The stretches of at least `min_section_ns` in which one thread wanted a CPU.
 fn serial_sections(
     c: &Concurrency,
-    profile: &Profile,
     states: &StateReport,
     th: &Thresholds,
     wall: u64,
 ) -> Vec<SerialSection> {
-    let parallel = c.parallel_ns;
-    if (parallel as f64) < th.parallel_share * wall as f64 || parallel < th.parallel_min_ns {
-        return Vec::new(); // a program that never runs in parallel has no serial section
-    }
-    let start = profile.process.start_mono_ns;
     // Threads alive in [b, e) that wait for input from outside meanwhile: the stretch is not
     // serial then (a server whose other threads wait for clients).
     let input_wait = |b: u64, e: u64| {
@@ -432,7 +446,6 @@ fn serial_sections(
                         best = Some((ti, f, w));
                     }
                 }
-                let _ = start;
                 out.push(SerialSection {
                     begin_ns: b,
                     end_ns: e,
@@ -443,7 +456,6 @@ fn serial_sections(
             _ => {}
         }
     }
-    let _ = profile;
     out
 }
 

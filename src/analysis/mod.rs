@@ -16,6 +16,7 @@ pub mod futex;
 pub mod locknames;
 pub mod phases;
 pub mod runtime;
+pub mod runtime_locks;
 pub mod sampled;
 pub mod sites;
 pub mod states;

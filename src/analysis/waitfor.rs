@@ -80,7 +80,7 @@ pub struct ObjectName {
     /// `log_mutex (log_fsync)`, `the lock initialised at open_account at named_locks.c:29`,
     /// or `0x55cc97d63080` as a last resort.
     pub name: String,
-    /// How it was named: `symbol`, `init-site` or `address`.
+    /// How it was named: `runtime` (runtime_locks.json), `symbol`, `init-site` or `address`.
     pub how: &'static str,
 }
 
@@ -437,9 +437,18 @@ pub(crate) fn name_objects(
     objects.sort_unstable();
     objects.dedup();
     let mut data = DataSymbols::new(&profile.modules);
+    let mut runtime = super::runtime_locks::RuntimeLocks::default();
     objects
         .into_iter()
         .map(|object| {
+            // A lock of a language runtime, by the data object holding it (runtime_locks.json).
+            if read_modules && let Some((lock, symbol)) = runtime.name(&profile.modules, object) {
+                return ObjectName {
+                    object,
+                    name: format!("{} in {symbol}", lock.words),
+                    how: "runtime",
+                };
+            }
             let by_symbol = if read_modules {
                 data.name(object)
             } else {

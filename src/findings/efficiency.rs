@@ -152,6 +152,16 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         return vec![];
     };
     let mut parts = e.parts.clone();
+    // Time in an rwlock's read side that never waited is the reader count's cache line moving
+    // between CPUs, not lock waits (the rwlock-reader-count finding).
+    let reader = super::causes::reader_count_lock_ns(a) as f64;
+    if reader > 0.0
+        && let Some(lock) = parts.iter_mut().find(|p| p.0 == Category::Lock.words())
+    {
+        let moved = reader.min(lock.1);
+        lock.1 -= moved;
+        parts.push((super::causes::READER_COUNT_WORDS, moved));
+    }
     parts.sort_by(|a, b| b.1.total_cmp(&a.1));
     let Some(&(cause_name, cause_ns)) = parts.first() else {
         return vec![];

@@ -4,6 +4,9 @@
 //! docs/FINDINGS.md); the detectors here turn a rule and an analysis into findings.
 
 mod alloc;
+mod causes;
+#[cfg(test)]
+mod causes_tests;
 mod contention;
 mod efficiency;
 pub mod openmp;
@@ -82,6 +85,11 @@ fn detector(name: &str) -> Option<Detector> {
         "waiting_for_cpu" => scaling::waiting_for_cpu,
         "page_faults" => scaling::page_faults,
         "arena_lock" => scaling::arena_lock,
+        "thread_churn" => causes::thread_churn,
+        "mostly_serial" => causes::mostly_serial,
+        "rwlock_readers" => causes::rwlock_readers,
+        "wakeup_storm" => causes::wakeup_storm,
+        "taking_turns" => causes::taking_turns,
         _ => return None,
     })
 }

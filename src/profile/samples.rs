@@ -2,8 +2,9 @@
 //! sampling ran, and the samples.
 
 use super::format::{
-    LockKind, SAMPLES_SIZE, SAMPLING_KNOWN, SAMPLING_NO_SIGNAL, SAMPLING_NO_TIMERS, SAMPLING_SIZE,
-    SCHED_POINT_SIZE, SCHED_SIZE, WAIT_SIZE, WAITS_SIZE,
+    LockKind, NOTIFY_BROADCAST, NOTIFY_REWAIT, NOTIFY_SEQ_MASK, SAMPLES_SIZE, SAMPLING_KNOWN,
+    SAMPLING_NO_SIGNAL, SAMPLING_NO_TIMERS, SAMPLING_SIZE, SCHED_POINT_SIZE, SCHED_SIZE, WAIT_SIZE,
+    WAITS_SIZE,
 };
 use super::reader::{Fields, ProfileError, err};
 
@@ -53,6 +54,30 @@ pub struct Wait {
     pub kind: WaitKind,
     /// Lock waits: the kind of lock.
     pub lock_kind: Option<LockKind>,
+    /// Condition and semaphore waits: the notification that woke it (waits woken by one
+    /// notification share it), None when unknown or in profiles written before 2026-11-25.
+    pub notification: Option<Notification>,
+    /// Condition waits: the thread began it without having released the mutex since its previous
+    /// wait on the same condition variable returned: that wake-up found no work.
+    pub rewait: bool,
+}
+
+/// The notification that ended a condition or semaphore wait: its sequence number (the low 15
+/// bits of the waker's) and whether it was a broadcast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Notification {
+    pub seq: u16,
+    pub broadcast: bool,
+}
+
+impl Notification {
+    fn from_field(v: u16) -> Option<Notification> {
+        let seq = v & NOTIFY_SEQ_MASK;
+        (seq != 0).then_some(Notification {
+            seq,
+            broadcast: v & NOTIFY_BROADCAST != 0,
+        })
+    }
 }
 
 /// Appends the waits of one WAITS record to `out` and adds its dropped count to `dropped`.
@@ -85,19 +110,29 @@ pub fn parse_waits(
         let object = f.u64();
         let other_tid = f.u32();
         let rest = f.take(4);
-        let (kind, lock_kind, reserved) =
+        let (kind, lock_kind, notification) =
             (rest[0], rest[1], u16::from_le_bytes([rest[2], rest[3]]));
         let kind = WaitKind::from_u32(kind.into());
         let lock_kind = (lock_kind != 0)
             .then(|| LockKind::from_u32(lock_kind.into()))
             .flatten();
+        // Only a woken wait names a notification, a broadcast only with its sequence number, and
+        // only a condition wait can follow a wake-up that found no work.
+        let broadcast_alone =
+            notification & NOTIFY_BROADCAST != 0 && notification & NOTIFY_SEQ_MASK == 0;
         let consistent = match kind {
-            Some(WaitKind::Lock) => lock_kind.is_some_and(|k| k != LockKind::Futex),
-            Some(WaitKind::Futex) => lock_kind == Some(LockKind::Futex),
-            Some(_) => rest[1] == 0,
+            Some(WaitKind::Lock) => {
+                lock_kind.is_some_and(|k| k != LockKind::Futex) && notification == 0
+            }
+            Some(WaitKind::Futex) => lock_kind == Some(LockKind::Futex) && notification == 0,
+            Some(WaitKind::Join) => rest[1] == 0 && notification == 0,
+            Some(WaitKind::Semaphore) => {
+                rest[1] == 0 && notification & (NOTIFY_BROADCAST | NOTIFY_REWAIT) == 0
+            }
+            Some(WaitKind::Condition) => rest[1] == 0 && !broadcast_alone,
             None => false,
         };
-        if !consistent || reserved != 0 || end_mono_ns < start_mono_ns {
+        if !consistent || end_mono_ns < start_mono_ns {
             return err(pos, "a wait of an unknown kind or with inconsistent fields");
         }
         out.push(Wait {
@@ -108,6 +143,8 @@ pub fn parse_waits(
             other_tid: (other_tid != 0).then_some(other_tid),
             kind: kind.expect("checked"),
             lock_kind,
+            notification: Notification::from_field(notification),
+            rewait: notification & NOTIFY_REWAIT != 0,
         });
     }
     Ok(())
@@ -253,6 +290,67 @@ mod tests {
             b.extend_from_slice(s);
         }
         b
+    }
+
+    /// A WAITS payload of one wait of `kind` (lock kind `lock_kind`) with `notification`.
+    fn wait_record(kind: u8, lock_kind: u8, notification: u16) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&7u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
+        for x in [100u64, 200, 0x5000] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        b.extend_from_slice(&42u32.to_le_bytes());
+        b.extend_from_slice(&[kind, lock_kind]);
+        b.extend_from_slice(&notification.to_le_bytes());
+        b
+    }
+
+    fn parse_one(kind: u8, lock_kind: u8, notification: u16) -> Option<Wait> {
+        let mut out = Vec::new();
+        let mut dropped = 0;
+        parse_waits(
+            &wait_record(kind, lock_kind, notification),
+            0,
+            &mut out,
+            &mut dropped,
+        )
+        .ok()?;
+        out.pop()
+    }
+
+    #[test]
+    fn waits_carry_the_notification_that_woke_them() {
+        let (condition, semaphore, lock, join) = (2, 3, 1, 4);
+        // Profiles before the field: 0, nothing known.
+        let w = parse_one(condition, 0, 0).unwrap();
+        assert_eq!((w.notification, w.rewait), (None, false));
+        let w = parse_one(condition, 0, 5 | NOTIFY_BROADCAST | NOTIFY_REWAIT).unwrap();
+        assert_eq!(
+            w.notification,
+            Some(Notification {
+                seq: 5,
+                broadcast: true
+            })
+        );
+        assert!(w.rewait);
+        // A wait after a futile wake-up whose own waker is not known.
+        let w = parse_one(condition, 0, NOTIFY_REWAIT).unwrap();
+        assert_eq!((w.notification, w.rewait), (None, true));
+        let w = parse_one(semaphore, 0, 9).unwrap();
+        assert_eq!(
+            w.notification.map(|n| (n.seq, n.broadcast)),
+            Some((9, false))
+        );
+        // Inconsistent: a broadcast without its sequence, a semaphore broadcast or re-wait, a
+        // lock or join with any notification.
+        assert!(parse_one(condition, 0, NOTIFY_BROADCAST).is_none());
+        assert!(parse_one(semaphore, 0, 9 | NOTIFY_BROADCAST).is_none());
+        assert!(parse_one(semaphore, 0, NOTIFY_REWAIT).is_none());
+        assert!(parse_one(lock, 1, 3).is_none());
+        assert!(parse_one(join, 0, 3).is_none());
+        assert!(parse_one(lock, 1, 0).is_some());
     }
 
     #[test]

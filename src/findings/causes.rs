@@ -1,0 +1,734 @@
+//! Findings about how a program uses its threads (issue 22): thread churn (a thread per task), a
+//! mostly serial program whose workers are few or short, and read-side rwlock contention (the
+//! shared reader count bouncing between CPUs). Each carries a stake, as the findings of
+//! `scaling.rs` do.
+
+use super::rules::Rule;
+use super::scaling::{speedup_words, with_stake};
+use super::{Finding, build};
+use crate::analysis::Analysis;
+use crate::analysis::states::{Category, StateReport, StateSite, ThreadStates};
+use crate::symbols::{Frame, qualified_name, user_frame};
+use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
+use std::collections::HashMap;
+
+fn frame_words(f: Option<&Frame>) -> String {
+    f.map_or_else(|| "an unknown frame".to_string(), Frame::display)
+}
+
+fn thread_words(t: &ThreadStates) -> String {
+    if t.main {
+        format!("the main thread [{}]", t.tid)
+    } else {
+        format!("thread {} [{}]", t.name, t.tid)
+    }
+}
+
+/// A frame's function without arguments or glibc's internal prefixes (`__pthread_create_2_1` is
+/// `pthread_create_2_1`, `__GI___pthread_rwlock_rdlock` is `pthread_rwlock_rdlock`).
+fn bare_function(f: &Frame) -> Option<&str> {
+    let q = qualified_name(f.function.as_deref()?);
+    let bare = q.split('(').next().unwrap_or(q);
+    Some(crate::analysis::states::public_libc_name(bare))
+}
+
+/// A thread's time on a CPU: the kernel's figure when the profile has it, else its samples'.
+fn cpu_of(t: &ThreadStates) -> u64 {
+    t.kernel.map_or_else(|| t.awake_ns(), |k| k.exec_ns)
+}
+
+// ---- thread churn ----
+
+/// The creating threads' CPU time inside a thread-creation function (by its CPU samples), per
+/// thread, and the user frame that created the most.
+fn creation_time(r: &StateReport, functions: &[String]) -> (Vec<u64>, Option<Frame>) {
+    let mut per_thread = vec![0u64; r.threads.len()];
+    let mut by_frame: HashMap<String, (Frame, u64)> = HashMap::new();
+    let mut is_creation: HashMap<u32, Option<Frame>> = HashMap::new();
+    for (ti, t) in r.threads.iter().enumerate() {
+        for &(_, w, shape) in &t.cpu_marks {
+            let frame = is_creation.entry(shape).or_insert_with(|| {
+                let s = r.stacks.get(shape as usize)?;
+                if s.category == Category::Profiler {
+                    return None;
+                }
+                let inside = s
+                    .frames
+                    .iter()
+                    .any(|f| bare_function(f).is_some_and(|n| functions.iter().any(|x| x == n)));
+                inside.then(|| s.frames[user_frame(&s.frames)].clone())
+            });
+            if let Some(f) = frame {
+                per_thread[ti] += w;
+                by_frame
+                    .entry(f.display())
+                    .or_insert_with(|| (f.clone(), 0))
+                    .1 += w;
+            }
+        }
+    }
+    let top = by_frame
+        .into_values()
+        .max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| b.0.display().cmp(&a.0.display()))
+        })
+        .map(|x| x.0);
+    (per_thread, top)
+}
+
+pub fn thread_churn(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let s = &a.summary;
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let wall = r.wall_ns.max(s.wall_ns).max(1);
+    let others = s.threads.iter().filter(|t| !t.main);
+    let created: u64 = others.clone().map(|t| t.folded.unwrap_or(1) as u64).sum();
+    let lives: u64 = others.map(|t| t.wall_ns).sum();
+    let rate = created as f64 / (wall as f64 / 1e9);
+    let mean_life = lives as f64 / created.max(1) as f64;
+    if (created as f64) < rule.param("min_threads")
+        || rate < rule.param("min_threads_per_s")
+        || mean_life > rule.param("max_mean_life_ns")
+    {
+        return vec![];
+    }
+    let (per_thread, frame) = creation_time(r, &rule.param_strings("create_functions"));
+    let creation: u64 = per_thread.iter().sum();
+    let creators = per_thread.iter().filter(|&&ns| ns > 0).count() as u64;
+    let width = creators.clamp(1, r.cpus.max(1) as u64);
+    // Creating the threads is work a pool does once: the creators' time in it is what a pool
+    // saves at least (their start, exit and stack mappings come on top, not counted).
+    let stake = (creation / width).min(wall);
+    let Some(severity) = rule.severity_of(ratio(stake, wall)) else {
+        return vec![];
+    };
+    let frame = frame_words(frame.as_ref());
+    let evidence = vec![
+        format!(
+            "{} threads created in {} ({} a second), each living {} on average ({} in all)",
+            fmt_count(created),
+            fmt_ns(wall as f64),
+            fmt_count(rate as u64),
+            fmt_ns(mean_life),
+            fmt_ns(lives as f64)
+        ),
+        format!(
+            "creating them took {} of CPU time in pthread_create ({} per thread, {} of the wall time), from {}",
+            fmt_ns(creation as f64),
+            fmt_ns(creation as f64 / created.max(1) as f64),
+            fmt_pct(ratio(creation, wall)),
+            frame
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("count", fmt_count(created)),
+            ("rate", fmt_count(rate as u64)),
+            ("life", fmt_ns(mean_life)),
+            ("user_frame", frame),
+            ("speedup", speedup_words(wall, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+// ---- a mostly serial program ----
+
+pub fn mostly_serial(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let (Some(r), Some(c)) = (a.states.as_ref(), a.concurrency.as_ref()) else {
+        return vec![];
+    };
+    // The serial work: the CPU time of the thread that ran each stretch, in it (a stretch with
+    // one thread wanting a CPU now and then, while the others wait for I/O, is no serial work).
+    let lone: u64 = c
+        .lone
+        .iter()
+        .filter_map(|s| {
+            let (all, own) = r.cpu_in(s.thread?, s.begin_ns, s.end_ns);
+            Some(all.saturating_sub(own))
+        })
+        .sum();
+    if c.cpus < 2 || lone < rule.param("min_serial_ns") as u64 {
+        return vec![];
+    }
+    let longest = c
+        .lone
+        .iter()
+        .max_by_key(|s| s.end_ns - s.begin_ns)
+        .expect("lone > 0");
+    // The threads the user asked for: threads other than the one that ran alone that computed
+    // at least a little (a pool that never got work, or one helper, is no sign of intent).
+    let min_cpu = rule.param("min_worker_cpu_ns") as u64;
+    let workers: Vec<&ThreadStates> = r
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|&(i, t)| Some(i) != longest.thread && t.folded.is_none() && cpu_of(t) >= min_cpu)
+        .map(|x| x.1)
+        .collect();
+    let worker_cpu: u64 = workers.iter().map(|t| cpu_of(t)).sum();
+    // Few or short: the others' work is small beside the lone thread's (threads that ran as
+    // much, one after the other, take turns: another finding).
+    if (workers.len() as f64) < rule.param("min_workers")
+        || worker_cpu as f64 > rule.param("max_worker_cpu_of_serial") * lone as f64
+    {
+        return vec![];
+    }
+    let width = (workers.len() as u64).min(c.cpus as u64).max(2) as f64;
+    let stake = (lone as f64 * (1.0 - 1.0 / width)) as u64;
+    let wall = r.wall_ns.max(1);
+    let Some(severity) = rule.severity_of(ratio(stake, wall)) else {
+        return vec![];
+    };
+    let thread = longest
+        .thread
+        .and_then(|i| r.threads.get(i))
+        .map_or_else(|| "one thread".to_string(), thread_words);
+    let frame = frame_words(longest.user_frame.as_ref());
+    let evidence = vec![
+        format!(
+            "one thread ran alone for {} ({} of the wall time, in {} stretch(es)); the longest stretch: {} to {}, {} running {}",
+            fmt_ns(lone as f64),
+            fmt_pct(ratio(lone, wall)),
+            c.lone.len(),
+            fmt_ns(longest.begin_ns as f64),
+            fmt_ns(longest.end_ns as f64),
+            thread,
+            frame
+        ),
+        format!(
+            "{} other threads ran {} of CPU time in all ({} of the wall time); at least 2 threads wanted a CPU for {} ({} CPUs)",
+            workers.len(),
+            fmt_ns(worker_cpu as f64),
+            fmt_pct(ratio(worker_cpu, wall)),
+            fmt_ns(c.parallel_ns as f64),
+            c.cpus
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("share", fmt_pct(ratio(lone, wall))),
+            ("thread", thread),
+            ("user_frame", frame),
+            ("workers", workers.len().to_string()),
+            ("speedup", speedup_words(wall, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+// ---- read-side rwlock contention ----
+
+pub fn rwlock_readers(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let functions = rule.param_strings("read_functions");
+    let in_read_side = |s: &StateSite| {
+        matches!(s.category, Category::Lock | Category::Atomic)
+            && functions.iter().any(|f| *f == s.function())
+    };
+    let mut ns = 0u64;
+    let mut samples = 0u64;
+    let mut threads = 0usize;
+    let mut seen = 0u64;
+    let mut best: Option<&StateSite> = None;
+    for t in &r.threads {
+        let mine: Vec<&StateSite> = t.sites.iter().filter(|s| in_read_side(s)).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        threads += 1;
+        seen += t.sampled_ns();
+        for s in mine {
+            ns += s.ns;
+            samples += s.samples;
+            if best.is_none_or(|b| s.ns > b.ns) {
+                best = Some(s);
+            }
+        }
+    }
+    if r.cpus < 2
+        || (threads as f64) < rule.param("min_threads")
+        || (samples as f64) < rule.param("min_samples")
+    {
+        return vec![];
+    }
+    // The read locks' own figures: hardly any wait, so the time is not waiting for a writer.
+    let reads: Vec<_> = a
+        .summary
+        .locks
+        .iter()
+        .filter(|l| l.kind == "rwlock-read")
+        .collect();
+    let Some(top) = reads.iter().max_by_key(|l| l.acquisitions) else {
+        return vec![];
+    };
+    let wait: u64 = reads.iter().map(|l| l.wait_ns).sum();
+    let acquisitions: u64 = reads.iter().map(|l| l.acquisitions).sum();
+    let contended: u64 = reads.iter().map(|l| l.contended).sum();
+    if wait as f64 > rule.param("max_wait_share") * ns as f64 {
+        return vec![];
+    }
+    let share = ratio(ns, seen);
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    let frame = frame_words(best.and_then(|b| b.user_frame()));
+    let lock = a.object_name(top.address);
+    let width = (threads as u64).min(r.cpus as u64).max(1);
+    let stake = (ns / width).min(r.wall_ns);
+    let evidence = vec![
+        format!(
+            "{} threads spent {} ({} of their sampled time) inside the read side of rwlocks, mostly in {} from {}",
+            threads,
+            fmt_ns(ns as f64),
+            fmt_pct(share),
+            best.map_or_else(|| "?".to_string(), StateSite::function),
+            frame
+        ),
+        format!(
+            "{} read acquisitions of {} ({} in all), {} contended, {} of waiting: the time is not spent waiting for a writer",
+            fmt_count(top.acquisitions),
+            lock,
+            fmt_count(acquisitions),
+            fmt_count(contended),
+            fmt_ns(wait as f64)
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("share", fmt_pct(share)),
+            ("lock", lock),
+            ("user_frame", frame),
+            ("speedup", speedup_words(r.wall_ns, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+// ---- wake-up storms ----
+
+/// What the waits on one condition variable say about its broadcasts.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Storm {
+    pub object: u64,
+    /// Waits ended by a broadcast, the broadcasts that ended them (those their waiters saw: a
+    /// lower bound), and the wake-ups after which the thread waited on the object again without
+    /// releasing the mutex (it found no work).
+    pub woken: u64,
+    pub broadcasts: u64,
+    pub futile: u64,
+    /// Threads woken by the broadcasts, and the tids of the threads that broadcast.
+    pub waiters: Vec<u32>,
+    pub wakers: Vec<u32>,
+}
+
+impl Storm {
+    pub fn futile_share(&self) -> f64 {
+        ratio(self.futile, self.woken)
+    }
+
+    /// Wake-ups per wake-up that found work.
+    pub fn per_useful(&self) -> f64 {
+        self.woken as f64 / self.woken.saturating_sub(self.futile).max(1) as f64
+    }
+}
+
+/// The condition variables woken by broadcasts, from the recorded waits, most woken first.
+pub(super) fn storms(a: &Analysis) -> Vec<Storm> {
+    use crate::profile::samples::WaitKind;
+    use std::collections::{BTreeMap, HashSet};
+    let p = &a.profile;
+    let tid_of: HashMap<u32, u32> = a
+        .states
+        .iter()
+        .flat_map(|r| r.threads.iter())
+        .map(|t| (t.serial, t.tid))
+        .collect();
+    // Per (object, waiting thread): its condition waits in time order.
+    let mut by_waiter: BTreeMap<(u64, u32), Vec<&crate::profile::samples::Wait>> = BTreeMap::new();
+    for w in p
+        .waits
+        .iter()
+        .filter(|w| w.kind == WaitKind::Condition && w.object != 0)
+    {
+        by_waiter.entry((w.object, w.serial)).or_default().push(w);
+    }
+    let mut out: BTreeMap<u64, (Storm, HashSet<(u16, u32)>)> = BTreeMap::new();
+    for ((object, serial), mut waits) in by_waiter {
+        waits.sort_by_key(|w| w.start_mono_ns);
+        for (i, w) in waits.iter().enumerate() {
+            let Some(n) = w.notification.filter(|n| n.broadcast) else {
+                continue;
+            };
+            let (s, seen) = out.entry(object).or_insert_with(|| {
+                (
+                    Storm {
+                        object,
+                        ..Storm::default()
+                    },
+                    HashSet::new(),
+                )
+            });
+            s.woken += 1;
+            let waker = w.other_tid.unwrap_or(0);
+            if seen.insert((n.seq, waker)) {
+                s.broadcasts += 1;
+            }
+            if !s.wakers.contains(&waker) && waker != 0 {
+                s.wakers.push(waker);
+            }
+            let tid = tid_of.get(&serial).copied().unwrap_or(0);
+            if !s.waiters.contains(&tid) {
+                s.waiters.push(tid);
+            }
+            if waits.get(i + 1).is_some_and(|next| next.rewait) {
+                s.futile += 1;
+            }
+        }
+    }
+    let mut v: Vec<Storm> = out.into_values().map(|x| x.0).collect();
+    v.sort_by(|a, b| b.woken.cmp(&a.woken).then(a.object.cmp(&b.object)));
+    v
+}
+
+/// CPU time (by CPU samples) of the threads with tids in `tids` inside any of `functions`, and
+/// the user frame with the most of it.
+fn cpu_inside(r: &StateReport, tids: &[u32], functions: &[String]) -> (u64, Option<Frame>) {
+    let mut total = 0;
+    let mut by_frame: HashMap<String, (Frame, u64)> = HashMap::new();
+    let mut inside: HashMap<u32, Option<Frame>> = HashMap::new();
+    for t in r.threads.iter().filter(|t| tids.contains(&t.tid)) {
+        for &(_, w, shape) in &t.cpu_marks {
+            let frame = inside.entry(shape).or_insert_with(|| {
+                let s = r.stacks.get(shape as usize)?;
+                let hit = s.category != Category::Profiler
+                    && s.frames.iter().any(|f| {
+                        bare_function(f).is_some_and(|n| functions.iter().any(|x| x == n))
+                    });
+                hit.then(|| s.frames[user_frame(&s.frames)].clone())
+            });
+            if let Some(f) = frame {
+                total += w;
+                by_frame
+                    .entry(f.display())
+                    .or_insert_with(|| (f.clone(), 0))
+                    .1 += w;
+            }
+        }
+    }
+    let top = by_frame
+        .into_values()
+        .max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| b.0.display().cmp(&a.0.display()))
+        })
+        .map(|x| x.0);
+    (total, top)
+}
+
+pub fn wakeup_storm(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let Some(s) = storms(a).into_iter().find(|s| {
+        s.woken as f64 >= rule.param("min_wakeups")
+            && s.woken as f64 >= rule.param("min_woken_per_broadcast") * s.broadcasts as f64
+            && s.per_useful() >= rule.param("min_per_useful")
+    }) else {
+        return vec![];
+    };
+    let f = s.futile_share();
+    let (notify_cpu, waker_frame) =
+        cpu_inside(r, &s.wakers, &rule.param_strings("notify_functions"));
+    let (wait_cpu, waiter_frame) = cpu_inside(r, &s.waiters, &rule.param_strings("wait_functions"));
+    // What the futile wake-ups cost the threads that broadcast: their time inside the broadcast
+    // (the kernel wakes every waiter) and waiting for the mutex the woken threads take one after
+    // the other. The woken threads' own time (in the evidence) is taken from the CPUs, not
+    // counted: the broadcasting thread is what the others wait for.
+    let wakers: Vec<&ThreadStates> = r
+        .threads
+        .iter()
+        .filter(|t| s.wakers.contains(&t.tid))
+        .collect();
+    let waker_lock: u64 = wakers.iter().map(|t| t.ns[Category::Lock.index()]).sum();
+    let waker_life: u64 = wakers.iter().map(|t| t.life_ns).sum();
+    let wall = r.wall_ns.max(1);
+    let stake = ((f * (notify_cpu + waker_lock) as f64) as u64)
+        .min(waker_life)
+        .min(wall);
+    let Some(severity) = rule.severity_of(ratio(stake, wall)) else {
+        return vec![];
+    };
+    let object = a.object_name(s.object);
+    let waker = frame_words(waker_frame.as_ref());
+    let waiter = frame_words(waiter_frame.as_ref());
+    let per_broadcast = s.woken as f64 / s.broadcasts.max(1) as f64;
+    let evidence = vec![
+        format!(
+            "broadcasts woke {} waits of {} threads (at least {} broadcasts, up to {:.1} threads each); {} of the wake-ups ({}) found no work: the thread waited again without releasing the mutex; {:.1} wake-ups per useful one",
+            fmt_count(s.woken),
+            s.waiters.len(),
+            fmt_count(s.broadcasts),
+            per_broadcast,
+            fmt_count(s.futile),
+            fmt_pct(f),
+            s.per_useful()
+        ),
+        format!(
+            "broadcast from {waker}: {} of CPU time inside pthread_cond_broadcast and {} waiting for locks; the woken threads, waiting in {waiter}: {} of CPU time inside the wait",
+            fmt_ns(notify_cpu as f64),
+            fmt_ns(waker_lock as f64),
+            fmt_ns(wait_cpu as f64)
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("object", object),
+            ("per_useful", format!("{:.1}", s.per_useful())),
+            ("threads", s.waiters.len().to_string()),
+            ("waker", waker),
+            ("waiter", waiter),
+            ("speedup", speedup_words(wall, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
+}
+
+// ---- threads taking turns ----
+
+/// Threads that take turns on one object: each waited on it for another of them and was waited
+/// for by another (a condition variable or semaphore passed around as a lock, CPython's GIL).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Turns {
+    pub object: u64,
+    /// Indexes into the thread lists, and their waits for one another on the object.
+    pub members: Vec<usize>,
+    pub waits: u64,
+    pub wait_ns: u64,
+}
+
+pub(super) fn turns(a: &Analysis) -> Vec<Turns> {
+    use crate::profile::samples::WaitKind;
+    let Some(w) = a.waitfor.as_ref() else {
+        return vec![];
+    };
+    let mut objects: Vec<u64> = w
+        .edges
+        .iter()
+        .filter(|e| matches!(e.kind, Some(WaitKind::Condition | WaitKind::Semaphore)))
+        .map(|e| e.object)
+        .filter(|&o| o != 0)
+        .collect();
+    objects.sort_unstable();
+    objects.dedup();
+    let mut out = Vec::new();
+    for object in objects {
+        let edges: Vec<_> = w
+            .edges
+            .iter()
+            .filter(|e| {
+                e.object == object
+                    && matches!(e.kind, Some(WaitKind::Condition | WaitKind::Semaphore))
+                    && e.other.is_some_and(|o| o != e.waiter)
+            })
+            .collect();
+        let waited: Vec<usize> = edges.iter().map(|e| e.waiter).collect();
+        let woke: Vec<usize> = edges.iter().filter_map(|e| e.other).collect();
+        let mut members: Vec<usize> = waited
+            .iter()
+            .copied()
+            .filter(|i| woke.contains(i))
+            .collect();
+        members.sort_unstable();
+        members.dedup();
+        if members.len() < 2 {
+            continue;
+        }
+        let among = edges.iter().filter(|e| {
+            members.contains(&e.waiter) && e.other.is_some_and(|o| members.contains(&o))
+        });
+        let (waits, wait_ns) = among.fold((0, 0), |acc, e| (acc.0 + e.waits, acc.1 + e.wait_ns));
+        out.push(Turns {
+            object,
+            members,
+            waits,
+            wait_ns,
+        });
+    }
+    out.sort_by(|a, b| b.waits.cmp(&a.waits).then(a.object.cmp(&b.object)));
+    out
+}
+
+pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    if r.cpus < 2 {
+        return vec![];
+    }
+    for t in turns(a) {
+        if (t.waits as f64) < rule.param("min_waits") {
+            continue;
+        }
+        let Some(all) = t
+            .members
+            .iter()
+            .map(|&i| r.threads.get(i).filter(|m| m.kernel.is_some()))
+            .collect::<Option<Vec<&ThreadStates>>>()
+        else {
+            continue;
+        };
+        // Their time together: the longest life among them (they wait for one another, so they
+        // live at the same time).
+        let span = all.iter().map(|m| m.life_ns).max().unwrap_or(0);
+        if span < rule.param("min_span_ns") as u64 {
+            continue;
+        }
+        // The ones that work (run a fair share of the span; a main thread that only started
+        // them and waits is no member) ...
+        let exec = |m: &ThreadStates| m.kernel.map_or(0, |k| k.exec_ns);
+        let members: Vec<&ThreadStates> = all
+            .into_iter()
+            .filter(|m| exec(m) as f64 >= rule.param("min_member_cpu_share") * span as f64)
+            .collect();
+        if members.len() < 2 {
+            continue;
+        }
+        // ... yet together want about one CPU: on a CPU or waiting for one, never blocked all at
+        // once and never running all at once.
+        let wanted: u64 = members
+            .iter()
+            .filter_map(|m| m.kernel)
+            .map(|k| k.exec_ns + k.run_delay_ns)
+            .sum();
+        let concurrency = ratio(wanted, span);
+        if concurrency > rule.param("max_concurrency") {
+            continue;
+        }
+        let n = members.len() as u64;
+        let width = n.min(r.cpus as u64) as f64;
+        // Running side by side, their wanted time would spread over min(N, CPUs).
+        let stake = ((span as f64 - wanted as f64 / width).max(0.0) as u64).min(r.wall_ns);
+        let Some(severity) = rule.severity_of(ratio(stake, r.wall_ns.max(1))) else {
+            continue;
+        };
+        let object = a.object_name(t.object);
+        let runtime = crate::analysis::runtime_locks::table()
+            .iter()
+            .find(|l| object.starts_with(&l.words));
+        let runtime_remedy = runtime
+            .and_then(|l| {
+                rule.params
+                    .get("runtime_remedies")?
+                    .get(&l.runtime)?
+                    .as_str()
+            })
+            .unwrap_or("")
+            .to_string();
+        let busiest = t
+            .members
+            .iter()
+            .copied()
+            .max_by_key(|&i| r.threads.get(i).map_or(0, exec));
+        let frame = frame_words(
+            busiest
+                .and_then(|i| r.top_user_frame(i, 0, u64::MAX))
+                .map(|x| x.0)
+                .as_ref(),
+        );
+        let names: Vec<String> = members.iter().take(4).map(|m| thread_words(m)).collect();
+        let evidence = vec![
+            format!(
+                "{} threads ({}{}) waited for one another on {} {} times ({} in all), each woken by another of them",
+                n,
+                names.join(", "),
+                if members.len() > 4 { ", ..." } else { "" },
+                object,
+                fmt_count(t.waits),
+                fmt_ns(t.wait_ns as f64)
+            ),
+            format!(
+                "together they wanted {:.2} CPUs (on a CPU or runnable: {} over {}) on {} CPUs, each running at least {} of the time, mostly in {}",
+                concurrency,
+                fmt_ns(wanted as f64),
+                fmt_ns(span as f64),
+                r.cpus,
+                fmt_pct(rule.param("min_member_cpu_share")),
+                frame
+            ),
+        ];
+        let f = build(
+            rule,
+            a,
+            severity,
+            &[
+                ("count", n.to_string()),
+                ("object", object),
+                ("concurrency", format!("{concurrency:.2}")),
+                ("user_frame", frame),
+                ("runtime_remedy", runtime_remedy),
+                ("speedup", speedup_words(r.wall_ns, stake)),
+            ],
+            evidence,
+        );
+        return vec![with_stake(f, a, stake)];
+    }
+    vec![]
+}
+
+/// Words for the read side of rwlocks in the parallel-efficiency finding's parts.
+pub(super) const READER_COUNT_WORDS: &str =
+    "the read side of rwlocks (their shared reader count bouncing between CPUs, not lock waits)";
+
+/// The threads' sampled lock-state time in the read side of rwlocks whose read locks hardly
+/// waited (the `rwlock-reader-count` rule's functions and wait gate), or 0: the part of "lock
+/// waits" that is no wait.
+pub(super) fn reader_count_lock_ns(a: &Analysis) -> u64 {
+    let (Some(r), Some(rule)) = (
+        a.states.as_ref(),
+        super::rules::rules()
+            .iter()
+            .find(|r| r.detector == "rwlock_readers"),
+    ) else {
+        return 0;
+    };
+    let functions = rule.param_strings("read_functions");
+    let ns: u64 = r
+        .threads
+        .iter()
+        .flat_map(|t| t.sites.iter())
+        .filter(|s| s.category == Category::Lock && functions.iter().any(|f| *f == s.function()))
+        .map(|s| s.ns)
+        .sum();
+    let wait: u64 = a
+        .summary
+        .locks
+        .iter()
+        .filter(|l| l.kind == "rwlock-read")
+        .map(|l| l.wait_ns)
+        .sum();
+    if wait as f64 > rule.param("max_wait_share") * ns as f64 {
+        return 0;
+    }
+    ns
+}
