@@ -63,6 +63,7 @@ fn churn(threads: u32, life_ns: u64, creation_share: f64) -> Analysis {
                     frame(Some("spawn_tasks"), Some(("spawn.c", 23)), "/bin/spawner"),
                 ],
                 on_cpu: true,
+                in_io_call: false,
             }],
             threads: vec![ThreadStates {
                 tid: 1,
@@ -167,6 +168,7 @@ fn serial(lone_ns: u64, workers: u32, worker_cpu: u64, cpus: u32) -> Analysis {
                 category: Category::Compute,
                 frames: vec![frame(Some("prepare"), Some(("prep.c", 30)), "/bin/prep")],
                 on_cpu: true,
+                in_io_call: false,
             }],
             ..StateReport::default()
         }),
@@ -393,6 +395,7 @@ fn storm(waiters: u32, useful: u32, broadcasts: u64, notify_ns: u64, lock_ns: u6
                     frame(Some("put_item"), Some(("queue.cpp", 39)), "/bin/queue"),
                 ],
                 on_cpu: true,
+                in_io_call: false,
             }],
             ..StateReport::default()
         }),
