@@ -268,6 +268,24 @@ static void ss_note_in_index(const char *path) {
     close(fd);
 }
 
+/* A line `stallscope run` shows after the run (its index: "PID PPID #note TEXT"). Only system
+ * calls: it may run in a vfork child. */
+void ss_note_unprofiled(const char *text) {
+    if (!ss_config.index[0]) return;
+    int fd = open(ss_config.index, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return;
+    char line[1400];
+    struct ss_str s = {line, 0, sizeof line - 1};
+    ss_str_u64(&s, (uint64_t)getpid());
+    ss_str_cat(&s, " ");
+    ss_str_u64(&s, (uint64_t)ss_parent_pid);
+    ss_str_cat(&s, " #note ");
+    ss_str_cat(&s, text);
+    line[s.len++] = '\n';
+    ss_write_all(fd, line, s.len);
+    close(fd);
+}
+
 /* Creates the profile file exclusively, never overwriting, and writes its header; returns its
  * descriptor (in the calling thread's table) or -1. */
 static int ss_create_profile(void) {
