@@ -283,8 +283,8 @@ struct ss_fn_stats {
 
 struct ss_lock_stats {
     uint64_t address;
-    uint32_t kind; /* enum ss_lock_kind */
-    uint32_t reserved;
+    uint32_t kind;    /* enum ss_lock_kind */
+    uint32_t threads; /* in a FOLDED record: how many of the group's threads took it; else 0 */
     uint64_t acquisitions;
     uint64_t contended; /* acquisitions that had to wait */
     uint64_t wait_ticks;
@@ -509,10 +509,11 @@ struct ss_cross_frees_entry {
  * summed per thread name: struct ss_folded_record, then a thread record (struct
  * ss_thread_record: the group's own serial, tid 0, flags ENDED plus the union of the threads'
  * other flags, the name, the first start and the last end, the summed counters) and its nlocks
- * struct ss_lock_stats. Samples of the folded threads are written under the group's serial. */
+ * struct ss_lock_stats, each with how many of the group's threads took that lock (so counts of
+ * distinct threads survive folding). Samples of the folded threads are written under the group's serial. */
 struct ss_folded_record {
-    uint32_t threads; /* how many threads the group holds */
-    uint32_t reserved;
+    uint32_t threads;    /* how many threads the group holds */
+    uint32_t allocating; /* how many of them called the allocator */
     uint64_t life_ns; /* their lives, summed */
 };
 

@@ -26,6 +26,8 @@ pub struct ThreadSummary {
     pub lock_wait_ns: u64,
     /// How many short threads the row stands for, when they were folded into one group.
     pub folded: Option<u32>,
+    /// How many of the threads the row stands for called the allocator (0 or 1 for a thread).
+    pub allocating: u64,
     /// The thread blocked the sampling signal: its states came from the kernel's CPU clock.
     pub signal_blocked: bool,
 }
@@ -182,6 +184,10 @@ impl Summary {
             .iter()
             .map(|t| t.folded.map_or(1, u64::from))
             .sum()
+    }
+    /// Threads that called the allocator, each thread of a folded group counted.
+    pub fn allocating_thread_count(&self) -> u64 {
+        self.threads.iter().map(|t| t.allocating).sum()
     }
     /// Calls of every allocator function, frees included.
     pub fn alloc_calls(&self) -> u64 {
@@ -342,6 +348,10 @@ pub fn summarize(p: &Profile) -> Summary {
                     .map(|(_, f)| f.calls)),
                 lock_wait_ns: p.ticks_to_ns(t.lock_wait_ticks),
                 folded: t.folded.map(|f| f.threads),
+                allocating: match t.folded {
+                    Some(f) => u64::from(f.allocating),
+                    None => u64::from(t.fns.iter().any(|f| f.calls > 0)),
+                },
                 signal_blocked: t.flags & THREAD_SIGNAL_BLOCKED != 0,
             }
         })
@@ -470,7 +480,7 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     x.wait_ns = x.wait_ns.saturating_add(wait_ns);
                     x.max_wait_ns = x.max_wait_ns.max(max_wait_ns);
                     x.hold_ns = x.hold_ns.saturating_add(hold_ns);
-                    x.threads += 1;
+                    x.threads += l.threads as usize;
                 }
                 None => locks.push(LockSummary {
                     address: l.address,
@@ -480,7 +490,7 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     wait_ns,
                     max_wait_ns,
                     hold_ns,
-                    threads: 1,
+                    threads: l.threads as usize,
                     sites: Vec::new(),
                     holder_sites: Vec::new(),
                 }),

@@ -71,6 +71,8 @@ impl FnStats {
 pub struct LockStats {
     pub address: u64,
     pub kind: LockKind,
+    /// How many threads took it: 1 for a thread's own record, the count for a folded group.
+    pub threads: u32,
     pub acquisitions: u64,
     pub contended: u64,
     pub wait_ticks: u64,
@@ -102,6 +104,8 @@ pub struct ThreadStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Folded {
     pub threads: u32,
+    /// How many of them called the allocator (0 in profiles written before the count).
+    pub allocating: u32,
     /// Their lives, summed.
     pub life_ns: u64,
 }
