@@ -128,8 +128,11 @@ enum ss_wait_kind {
  * own period, timing_period x SS_LOCK_TIMING_FACTOR (without it, on timing_period). RWLOCK_STEPS,
  * MUTEX_STEPS: uncontended rwlock read locks and their releases, or normal mutexes' locks and
  * releases, were done by the interposer (glibc's own step on the lock word, checked at start:
- * preload/lock_steps.h), not forwarded to glibc. */
-#define SS_PROCESS_FLAGS(X) X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u)
+ * preload/lock_steps.h), not forwarded to glibc. NO_UNWINDER: stacks were asked for, but no unwinder
+ * could be loaded (libgcc_s.so.1 neither by name, beside the program's libc, nor in the system's
+ * library directories): the profile has no stacks, and the report says so. */
+#define SS_PROCESS_FLAGS(X)                                                                                  \
+    X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u) X(NO_UNWINDER, 16u)
 #define SS_THREAD_FLAGS(X)                                                                                   \
     X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)                                                           \
     X(SIGNAL_BLOCKED, 8u) /* blocked the sampling signal for part of its life: its running time then comes \

@@ -295,7 +295,9 @@ char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, c
 /* After a call that returns (posix_spawn, a failed exec): a long environment was mapped. */
 #define SS_ENV_RELEASE(envp, name) ss_env_release(envp, name, name##_stack, name##_room)
 void ss_env_release(char *const envp[], char *const *env, char **on_stack, size_t room);
-void ss_note_unprofiled(const char *text); /* a line for `stallscope run` to show (writer.c) */
+void ss_note_unprofiled(const char *text);
+extern int ss_stacks_no_unwinder;              /* stacks asked for, no unwinder loaded (stacks.c) */
+size_t ss_main_program(char *out, size_t cap); /* the program's file, not its loader's (stacks.c) */ /* a line for `stallscope run` to show (writer.c) */
 uint64_t ss_option_num(enum ss_option id);
 int ss_option_flag(enum ss_option id);
 

@@ -337,7 +337,7 @@ static int ss_create_profile(void) {
     size_t cmd_len = ss_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
     /* One NUL ends the last argument; any before it belong to empty arguments (`--save ""`). */
     if (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
-    if (exe_len < 0) exe_len = readlink("/proc/self/exe", exe, sizeof exe);
+    if (exe_len < 0) exe_len = (ssize_t)ss_main_program(exe, sizeof exe);
     if (exe_len < 0) exe_len = 0;
     if (!ncpus) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -346,7 +346,8 @@ static int ss_create_profile(void) {
     ss_process.ncpus = ncpus;
     ss_process.flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) | SS_PROCESS_LOCK_PERIOD |
                        (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
-                       (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u);
+                       (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
+                       (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u);
     ss_process.pid = (uint32_t)getpid();
     ss_process.ppid = (uint32_t)ss_parent_pid;
     ss_process.cmdline_len = (uint32_t)cmd_len;

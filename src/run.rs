@@ -642,6 +642,12 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
             let _ = writeln!(err, "locks:        no contended pthread lock");
         }
     }
+    if s.no_unwinder {
+        let _ = writeln!(
+            err,
+            "stacks:       NONE: libgcc_s.so.1 (the unwinder) could not be loaded beside the program's C library; see `stallscope report`"
+        );
+    }
     if !s.complete && s.signal.is_none() && !s.ended_by_exec {
         let why = match s.exit_code {
             Some(code) => format!(

@@ -114,6 +114,8 @@ pub struct Summary {
     pub forked: bool,
     pub rwlock_steps: bool,
     pub mutex_steps: bool,
+    /// No unwinder could be loaded: no stacks (see `ProcessInfo::no_unwinder`).
+    pub no_unwinder: bool,
     pub start_time_unix_ns: u64,
     pub flushes: u64,
     pub wall_ns: u64,
@@ -386,6 +388,7 @@ pub fn summarize(p: &Profile) -> Summary {
         forked: p.process.forked,
         rwlock_steps: p.process.rwlock_steps,
         mutex_steps: p.process.mutex_steps,
+        no_unwinder: p.process.no_unwinder,
         start_time_unix_ns: p.process.start_realtime_ns,
         flushes: p.flushes,
         wall_ns: p

@@ -31,6 +31,9 @@ pub struct ProcessInfo {
     pub rwlock_steps: bool,
     /// The same for normal mutexes' locks and releases.
     pub mutex_steps: bool,
+    /// Stacks were asked for, but the interposer could load no unwinder (libgcc_s.so.1): the
+    /// profile has none.
+    pub no_unwinder: bool,
     pub libc_version: String,
     pub allocator: String,
     pub command: Vec<String>,

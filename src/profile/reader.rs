@@ -820,6 +820,7 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
         forked: flags & PROCESS_FORKED != 0,
         rwlock_steps: flags & PROCESS_RWLOCK_STEPS != 0,
         mutex_steps: flags & PROCESS_MUTEX_STEPS != 0,
+        no_unwinder: flags & PROCESS_NO_UNWINDER != 0,
         libc_version,
         allocator,
         command,

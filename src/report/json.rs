@@ -45,6 +45,10 @@ pub struct Report<'a> {
     /// Which uncontended lock calls the interposer did itself, with glibc's own step on the lock
     /// word (docs/PERFORMANCE.md), instead of forwarding them to glibc.
     lock_steps: LockSteps,
+    /// Stacks were asked for, but the interposer could load no unwinder (libgcc_s.so.1): the
+    /// profile has no stacks, so no site, lock or state is named by its code.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    no_unwinder: bool,
     /// Every thread that ran, each thread of a folded group counted (`threads` lists rows).
     thread_count: u64,
     threads: Vec<Thread<'a>>,
@@ -214,6 +218,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
             mutex: s.mutex_steps,
             rwlock_read: s.rwlock_steps,
         },
+        no_unwinder: s.no_unwinder,
         thread_count: s.thread_count(),
         threads: s
             .threads
