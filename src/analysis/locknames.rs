@@ -24,8 +24,15 @@ struct SymbolWords {
 }
 
 #[derive(Debug, Deserialize)]
+struct FunctionLock {
+    functions: Vec<String>,
+    words: String,
+}
+
+#[derive(Debug, Deserialize)]
 struct Table {
     symbols: Vec<SymbolWords>,
+    function_locks: Vec<FunctionLock>,
     arena_symbols: Vec<String>,
     stdio_functions: Vec<String>,
 }
@@ -94,6 +101,16 @@ pub fn name_site_locks(
         for site in t.sites.iter_mut().filter(|s| s.category == Category::Lock) {
             let function = site.function();
             let allocator = in_allocator(site);
+            // A function of libc with a private lock of its own, anywhere on the stack.
+            let takes = site.frames.iter().find_map(|f| {
+                let name = f.function.as_deref()?;
+                let bare = super::states::public_libc_name(name.split('(').next().unwrap_or(name));
+                table()
+                    .function_locks
+                    .iter()
+                    .find(|l| l.functions.iter().any(|x| x == bare))
+                    .map(|l| l.words.as_str())
+            });
             let stdio = table().stdio_functions.contains(&function)
                 || site.frames.iter().any(|f| {
                     f.function
@@ -117,8 +134,11 @@ pub fn name_site_locks(
                     lock.object,
                     symbol,
                     &function,
-                    allocator,
-                    stdio,
+                    Waiter {
+                        allocator,
+                        stdio,
+                        takes,
+                    },
                 );
                 lock.name = name;
                 lock.how = how;
@@ -126,6 +146,18 @@ pub fn name_site_locks(
         }
     }
 }
+
+/// What the waiting site was doing: inside malloc, inside stdio, or in a libc function with a
+/// private lock (`function_locks`: its words).
+#[derive(Clone, Copy, Default)]
+struct Waiter<'a> {
+    allocator: bool,
+    stdio: bool,
+    takes: Option<&'a str>,
+}
+
+/// Where names of glibc's own locks come from when libc's debug file is missing.
+pub const DEBUG_FILE_HINT: &str = "glibc's names need libc's debug file: libc6-dbg (Debian, Ubuntu), glibc-debuginfo (Fedora, RHEL: dnf debuginfo-install glibc), or DEBUGINFOD_URLS set";
 
 /// The words for one lock address, given its data symbol (module, symbol) if any and what the
 /// waiting site was doing.
@@ -135,9 +167,13 @@ fn name_lock(
     object: u64,
     symbol: Option<(String, String)>,
     function: &str,
-    allocator: bool,
-    stdio: bool,
+    waiter: Waiter,
 ) -> (String, &'static str) {
+    let Waiter {
+        allocator,
+        stdio,
+        takes,
+    } = waiter;
     if let Some((module, symbol)) = symbol {
         let in_libc = module.starts_with("libc.so") || module.starts_with("libc-");
         if in_libc && table().arena_symbols.contains(&symbol) {
@@ -172,10 +208,18 @@ fn name_lock(
         .modules
         .iter()
         .rfind(|m| m.lo <= object && object < m.hi)
-        .map(|m| format!(" in {}", file_name(&m.path)));
+        .map(|m| file_name(&m.path));
+    let in_libc = module.is_some_and(|m| m.starts_with("libc.so") || m.starts_with("libc-"));
+    if in_libc && let Some(words) = takes {
+        return (words.to_string(), "function");
+    }
     (
-        format!("the lock at {object:#x}{}", module.unwrap_or_default()),
-        "address",
+        format!(
+            "the lock at {object:#x}{}",
+            module.map(|m| format!(" in {m}")).unwrap_or_default()
+        ),
+        // A lock of libc left unnamed: its debug file would name it (DEBUG_FILE_HINT).
+        if in_libc { "libc-address" } else { "address" },
     )
 }
 
@@ -219,8 +263,7 @@ mod tests {
                 0x1000,
                 Some(("libc.so.6".into(), symbol.into())),
                 function,
-                false,
-                false,
+                Waiter::default(),
             )
         };
         assert_eq!(
@@ -250,8 +293,11 @@ mod tests {
                 0x7f00_0400_0030,
                 None,
                 "f",
-                allocator,
-                stdio,
+                Waiter {
+                    allocator,
+                    stdio,
+                    takes: None,
+                },
             )
         };
         assert_eq!(named(true, false).1, "allocator");

@@ -385,7 +385,9 @@ pub struct WaitedLock {
     /// `malloc's arena lock (main_arena)`, `the lock of stdout`, `random()'s lock`,
     /// `table_lock (named_locks)`, ..., or the address as a last resort.
     pub name: String,
-    /// How it was named: `symbol`, `allocator`, `stdio`, `init-site` or `address`.
+    /// How it was named: `symbol`, `allocator`, `stdio`, `function` (a libc function with a
+    /// private lock, without debug file), `init-site`, `libc-address` (a lock of libc that its
+    /// debug file would name) or `address`.
     pub how: &'static str,
 }
 
