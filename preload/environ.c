@@ -227,10 +227,13 @@ static int ss_fd_takes_preload(int fd, char *why, size_t cap, int depth) {
         ss_str_cat(&w, "a program for another machine");
         return 0;
     }
-    if (phentsize != 56 || phnum == 0 || phnum > 128) return 1;
+    /* All program headers in one read (programs have about a dozen; more: not judged). */
+    if (phentsize != 56 || phnum == 0 || phnum > 32) return 1;
+    unsigned char phdrs[32 * 56];
+    size_t size = (size_t)phnum * 56;
+    if (pread(fd, phdrs, size, (off_t)phoff) != (ssize_t)size) return 1;
     for (uint16_t i = 0; i < phnum; i++) {
-        unsigned char ph[56];
-        if (pread(fd, ph, sizeof ph, (off_t)(phoff + (uint64_t)i * 56)) != (ssize_t)sizeof ph) return 1;
+        const unsigned char *ph = phdrs + (size_t)i * 56;
         uint32_t ptype;
         uint64_t off, filesz;
         memcpy(&ptype, ph, 4);
