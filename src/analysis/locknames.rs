@@ -69,8 +69,11 @@ pub fn is_allocator_frame(f: &Frame) -> bool {
         .strip_prefix("__libc_")
         .unwrap_or(bare)
         .trim_start_matches('_');
+    // glibc 2.42's slow paths: `__libc_malloc2`, `_int_malloc2`, ...
+    let undigited = public.trim_end_matches(|c: char| c.is_ascii_digit());
     NAMES.contains(&bare)
         || NAMES.contains(&public)
+        || NAMES.contains(&undigited)
         || public.starts_with("int_free")
         || public.starts_with("int_malloc")
         || public.starts_with("arena_")
@@ -250,6 +253,24 @@ mod tests {
                 .all(|a| t.symbols.iter().any(|w| &w.symbol == a))
         );
         assert!(t.stdio_functions.iter().any(|f| f == "fprintf"));
+    }
+
+    #[test]
+    fn glibc_2_42_slow_paths_are_allocator_frames() {
+        let f = |name: &str| Frame {
+            function: Some(name.into()),
+            file: None,
+            line: None,
+            module: "/opt/glibc-2.42/lib/libc.so.6".into(),
+            offset: 0,
+            inlined: false,
+        };
+        for name in ["__libc_malloc2", "__libc_calloc2", "_int_malloc", "malloc"] {
+            assert!(is_allocator_frame(&f(name)), "{name}");
+        }
+        for name in ["memcpy2", "random", "__libc_write"] {
+            assert!(!is_allocator_frame(&f(name)), "{name}");
+        }
     }
 
     #[test]
