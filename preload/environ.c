@@ -204,7 +204,7 @@ static int ss_fd_takes_preload(int fd, char *why, size_t cap, int depth) {
         char interp[256];
         memcpy(interp, head + i, end - i);
         interp[end - i] = 0;
-        int ifd = open(interp, O_RDONLY | O_CLOEXEC);
+        int ifd = open(interp, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (ifd < 0) return 1;
         int takes = ss_fd_takes_preload(ifd, why, cap, depth + 1);
         close(ifd);
@@ -254,8 +254,9 @@ static int ss_fd_takes_preload(int fd, char *why, size_t cap, int depth) {
     return 1; /* static: LD_PRELOAD is ignored, and passed on to its children */
 }
 
+/* O_NONBLOCK: a FIFO (which exec refuses anyway) must not block the open. */
 static int ss_path_takes_preload(const char *path, char *why, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return 1;
     int takes = ss_fd_takes_preload(fd, why, cap, 0);
     close(fd);
@@ -317,8 +318,8 @@ static int ss_target_takes_preload(const char *target, int fd, int search) {
     return takes;
 }
 
-/* The LD_PRELOAD entry of envp that carries our library (NULL: none); *at and *len: where our
- * entry is in it, and its length. */
+/* The LD_PRELOAD entry of envp that carries our library (NULL: none); *at: where our library's
+ * path starts in that entry. */
 static char *ss_preload_entry(char *const envp[], size_t *at) {
     size_t n = strlen(ss_library);
     if (!n || !envp) return NULL;
