@@ -474,13 +474,14 @@ SS_EXPORT void _Exit(int status) {
 }
 
 /* exec replaces the image without running destructors: write what this image recorded. If exec
- * fails the process goes on, and later flushes simply follow the END record. */
-static void ss_before_exec(void) {
+ * fails the process goes on, and later flushes simply follow the END record. `profiled`: the new
+ * image records too (else the launched process's profile stays at its path: `env -i prog`). */
+static void ss_before_exec(int profiled) {
     ss_ensure_resolved();
     if (ss_active && ss_pid == getpid() && !ss_busy) {
         SS_GUARD_BEGIN(saved);
         ss_final_flush(SS_END_EXEC, 0);
-        ss_writer_before_exec();
+        if (profiled) ss_writer_before_exec();
         SS_GUARD_END(saved);
     }
 }
@@ -495,40 +496,40 @@ static int ss_after_exec_failed(int rc) {
 
 /* Each exec passes the run's settings on when the new image gets our preload (environ.c). */
 SS_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-    SS_ENV_FOR_EXEC(envp, env, 1);
-    ss_before_exec();
+    SS_ENV_FOR_EXEC(envp, env, 1, path, -1, 0);
+    ss_before_exec(env_profiled);
     int rc = ss_real.execve(path, argv, env);
     SS_ENV_RELEASE(envp, env);
     return ss_after_exec_failed(rc);
 }
 
 SS_EXPORT int execv(const char *path, char *const argv[]) {
-    SS_ENV_FOR_EXEC(environ, env, 1);
-    ss_before_exec();
+    SS_ENV_FOR_EXEC(environ, env, 1, path, -1, 0);
+    ss_before_exec(env_profiled);
     int rc = ss_real.execve(path, argv, env);
     SS_ENV_RELEASE(environ, env);
     return ss_after_exec_failed(rc);
 }
 
 SS_EXPORT int execvp(const char *file, char *const argv[]) {
-    SS_ENV_FOR_EXEC(environ, env, 1);
-    ss_before_exec();
+    SS_ENV_FOR_EXEC(environ, env, 1, file, -1, 1);
+    ss_before_exec(env_profiled);
     int rc = ss_real.execvpe(file, argv, env);
     SS_ENV_RELEASE(environ, env);
     return ss_after_exec_failed(rc);
 }
 
 SS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    SS_ENV_FOR_EXEC(envp, env, 1);
-    ss_before_exec();
+    SS_ENV_FOR_EXEC(envp, env, 1, file, -1, 1);
+    ss_before_exec(env_profiled);
     int rc = ss_real.execvpe(file, argv, env);
     SS_ENV_RELEASE(envp, env);
     return ss_after_exec_failed(rc);
 }
 
 SS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-    SS_ENV_FOR_EXEC(envp, env, 1);
-    ss_before_exec();
+    SS_ENV_FOR_EXEC(envp, env, 1, NULL, fd, 0);
+    ss_before_exec(env_profiled);
     int rc = ss_real.fexecve(fd, argv, env);
     SS_ENV_RELEASE(envp, env);
     return ss_after_exec_failed(rc);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -176,31 +177,205 @@ const char *ss_setting(const char *name) {
 
 /* ---- at exec ---- */
 
-/* Whether envp has an LD_PRELOAD with our entry in it: the program passed its environment on. */
-static int ss_carries_preload(char *const envp[]) {
+/* ---- the loader of the program an exec runs ----
+ *
+ * Our library needs glibc's loader: a program whose interpreter is another (musl's
+ * ld-musl-x86_64.so.1, bionic's linker64, a 32-bit loader) fails to start with our entry in
+ * LD_PRELOAD ("Error loading shared library ld-linux-x86-64.so.2", relocation errors, or a "wrong
+ * ELF class" message). Such an exec gets the environment it would have without stallscope: our
+ * entry out of LD_PRELOAD, no settings. A static program ignores LD_PRELOAD and keeps it, so that
+ * its children are still profiled; so does a file we cannot read (execute-only), which we cannot
+ * judge. Only system calls, into the caller's frame: exec may run in a vfork child. */
+
+#define SS_GLIBC_LOADER "ld-linux-x86-64.so.2"
+
+/* 1: the file takes our preload (glibc's loader, static, a script whose interpreter does, or
+ * unknown); 0: it does not, its interpreter (or what it is) in `why`. */
+static int ss_fd_takes_preload(int fd, char *why, size_t cap, int depth) {
+    unsigned char head[256];
+    ssize_t n = pread(fd, head, sizeof head, 0);
+    if (n < 4) return 1;
+    if (head[0] == '#' && head[1] == '!') {
+        if (depth >= 4) return 1;
+        size_t i = 2, end;
+        while (i < (size_t)n && (head[i] == ' ' || head[i] == '\t')) i++;
+        for (end = i; end < (size_t)n && head[end] != ' ' && head[end] != '\t' && head[end] != '\n'; end++) {}
+        if (end == i || end == (size_t)n) return 1;
+        char interp[256];
+        memcpy(interp, head + i, end - i);
+        interp[end - i] = 0;
+        int ifd = open(interp, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (ifd < 0) return 1;
+        int takes = ss_fd_takes_preload(ifd, why, cap, depth + 1);
+        close(ifd);
+        return takes;
+    }
+    if (n < 64 || memcmp(head, "\177ELF", 4) != 0) return 1; /* not ELF: the kernel's business */
+    struct ss_str w = {why, 0, cap};
+    if (head[4] != 2 /* ELFCLASS64 */ || head[5] != 1 /* little-endian */) {
+        ss_str_cat(&w, "a 32-bit or big-endian program");
+        return 0;
+    }
+    uint16_t type, machine, phentsize, phnum;
+    uint64_t phoff;
+    memcpy(&type, head + 16, 2);
+    memcpy(&machine, head + 18, 2);
+    memcpy(&phoff, head + 32, 8);
+    memcpy(&phentsize, head + 54, 2);
+    memcpy(&phnum, head + 56, 2);
+    if (machine != 62 /* EM_X86_64 */) {
+        ss_str_cat(&w, "a program for another machine");
+        return 0;
+    }
+    /* All program headers in one read (programs have about a dozen; more: not judged). */
+    if (phentsize != 56 || phnum == 0 || phnum > 32) return 1;
+    unsigned char phdrs[32 * 56];
+    size_t size = (size_t)phnum * 56;
+    if (pread(fd, phdrs, size, (off_t)phoff) != (ssize_t)size) return 1;
+    for (uint16_t i = 0; i < phnum; i++) {
+        const unsigned char *ph = phdrs + (size_t)i * 56;
+        uint32_t ptype;
+        uint64_t off, filesz;
+        memcpy(&ptype, ph, 4);
+        if (ptype != 3 /* PT_INTERP */) continue;
+        memcpy(&off, ph + 8, 8);
+        memcpy(&filesz, ph + 32, 8);
+        char interp[512];
+        if (filesz < 2 || filesz > sizeof interp) return 1;
+        if (pread(fd, interp, filesz, (off_t)off) != (ssize_t)filesz) return 1;
+        interp[filesz - 1] = 0;
+        const char *base = strrchr(interp, '/');
+        base = base ? base + 1 : interp;
+        if (strcmp(base, SS_GLIBC_LOADER) == 0) return 1;
+        ss_str_cat(&w, interp);
+        return 0;
+    }
+    (void)type;
+    return 1; /* static: LD_PRELOAD is ignored, and passed on to its children */
+}
+
+/* O_NONBLOCK: a FIFO (which exec refuses anyway) must not block the open. */
+static int ss_path_takes_preload(const char *path, char *why, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 1;
+    int takes = ss_fd_takes_preload(fd, why, cap, 0);
+    close(fd);
+    return takes;
+}
+
+/* The file execvp would run: the first executable regular file along PATH (glibc's default
+ * search path when PATH is unset), into `out`; 0 when none. */
+static int ss_search_path(const char *file, char *out, size_t cap) {
+    const char *path = getenv("PATH");
+    if (!path) path = "/bin:/usr/bin";
+    size_t flen = strlen(file);
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t dlen = end ? (size_t)(end - p) : strlen(p);
+        if (dlen + flen + 2 <= cap) {
+            size_t k = 0;
+            if (dlen == 0) out[k++] = '.';
+            memcpy(out + k, p, dlen);
+            k += dlen;
+            out[k++] = '/';
+            memcpy(out + k, file, flen + 1);
+            struct stat st;
+            if (access(out, X_OK) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 1;
+        }
+        if (!end) return 0;
+        p = end;
+    }
+}
+
+/* Whether the program `target` (a path, searched along PATH when `search` and it has no '/', or
+ * the descriptor `fd` when path is NULL) takes our preload; when not, notes it in the run's
+ * index so that `stallscope run` says so. */
+static int ss_target_takes_preload(const char *target, int fd, int search) {
+    char why[600], found[4096];
+    why[0] = 0;
+    int takes = 1;
+    const char *shown = target;
+    if (!target) {
+        takes = fd < 0 || ss_fd_takes_preload(fd, why, sizeof why, 0);
+        shown = "a program run by descriptor";
+    } else if (search && !strchr(target, '/')) {
+        if (ss_search_path(target, found, sizeof found)) {
+            takes = ss_path_takes_preload(found, why, sizeof why);
+            shown = found;
+        }
+    } else {
+        takes = ss_path_takes_preload(target, why, sizeof why);
+    }
+    if (!takes) {
+        char line[1200];
+        struct ss_str s = {line, 0, sizeof line};
+        ss_str_cat(&s, shown);
+        ss_str_cat(&s, " ran unprofiled: its loader is not glibc's (");
+        ss_str_cat(&s, why);
+        ss_str_cat(&s, ")");
+        ss_note_unprofiled(line);
+    }
+    return takes;
+}
+
+/* The LD_PRELOAD entry of envp that carries our library (NULL: none); *at: where our library's
+ * path starts in that entry. */
+static char *ss_preload_entry(char *const envp[], size_t *at) {
     size_t n = strlen(ss_library);
-    if (!n || !envp) return 0;
+    if (!n || !envp) return NULL;
     for (; *envp; envp++) {
         if (strncmp(*envp, "LD_PRELOAD=", 11) != 0) continue;
         const char *value = *envp + 11;
         for (const char *p = value; (p = strstr(p, ss_library)) != NULL; p += n) {
             int starts = p == value || p[-1] == ':' || p[-1] == ' ';
             int ends = p[n] == 0 || p[n] == ':' || p[n] == ' ';
-            if (starts && ends) return 1;
+            if (starts && ends) {
+                *at = (size_t)(p - *envp);
+                return *envp;
+            }
         }
     }
-    return 0;
+    return NULL;
 }
 
-size_t ss_env_room(char *const envp[]) {
+size_t ss_env_room(char *const envp[], const char *target, int fd, int search, int *drop) {
     ss_ensure_resolved();
-    if (!ss_settings_count || !ss_carries_preload(envp)) return 0;
+    *drop = 0;
+    size_t at;
+    char *entry = ss_preload_entry(envp, &at);
+    if (!entry) return 0;
+    int saved_errno = errno;
+    int takes = ss_target_takes_preload(target, fd, search);
+    errno = saved_errno;
     size_t n = 0;
     while (envp[n]) n++;
+    if (!takes) {
+        /* The array, then the rewritten LD_PRELOAD entry in its tail. */
+        *drop = 1;
+        return n + 1 + (strlen(entry) + sizeof(char *)) / sizeof(char *);
+    }
+    if (!ss_settings_count) return 0;
     return n + ss_settings_count + 2;
 }
 
-char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, char *parent_entry) {
+/* The LD_PRELOAD entry without our library (and the separator after or before it) into `out`;
+ * 0 when nothing is left of it. */
+static int ss_preload_without_us(const char *entry, char *out) {
+    size_t at;
+    char *const one[2] = {(char *)entry, NULL};
+    if (!ss_preload_entry(one, &at)) return 0;
+    size_t n = strlen(ss_library), len = strlen(entry);
+    size_t cut_from = at, cut_to = at + n;
+    if (entry[cut_to] == ':' || entry[cut_to] == ' ')
+        cut_to++;
+    else if (cut_from > 11)
+        cut_from--; /* the separator before us, when we come last */
+    memcpy(out, entry, cut_from);
+    memcpy(out + cut_from, entry + cut_to, len - cut_to + 1);
+    return out[11] != 0;
+}
+
+char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, char *parent_entry, int drop) {
     if (!room) return envp;
     char **out = on_stack;
     if (room > SS_ENV_STACK_MAX) { /* unmapped by SS_ENV_RELEASE when the call returns */
@@ -209,6 +384,23 @@ char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, c
         out = p;
     }
     size_t k = 0;
+    if (drop) {
+        size_t n = 0, at;
+        while (envp[n]) n++;
+        char *entry = ss_preload_entry(envp, &at);
+        char *rewritten = (char *)(out + n + 1);
+        int kept = entry && ss_preload_without_us(entry, rewritten);
+        for (char *const *e = envp; *e; e++) {
+            if (ss_is_setting(*e)) continue;
+            if (*e == entry) {
+                if (kept) out[k++] = rewritten;
+                continue;
+            }
+            out[k++] = *e;
+        }
+        out[k] = NULL;
+        return out;
+    }
     for (char *const *e = envp; *e; e++)
         if (!ss_is_setting(*e)) out[k++] = *e;
     for (size_t i = 0; i < ss_settings_count; i++) out[k++] = (char *)ss_settings[i];
@@ -239,7 +431,8 @@ void ss_env_release(char *const envp[], char *const *env, char **on_stack, size_
  * caller, alive at least until the child has exec'd. */
 SS_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-    SS_ENV_FOR_EXEC(envp, env, 0);
+    SS_ENV_FOR_EXEC(envp, env, 0, path, -1, 0);
+    (void)env_profiled; /* a new process: ours goes on */
     int rc = ss_real.posix_spawn(pid, path, actions, attr, argv, env);
     SS_ENV_RELEASE(envp, env);
     return rc;
@@ -247,7 +440,8 @@ SS_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
 
 SS_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-    SS_ENV_FOR_EXEC(envp, env, 0);
+    SS_ENV_FOR_EXEC(envp, env, 0, file, -1, 1);
+    (void)env_profiled;
     int rc = ss_real.posix_spawnp(pid, file, actions, attr, argv, env);
     SS_ENV_RELEASE(envp, env);
     return rc;

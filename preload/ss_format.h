@@ -143,8 +143,11 @@ enum ss_wait_kind {
  * own period, timing_period x SS_LOCK_TIMING_FACTOR (without it, on timing_period). RWLOCK_STEPS,
  * MUTEX_STEPS: uncontended rwlock read locks and their releases, or normal mutexes' locks and
  * releases, were done by the interposer (glibc's own step on the lock word, checked at start:
- * preload/lock_steps.h), not forwarded to glibc. */
-#define SS_PROCESS_FLAGS(X) X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u)
+ * preload/lock_steps.h), not forwarded to glibc. NO_UNWINDER: stacks were asked for, but no unwinder
+ * could be loaded (libgcc_s.so.1 neither by name, beside the program's libc, nor in the system's
+ * library directories): the profile has no stacks, and the report says so. */
+#define SS_PROCESS_FLAGS(X)                                                                                  \
+    X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u) X(NO_UNWINDER, 16u)
 #define SS_THREAD_FLAGS(X)                                                                                   \
     X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)                                                           \
     X(SIGNAL_BLOCKED, 8u) /* blocked the sampling signal for part of its life: its running time then comes \
@@ -301,8 +304,8 @@ struct ss_fn_stats {
 
 struct ss_lock_stats {
     uint64_t address;
-    uint32_t kind; /* enum ss_lock_kind */
-    uint32_t reserved;
+    uint32_t kind;    /* enum ss_lock_kind */
+    uint32_t threads; /* in a FOLDED record: how many of the group's threads took it; else 0 */
     uint64_t acquisitions;
     uint64_t contended; /* acquisitions that had to wait */
     uint64_t wait_ticks;
@@ -527,10 +530,11 @@ struct ss_cross_frees_entry {
  * summed per thread name: struct ss_folded_record, then a thread record (struct
  * ss_thread_record: the group's own serial, tid 0, flags ENDED plus the union of the threads'
  * other flags, the name, the first start and the last end, the summed counters) and its nlocks
- * struct ss_lock_stats. Samples of the folded threads are written under the group's serial. */
+ * struct ss_lock_stats, each with how many of the group's threads took that lock (so counts of
+ * distinct threads survive folding). Samples of the folded threads are written under the group's serial. */
 struct ss_folded_record {
-    uint32_t threads; /* how many threads the group holds */
-    uint32_t reserved;
+    uint32_t threads;    /* how many threads the group holds */
+    uint32_t allocating; /* how many of them called the allocator */
     uint64_t life_ns; /* their lives, summed */
 };
 

@@ -279,21 +279,31 @@ void ss_strip_settings_again(void);
 const char *ss_setting(const char *name); /* an option of the table (ss_options.def): its value, or NULL */
 extern pid_t ss_parent_pid;               /* the parent at fork or exec, before any re-parenting */
 extern int ss_settings_lost;              /* preloaded without settings, none found: record nothing */
-size_t ss_env_room(char *const envp[]);   /* 0: envp goes to exec as it is */
-char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, char *parent_entry);
+/* 0: envp goes to exec as it is. `target`: the program (searched along PATH when `search`), or
+ * the descriptor `fd` when NULL; *drop: its loader is not glibc's, our preload comes out. */
+size_t ss_env_room(char *const envp[], const char *target, int fd, int search, int *drop);
+char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, char *parent_entry, int drop);
 #define SS_ENV_STACK_MAX 1024 /* longer environments are rebuilt in a mapping */
 #define SS_PARENT_ENTRY_SIZE 64
-/* `name`: envp with the settings put back, built in the caller's frame (exec may be called in a
- * vfork child, where nothing may be allocated); with_parent: add STALLSCOPE_PARENT (exec of
- * this process, whose pid the new image keeps). */
-#define SS_ENV_FOR_EXEC(envp, name, with_parent)                                                          \
-    size_t name##_room = ss_env_room(envp);                                                               \
+/* `name`: envp with the settings put back (or, for a program whose loader is not glibc's, our
+ * preload taken out), built in the caller's frame (exec may be called in a vfork child, where
+ * nothing may be allocated); with_parent: add STALLSCOPE_PARENT (exec of this process, whose pid
+ * the new image keeps). name##_profiled: the new image records (it gets our preload and the
+ * settings). */
+#define SS_ENV_FOR_EXEC(envp, name, with_parent, target, fd, search)                                      \
+    int name##_drop = 0;                                                                                  \
+    size_t name##_room = ss_env_room(envp, target, fd, search, &name##_drop);                             \
     char *name##_stack[name##_room && name##_room <= SS_ENV_STACK_MAX ? name##_room : 1];                 \
     char name##_parent[SS_PARENT_ENTRY_SIZE];                                                             \
-    char *const *name = ss_env_for_exec(envp, name##_room, name##_stack, (with_parent) ? name##_parent : NULL)
+    int name##_profiled = name##_room && !name##_drop;                                                    \
+    char *const *name =                                                                                   \
+        ss_env_for_exec(envp, name##_room, name##_stack, (with_parent) ? name##_parent : NULL, name##_drop)
 /* After a call that returns (posix_spawn, a failed exec): a long environment was mapped. */
 #define SS_ENV_RELEASE(envp, name) ss_env_release(envp, name, name##_stack, name##_room)
 void ss_env_release(char *const envp[], char *const *env, char **on_stack, size_t room);
+void ss_note_unprofiled(const char *text);
+extern int ss_stacks_no_unwinder;              /* stacks asked for, no unwinder loaded (stacks.c) */
+size_t ss_main_program(char *out, size_t cap); /* the program's file, not its loader's (stacks.c) */ /* a line for `stallscope run` to show (writer.c) */
 uint64_t ss_option_num(enum ss_option id);
 int ss_option_flag(enum ss_option id);
 

@@ -16,6 +16,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdlib.h>
@@ -469,12 +470,79 @@ static int ss_module_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+static int ss_first_object(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    *(uintptr_t *)arg = (uintptr_t)info->dlpi_phdr;
+    return 1; /* the first is the main program */
+}
+
+/* The file mapped at `addr`, from /proc/self/maps, into out; its length, or 0. */
+static size_t ss_mapped_file(uintptr_t addr, char *out, size_t cap) {
+    static char buf[4096];
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    size_t have = 0, found = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        have += (size_t)n;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
+            *nl = 0;
+            const char *p = line;
+            uint64_t lo = 0, hi = 0;
+            while (*p && *p != '-') lo = lo * 16 + (uint64_t)(*p <= '9' ? *p - '0' : (*p | 32) - 'a' + 10), p++;
+            if (*p == '-') p++;
+            while (*p && *p != ' ') hi = hi * 16 + (uint64_t)(*p <= '9' ? *p - '0' : (*p | 32) - 'a' + 10), p++;
+            const char *path = strchr(p, '/');
+            if (addr >= lo && addr < hi && path) {
+                size_t len = strlen(path);
+                if (len < cap) {
+                    memcpy(out, path, len + 1);
+                    found = len;
+                }
+                close(fd);
+                return found;
+            }
+            line = nl + 1;
+        }
+        have -= (size_t)(line - buf);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1) have = 0; /* a line longer than the buffer: skipped */
+    }
+    close(fd);
+    return 0;
+}
+
+/* The main program's file: /proc/self/exe, except for a program started through its loader
+ * (`ld-linux-x86-64.so.2 ./prog`), whose /proc/self/exe is the loader: then the file mapped
+ * where the first loaded object (the program) is. Returns its length (0: unknown). */
+size_t ss_main_program(char *out, size_t cap) {
+    ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+    if (n <= 0) {
+        out[0] = 0;
+        return 0;
+    }
+    out[n] = 0;
+    const char *base = strrchr(out, '/');
+    base = base ? base + 1 : out;
+    if (strcmp(base, "ld-linux-x86-64.so.2") != 0) return (size_t)n;
+    uintptr_t phdr = 0;
+    dl_iterate_phdr(ss_first_object, &phdr);
+    char file[4096];
+    size_t len = phdr ? ss_mapped_file(phdr, file, sizeof file) : 0;
+    if (len && len < cap) {
+        memcpy(out, file, len + 1);
+        return len;
+    }
+    return (size_t)n;
+}
+
 /* Adds the objects loaded now to the list (which only grows: an unloaded object stays in it). */
 static void ss_modules_scan(void) {
-    if (!ss_exe_path[0]) {
-        ssize_t n = readlink("/proc/self/exe", ss_exe_path, sizeof ss_exe_path - 1);
-        ss_exe_path[n > 0 ? n : 0] = 0;
-    }
+    if (!ss_exe_path[0]) ss_main_program(ss_exe_path, sizeof ss_exe_path);
     for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].present = 0;
     if (dl_iterate_phdr(ss_module_cb, NULL) != 0) return; /* the table is full: presence unknown */
     uint64_t now = ss_mono_ns();
@@ -512,6 +580,34 @@ SS_EXPORT int dlclose(void *handle) {
 
 /* ---- start-up, fork, writing ---- */
 
+/* No unwinder could be loaded although stacks were asked for (SS_PROCESS_NO_UNWINDER). */
+int ss_stacks_no_unwinder;
+
+/* libgcc_s.so.1, the unwinder: by name (the loader's search path), else beside the C library the
+ * program runs on (a glibc under its own prefix whose loader does not search the system's
+ * directories), else in the system's library directories. */
+static void *ss_open_libgcc(void) {
+    void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (gcc) return gcc;
+    char path[1024];
+    Dl_info info;
+    if (dladdr((void *)getpid, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        size_t dir = slash ? (size_t)(slash - info.dli_fname) : 0;
+        if (dir && dir + sizeof "/libgcc_s.so.1" < sizeof path) {
+            memcpy(path, info.dli_fname, dir);
+            memcpy(path + dir, "/libgcc_s.so.1", sizeof "/libgcc_s.so.1");
+            if ((gcc = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != NULL) return gcc;
+        }
+    }
+    static const char *const system_dirs[] = {"/lib/x86_64-linux-gnu/libgcc_s.so.1",
+                                              "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1", "/lib64/libgcc_s.so.1",
+                                              "/usr/lib64/libgcc_s.so.1", "/usr/lib/libgcc_s.so.1"};
+    for (size_t i = 0; i < sizeof system_dirs / sizeof system_dirs[0]; i++)
+        if ((gcc = dlopen(system_dirs[i], RTLD_NOW | RTLD_LOCAL)) != NULL) return gcc;
+    return NULL;
+}
+
 void ss_stacks_init(void) {
     uint64_t period = ss_config.stack_period, bytes = ss_config.stack_bytes;
     if (period == 0 && bytes == 0 && !ss_config.cpu_hz && !ss_config.wall_hz) return;
@@ -527,12 +623,15 @@ void ss_stacks_init(void) {
         if (space && policy && ss_unw_backtrace) policy(*(void **)space, 2 /* UNW_CACHE_PER_THREAD */);
         else ss_unw_backtrace = NULL; /* libgcc's, then */
     }
-    void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *gcc = ss_open_libgcc();
     if (gcc) {
         *(void **)&ss_unwind_backtrace = dlsym(gcc, "_Unwind_Backtrace");
         *(void **)&ss_unwind_getip = dlsym(gcc, "_Unwind_GetIP");
     }
-    if (!ss_unw_backtrace && (!ss_unwind_backtrace || !ss_unwind_getip)) return;
+    if (!ss_unw_backtrace && (!ss_unwind_backtrace || !ss_unwind_getip)) {
+        ss_stacks_no_unwinder = 1;
+        return;
+    }
     Dl_info info;
     if (!dladdr((void *)ss_stack_sample, &info) || !info.dli_fbase) return;
     const ElfW(Ehdr) *eh = info.dli_fbase;

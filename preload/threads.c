@@ -223,6 +223,7 @@ struct ss_fold_group {
     uint32_t serial;
     uint32_t changed;
     uint64_t threads;
+    uint64_t allocating; /* threads that called the allocator */
     uint64_t life_ns;
     uint64_t frees_checked, frees_cross;
     struct ss_thread_record rec;
@@ -294,7 +295,12 @@ static void ss_fold(struct ss_thread *t) {
     a->flags |= r->flags & (SS_THREAD_LOCKS_OVERFLOW | SS_THREAD_SIGNAL_BLOCKED);
     a->cpu_ns += r->cpu_ns;
     a->lock_wait_ticks += r->lock_wait_ticks;
-    for (int f = 0; f < SS_FN_COUNT; f++) ss_fn_add(&a->fn[f], &r->fn[f]);
+    int allocated = 0;
+    for (int f = 0; f < SS_FN_COUNT; f++) {
+        ss_fn_add(&a->fn[f], &r->fn[f]);
+        allocated |= r->fn[f].calls != 0;
+    }
+    g->allocating += (uint64_t)allocated;
     for (uint32_t b = 0; b < SS_SIZE_BUCKETS; b++) a->size_hist[b] += r->size_hist[b];
     for (int k = 0; k < SS_GRP_COUNT; k++)
         for (uint32_t b = 0; b < SS_LAT_BUCKETS; b++) a->lat_hist[k][b] += r->lat_hist[k][b];
@@ -305,6 +311,7 @@ static void ss_fold(struct ss_thread *t) {
         struct ss_lock_stats *into = i == SS_LOCK_OVERFLOW || !l->address ? &g->locks[SS_LOCK_OVERFLOW]
                                                                           : ss_group_lock(g, l->address, l->kind);
         ss_lock_add(into, l);
+        if (into->threads < UINT32_MAX) into->threads++;
     }
     g->frees_checked += t->frees_checked;
     g->frees_cross += t->frees_cross;
@@ -449,7 +456,8 @@ static int ss_out_group(struct ss_fold_group *g) {
     for (uint32_t i = 0; i <= SS_LOCK_SLOTS; i++)
         if (g->locks[i].acquisitions || g->locks[i].wait_ticks) locks[n++] = g->locks[i];
     g->rec.nlocks = n;
-    struct ss_folded_record f = {(uint32_t)(g->threads > UINT32_MAX ? UINT32_MAX : g->threads), 0, g->life_ns};
+    struct ss_folded_record f = {(uint32_t)(g->threads > UINT32_MAX ? UINT32_MAX : g->threads),
+                                 (uint32_t)(g->allocating > UINT32_MAX ? UINT32_MAX : g->allocating), g->life_ns};
     if (ss_out_record3(SS_REC_FOLDED, &f, sizeof f, &g->rec, sizeof g->rec, locks, n * sizeof *locks) != 0) return -1;
     g->changed = 0;
     return 0;

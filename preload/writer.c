@@ -268,6 +268,24 @@ static void ss_note_in_index(const char *path) {
     close(fd);
 }
 
+/* A line `stallscope run` shows after the run (its index: "PID PPID #note TEXT"). Only system
+ * calls: it may run in a vfork child. */
+void ss_note_unprofiled(const char *text) {
+    if (!ss_config.index[0]) return;
+    int fd = open(ss_config.index, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return;
+    char line[1400];
+    struct ss_str s = {line, 0, sizeof line - 1};
+    ss_str_u64(&s, (uint64_t)getpid());
+    ss_str_cat(&s, " ");
+    ss_str_u64(&s, (uint64_t)ss_parent_pid);
+    ss_str_cat(&s, " #note ");
+    ss_str_cat(&s, text);
+    line[s.len++] = '\n';
+    ss_write_all(fd, line, s.len);
+    close(fd);
+}
+
 /* Creates the profile file exclusively, never overwriting, and writes its header; returns its
  * descriptor (in the calling thread's table) or -1. */
 static int ss_create_profile(void) {
@@ -319,7 +337,7 @@ static int ss_create_profile(void) {
     size_t cmd_len = ss_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
     /* One NUL ends the last argument; any before it belong to empty arguments (`--save ""`). */
     if (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
-    if (exe_len < 0) exe_len = readlink("/proc/self/exe", exe, sizeof exe);
+    if (exe_len < 0) exe_len = (ssize_t)ss_main_program(exe, sizeof exe);
     if (exe_len < 0) exe_len = 0;
     if (!ncpus) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -328,7 +346,8 @@ static int ss_create_profile(void) {
     ss_process.ncpus = ncpus;
     ss_process.flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) | SS_PROCESS_LOCK_PERIOD |
                        (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
-                       (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u);
+                       (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
+                       (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u);
     ss_process.pid = (uint32_t)getpid();
     ss_process.ppid = (uint32_t)ss_parent_pid;
     ss_process.cmdline_len = (uint32_t)cmd_len;

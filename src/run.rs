@@ -149,12 +149,16 @@ pub fn main(args: RunArgs) -> Result<i32> {
             return Ok(127);
         }
     };
-    if let Err(reason) = check_preloadable(&program, 0) {
-        eprintln!("stallscope: cannot profile {}: {reason}", program.display());
-        eprintln!(
-            "stallscope: the program was not run (a profile needs LD_PRELOAD, which it would ignore)"
-        );
-        return Ok(2);
+    match check_preloadable(&program, 0) {
+        Err(reason) => {
+            eprintln!("stallscope: cannot profile {}: {reason}", program.display());
+            eprintln!(
+                "stallscope: the program was not run (a profile needs LD_PRELOAD, which it would ignore)"
+            );
+            return Ok(2);
+        }
+        Ok(Preload::Foreign(why)) => return run_unprofiled(&args.command, &program, &why),
+        Ok(Preload::Takes) => {}
     }
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let root = match &args.output {
@@ -231,13 +235,27 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let wall = started.elapsed();
 
     let (root_path, children_dir) = plan.chosen_paths(root_pid);
-    let files = session.profiles();
-    let root_file = files
+    let mut files = session.profiles();
+    let mut root_file = files
         .iter()
         .rev()
         .find(|(pid, p)| *pid == root_pid && *p == root_path)
         .or_else(|| files.iter().rev().find(|(pid, _)| *pid == root_pid))
         .map(|(_, p)| p.clone());
+    // The launched process's last image was not profiled (it emptied its environment, `env -i
+    // prog`; or it runs a static program, or one whose loader is not glibc's): its last profiled
+    // image goes where the user asked.
+    if let Some(last) = root_file.clone()
+        && last != root_path
+        && std::fs::symlink_metadata(&root_path).is_err()
+        && std::fs::hard_link(&last, &root_path).is_ok()
+    {
+        let _ = std::fs::remove_file(&last);
+        for f in files.iter_mut().filter(|(_, p)| *p == last) {
+            f.1 = root_path.clone();
+        }
+        root_file = Some(root_path.clone());
+    }
     let run_dir = children_dir.unwrap_or_else(|| tree::children_dir(&root_path));
     let others = gather_run(&files, root_file.as_deref(), &run_dir);
     if let Some(path) = &root_file
@@ -250,6 +268,13 @@ pub fn main(args: RunArgs) -> Result<i32> {
     }
     if !args.quiet {
         print_summary(root_file.as_deref(), &root_path, &run_dir, others, &status);
+        let notes = session.notes();
+        for note in notes.iter().take(5) {
+            eprintln!("note: {note}");
+        }
+        if notes.len() > 5 {
+            eprintln!("note: and {} more programs ran unprofiled", notes.len() - 5);
+        }
     }
     drop(session);
     if let Some(sig) = status.signal() {
@@ -359,12 +384,34 @@ impl Session {
             else {
                 continue;
             };
+            if path.starts_with('#') {
+                continue; // a note (Session::notes)
+            }
             let (Ok(pid), path) = (pid.parse::<u32>(), PathBuf::from(path)) else {
                 continue;
             };
             if !seen.contains(&path) && path.exists() {
                 seen.insert(path.clone());
                 out.push((pid, path));
+            }
+        }
+        out
+    }
+}
+
+impl Session {
+    /// The interposers' notes ("PID PPID #note TEXT" lines: a program run unprofiled), each once.
+    fn notes(&self) -> Vec<String> {
+        let text = std::fs::read_to_string(&self.index).unwrap_or_default();
+        let mut out: Vec<String> = Vec::new();
+        for line in text.lines() {
+            if let Some(note) = line
+                .splitn(3, ' ')
+                .nth(2)
+                .and_then(|r| r.strip_prefix("#note "))
+                && !out.iter().any(|n| n == note)
+            {
+                out.push(note.to_string());
             }
         }
         out
@@ -392,8 +439,47 @@ fn resolve_program(name: &str) -> Option<PathBuf> {
         })
 }
 
+/// What the program does with our preload.
+#[derive(Debug, PartialEq, Eq)]
+enum Preload {
+    /// glibc's loader loads it.
+    Takes,
+    /// Its loader is not glibc's (musl's, bionic's): our library would stop it from starting, so
+    /// it runs as it would without stallscope; why, in words.
+    Foreign(String),
+}
+
+/// The loader of glibc for x86-64, the only one our library can be loaded by, whatever directory
+/// it is installed in (a glibc under its own prefix has one too).
+const GLIBC_LOADER: &str = "ld-linux-x86-64.so.2";
+
+/// A program whose loader is not glibc's runs exactly as it would without stallscope: the same
+/// process (exec, not a child), environment, signals and exit status; one line says so.
+fn run_unprofiled(command: &[String], program: &Path, why: &str) -> Result<i32> {
+    eprintln!(
+        "stallscope: note: {} runs unprofiled: its loader is not glibc's ({why})",
+        program.display()
+    );
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    // SAFETY: async-signal-safe calls only, between fork-less exec set-up and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            signals::restore_in_child();
+            Ok(())
+        });
+    }
+    let e = cmd.exec();
+    eprintln!("stallscope: cannot run {}: {e}", command[0]);
+    Ok(if e.kind() == std::io::ErrorKind::PermissionDenied {
+        126
+    } else {
+        127
+    })
+}
+
 /// Whether the dynamic linker will honour LD_PRELOAD for this program (following `#!`).
-fn check_preloadable(program: &Path, depth: u32) -> std::result::Result<(), String> {
+fn check_preloadable(program: &Path, depth: u32) -> std::result::Result<Preload, String> {
     let meta = std::fs::metadata(program).map_err(|e| e.to_string())?;
     let mode = meta.permissions().mode();
     if mode & 0o6000 != 0 {
@@ -415,16 +501,21 @@ fn check_preloadable(program: &Path, depth: u32) -> std::result::Result<(), Stri
         if let Some(interp) = text.split_whitespace().next() {
             return check_preloadable(Path::new(interp), depth + 1);
         }
-        return Ok(());
+        return Ok(Preload::Takes);
     }
     if !head.starts_with(b"\x7fELF") {
-        return Ok(()); // a script without #! runs under /bin/sh, which takes the preload
+        return Ok(Preload::Takes); // a script without #! runs under /bin/sh, which takes the preload
     }
     let data = std::fs::read(program).map_err(|e| e.to_string())?;
-    elf_check(&data)
+    let is_loader = program
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy() == GLIBC_LOADER);
+    elf_check(&data, is_loader)
 }
 
-fn elf_check(data: &[u8]) -> std::result::Result<(), String> {
+/// `is_loader`: the file is named like glibc's loader (`ld-linux-x86-64.so.2 ./prog` runs the
+/// program through it, and it honours LD_PRELOAD as it does when the kernel starts it).
+fn elf_check(data: &[u8], is_loader: bool) -> std::result::Result<Preload, String> {
     use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
     let elf = ElfFile64::<object::Endianness>::parse(data).map_err(|_| {
         "it is not a 64-bit ELF program, and the interposer is built for x86-64".to_string()
@@ -433,14 +524,23 @@ fn elf_check(data: &[u8]) -> std::result::Result<(), String> {
     if elf.elf_header().e_machine(endian) != object::elf::EM_X86_64 {
         return Err("it is not an x86-64 program".into());
     }
-    let has_interp = elf
-        .elf_program_headers()
-        .iter()
-        .any(|ph| ph.p_type(endian) == object::elf::PT_INTERP);
-    if !has_interp {
+    let interp = elf.elf_program_headers().iter().find_map(|ph| {
+        (ph.p_type(endian) == object::elf::PT_INTERP)
+            .then(|| ph.data(endian, data).ok())
+            .flatten()
+    });
+    let Some(interp) = interp else {
+        if is_loader && elf.elf_header().e_type(endian) == object::elf::ET_DYN {
+            return Ok(Preload::Takes);
+        }
         return Err("it is statically linked, so no library can be preloaded into it".into());
+    };
+    let interp = String::from_utf8_lossy(interp.split(|&b| b == 0).next().unwrap_or_default());
+    if interp.rsplit('/').next() == Some(GLIBC_LOADER) {
+        Ok(Preload::Takes)
+    } else {
+        Ok(Preload::Foreign(interp.into_owned()))
     }
-    Ok(())
 }
 
 /// Appends the exit status the supervisor observed, framed like every other record.
@@ -557,6 +657,12 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
         None => {
             let _ = writeln!(err, "locks:        no contended lock");
         }
+    }
+    if s.no_unwinder {
+        let _ = writeln!(
+            err,
+            "stacks:       NONE: libgcc_s.so.1 (the unwinder) could not be loaded beside the program's C library; see `stallscope report`"
+        );
     }
     if !s.complete && s.signal.is_none() && !s.ended_by_exec {
         let why = match s.exit_code {

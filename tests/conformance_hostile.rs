@@ -1,6 +1,7 @@
 //! Conformance, hostile programs (issue 12): every program in tests/hostile_programs/ is compiled
 //! and run plainly and under `stallscope run`, in the same conditions, and must not be able to
-//! tell: same wait status, same stdout and stderr, bounded memory (tests/harness).
+//! tell: same wait status, same stdout and stderr, bounded memory (tests/harness), and a profile
+//! `stallscope report` reads at the path asked for.
 //!
 //! To plug a program in, drop its source (`.c` or `.cpp`, one file, built with
 //! `-O1 -pthread`) into tests/hostile_programs/: it is run without arguments and its whole output
@@ -87,7 +88,19 @@ fn every_hostile_program_cannot_tell_it_is_profiled() {
         std::fs::create_dir_all(&cwd).unwrap();
         let launch = Launch::new(&argv, &cwd);
         let outcome = std::panic::catch_unwind(|| {
-            assert_invisible(&launch);
+            let pair = assert_invisible(&launch);
+            // And a readable profile at the path asked for (issue 25: `env -i` left none there).
+            let report = std::process::Command::new(stallscope())
+                .args(["report", "--json"])
+                .arg(&pair.profile)
+                .output()
+                .unwrap();
+            assert!(
+                report.status.success(),
+                "no readable profile at {}: {}",
+                pair.profile.display(),
+                String::from_utf8_lossy(&report.stderr)
+            );
         });
         ran += 1;
         match (outcome, special.and_then(|s| s.known)) {

@@ -92,6 +92,18 @@ fn twenty_thousand_short_threads_cost_what_two_thousand_do() {
             .iter()
             .find(|l| l["acquisitions"].as_u64() == Some(n));
         assert!(lock.is_some(), "the workers' mutex, acquired {n} times");
+        // Counts of distinct threads survive folding (issue 25: "65 threads took it").
+        assert_eq!(
+            lock.unwrap()["threads"].as_u64(),
+            Some(n),
+            "every worker took the mutex once"
+        );
+        assert_eq!(num(&report, &["thread_count"]), n + 1, "every thread ran");
+        let allocating = num(&report, &["alloc", "threads"]);
+        assert!(
+            allocating > n && allocating <= n + 1,
+            "every worker allocated (and the main thread may): {allocating}"
+        );
     }
     // The text report says what was folded.
     let out = std::process::Command::new(stallscope())

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{TempDir, compile_file, profile_with, report_json, test_source};
+use common::{TempDir, compile_file, profile_with, report_json, starved, test_source};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -187,6 +187,21 @@ fn finding<'a>(r: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {id} finding: {:#}", Value::Array(findings(r).clone())))
 }
 
+/// The finding a cause program must get; None (the test skips, saying so) when it is missing
+/// from a run that other processes starved (`starved`): its threads seldom ran together, so
+/// the contention or spinning it is built on did not happen. Missing from any other run fails.
+fn contention_finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
+    let found = findings(r).iter().find(|f| f["id"] == id);
+    if found.is_none()
+        && let Some(why) = starved(r, 0.15)
+    {
+        eprintln!("SKIPPED (no {id} finding): {why}");
+        println!("SKIPPED (no {id} finding): {why}");
+        return None;
+    }
+    Some(finding(r, id))
+}
+
 fn text(f: &Value) -> String {
     format!("{} {} {}", f["title"], f["evidence"], f["remedy"])
 }
@@ -215,7 +230,9 @@ fn spinlock_spinning_is_found_at_the_spin_loop() {
             "worker {tid}: spinning {spin} of {on_cpu} on a CPU"
         );
     }
-    let f = finding(&run.report, "spinning");
+    let Some(f) = contention_finding(&run.report, "spinning") else {
+        return;
+    };
     assert!(text(f).contains("spin_lock"), "{f:#}");
     assert!(f["stake_ns"].as_u64().is_some(), "{f:#}");
 }
@@ -224,7 +241,9 @@ fn spinlock_spinning_is_found_at_the_spin_loop() {
 fn sched_yield_loop_is_spinning() {
     let run = run_cause("yield_spin.c", &["2"]);
     check_states(&run);
-    let f = finding(&run.report, "spinning");
+    let Some(f) = contention_finding(&run.report, "spinning") else {
+        return;
+    };
     assert!(text(f).contains("sched_yield"), "{f:#}");
     assert!(text(f).contains("yield_spin.c"), "{f:#}");
 }
@@ -308,7 +327,9 @@ fn big_buffers_are_page_faults() {
 fn capped_arenas_are_named_as_mallocs_arena_lock() {
     let run = run_cause("arena_lock.c", &["2"]);
     check_states(&run);
-    let f = finding(&run.report, "arena-lock");
+    let Some(f) = contention_finding(&run.report, "arena-lock") else {
+        return;
+    };
     assert!(text(f).contains("arena lock"), "{f:#}");
     assert!(text(f).contains("M_ARENA_MAX"), "{f:#}");
     assert!(text(f).contains("stallscope bench"), "{f:#}");

@@ -78,6 +78,19 @@ fn top_site<'a>(threads: &[&'a Value], category: &str) -> Option<&'a Value> {
         .max_by(|a, b| a["ns"].as_u64().cmp(&b["ns"].as_u64()))
 }
 
+/// Two threads contend only when they run at the same time: a run in which other processes
+/// kept them off the CPUs (`starved`) says so and the test skips its contention assertions.
+fn starved_run(report: &Value, what: &str) -> bool {
+    match starved(report, 0.15) {
+        Some(why) => {
+            eprintln!("SKIPPED ({what}): {why}");
+            println!("SKIPPED ({what}): {why}");
+            true
+        }
+        None => false,
+    }
+}
+
 #[test]
 fn random_in_two_threads_waits_on_its_internal_lock() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -85,6 +98,9 @@ fn random_in_two_threads_waits_on_its_internal_lock() {
     assert_eq!(stdout, "done\n");
     let w = workers(&report);
     assert_eq!(w.len(), 2);
+    if starved_run(&report, "random()'s lock") {
+        return;
+    }
     let lock = share(&w, &["lock"]);
     assert!(
         lock >= 0.15,
@@ -137,6 +153,9 @@ fn printf_from_two_threads_waits_on_the_lock_of_stdout() {
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("done\n"));
     let report = report_json(&path);
     let w = workers(&report);
+    if starved_run(&report, "the lock of stdout") {
+        return;
+    }
     let site = top_site(&w, "lock").expect("a lock site");
     let function = site["function"].as_str().unwrap_or_default();
     assert!(function.contains("printf"), "{site:#}");
@@ -158,6 +177,9 @@ fn fprintf_to_one_file_waits_on_the_file_lock() {
     let (_dir, stdout, report) = run_and_report("shared_file.c", &[]);
     assert_eq!(stdout, "done\n");
     let w = workers(&report);
+    if starved_run(&report, "the lock of a FILE") {
+        return;
+    }
     let lock = share(&w, &["lock"]);
     assert!(lock >= 0.05, "lock share {lock:.3}:\n{report:#}");
     let site = top_site(&w, "lock").expect("a lock site");

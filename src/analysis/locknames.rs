@@ -24,8 +24,15 @@ struct SymbolWords {
 }
 
 #[derive(Debug, Deserialize)]
+struct FunctionLock {
+    functions: Vec<String>,
+    words: String,
+}
+
+#[derive(Debug, Deserialize)]
 struct Table {
     symbols: Vec<SymbolWords>,
+    function_locks: Vec<FunctionLock>,
     arena_symbols: Vec<String>,
     stdio_functions: Vec<String>,
 }
@@ -62,8 +69,11 @@ pub fn is_allocator_frame(f: &Frame) -> bool {
         .strip_prefix("__libc_")
         .unwrap_or(bare)
         .trim_start_matches('_');
+    // glibc 2.42's slow paths: `__libc_malloc2`, `_int_malloc2`, ...
+    let undigited = public.trim_end_matches(|c: char| c.is_ascii_digit());
     NAMES.contains(&bare)
         || NAMES.contains(&public)
+        || NAMES.contains(&undigited)
         || public.starts_with("int_free")
         || public.starts_with("int_malloc")
         || public.starts_with("arena_")
@@ -96,6 +106,16 @@ pub fn name_site_locks(
         for site in t.sites.iter_mut().filter(|s| s.category == Category::Lock) {
             let function = site.function();
             let allocator = in_allocator(site);
+            // A function of libc with a private lock of its own, anywhere on the stack.
+            let takes = site.frames.iter().find_map(|f| {
+                let name = f.function.as_deref()?;
+                let bare = super::states::public_libc_name(name.split('(').next().unwrap_or(name));
+                table()
+                    .function_locks
+                    .iter()
+                    .find(|l| l.functions.iter().any(|x| x == bare))
+                    .map(|l| l.words.as_str())
+            });
             let stdio = table().stdio_functions.contains(&function)
                 || site.frames.iter().any(|f| {
                     f.function
@@ -119,8 +139,11 @@ pub fn name_site_locks(
                     lock.object,
                     symbol,
                     &function,
-                    allocator,
-                    stdio,
+                    Waiter {
+                        allocator,
+                        stdio,
+                        takes,
+                    },
                 );
                 // A futex word the interposer saw waits on: the runtime's object, by its symbol
                 // where it has one (a per-thread parker word has none of its own).
@@ -148,6 +171,18 @@ pub fn name_site_locks(
     }
 }
 
+/// What the waiting site was doing: inside malloc, inside stdio, or in a libc function with a
+/// private lock (`function_locks`: its words).
+#[derive(Clone, Copy, Default)]
+struct Waiter<'a> {
+    allocator: bool,
+    stdio: bool,
+    takes: Option<&'a str>,
+}
+
+/// Where names of glibc's own locks come from when libc's debug file is missing.
+pub const DEBUG_FILE_HINT: &str = "glibc's names need libc's debug file: libc6-dbg (Debian, Ubuntu), glibc-debuginfo (Fedora, RHEL: dnf debuginfo-install glibc), or DEBUGINFOD_URLS set";
+
 /// The words for one lock address, given its data symbol (module, symbol) if any and what the
 /// waiting site was doing.
 fn name_lock(
@@ -156,9 +191,13 @@ fn name_lock(
     object: u64,
     symbol: Option<(String, String)>,
     function: &str,
-    allocator: bool,
-    stdio: bool,
+    waiter: Waiter,
 ) -> (String, &'static str) {
+    let Waiter {
+        allocator,
+        stdio,
+        takes,
+    } = waiter;
     if let Some((module, symbol)) = symbol {
         let in_libc = module.starts_with("libc.so") || module.starts_with("libc-");
         if in_libc && table().arena_symbols.contains(&symbol) {
@@ -193,10 +232,18 @@ fn name_lock(
         .modules
         .iter()
         .rfind(|m| m.lo <= object && object < m.hi)
-        .map(|m| format!(" in {}", file_name(&m.path)));
+        .map(|m| file_name(&m.path));
+    let in_libc = module.is_some_and(|m| m.starts_with("libc.so") || m.starts_with("libc-"));
+    if in_libc && let Some(words) = takes {
+        return (words.to_string(), "function");
+    }
     (
-        format!("the lock at {object:#x}{}", module.unwrap_or_default()),
-        "address",
+        format!(
+            "the lock at {object:#x}{}",
+            module.map(|m| format!(" in {m}")).unwrap_or_default()
+        ),
+        // A lock of libc left unnamed: its debug file would name it (DEBUG_FILE_HINT).
+        if in_libc { "libc-address" } else { "address" },
     )
 }
 
@@ -230,6 +277,24 @@ mod tests {
     }
 
     #[test]
+    fn glibc_2_42_slow_paths_are_allocator_frames() {
+        let f = |name: &str| Frame {
+            function: Some(name.into()),
+            file: None,
+            line: None,
+            module: "/opt/glibc-2.42/lib/libc.so.6".into(),
+            offset: 0,
+            inlined: false,
+        };
+        for name in ["__libc_malloc2", "__libc_calloc2", "_int_malloc", "malloc"] {
+            assert!(is_allocator_frame(&f(name)), "{name}");
+        }
+        for name in ["memcpy2", "random", "__libc_write"] {
+            assert!(!is_allocator_frame(&f(name)), "{name}");
+        }
+    }
+
+    #[test]
     fn libc_symbols_get_their_words() {
         let profile = Profile::default();
         let mut sym = Symbolizer::offline(&profile);
@@ -240,8 +305,7 @@ mod tests {
                 0x1000,
                 Some(("libc.so.6".into(), symbol.into())),
                 function,
-                false,
-                false,
+                Waiter::default(),
             )
         };
         assert_eq!(
@@ -271,8 +335,11 @@ mod tests {
                 0x7f00_0400_0030,
                 None,
                 "f",
-                allocator,
-                stdio,
+                Waiter {
+                    allocator,
+                    stdio,
+                    takes: None,
+                },
             )
         };
         assert_eq!(named(true, false).1, "allocator");

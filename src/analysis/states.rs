@@ -450,7 +450,9 @@ pub struct WaitedLock {
     /// `malloc's arena lock (main_arena)`, `the lock of stdout`, `random()'s lock`,
     /// `table_lock (named_locks)`, ..., or the address as a last resort.
     pub name: String,
-    /// How it was named: `symbol`, `allocator`, `stdio`, `init-site`, `pthread` (a lock the pthread hooks took), `runtime` (a futex word
+    /// How it was named: `symbol`, `allocator`, `stdio`, `function` (a libc function with a
+    /// private lock, without debug file), `init-site`, `libc-address` (a lock of libc that its
+    /// debug file would name), `pthread` (a lock the pthread hooks took), `runtime` (a futex word
     /// of a runtime's lock, whose waits the lock list counts exactly) or `address`.
     pub how: &'static str,
 }
@@ -497,6 +499,12 @@ pub(crate) fn public_libc_name(name: &str) -> &str {
     let name = name.strip_prefix("__GI_").unwrap_or(name);
     let name = name.strip_prefix("__libc_").unwrap_or(name);
     let bare = name.trim_start_matches('_');
+    // glibc 2.42 splits malloc's slow path into `__libc_malloc2` (and kin): still malloc.
+    let undigited = bare.trim_end_matches(|c: char| c.is_ascii_digit());
+    if undigited.len() < bare.len() && ["malloc", "calloc", "realloc", "free"].contains(&undigited)
+    {
+        return undigited;
+    }
     // `_IO_fwrite` keeps its name: only lower-case names are public functions in disguise.
     if bare.starts_with(|c: char| c.is_ascii_lowercase()) {
         bare
@@ -1551,6 +1559,9 @@ mod tests {
         assert_eq!(public_libc_name("__random"), "random");
         assert_eq!(public_libc_name("__GI___libc_write"), "write");
         assert_eq!(public_libc_name("_IO_fwrite"), "_IO_fwrite");
+        assert_eq!(public_libc_name("__libc_malloc2"), "malloc", "glibc 2.42");
+        assert_eq!(public_libc_name("__libc_calloc2"), "calloc");
+        assert_eq!(public_libc_name("__memcpy_avx2"), "memcpy_avx2");
         assert_eq!(public_libc_name("fprintf"), "fprintf");
         assert_eq!(public_libc_name("__"), "__");
         assert_eq!(

@@ -26,6 +26,8 @@ pub struct ThreadSummary {
     pub lock_wait_ns: u64,
     /// How many short threads the row stands for, when they were folded into one group.
     pub folded: Option<u32>,
+    /// How many of the threads the row stands for called the allocator (0 or 1 for a thread).
+    pub allocating: u64,
     /// The thread blocked the sampling signal: its states came from the kernel's CPU clock.
     pub signal_blocked: bool,
 }
@@ -175,6 +177,8 @@ pub struct Summary {
     pub forked: bool,
     pub rwlock_steps: bool,
     pub mutex_steps: bool,
+    /// No unwinder could be loaded: no stacks (see `ProcessInfo::no_unwinder`).
+    pub no_unwinder: bool,
     pub start_time_unix_ns: u64,
     pub flushes: u64,
     pub wall_ns: u64,
@@ -247,6 +251,10 @@ impl Summary {
             .iter()
             .map(|t| t.folded.map_or(1, u64::from))
             .sum()
+    }
+    /// Threads that called the allocator, each thread of a folded group counted.
+    pub fn allocating_thread_count(&self) -> u64 {
+        self.threads.iter().map(|t| t.allocating).sum()
     }
     /// Calls of every allocator function, frees included.
     pub fn alloc_calls(&self) -> u64 {
@@ -407,6 +415,10 @@ pub fn summarize(p: &Profile) -> Summary {
                     .map(|(_, f)| f.calls)),
                 lock_wait_ns: p.ticks_to_ns(t.lock_wait_ticks),
                 folded: t.folded.map(|f| f.threads),
+                allocating: match t.folded {
+                    Some(f) => u64::from(f.allocating),
+                    None => u64::from(t.fns.iter().any(|f| f.calls > 0)),
+                },
                 signal_blocked: t.flags & THREAD_SIGNAL_BLOCKED != 0,
             }
         })
@@ -441,6 +453,7 @@ pub fn summarize(p: &Profile) -> Summary {
         forked: p.process.forked,
         rwlock_steps: p.process.rwlock_steps,
         mutex_steps: p.process.mutex_steps,
+        no_unwinder: p.process.no_unwinder,
         start_time_unix_ns: p.process.start_realtime_ns,
         flushes: p.flushes,
         wall_ns: p
@@ -536,7 +549,7 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     x.wait_ns = x.wait_ns.saturating_add(wait_ns);
                     x.max_wait_ns = x.max_wait_ns.max(max_wait_ns);
                     x.hold_ns = x.hold_ns.saturating_add(hold_ns);
-                    x.threads += 1;
+                    x.threads += l.threads as usize;
                 }
                 None => locks.push(LockSummary {
                     address: l.address,
@@ -546,7 +559,7 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     wait_ns,
                     max_wait_ns,
                     hold_ns,
-                    threads: 1,
+                    threads: l.threads as usize,
                     sites: Vec::new(),
                     holder_sites: Vec::new(),
                     runtime: None,

@@ -152,6 +152,20 @@ struct StateGroup {
     users: Vec<(String, f64)>,
     /// Lock waits: the locks named by the futex words its samples caught, with those samples.
     locks: Vec<(String, u64)>,
+    /// A lock of libc that only its debug file would name was among them.
+    unnamed_libc_lock: bool,
+    /// The threads (their index) counted in `threads_ns`: a thread with several sites in the
+    /// group counts once.
+    seen: Vec<usize>,
+}
+
+/// `libc.so.6` for a function shown as `libc.so.6+0xc547b` (no symbol: a static function of a
+/// library without its debug file). Its sites are grouped by module, not by address, so that
+/// one lock waited on from several such functions is one finding.
+fn unsymbolized_module(function: &str) -> Option<&str> {
+    let (module, offset) = function.split_once("+0x")?;
+    (!module.is_empty() && !module.contains(' ') && offset.chars().all(|c| c.is_ascii_hexdigit()))
+        .then_some(module)
 }
 
 /// Groups the sites the report lists for `category` in every thread (`state_sites`) by function
@@ -162,7 +176,7 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
     let Some(states) = &a.states else {
         return groups;
     };
-    for t in &states.threads {
+    for (index, t) in states.threads.iter().enumerate() {
         let total = t.sampled_ns() as f64;
         for site in t.listed_sites(category) {
             // A runtime's lock (its entry point decided the sample, or its futex word is known):
@@ -182,6 +196,9 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
             if exclude.iter().any(|p| function.starts_with(p.as_str())) {
                 continue;
             }
+            let function = unsymbolized_module(&function)
+                .map(|m| format!("a function of {m} without symbols"))
+                .unwrap_or(function);
             let ns = t.site_share(site) * total;
             let samples = site.samples as f64;
             let user = site
@@ -198,18 +215,24 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                         threads_ns: 0.0,
                         users: Vec::new(),
                         locks: Vec::new(),
+                        unnamed_libc_lock: false,
+                        seen: Vec::new(),
                     });
                     groups.last_mut().expect("just pushed")
                 }
             };
             g.ns += ns;
             g.samples += samples;
-            g.threads_ns += total;
+            if !g.seen.contains(&index) {
+                g.seen.push(index);
+                g.threads_ns += total;
+            }
             match g.users.iter_mut().find(|u| u.0 == user) {
                 Some(u) => u.1 += ns,
                 None => g.users.push((user, ns)),
             }
             for l in &site.locks {
+                g.unnamed_libc_lock |= l.how == "libc-address";
                 match g.locks.iter_mut().find(|n| n.0 == l.name) {
                     Some(n) => n.1 += l.samples,
                     None => g.locks.push((l.name.clone(), l.samples)),
@@ -257,6 +280,12 @@ fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding>
                 g.locks.iter().map(|(name, n)| (name.as_str(), *n)),
                 g.samples as u64,
             ));
+            if g.unnamed_libc_lock {
+                evidence.push(format!(
+                    "the lock is unnamed: {}",
+                    crate::analysis::locknames::DEBUG_FILE_HINT
+                ));
+            }
             Some(build(
                 rule,
                 a,

@@ -223,3 +223,46 @@ fn atomic_thresholds() {
         ))
     });
 }
+
+/// Without libc's debug file, one lock waited on from two static functions of libc (shown as
+/// `libc.so.6+0x...`) is one finding, its share counted once per thread, and it says which package
+/// would name the lock.
+#[test]
+fn unnamed_libc_functions_are_one_finding_that_says_what_would_name_them() {
+    let r = rule("glibc-lock-contention");
+    let mut a = sampled(Category::Lock, "x", 0.4, 100);
+    let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    for t in &mut a.states.as_mut().unwrap().threads {
+        let lock = WaitedLock {
+            object: 0x7f00_0000_0700,
+            samples: 50,
+            ns: 1,
+            name: "the lock at 0x7f0000000700 in libc.so.6".into(),
+            how: "libc-address",
+        };
+        let mut second = t.sites[0].clone();
+        for (site, offset) in [(&mut t.sites[0], 0xc547b), (&mut second, 0xc5a10)] {
+            site.frames[0] = crate::symbols::Frame {
+                offset,
+                ..frame(None, None, libc)
+            };
+            site.ns /= 2;
+            site.samples /= 2;
+            site.locks = vec![lock.clone()];
+        }
+        t.sites.push(second);
+    }
+    let found = internal_locks(r, &a);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert!(
+        f.title.contains("40.0%"),
+        "counted once per thread: {}",
+        f.title
+    );
+    assert!(
+        f.evidence.iter().any(|e| e.contains("libc6-dbg")),
+        "{:?}",
+        f.evidence
+    );
+}

@@ -31,6 +31,9 @@ pub struct ProcessInfo {
     pub rwlock_steps: bool,
     /// The same for normal mutexes' locks and releases.
     pub mutex_steps: bool,
+    /// Stacks were asked for, but the interposer could load no unwinder (libgcc_s.so.1): the
+    /// profile has none.
+    pub no_unwinder: bool,
     pub libc_version: String,
     pub allocator: String,
     pub command: Vec<String>,
@@ -71,6 +74,8 @@ impl FnStats {
 pub struct LockStats {
     pub address: u64,
     pub kind: LockKind,
+    /// How many threads took it: 1 for a thread's own record, the count for a folded group.
+    pub threads: u32,
     pub acquisitions: u64,
     pub contended: u64,
     pub wait_ticks: u64,
@@ -102,6 +107,8 @@ pub struct ThreadStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Folded {
     pub threads: u32,
+    /// How many of them called the allocator (0 in profiles written before the count).
+    pub allocating: u32,
     /// Their lives, summed.
     pub life_ns: u64,
 }

@@ -174,7 +174,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                 let t = if rtype == REC_FOLDED {
                     parse_folded(payload, pos)?
                 } else {
-                    parse_thread(payload, pos)?
+                    parse_thread(payload, pos, None)?
                 };
                 match thread_index.get(&t.serial) {
                     Some(&i) if threads[i].folded.is_some() != t.folded.is_some() => {
@@ -820,6 +820,7 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
         forked: flags & PROCESS_FORKED != 0,
         rwlock_steps: flags & PROCESS_RWLOCK_STEPS != 0,
         mutex_steps: flags & PROCESS_MUTEX_STEPS != 0,
+        no_unwinder: flags & PROCESS_NO_UNWINDER != 0,
         libc_version,
         allocator,
         command,
@@ -834,23 +835,34 @@ fn parse_folded(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError>
     }
     let mut f = Fields::new(payload);
     let threads = f.u32();
-    let reserved = f.u32();
+    let allocating = f.u32();
     let life_ns = f.u64();
-    if threads == 0 || reserved != 0 {
+    if threads == 0 || allocating > threads {
         return err(pos, "inconsistent folded record");
     }
-    let mut t = parse_thread(&payload[FOLDED_SIZE..], pos)?;
+    let mut t = parse_thread(&payload[FOLDED_SIZE..], pos, Some(threads))?;
     if t.flags & THREAD_ENDED == 0 || t.flags & THREAD_MAIN != 0 {
         return err(
             pos,
             "a folded record holds threads that did not end, or the main thread",
         );
     }
-    t.folded = Some(Folded { threads, life_ns });
+    t.folded = Some(Folded {
+        threads,
+        allocating,
+        life_ns,
+    });
     Ok(t)
 }
 
-fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError> {
+/// `folded`: the threads of the FOLDED record this thread record belongs to (its lock entries
+/// say how many of them took each lock: at most that many; 0 in profiles written before the
+/// count, read as 1); None: a thread's own record, whose entries hold 0 there.
+fn parse_thread(
+    payload: &[u8],
+    pos: usize,
+    folded: Option<u32>,
+) -> Result<ThreadStats, ProfileError> {
     if payload.len() < THREAD_SIZE {
         return err(
             pos,
@@ -894,13 +906,19 @@ fn parse_thread(payload: &[u8], pos: usize) -> Result<ThreadStats, ProfileError>
     for _ in 0..nlocks {
         let address = f.u64();
         let kind = LockKind::from_u32(f.u32());
-        let reserved = f.u32();
-        let (Some(kind), 0) = (kind, reserved) else {
+        let took = f.u32();
+        let threads = match folded {
+            None if took == 0 => 1,
+            Some(n) if took <= n => took.max(1),
+            _ => return err(pos, format!("thread {tid} has a damaged lock entry")),
+        };
+        let Some(kind) = kind else {
             return err(pos, format!("thread {tid} has a damaged lock entry"));
         };
         let l = LockStats {
             address,
             kind,
+            threads,
             acquisitions: f.u64(),
             contended: f.u64(),
             wait_ticks: f.u64(),

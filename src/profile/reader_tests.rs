@@ -499,10 +499,12 @@ fn folded_groups_read_back_and_their_samples_are_valid() {
     u64s(&mut samples, &[0]);
     w.record(REC_SAMPLES, &samples);
     let mut folded = Vec::new();
-    u32s(&mut folded, &[19_990, 0]);
+    u32s(&mut folded, &[19_990, 19_000]);
     u64s(&mut folded, &[4_000_000_000]);
     let mut group = thread_payload(5, 19_990, true);
     group[8..12].copy_from_slice(&(THREAD_ENDED | THREAD_SIGNAL_BLOCKED).to_le_bytes());
+    // Its lock entry: 7,000 of the group's threads took the lock.
+    group[THREAD_SIZE + 12..THREAD_SIZE + 16].copy_from_slice(&7_000u32.to_le_bytes());
     folded.extend_from_slice(&group);
     w.record(REC_FOLDED, &folded);
     w.record(REC_THREAD, &thread_payload(0, 10, false));
@@ -514,9 +516,11 @@ fn folded_groups_read_back_and_their_samples_are_valid() {
         g.folded,
         Some(super::Folded {
             threads: 19_990,
+            allocating: 19_000,
             life_ns: 4_000_000_000
         })
     );
+    assert_eq!(g.locks[0].threads, 7_000, "how many threads took the lock");
     assert_eq!(
         g.life_ns(0),
         4_000_000_000,
@@ -527,6 +531,28 @@ fn folded_groups_read_back_and_their_samples_are_valid() {
     assert_eq!(p.samples.len(), 1);
     assert_eq!(p.samples[0].kind, super::samples::SampleKind::Kernel);
     assert_eq!(p.samples[0].weight_ns, 2_000_000);
+
+    // No more threads took a lock, or allocated, than the group holds; a thread's own record
+    // holds 0 there.
+    for (at, value) in [(16 + THREAD_SIZE + 12, 19_991u32), (4, 19_991)] {
+        let mut bad = folded.clone();
+        bad[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        let mut w = Writer::new();
+        w.record(REC_PROCESS, &process_payload());
+        w.record(REC_FOLDED, &bad);
+        w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+        assert!(parse(&w.bytes).is_err(), "{at}");
+    }
+    let mut own = thread_payload(3, 10, true);
+    own[THREAD_SIZE + 12..THREAD_SIZE + 16].copy_from_slice(&1u32.to_le_bytes());
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_THREAD, &own);
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    assert!(
+        parse(&w.bytes).is_err(),
+        "a thread's own lock entry with a count"
+    );
 
     // A folded group must hold ended threads, and a serial is a thread or a group, not both.
     let mut bad = folded.clone();

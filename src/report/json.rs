@@ -45,6 +45,12 @@ pub struct Report<'a> {
     /// Which uncontended lock calls the interposer did itself, with glibc's own step on the lock
     /// word (docs/PERFORMANCE.md), instead of forwarding them to glibc.
     lock_steps: LockSteps,
+    /// Stacks were asked for, but the interposer could load no unwinder (libgcc_s.so.1): the
+    /// profile has no stacks, so no site, lock or state is named by its code.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    no_unwinder: bool,
+    /// Every thread that ran, each thread of a folded group counted (`threads` lists rows).
+    thread_count: u64,
     threads: Vec<Thread<'a>>,
     alloc: Alloc<'a>,
     locks: Vec<Lock<'a>>,
@@ -215,6 +221,8 @@ pub fn report(a: &Analysis) -> Report<'_> {
             mutex: s.mutex_steps,
             rwlock_read: s.rwlock_steps,
         },
+        no_unwinder: s.no_unwinder,
+        thread_count: s.thread_count(),
         threads: s
             .threads
             .iter()
@@ -223,6 +231,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
             .collect(),
         alloc: Alloc {
             total_calls: s.alloc_calls(),
+            threads: s.allocating_thread_count(),
             time_ns: s.alloc_ns(),
             share_of_thread_time: s.alloc_share_of_life(),
             cpu_ns: s.alloc_cpu_ns(),
@@ -595,6 +604,8 @@ struct LatencyBucket {
 #[derive(Serialize)]
 struct Alloc<'a> {
     total_calls: u64,
+    /// How many threads called the allocator (those of folded groups counted).
+    threads: u64,
     time_ns: u64,
     share_of_thread_time: f64,
     /// Σ `threads[].alloc_cpu_ns`, and its share of the threads' CPU time (at most 1).

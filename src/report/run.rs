@@ -178,16 +178,11 @@ impl RunReport {
 
     /// The findings of a program's processes: (id, title, processes that have it).
     fn program_findings(&self, members: &[usize]) -> Vec<(String, String, usize)> {
-        let mut out: Vec<(String, String, usize)> = Vec::new();
-        for &p in members {
-            for f in self.processes[p].findings.iter().flatten() {
-                match out.iter_mut().find(|(id, _, _)| *id == f.id) {
-                    Some(entry) => entry.2 += 1,
-                    None => out.push((f.id.clone(), f.title.clone(), 1)),
-                }
-            }
-        }
-        out
+        findings_by_process(
+            members
+                .iter()
+                .map(|&p| self.processes[p].findings.as_deref().unwrap_or_default()),
+        )
     }
 
     fn ending(p: &ProcessFigures) -> String {
@@ -441,4 +436,64 @@ pub fn load(path: &Path) -> anyhow::Result<Option<RunReport>> {
         return Ok(None);
     }
     Ok(Some(RunReport::load(files)))
+}
+
+/// Each rule's findings over a program's processes: (id, the first title, how many processes had
+/// one). A process with several findings of one rule (two contended locks) counts once.
+fn findings_by_process<'a>(
+    processes: impl Iterator<Item = &'a [Finding]>,
+) -> Vec<(String, String, usize)> {
+    let mut out: Vec<(String, String, usize)> = Vec::new();
+    for findings in processes {
+        let mut seen: Vec<&str> = Vec::new();
+        for f in findings {
+            if seen.contains(&f.id.as_str()) {
+                continue;
+            }
+            seen.push(&f.id);
+            match out.iter_mut().find(|(id, _, _)| *id == f.id) {
+                Some(entry) => entry.2 += 1,
+                None => out.push((f.id.clone(), f.title.clone(), 1)),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::Severity;
+
+    fn finding(id: &str, title: &str) -> Finding {
+        Finding {
+            id: id.into(),
+            severity: Severity::High,
+            title: title.into(),
+            evidence: Vec::new(),
+            cause: String::new(),
+            remedy: String::new(),
+            stake_ns: None,
+        }
+    }
+
+    #[test]
+    fn a_rule_counts_processes_not_findings() {
+        let one = vec![
+            finding("lock-contention", "lock A"),
+            finding("lock-contention", "lock B"),
+            finding("small-allocations", "small"),
+        ];
+        let two = vec![finding("lock-contention", "lock C")];
+        let by = findings_by_process([one.as_slice(), two.as_slice(), &[]].into_iter());
+        assert_eq!(
+            by,
+            [
+                ("lock-contention".into(), "lock A".into(), 2),
+                ("small-allocations".into(), "small".into(), 1),
+            ]
+        );
+        let alone = findings_by_process([one.as_slice()].into_iter());
+        assert!(alone.iter().all(|(_, _, n)| *n == 1), "{alone:?}");
+    }
 }

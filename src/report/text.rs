@@ -145,6 +145,15 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
             )
         );
     }
+    if s.no_unwinder {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.warn(
+                "NO STACKS: the interposer could not load libgcc_s.so.1 (its unwinder): not by name, not beside the program's C library, not in the system's library directories; no site, lock or state is named by its code. Install libgcc-s1 (or your glibc's libgcc_s.so.1 beside its libc.so.6), or run --unwinder libunwind"
+            )
+        );
+    }
     let _ = writeln!(
         o,
         "  wall time   {}   threads {}   CPUs {}",

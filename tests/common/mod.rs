@@ -647,3 +647,24 @@ static MACHINE: Mutex<()> = Mutex::new(());
 pub fn machine() -> MutexGuard<'static, ()> {
     MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Whether other processes kept the profiled threads off the CPUs for more than `limit` of their
+/// summed lives (a loaded machine: `concurrency.other_runnable_ns`, from the kernel's run delay).
+/// A test whose program must contend then skips with the message returned, instead of failing
+/// because its threads seldom ran at the same time; without kernel figures it says nothing.
+pub fn starved(report: &Value, limit: f64) -> Option<String> {
+    let other = report["concurrency"]["other_runnable_ns"].as_f64()?;
+    let lives: f64 = report["threads"]
+        .as_array()?
+        .iter()
+        .filter_map(|t| t["wall_ns"].as_f64())
+        .sum();
+    let share = other / lives.max(1.0);
+    (share > limit).then(|| {
+        format!(
+            "the run was starved: its threads waited for CPUs other processes held {:.1}% of their lives (more than {:.0}%), so they seldom ran together",
+            share * 100.0,
+            limit * 100.0
+        )
+    })
+}

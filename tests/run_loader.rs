@@ -1,0 +1,153 @@
+//! Programs started through their loader (issue 25, item 6): `stallscope run --
+//! /lib64/ld-linux-x86-64.so.2 [--library-path DIR] ./prog` is profiled like any other, with the
+//! program's own executable as the main module (its /proc/self/exe is the loader); and when the
+//! interposer's unwinder (libgcc_s.so.1) cannot be found at all, the profile and the report say
+//! so loudly instead of silently losing every stack.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
+
+/// Allocates 200,000 blocks from one named function: allocation stacks (one call in 1,024 by
+/// default) are certain to name it.
+const PROGRAM: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) void *make_item(int i) { return malloc(32 + (size_t)(i % 64)); }
+int main(void) {
+    static void *keep[1000];
+    long sum = 0;
+    for (int r = 0; r < 200; r++) {
+        for (int i = 0; i < 1000; i++) keep[i] = make_item(i);
+        for (int i = 0; i < 1000; i++) {
+            sum += ((char *)keep[i])[0] = 1;
+            free(keep[i]);
+        }
+    }
+    printf("%ld\n", sum);
+    return 0;
+}
+"#;
+
+fn program(dir: &Path) -> PathBuf {
+    let src = dir.join("make_items.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    compile_file(dir, &src, &["-g"])
+}
+
+/// Whether an allocation site of the report names `function` in the module `module`.
+fn site_names(report: &serde_json::Value, function: &str, module: &Path) -> bool {
+    report["alloc"]["sites"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["frames"].as_array().into_iter().flatten())
+        .any(|f| {
+            f["function"] == function && Path::new(f["module"].as_str().unwrap_or("")) == module
+        })
+}
+
+#[test]
+fn a_program_started_through_its_loader_is_profiled_as_itself() {
+    if !have_file(&[LOADER], "libc6") {
+        return;
+    }
+    let dir = TempDir::new("loader");
+    let exe = program(dir.path());
+    let exe_str = exe.to_str().unwrap();
+    let plain = plain_run(dir.path(), &[exe_str], |_| {});
+    let libdir = "/lib/x86_64-linux-gnu";
+    let ways: [(&str, Vec<&str>); 3] = [
+        ("direct.prof", vec![exe_str]),
+        ("loader.prof", vec![LOADER, exe_str]),
+        (
+            "library-path.prof",
+            vec![LOADER, "--library-path", libdir, exe_str],
+        ),
+    ];
+    for (name, cmd) in ways {
+        let (out, profile) = profile(dir.path(), name, &[], &cmd, 0);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&plain.stdout),
+            "{name}: the same output\n{}",
+            describe(&out)
+        );
+        let report = report_json(&profile);
+        assert_eq!(
+            Path::new(report["exe"].as_str().unwrap()),
+            exe,
+            "{name}: the main program is the program, not its loader"
+        );
+        assert_eq!(command_of(&report), cmd, "{name}: the command as given");
+        assert!(
+            site_names(&report, "make_item", &exe),
+            "{name}: the program's own function names its allocation site: {}",
+            report["alloc"]["sites"]
+        );
+    }
+}
+
+/// Runs `stallscope run -o PROFILE -- PROGRAM` in a mount namespace where the system's
+/// libgcc_s.so.1 is /dev/null: stallscope itself starts through the loader with a private copy,
+/// the program (a C program, which needs none) finds none anywhere.
+#[test]
+fn without_any_unwinder_the_profile_and_report_say_so() {
+    let dir = TempDir::new("no-unwinder");
+    let exe = program(dir.path());
+    let system_gcc = Path::new("/usr/lib/x86_64-linux-gnu/libgcc_s.so.1");
+    let probe = Command::new("unshare")
+        .args(["-m", "sh", "-c"])
+        .arg(format!("mount --bind /dev/null {}", system_gcc.display()))
+        .output();
+    if !have(
+        "a mount namespace (unshare -m as root) and the system's libgcc_s.so.1",
+        probe.is_ok_and(|o| o.status.success()) && system_gcc.exists(),
+        "run as root; apt-get install util-linux libgcc-s1",
+    ) {
+        return;
+    }
+    let private = dir.join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::copy(system_gcc, private.join("libgcc_s.so.1")).unwrap();
+    let profile = dir.join("bare.prof");
+    let script = format!(
+        "mount --bind /dev/null {gcc} && exec {LOADER} --library-path {private} {stallscope} run -o {profile} -- {exe}",
+        gcc = system_gcc.display(),
+        private = private.display(),
+        stallscope = stallscope(),
+        profile = profile.display(),
+        exe = exe.display(),
+    );
+    let mut c = Command::new("unshare");
+    c.args(["-m", "sh", "-c", &script]).current_dir(dir.path());
+    let out = output_within(c, RUN_TIMEOUT);
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200000\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stacks:       NONE"), "{stderr}");
+    let report = report_json(&profile);
+    assert_eq!(report["no_unwinder"], true, "the profile says so");
+    assert!(
+        !site_names(&report, "make_item", &exe),
+        "no stacks without an unwinder"
+    );
+    let text = Command::new(stallscope())
+        .arg("report")
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("NO STACKS"),
+        "the report says so"
+    );
+    // The same run with libgcc_s where it belongs has stacks and no such note.
+    let (_, normal) = common::profile(dir.path(), "normal.prof", &[], &[exe.to_str().unwrap()], 0);
+    let report = report_json(&normal);
+    assert!(report.get("no_unwinder").is_none());
+    assert!(site_names(&report, "make_item", &exe));
+}
