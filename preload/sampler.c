@@ -224,7 +224,8 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         if (ss_ring_push(t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail, &s))
             __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
         if (!(t->rec.flags & SS_THREAD_MAIN)) ss_let_main_take_process_signals(sig);
-    } else if (si->si_code == SI_TIMER && ss_is_thread_record(si->si_value.sival_ptr)) {
+    } else if (si->si_code == SI_TIMER && (ss_paused || ss_is_thread_record(si->si_value.sival_ptr))) {
+        /* (In a paused process, also a timer of a window that closed: its node is off the list.) */
         /* One of our timers, but not this thread's current one (a timer deleted while its signal
          * was pending): ours to drop, never the program's to see. */
     } else {
@@ -323,7 +324,9 @@ static void ss_step_aside(int sig) {
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (!__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) continue;
         syscall(SYS_timer_delete, t->timer);
-        if (next && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE) ss_timer_create(t, next);
+        if (next && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE && !ss_stale(t) &&
+            (!ss_paused || __atomic_load_n(&ss_window_open, __ATOMIC_ACQUIRE)))
+            ss_timer_create(t, next);
     }
 }
 
@@ -673,4 +676,18 @@ int ss_sampler_write(void) {
                                    __atomic_load_n(&ss_wall_samples, __ATOMIC_RELAXED),
                                    __atomic_load_n(&ss_dropped_samples, __ATOMIC_RELAXED)};
     return ss_out_record(SS_REC_SAMPLING, &r, sizeof r, NULL, 0) != 0 ? -1 : written;
+}
+
+/* The end of a window (attach.c): every timer of the window's threads is deleted (a signal
+ * still pending finds no record that owns it and is dropped by the handler); the threads keep
+ * no sampling of ours. */
+void ss_sampler_stop_timers(void) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->timer);
+}
+
+/* A new window: its SAMPLING record counts from zero. */
+void ss_sampler_window_reset(void) {
+    ss_cpu_samples = ss_wall_samples = ss_dropped_samples = 0;
+    ss_last_wall_pass = 0;
 }

@@ -139,6 +139,10 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
     t->wait_head = t->wait_tail = 0;
     t->waits_dropped = t->waits_reported = 0;
     t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX; /* decided before any thread is attached */
+    /* A node attached while no window is open (a window closed under a pthread_create) is stale
+     * from the start: its thread drops it at its next slow part. */
+    t->window = ss_paused && !__atomic_load_n(&ss_window_open, __ATOMIC_ACQUIRE) ? SS_WINDOW_NONE
+                                                                                 : __atomic_load_n(&ss_window, __ATOMIC_ACQUIRE);
     ss_self = t;
     ss_sampler_thread_start(t);
     if (ss_key_ok) pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit */
@@ -507,4 +511,12 @@ void ss_thread_child_node(struct ss_thread *t) {
     else ss_node_reset(t);
     t->listed = 0;
     t->state = SS_NODE_CLAIMED;
+}
+
+/* A new window (attach.c): the nodes of the last one are left behind, never written or reused
+ * (their threads drop them at their next slow part; a thread blocked in a call it began then
+ * finishes it in the old node), and the list starts empty, as in a fork child. */
+void ss_threads_window_reset(void) {
+    ss_threads_after_fork_child();
+    ss_next_serial = 0;
 }

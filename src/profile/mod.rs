@@ -31,6 +31,8 @@ pub struct ProcessInfo {
     pub rwlock_steps: bool,
     /// The same for normal mutexes' locks and releases.
     pub mutex_steps: bool,
+    /// The profile holds a window of a running process (`stallscope attach`; see `Profile::attach`).
+    pub attached: bool,
     pub libc_version: String,
     pub allocator: String,
     pub command: Vec<String>,
@@ -132,6 +134,18 @@ pub struct EndInfo {
     pub mono_ns: u64,
 }
 
+/// The window of a running process a profile holds (`stallscope attach`): PROCESS's start is the
+/// window's; what happened before it (allocations, locks held, waits begun) is not in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachInfo {
+    pub how: AttachHow,
+    /// When the process (this image) began, before the window.
+    pub process_start_mono_ns: u64,
+    pub window_start_mono_ns: u64,
+    /// 1 for the process's first window, 2 for the next, ...
+    pub window: u32,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct SupervisorInfo {
     pub exit_code: Option<i32>,
@@ -203,6 +217,8 @@ pub struct Profile {
     pub threads: Vec<ThreadStats>,
     pub end: Option<EndInfo>,
     pub supervisor: Option<SupervisorInfo>,
+    /// The profile holds a window of a process that ran before it (None: the whole process).
+    pub attach: Option<AttachInfo>,
     /// The process image ended cleanly (an END record is the last thing it wrote).
     pub complete: bool,
     /// The file was cut at this byte (inside a batch): what follows its last whole batch is not read.
