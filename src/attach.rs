@@ -105,15 +105,28 @@ pub fn main(args: AttachArgs) -> Result<i32> {
     }
     let started = Instant::now();
     // SAFETY: the handler only stores to an atomic.
-    let old_int = unsafe { libc::signal(libc::SIGINT, on_interrupt as *const () as libc::sighandler_t) };
-    let old_term = unsafe { libc::signal(libc::SIGTERM, on_interrupt as *const () as libc::sighandler_t) };
+    let old_int = unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as *const () as libc::sighandler_t,
+        )
+    };
+    let old_term = unsafe {
+        libc::signal(
+            libc::SIGTERM,
+            on_interrupt as *const () as libc::sighandler_t,
+        )
+    };
     let ended = wait_window(&mut stream, args.duration.map(Duration::from_secs_f64));
     let detached = if ended {
         false
     } else {
         // Ask for the end of the window and wait for its last batch to be written.
         let _ = stream.write_all(b"S");
-        matches!(read_line(&mut stream, Duration::from_secs(15)).as_deref(), Ok("DONE"))
+        matches!(
+            read_line(&mut stream, Duration::from_secs(15)).as_deref(),
+            Ok("DONE")
+        )
     };
     // SAFETY: restoring the dispositions found.
     unsafe {
@@ -151,9 +164,8 @@ pub fn main(args: AttachArgs) -> Result<i32> {
 /// Connects to the listener of a paused process.
 fn connect(pid: u32) -> std::io::Result<UnixStream> {
     use std::os::linux::net::SocketAddrExt;
-    let addr = std::os::unix::net::SocketAddr::from_abstract_name(format!(
-        "stallscope-attach-{pid}"
-    ))?;
+    let addr =
+        std::os::unix::net::SocketAddr::from_abstract_name(format!("stallscope-attach-{pid}"))?;
     UnixStream::connect_addr(&addr)
 }
 
@@ -318,16 +330,29 @@ pub fn ptrace_denied(pid: u32) -> Option<String> {
     let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok());
-    let cap_ptrace = has_cap_sys_ptrace();
     // SAFETY: plain system calls without arguments.
     let (uid, euid) = unsafe { (libc::getuid(), libc::geteuid()) };
     let owner = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|u| u.parse::<u32>().ok()))
+            s.lines().find(|l| l.starts_with("Uid:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|u| u.parse::<u32>().ok())
+            })
         });
+    let other_user = owner.filter(|&o| o != uid && o != euid);
+    ptrace_denial(scope, has_cap_sys_ptrace(), other_user)
+}
+
+/// The rule of [`ptrace_denied`], from what it read: Yama's `ptrace_scope` (None: no Yama),
+/// whether this process has CAP_SYS_PTRACE, the target's user when it is not ours. A target
+/// that is not a descendant is assumed (attach never starts it).
+pub fn ptrace_denial(
+    scope: Option<u32>,
+    cap_sys_ptrace: bool,
+    other_user: Option<u32>,
+) -> Option<String> {
     match scope {
         Some(3) => {
             return Some(
@@ -335,24 +360,20 @@ pub fn ptrace_denied(pid: u32) -> Option<String> {
                     .into(),
             );
         }
-        Some(2) if !cap_ptrace => {
+        Some(2) if !cap_sys_ptrace => {
             return Some("/proc/sys/kernel/yama/ptrace_scope is 2: only a tracer with CAP_SYS_PTRACE may attach; run as root (sudo)".into());
         }
-        Some(1) if !cap_ptrace => {
+        Some(1) if !cap_sys_ptrace => {
             return Some("/proc/sys/kernel/yama/ptrace_scope is 1 (Ubuntu's default): only a process's ancestors may trace it; run as root or with CAP_SYS_PTRACE, or set it to 0 with `sudo sysctl kernel.yama.ptrace_scope=0`".into());
         }
         _ => {}
     }
-    if let Some(owner) = owner
-        && owner != uid
-        && owner != euid
-        && !cap_ptrace
-    {
-        return Some(format!(
+    match other_user {
+        Some(owner) if !cap_sys_ptrace => Some(format!(
             "the process belongs to user {owner}: run as that user, or as root"
-        ));
+        )),
+        _ => None,
     }
-    None
 }
 
 fn has_cap_sys_ptrace() -> bool {
@@ -365,4 +386,36 @@ fn has_cap_sys_ptrace() -> bool {
                 .and_then(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok())
         })
         .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ptrace_denial;
+
+    #[test]
+    fn yama_scopes_and_capability() {
+        assert_eq!(ptrace_denial(None, false, None), None);
+        assert_eq!(ptrace_denial(Some(0), false, None), None);
+        let one = ptrace_denial(Some(1), false, None).unwrap();
+        assert!(
+            one.contains("is 1") && one.contains("CAP_SYS_PTRACE") && one.contains("sysctl"),
+            "{one}"
+        );
+        assert_eq!(ptrace_denial(Some(1), true, None), None);
+        let two = ptrace_denial(Some(2), false, None).unwrap();
+        assert!(
+            two.contains("is 2") && two.contains("CAP_SYS_PTRACE"),
+            "{two}"
+        );
+        assert_eq!(ptrace_denial(Some(2), true, None), None);
+        // 3: never, not even with the capability.
+        let three = ptrace_denial(Some(3), true, None).unwrap();
+        assert!(
+            three.contains("is 3") && three.contains("next boot"),
+            "{three}"
+        );
+        let other = ptrace_denial(Some(0), false, Some(1000)).unwrap();
+        assert!(other.contains("user 1000"), "{other}");
+        assert_eq!(ptrace_denial(Some(0), true, Some(1000)), None);
+    }
 }

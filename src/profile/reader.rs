@@ -240,7 +240,10 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                     return err(pos, format!("unknown way of attaching: {how}"));
                 };
                 let start = process.as_ref().map_or(0, |p| p.start_mono_ns);
-                if window == 0 || process_start_mono_ns > window_start_mono_ns || window_start_mono_ns != start {
+                if window == 0
+                    || process_start_mono_ns > window_start_mono_ns
+                    || window_start_mono_ns != start
+                {
                     return err(pos, "inconsistent attach record");
                 }
                 attach = Some(AttachInfo {
