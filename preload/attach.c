@@ -138,6 +138,7 @@ static int ss_window_begin(int fd, const char *path) {
         __atomic_store_n(&ss_active, 1, __ATOMIC_RELEASE);
     }
     ss_flush_unlock();
+    if (rc == 0) ss_got_point(1); /* the hot calls reach the hooks again (got.c) */
     return rc;
 }
 
@@ -147,6 +148,7 @@ static void ss_window_end(void) {
     __atomic_store_n(&ss_window_open, 0, __ATOMIC_RELEASE);
     __atomic_add_fetch(&ss_window, 1, __ATOMIC_ACQ_REL); /* every node is stale from now on */
     __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
+    ss_got_point(0); /* and straight to the C library again */
     ss_sampler_stop_timers();
     ss_writer_window_end();
 }

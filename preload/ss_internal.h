@@ -526,6 +526,8 @@ void ss_attach_listen(void);
 void ss_attach_poll(void);
 void ss_attach_after_fork_child(void);
 void ss_attach_close(void); /* the flusher leaves: a window open ends, the listener closes */
+int ss_got_init(void);
+void ss_got_point(int to_hooks); /* got.c: the PLT slots of hot calls, at the hooks or at libc */
 int ss_writer_window_begin(int fd, const char *path, uint64_t process_start_mono_ns, uint32_t window);
 void ss_writer_window_end(void);
 void ss_threads_window_reset(void);

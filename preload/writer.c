@@ -669,6 +669,7 @@ static void *ss_flusher_main(void *arg) {
     uint32_t ready = 1;
     if (ss_paused) { /* no file until `stallscope attach` opens a window (attach.c) */
         if (ss_fd_mode == SS_FD_PRIVATE) ss_attach_listen();
+        ss_got_point(0); /* the hot calls go straight to the C library until a window opens */
     } else if (!ss_process_is_fork_child()) { /* a fork child's file appears at its first flush */
         int transient;
         if (ss_profile_fd(&transient) < 0) ready = 2;
@@ -691,7 +692,10 @@ static void *ss_flusher_main(void *arg) {
                 /* Paused: nothing recorded, nothing written; a look for `stallscope attach` every
                  * 100 ms. The process would end but for this thread when main called
                  * pthread_exit and every other thread has gone: end it as glibc would. */
-                if (++idle_ticks % 10 == 0 && !ss_other_threads_alive()) ss_real.exit(0);
+                if (++idle_ticks % 10 == 0) {
+                    if (!ss_other_threads_alive()) ss_real.exit(0);
+                    ss_got_point(0); /* slots bound since, objects loaded since */
+                }
                 struct timespec idle = {0, 100 * 1000000L};
                 ss_futex(&ss_flusher_word, FUTEX_WAIT, seen, &idle);
                 last_tick = last_flush = last_periodic = ss_mono_ns();
