@@ -17,6 +17,7 @@
 #include "ss_internal.h"
 
 #include <errno.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,6 +29,43 @@
 uint32_t ss_window;
 int ss_paused;
 int ss_window_open;
+int ss_injected;
+
+/* Whether this library was opened under the name attach gives it (a link to it, so that a
+ * preloaded copy is never taken for one). */
+int ss_loaded_by_attach(void) {
+    Dl_info info;
+    if (!dladdr((void *)ss_loaded_by_attach, &info) || !info.dli_fname) return 0;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return strncmp(base, SS_INJECT_NAME, strlen(SS_INJECT_NAME)) == 0;
+}
+
+/* When the process began, on the monotonic clock: its start in /proc/self/stat (clock ticks
+ * since boot) against the boot clock now. */
+uint64_t ss_attach_process_start(void) {
+    char stat[1024];
+    size_t len = ss_read_file("/proc/self/stat", stat, sizeof stat - 1);
+    stat[len] = 0;
+    char *p = strrchr(stat, ')');
+    uint64_t now = ss_mono_ns();
+    if (!p) return now;
+    p++;
+    for (int field = 3; field < 22 && *p; field++) { /* skips fields 3 to 21: then 22, starttime */
+        while (*p == ' ') p++;
+        while (*p && *p != ' ') p++;
+    }
+    while (*p == ' ') p++;
+    uint64_t ticks = 0;
+    for (; *p >= '0' && *p <= '9'; p++) ticks = ticks * 10 + (uint64_t)(*p - '0');
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot;
+    if (!ticks || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return now;
+    uint64_t boot_ns = (uint64_t)boot.tv_sec * 1000000000ull + (uint64_t)boot.tv_nsec;
+    uint64_t start_boot_ns = ticks * (1000000000ull / (uint64_t)hz);
+    uint64_t age = boot_ns > start_boot_ns ? boot_ns - start_boot_ns : 0;
+    return now > age ? now - age : now;
+}
 
 static int ss_listen_fd = -1; /* in the flusher's own descriptor table */
 static int ss_conn_fd = -1;   /* the attach holding the window open */
@@ -138,7 +176,7 @@ static int ss_window_begin(int fd, const char *path) {
         __atomic_store_n(&ss_active, 1, __ATOMIC_RELEASE);
     }
     ss_flush_unlock();
-    if (rc == 0) ss_got_point(1); /* the hot calls reach the hooks again (got.c) */
+    if (rc == 0) ss_got_point(SS_GOT_HOOKS); /* the hot calls reach the hooks again (got.c) */
     return rc;
 }
 
@@ -148,7 +186,7 @@ static void ss_window_end(void) {
     __atomic_store_n(&ss_window_open, 0, __ATOMIC_RELEASE);
     __atomic_add_fetch(&ss_window, 1, __ATOMIC_ACQ_REL); /* every node is stale from now on */
     __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
-    ss_got_point(0); /* and straight to the C library again */
+    ss_got_point(SS_GOT_LIBC); /* and straight to the C library again */
     ss_sampler_stop_timers();
     ss_writer_window_end();
 }

@@ -289,11 +289,20 @@ static void ss_init(void) {
         return; /* another thread initialises; its calls meanwhile go to the bootstrap pool */
     ss_busy = 1;
     ss_resolve();
-    ss_take_settings();
+    /* Loaded into a running process by `stallscope attach` (a dlopen it made the process do):
+     * no settings to take, nothing recorded until a window opens (attach.c). */
+    ss_injected = ss_loaded_by_attach();
+    if (ss_injected) ss_parent_pid = getppid();
+    else ss_take_settings();
     ss_read_config();
+    if (ss_injected) {
+        ss_config.paused = 1;
+        ss_config.dormant = 0;
+    }
     ss_pid = getpid();
     ss_calibrate();
     ss_writer_init();
+    if (ss_injected) ss_process_start_mono_ns = ss_attach_process_start();
     ss_sampler_init();
     ss_locks_init();
     int ok = ss_real.malloc && ss_real.free && ss_real.pthread_create && ss_real.mutex_lock &&
@@ -439,7 +448,7 @@ static int ss_own_process(void) {
 
 __attribute__((constructor)) static void ss_constructor(void) {
     ss_ensure_resolved();
-    ss_strip_settings_again();
+    if (!ss_injected) ss_strip_settings_again();
     if (!ss_active && !ss_paused) return;
     SS_GUARD_BEGIN(saved);
     ss_stacks_init();

@@ -11,7 +11,8 @@
  *
  * Only slots that hold exactly the hook's address (or, when pointed back, exactly the function's)
  * are changed, and slots not bound yet (lazy binding), which are bound to the function as the
- * linker would have bound them without the interposer; PLT slots only (R_X86_64_JUMP_SLOT), not GLOB_DAT (a function's address taken by
+ * linker would have bound them without the interposer (or to the hook, as it would have with
+ * the interposer preloaded); PLT slots only (R_X86_64_JUMP_SLOT), not GLOB_DAT (a function's address taken by
  * the program keeps its value); never the dynamic linker's, the vDSO's or our own. Slots under
  * RELRO (read-only after start) are made writable for the store and read-only again. Everything
  * runs inside dl_iterate_phdr's callback, which holds the loader's lock: no object is unloaded
@@ -24,6 +25,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* The hot hooks first; then, from SS_GOT_FIRST_KEEP, the hooks a process attach loaded us into
+ * keeps once they are in place (the sampling signal's disposition, threads, credentials, the end
+ * of the process, unloading), never pointed back at the C library. */
 static const struct {
     const char *name, *version; /* the version the hook forwards to (NULL: the default) */
 } ss_got_names[] = {
@@ -64,7 +68,26 @@ static const struct {
     {"sem_wait", NULL},
     {"sem_timedwait", NULL},
     {"pthread_join", NULL},
+#define SS_GOT_FIRST_KEEP 37u
+    {"sigaction", NULL},
+    {"signal", NULL},
+    {"pthread_create", NULL},
+    {"dlclose", NULL},
+    {"exit", NULL},
+    {"_exit", NULL},
+    {"_Exit", NULL},
+    {"setuid", NULL},
+    {"setgid", NULL},
+    {"seteuid", NULL},
+    {"setegid", NULL},
+    {"setreuid", NULL},
+    {"setregid", NULL},
+    {"setresuid", NULL},
+    {"setresgid", NULL},
+    {"setgroups", NULL},
+    {"initgroups", NULL},
 };
+_Static_assert(SS_GOT_FIRST_KEEP == 37u, "the hot hooks come first");
 #define SS_GOT_NAMES (sizeof ss_got_names / sizeof ss_got_names[0])
 
 static uintptr_t ss_got_hook[SS_GOT_NAMES], ss_got_real[SS_GOT_NAMES];
@@ -115,7 +138,7 @@ static void ss_got_store(uintptr_t slot, uintptr_t value, uintptr_t relro_lo, ui
 
 static int ss_got_module(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
-    int to_hooks = *(int *)arg;
+    int mode = *(int *)arg, to_hooks = mode != SS_GOT_LIBC;
     uintptr_t base = info->dlpi_addr;
     const char *name = info->dlpi_name ? info->dlpi_name : "";
     if (base == ss_own_base || strstr(name, "ld-linux") || strstr(name, "linux-vdso") || strstr(name, "/ld-"))
@@ -157,9 +180,12 @@ static int ss_got_module(struct dl_phdr_info *info, size_t size, void *arg) {
         if (sym->st_name >= strsz) continue;
         const char *sname = (const char *)strtab + sym->st_name;
         if (sname[0] != 'm' && sname[0] != 'c' && sname[0] != 'r' && sname[0] != 'f' && sname[0] != 'p' &&
-            sname[0] != 'a' && sname[0] != 'v' && sname[0] != 's')
+            sname[0] != 'a' && sname[0] != 'v' && sname[0] != 's' && sname[0] != 'd' && sname[0] != 'e' &&
+            sname[0] != '_' && sname[0] != 'i')
             continue;
-        for (size_t i = 0; i < SS_GOT_NAMES; i++) {
+        size_t first = mode == SS_GOT_KEEP ? SS_GOT_FIRST_KEEP : 0;
+        size_t last = mode == SS_GOT_LIBC ? SS_GOT_FIRST_KEEP : SS_GOT_NAMES;
+        for (size_t i = first; i < last; i++) {
             if (!ss_got_hook[i] || strcmp(sname, ss_got_names[i].name) != 0) continue;
             uintptr_t slot = base + rel[k].r_offset;
             uintptr_t cur = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
@@ -167,7 +193,7 @@ static int ss_got_module(struct dl_phdr_info *info, size_t size, void *arg) {
             uintptr_t to = to_hooks ? ss_got_hook[i] : ss_got_real[i];
             /* A slot not bound yet (lazy binding: it holds its own PLT entry) is bound here to
              * what the linker would have bound it to without the hooks. */
-            int unbound = !to_hooks && cur >= lo && cur < hi;
+            int unbound = cur >= lo && cur < hi;
             if (cur == from || unbound) ss_got_store(slot, to, relro_lo, relro_hi);
             break;
         }
@@ -175,8 +201,8 @@ static int ss_got_module(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-/* Points the slots at the hooks (a window opens) or at the C library (no window). */
-void ss_got_point(int to_hooks) {
+/* Points the slots at the hooks or at the C library (enum in ss_internal.h). */
+void ss_got_point(int mode) {
     if (!ss_got_init()) return;
-    dl_iterate_phdr(ss_got_module, &to_hooks);
+    dl_iterate_phdr(ss_got_module, &mode);
 }

@@ -527,7 +527,11 @@ void ss_attach_poll(void);
 void ss_attach_after_fork_child(void);
 void ss_attach_close(void); /* the flusher leaves: a window open ends, the listener closes */
 int ss_got_init(void);
-void ss_got_point(int to_hooks); /* got.c: the PLT slots of hot calls, at the hooks or at libc */
+/* got.c: the PLT slots of the hot calls at the C library (SS_GOT_LIBC), of every hook at the
+ * hooks (SS_GOT_HOOKS: a window), or of the hooks that must stay (SS_GOT_KEEP: an injected
+ * process, before its first window). */
+enum { SS_GOT_LIBC = 0, SS_GOT_HOOKS = 1, SS_GOT_KEEP = 2 };
+void ss_got_point(int mode);
 int ss_writer_window_begin(int fd, const char *path, uint64_t process_start_mono_ns, uint32_t window);
 void ss_writer_window_end(void);
 void ss_threads_window_reset(void);
@@ -536,6 +540,12 @@ void ss_sampler_window_reset(void);
 void ss_sampler_stop_timers(void);
 void ss_alloc_window_reset(void);
 extern uint64_t ss_process_start_mono_ns;
+/* Loaded into a running process by `stallscope attach` (not preloaded): the hooks are reached
+ * only through the PLT slots got.c points at them. */
+extern int ss_injected;
+int ss_loaded_by_attach(void);
+uint64_t ss_attach_process_start(void);
+#define SS_INJECT_NAME "libstallscope-attach" /* the name attach has the process dlopen */
 
 /* Phases and heap snapshots (phases.c). */
 void ss_phases_start(void);

@@ -669,7 +669,6 @@ static void *ss_flusher_main(void *arg) {
     uint32_t ready = 1;
     if (ss_paused) { /* no file until `stallscope attach` opens a window (attach.c) */
         if (ss_fd_mode == SS_FD_PRIVATE) ss_attach_listen();
-        ss_got_point(0); /* the hot calls go straight to the C library until a window opens */
     } else if (!ss_process_is_fork_child()) { /* a fork child's file appears at its first flush */
         int transient;
         if (ss_profile_fd(&transient) < 0) ready = 2;
@@ -682,6 +681,7 @@ static void *ss_flusher_main(void *arg) {
     if (tick_ms == 0) tick_ms = 1;
     uint64_t last_tick = ss_mono_ns(), last_flush = last_tick, last_periodic = last_tick;
     uint32_t idle_ticks = 0;
+    uint64_t last_got = 0;
     for (;;) {
         uint32_t seen = __atomic_load_n(&ss_flusher_word, __ATOMIC_ACQUIRE);
         ss_flusher_serve_final();
@@ -692,9 +692,13 @@ static void *ss_flusher_main(void *arg) {
                 /* Paused: nothing recorded, nothing written; a look for `stallscope attach` every
                  * 100 ms. The process would end but for this thread when main called
                  * pthread_exit and every other thread has gone: end it as glibc would. */
-                if (++idle_ticks % 10 == 0) {
-                    if (!ss_other_threads_alive()) ss_real.exit(0);
-                    ss_got_point(0); /* slots bound since, objects loaded since */
+                /* The hot calls go straight to the C library until a window opens; a process
+                 * attach loaded us into gets the hooks that must stay (sigaction, ...). Once
+                 * ready (the thread that started us may hold the loader's lock until then: its
+                 * dlopen), then every second for slots bound and objects loaded since. */
+                if (idle_ticks++ % 10 == 0) {
+                    if (idle_ticks > 1 && !ss_other_threads_alive()) ss_real.exit(0);
+                    ss_got_point(ss_injected ? SS_GOT_KEEP : SS_GOT_LIBC);
                 }
                 struct timespec idle = {0, 100 * 1000000L};
                 ss_futex(&ss_flusher_word, FUTEX_WAIT, seen, &idle);
@@ -715,6 +719,11 @@ static void *ss_flusher_main(void *arg) {
         }
         uint32_t elapsed_ms = (uint32_t)((now - last_tick) / 1000000ull);
         last_tick = now;
+        /* Loaded by attach: objects loaded and slots bound since get the hooks too. */
+        if (ss_injected && now - last_got >= 1000000000ull) {
+            last_got = now;
+            ss_got_point(SS_GOT_HOOKS);
+        }
         /* When the program's last thread has gone after main called pthread_exit, the process
          * would end now but for this thread: end it as glibc would, with exit(0). */
         if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
