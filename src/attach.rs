@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod inject;
+
 #[derive(clap::Args, Debug)]
 pub struct AttachArgs {
     /// Write the profile to FILE (never overwritten) instead of stallscope-<name>-<pid>.attach.prof
@@ -57,8 +59,26 @@ pub fn main(args: AttachArgs) -> Result<i32> {
     let mut stream = match connect(pid) {
         Ok(s) => s,
         Err(_) => {
-            eprintln!("stallscope: cannot attach to {pid}: {}", refusal(pid));
-            return Ok(2);
+            // Not started with `run --paused`: load the interposer into it with ptrace.
+            if let Some(why) = refusal(pid) {
+                eprintln!("stallscope: cannot attach to {pid}: {why}");
+                return Ok(2);
+            }
+            if let Err(why) = inject::inject(pid) {
+                eprintln!(
+                    "stallscope: cannot attach to {pid}: {why}. Or start it with `stallscope run --paused -- CMD`: it then records nothing until `stallscope attach PID`, and needs no ptrace"
+                );
+                return Ok(2);
+            }
+            match connect_within(pid, Duration::from_secs(5)) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!(
+                        "stallscope: the interposer was loaded into {pid} but does not answer: {e}"
+                    );
+                    return Ok(2);
+                }
+            }
         }
     };
     let cwd = std::env::current_dir().context("reading the current directory")?;
@@ -167,6 +187,18 @@ fn connect(pid: u32) -> std::io::Result<UnixStream> {
     let addr =
         std::os::unix::net::SocketAddr::from_abstract_name(format!("stallscope-attach-{pid}"))?;
     UnixStream::connect_addr(&addr)
+}
+
+/// Connects, retrying until the listener is up or `limit` passes.
+fn connect_within(pid: u32, limit: Duration) -> std::io::Result<UnixStream> {
+    let started = Instant::now();
+    loop {
+        match connect(pid) {
+            Ok(s) => return Ok(s),
+            Err(e) if started.elapsed() > limit => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
 }
 
 /// `stallscope-NAME-PID.attach.prof` in `dir`, or `.N.attach.prof` when taken.
@@ -283,33 +315,29 @@ fn wait_window(stream: &mut UnixStream, duration: Option<Duration>) -> bool {
     }
 }
 
-/// Why a process that is not listening cannot be attached to, and what to do.
-pub fn refusal(pid: u32) -> String {
-    const PAUSED: &str = "start it with `stallscope run --paused -- CMD`: it then records nothing until `stallscope attach PID`";
+/// Why a process that is not listening cannot have the interposer loaded, if it cannot.
+pub fn refusal(pid: u32) -> Option<String> {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"));
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     if let Ok(exe) = &exe
         && let Ok(data) = std::fs::read(exe)
         && let Some(why) = not_injectable(&data)
     {
-        return format!("{} ({why}); it cannot load the interposer", exe.display());
+        return Some(format!(
+            "{} ({why}); it cannot load the interposer",
+            exe.display()
+        ));
     }
     if maps.contains("libstallscope") {
-        return "it was started under `stallscope run`, which records it from its start already (or it is starting up, or it changed its user and its attach listener left): attach opens windows in programs started with `stallscope run --paused`".to_string();
+        return Some("it was started under `stallscope run`, which records it from its start already (or it is starting up, or it changed its user and its attach listener left): attach opens windows in programs started with `stallscope run --paused`, or in programs started without stallscope".to_string());
     }
-    if !maps.is_empty() && !maps.contains("/libc.so.6") && !maps.contains("/libc-2.") {
-        return format!(
-            "it does not use glibc (no libc.so.6 among its loaded objects), and the interposer needs glibc; {PAUSED}"
+    if !maps.is_empty() && !maps.contains("/libc.so.6") {
+        return Some(
+            "it does not use glibc (no libc.so.6 among its loaded objects), and the interposer needs glibc"
+                .into(),
         );
     }
-    let mut text = String::from(
-        "it was not started with `stallscope run --paused`, and this version does not inject the interposer into a running process (that needs ptrace); ",
-    );
-    text.push_str(PAUSED);
-    if let Some(why) = ptrace_denied(pid) {
-        text.push_str(&format!(". Also, ptrace would be refused: {why}"));
-    }
-    text
+    None
 }
 
 /// A program the interposer cannot be loaded into: statically linked (no dynamic linker).

@@ -336,6 +336,41 @@ fn a_paused_run_records_nothing_and_children_can_be_attached() {
     assert_eq!(out.stdout, expected, "{}", describe(&out));
 }
 
+#[test]
+fn attach_to_a_program_started_without_stallscope() {
+    // ptrace: one thread waiting in a system call is stopped and made to dlopen the interposer,
+    // then put back; the others run on.
+    let dir = TempDir::new("attach-inject");
+    let exe = build(&dir);
+    let plain = unprofiled(&exe, ROUNDS);
+    let mut c = Command::new(&exe);
+    c.arg(ROUNDS.to_string());
+    let mut target = Started::spawn(c);
+    target.ready();
+    let pid = target.id();
+    let fds_before = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let first = attach_ok(&dir, pid, &dir.join("first.prof"), Some("0.5"));
+    assert_ne!(state_of(pid), 't', "not left traced");
+    assert_ne!(state_of(pid), 'T', "not left stopped");
+    let second = attach_ok(&dir, pid, &dir.join("second.prof"), Some("0.3"));
+    let fds_after = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let out = target.finish();
+    assert_eq!(out.stdout, plain.stdout, "{}", describe(&out));
+    assert_eq!(exit_code(&out), 3, "{}", describe(&out));
+    assert_eq!(fds_after, fds_before, "the program's descriptors");
+    for (n, r) in [(1, &first), (2, &second)] {
+        assert_eq!(r["attach"]["window"], n);
+        assert_eq!(r["attach"]["detached"], true);
+        assert!(mallocs(r) > 0, "window {n} saw allocations");
+        assert!(lock_acquisitions(r) > 0, "window {n} saw locks");
+    }
+    assert!(mallocs(&first) + mallocs(&second) <= ROUNDS * PER_ROUND_MALLOCS);
+}
+
 fn assert_refused(o: &Output, words: &[&str]) {
     assert_eq!(exit_code(o), 2, "{}", describe(o));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -344,7 +379,7 @@ fn assert_refused(o: &Output, words: &[&str]) {
     }
 }
 
-/// The process runs (not stopped: ptrace left it alone).
+/// The process's state letter (T: stopped, t: stopped by a tracer).
 fn state_of(pid: u32) -> char {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let after = &stat[stat.rfind(')').unwrap() + 2..];
@@ -357,19 +392,6 @@ fn refusals_leave_the_target_running() {
     let src = test_source("attach_programs", "alloc_locks.c");
     let exe = build(&dir);
     let plain = unprofiled(&exe, ROUNDS);
-
-    // A program not started under stallscope.
-    let mut c = Command::new(&exe);
-    c.arg(ROUNDS.to_string());
-    let mut target = Started::spawn(c);
-    target.ready();
-    let o = attach(&dir, target.id(), &dir.join("no.prof"), Some("0.2"));
-    assert_refused(&o, &["cannot attach", "stallscope run --paused"]);
-    assert!(!dir.join("no.prof").exists(), "no profile is left behind");
-    assert_ne!(state_of(target.id()), 'T', "the target is not left stopped");
-    let out = target.finish();
-    assert_eq!(out.stdout, plain.stdout);
-    assert_eq!(exit_code(&out), 3);
 
     // A program profiled from its start by `run` (not paused).
     let mut c = Command::new(stallscope());
@@ -384,7 +406,47 @@ fn refusals_leave_the_target_running() {
     let pid = find_program(run.id(), &exe);
     let o = attach(&dir, pid, &dir.join("no.prof"), Some("0.2"));
     assert_refused(&o, &["started under `stallscope run`", "--paused"]);
+    assert!(!dir.join("no.prof").exists(), "no profile is left behind");
     assert_eq!(run.finish().stdout, plain.stdout);
+
+    // A program that cannot be traced: strace holds it already.
+    if have_tool("strace", &["-V"], "strace") {
+        let mut c = Command::new("strace");
+        c.args(["-f", "-qq", "-o", "/dev/null"])
+            .arg(&exe)
+            .arg(ROUNDS.to_string());
+        let mut traced = Started::spawn(c);
+        traced.ready();
+        let pid = find_program(traced.id(), &exe);
+        let o = attach(&dir, pid, &dir.join("no.prof"), Some("0.2"));
+        assert_refused(&o, &["being traced by process", "run --paused"]);
+        assert_eq!(traced.finish().stdout, plain.stdout);
+    }
+
+    // Another user's process, without CAP_SYS_PTRACE (attach as nobody, the target as root).
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } == 0 && have_tool("setpriv", &["--version"], "util-linux") {
+        let mut c = Command::new(&exe);
+        c.arg(ROUNDS.to_string());
+        let mut target = Started::spawn(c);
+        target.ready();
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(stallscope())
+        .args(["attach", "-o", "/tmp/never-written.prof"])
+        .arg(target.id().to_string())
+        .env("HOME", "/nonexistent")
+        .current_dir("/");
+        let o = output_within(c, RUN_TIMEOUT);
+        assert_refused(&o, &["belongs to user 0", "run --paused"]);
+        assert_ne!(state_of(target.id()), 't');
+        assert_eq!(target.finish().stdout, plain.stdout);
+    }
 
     // A statically linked program.
     if let Some(static_exe) = try_compile(
@@ -452,33 +514,44 @@ fn redis_requests(port: u16, tag: &str, count: usize) {
 
 #[test]
 fn redis_answers_every_request_while_attached_and_after() {
+    redis_attached(true);
+}
+
+#[test]
+fn redis_started_without_stallscope_answers_every_request_while_attached_and_after() {
+    redis_attached(false);
+}
+
+fn redis_attached(paused: bool) {
     if !have_tool("redis-server", &["--version"], "redis-server") {
         return;
     }
     let dir = TempDir::new("attach-redis");
     let port = free_port();
     let port_text = port.to_string();
-    let mut c = Command::new(stallscope());
-    c.args([
-        "run",
-        "--paused",
-        "-q",
-        "--",
-        "redis-server",
-        "--port",
-        &port_text,
-    ])
-    .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-    .args(["--io-threads", "2", "--io-threads-do-reads", "yes", "--dir"])
-    .arg(dir.path())
-    .current_dir(dir.path());
+    let mut c = if paused {
+        let mut c = Command::new(stallscope());
+        c.args(["run", "--paused", "-q", "--", "redis-server"]);
+        c
+    } else {
+        Command::new("redis-server")
+    };
+    c.args(["--port", &port_text])
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(["--io-threads", "2", "--io-threads-do-reads", "yes", "--dir"])
+        .arg(dir.path())
+        .current_dir(dir.path());
     let server = Started::spawn(c);
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(started.elapsed() < RUN_TIMEOUT, "redis did not listen");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = descendants(server.id())[0];
+    let pid = if paused {
+        descendants(server.id())[0]
+    } else {
+        server.id()
+    };
     redis_requests(port, "before", 200);
     // Requests all through the window, from another thread.
     let client = std::thread::spawn(move || {
