@@ -2,7 +2,8 @@
 # What a paused process, and a process after `stallscope attach` detached, cost the program: a
 # malloc/free/lock/unlock loop (benches/programs/attach_after.c) timed unprofiled, under
 # `stallscope run --paused` never attached, under `run --paused` after one 0.3 s window (the loop
-# starts after the detach), and under plain `stallscope run`, interleaved, ROUNDS rounds. Prints
+# starts after the detach), started plainly with the interposer loaded by attach (ptrace) and one
+# 0.3 s window, and under plain `stallscope run`, interleaved, ROUNDS rounds. Prints
 # each run's ns per iteration; compare the medians. A benchmark, not a test: it asserts nothing.
 #
 # Usage: benches/attach_after.sh [ROUNDS]   (the stallscope of target/release)
@@ -19,13 +20,13 @@ one() {
     rm -f "$in" "$out"
     mkfifo "$in"
     case $1 in
-        plain) "$B" <"$in" >"$out" & ;;
+        plain | injected) "$B" <"$in" >"$out" & ;;
         run) "$S" run -q -o "$work/run.prof" -- "$B" <"$in" >"$out" & ;;
         paused | detached) "$S" run -q --paused -- "$B" <"$in" >"$out" & ;;
     esac
     exec 7>"$in"
     until grep -q ready "$out" 2>/dev/null; do sleep 0.05; done
-    if [ "$1" = detached ]; then
+    if [ "$1" = detached ] || [ "$1" = injected ]; then
         "$S" attach -q --duration 0.3 -o "$work/window.prof" "$(pgrep -n -f "^$B")"
     fi
     echo go >&7
@@ -35,5 +36,5 @@ one() {
     rm -f "$work/run.prof" "$work/window.prof"
 }
 for _ in $(seq "$rounds"); do
-    for m in plain paused detached run; do one $m; done
+    for m in plain paused detached injected run; do one $m; done
 done
