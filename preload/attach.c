@@ -176,7 +176,10 @@ static int ss_window_begin(int fd, const char *path) {
         __atomic_store_n(&ss_active, 1, __ATOMIC_RELEASE);
     }
     ss_flush_unlock();
-    if (rc == 0) ss_got_point(SS_GOT_HOOKS); /* the hot calls reach the hooks again (got.c) */
+    if (rc == 0) {
+        ss_got_point(SS_GOT_HOOKS);  /* the hot calls reach the hooks again (got.c) */
+        ss_threads_cover_existing(); /* and every thread running has a CPU timer from now on */
+    }
     return rc;
 }
 

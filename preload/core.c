@@ -375,6 +375,7 @@ struct ss_thread *ss_enter_slow(void) {
         SS_STORE(ss_no_thread.bytes_left, SS_NO_THREAD_BYTES_LEFT);
     ss_busy = 1;
     struct ss_thread *t = ss_adopt_fork_pending(1);
+    if (!t && ss_paused) t = ss_thread_adopt_covered(); /* a thread the window found running */
     if (!t) { /* a thread not created through pthread_create (or created before we were ready) */
         t = ss_thread_alloc();
         /* In a window, the main thread is met at its first call too. */

@@ -194,6 +194,12 @@ static int ss_is_thread_record(const void *p) {
 static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
     int saved_errno = errno;
     struct ss_thread *t = ss_me;
+    /* A thread the flusher gave a node when the window opened, before the thread adopted it:
+     * the timer's value names it (its pc only: no stack of a thread we know nothing of yet). */
+    if (!t && si->si_code == SI_TIMER && ss_paused && ss_is_thread_record(si->si_value.sival_ptr)) {
+        struct ss_thread *c = si->si_value.sival_ptr;
+        if (__atomic_load_n(&c->covered, __ATOMIC_ACQUIRE) && c->rec.tid == (uint32_t)syscall(SYS_gettid)) t = c;
+    }
     if (t && t->cpu_ring && si->si_code == SI_TIMER && si->si_value.sival_ptr == t) {
         const ucontext_t *uc = ucv;
         uint64_t cpu = ss_self_cpu_ns();
@@ -690,4 +696,21 @@ void ss_sampler_stop_timers(void) {
 void ss_sampler_window_reset(void) {
     ss_cpu_samples = ss_wall_samples = ss_dropped_samples = 0;
     ss_last_wall_pass = 0;
+}
+
+/* A node the flusher made for a thread that existed when the window opened (threads.c): its
+ * timer, armed from the flusher (any thread may arm a thread's CPU clock). */
+void ss_sampler_cover(struct ss_thread *t) {
+    t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
+    t->sched_head = t->sched_tail = 0;
+    memset(&t->sched_last, 0, sizeof t->sched_last);
+    if (ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sched_last);
+    t->has_timer = 0;
+    t->last_cpu_ns = ss_thread_cpu_ns((pid_t)t->rec.tid);
+    t->last_wall_ns = ss_mono_ns();
+    t->last_wall_cpu_ns = t->last_cpu_ns;
+    t->last_wall.mono_ns = 0;
+    if (!t->cpu_ring) return;
+    int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
+    if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
 }

@@ -167,6 +167,9 @@ struct ss_thread {
     /* The recording window it was attached in (attach.c): a node of an earlier window is
      * dropped by its thread at its next slow part (ss_known), and never written again. */
     uint32_t window;
+    /* Made by the flusher when a window opened, for a thread that existed then (attach.c): its
+     * CPU timer runs from the start; the thread adopts the node at its first hooked call. */
+    uint32_t covered;
 };
 
 #define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
@@ -535,6 +538,10 @@ void ss_got_point(int mode);
 int ss_writer_window_begin(int fd, const char *path, uint64_t process_start_mono_ns, uint32_t window);
 void ss_writer_window_end(void);
 void ss_threads_window_reset(void);
+void ss_threads_cover_existing(void);
+struct ss_thread *ss_thread_adopt_covered(void);
+void ss_threads_covered_tick(void);
+void ss_sampler_cover(struct ss_thread *t);
 void ss_stacks_window_reset(void);
 void ss_sampler_window_reset(void);
 void ss_sampler_stop_timers(void);

@@ -728,6 +728,7 @@ static void *ss_flusher_main(void *arg) {
          * would end now but for this thread: end it as glibc would, with exit(0). */
         if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
         ss_phases_tick(elapsed_ms);
+        if (ss_paused) ss_threads_covered_tick();
         ss_sampler_tick();
         ss_threads_fold_ended();
         /* Early when a thread's wait ring fills faster than the period empties it: a pipeline

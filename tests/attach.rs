@@ -371,6 +371,53 @@ fn attach_to_a_program_started_without_stallscope() {
     assert!(mallocs(&first) + mallocs(&second) <= ROUNDS * PER_ROUND_MALLOCS);
 }
 
+#[test]
+fn a_thread_that_only_computes_is_sampled() {
+    // It makes no call the interposer hooks: the window gives it a CPU timer when it opens.
+    let dir = TempDir::new("attach-compute");
+    let exe = compile_file(&dir, &test_source("attach_programs", "compute_only.c"), &[]);
+    let plain = {
+        let mut c = Command::new(&exe);
+        c.arg("300").stdin(Stdio::null());
+        output_within(c, RUN_TIMEOUT)
+    };
+    let mut c = Command::new(&exe);
+    c.arg("300");
+    let mut target = Started::spawn(c);
+    target.ready();
+    let mut tid = String::new();
+    target.stdout.as_mut().unwrap().read_line(&mut tid).unwrap();
+    let tid: u64 = tid.trim().parse().unwrap();
+    let report = attach_ok(&dir, target.id(), &dir.join("compute.prof"), Some("1"));
+    let out = target.finish();
+    let last = |o: &[u8]| {
+        String::from_utf8_lossy(o)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(last(&out.stdout), last(&plain.stdout), "{}", describe(&out));
+    assert!(last(&plain.stdout).starts_with("result "));
+    let worker = report["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tid"] == tid)
+        .unwrap_or_else(|| {
+            panic!(
+                "no record of the computing thread {tid}: {}",
+                report["threads"]
+            )
+        });
+    assert!(num(worker, &["cpu_ns"]) > 0, "{worker}");
+    assert!(
+        num(&report, &["sampling", "cpu_samples"]) > 0,
+        "{}",
+        report["sampling"]
+    );
+}
+
 fn assert_refused(o: &Output, words: &[&str]) {
     assert_eq!(exit_code(o), 2, "{}", describe(o));
     let err = String::from_utf8_lossy(&o.stderr);
