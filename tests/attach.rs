@@ -258,7 +258,33 @@ fn attach_twice_in_a_row() {
     run.ready();
     let pid = find_program(run.id(), &exe);
     let first = attach_ok(&dir, pid, &dir.join("first.prof"), Some("0.3"));
-    let second = attach_ok(&dir, pid, &dir.join("second.prof"), Some("0.3"));
+    // The second window ends on Ctrl-C (SIGINT to attach), once it has opened.
+    let mut c = Command::new(stallscope());
+    c.arg("attach")
+        .arg("-o")
+        .arg(dir.join("second.prof"))
+        .arg(pid.to_string())
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut ctrl_c = c.spawn().unwrap();
+    let mut err = BufReader::new(ctrl_c.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("recording"), "{line}");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(ctrl_c.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let status = ctrl_c.wait().unwrap();
+    assert!(
+        status.success(),
+        "attach ended by Ctrl-C: {status:?}\n{rest}"
+    );
+    assert!(rest.contains("detached; the process goes on"), "{rest}");
+    let second = report_json(&dir.join("second.prof"));
     let out = run.finish();
     assert_eq!(out.stdout, plain.stdout, "{}", describe(&out));
     assert_eq!(exit_code(&out), 3);
