@@ -153,8 +153,10 @@ static int ss_got_module(struct dl_phdr_info *info, size_t size, void *arg) {
         }
         if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
         if (ph->p_type == PT_GNU_RELRO) {
-            relro_lo = base + ph->p_vaddr;
-            relro_hi = relro_lo + ph->p_memsz;
+            /* As the dynamic linker protects it: whole pages only, the start and the end rounded
+             * down (a last page shared with writable data stays writable, and so must stay). */
+            relro_lo = (base + ph->p_vaddr) & ~(uintptr_t)4095;
+            relro_hi = (base + ph->p_vaddr + ph->p_memsz) & ~(uintptr_t)4095;
         }
     }
     if (!dyn) return 0;
