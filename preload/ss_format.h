@@ -158,7 +158,8 @@ enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
 
 /* How the interposer came to record a window of a running process (SS_REC_ATTACH). */
 #define SS_ATTACH_HOWS(X)                                                                                    \
-    X(PAUSED, 1, "paused") /* started by `stallscope run --paused`, switched on by `stallscope attach` */
+    X(PAUSED, 1, "paused") /* started by `stallscope run --paused`, switched on by `stallscope attach` */  \
+    X(INJECTED, 2, "injected") /* started without stallscope: attach loaded the interposer with ptrace */
 
 enum ss_attach_how {
 #define SS_X(id, value, name) SS_ATTACH_##id = value,

@@ -883,7 +883,8 @@ int ss_writer_window_begin(int fd, const char *path, uint64_t process_start_mono
     uint32_t keep_flags = ss_process.flags;
     ss_fill_process(realtime, mono, ticks);
     ss_process.flags = keep_flags;
-    ss_attach_rec = (struct ss_attach_record){process_start_mono_ns, mono, SS_ATTACH_PAUSED, window};
+    ss_attach_rec = (struct ss_attach_record){process_start_mono_ns, mono,
+                                              ss_injected ? SS_ATTACH_INJECTED : SS_ATTACH_PAUSED, window};
     ss_attach_on = 1;
     if (ss_write_head(fd) != 0) {
         close(fd);

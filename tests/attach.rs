@@ -218,6 +218,7 @@ fn a_window_of_a_paused_program_then_it_goes_on_unchanged() {
 
     // The window: its own profile, marked, counting what happened in it only.
     assert_eq!(report["attach"]["window"], 1, "{}", report["attach"]);
+    assert_eq!(report["attach"]["how"], "paused");
     assert_eq!(report["attach"]["detached"], true);
     assert!(num(&report, &["attach", "process_ns"]) >= num(&report, &["attach", "window_ns"]));
     let calls = mallocs(&report);
@@ -390,6 +391,7 @@ fn attach_to_a_program_started_without_stallscope() {
     assert_eq!(fds_after, fds_before, "the program's descriptors");
     for (n, r) in [(1, &first), (2, &second)] {
         assert_eq!(r["attach"]["window"], n);
+        assert_eq!(r["attach"]["how"], "injected");
         assert_eq!(r["attach"]["detached"], true);
         assert!(mallocs(r) > 0, "window {n} saw allocations");
         assert!(lock_acquisitions(r) > 0, "window {n} saw locks");

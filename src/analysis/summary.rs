@@ -99,6 +99,8 @@ impl LockSummary {
 /// The window of a running process that an attached profile holds (`stallscope attach`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AttachSummary {
+    /// How the interposer came to be there: `paused` (`run --paused`) or `injected` (ptrace).
+    pub how: &'static str,
     /// 1 for the process's first window, 2 for the next, ...
     pub window: u32,
     /// How long the window was open (the profile's wall time).
@@ -389,6 +391,7 @@ pub fn summarize(p: &Profile) -> Summary {
         cut_at: p.cut_at,
         ended_by_exec: p.end.is_some_and(|e| e.how == EndHow::Exec),
         attach: p.attach.map(|a| AttachSummary {
+            how: a.how.name(),
             window: a.window,
             window_ns: p.wall_ns(),
             process_ns: p.end_mono_ns().saturating_sub(a.process_start_mono_ns),

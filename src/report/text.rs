@@ -115,10 +115,17 @@ fn alloc_sites(o: &mut String, s: &Summary, style: Style, stacks: bool) {
 
 /// What an attached profile covers, and what it cannot have seen.
 pub fn attach_text(a: &crate::analysis::summary::AttachSummary) -> String {
-    let which = if a.window > 1 {
-        format!(" (window {})", a.window)
-    } else {
+    let mut notes = Vec::new();
+    if a.window > 1 {
+        notes.push(format!("window {}", a.window));
+    }
+    if a.how == "injected" {
+        notes.push("interposer loaded with ptrace".to_string());
+    }
+    let which = if notes.is_empty() {
         String::new()
+    } else {
+        format!(" ({})", notes.join(", "))
     };
     format!(
         "for {} of the process's {}{which}; allocations made before the window and locks held at its start are not seen",
