@@ -182,6 +182,13 @@ static void format(void) {
         SS_WAIT_KINDS(SS_X)
 #undef SS_X
     };
+    static const struct entry attach_hows[] = {
+#define SS_X(id, value, name) {#id, value, name},
+        SS_ATTACH_HOWS(SS_X)
+#undef SS_X
+    };
+    rust_enum("AttachHow", "How a window of a running process came to be recorded (`enum ss_attach_how`).",
+              attach_hows, COUNT(attach_hows));
     rust_enum("WaitKind", "What a thread waited for (`enum ss_wait_kind`).", wait_kinds, COUNT(wait_kinds));
     rust_enum("LockKind", "A kind of lock (`enum ss_lock_kind`).", lock_kinds, COUNT(lock_kinds));
     rust_enum("EndHow", "How a process image ended (`enum ss_end_how`).", end_hows, COUNT(end_hows));

@@ -534,3 +534,7 @@ SS_EXPORT size_t malloc_usable_size(void *ptr) {
     ss_ensure_resolved();
     return ss_real.malloc_usable_size ? ss_real.malloc_usable_size(ptr) : 0;
 }
+
+/* A new window (attach.c): the arenas' last allocators were threads of the last one (serials
+ * start again from 0). */
+void ss_alloc_window_reset(void) { memset(ss_arena_owner, 0, sizeof ss_arena_owner); }

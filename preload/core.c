@@ -158,6 +158,7 @@ static void ss_read_config(void) {
     int is_launched = supervisor != 0 && (uint64_t)ss_parent_pid == supervisor;
     if (is_launched) ss_copy_option(ss_config.output, sizeof ss_config.output, SS_OPT_OUTPUT);
     ss_config.dormant = (ss_option_flag(SS_OPT_NO_CHILDREN) && supervisor != 0 && !is_launched) || ss_settings_lost;
+    ss_config.paused = ss_option_flag(SS_OPT_PAUSED);
 }
 
 /* ---- symbol resolution ---- */
@@ -288,11 +289,20 @@ static void ss_init(void) {
         return; /* another thread initialises; its calls meanwhile go to the bootstrap pool */
     ss_busy = 1;
     ss_resolve();
-    ss_take_settings();
+    /* Loaded into a running process by `stallscope attach` (a dlopen it made the process do):
+     * no settings to take, nothing recorded until a window opens (attach.c). */
+    ss_injected = ss_loaded_by_attach();
+    if (ss_injected) ss_parent_pid = getppid();
+    else ss_take_settings();
     ss_read_config();
+    if (ss_injected) {
+        ss_config.paused = 1;
+        ss_config.dormant = 0;
+    }
     ss_pid = getpid();
     ss_calibrate();
     ss_writer_init();
+    if (ss_injected) ss_process_start_mono_ns = ss_attach_process_start();
     ss_sampler_init();
     ss_locks_init();
     ss_futex_init();
@@ -301,9 +311,12 @@ static void ss_init(void) {
     if (ok && !ss_config.dormant) {
         ss_threads_init();
         ok = pthread_atfork(NULL, NULL, ss_after_fork_child) == 0;
-        struct ss_thread *t = ok ? ss_thread_alloc() : NULL;
+        /* Paused (run --paused): no record yet; threads get theirs at their first call in a
+         * window that `stallscope attach` opens (attach.c). */
+        struct ss_thread *t = ok && !ss_config.paused ? ss_thread_alloc() : NULL;
         ss_guard_calls = !ss_in_libc((void *)ss_real.malloc);
         ss_alloc_init();
+        if (ok && ss_config.paused) __atomic_store_n(&ss_paused, 1, __ATOMIC_RELEASE);
         if (t) {
             ss_thread_attach(t, 1);
             __atomic_store_n(&ss_active, 1, __ATOMIC_RELEASE);
@@ -341,11 +354,21 @@ void ss_child_flusher_check(void) {
     SS_GUARD_END(saved);
 }
 
+/* A node of another window (attach.c): the calling thread drops it, for good. */
+struct ss_thread *ss_drop_stale(void) {
+    ss_self = SS_NO_THREAD;
+    ss_me = NULL;
+    return NULL;
+}
+
 struct ss_thread *ss_enter_slow(void) {
     if (ss_busy) return NULL;
     ss_ensure_resolved();
     if (__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) != SS_READY) return NULL;
+    /* A paused process's fork child listens for attach too, once it lives on. */
+    if (SS_UNLIKELY(ss_paused) && ss_child_flusher_due) ss_child_flusher_check();
     if (!__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE)) return NULL;
+    if (ss_self != SS_NO_THREAD && ss_stale(ss_self)) ss_drop_stale();
     if (ss_self != SS_NO_THREAD) return ss_self;
     /* Its byte countdown, written by the fast parts of every thread it stands for, is kept far
      * below 0 (a huge request could bring it up). */
@@ -353,9 +376,11 @@ struct ss_thread *ss_enter_slow(void) {
         SS_STORE(ss_no_thread.bytes_left, SS_NO_THREAD_BYTES_LEFT);
     ss_busy = 1;
     struct ss_thread *t = ss_adopt_fork_pending(1);
+    if (!t && ss_paused) t = ss_thread_adopt_covered(); /* a thread the window found running */
     if (!t) { /* a thread not created through pthread_create (or created before we were ready) */
         t = ss_thread_alloc();
-        if (t) ss_thread_attach(t, 0);
+        /* In a window, the main thread is met at its first call too. */
+        if (t) ss_thread_attach(t, ss_paused && (pid_t)syscall(SYS_gettid) == ss_pid);
     }
     ss_busy = 0;
     return t;
@@ -369,6 +394,23 @@ void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
  * write is set up then (ss_writer_child_setup), and the big tables are zeroed by the kernel
  * (MADV_WIPEONFORK). */
 static void ss_after_fork_child(void) {
+    if (ss_paused) { /* the child is paused too, whatever its parent was doing: it listens for attach */
+        ss_parent_pid = ss_pid;
+        ss_pid = getpid();
+        ss_is_fork_child = 1;
+        ss_self = SS_NO_THREAD;
+        ss_me = NULL;
+        __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
+        ss_config.output[0] = 0;
+        ss_writer_after_fork_child();
+        ss_sampler_after_fork_child();
+        ss_threads_after_fork_child();
+        ss_phases_after_fork_child();
+        ss_attach_after_fork_child();
+        ss_fork_pending = NULL;
+        __atomic_store_n(&ss_child_flusher_due, ss_mono_ns() + SS_CHILD_FLUSHER_DELAY_NS, __ATOMIC_RELAXED);
+        return;
+    }
     if (!ss_active) return;
     ss_parent_pid = ss_pid; /* known now, whatever happens to the parent later */
     ss_pid = getpid();
@@ -408,8 +450,8 @@ static int ss_own_process(void) {
 
 __attribute__((constructor)) static void ss_constructor(void) {
     ss_ensure_resolved();
-    ss_strip_settings_again();
-    if (!ss_active) return;
+    if (!ss_injected) ss_strip_settings_again();
+    if (!ss_active && !ss_paused) return;
     SS_GUARD_BEGIN(saved);
     ss_stacks_init();
     /* The flusher creates the profile in its own descriptor table, and the interposer turns

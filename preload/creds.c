@@ -18,7 +18,7 @@ static int ss_cred_busy;
 static int ss_cred_begin(void) {
     ss_ensure_resolved();
     /* Never in a vfork child (it shares our memory, and the flusher is its parent's). */
-    if (ss_busy || !__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE) || getpid() != ss_pid) return 0;
+    if (ss_busy || !(__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE) || ss_paused) || getpid() != ss_pid) return 0;
     int expected = 0;
     while (!__atomic_compare_exchange_n(&ss_cred_busy, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
         expected = 0;

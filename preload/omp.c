@@ -127,14 +127,6 @@ SS_OMP_LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
 
 /* ---- critical sections and omp locks ---- */
 
-#define SS_OMP_HELD_MAX 8u
-static SS_TLS struct ss_omp_held {
-    uintptr_t object;
-    uint32_t slot;
-    uint64_t start;
-} ss_omp_held[SS_OMP_HELD_MAX];
-static SS_TLS uint32_t ss_omp_nheld;
-
 /* The object of the unnamed critical section (libgomp's own lock, whose address is private). */
 #define SS_OMP_UNNAMED ((const void *)1)
 
@@ -163,16 +155,19 @@ static void ss_omp_acquired(struct ss_thread *t, const void *object, uint32_t ki
         uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, object, kind) : 0;
         if (site) ss_lock_waiter_done(site, wait);
     }
-    if (ss_omp_nheld < SS_OMP_HELD_MAX) ss_omp_held[ss_omp_nheld++] = (struct ss_omp_held){(uintptr_t)object, slot, now};
+    /* Its hold, timed in the thread's table of open holds (locks.c's, whose pthread locks never
+     * share an address with these objects): no thread-local storage of its own, which a
+     * process attached to later could not spare. */
+    if (t->nheld < SS_HELD_MAX) t->held[t->nheld++] = (struct ss_held){(uintptr_t)object, slot, now};
 }
 
 static void ss_omp_releasing(struct ss_thread *t, const void *object) {
-    for (uint32_t i = ss_omp_nheld; i-- > 0;) {
-        if (ss_omp_held[i].object != (uintptr_t)object) continue;
-        struct ss_lock_stats *l = &t->locks[ss_omp_held[i].slot];
+    for (uint32_t i = t->nheld; i-- > 0;) {
+        if (t->held[i].address != (uintptr_t)object) continue;
+        struct ss_lock_stats *l = &t->locks[t->held[i].slot];
         SS_ADD(l->timed_holds, 1);
-        SS_ADD(l->hold_ticks, ss_ticks() - ss_omp_held[i].start);
-        ss_omp_held[i] = ss_omp_held[--ss_omp_nheld];
+        SS_ADD(l->hold_ticks, ss_ticks() - t->held[i].start);
+        t->held[i] = t->held[--t->nheld];
         return;
     }
 }
@@ -192,7 +187,7 @@ SS_EXPORT void GOMP_critical_start(void) {
 SS_EXPORT void GOMP_critical_end(void) {
     SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
     struct ss_thread *t = ss_self_known();
-    if (t && ss_omp_nheld) ss_omp_releasing(t, SS_OMP_UNNAMED);
+    if (t && t->nheld) ss_omp_releasing(t, SS_OMP_UNNAMED);
     ss_real_critical_end();
 }
 
@@ -206,7 +201,7 @@ SS_EXPORT void GOMP_critical_name_start(void **pptr) {
 SS_EXPORT void GOMP_critical_name_end(void **pptr) {
     SS_OMP_REAL(ss_real_critical_name_end, "GOMP_critical_name_end");
     struct ss_thread *t = ss_self_known();
-    if (t && ss_omp_nheld) ss_omp_releasing(t, pptr);
+    if (t && t->nheld) ss_omp_releasing(t, pptr);
     ss_real_critical_name_end(pptr);
 }
 
@@ -223,7 +218,7 @@ SS_EXPORT void GOMP_critical_name_end(void **pptr) {
     SS_EXPORT void unset(void *lock) {                                                                        \
         SS_OMP_REAL(ss_real_##unset, #unset);                                                                 \
         struct ss_thread *t = ss_self_known();                                                                \
-        if (t && ss_omp_nheld) ss_omp_releasing(t, lock);                                                     \
+        if (t && t->nheld) ss_omp_releasing(t, lock);                                                     \
         ss_real_##unset(lock);                                                                                \
     }
 

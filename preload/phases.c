@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #define SS_PHASES_MAX 32u
+/* A thread's phase mapping: its open phases, then room for the record of the phase that ends. */
+#define SS_PHASE_SCRATCH_AT ((SS_PHASES_MAX * sizeof(struct ss_phase_open) + 63u) & ~(size_t)63u)
+#define SS_PHASES_MAP (SS_PHASE_SCRATCH_AT + sizeof(struct ss_phase_record))
 
 /* What a phase remembers from its begin: the thread's counters then. */
 struct ss_phase_open {
@@ -118,12 +121,15 @@ static unsigned char *ss_malloc_info_xml(size_t *len, size_t *map_size) {
         if (keep >= 0) close(keep);
         return NULL;
     }
-    static __thread char buffer[4096];
-    setvbuf(f, buffer, _IOFBF, sizeof buffer);
+    /* Mapped for the call, not thread-local: the interposer's TLS stays a few words, which a
+     * library loaded by dlopen into a running process can still get (docs/ARCHITECTURE.md). */
+    char *buffer = ss_map(4096);
+    if (buffer) setvbuf(f, buffer, _IOFBF, 4096);
     ss_walking_heap = 1;
     malloc_info(0, f);
     ss_walking_heap = 0;
     fclose(f);
+    if (buffer) ss_unmap(buffer, 4096);
     off_t size = lseek(keep, 0, SEEK_END);
     unsigned char *xml = size > 0 ? ss_map((size_t)size) : NULL;
     if (xml && pread(keep, xml, (size_t)size, 0) == size) {
@@ -187,7 +193,7 @@ SS_EXPORT void stallscope_impl_phase_begin(const char *name) {
     struct ss_thread *t = ss_enter();
     if (!t) return;
     SS_GUARD_BEGIN(saved);
-    if (!t->phases) t->phases = ss_map(SS_PHASES_MAX * sizeof(struct ss_phase_open));
+    if (!t->phases) t->phases = ss_map(SS_PHASES_MAP);
     if (t->phases && t->nphases < SS_PHASES_MAX) {
         struct ss_phase_open *o = &t->phases[t->nphases];
         ss_copy_label(o->name, sizeof o->name, name ? name : "phase", NULL);
@@ -208,7 +214,9 @@ SS_EXPORT void stallscope_impl_phase_end(void) {
     uint32_t depth = --t->nphases;
     if (t->phases && depth < SS_PHASES_MAX) {
         struct ss_phase_open *o = &t->phases[depth];
-        static __thread struct ss_phase_record r; /* 2 KB: kept off small thread stacks */
+        /* 2 KB: kept off small thread stacks, in the thread's phase mapping (not in TLS) */
+        struct ss_phase_record *rp = (struct ss_phase_record *)((char *)t->phases + SS_PHASE_SCRATCH_AT);
+#define r (*rp)
         memset(&r, 0, sizeof r);
         r.end_mono_ns = ss_mono_ns();
         r.tid = t->rec.tid;
@@ -228,6 +236,7 @@ SS_EXPORT void stallscope_impl_phase_end(void) {
             for (uint32_t b = 0; b < SS_LAT_BUCKETS; b++) r.lat_hist[g][b] = t->rec.lat_hist[g][b] - o->lat_hist[g][b];
         r.heap_after = ss_take_snapshot("end ", o->name);
         ss_push_pending(SS_REC_PHASE, &r, sizeof r, NULL, 0);
+#undef r
     }
     SS_GUARD_END(saved);
 }

@@ -194,6 +194,12 @@ static int ss_is_thread_record(const void *p) {
 static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
     int saved_errno = errno;
     struct ss_thread *t = ss_me;
+    /* A thread the flusher gave a node when the window opened, before the thread adopted it:
+     * the timer's value names it (its pc only: no stack of a thread we know nothing of yet). */
+    if (!t && si->si_code == SI_TIMER && ss_paused && ss_is_thread_record(si->si_value.sival_ptr)) {
+        struct ss_thread *c = si->si_value.sival_ptr;
+        if (__atomic_load_n(&c->covered, __ATOMIC_ACQUIRE) && c->rec.tid == (uint32_t)syscall(SYS_gettid)) t = c;
+    }
     if (t && t->cpu_ring && si->si_code == SI_TIMER && si->si_value.sival_ptr == t) {
         const ucontext_t *uc = ucv;
         uint64_t cpu = ss_self_cpu_ns();
@@ -224,7 +230,8 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         if (ss_ring_push(t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail, &s))
             __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
         if (!(t->rec.flags & SS_THREAD_MAIN)) ss_let_main_take_process_signals(sig);
-    } else if (si->si_code == SI_TIMER && ss_is_thread_record(si->si_value.sival_ptr)) {
+    } else if (si->si_code == SI_TIMER && (ss_paused || ss_is_thread_record(si->si_value.sival_ptr))) {
+        /* (In a paused process, also a timer of a window that closed: its node is off the list.) */
         /* One of our timers, but not this thread's current one (a timer deleted while its signal
          * was pending): ours to drop, never the program's to see. */
     } else {
@@ -323,7 +330,9 @@ static void ss_step_aside(int sig) {
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (!__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) continue;
         syscall(SYS_timer_delete, t->timer);
-        if (next && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE) ss_timer_create(t, next);
+        if (next && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE && !ss_stale(t) &&
+            (!ss_paused || __atomic_load_n(&ss_window_open, __ATOMIC_ACQUIRE)))
+            ss_timer_create(t, next);
     }
 }
 
@@ -674,4 +683,35 @@ int ss_sampler_write(void) {
                                    __atomic_load_n(&ss_wall_samples, __ATOMIC_RELAXED),
                                    __atomic_load_n(&ss_dropped_samples, __ATOMIC_RELAXED)};
     return ss_out_record(SS_REC_SAMPLING, &r, sizeof r, NULL, 0) != 0 ? -1 : written;
+}
+
+/* The end of a window (attach.c): every timer of the window's threads is deleted (a signal
+ * still pending finds no record that owns it and is dropped by the handler); the threads keep
+ * no sampling of ours. */
+void ss_sampler_stop_timers(void) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->timer);
+}
+
+/* A new window: its SAMPLING record counts from zero. */
+void ss_sampler_window_reset(void) {
+    ss_cpu_samples = ss_wall_samples = ss_dropped_samples = 0;
+    ss_last_wall_pass = 0;
+}
+
+/* A node the flusher made for a thread that existed when the window opened (threads.c): its
+ * timer, armed from the flusher (any thread may arm a thread's CPU clock). */
+void ss_sampler_cover(struct ss_thread *t) {
+    t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
+    t->sched_head = t->sched_tail = 0;
+    memset(&t->sched_last, 0, sizeof t->sched_last);
+    if (ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sched_last);
+    t->has_timer = 0;
+    t->last_cpu_ns = ss_thread_cpu_ns((pid_t)t->rec.tid);
+    t->last_wall_ns = ss_mono_ns();
+    t->last_wall_cpu_ns = t->last_cpu_ns;
+    t->last_wall.mono_ns = 0;
+    if (!t->cpu_ring) return;
+    int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
+    if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
 }

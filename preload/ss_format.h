@@ -81,7 +81,8 @@ enum ss_lock_kind {
 
 /* How a process image ended (SS_REC_END): X(id, value, name). */
 #define SS_END_HOWS(X)                                                                                       \
-    X(EXIT, 1, "exit") X(UNDERSCORE_EXIT, 2, "_exit") X(EXEC, 3, "exec") X(DESTRUCTOR, 4, "destructor")
+    X(EXIT, 1, "exit") X(UNDERSCORE_EXIT, 2, "_exit") X(EXEC, 3, "exec") X(DESTRUCTOR, 4, "destructor")     \
+    X(DETACH, 5, "detach") /* `stallscope attach` ended its window: the process goes on unrecorded */
 
 enum ss_end_how {
 #define SS_X(id, value, name) SS_END_##id = value,
@@ -145,9 +146,11 @@ enum ss_wait_kind {
  * releases, were done by the interposer (glibc's own step on the lock word, checked at start:
  * preload/lock_steps.h), not forwarded to glibc. NO_UNWINDER: stacks were asked for, but no unwinder
  * could be loaded (libgcc_s.so.1 neither by name, beside the program's libc, nor in the system's
- * library directories): the profile has no stacks, and the report says so. */
+ * library directories): the profile has no stacks, and the report says so. ATTACHED: the profile
+ * covers a window of the process's life that `stallscope attach` opened (an SS_REC_ATTACH record
+ * follows the PROCESS record); PROCESS's start is the window's start. */
 #define SS_PROCESS_FLAGS(X)                                                                                  \
-    X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u) X(NO_UNWINDER, 16u)
+    X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u) X(NO_UNWINDER, 16u) X(ATTACHED, 32u)
 #define SS_THREAD_FLAGS(X)                                                                                   \
     X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)                                                           \
     X(SIGNAL_BLOCKED, 8u) /* blocked the sampling signal for part of its life: its running time then comes \
@@ -170,6 +173,17 @@ enum ss_sampling_flag { SS_SAMPLING_FLAGS(SS_X) };
 #define SS_X(id, bit) SS_HEAP_##id = bit,
 enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
 #undef SS_X
+
+/* How the interposer came to record a window of a running process (SS_REC_ATTACH). */
+#define SS_ATTACH_HOWS(X)                                                                                    \
+    X(PAUSED, 1, "paused") /* started by `stallscope run --paused`, switched on by `stallscope attach` */  \
+    X(INJECTED, 2, "injected") /* started without stallscope: attach loaded the interposer with ptrace */
+
+enum ss_attach_how {
+#define SS_X(id, value, name) SS_ATTACH_##id = value,
+    SS_ATTACH_HOWS(SS_X)
+#undef SS_X
+};
 
 /* ---- Sizes ---- */
 
@@ -218,7 +232,8 @@ enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
     X(CROSS_FREES, 24, 0)                                                                                    \
     X(FOLDED, 25, sizeof(struct ss_folded_record))                                                           \
     X(SCHED, 26, sizeof(struct ss_sched_record))                                                             \
-    X(WAITS, 28, sizeof(struct ss_waits_record))
+    X(WAITS, 28, sizeof(struct ss_waits_record))                                                             \
+    X(ATTACH, 29, sizeof(struct ss_attach_record))
 
 enum ss_record_type {
 #define SS_X(id, number, size) SS_REC_##id = number,
@@ -570,6 +585,18 @@ struct ss_wait {
 #define SS_NOTIFY_REWAIT 0x4000u
 #define SS_NOTIFY_BROADCAST 0x8000u
 
+/* SS_REC_ATTACH: the profile holds one window of a process that ran before it (flag ATTACHED);
+ * written once, right after the PROCESS record, whose start is the window's. The window ends
+ * with the file's END record (how DETACH, or the process's own end) or, cut short, its last
+ * FLUSH. What happened before the window is not in the file: allocations made before it, locks
+ * held when it began, waits in progress (counted from the first event seen in the window). */
+struct ss_attach_record {
+    uint64_t process_start_mono_ns; /* when the process (this image) began */
+    uint64_t window_start_mono_ns;  /* when recording was switched on */
+    uint32_t how;                   /* enum ss_attach_how */
+    uint32_t window;                /* 1 for the process's first window, 2 for the next, ... */
+};
+
 /* The layouts are a contract with every profile written so far: a change here changes SS_VERSION.
  * The generated Rust constants carry the same sizes; these pin them on the C side. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
@@ -599,5 +626,6 @@ _Static_assert(sizeof(struct ss_cross_frees_entry) == 24, "cross frees entry lay
 _Static_assert(sizeof(struct ss_folded_record) == 16, "folded record layout");
 _Static_assert(sizeof(struct ss_waits_record) == 16, "waits record layout");
 _Static_assert(sizeof(struct ss_wait) == 32, "wait layout");
+_Static_assert(sizeof(struct ss_attach_record) == 24, "attach record layout");
 
 #endif

@@ -170,6 +170,12 @@ struct ss_thread {
     uint64_t frees_checked, frees_cross;
     uintptr_t own_arena; /* the arena of its last sampled allocation (0: none yet) */
     uint64_t free_mark; /* frees before this thread's last large-bin request (alloc.c) */
+    /* The recording window it was attached in (attach.c): a node of an earlier window is
+     * dropped by its thread at its next slow part (ss_known), and never written again. */
+    uint32_t window;
+    /* Made by the flusher when a window opened, for a thread that existed then (attach.c): its
+     * CPU timer runs from the start; the thread adopts the node at its first hooked call. */
+    uint32_t covered;
 };
 
 #define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
@@ -244,6 +250,7 @@ struct ss_real {
 
 struct ss_config {
     int dormant;       /* loaded but not recording (e.g. a child with --no-children) */
+    int paused;        /* run --paused: loaded with recording off until `stallscope attach` (attach.c) */
     uint32_t timing;   /* enum ss_timing */
     uint32_t period;   /* mean sampling period for timed calls */
     uint32_t lock_period; /* the same for lock holds: period x SS_LOCK_TIMING_FACTOR (1 if period is 1) */
@@ -363,12 +370,29 @@ static inline int ss_take_timed_hold(struct ss_thread *t) {
  * and gives the thread a record; it returns NULL when the call must just be forwarded. */
 struct ss_thread *ss_enter_slow(void);
 #define SS_NO_THREAD_BYTES_LEFT (INT64_MIN / 2)
-static inline struct ss_thread *ss_known(struct ss_thread *t) { return SS_LIKELY(t != SS_NO_THREAD) ? t : NULL; }
+/* Recording windows (attach.c): in a process started with `run --paused`, recording is on only
+ * while `stallscope attach` holds a window open. ss_window is the number stamped on the nodes
+ * attached in the current window (0 in a process that records from its start); closing or
+ * opening a window changes it, so a node of another window is stale: its thread drops it (its
+ * ss_self and ss_me become empty) at its next slow part, and the call goes on as a thread's
+ * that has no record (a new one while a window is open, none while closed). */
+extern uint32_t ss_window;
+extern int ss_paused;      /* the process was started paused: windows open and close */
+extern int ss_window_open; /* a window is open (recording; ss_active) */
+#define SS_WINDOW_NONE UINT32_MAX /* the stamp of a node attached while no window is open */
+struct ss_thread *ss_drop_stale(void);
+static inline int ss_stale(const struct ss_thread *t) {
+    return SS_UNLIKELY(t->window != __atomic_load_n(&ss_window, __ATOMIC_RELAXED));
+}
+static inline struct ss_thread *ss_known(struct ss_thread *t) {
+    if (SS_UNLIKELY(t == SS_NO_THREAD)) return NULL;
+    return ss_stale(t) ? ss_drop_stale() : t;
+}
 /* The calling thread's record, or NULL (not recording into one). */
 static inline struct ss_thread *ss_self_known(void) { return ss_known(ss_self); }
 static inline struct ss_thread *ss_enter(void) {
     struct ss_thread *t = ss_self;
-    return SS_LIKELY(t != SS_NO_THREAD) ? t : ss_enter_slow();
+    return SS_LIKELY(t != SS_NO_THREAD) && !ss_stale(t) ? t : ss_enter_slow();
 }
 #define SS_GUARD_BEGIN(saved)                                                                                \
     struct ss_thread *saved = ss_self;                                                                      \
@@ -523,6 +547,38 @@ int ss_flusher_running(void);
 void ss_wake_flusher(void);
 int ss_flush_try_lock(void);
 void ss_flush_unlock(void);
+
+/* Windows (attach.c): the flusher of a paused process listens for `stallscope attach` and opens
+ * and closes windows; each module clears what a window left (the flusher, holding the flush
+ * lock, with recording off). */
+void ss_attach_listen(void);
+void ss_attach_poll(void);
+void ss_attach_after_fork_child(void);
+void ss_attach_close(void); /* the flusher leaves: a window open ends, the listener closes */
+int ss_got_init(void);
+/* got.c: the PLT slots of the hot calls at the C library (SS_GOT_LIBC), of every hook at the
+ * hooks (SS_GOT_HOOKS: a window), or of the hooks that must stay (SS_GOT_KEEP: an injected
+ * process, before its first window). */
+enum { SS_GOT_LIBC = 0, SS_GOT_HOOKS = 1, SS_GOT_KEEP = 2 };
+void ss_got_point(int mode);
+int ss_writer_window_begin(int fd, const char *path, uint64_t process_start_mono_ns, uint32_t window);
+void ss_writer_window_end(void);
+void ss_threads_window_reset(void);
+void ss_threads_cover_existing(void);
+struct ss_thread *ss_thread_adopt_covered(void);
+void ss_threads_covered_tick(void);
+void ss_sampler_cover(struct ss_thread *t);
+void ss_stacks_window_reset(void);
+void ss_sampler_window_reset(void);
+void ss_sampler_stop_timers(void);
+void ss_alloc_window_reset(void);
+extern uint64_t ss_process_start_mono_ns;
+/* Loaded into a running process by `stallscope attach` (not preloaded): the hooks are reached
+ * only through the PLT slots got.c points at them. */
+extern int ss_injected;
+int ss_loaded_by_attach(void);
+uint64_t ss_attach_process_start(void);
+#define SS_INJECT_NAME "libstallscope-attach" /* the name attach has the process dlopen */
 
 /* Phases and heap snapshots (phases.c). */
 void ss_phases_start(void);

@@ -785,3 +785,25 @@ int ss_stacks_write(int with_samples) {
                                       ss_config.stack_bytes, __atomic_load_n(&ss_dropped, __ATOMIC_RELAXED)};
     return ss_out_record(SS_REC_ALLOC_SITES, &h, sizeof h, buf, n * sizeof *buf);
 }
+
+/* A new window (attach.c) writes a new file: the stacks and sites of the last window are
+ * cleared (only the slots it claimed: untouched pages stay untouched), and every loaded object
+ * is written again once the file needs it. */
+void ss_stacks_window_reset(void) {
+    if (!ss_stacks_on) return;
+    uint32_t claimed = __atomic_load_n(&ss_site_claimed, __ATOMIC_ACQUIRE);
+    if (claimed > SS_SITE_SLOTS) claimed = SS_SITE_SLOTS;
+    for (uint32_t k = 0; k < claimed; k++) {
+        uint32_t entry = __atomic_load_n(&ss_site_order[k], __ATOMIC_ACQUIRE);
+        if (entry) memset(&ss_sites[entry - 1], 0, sizeof ss_sites[entry - 1]);
+        ss_site_order[k] = 0;
+    }
+    if (ss_lock_sites && __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_ACQUIRE))
+        memset(ss_lock_sites, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites);
+    ss_dropped = 0;
+    __atomic_store_n(&ss_site_claimed, 0, __ATOMIC_RELEASE);
+    ss_lock_sites_claimed = 0;
+    ss_lock_init_taken = 0;
+    ss_modules_needed = 0;
+    ss_modules_stale = 1;
+}

@@ -17,6 +17,7 @@
  * it, and the child starts with zeroed nodes. */
 #include "ss_internal.h"
 
+#include <fcntl.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -89,6 +90,7 @@ static void ss_node_reset(struct ss_thread *t) {
     t->frees_checked = t->frees_cross = 0;
     t->own_arena = 0;
     t->free_mark = 0;
+    t->covered = 0;
     memset(t->last_lock, 0, sizeof t->last_lock);
 }
 
@@ -139,6 +141,10 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
     t->wait_head = t->wait_tail = 0;
     t->waits_dropped = t->waits_reported = 0;
     t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX; /* decided before any thread is attached */
+    /* A node attached while no window is open (a window closed under a pthread_create) is stale
+     * from the start: its thread drops it at its next slow part. */
+    t->window = ss_paused && !__atomic_load_n(&ss_window_open, __ATOMIC_ACQUIRE) ? SS_WINDOW_NONE
+                                                                                 : __atomic_load_n(&ss_window, __ATOMIC_ACQUIRE);
     ss_self = t;
     ss_sampler_thread_start(t);
     if (ss_key_ok) pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit */
@@ -515,4 +521,115 @@ void ss_thread_child_node(struct ss_thread *t) {
     else ss_node_reset(t);
     t->listed = 0;
     t->state = SS_NODE_CLAIMED;
+}
+
+/* A new window (attach.c): the nodes of the last one are left behind, never written or reused
+ * (their threads drop them at their next slow part; a thread blocked in a call it began then
+ * finishes it in the old node), and the list starts empty, as in a fork child. */
+void ss_threads_window_reset(void) {
+    ss_threads_after_fork_child();
+    ss_next_serial = 0;
+}
+
+/* ---- threads that existed when a window opened (attach.c) ---- */
+
+static void ss_list_push(struct ss_thread *t) {
+    if (t->listed) return;
+    t->listed = 1;
+    struct ss_thread *head = __atomic_load_n(&ss_threads, __ATOMIC_RELAXED);
+    do {
+        t->next = head;
+    } while (!__atomic_compare_exchange_n(&ss_threads, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+static int ss_tid_has_node(uint32_t tid) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+        if (t->rec.tid == tid && (state == SS_NODE_LIVE || state == SS_NODE_CLAIMED)) return 1;
+    }
+    return 0;
+}
+
+/* The flusher, as a window opens: a node and a CPU timer for every thread of the process (but
+ * itself) that has none, so that a thread which makes no hooked call in the window (a loop that
+ * only computes) is sampled too. Its samples have their pc, not their stack, until the thread
+ * adopts the node at its first hooked call (ss_thread_adopt_covered). */
+void ss_threads_cover_existing(void) {
+    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return;
+    uint32_t self = (uint32_t)syscall(SYS_gettid);
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            uint32_t tid = (uint32_t)ss_parse_u64(d->name, 0);
+            if (tid == 0 || tid == self || ss_tid_has_node(tid)) continue;
+            struct ss_thread *t = ss_thread_alloc();
+            if (!t) break;
+            t->rec.serial = __atomic_fetch_add(&ss_next_serial, 1, __ATOMIC_RELAXED);
+            t->rec.tid = tid;
+            t->rec.flags = (pid_t)tid == ss_pid ? SS_THREAD_MAIN : 0;
+            uint64_t now = ss_mono_ns();
+            t->rec.start_mono_ns = now;
+            t->cpu_base_ns = ss_thread_cpu_ns((pid_t)tid);
+            t->pthread_id = 0;
+            t->wait_head = t->wait_tail = 0;
+            t->waits_dropped = t->waits_reported = 0;
+            t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX;
+            t->window = __atomic_load_n(&ss_window, __ATOMIC_ACQUIRE);
+            __atomic_store_n(&t->covered, 1, __ATOMIC_RELEASE);
+            ss_sampler_cover(t);
+            __atomic_store_n(&t->state, SS_NODE_LIVE, __ATOMIC_RELEASE);
+            ss_list_push(t);
+        }
+    }
+    close(dir);
+}
+
+/* The calling thread's node made by the flusher, if there is one: now its own. */
+struct ss_thread *ss_thread_adopt_covered(void) {
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        uint32_t one = 1;
+        if (t->rec.tid != tid || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != SS_NODE_LIVE || ss_stale(t) ||
+            !__atomic_compare_exchange_n(&t->covered, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        t->pthread_id = (uintptr_t)pthread_self();
+        ss_self = t;
+        ss_me = t;
+        if (ss_key_ok) pthread_setspecific(ss_thread_key, t); /* ends the record at thread exit */
+        return t;
+    }
+    return NULL;
+}
+
+/* The flusher's tick: a covered thread that ended without a hooked call ends its record, with
+ * the CPU time it had at the last look (its clock is gone with it). */
+void ss_threads_covered_tick(void) {
+    uint64_t now = ss_mono_ns();
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (!__atomic_load_n(&t->covered, __ATOMIC_ACQUIRE) || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != SS_NODE_LIVE)
+            continue;
+        uint64_t cpu = ss_thread_cpu_ns((pid_t)t->rec.tid);
+        if (cpu) {
+            SS_STORE(t->rec.cpu_ns, cpu > t->cpu_base_ns ? cpu - t->cpu_base_ns : 0);
+            continue;
+        }
+        uint32_t one = 1;
+        if (!__atomic_compare_exchange_n(&t->covered, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) continue;
+        ss_sampler_thread_end(t);
+        SS_STORE(t->rec.end_mono_ns, now);
+        __atomic_or_fetch(&t->rec.flags, SS_THREAD_ENDED, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->state, SS_NODE_ENDED, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&ss_ended_pending, 1, __ATOMIC_RELAXED);
+    }
 }

@@ -58,6 +58,7 @@ static int ss_child_pending; /* a fork child whose lazy set-up has not run yet *
 static uint64_t ss_child_start[3]; /* realtime, mono, ticks at fork */
 static uint32_t ss_crc_table[256];
 static struct ss_process_record ss_process;
+extern uint64_t ss_process_start_mono_ns;
 static struct ss_buf ss_out;
 struct ss_buf ss_fold_out;
 int ss_wipe_works = 1;
@@ -238,6 +239,7 @@ void ss_writer_init(void) {
         ss_crc_table[i] = c;
     }
     ss_fill_process(ss_realtime_ns(), ss_mono_ns(), ss_ticks());
+    ss_process_start_mono_ns = ss_process.start_mono_ns;
 }
 
 /* ---- the file ---- */
@@ -286,6 +288,8 @@ void ss_note_unprofiled(const char *text) {
     close(fd);
 }
 
+static int ss_write_head(int fd);
+
 /* Creates the profile file exclusively, never overwriting, and writes its header; returns its
  * descriptor (in the calling thread's table) or -1. */
 static int ss_create_profile(void) {
@@ -320,7 +324,20 @@ static int ss_create_profile(void) {
     }
     if (fd < 0) return -1;
     memcpy(ss_path, path, sizeof ss_path);
+    if (ss_write_head(fd) != 0) {
+        close(fd);
+        return -1;
+    }
+    ss_note_in_index(path);
+    return fd;
+}
 
+/* A window's file (attach.c): the record that says which part of the process's life it holds. */
+static struct ss_attach_record ss_attach_rec;
+static int ss_attach_on;
+
+/* The file header and the first batch (PROCESS, ATTACH in a window's file, FLUSH). */
+static int ss_write_head(int fd) {
     struct ss_file_header fh;
     memset(&fh, 0, sizeof fh);
     memcpy(fh.magic, SS_MAGIC, 8);
@@ -347,7 +364,8 @@ static int ss_create_profile(void) {
     ss_process.flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) | SS_PROCESS_LOCK_PERIOD |
                        (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
                        (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
-                       (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u);
+                       (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u) |
+                       (ss_attach_on ? SS_PROCESS_ATTACHED : 0u);
     ss_process.pid = (uint32_t)getpid();
     ss_process.ppid = (uint32_t)ss_parent_pid;
     ss_process.cmdline_len = (uint32_t)cmd_len;
@@ -361,24 +379,22 @@ static int ss_create_profile(void) {
     memcpy(strings + cmd_len, exe, (size_t)exe_len);
     /* A flush record ends even this first batch, so that a file cut short is never taken whole. */
     struct ss_flush_record fl = {0, ss_mono_ns(), ss_ticks(), 0};
-    if (ss_buf_reserve(&head, sizeof fh) != 0) goto fail;
+    if (ss_buf_reserve(&head, sizeof fh) != 0) return -1;
     memcpy(head.p, &fh, sizeof fh);
     head.len = sizeof fh;
     if (ss_buf_record3(&head, SS_REC_PROCESS, &ss_process, sizeof ss_process, strings, cmd_len + (size_t)exe_len,
                        NULL, 0) != 0 ||
+        (ss_attach_on &&
+         ss_buf_record3(&head, SS_REC_ATTACH, &ss_attach_rec, sizeof ss_attach_rec, NULL, 0, NULL, 0) != 0) ||
         ss_buf_record3(&head, SS_REC_FLUSH, &fl, sizeof fl, NULL, 0, NULL, 0) != 0 ||
         ss_write_all(fd, head.p, head.len) != 0)
-        goto fail;
+        return -1;
     struct stat st;
     if (fstat(fd, &st) == 0) {
         ss_file_dev = st.st_dev;
         ss_file_ino = st.st_ino;
     }
-    ss_note_in_index(path);
-    return fd;
-fail:
-    close(fd);
-    return -1;
+    return 0;
 }
 
 /* A descriptor of the profile for the calling thread, creating the file if needed; *transient
@@ -670,7 +686,9 @@ static void *ss_flusher_main(void *arg) {
     ss_fd_mode = ss_own_descriptor_table(handover) ? SS_FD_PRIVATE : SS_FD_SHARED;
     if (handover >= 0) ss_fd = handover; /* the same number in this table (or the program's) */
     uint32_t ready = 1;
-    if (!ss_process_is_fork_child()) { /* a fork child's file appears at its first flush */
+    if (ss_paused) { /* no file until `stallscope attach` opens a window (attach.c) */
+        if (ss_fd_mode == SS_FD_PRIVATE) ss_attach_listen();
+    } else if (!ss_process_is_fork_child()) { /* a fork child's file appears at its first flush */
         int transient;
         if (ss_profile_fd(&transient) < 0) ready = 2;
     }
@@ -681,10 +699,32 @@ static void *ss_flusher_main(void *arg) {
     uint32_t tick_ms = ss_config.wall_hz > 20 ? 1000 / ss_config.wall_hz : 50;
     if (tick_ms == 0) tick_ms = 1;
     uint64_t last_tick = ss_mono_ns(), last_flush = last_tick, last_periodic = last_tick;
+    uint32_t idle_ticks = 0;
+    uint64_t last_got = 0;
     for (;;) {
         uint32_t seen = __atomic_load_n(&ss_flusher_word, __ATOMIC_ACQUIRE);
         ss_flusher_serve_final();
         if (__atomic_load_n(&ss_flusher_stop, __ATOMIC_ACQUIRE)) break;
+        if (ss_paused) {
+            ss_attach_poll(); /* opens or closes a window */
+            if (!__atomic_load_n(&ss_window_open, __ATOMIC_ACQUIRE)) {
+                /* Paused: nothing recorded, nothing written; a look for `stallscope attach` every
+                 * 100 ms. The process would end but for this thread when main called
+                 * pthread_exit and every other thread has gone: end it as glibc would. */
+                /* The hot calls go straight to the C library until a window opens; a process
+                 * attach loaded us into gets the hooks that must stay (sigaction, ...). Once
+                 * ready (the thread that started us may hold the loader's lock until then: its
+                 * dlopen), then every second for slots bound and objects loaded since. */
+                if (idle_ticks++ % 10 == 0) {
+                    if (idle_ticks > 1 && !ss_other_threads_alive()) ss_real.exit(0);
+                    ss_got_point(ss_injected ? SS_GOT_KEEP : SS_GOT_LIBC);
+                }
+                struct timespec idle = {0, 100 * 1000000L};
+                ss_futex(&ss_flusher_word, FUTEX_WAIT, seen, &idle);
+                last_tick = last_flush = last_periodic = ss_mono_ns();
+                continue;
+            }
+        }
         uint64_t now = ss_mono_ns();
         uint64_t next = last_tick + (uint64_t)tick_ms * 1000000ull;
         if (now < next) {
@@ -698,10 +738,16 @@ static void *ss_flusher_main(void *arg) {
         }
         uint32_t elapsed_ms = (uint32_t)((now - last_tick) / 1000000ull);
         last_tick = now;
+        /* Loaded by attach: objects loaded and slots bound since get the hooks too. */
+        if (ss_injected && now - last_got >= 1000000000ull) {
+            last_got = now;
+            ss_got_point(SS_GOT_HOOKS);
+        }
         /* When the program's last thread has gone after main called pthread_exit, the process
          * would end now but for this thread: end it as glibc would, with exit(0). */
         if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
         ss_phases_tick(elapsed_ms);
+        if (ss_paused) ss_threads_covered_tick();
         ss_sampler_tick();
         ss_threads_fold_ended();
         /* Early when a thread's wait ring fills faster than the period empties it: a pipeline
@@ -721,6 +767,9 @@ static void *ss_flusher_main(void *arg) {
             ss_early_flush = 0;
         }
     }
+    /* A window open when the flusher leaves (a credential change) ends here: the attach's
+     * connection is in this thread's table, which goes with it. */
+    if (ss_paused) ss_attach_close();
     /* Asked to leave (ss_flusher_pause): its descriptor table, and the profile's descriptor in
      * it, go with it; what the rings hold waits for the next flusher. */
     if (ss_fd >= 0 && ss_fd_mode == SS_FD_SHARED) close(ss_fd); /* ours, in the program's table */
@@ -735,7 +784,7 @@ static void *ss_flusher_main(void *arg) {
 /* Starts the flusher; in the launched process (not a fork child), or when `wait`, waits until it
  * is set up, and turns the interposer off if it could not create the profile. */
 static void ss_start_flusher_waiting(int wait) {
-    if (ss_flusher_started || !ss_active) return;
+    if (ss_flusher_started || !(ss_active || ss_paused)) return;
     ss_flusher_started = 1;
     __atomic_store_n(&ss_flusher_ready, 0, __ATOMIC_RELEASE);
     sigset_t all, old;
@@ -822,4 +871,56 @@ void ss_flusher_resume(void) {
     int in_use = fd >= 0 && ss_flusher_running() && ss_fd == fd && ss_fd_mode == SS_FD_SHARED;
     if (fd >= 0 && !in_use) close(fd); /* the flusher has its own copy, in its own table */
     ss_handover_fd = -1;
+}
+
+/* ---- windows (attach.c): the flusher of a paused process, holding the flush lock ---- */
+
+uint64_t ss_process_start_mono_ns;
+
+/* A window opens: `fd` (received from `stallscope attach`, in the flusher's table) is its file,
+ * `path` its name (for a thread that must open it itself). Returns 0 once the file's first batch
+ * is written. */
+int ss_writer_window_begin(int fd, const char *path, uint64_t process_start_mono_ns, uint32_t window) {
+    if (ss_fd_mode == SS_FD_SHARED) { /* no table of our own: keep it high in the program's */
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+        if (high >= 0) {
+            close(fd);
+            fd = high;
+        }
+    }
+    size_t n = strlen(path);
+    if (n >= sizeof ss_path) n = 0; /* too long to open again: only the flusher writes it */
+    memcpy(ss_path, path, n);
+    ss_path[n] = 0;
+    ss_file_failed = 0;
+    ss_finished = 0;
+    ss_flush_seq = 0;
+    __atomic_store_n(&ss_final_state, 0, __ATOMIC_RELEASE);
+    ss_out.len = 0;
+    ss_fold_out.len = 0;
+    uint64_t realtime = ss_realtime_ns(), mono = ss_mono_ns(), ticks = ss_ticks();
+    uint32_t keep_flags = ss_process.flags;
+    ss_fill_process(realtime, mono, ticks);
+    ss_process.flags = keep_flags;
+    ss_attach_rec = (struct ss_attach_record){process_start_mono_ns, mono,
+                                              ss_injected ? SS_ATTACH_INJECTED : SS_ATTACH_PAUSED, window};
+    ss_attach_on = 1;
+    if (ss_write_head(fd) != 0) {
+        close(fd);
+        ss_path[0] = 0;
+        return -1;
+    }
+    ss_fd = fd;
+    return 0;
+}
+
+/* The window closed (after its final flush, END how DETACH, or the process's own END): its
+ * file is closed; nothing more is written until the next window. */
+void ss_writer_window_end(void) {
+    if (!ss_finished) ss_flush_locked(1, SS_END_DETACH, 0);
+    if (ss_fd >= 0) close(ss_fd);
+    ss_fd = -1;
+    ss_path[0] = 0;
+    ss_file_failed = 1; /* nothing to write into until the next window */
+    ss_attach_on = 0;
 }

@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a program under the profiler and write a profile
     Run(crate::run::RunArgs),
+    /// Record a window of a running process started with `run --paused`
+    Attach(crate::attach::AttachArgs),
     /// Print a profile as a terminal report or as JSON
     Report(crate::report::ReportArgs),
     /// Benchmark commands in isolated, interleaved processes with confidence intervals
@@ -42,11 +44,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     // the reader goes away, as any Unix filter: SIGPIPE's default action instead of Rust's
     // ignored SIGPIPE and a panic in `println!`. `run` keeps ignoring it: it must outlive its
     // summary's reader and exit with the program's status.
-    if !matches!(cli.command, Command::Run(_)) {
+    if !matches!(cli.command, Command::Run(_) | Command::Attach(_)) {
         crate::util::default_sigpipe();
     }
     match cli.command {
         Command::Run(args) => crate::run::main(args),
+        Command::Attach(args) => crate::attach::main(args),
         Command::Report(args) => crate::report::main(args),
         Command::Bench(args) => crate::bench::main(args),
         Command::Scale(args) => crate::scale::main(args),

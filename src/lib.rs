@@ -6,6 +6,7 @@
 //! [`demo`], [`bench`]) read that model. `main` only parses the command line ([`cli`]).
 
 pub mod analysis;
+pub mod attach;
 pub mod bench;
 pub mod cli;
 pub mod demo;

@@ -64,6 +64,10 @@ pub struct RunArgs {
     /// No thread-state sampling at all (the same as --sample-hz 0 --wall-hz 0)
     #[arg(long)]
     pub no_sampling: bool,
+    /// Load the interposer with recording off: nothing is recorded or written until `stallscope
+    /// attach PID` opens a window (needs no ptrace; the processes it starts are paused too)
+    #[arg(long)]
+    pub paused: bool,
     /// Print no summary after the run
     #[arg(short, long)]
     pub quiet: bool,
@@ -94,6 +98,9 @@ fn settings(args: &RunArgs, session: &Session) -> Vec<(&'static str, String)> {
     ];
     if args.no_children {
         out.push((options::NO_CHILDREN.env, "1".into()));
+    }
+    if args.paused {
+        out.push((options::PAUSED.env, "1".into()));
     }
     if args.timing == Timing::Exact {
         out.push((options::TIMING.env, "exact".into()));
@@ -159,6 +166,12 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
         Ok(Preload::Foreign(why)) => return run_unprofiled(&args.command, &program, &why),
         Ok(Preload::Takes) => {}
+    }
+    if args.paused && args.output.is_some() {
+        eprintln!(
+            "stallscope: --paused writes no profile by itself: give -o to `stallscope attach` instead"
+        );
+        return Ok(2);
     }
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let root = match &args.output {
@@ -229,6 +242,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
         }
     };
     let root_pid = child.id();
+    if args.paused && !args.quiet {
+        eprintln!(
+            "stallscope: {root_pid} runs paused, recording nothing: `stallscope attach {root_pid}` records a window of it"
+        );
+    }
     signals::child_started(root_pid as i32);
     signals::wait_for_end(root_pid as i32);
     let status = child.wait().context("waiting for the profiled program")?;
@@ -266,7 +284,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
             path.display()
         );
     }
-    if !args.quiet {
+    if !args.quiet && !args.paused {
         print_summary(root_file.as_deref(), &root_path, &run_dir, others, &status);
         let notes = session.notes();
         for note in notes.iter().take(5) {
@@ -285,6 +303,11 @@ pub fn main(args: RunArgs) -> Result<i32> {
         (None, Some(sig)) => 128 + sig,
         _ => 1,
     })
+}
+
+/// The program's name as profile names show it (`launch::profile_name`).
+pub fn profile_name_of(argv0: &std::ffi::OsStr) -> String {
+    launch::profile_name(argv0)
 }
 
 /// Whether a profile can be created in `dir` (the search and write permissions, a read-only

@@ -161,6 +161,22 @@ impl LockSummary {
     }
 }
 
+/// The window of a running process that an attached profile holds (`stallscope attach`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AttachSummary {
+    /// How the interposer came to be there: `paused` (`run --paused`) or `injected` (ptrace).
+    pub how: &'static str,
+    /// 1 for the process's first window, 2 for the next, ...
+    pub window: u32,
+    /// How long the window was open (the profile's wall time).
+    pub window_ns: u64,
+    /// The process's life up to the window's end.
+    pub process_ns: u64,
+    /// The window was closed by detaching: the process went on (else it ended in the window, or
+    /// the file was cut short).
+    pub detached: bool,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
     pub command: Vec<String>,
@@ -173,6 +189,8 @@ pub struct Summary {
     /// The file was cut at this byte; the figures are those of its last whole flush.
     pub cut_at: Option<u64>,
     pub ended_by_exec: bool,
+    /// The profile holds a window of a running process (None: the whole process).
+    pub attach: Option<AttachSummary>,
     pub core_dumped: bool,
     pub forked: bool,
     pub rwlock_steps: bool,
@@ -449,6 +467,13 @@ pub fn summarize(p: &Profile) -> Summary {
         complete: p.complete,
         cut_at: p.cut_at,
         ended_by_exec: p.end.is_some_and(|e| e.how == EndHow::Exec),
+        attach: p.attach.map(|a| AttachSummary {
+            how: a.how.name(),
+            window: a.window,
+            window_ns: p.wall_ns(),
+            process_ns: p.end_mono_ns().saturating_sub(a.process_start_mono_ns),
+            detached: p.end.is_some_and(|e| e.how == EndHow::Detach),
+        }),
         core_dumped: p.supervisor.is_some_and(|s| s.core_dumped),
         forked: p.process.forked,
         rwlock_steps: p.process.rwlock_steps,

@@ -74,6 +74,7 @@ pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8], version: u32) ->
         REC_MODULE_GONE => size == MODULE_GONE_SIZE,
         REC_PHASE => size == PHASE_SIZE,
         REC_SAMPLING => size == SAMPLING_SIZE,
+        REC_ATTACH => size == ATTACH_SIZE,
         _ => false,
     }
 }

@@ -34,6 +34,8 @@ pub struct ProcessInfo {
     /// Stacks were asked for, but the interposer could load no unwinder (libgcc_s.so.1): the
     /// profile has none.
     pub no_unwinder: bool,
+    /// The profile holds a window of a running process (`stallscope attach`; see `Profile::attach`).
+    pub attached: bool,
     pub libc_version: String,
     pub allocator: String,
     pub command: Vec<String>,
@@ -139,6 +141,18 @@ pub struct EndInfo {
     pub mono_ns: u64,
 }
 
+/// The window of a running process a profile holds (`stallscope attach`): PROCESS's start is the
+/// window's; what happened before it (allocations, locks held, waits begun) is not in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachInfo {
+    pub how: AttachHow,
+    /// When the process (this image) began, before the window.
+    pub process_start_mono_ns: u64,
+    pub window_start_mono_ns: u64,
+    /// 1 for the process's first window, 2 for the next, ...
+    pub window: u32,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct SupervisorInfo {
     pub exit_code: Option<i32>,
@@ -210,6 +224,8 @@ pub struct Profile {
     pub threads: Vec<ThreadStats>,
     pub end: Option<EndInfo>,
     pub supervisor: Option<SupervisorInfo>,
+    /// The profile holds a window of a process that ran before it (None: the whole process).
+    pub attach: Option<AttachInfo>,
     /// The process image ended cleanly (an END record is the last thing it wrote).
     pub complete: bool,
     /// The file was cut at this byte (inside a batch): what follows its last whole batch is not read.

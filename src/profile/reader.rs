@@ -132,6 +132,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
     let mut thread_index: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
     let mut end = None;
     let mut supervisor = None;
+    let mut attach: Option<AttachInfo> = None;
     let mut last_type = 0;
     let mut last_mono_ns = 0;
     let mut last_ticks_pair = None;
@@ -220,6 +221,37 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                     mono_ns: mono,
                 });
                 ended_after = false;
+            }
+            REC_ATTACH => {
+                expect_size(payload, ATTACH_SIZE, "attach", pos)?;
+                let attached = process.as_ref().is_some_and(|p| p.attached);
+                if attach.is_some() || !attached || last_type != REC_PROCESS {
+                    return err(
+                        pos,
+                        "an attach record must follow the process record of an attached process, once",
+                    );
+                }
+                let mut f = Fields::new(payload);
+                let process_start_mono_ns = f.u64();
+                let window_start_mono_ns = f.u64();
+                let how = f.u32();
+                let window = f.u32();
+                let Some(how) = AttachHow::from_u32(how) else {
+                    return err(pos, format!("unknown way of attaching: {how}"));
+                };
+                let start = process.as_ref().map_or(0, |p| p.start_mono_ns);
+                if window == 0
+                    || process_start_mono_ns > window_start_mono_ns
+                    || window_start_mono_ns != start
+                {
+                    return err(pos, "inconsistent attach record");
+                }
+                attach = Some(AttachInfo {
+                    how,
+                    process_start_mono_ns,
+                    window_start_mono_ns,
+                    window,
+                });
             }
             REC_SUPERVISOR => {
                 expect_size(payload, SUPERVISOR_SIZE, "supervisor", pos)?;
@@ -313,6 +345,12 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
     let Some(process) = process else {
         return err(bytes.len(), "the file has no process record");
     };
+    if process.attached && attach.is_none() {
+        return err(
+            bytes.len(),
+            "the process record says the profile is a window, but no attach record says which",
+        );
+    }
     // A file cut at a record boundary would otherwise look whole: the writer ends every batch
     // (the first one too) with a flush or end record; only the supervisor adds one after it.
     if !matches!(last_type, REC_FLUSH | REC_END) {
@@ -374,6 +412,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
         threads,
         end,
         supervisor,
+        attach,
         last_mono_ns,
         ticks_per_sec,
         flushes,
@@ -821,6 +860,7 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
         rwlock_steps: flags & PROCESS_RWLOCK_STEPS != 0,
         mutex_steps: flags & PROCESS_MUTEX_STEPS != 0,
         no_unwinder: flags & PROCESS_NO_UNWINDER != 0,
+        attached: flags & PROCESS_ATTACHED != 0,
         libc_version,
         allocator,
         command,

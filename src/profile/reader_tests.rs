@@ -570,3 +570,81 @@ fn folded_groups_read_back_and_their_samples_are_valid() {
     let e = parse(&w3.bytes).unwrap_err().to_string();
     assert!(e.contains("both folded and not"), "{e}");
 }
+
+/// A window of a running process (`stallscope attach`): PROCESS flagged ATTACHED, then ATTACH.
+fn attached_profile(attach_at_start: bool, flagged: bool) -> Writer {
+    let mut process = process_payload();
+    if flagged {
+        process[52..56].copy_from_slice(&PROCESS_ATTACHED.to_le_bytes());
+    }
+    let mut attach = Vec::new();
+    u64s(&mut attach, &[400_000_000, 1_000_000_000]);
+    u32s(&mut attach, &[AttachHow::Paused.value(), 2]);
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process);
+    if attach_at_start {
+        w.record(REC_ATTACH, &attach);
+    }
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    if !attach_at_start {
+        w.record(REC_ATTACH, &attach);
+    }
+    w.record(REC_THREAD, &thread_payload(0, 640, true));
+    let mut end = Vec::new();
+    u32s(&mut end, &[EndHow::Detach.value(), 0]);
+    u64s(
+        &mut end,
+        &[2_500_000_000, 5_000_000 + 1_500_000_000 * 5 / 2],
+    );
+    w.record(REC_END, &end);
+    w
+}
+
+#[test]
+fn a_window_reads_back_and_is_checked() {
+    let w = attached_profile(true, true);
+    let p = parse(&w.bytes).expect("valid");
+    assert!(p.complete && p.process.attached);
+    let a = p.attach.expect("the window");
+    assert_eq!(
+        (
+            a.how,
+            a.process_start_mono_ns,
+            a.window_start_mono_ns,
+            a.window
+        ),
+        (AttachHow::Paused, 400_000_000, 1_000_000_000, 2)
+    );
+    assert_eq!(p.end.unwrap().how, EndHow::Detach);
+    assert_eq!(p.exit_code(), None, "a detached process has not exited");
+    // Every cut reads or is refused, never panics; every bit flip is noticed.
+    for len in 0..w.bytes.len() {
+        let _ = parse(&w.bytes[..len]);
+    }
+    for pos in 0..w.bytes.len() {
+        let mut damaged = w.bytes.clone();
+        damaged[pos] ^= 1 << (pos % 8);
+        assert!(parse(&damaged).is_err(), "byte {pos} flipped unnoticed");
+    }
+    // The record only right after a flagged PROCESS, and a flagged file only with it.
+    let late = parse(&attached_profile(false, true).bytes).unwrap_err();
+    assert!(late.to_string().contains("attach record"), "{late}");
+    let unflagged = parse(&attached_profile(true, false).bytes).unwrap_err();
+    assert!(
+        unflagged.to_string().contains("attach record"),
+        "{unflagged}"
+    );
+    let missing = parse(&{
+        let mut w = Writer::new();
+        let mut process = process_payload();
+        process[52..56].copy_from_slice(&PROCESS_ATTACHED.to_le_bytes());
+        w.record(REC_PROCESS, &process);
+        w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+        w.bytes
+    })
+    .unwrap_err();
+    assert!(
+        missing.to_string().contains("no attach record"),
+        "{missing}"
+    );
+}

@@ -32,6 +32,10 @@ pub struct Report<'a> {
     signal: Option<i32>,
     complete: bool,
     ended_by_exec: bool,
+    /// The window of a running process the profile holds (`stallscope attach`); absent for a
+    /// profile of a whole process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attach: Option<crate::analysis::summary::AttachSummary>,
     core_dumped: bool,
     forked: bool,
     start_time_unix_ns: u64,
@@ -203,6 +207,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
         signal: s.signal,
         complete: s.complete,
         ended_by_exec: s.ended_by_exec,
+        attach: s.attach,
         core_dumped: s.core_dumped,
         forked: s.forked,
         start_time_unix_ns: s.start_time_unix_ns,

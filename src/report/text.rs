@@ -114,6 +114,31 @@ fn alloc_sites(o: &mut String, s: &Summary, style: Style, stacks: bool) {
     }
 }
 
+/// What an attached profile covers, and what it cannot have seen.
+pub fn attach_text(a: &crate::analysis::summary::AttachSummary) -> String {
+    let mut notes = Vec::new();
+    if a.window > 1 {
+        notes.push(format!("window {}", a.window));
+    }
+    if a.how == "injected" {
+        notes.push("interposer loaded with ptrace".to_string());
+    }
+    let which = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join(", "))
+    };
+    format!(
+        "for {} of the process's {}{which}; allocations made before the window and locks held at its start are not seen",
+        fmt_secs(a.window_ns),
+        fmt_secs(a.process_ns)
+    )
+}
+
+fn fmt_secs(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
 fn heading(o: &mut String, style: Style, title: &str) {
     let _ = writeln!(o, "\n{}", style.bold(title));
 }
@@ -125,9 +150,15 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         (_, Some(sig)) => format!("killed by signal {sig}"),
         (Some(code), None) => format!("exit status {code}"),
         (None, None) if s.ended_by_exec => "replaced itself by exec".to_string(),
+        (None, None) if s.attach.is_some_and(|a| a.detached) => {
+            "went on running after the window".to_string()
+        }
         (None, None) => "unknown".to_string(),
     };
     let _ = writeln!(o, "  pid         {} (parent {}), {}", s.pid, s.ppid, ended);
+    if let Some(a) = s.attach {
+        let _ = writeln!(o, "  attached    {}", attach_text(&a));
+    }
     if let Some(cut) = s.cut_at {
         let _ = writeln!(
             o,

@@ -1,0 +1,210 @@
+/* The PLT slots of the loaded objects, for a paused process (attach.c).
+ *
+ * A paused process records nothing, but its hooked calls would still pass through the hooks
+ * (their fast parts find no record and go to the slow parts, which forward): measured, a
+ * malloc/free/lock/unlock loop ran at half its unprofiled speed. So while no window is open, each
+ * object's PLT slots that the dynamic linker bound to a hot hook (allocator, locks, condition
+ * variables, semaphores, join) are pointed at the C library's function the hook forwards to, and
+ * the calls go straight there: the unprofiled speed. A window points them back at the hooks.
+ * The flusher looks again every second while paused: a slot the linker binds lazily, or an object
+ * loaded later, goes to the hooks first.
+ *
+ * Only slots that hold exactly the hook's address (or, when pointed back, exactly the function's)
+ * are changed, and slots not bound yet (lazy binding), which are bound to the function as the
+ * linker would have bound them without the interposer (or to the hook, as it would have with
+ * the interposer preloaded); PLT slots only (R_X86_64_JUMP_SLOT), not GLOB_DAT (a function's address taken by
+ * the program keeps its value); never the dynamic linker's, the vDSO's or our own. Slots under
+ * RELRO (read-only after start) are made writable for the store and read-only again. Everything
+ * runs inside dl_iterate_phdr's callback, which holds the loader's lock: no object is unloaded
+ * meanwhile. The flusher thread only, outside any hook. */
+#include "ss_internal.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* The hot hooks first; then, from SS_GOT_FIRST_KEEP, the hooks a process attach loaded us into
+ * keeps once they are in place (the sampling signal's disposition, threads, credentials, the end
+ * of the process, unloading), never pointed back at the C library. */
+static const struct {
+    const char *name, *version; /* the version the hook forwards to (NULL: the default) */
+} ss_got_names[] = {
+    {"malloc", NULL},
+    {"calloc", NULL},
+    {"realloc", NULL},
+    {"reallocarray", NULL},
+    {"free", NULL},
+    {"posix_memalign", NULL},
+    {"aligned_alloc", NULL},
+    {"memalign", NULL},
+    {"valloc", NULL},
+    {"pvalloc", NULL},
+    {"malloc_usable_size", NULL},
+    {"pthread_mutex_lock", NULL},
+    {"pthread_mutex_trylock", NULL},
+    {"pthread_mutex_timedlock", NULL},
+    {"pthread_mutex_clocklock", NULL},
+    {"pthread_mutex_unlock", NULL},
+    {"pthread_rwlock_rdlock", NULL},
+    {"pthread_rwlock_tryrdlock", NULL},
+    {"pthread_rwlock_timedrdlock", NULL},
+    {"pthread_rwlock_clockrdlock", NULL},
+    {"pthread_rwlock_wrlock", NULL},
+    {"pthread_rwlock_trywrlock", NULL},
+    {"pthread_rwlock_timedwrlock", NULL},
+    {"pthread_rwlock_clockwrlock", NULL},
+    {"pthread_rwlock_unlock", NULL},
+    {"pthread_spin_lock", NULL},
+    {"pthread_spin_trylock", NULL},
+    {"pthread_spin_unlock", NULL},
+    {"pthread_cond_wait", "GLIBC_2.3.2"},
+    {"pthread_cond_timedwait", "GLIBC_2.3.2"},
+    {"pthread_cond_clockwait", NULL},
+    {"pthread_cond_signal", "GLIBC_2.3.2"},
+    {"pthread_cond_broadcast", "GLIBC_2.3.2"},
+    {"sem_post", NULL},
+    {"sem_wait", NULL},
+    {"sem_timedwait", NULL},
+    {"pthread_join", NULL},
+#define SS_GOT_FIRST_KEEP 37u
+    {"sigaction", NULL},
+    {"signal", NULL},
+    {"pthread_create", NULL},
+    {"dlclose", NULL},
+    {"exit", NULL},
+    {"_exit", NULL},
+    {"_Exit", NULL},
+    {"setuid", NULL},
+    {"setgid", NULL},
+    {"seteuid", NULL},
+    {"setegid", NULL},
+    {"setreuid", NULL},
+    {"setregid", NULL},
+    {"setresuid", NULL},
+    {"setresgid", NULL},
+    {"setgroups", NULL},
+    {"initgroups", NULL},
+};
+_Static_assert(SS_GOT_FIRST_KEEP == 37u, "the hot hooks come first");
+#define SS_GOT_NAMES (sizeof ss_got_names / sizeof ss_got_names[0])
+
+static uintptr_t ss_got_hook[SS_GOT_NAMES], ss_got_real[SS_GOT_NAMES];
+static uintptr_t ss_own_base;
+static int ss_got_ready;
+
+/* The hooks' and the C library's addresses, once (dlopen and dlsym: never from a hook). */
+int ss_got_init(void) {
+    if (ss_got_ready) return ss_got_ready > 0;
+    ss_got_ready = -1;
+    Dl_info info;
+    if (!dladdr((void *)ss_got_init, &info) || !info.dli_fname) return 0;
+    void *self = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    if (!self) return 0;
+    ss_own_base = (uintptr_t)info.dli_fbase;
+    for (size_t i = 0; i < SS_GOT_NAMES; i++) {
+        void *hook = dlsym(self, ss_got_names[i].name);
+        void *real = ss_got_names[i].version ? dlvsym(RTLD_NEXT, ss_got_names[i].name, ss_got_names[i].version) : NULL;
+        if (!real) real = dlsym(RTLD_NEXT, ss_got_names[i].name);
+        Dl_info h;
+        /* Only a hook of ours, and a function elsewhere. */
+        if (hook && real && hook != real && dladdr(hook, &h) && (uintptr_t)h.dli_fbase == ss_own_base) {
+            ss_got_hook[i] = (uintptr_t)hook;
+            ss_got_real[i] = (uintptr_t)real;
+        }
+    }
+    dlclose(self); /* our own reference from RTLD_NOLOAD; the library stays (nodelete) */
+    ss_got_ready = 1;
+    return 1;
+}
+
+static uintptr_t ss_dyn_ptr(uintptr_t base, ElfW(Addr) value) {
+    /* The dynamic linker relocates these entries in place for most objects, not for all (the
+     * vDSO's is read-only): an address below the load base is still file-relative. */
+    return value < base ? base + value : value;
+}
+
+static void ss_got_store(uintptr_t slot, uintptr_t value, uintptr_t relro_lo, uintptr_t relro_hi) {
+    if (slot >= relro_lo && slot + sizeof(uintptr_t) <= relro_hi) {
+        uintptr_t page = slot & ~(uintptr_t)4095;
+        if (mprotect((void *)page, 4096, PROT_READ | PROT_WRITE) != 0) return;
+        __atomic_store_n((uintptr_t *)slot, value, __ATOMIC_RELEASE);
+        mprotect((void *)page, 4096, PROT_READ);
+        return;
+    }
+    __atomic_store_n((uintptr_t *)slot, value, __ATOMIC_RELEASE);
+}
+
+static int ss_got_module(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    int mode = *(int *)arg, to_hooks = mode != SS_GOT_LIBC;
+    uintptr_t base = info->dlpi_addr;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    if (base == ss_own_base || strstr(name, "ld-linux") || strstr(name, "linux-vdso") || strstr(name, "/ld-"))
+        return 0;
+    const ElfW(Dyn) *dyn = NULL;
+    uintptr_t relro_lo = 0, relro_hi = 0, lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            if (base + ph->p_vaddr < lo) lo = base + ph->p_vaddr;
+            if (base + ph->p_vaddr + ph->p_memsz > hi) hi = base + ph->p_vaddr + ph->p_memsz;
+        }
+        if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+        if (ph->p_type == PT_GNU_RELRO) {
+            /* As the dynamic linker protects it: whole pages only, the start and the end rounded
+             * down (a last page shared with writable data stays writable, and so must stay). */
+            relro_lo = (base + ph->p_vaddr) & ~(uintptr_t)4095;
+            relro_hi = (base + ph->p_vaddr + ph->p_memsz) & ~(uintptr_t)4095;
+        }
+    }
+    if (!dyn) return 0;
+    uintptr_t jmprel = 0, symtab = 0, strtab = 0;
+    size_t pltrelsz = 0, strsz = 0;
+    long pltrel = 0;
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_JMPREL: jmprel = ss_dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
+        case DT_PLTREL: pltrel = (long)d->d_un.d_val; break;
+        case DT_SYMTAB: symtab = ss_dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_STRTAB: strtab = ss_dyn_ptr(base, d->d_un.d_ptr); break;
+        case DT_STRSZ: strsz = d->d_un.d_val; break;
+        default: break;
+        }
+    }
+    if (!jmprel || !symtab || !strtab || pltrel != DT_RELA) return 0;
+    const ElfW(Rela) *rel = (const ElfW(Rela) *)jmprel;
+    for (size_t k = 0; k < pltrelsz / sizeof *rel; k++) {
+        if (ELF64_R_TYPE(rel[k].r_info) != R_X86_64_JUMP_SLOT) continue;
+        const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab + ELF64_R_SYM(rel[k].r_info);
+        if (sym->st_name >= strsz) continue;
+        const char *sname = (const char *)strtab + sym->st_name;
+        if (sname[0] != 'm' && sname[0] != 'c' && sname[0] != 'r' && sname[0] != 'f' && sname[0] != 'p' &&
+            sname[0] != 'a' && sname[0] != 'v' && sname[0] != 's' && sname[0] != 'd' && sname[0] != 'e' &&
+            sname[0] != '_' && sname[0] != 'i')
+            continue;
+        size_t first = mode == SS_GOT_KEEP ? SS_GOT_FIRST_KEEP : 0;
+        size_t last = mode == SS_GOT_LIBC ? SS_GOT_FIRST_KEEP : SS_GOT_NAMES;
+        for (size_t i = first; i < last; i++) {
+            if (!ss_got_hook[i] || strcmp(sname, ss_got_names[i].name) != 0) continue;
+            uintptr_t slot = base + rel[k].r_offset;
+            uintptr_t cur = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
+            uintptr_t from = to_hooks ? ss_got_real[i] : ss_got_hook[i];
+            uintptr_t to = to_hooks ? ss_got_hook[i] : ss_got_real[i];
+            /* A slot not bound yet (lazy binding: it holds its own PLT entry) is bound here to
+             * what the linker would have bound it to without the hooks. */
+            int unbound = cur >= lo && cur < hi;
+            if (cur == from || unbound) ss_got_store(slot, to, relro_lo, relro_hi);
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Points the slots at the hooks or at the C library (enum in ss_internal.h). */
+void ss_got_point(int mode) {
+    if (!ss_got_init()) return;
+    dl_iterate_phdr(ss_got_module, &mode);
+}
