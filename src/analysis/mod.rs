@@ -123,7 +123,6 @@ impl Analysis {
             let waitfor = waitfor::build(
                 &profile,
                 &mut sym,
-                &mut code,
                 &summary,
                 states.as_ref(),
                 options.read_modules,

@@ -129,8 +129,8 @@ pub fn wait_of(frames: &[Frame]) -> Option<(&'static RuntimeWait, usize)> {
     frames[..end]
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| entry_for_frame(f).map(|e| (e, i)))
-        .last()
+        .rev()
+        .find_map(|(i, f)| entry_for_frame(f).map(|e| (e, i)))
 }
 
 #[cfg(test)]

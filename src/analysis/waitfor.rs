@@ -209,7 +209,6 @@ fn thread_at(
 pub fn build(
     profile: &Profile,
     sym: &mut Symbolizer,
-    _code: &mut CodeReader,
     summary: &Summary,
     states: Option<&super::states::StateReport>,
     read_modules: bool,
@@ -396,13 +395,12 @@ fn describe(stack: &super::states::SampledStack, s: &Sample) -> Classified {
     let frames = &stack.frames;
     let category = stack.category;
     let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
-    let decided: Option<usize> = None;
     let user = user_frame(frames);
     let frame = frames.get(user).cloned();
     let function = match (&syscall, s.kind) {
         (Some(name), SampleKind::Wall) => name.clone(),
         _ => {
-            let i = called_frame(frames, user).unwrap_or_else(|| decided.unwrap_or(0));
+            let i = called_frame(frames, user).unwrap_or(0);
             frames
                 .get(i)
                 .map(|f| match &f.function {
