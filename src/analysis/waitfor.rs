@@ -12,7 +12,6 @@ use super::summary::Summary;
 use crate::profile::format::{LockRole, THREAD_MAIN, WaitKind};
 use crate::profile::samples::{Sample, SampleKind, Wait};
 use crate::profile::{Profile, ThreadStats};
-use crate::symbols::code::CodeReader;
 use crate::symbols::{DataSymbols, Frame, Symbolizer, called_frame, qualified_name, user_frame};
 use std::collections::{BTreeMap, HashMap};
 
