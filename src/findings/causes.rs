@@ -173,6 +173,21 @@ pub fn mostly_serial(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         .map(|x| x.1)
         .collect();
     let worker_cpu: u64 = workers.iter().map(|t| cpu_of(t)).sum();
+    // Alone means alone: other threads computing inside the stretches (a pipeline whose
+    // consumers take turns with a busy producer, each below the concurrency's bar) make it
+    // concurrent work, not a serial program.
+    let others_in_lone: u64 = c
+        .lone
+        .iter()
+        .flat_map(|s| {
+            (0..r.threads.len())
+                .filter(move |&i| Some(i) != s.thread)
+                .map(move |i| r.cpu_in(i, s.begin_ns, s.end_ns).0)
+        })
+        .sum();
+    if others_in_lone as f64 > rule.param("max_others_cpu_in_lone") * lone as f64 {
+        return vec![];
+    }
     // Few or short: the others' work is small beside the lone thread's (threads that ran as
     // much, one after the other, take turns: another finding).
     if (workers.len() as f64) < rule.param("min_workers")
