@@ -960,6 +960,8 @@ pub fn build(
         .collect();
     let scale = weight_scales(profile, &mut threads, &index);
     let mut yield_ns = vec![0u64; threads.len()];
+    // Per thread: CPU samples inside an I/O call's wrapper (the kernel's work for it).
+    let mut io_call_ns = vec![0u64; threads.len()];
     let mut wall_seen = vec![0u64; threads.len()];
 
     // Classify each distinct (thread, kind, pc, stack, syscall, op) once.
@@ -1048,6 +1050,9 @@ pub fn build(
         {
             yield_ns[ti] = yield_ns[ti].saturating_add(weight);
         }
+        if io_calls[ci] {
+            io_call_ns[ti] = io_call_ns[ti].saturating_add(weight);
+        }
         if s.kind == SampleKind::Wall {
             wall_seen[ti] += 1;
         }
@@ -1110,7 +1115,7 @@ pub fn build(
         profile,
         &mut threads,
         &index,
-        (&yield_ns, &wall_seen),
+        (&yield_ns, &wall_seen, &io_call_ns),
         start_ns,
         slice_ns,
     );
@@ -1334,7 +1339,7 @@ fn add_kernel_states(
     profile: &Profile,
     threads: &mut [ThreadStates],
     index: &HashMap<u32, usize>,
-    (yield_ns, wall_seen): (&[u64], &[u64]),
+    (yield_ns, wall_seen, io_call_ns): (&[u64], &[u64], &[u64]),
     start_ns: u64,
     slice_ns: u64,
 ) {
@@ -1362,9 +1367,14 @@ fn add_kernel_states(
             0
         };
         t.ns[waiting.index()] = t.ns[waiting.index()].saturating_add(k.run_delay_ns + missed);
-        // Page faults: system time the CPU samples saw as the user's own stores.
+        // Page faults: system time the CPU samples saw as the user's own stores. System time the
+        // samples explain otherwise (the kernel's work inside an I/O call, or a sched_yield
+        // back-off: TBB's spin_mutex) is not page faults.
         let compute = t.ns[Category::Compute.index()];
-        let seen = t.ns[Category::KernelMemory.index()] + t.ns[Category::Io.index()];
+        let seen = t.ns[Category::KernelMemory.index()]
+            + t.ns[Category::Io.index()]
+            + io_call_ns[ti]
+            + yield_ns[ti];
         let faults = k.fault_stime_ns.saturating_sub(seen).min(compute);
         if faults > 0 && compute > 0 {
             let share = faults as f64 / compute as f64;
