@@ -1,0 +1,95 @@
+//! Intel TBB (oneTBB, Debian's libtbb-dev): a contended tbb::spin_mutex is spinning named at the
+//! user's line, never page faults (its sched_yield back-off's system time); a balanced
+//! parallel_reduce whose workers go idle between rounds stays quiet (issue 23).
+
+mod common;
+
+use common::{TempDir, profile, report_json, test_source};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn build(dir: &Path, name: &str) -> PathBuf {
+    let exe = dir.join(name.trim_end_matches(".cpp"));
+    let out = Command::new("c++")
+        .args(["-O2", "-g", "-o"])
+        .arg(&exe)
+        .arg(test_source("tbb_programs", name))
+        .arg("-ltbb")
+        .output()
+        .expect("running c++ (Debian package g++)");
+    assert!(
+        out.status.success(),
+        "building {name} (Debian package libtbb-dev):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn profile_tbb(name: &str) -> Value {
+    let dir = TempDir::new("tbb");
+    let exe = build(&dir, name);
+    let (_, prof) = profile(&dir, "tbb.prof", &["-q"], &[exe.to_str().unwrap(), "2"], 0);
+    report_json(&prof)
+}
+
+fn ids(r: &Value) -> Vec<String> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_contended_spin_mutex_is_spinning_at_the_users_line_not_page_faults() {
+    let r = profile_tbb("spin_mutex.cpp");
+    assert!(
+        !ids(&r).contains(&"page-faults".to_string()),
+        "sched_yield's system time read as page faults: {:#}",
+        r["findings"]
+    );
+    let spinning = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "spinning");
+    match spinning {
+        Some(f) => {
+            let title = f["title"].as_str().unwrap();
+            assert!(
+                title.contains("spin_mutex.cpp:"),
+                "at the user's line: {title}"
+            );
+            assert!(!title.contains("libtbb"), "{title}");
+        }
+        None => {
+            if let Some(why) = common::starved(&r, 0.15) {
+                eprintln!("SKIPPED: {why}");
+                return;
+            }
+            panic!("no spinning finding: {:#}", r["findings"]);
+        }
+    }
+}
+
+#[test]
+fn a_balanced_parallel_reduce_stays_quiet() {
+    let r = profile_tbb("balanced_reduce.cpp");
+    for id in ids(&r) {
+        assert!(
+            !matches!(
+                id.as_str(),
+                "spinning"
+                    | "page-faults"
+                    | "lock-contention"
+                    | "runtime-lock-contention"
+                    | "glibc-lock-contention"
+                    | "parallel-efficiency"
+            ),
+            "a false alarm on a balanced TBB program: {id}: {:#}",
+            r["findings"]
+        );
+    }
+}
