@@ -288,3 +288,44 @@ fn a_futex_event_is_waiting_never_a_lock() {
     assert!(share(consumer, "blocked") > 0.5, "{consumer:#}");
     assert!(share(consumer, "lock") < 0.05, "{consumer:#}");
 }
+
+#[test]
+fn libstdcxx_global_locale_mutex_is_named_once_never_as_the_c_library() {
+    let dir = TempDir::new("rt-locale");
+    let exe = compile_file(
+        &dir,
+        &test_source("cause_programs", "locale_global.cpp"),
+        &["-g"],
+    );
+    let (_, prof) = profile(
+        &dir,
+        "locale.prof",
+        &["-q"],
+        &[exe.to_str().unwrap(), "2", "global"],
+        0,
+    );
+    let r = report_json(&prof);
+    for f in findings(&r) {
+        assert_ne!(
+            f["id"], "glibc-lock-contention",
+            "libstdc++'s mutex read as a lock inside the C library: {f:#}"
+        );
+        if f["id"] == "lock-contention" {
+            let title = f["title"].as_str().unwrap();
+            assert!(title.contains("global locale mutex"), "{title}");
+        }
+    }
+    let text = Command::new(common::stallscope())
+        .arg("report")
+        .arg(&prof)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    if text.contains("waiting on") {
+        assert!(
+            text.contains("libstdc++'s global locale mutex"),
+            "the states name it too:\n{text}"
+        );
+        assert!(!text.contains("in libstdc++.so.6 inside"), "{text}");
+    }
+}

@@ -157,7 +157,7 @@ pub fn name_site_locks(
                 }
                 // A lock the pthread hooks know (a program's mutex waited on inside malloc's
                 // call chain is not an arena): one name in every section.
-                if how == "allocator"
+                if matches!(how, "allocator" | "address" | "libc-address")
                     && let Some(kind) = pthread_locks.get(&lock.object)
                 {
                     lock.name = format!("the pthread {kind} at {:#x}", lock.object);

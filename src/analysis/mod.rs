@@ -152,6 +152,7 @@ impl Analysis {
             lock_names,
             findings: Vec::new(),
         };
+        analysis.name_pthread_state_locks();
         analysis.findings = crate::findings::evaluate(&analysis);
         analysis
     }
@@ -169,6 +170,34 @@ impl Analysis {
             .and_then(|w| w.name_of(object))
             .or_else(|| self.lock_names.iter().find(|n| n.object == object))
             .map_or_else(|| format!("{object:#x}"), |n| n.name.clone())
+    }
+
+    /// A lock-state site's lock that the pthread hooks took has the lock list's name for it (its
+    /// symbol, its init site, a runtime's private lock), once the objects are named.
+    fn name_pthread_state_locks(&mut self) {
+        let Some(states) = self.states.as_mut() else {
+            return;
+        };
+        let names = self.waitfor.as_ref().map_or(&self.lock_names, |w| &w.names);
+        for t in &mut states.threads {
+            for site in &mut t.sites {
+                for lock in site.locks.iter_mut().filter(|l| l.how == "pthread") {
+                    if let Some(n) = names.iter().find(|n| n.object == lock.object) {
+                        let kind = self
+                            .summary
+                            .locks
+                            .iter()
+                            .find(|l| l.address == lock.object)
+                            .map_or("lock", |l| l.kind);
+                        lock.name = if n.how == "runtime" {
+                            n.name.clone()
+                        } else {
+                            format!("the pthread {kind} {}", n.name)
+                        };
+                    }
+                }
+            }
+        }
     }
 
     /// The sampled states of the summary's thread `i` (the two lists are in the profile's order).

@@ -20,14 +20,48 @@ pub struct RuntimeLock {
 #[derive(Debug, Deserialize)]
 struct Table {
     locks: Vec<RuntimeLock>,
+    #[serde(default)]
+    by_function: Vec<LockByFunction>,
+}
+
+/// A lock a stripped runtime keeps in a private static, known by the function that waits on it.
+#[derive(Debug, Deserialize)]
+pub struct LockByFunction {
+    pub waited_in: Vec<String>,
+    pub modules: Vec<String>,
+    pub runtime: String,
+    pub words: String,
 }
 
 static TABLE_TEXT: &str = include_str!("runtime_locks.json");
 
-pub fn table() -> &'static [RuntimeLock] {
+fn whole_table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
-    &T.get_or_init(|| serde_json::from_str(TABLE_TEXT).expect("runtime_locks.json is valid"))
-        .locks
+    T.get_or_init(|| serde_json::from_str(TABLE_TEXT).expect("runtime_locks.json is valid"))
+}
+
+pub fn table() -> &'static [RuntimeLock] {
+    &whole_table().locks
+}
+
+/// The runtime lock at `address` in module `module_file` that a waiter whose stack holds
+/// `frames` waited on, by the function it waited in (the lock has no symbol of its own).
+pub fn by_function(
+    module_file: &str,
+    frames: &[crate::symbols::Frame],
+) -> Option<&'static LockByFunction> {
+    whole_table().by_function.iter().find(|e| {
+        e.modules.iter().any(|m| module_file.contains(m.as_str()))
+            && frames.iter().any(|f| {
+                f.function.as_deref().is_some_and(|n| {
+                    let n = crate::symbols::qualified_name(n);
+                    let n = n.split('(').next().unwrap_or(n);
+                    e.waited_in
+                        .iter()
+                        .any(|p| crate::analysis::states::glob(p, n))
+                })
+            })
+    })
 }
 
 /// What the table's symbols of one module span: (start, size, table index), module-relative.

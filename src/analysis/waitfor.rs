@@ -466,6 +466,25 @@ pub(crate) fn name_objects(
                     how: "symbol",
                 };
             }
+            // A stripped runtime's private lock, by the function its waiters waited in.
+            let module = profile
+                .modules
+                .iter()
+                .rfind(|m| m.lo <= object && object < m.hi)
+                .map(|m| crate::symbols::file_name(&m.path).to_string());
+            if let Some(module) = module
+                && let Some(lock) = summary.locks.iter().find(|l| l.address == object)
+                && let Some(e) = lock
+                    .sites
+                    .iter()
+                    .find_map(|s| super::runtime_locks::by_function(&module, &s.frames))
+            {
+                return ObjectName {
+                    object,
+                    name: e.words.clone(),
+                    how: "runtime",
+                };
+            }
             // The unnamed critical section (libgomp's private lock: preload/omp.c names it 1).
             if object == 1
                 && summary

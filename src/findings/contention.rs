@@ -188,7 +188,11 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                 .is_some_and(|n| crate::analysis::runtime::entry_for(n).is_some());
             if category == Category::Lock
                 && (runtime_decided
-                    || (!site.locks.is_empty() && site.locks.iter().all(|l| l.how == "runtime")))
+                    || (!site.locks.is_empty()
+                        && site
+                            .locks
+                            .iter()
+                            .all(|l| matches!(l.how, "runtime" | "pthread"))))
             {
                 continue;
             }
