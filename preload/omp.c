@@ -224,3 +224,31 @@ SS_EXPORT void GOMP_critical_name_end(void **pptr) {
 
 SS_OMP_LOCK_PAIR(omp_set_lock, omp_unset_lock)
 SS_OMP_LOCK_PAIR(omp_set_nest_lock, omp_unset_nest_lock)
+
+/* LLVM's libomp (clang -fopenmp): its critical sections, by the program's own
+ * .gomp_critical_user_<name>.var (kmp_critical_name). Its parallel regions (__kmpc_fork_call,
+ * variadic) are not wrapped: their barriers are seen by sampling only. */
+static void (*ss_real_kmpc_critical)(void *, int32_t, void *);
+static void (*ss_real_kmpc_critical_with_hint)(void *, int32_t, void *, uint32_t);
+static void (*ss_real_kmpc_end_critical)(void *, int32_t, void *);
+
+SS_EXPORT void __kmpc_critical(void *loc, int32_t gtid, void *crit) {
+    SS_OMP_REAL(ss_real_kmpc_critical, "__kmpc_critical");
+    struct ss_thread *t = ss_self_known();
+    if (!t || !ss_active) return ss_real_kmpc_critical(loc, gtid, crit);
+    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, ss_real_kmpc_critical(loc, gtid, crit));
+}
+
+SS_EXPORT void __kmpc_critical_with_hint(void *loc, int32_t gtid, void *crit, uint32_t hint) {
+    SS_OMP_REAL(ss_real_kmpc_critical_with_hint, "__kmpc_critical_with_hint");
+    struct ss_thread *t = ss_self_known();
+    if (!t || !ss_active) return ss_real_kmpc_critical_with_hint(loc, gtid, crit, hint);
+    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, ss_real_kmpc_critical_with_hint(loc, gtid, crit, hint));
+}
+
+SS_EXPORT void __kmpc_end_critical(void *loc, int32_t gtid, void *crit) {
+    SS_OMP_REAL(ss_real_kmpc_end_critical, "__kmpc_end_critical");
+    struct ss_thread *t = ss_self_known();
+    if (t && t->nheld) ss_omp_releasing(t, crit);
+    ss_real_kmpc_end_critical(loc, gtid, crit);
+}

@@ -11,13 +11,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn build(dir: &Path, name: &str) -> PathBuf {
+    build_with(dir, name, "cc")
+}
+
+fn build_with(dir: &Path, name: &str, compiler: &str) -> PathBuf {
     let exe = dir.join(name.trim_end_matches(".c"));
-    let out = Command::new("cc")
+    let out = Command::new(compiler)
         .args(["-O2", "-g", "-fopenmp", "-o"])
         .arg(&exe)
         .arg(test_source("omp_programs", name))
         .output()
-        .expect("running cc (Debian package gcc)");
+        .unwrap_or_else(|e| {
+            panic!("running {compiler} (Debian packages gcc, clang, libomp-dev): {e}")
+        });
     assert!(
         out.status.success(),
         "{}",
@@ -28,8 +34,12 @@ fn build(dir: &Path, name: &str) -> PathBuf {
 
 /// Profiles `name` with a team of 2 threads.
 fn profile_omp(name: &str, args: &[&str]) -> Value {
+    profile_omp_with(name, args, "cc")
+}
+
+fn profile_omp_with(name: &str, args: &[&str], compiler: &str) -> Value {
     let dir = TempDir::new("openmp");
-    let exe = build(&dir, name);
+    let exe = build_with(&dir, name, compiler);
     let mut cmd = vec![exe.display().to_string()];
     cmd.extend(args.iter().map(|a| a.to_string()));
     let (_, prof) = profile_with(&dir, "omp.prof", &["-q"], &cmd, 0, |c| {
@@ -159,4 +169,41 @@ fn a_balanced_dynamic_loop_stays_quiet() {
     }
     let regions = r["omp_regions"].as_array().expect("omp_regions");
     assert!(!regions.is_empty());
+}
+
+#[test]
+fn clang_and_libomp_critical_sections_are_named_locks_and_barriers_idle() {
+    // clang's OpenMP runtime (LLVM's libomp): its critical sections through __kmpc_critical.
+    let r = profile_omp_with("critical_section.c", &["40000"], "clang");
+    let lock = r["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["kind"] == "omp-critical")
+        .unwrap_or_else(|| panic!("no critical section among the locks: {:#}", r["locks"]));
+    assert_eq!(lock["acquisitions"], 40000, "{lock:#}");
+    assert_no_libgomp_alarms(&r);
+    for f in r["findings"].as_array().unwrap() {
+        assert!(
+            !f.to_string().contains("libomp.so"),
+            "a wait in libomp named by the library: {f:#}"
+        );
+        if f["id"] == "runtime-lock-contention" {
+            let title = f["title"].as_str().unwrap();
+            assert!(title.contains("critical section `table_update`"), "{title}");
+        }
+    }
+    // Its barrier waits are the runtime's idle team, never a lock or spinning to report.
+    let r = profile_omp_with("imbalanced_static.c", &["20000", "10"], "clang");
+    assert_no_libgomp_alarms(&r);
+    for id in ids(&r) {
+        assert!(
+            !matches!(
+                id.as_str(),
+                "spinning" | "lock-contention" | "glibc-lock-contention"
+            ),
+            "{id}: {:#}",
+            r["findings"]
+        );
+    }
 }

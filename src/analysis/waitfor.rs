@@ -454,6 +454,8 @@ pub(crate) fn name_objects(
             if let Some((module, symbol)) = by_symbol {
                 // A named OpenMP critical section's lock is the program's own variable.
                 if let Some(name) = symbol.strip_prefix(".gomp_critical_user_") {
+                    // clang's (libomp's) variable ends in `.var`.
+                    let name = name.strip_suffix(".var").unwrap_or(name);
                     return ObjectName {
                         object,
                         name: format!("`{name}` ({module})"),
