@@ -649,7 +649,23 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
         fmt_count(s.alloc_calls()),
         fmt_pct(s.alloc_share_of_life())
     );
-    match s.locks.iter().find(|l| l.contended > 0) {
+    // Futex words are only named by the report (it reads the waiters' stacks to tell a runtime's
+    // lock from a condition or an idle worker): here they are counted, not ranked with the locks.
+    let futex: Vec<_> = s.locks.iter().filter(|l| l.kind == "futex").collect();
+    if !futex.is_empty() {
+        let _ = writeln!(
+            err,
+            "futex waits:  {} waits on {} words, {} waiting (report names them: locks, conditions, idle workers)",
+            fmt_count(summary::sum(futex.iter().map(|l| l.contended))),
+            futex.len(),
+            fmt_ns(summary::sum(futex.iter().map(|l| l.wait_ns)))
+        );
+    }
+    match s
+        .locks
+        .iter()
+        .find(|l| l.contended > 0 && l.kind != "futex" && l.kind != "omp-region")
+    {
         Some(l) if l.runtime.is_some() => {
             let _ = writeln!(
                 err,
@@ -678,7 +694,7 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
             );
         }
         None => {
-            let _ = writeln!(err, "locks:        no contended lock");
+            let _ = writeln!(err, "locks:        no contended pthread or OpenMP lock");
         }
     }
     if s.no_unwinder {
