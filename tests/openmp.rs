@@ -10,10 +10,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn build(dir: &Path, name: &str) -> PathBuf {
-    build_with(dir, name, "cc")
-}
-
 fn build_with(dir: &Path, name: &str, compiler: &str) -> PathBuf {
     let exe = dir.join(name.trim_end_matches(".c"));
     let out = Command::new(compiler)
