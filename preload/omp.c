@@ -78,8 +78,7 @@ static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, members);
     SS_ADD(l->wait_ticks, team > body ? team - body : 0);
-    uint64_t fork_join = wall > longest ? wall - longest : 0;
-    if (fork_join > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, fork_join);
+    SS_ADD(l->max_wait_ticks, wall > longest ? wall - longest : 0); /* fork-join, summed */
     SS_ADD(l->timed_holds, 1);
     SS_ADD(l->hold_ticks, wall);
 }

@@ -70,7 +70,8 @@ enum ss_group {
                             address (docs/FORMAT.md, "OpenMP regions"): acquisitions regions entered,    \
                             contended the team members summed, wait_ticks the team's time at the region's \
                             closing barrier (team x region wall - the members' body time), max_wait_ticks \
-                            the longest fork-join cost (region wall - longest body), timed_holds the     \
+                            the fork-join cost summed over the runs (region wall - longest body),       \
+                            timed_holds the                                                              \
                             regions again, hold_ticks the regions' wall time */
 
 enum ss_lock_kind {

@@ -203,3 +203,28 @@ fn clang_and_libomp_critical_sections_are_named_locks_and_barriers_idle() {
         );
     }
 }
+
+#[test]
+fn many_tiny_regions_are_too_small_for_their_fork_join() {
+    let r = profile_omp("small_regions.c", &["300000"]);
+    let f = finding(&r, "omp-small-regions")
+        .unwrap_or_else(|| panic!("no omp-small-regions: {:#}", r["findings"]));
+    let title = f["title"].as_str().unwrap();
+    assert!(title.contains("small_regions.c:12"), "{title}");
+    assert!(title.contains("300,000 times"), "{title}");
+    assert!(f["stake_ns"].as_u64().unwrap() <= r["wall_ns"].as_u64().unwrap_or(u64::MAX));
+    // Its members' uneven ends are wake-up jitter, not an imbalance of the work.
+    assert!(
+        finding(&r, "omp-load-imbalance").is_none(),
+        "{:#}",
+        r["findings"]
+    );
+    assert_no_libgomp_alarms(&r);
+    // The imbalanced loop's regions are long: not too small.
+    let r = profile_omp("imbalanced_static.c", &["20000", "10"]);
+    assert!(
+        finding(&r, "omp-small-regions").is_none(),
+        "{:#}",
+        r["findings"]
+    );
+}

@@ -94,7 +94,7 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
                     members: lock.contended,
                     wall_ns: lock.hold_ns,
                     barrier_ns: lock.wait_ns,
-                    max_fork_join_ns: lock.max_wait_ns,
+                    fork_join_ns: lock.max_wait_ns,
                 });
                 continue;
             }

@@ -90,15 +90,33 @@ pub struct OmpRegion {
     pub wall_ns: u64,
     /// The team's time at the region's closing barrier: the members' wait for the slowest.
     pub barrier_ns: u64,
-    /// The longest fork-join cost of one run (its wall time less its longest member's body).
-    pub max_fork_join_ns: u64,
+    /// The fork-join cost, summed over the runs: each run's wall time less its longest member's
+    /// body (waking the team, handing out the work, joining it).
+    pub fork_join_ns: u64,
 }
 
 impl OmpRegion {
     /// The members' time at the closing barrier as a share of the team's time in the region.
     pub fn barrier_share(&self) -> f64 {
-        let team = self.wall_ns as f64 * self.members as f64 / self.runs.max(1) as f64;
-        crate::util::ratio(self.barrier_ns as f64, team)
+        crate::util::ratio(self.barrier_ns as f64, self.team_ns())
+    }
+
+    /// The team's time in the region: members x wall.
+    fn team_ns(&self) -> f64 {
+        self.wall_ns as f64 * self.team()
+    }
+
+    /// The part of the barrier wait that is uneven work: the members' wait for the longest
+    /// body. The rest is every member waiting out the fork-join (a member woken late finishes
+    /// late: the barrier wait of a tiny region is mostly that).
+    pub fn imbalance_ns(&self) -> u64 {
+        let fork_join_of_team = (self.fork_join_ns as f64 * self.team()) as u64;
+        self.barrier_ns.saturating_sub(fork_join_of_team)
+    }
+
+    /// `imbalance_ns` as a share of the team's time in the region.
+    pub fn imbalance_share(&self) -> f64 {
+        crate::util::ratio(self.imbalance_ns() as f64, self.team_ns())
     }
 
     /// The average team size.
@@ -572,7 +590,12 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     x.acquisitions = x.acquisitions.saturating_add(l.acquisitions);
                     x.contended = x.contended.saturating_add(l.contended);
                     x.wait_ns = x.wait_ns.saturating_add(wait_ns);
-                    x.max_wait_ns = x.max_wait_ns.max(max_wait_ns);
+                    // An OpenMP region's field is its fork-join cost, summed (preload/omp.c).
+                    x.max_wait_ns = if kind == "omp-region" {
+                        x.max_wait_ns.saturating_add(max_wait_ns)
+                    } else {
+                        x.max_wait_ns.max(max_wait_ns)
+                    };
                     x.hold_ns = x.hold_ns.saturating_add(hold_ns);
                     x.threads += l.threads as usize;
                 }

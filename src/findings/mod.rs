@@ -74,6 +74,7 @@ fn detector(name: &str) -> Option<Detector> {
         "pthread_lock" => contention::pthread_locks,
         "runtime_lock" => contention::runtime_locks,
         "omp_imbalance" => openmp::omp_imbalance,
+        "omp_small_regions" => openmp::omp_small_regions,
         "internal_lock" => contention::internal_locks,
         "atomic" => contention::atomics,
         "parallel_efficiency" => efficiency::parallel_efficiency,

@@ -300,7 +300,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
                 wall_ns: r.wall_ns,
                 barrier_ns: r.barrier_ns,
                 barrier_share: r.barrier_share(),
-                max_fork_join_ns: r.max_fork_join_ns,
+                fork_join_ns: r.fork_join_ns,
             })
             .collect(),
         phases: a
@@ -670,7 +670,7 @@ struct OmpRegionJson {
     /// The team's time at the closing barrier (load imbalance).
     barrier_ns: u64,
     barrier_share: f64,
-    max_fork_join_ns: u64,
+    fork_join_ns: u64,
 }
 
 #[derive(Serialize)]

@@ -415,7 +415,7 @@ fn omp_regions(o: &mut String, s: &Summary, style: Style) {
             fmt_ns(r.wall_ns),
             fmt_ns(r.barrier_ns),
             fmt_pct(r.barrier_share()),
-            fmt_ns(r.max_fork_join_ns),
+            fmt_ns(r.fork_join_ns),
             r.words()
         );
     }
