@@ -82,7 +82,7 @@ pub fn omp_small_regions(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 && r.fork_join_ns as f64 >= rule.param("min_fork_join_ns")
         })
         .collect();
-    regions.sort_by(|x, y| y.fork_join_ns.cmp(&x.fork_join_ns));
+    regions.sort_by_key(|r| std::cmp::Reverse(r.fork_join_ns));
     regions
         .into_iter()
         .take(2)
