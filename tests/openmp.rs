@@ -44,15 +44,6 @@ fn profile_omp_with(name: &str, args: &[&str], compiler: &str) -> Value {
     report_json(&prof)
 }
 
-fn ids(r: &Value) -> Vec<String> {
-    r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
     r["findings"]
         .as_array()
@@ -101,7 +92,7 @@ fn an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
     assert!(f["stake_ns"].as_u64().unwrap() <= r["wall_ns"].as_u64().unwrap_or(u64::MAX));
     assert_no_libgomp_alarms(&r);
     assert!(
-        !ids(&r).contains(&"serial-section".to_string()),
+        !common::finding_ids(&r).contains(&"serial-section".to_string()),
         "{:#}",
         r["findings"]
     );
@@ -148,7 +139,7 @@ fn a_named_critical_section_is_a_lock_named_at_the_users_line() {
 #[test]
 fn a_balanced_dynamic_loop_stays_quiet() {
     let r = profile_omp("balanced_dynamic.c", &["20000", "10"]);
-    for id in ids(&r) {
+    for id in common::finding_ids(&r) {
         assert!(
             !matches!(
                 id.as_str(),
@@ -192,7 +183,7 @@ fn clang_and_libomp_critical_sections_are_named_locks_and_barriers_idle() {
     // Its barrier waits are the runtime's idle team, never a lock or spinning to report.
     let r = profile_omp_with("imbalanced_static.c", &["20000", "10"], "clang");
     assert_no_libgomp_alarms(&r);
-    for id in ids(&r) {
+    for id in common::finding_ids(&r) {
         assert!(
             !matches!(
                 id.as_str(),

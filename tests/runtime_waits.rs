@@ -38,13 +38,6 @@ fn findings(r: &Value) -> Vec<&Value> {
     r["findings"].as_array().expect("findings").iter().collect()
 }
 
-fn ids(r: &Value) -> Vec<String> {
-    findings(r)
-        .iter()
-        .map(|f| f["id"].as_str().unwrap_or("").to_string())
-        .collect()
-}
-
 /// The user frame's function of a lock's first waiter site.
 fn waiter_function(lock: &Value) -> String {
     let site = &lock["sites"][0];
@@ -194,7 +187,7 @@ fn parking_lot_parks_each_thread_on_its_own_word_and_is_named_by_the_users_frame
 fn a_balanced_rayon_program_stays_quiet_and_its_idle_workers_are_idle() {
     let dir = TempDir::new("rt-rayon-clean");
     let r = profile_rust(&dir, "rayon_clean", &["2", "400000"]);
-    for id in ids(&r) {
+    for id in common::finding_ids(&r) {
         assert!(
             !matches!(
                 id.as_str(),
@@ -276,7 +269,7 @@ fn a_futex_event_is_waiting_never_a_lock() {
         "an event listed as a lock: {:#}",
         r["locks"]
     );
-    for id in ids(&r) {
+    for id in common::finding_ids(&r) {
         assert!(!id.contains("lock"), "an event read as a lock: {id}");
     }
     let consumer = r["threads"]

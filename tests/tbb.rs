@@ -33,20 +33,11 @@ fn profile_tbb(name: &str) -> Value {
     report_json(&prof)
 }
 
-fn ids(r: &Value) -> Vec<String> {
-    r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn a_contended_spin_mutex_is_spinning_at_the_users_line_not_page_faults() {
     let r = profile_tbb("spin_mutex.cpp");
     assert!(
-        !ids(&r).contains(&"page-faults".to_string()),
+        !common::finding_ids(&r).contains(&"page-faults".to_string()),
         "sched_yield's system time read as page faults: {:#}",
         r["findings"]
     );
@@ -77,7 +68,7 @@ fn a_contended_spin_mutex_is_spinning_at_the_users_line_not_page_faults() {
 #[test]
 fn a_balanced_parallel_reduce_stays_quiet() {
     let r = profile_tbb("balanced_reduce.cpp");
-    for id in ids(&r) {
+    for id in common::finding_ids(&r) {
         assert!(
             !matches!(
                 id.as_str(),

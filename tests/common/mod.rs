@@ -668,3 +668,13 @@ pub fn starved(report: &Value, limit: f64) -> Option<String> {
         )
     })
 }
+
+/// The ids of a report's findings, in order.
+pub fn finding_ids(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["id"].as_str().unwrap_or("").to_string())
+        .collect()
+}

@@ -2,18 +2,10 @@
 //! word of its own (the thread's parker), not on the lock's word.
 use parking_lot::Mutex;
 use rayon::prelude::*;
+use stallscope_rust_programs::mix;
 use std::collections::HashMap;
 
 static HITS: Mutex<Option<HashMap<u64, u64>>> = Mutex::new(None);
-
-#[inline(never)]
-fn mix(mut x: u64, rounds: u32) -> u64 {
-    for _ in 0..rounds {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        x ^= x >> 29;
-    }
-    x
-}
 
 #[inline(never)]
 fn count_word(key: u64) {

@@ -1,15 +1,7 @@
 //! A balanced rayon reduction with no lock: it should scale, and stallscope should stay quiet
 //! about locks and spinning (rayon's idle workers yield and sleep by design).
 use rayon::prelude::*;
-
-#[inline(never)]
-fn mix(mut x: u64, rounds: u32) -> u64 {
-    for _ in 0..rounds {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        x ^= x >> 29;
-    }
-    x
-}
+use stallscope_rust_programs::mix;
 
 fn main() {
     let threads: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2);

@@ -1,19 +1,11 @@
 //! Contended `std::sync::Mutex` under rayon: every item takes one global lock and does most of its
 //! work inside it, so threads queue on the lock (Rust's std waits with a futex since 1.62).
 use rayon::prelude::*;
+use stallscope_rust_programs::mix;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 static HITS: Mutex<Option<HashMap<u64, u64>>> = Mutex::new(None);
-
-#[inline(never)]
-fn mix(mut x: u64, rounds: u32) -> u64 {
-    for _ in 0..rounds {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        x ^= x >> 29;
-    }
-    x
-}
 
 #[inline(never)]
 fn record_hit(key: u64) {
