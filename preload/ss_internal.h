@@ -602,6 +602,7 @@ struct ss_str {
 void ss_str_cat(struct ss_str *s, const char *text);
 void ss_str_u64(struct ss_str *s, uint64_t v);
 uint64_t ss_parse_u64(const char *text, uint64_t fallback);
+void ss_each_dir_number(int dir, int (*fn)(uint64_t n, void *ctx), void *ctx); /* writer.c */
 
 void *ss_map(size_t size);
 void ss_unmap(void *p, size_t size);

@@ -554,44 +554,36 @@ static int ss_tid_has_node(uint32_t tid) {
  * itself) that has none, so that a thread which makes no hooked call in the window (a loop that
  * only computes) is sampled too. Its samples have their pc, not their stack, until the thread
  * adopts the node at its first hooked call (ss_thread_adopt_covered). */
+/* One entry of /proc/self/task: a thread without a node gets one, covered by the sampler. */
+static int ss_cover_thread(uint64_t n, void *ctx) {
+    uint32_t self = *(const uint32_t *)ctx;
+    uint32_t tid = n == UINT64_MAX ? 0 : (uint32_t)n;
+    if (tid == 0 || tid == self || ss_tid_has_node(tid)) return 1;
+    struct ss_thread *t = ss_thread_alloc();
+    if (!t) return 0;
+    t->rec.serial = __atomic_fetch_add(&ss_next_serial, 1, __ATOMIC_RELAXED);
+    t->rec.tid = tid;
+    t->rec.flags = (pid_t)tid == ss_pid ? SS_THREAD_MAIN : 0;
+    uint64_t now = ss_mono_ns();
+    t->rec.start_mono_ns = now;
+    t->cpu_base_ns = ss_thread_cpu_ns((pid_t)tid);
+    t->pthread_id = 0;
+    t->wait_head = t->wait_tail = 0;
+    t->waits_dropped = t->waits_reported = 0;
+    t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX;
+    t->window = __atomic_load_n(&ss_window, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&t->covered, 1, __ATOMIC_RELEASE);
+    ss_sampler_cover(t);
+    __atomic_store_n(&t->state, SS_NODE_LIVE, __ATOMIC_RELEASE);
+    ss_list_push(t);
+    return 1;
+}
+
 void ss_threads_cover_existing(void) {
     int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return;
     uint32_t self = (uint32_t)syscall(SYS_gettid);
-    char buf[4096];
-    for (;;) {
-        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
-        if (n <= 0) break;
-        for (long off = 0; off < n;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(buf + off);
-            off += d->reclen;
-            uint32_t tid = (uint32_t)ss_parse_u64(d->name, 0);
-            if (tid == 0 || tid == self || ss_tid_has_node(tid)) continue;
-            struct ss_thread *t = ss_thread_alloc();
-            if (!t) break;
-            t->rec.serial = __atomic_fetch_add(&ss_next_serial, 1, __ATOMIC_RELAXED);
-            t->rec.tid = tid;
-            t->rec.flags = (pid_t)tid == ss_pid ? SS_THREAD_MAIN : 0;
-            uint64_t now = ss_mono_ns();
-            t->rec.start_mono_ns = now;
-            t->cpu_base_ns = ss_thread_cpu_ns((pid_t)tid);
-            t->pthread_id = 0;
-            t->wait_head = t->wait_tail = 0;
-            t->waits_dropped = t->waits_reported = 0;
-            t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX;
-            t->window = __atomic_load_n(&ss_window, __ATOMIC_ACQUIRE);
-            __atomic_store_n(&t->covered, 1, __ATOMIC_RELEASE);
-            ss_sampler_cover(t);
-            __atomic_store_n(&t->state, SS_NODE_LIVE, __ATOMIC_RELEASE);
-            ss_list_push(t);
-        }
-    }
+    ss_each_dir_number(dir, ss_cover_thread, &self);
     close(dir);
 }
 

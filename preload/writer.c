@@ -108,6 +108,28 @@ uint64_t ss_parse_u64(const char *text, uint64_t fallback) {
     return v;
 }
 
+/* Calls fn(n, ctx) for each entry of the directory `dir` (a /proc listing), with the entry's name
+ * read as a number (UINT64_MAX: not one), until fn returns 0. System calls only: no allocation,
+ * no stdio (opendir would allocate). */
+void ss_each_dir_number(int dir, int (*fn)(uint64_t n, void *ctx), void *ctx) {
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        if (n <= 0) return;
+        for (long off = 0; off < n;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            if (!fn(ss_parse_u64(d->name, UINT64_MAX), ctx)) return;
+        }
+    }
+}
+
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
     const unsigned char *p = data;
     crc = ~crc;
@@ -585,44 +607,37 @@ void ss_final_flush(uint32_t how, int32_t status) {
 
 /* ---- the flusher thread ---- */
 
-/* Whether any thread other than the caller is still alive (not a zombie). Reads the task
- * directory with getdents64 and a stack buffer: opendir would allocate. */
+struct ss_alive_scan {
+    pid_t self;
+    int alive;
+};
+
+/* One entry of /proc/self/task: whether that thread, not the caller, is alive (not a zombie). */
+static int ss_note_alive(uint64_t tid, void *ctx) {
+    struct ss_alive_scan *scan = ctx;
+    if (tid == UINT64_MAX || tid == 0 || (pid_t)tid == scan->self) return 1;
+    char path[64], stat[512];
+    struct ss_str s = {path, 0, sizeof path};
+    ss_str_cat(&s, "/proc/self/task/");
+    ss_str_u64(&s, tid);
+    ss_str_cat(&s, "/stat");
+    size_t len = ss_read_file(path, stat, sizeof stat - 1);
+    size_t i = len;
+    while (i > 0 && stat[i - 1] != ')') i--;
+    /* The state follows ") "; a thread that is gone or a zombie does not count. */
+    if (len == 0 || i == 0 || i + 1 >= len) return 1;
+    if (stat[i + 1] != 'Z' && stat[i + 1] != 'X') scan->alive = 1;
+    return !scan->alive;
+}
+
+/* Whether any thread other than the caller is still alive (not a zombie). */
 static int ss_other_threads_alive(void) {
     int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return 1;
-    pid_t self = (pid_t)syscall(SYS_gettid);
-    char buf[4096];
-    int alive = 0;
-    for (;;) {
-        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
-        if (n <= 0) break;
-        for (long off = 0; off < n && !alive;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(buf + off);
-            off += d->reclen;
-            uint64_t tid = ss_parse_u64(d->name, 0);
-            if (tid == 0 || (pid_t)tid == self) continue;
-            char path[64], stat[512];
-            struct ss_str s = {path, 0, sizeof path};
-            ss_str_cat(&s, "/proc/self/task/");
-            ss_str_u64(&s, tid);
-            ss_str_cat(&s, "/stat");
-            size_t len = ss_read_file(path, stat, sizeof stat - 1);
-            size_t i = len;
-            while (i > 0 && stat[i - 1] != ')') i--;
-            /* The state follows ") "; a thread that is gone or a zombie does not count. */
-            if (len == 0 || i == 0 || i + 1 >= len) continue;
-            if (stat[i + 1] != 'Z' && stat[i + 1] != 'X') alive = 1;
-        }
-        if (alive) break;
-    }
+    struct ss_alive_scan scan = {(pid_t)syscall(SYS_gettid), 0};
+    ss_each_dir_number(dir, ss_note_alive, &scan);
     close(dir);
-    return alive;
+    return scan.alive;
 }
 
 /* The main thread called pthread_exit: its record ended while the process goes on. */
@@ -634,6 +649,13 @@ static int ss_main_thread_ended(void) {
             return (flags & SS_THREAD_ENDED) != 0;
     }
     return 0;
+}
+
+/* Closes a descriptor the table lists, but the listing's own and the one to keep. */
+static int ss_close_listed_fd(uint64_t fd, void *ctx) {
+    const int *skip = ctx;
+    if (fd != UINT64_MAX && (int)fd != skip[0] && (int)fd != skip[1]) close((int)fd);
+    return 1;
 }
 
 /* Gives the calling thread a descriptor table of its own, holding none of the program's
@@ -648,23 +670,8 @@ static int ss_own_descriptor_table(int keep) {
     /* Before Linux 5.9: close what the table lists. */
     int dir = open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return 1; /* nothing can be listed: then nothing was open but what we cannot see */
-    char buf[4096];
-    for (;;) {
-        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
-        if (n <= 0) break;
-        for (long off = 0; off < n;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(buf + off);
-            off += d->reclen;
-            uint64_t fd = ss_parse_u64(d->name, UINT64_MAX);
-            if (fd != UINT64_MAX && (int)fd != dir && (int)fd != keep) close((int)fd);
-        }
-    }
+    int skip[2] = {dir, keep};
+    ss_each_dir_number(dir, ss_close_listed_fd, skip);
     close(dir);
     return 1;
 }
