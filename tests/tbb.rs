@@ -10,9 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn build(dir: &Path, name: &str) -> PathBuf {
+    build_with(dir, name, &[])
+}
+
+fn build_with(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let exe = dir.join(name.trim_end_matches(".cpp"));
     let out = Command::new("c++")
-        .args(["-O2", "-g", "-o"])
+        .args(["-O2", "-g", "-std=c++17"])
+        .args(flags)
+        .arg("-o")
         .arg(&exe)
         .arg(test_source("tbb_programs", name))
         .arg("-ltbb")
@@ -83,4 +89,38 @@ fn a_balanced_parallel_reduce_stays_quiet() {
             r["findings"]
         );
     }
+}
+
+#[test]
+fn std_execution_par_built_without_a_parallel_backend_ran_on_one_thread() {
+    let dir = TempDir::new("tbb-par");
+    let serial = build_with(
+        &dir,
+        "par_algorithms.cpp",
+        &["-D_GLIBCXX_USE_TBB_PAR_BACKEND=0"],
+    );
+    let (_, prof) = profile(&dir, "serial.prof", &["-q"], &[serial.to_str().unwrap()], 0);
+    let r = report_json(&prof);
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "par-ran-serially")
+        .unwrap_or_else(|| panic!("no par-ran-serially: {:#}", r["findings"]));
+    let title = f["title"].as_str().unwrap();
+    assert!(
+        title.contains("par_algorithms.cpp:"),
+        "at the user's line: {title}"
+    );
+    assert!(f["stake_ns"].as_u64().unwrap() <= r["wall_ns"].as_u64().unwrap_or(u64::MAX));
+    // Built with TBB's headers, the same program runs on TBB: no such finding.
+    let dir = TempDir::new("tbb-par-tbb");
+    let parallel = build(&dir, "par_algorithms.cpp");
+    let (_, prof) = profile(&dir, "tbb.prof", &["-q"], &[parallel.to_str().unwrap()], 0);
+    let r = report_json(&prof);
+    assert!(
+        !common::finding_ids(&r).contains(&"par-ran-serially".to_string()),
+        "{:#}",
+        r["findings"]
+    );
 }

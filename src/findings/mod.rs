@@ -75,6 +75,7 @@ fn detector(name: &str) -> Option<Detector> {
         "runtime_lock" => contention::runtime_locks,
         "omp_imbalance" => openmp::omp_imbalance,
         "omp_small_regions" => openmp::omp_small_regions,
+        "par_ran_serially" => openmp::par_ran_serially,
         "internal_lock" => contention::internal_locks,
         "atomic" => contention::atomics,
         "parallel_efficiency" => efficiency::parallel_efficiency,

@@ -112,3 +112,72 @@ pub fn omp_small_regions(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         })
         .collect()
 }
+
+/// `std::execution::par` that ran on one thread: libstdc++ built the parallel algorithm with its
+/// serial backend (no TBB headers at compile time, or `_GLIBCXX_USE_TBB_PAR_BACKEND=0`), which
+/// runs it on the calling thread whatever the policy. Known by the backend's own frames in the
+/// CPU samples' stacks, never by the program's names.
+pub fn par_ran_serially(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(r) = a.states.as_ref() else {
+        return vec![];
+    };
+    let serial_backend = |f: &crate::symbols::Frame| {
+        f.function
+            .as_deref()
+            .is_some_and(|n| n.contains("__pstl::__serial_backend::"))
+    };
+    let mut ns = 0u64;
+    let mut by_user: Vec<(String, String, u64)> = Vec::new();
+    for (s, &ci) in a.profile.samples.iter().zip(&r.sample_stacks) {
+        let Some(stack) = r.stacks.get(ci as usize).filter(|x| x.on_cpu) else {
+            continue;
+        };
+        let Some(i) = stack.frames.iter().position(serial_backend) else {
+            continue;
+        };
+        ns = ns.saturating_add(s.weight_ns);
+        let algorithm = stack.frames[i]
+            .function
+            .as_deref()
+            .map(crate::symbols::short_function)
+            .unwrap_or_default();
+        let user = crate::symbols::user_frame(&stack.frames);
+        let user = stack
+            .frames
+            .get(user)
+            .map(|f| f.short_text())
+            .unwrap_or_default();
+        match by_user.iter_mut().find(|x| x.0 == user && x.1 == algorithm) {
+            Some(x) => x.2 = x.2.saturating_add(s.weight_ns),
+            None => by_user.push((user, algorithm, s.weight_ns)),
+        }
+    }
+    let wall = r.wall_ns.max(1);
+    if ns < rule.param("min_serial_ns") as u64 || r.cpus < 2 {
+        return vec![];
+    }
+    let share = crate::util::ratio(ns as f64, wall as f64).min(1.0);
+    let Some(severity) = rule.severity_of(share) else {
+        return vec![];
+    };
+    by_user.sort_by_key(|x| std::cmp::Reverse(x.2));
+    let (user, algorithm, _) = by_user[0].clone();
+    let evidence = by_user
+        .iter()
+        .take(3)
+        .map(|(u, alg, n)| format!("{} in {alg} called from {u}", fmt_ns(*n as f64)))
+        .collect();
+    let stake = (ns as f64 * (1.0 - 1.0 / r.cpus.max(1) as f64)).min(wall as f64) as u64;
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("share", fmt_pct(share)),
+            ("algorithm", algorithm),
+            ("user_frame", user),
+        ],
+        evidence,
+    );
+    vec![super::scaling::with_stake(f, a, stake)]
+}

@@ -554,6 +554,8 @@ const RUNTIME_FUNCTIONS: &[&str] = &[
     "<tokio::",
     "hashbrown::",
     "<hashbrown::",
+    // libstdc++'s parallel algorithms (std::execution): their backends and patterns.
+    "__pstl::",
 ];
 
 /// A method of a Rust primitive type (`<u64>::wrapping_add`, `<[T]>::sort`, `<str>::find`):
