@@ -39,24 +39,25 @@ fn cpu_of(t: &ThreadStates) -> u64 {
 
 // ---- thread churn ----
 
-/// The creating threads' CPU time inside a thread-creation function (by its CPU samples), per
-/// thread, and the user frame that created the most.
-fn creation_time(r: &StateReport, functions: &[String]) -> (Vec<u64>, Option<Frame>) {
+/// Per thread (of those `keep` accepts; 0 for the others), its CPU time (by CPU samples) inside
+/// any of `functions`, and the user frame with the most of it.
+fn cpu_in_functions(
+    r: &StateReport,
+    keep: impl Fn(&ThreadStates) -> bool,
+    functions: &[String],
+) -> (Vec<u64>, Option<Frame>) {
     let mut per_thread = vec![0u64; r.threads.len()];
     let mut by_frame: HashMap<String, (Frame, u64)> = HashMap::new();
-    let mut is_creation: HashMap<u32, Option<Frame>> = HashMap::new();
-    for (ti, t) in r.threads.iter().enumerate() {
+    let mut inside: HashMap<u32, Option<Frame>> = HashMap::new();
+    for (ti, t) in r.threads.iter().enumerate().filter(|(_, t)| keep(t)) {
         for &(_, w, shape) in &t.cpu_marks {
-            let frame = is_creation.entry(shape).or_insert_with(|| {
+            let frame = inside.entry(shape).or_insert_with(|| {
                 let s = r.stacks.get(shape as usize)?;
-                if s.category == Category::Profiler {
-                    return None;
-                }
-                let inside = s
-                    .frames
-                    .iter()
-                    .any(|f| bare_function(f).is_some_and(|n| functions.iter().any(|x| x == n)));
-                inside.then(|| s.frames[user_frame(&s.frames)].clone())
+                let hit = s.category != Category::Profiler
+                    && s.frames.iter().any(|f| {
+                        bare_function(f).is_some_and(|n| functions.iter().any(|x| x == n))
+                    });
+                hit.then(|| s.frames[user_frame(&s.frames)].clone())
             });
             if let Some(f) = frame {
                 per_thread[ti] += w;
@@ -94,7 +95,9 @@ pub fn thread_churn(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     {
         return vec![];
     }
-    let (per_thread, frame) = creation_time(r, &rule.param_strings("create_functions"));
+    // The creating threads' CPU time inside a thread-creation function.
+    let (per_thread, frame) =
+        cpu_in_functions(r, |_| true, &rule.param_strings("create_functions"));
     let creation: u64 = per_thread.iter().sum();
     let creators = per_thread.iter().filter(|&&ns| ns > 0).count() as u64;
     let width = creators.clamp(1, r.cpus.max(1) as u64);
@@ -425,36 +428,8 @@ pub(super) fn storms(a: &Analysis) -> Vec<Storm> {
 /// CPU time (by CPU samples) of the threads with tids in `tids` inside any of `functions`, and
 /// the user frame with the most of it.
 fn cpu_inside(r: &StateReport, tids: &[u32], functions: &[String]) -> (u64, Option<Frame>) {
-    let mut total = 0;
-    let mut by_frame: HashMap<String, (Frame, u64)> = HashMap::new();
-    let mut inside: HashMap<u32, Option<Frame>> = HashMap::new();
-    for t in r.threads.iter().filter(|t| tids.contains(&t.tid)) {
-        for &(_, w, shape) in &t.cpu_marks {
-            let frame = inside.entry(shape).or_insert_with(|| {
-                let s = r.stacks.get(shape as usize)?;
-                let hit = s.category != Category::Profiler
-                    && s.frames.iter().any(|f| {
-                        bare_function(f).is_some_and(|n| functions.iter().any(|x| x == n))
-                    });
-                hit.then(|| s.frames[user_frame(&s.frames)].clone())
-            });
-            if let Some(f) = frame {
-                total += w;
-                by_frame
-                    .entry(f.display())
-                    .or_insert_with(|| (f.clone(), 0))
-                    .1 += w;
-            }
-        }
-    }
-    let top = by_frame
-        .into_values()
-        .max_by(|a, b| {
-            a.1.cmp(&b.1)
-                .then_with(|| b.0.display().cmp(&a.0.display()))
-        })
-        .map(|x| x.0);
-    (total, top)
+    let (per_thread, top) = cpu_in_functions(r, |t| tids.contains(&t.tid), functions);
+    (per_thread.iter().sum(), top)
 }
 
 pub fn wakeup_storm(rule: &Rule, a: &Analysis) -> Vec<Finding> {
