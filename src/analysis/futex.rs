@@ -3,7 +3,9 @@
 //! what the threads did with it; the words that are locks join the lock list under the runtime's
 //! name, grouped by the user's frame where the runtime parks each thread on a word of its own;
 //! the others (conditions, parks, idle workers) leave it. One classification, read by the
-//! thread states, the findings and every view.
+//! thread states, the findings and every view. OpenMP's entries of the lock table (preload/omp.c)
+//! are sorted here too: critical sections and omp locks are runtime locks, regions leave the
+//! lock list for `Summary::omp_regions`.
 
 use super::runtime::{self, Role};
 use super::summary::{LockSummary, Summary};
@@ -49,18 +51,15 @@ impl Words {
 
 const FUTEX: &str = "futex";
 
-/// What a word is when no runtime entry point names it, from what the threads did: a word that
-/// a thread woke and also waited on, or that several threads waited on with no waker seen, is a
-/// lock (its holders hand it to each other); one whose wakers never wait on it is an event.
-fn role_by_behaviour(profile: &Profile, address: u64, waiter_threads: usize) -> Role {
-    let mut waiters: HashSet<u32> = HashSet::new();
-    let mut wakers: HashSet<u32> = HashSet::new();
+/// Per futex word, the tids that waited on it and the tids whose wake ended a wait on it, from
+/// the wait records, gathered in one pass.
+type Parties = HashMap<u64, (HashSet<u32>, HashSet<u32>)>;
+
+fn futex_parties(profile: &Profile) -> Parties {
     let tid_of: HashMap<u32, u32> = profile.threads.iter().map(|t| (t.serial, t.tid)).collect();
-    for w in profile
-        .waits
-        .iter()
-        .filter(|w| w.kind == WaitKind::Futex && w.object == address)
-    {
+    let mut parties = Parties::new();
+    for w in profile.waits.iter().filter(|w| w.kind == WaitKind::Futex) {
+        let (waiters, wakers) = parties.entry(w.object).or_default();
         if let Some(&tid) = tid_of.get(&w.serial) {
             waiters.insert(tid);
         }
@@ -68,6 +67,15 @@ fn role_by_behaviour(profile: &Profile, address: u64, waiter_threads: usize) -> 
             wakers.insert(tid);
         }
     }
+    parties
+}
+
+/// What a word is when no runtime entry point names it, from what the threads did: a word that
+/// a thread woke and also waited on, or that several threads waited on with no waker seen, is a
+/// lock (its holders hand it to each other); one whose wakers never wait on it is an event.
+fn role_by_behaviour(parties: &Parties, address: u64, waiter_threads: usize) -> Role {
+    let none = (HashSet::new(), HashSet::new());
+    let (waiters, wakers) = parties.get(&address).unwrap_or(&none);
     if wakers.iter().any(|t| waiters.contains(t)) || (wakers.is_empty() && waiter_threads >= 2) {
         Role::Lock
     } else {
@@ -80,6 +88,8 @@ fn role_by_behaviour(profile: &Profile, address: u64, waiter_threads: usize) -> 
 /// in each thread's lock wait.
 pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
     let mut words = Words::default();
+    // Who waited on and woke each word: gathered once, when a word needs it.
+    let mut parties: Option<Parties> = None;
     let locks = std::mem::take(&mut summary.locks);
     let mut kept: Vec<LockSummary> = Vec::with_capacity(locks.len());
     // Per-thread words of one runtime object, keyed by (object, user frame).
@@ -130,7 +140,11 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
                 object: e.object.clone(),
             },
             None => Word {
-                role: role_by_behaviour(profile, lock.address, lock.threads),
+                role: role_by_behaviour(
+                    parties.get_or_insert_with(|| futex_parties(profile)),
+                    lock.address,
+                    lock.threads,
+                ),
                 runtime: String::new(),
                 object: "futex word".into(),
             },
