@@ -108,6 +108,16 @@ fn profile_rust(dir: &Path, name: &str, args: &[&str]) -> Value {
     report_json(&prof)
 }
 
+/// Builds a C or C++ test program of tests/`kind` with debug info and profiles it with `args`:
+/// its report and its profile's path.
+fn profile_source(dir: &Path, kind: &str, name: &str, args: &[&str]) -> (Value, PathBuf) {
+    let exe = compile_file(dir, &test_source(kind, name), &["-g"]);
+    let mut cmd = vec![exe.display().to_string()];
+    cmd.extend(args.iter().map(|a| a.to_string()));
+    let (_, prof) = profile(dir, "program.prof", &["-q"], &cmd, 0);
+    (report_json(&prof), prof)
+}
+
 #[test]
 fn a_contended_rust_std_mutex_is_a_named_lock_at_the_users_line() {
     let dir = TempDir::new("rt-std-mutex");
@@ -221,13 +231,7 @@ fn a_balanced_rayon_program_stays_quiet_and_its_idle_workers_are_idle() {
 #[test]
 fn a_programs_own_futex_lock_is_a_lock_named_by_its_symbol() {
     let dir = TempDir::new("rt-raw-futex");
-    let exe = compile_file(
-        &dir,
-        &test_source("futex_programs", "raw_futex_lock.c"),
-        &["-g"],
-    );
-    let (_, prof) = profile(&dir, "lock.prof", &["-q"], &[&exe], 0);
-    let r = report_json(&prof);
+    let (r, prof) = profile_source(&dir, "futex_programs", "raw_futex_lock.c", &[]);
     let lock = r["locks"]
         .as_array()
         .unwrap()
@@ -253,13 +257,7 @@ fn a_programs_own_futex_lock_is_a_lock_named_by_its_symbol() {
 #[test]
 fn a_futex_event_is_waiting_never_a_lock() {
     let dir = TempDir::new("rt-raw-event");
-    let exe = compile_file(
-        &dir,
-        &test_source("futex_programs", "raw_futex_event.c"),
-        &["-g"],
-    );
-    let (_, prof) = profile(&dir, "event.prof", &["-q"], &[&exe], 0);
-    let r = report_json(&prof);
+    let (r, _) = profile_source(&dir, "futex_programs", "raw_futex_event.c", &[]);
     assert!(
         r["locks"]
             .as_array()
@@ -285,19 +283,12 @@ fn a_futex_event_is_waiting_never_a_lock() {
 #[test]
 fn libstdcxx_global_locale_mutex_is_named_once_never_as_the_c_library() {
     let dir = TempDir::new("rt-locale");
-    let exe = compile_file(
+    let (r, prof) = profile_source(
         &dir,
-        &test_source("cause_programs", "locale_global.cpp"),
-        &["-g"],
+        "cause_programs",
+        "locale_global.cpp",
+        &["2", "global"],
     );
-    let (_, prof) = profile(
-        &dir,
-        "locale.prof",
-        &["-q"],
-        &[exe.to_str().unwrap(), "2", "global"],
-        0,
-    );
-    let r = report_json(&prof);
     for f in findings(&r) {
         assert_ne!(
             f["id"], "glibc-lock-contention",
