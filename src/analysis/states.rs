@@ -1350,12 +1350,6 @@ fn add_kernel_states(
         .iter()
         .map(|t| (t.serial, t.start_mono_ns))
         .collect();
-    // Each thread's last look (its last SCHED point).
-    let mut last_point: HashMap<u32, u64> = HashMap::new();
-    for p in &profile.sched {
-        let e = last_point.entry(p.serial).or_insert(p.mono_ns);
-        *e = (*e).max(p.mono_ns);
-    }
     for (ti, t) in threads.iter_mut().enumerate() {
         let Some(k) = t.kernel else { continue };
         let on_cpu = t.awake_ns();
@@ -1366,17 +1360,9 @@ fn add_kernel_states(
             Category::Runnable
         };
         // A thread no look ever found asleep spent the time the looks missed (its last stretch,
-        // after the sampler's last look, whose CPU time the thread record has) waiting for a CPU:
-        // that stretch, no more (a thread that slept many short times between the looks, each
-        // look finding it awake again, was not runnable all that time).
+        // after the sampler's last look, whose CPU time the thread record has) waiting for a CPU.
         let missed = if t.samples > 0 && wall_seen[ti] == 0 {
-            let end = profile
-                .threads
-                .get(ti)
-                .map_or(0, |p| profile.thread_end_ns(p));
-            last_point
-                .get(&t.serial)
-                .map_or(k.off_ns, |&last| k.off_ns.min(end.saturating_sub(last)))
+            k.off_ns
         } else {
             0
         };
