@@ -431,6 +431,33 @@ static uint32_t ss_scan_stack(uint64_t sp, uint64_t pc) {
     return ss_stack_intern(frames, n, SS_STACK_KIND_SCAN);
 }
 
+/* The scanned stack of a thread found asleep in a system call (`line`: what its syscall file
+ * said; `cpu_before`: its CPU time before that read). A thread that woke meanwhile may have run
+ * on and written over its stack (log_fsync's worker, back in its loop, read as waiting in
+ * fdatasync called from the loop's other call), so the stack is trusted only if the thread did
+ * not run since (a long sleep: one clock read) or still sleeps in the same call at the same place
+ * after the scan. Otherwise a stack trusted earlier for the same call, pc and stack pointer stands
+ * in (a short sleep repeated in a loop), else the sample has no stack: none rather than a wrong
+ * one. */
+static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const char *line, size_t len,
+                                    uint64_t sp, uint64_t pc, uint16_t nr, uint64_t cpu_before) {
+    uint32_t stack = ss_scan_stack(sp, pc);
+    int still = ss_thread_cpu_ns((pid_t)t->rec.tid) == cpu_before;
+    if (!still) {
+        char again[512];
+        still = ss_read_small(path, again, sizeof again) == len && memcmp(again, line, len) == 0;
+    }
+    struct ss_still_stack *seen = t->still;
+    uint32_t k = 0;
+    while (k < 4 && !(seen[k].syscall == nr && seen[k].pc == pc && seen[k].sp == sp)) k++;
+    if (still) {
+        if (k == 4) k = t->still_next++ % 4;
+        seen[k] = (struct ss_still_stack){pc, sp, stack, nr};
+        return stack;
+    }
+    return k < 4 ? seen[k].stack : 0;
+}
+
 /* A copy of the thread's last wall sample, at `now`, standing for `weight` ns. */
 static void ss_wall_push(struct ss_thread *t, uint64_t now, uint64_t weight) {
     struct ss_sample smp = t->last_wall;
@@ -625,7 +652,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
         }
         uint64_t sp = ss_parse_num(p);
         smp.pc = ss_parse_num(ss_skip_field(p));
-        if (ss_stacks_on && sp && smp.pc) smp.stack = ss_scan_stack(sp, smp.pc);
+        if (ss_stacks_on && sp && smp.pc) smp.stack = ss_scan_stack_still(t, path, buf, got, sp, smp.pc, smp.syscall, cpu);
     }
     t->last_wall = smp;
     if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))

@@ -148,6 +148,14 @@ struct ss_thread {
     uint64_t last_wall_ns; /* when the flusher last looked at it */
     uint64_t last_wall_cpu_ns; /* and the thread's CPU time then */
     struct ss_sample last_wall; /* its last wall sample (mono_ns 0: none) */
+    /* The last stacks the flusher read of the thread asleep and found it still asleep after
+     * (sampler.c): by system call, pc and stack pointer, for the looks that catch it waking. */
+    struct ss_still_stack {
+        uint64_t pc, sp;
+        uint32_t stack;
+        uint16_t syscall;
+    } still[4];
+    uint32_t still_next;
     uint32_t cpu_head_seen; /* the flusher's last look at cpu_head */
     uint32_t sig_blocked;   /* the thread blocks the sampling signal: the flusher samples its CPU clock */
     /* Wait-for edges (waitfor.c): the thread's blocking waits, pushed by the thread itself on

@@ -84,6 +84,7 @@ static void ss_node_reset(struct ss_thread *t) {
     t->has_timer = 0;
     t->last_cpu_ns = t->last_wall_ns = t->last_wall_cpu_ns = 0;
     memset(&t->last_wall, 0, sizeof t->last_wall);
+    memset(t->still, 0, sizeof t->still);
     t->cpu_head_seen = 0;
     t->sig_blocked = 0;
     t->last_waiter_stack = t->last_holder_stack = 0;

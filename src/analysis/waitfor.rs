@@ -12,7 +12,9 @@ use super::summary::Summary;
 use crate::profile::format::{LockRole, THREAD_MAIN, WaitKind};
 use crate::profile::samples::{Sample, SampleKind, Wait};
 use crate::profile::{Profile, ThreadStats};
-use crate::symbols::{DataSymbols, Frame, Symbolizer, called_frame, qualified_name, user_frame};
+use crate::symbols::{
+    DataSymbols, Frame, Symbolizer, called_frame, is_runtime_frame, qualified_name, user_frame,
+};
 use std::collections::{BTreeMap, HashMap};
 
 /// What the thread at the other end of an edge did while the waiter waited, from its own
@@ -395,7 +397,9 @@ fn describe(stack: &super::states::SampledStack, s: &Sample) -> Classified {
     let category = stack.category;
     let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
     let user = user_frame(frames);
-    let frame = frames.get(user).cloned();
+    // A stack of the runtime's frames only (a sleep whose stack could not be read: only its pc
+    // is known) names no user frame, rather than the C library's.
+    let frame = frames.get(user).filter(|f| !is_runtime_frame(f)).cloned();
     let function = match (&syscall, s.kind) {
         (Some(name), SampleKind::Wall) => name.clone(),
         _ => {
