@@ -463,6 +463,7 @@ __attribute__((constructor)) static void ss_constructor(void) {
 
 __attribute__((destructor)) static void ss_destructor(void) {
     if (!ss_active || !ss_own_process()) return;
+    ss_omp_run_close(ss_self_known()); /* its own ring, while it still records into it */
     ss_self = SS_NO_THREAD; /* for good: nothing after the final flush is recorded */
     ss_busy = 1;
     ss_phases_at_exit();
@@ -497,6 +498,7 @@ SS_EXPORT void exit(int status) {
 
 static void ss_before_underscore_exit(int status) {
     if (ss_active && ss_own_process()) { /* never in a vfork child, which shares our memory */
+        ss_omp_run_close(ss_self_known());
         ss_self = SS_NO_THREAD;
         ss_busy = 1;
         ss_final_flush(SS_END_UNDERSCORE_EXIT, status);
@@ -522,6 +524,7 @@ static void ss_before_exec(int profiled) {
     ss_ensure_resolved();
     if (ss_active && ss_pid == getpid() && !ss_busy) {
         SS_GUARD_BEGIN(saved);
+        ss_omp_run_close(ss_self_known());
         ss_final_flush(SS_END_EXEC, 0);
         if (profiled) ss_writer_before_exec();
         SS_GUARD_END(saved);

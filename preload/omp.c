@@ -67,6 +67,34 @@ static void ss_omp_body(void *p) {
     }
 }
 
+/* Regions closer than this in time are one run on the timeline: a run per region would flood the
+ * wait ring (and lose real waits) in a program of many tiny regions. */
+#define SS_OMP_RUN_GAP_NS 1000000ull
+
+void ss_omp_run_close(struct ss_thread *t) {
+    if (!t || !t->omp_run.count) return;
+    ss_wait_region(t, &t->omp_run);
+    t->omp_run.count = 0;
+}
+
+/* Adds a region that ended now (`wall` ticks long) to the thread's run, or closes the run and
+ * opens another. A run is named by the body of its longest region. */
+static void ss_omp_run_add(struct ss_thread *t, uint64_t body, uint64_t wall, uint64_t team_ticks,
+                           uint64_t body_ticks) {
+    uint64_t end_ns = ss_mono_ns(), wall_ns = ss_ticks_to_ns(wall), start_ns = end_ns - wall_ns;
+    struct ss_omp_run *run = &t->omp_run;
+    if (run->count && (start_ns > run->end_ns + SS_OMP_RUN_GAP_NS || run->count == UINT32_MAX)) ss_omp_run_close(t);
+    if (!run->count) *run = (struct ss_omp_run){body, start_ns, end_ns, 0, 0, 0, 0};
+    if (wall_ns >= run->longest_ns) {
+        run->longest_ns = wall_ns;
+        run->body = body;
+    }
+    run->end_ns = end_ns;
+    run->team_ticks += team_ticks;
+    run->body_ticks += body_ticks;
+    run->count++;
+}
+
 /* The master records a region that ended (`wall` ticks from its start). */
 static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *r, uint64_t wall) {
     uint32_t slot = ss_lock_slot_for(t, (const void *)r->fn, SS_LOCK_OMP_REGION);
@@ -81,6 +109,7 @@ static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *
     SS_ADD(l->max_wait_ticks, wall > longest ? wall - longest : 0); /* fork-join, summed */
     SS_ADD(l->timed_holds, 1);
     SS_ADD(l->hold_ticks, wall);
+    ss_omp_run_add(t, (uint64_t)(uintptr_t)r->fn, wall, team, body);
 }
 
 /* A region entry point: the body through the trampoline, the region recorded at its end. */

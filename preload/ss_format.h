@@ -132,7 +132,12 @@ enum ss_sample_kind {
     X(SEMAPHORE, 3, "semaphore") /* a semaphore; the other thread posted it */                              \
     X(JOIN, 4, "join")           /* pthread_join; the other thread is the one joined */                   \
     X(FUTEX, 5, "futex")         /* a futex wait through syscall(); the other thread is the one whose      \
-                                    FUTEX_WAKE on the word woke it (0: a timeout, a changed value, unknown) */
+                                    FUTEX_WAKE on the word woke it (0: a timeout, a changed value, unknown) */ \
+    X(REGION, 6, "region")       /* not a wait: a run of parallel regions the thread started, each within   \
+                                    1 ms of the last (preload/omp.c), for the timeline: object is the body  \
+                                    of its longest region, other_tid the regions in the run, notification   \
+                                    the team's share of its time in the run at the closing barriers,       \
+                                    closing barriers in 1/10000, lock_kind SS_LOCK_OMP_REGION */
 
 enum ss_wait_kind {
 #define SS_X(id, value, name) SS_WAIT_##id = value,

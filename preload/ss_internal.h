@@ -165,6 +165,15 @@ struct ss_thread {
     uint64_t waits_dropped;  /* since the last WAITS record (written by the thread, read by the flush) */
     uint64_t waits_reported; /* what the flush has already reported of it */
     uintptr_t pthread_id;    /* pthread_self() of the thread: a join names the thread it waits for */
+    /* The run of parallel regions the thread started last (omp.c): a region within
+     * SS_OMP_RUN_GAP_NS of the last extends it; a gap or the thread's end pushes it on the wait
+     * ring (SS_WAIT_REGION), so the timeline gets a band per run rather than per region. */
+    struct ss_omp_run {
+        uint64_t body; /* the body of its longest region */
+        uint64_t start_ns, end_ns, longest_ns;
+        uint64_t team_ticks, body_ticks;
+        uint32_t count;
+    } omp_run;
     /* The kernel's figures for the thread (sampler.c): points pushed by the flusher at each look,
      * drained by the flush (one producer, one consumer), and the cumulative figures of the last
      * point pushed (a point holds the difference). */
@@ -507,6 +516,8 @@ struct ss_thread *ss_thread_alloc(void);
 void ss_thread_free(struct ss_thread *t);
 void ss_thread_attach(struct ss_thread *t, int is_main);
 void ss_thread_end(struct ss_thread *t);
+void ss_omp_run_close(struct ss_thread *t); /* pushes the thread's open run of regions (omp.c) */
+void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_reinit(struct ss_thread *t);
 void ss_thread_child_node(struct ss_thread *t);

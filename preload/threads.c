@@ -85,6 +85,7 @@ static void ss_node_reset(struct ss_thread *t) {
     t->last_cpu_ns = t->last_wall_ns = t->last_wall_cpu_ns = 0;
     memset(&t->last_wall, 0, sizeof t->last_wall);
     memset(t->still, 0, sizeof t->still);
+    memset(&t->omp_run, 0, sizeof t->omp_run);
     t->cpu_head_seen = 0;
     t->sig_blocked = 0;
     t->last_waiter_stack = t->last_holder_stack = 0;
@@ -177,6 +178,7 @@ static int ss_thread_gone(const struct ss_thread *t) {
 
 /* Ends the calling thread's record (its TSD destructor, or pthread_exit of the main thread). */
 void ss_thread_end(struct ss_thread *t) {
+    ss_omp_run_close(t);
     ss_sampler_thread_end(t);
     ss_alloc_thread_end(t);
     char name[16] = {0};

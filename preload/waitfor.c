@@ -35,6 +35,15 @@ static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
         __atomic_store_n(&ss_flush_requested, 1, __ATOMIC_RELAXED);
 }
 
+/* A run of parallel regions (omp.c), pushed on the wait ring for the timeline: not a wait. */
+void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run) {
+    uint64_t idle = run->team_ticks > run->body_ticks ? run->team_ticks - run->body_ticks : 0;
+    uint64_t share = run->team_ticks ? idle * 10000 / run->team_ticks : 0;
+    struct ss_wait w = {run->start_ns, run->end_ns, run->body, run->count, SS_WAIT_REGION, SS_LOCK_OMP_REGION,
+                        (uint16_t)(share > 10000 ? 10000 : share)};
+    ss_wait_push(t, &w);
+}
+
 /* Appends the thread's waits to `out` as one WAITS record under `serial` and empties its ring
  * (flushes run one at a time). Returns the waits written, or -1 when out of memory. */
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t) {

@@ -38,6 +38,9 @@ fn profile_omp_with(name: &str, args: &[&str], compiler: &str) -> Value {
     let exe = build_with(&dir, name, compiler);
     let mut cmd = vec![exe.display().to_string()];
     cmd.extend(args.iter().map(|a| a.to_string()));
+    // One team at a time: a spinning team on CPUs another team holds can take many times as long
+    // (libgomp spins up to 300,000 rounds at each barrier before it sleeps).
+    let _machine = common::machine();
     let (_, prof) = profile_with(&dir, "omp.prof", &["-q"], &cmd, 0, |c| {
         c.env("OMP_NUM_THREADS", "2");
     });
@@ -63,6 +66,28 @@ fn assert_no_libgomp_alarms(r: &Value) {
     }
 }
 
+/// The timeline's runs of regions: every region in exactly one run, each run inside the process's
+/// life, one thread's runs in order without overlap, shares within 0-100%. Returns the runs.
+fn region_runs(r: &Value, regions: u64) -> &Vec<Value> {
+    let runs = r["omp_runs"].as_array().expect("omp_runs");
+    let wall = r["wall_ns"].as_u64().unwrap();
+    let counted: u64 = runs.iter().map(|x| x["regions"].as_u64().unwrap()).sum();
+    assert_eq!(counted, regions, "{runs:#?}");
+    let mut last_end = 0;
+    for x in runs {
+        let (b, e) = (
+            x["begin_ns"].as_u64().unwrap(),
+            x["end_ns"].as_u64().unwrap(),
+        );
+        assert!(b <= e && e <= wall, "{x:#} (wall {wall})");
+        assert!(b >= last_end, "runs overlap: {runs:#?}");
+        last_end = e;
+        let share = x["barrier_share"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{x:#}");
+    }
+    runs
+}
+
 #[test]
 fn an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
     let r = profile_omp("imbalanced_static.c", &["20000", "10"]);
@@ -82,6 +107,20 @@ fn an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
     // each run (an even split would wait none).
     let share = region["barrier_share"].as_f64().unwrap();
     assert!(share > 0.2 && share <= 1.0, "{region:#}");
+    // On the timeline: the ten regions, back to back, are one band named at the pragma's line,
+    // with the same share of the team's time at the barrier as the region table's.
+    let runs = region_runs(&r, 10);
+    for x in runs {
+        assert!(
+            x["region"]
+                .as_str()
+                .unwrap()
+                .contains("imbalanced_static.c:20"),
+            "{x:#}"
+        );
+        let run_share = x["barrier_share"].as_f64().unwrap();
+        assert!((run_share - share).abs() < 0.1, "{x:#} against {region:#}");
+    }
     let f = finding(&r, "omp-load-imbalance")
         .unwrap_or_else(|| panic!("no omp-load-imbalance: {:#}", r["findings"]));
     let title = f["title"].as_str().unwrap();
@@ -203,6 +242,9 @@ fn many_tiny_regions_are_too_small_for_their_fork_join() {
     let title = f["title"].as_str().unwrap();
     assert!(title.contains("small_regions.c:12"), "{title}");
     assert!(title.contains("300,000 times"), "{title}");
+    // Runs of back-to-back regions: a few bands for 300,000 regions, not one each.
+    let runs = region_runs(&r, 300_000);
+    assert!(runs.len() < 3_000, "{} runs", runs.len());
     assert!(f["stake_ns"].as_u64().unwrap() <= r["wall_ns"].as_u64().unwrap_or(u64::MAX));
     // Its members' uneven ends are wake-up jitter, not an imbalance of the work.
     assert!(
@@ -218,4 +260,55 @@ fn many_tiny_regions_are_too_small_for_their_fork_join() {
         "{:#}",
         r["findings"]
     );
+}
+
+#[test]
+fn parallel_regions_are_bands_on_the_text_and_html_timelines() {
+    let dir = TempDir::new("openmp-timeline");
+    let exe = build_with(&dir, "imbalanced_static.c", "cc");
+    let _machine = common::machine();
+    let (_, prof) = profile_with(
+        &dir,
+        "omp.prof",
+        &["-q"],
+        &[exe.display().to_string(), "8000".into(), "6".into()],
+        0,
+        |c| {
+            c.env("OMP_NUM_THREADS", "2");
+        },
+    );
+    let text = Command::new(common::stallscope())
+        .arg("report")
+        .arg(&prof)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("(regions)"))
+        .unwrap_or_else(|| panic!("no regions row in the timeline:\n{text}"));
+    assert!(row.contains('1'), "{row}");
+    assert!(
+        text.contains("1 = the parallel region in main at imbalanced_static.c:20 (6 regions"),
+        "{text}"
+    );
+    let page = dir.join("omp.html");
+    let out = Command::new(common::stallscope())
+        .arg("html")
+        .arg(&prof)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<title>parallel regions main at imbalanced_static.c:20 \u{d7}6,"),
+        "no band for the regions"
+    );
+    assert!(html.contains("class=\"region\""), "no band for the regions");
 }

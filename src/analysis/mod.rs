@@ -103,6 +103,7 @@ impl Analysis {
                     .cmp(&a.barrier_ns)
                     .then(a.address.cmp(&b.address))
             });
+            summary.omp_runs = summary::omp_runs(&profile, &summary.omp_regions);
             let mut states = states::build(&profile, &mut sym, &mut code, &futex_words);
             if let Some(r) = states.as_mut() {
                 locknames::name_site_locks(

@@ -238,6 +238,78 @@ pub struct Summary {
     pub cross_frees: Option<CrossFreeSummary>,
     /// OpenMP parallel regions (libgomp's entry points), most barrier waiting first.
     pub omp_regions: Vec<OmpRegion>,
+    /// Runs of parallel regions over time (the timeline's bands), in order of beginning.
+    pub omp_runs: Vec<OmpRun>,
+}
+
+/// Parallel regions one thread started, each within a millisecond of the last: one band on the
+/// timeline (a band per region would be thousands for a loop of small regions).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OmpRun {
+    /// The thread that started them (the team's master).
+    pub tid: u32,
+    /// From the process's start.
+    pub begin_ns: u64,
+    pub end_ns: u64,
+    /// The run's longest region: its index in `omp_regions` (None: not in the lock table).
+    pub region: Option<usize>,
+    /// The region's body address, when `region` is None.
+    pub body: u64,
+    /// Regions in the run.
+    pub regions: u32,
+    /// The team's share of its time in the run at the regions' closing barriers.
+    pub barrier_share: f64,
+}
+
+impl OmpRun {
+    /// `the parallel region in main at loop.c:20` (its longest region's), or its address.
+    pub fn words(&self, regions: &[OmpRegion]) -> String {
+        match self.region.and_then(|i| regions.get(i)) {
+            Some(r) => r.words(),
+            None => format!("the parallel region at {:#x}", self.body),
+        }
+    }
+
+    /// The band's label: `main at loop.c:20 ×300, 35% at the barrier`.
+    pub fn label(&self, regions: &[OmpRegion]) -> String {
+        let words = self.words(regions);
+        let place = words
+            .strip_prefix("the parallel region in ")
+            .unwrap_or(&words);
+        let count = if self.regions > 1 {
+            format!(" \u{d7}{}", crate::util::fmt_count(self.regions.into()))
+        } else {
+            String::new()
+        };
+        format!(
+            "{place}{count}, {} at the barrier",
+            crate::util::fmt_pct(self.barrier_share)
+        )
+    }
+}
+
+/// The runs of parallel regions of `profile`, placed on the process's clock and named by the
+/// region table (which must be in its final order).
+pub fn omp_runs(profile: &crate::profile::Profile, regions: &[OmpRegion]) -> Vec<OmpRun> {
+    let start = profile.process.start_mono_ns;
+    let mut runs: Vec<OmpRun> = profile
+        .region_runs
+        .iter()
+        .filter_map(|r| {
+            let tid = profile.threads.iter().find(|t| t.serial == r.serial)?.tid;
+            Some(OmpRun {
+                tid,
+                begin_ns: r.start_mono_ns.saturating_sub(start),
+                end_ns: r.end_mono_ns.saturating_sub(start),
+                region: regions.iter().position(|g| g.address == r.body),
+                body: r.body,
+                regions: r.regions,
+                barrier_share: r.barrier_share.min(1.0),
+            })
+        })
+        .collect();
+    runs.sort_by_key(|r| (r.begin_ns, r.tid));
+    runs
 }
 
 /// Estimated from the sampled frees: of those the arena check placed, the share in another
@@ -516,6 +588,7 @@ pub fn summarize(p: &Profile) -> Summary {
         stack_sampling: None,
         cross_frees: cross_frees(p),
         omp_regions: Vec::new(),
+        omp_runs: Vec::new(),
         locks: merge_locks(p),
     }
 }

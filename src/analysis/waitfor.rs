@@ -163,6 +163,7 @@ pub fn kind_words(kind: Option<WaitKind>, lock_kind: Option<&str>) -> String {
         Some(WaitKind::Semaphore) => "semaphore".into(),
         Some(WaitKind::Join) => "join".into(),
         Some(WaitKind::Futex) => lock_kind.unwrap_or("futex word").to_string(),
+        Some(WaitKind::Region) => "parallel region".into(),
         None => "?".into(),
     }
 }

@@ -4,14 +4,14 @@
 
 pub const STYLE: &str = r#"
 :root { --bg:#fdfdfc; --fg:#1d1f21; --muted:#5f646a; --card:#f1f2f4; --line:#d9dce0; --focus:#0b5fd6;
-  --cpu:#4f8fd8; --alloc:#e4572e; --lock:#9b5de5; --idle:#c9ced6; --phase:rgba(40,60,90,.16); --phase-edge:#56606c; --life:#8797ab;
+  --cpu:#4f8fd8; --alloc:#e4572e; --lock:#9b5de5; --idle:#c9ced6; --phase:rgba(40,60,90,.16); --region:rgba(230,150,30,.18); --phase-edge:#56606c; --life:#8797ab;
   --c-compute:#3a7bd5; --c-allocator:#e4572e; --c-lock:#8e44d8; --c-atomic:#e0a100; --c-io:#1a9a8a;
   --c-blocked:#8a94a3; --c-kernel_memory:#d6337a;
   --c-spinning:#a0522d; --c-runnable:#b8c4d6; --c-profiler:#d9d2b6; --c-idle:#dfe3e8;
   --high:#c0392b; --medium:#d68910; --low:#2e86c1; --info:#7f8c8d; }
 @media (prefers-color-scheme: dark) {
   :root { --bg:#16181b; --fg:#e6e6e6; --muted:#a3a9b0; --card:#22252a; --line:#3a3f46; --focus:#7fb2ff;
-    --cpu:#5b9be6; --alloc:#f07050; --lock:#b084f0; --idle:#3d434b; --phase:rgba(200,215,235,.16); --phase-edge:#a9b4c2; --life:#66768a;
+    --cpu:#5b9be6; --alloc:#f07050; --lock:#b084f0; --idle:#3d434b; --phase:rgba(200,215,235,.16); --region:rgba(240,170,60,.18); --phase-edge:#a9b4c2; --life:#66768a;
     --c-compute:#5b9be6; --c-allocator:#f07050; --c-lock:#b084f0; --c-atomic:#f2c14e; --c-io:#3cc4b0;
     --c-blocked:#6f7a89; --c-kernel_memory:#f06ba4;
     --c-spinning:#d98a55; --c-runnable:#4d5a6e; --c-profiler:#6b6450; --c-idle:#2c3138;
@@ -54,7 +54,7 @@ svg.flame rect:hover { stroke:var(--fg); stroke-width:1 }
 details { margin:.6em 0 } summary { cursor:pointer }
 svg.timeline text { font:11px system-ui,sans-serif; fill:var(--fg) }
 svg.timeline .axis { fill:var(--muted) } svg.timeline .plot { fill:var(--card); fill-opacity:.55 }
-svg.timeline .phase { fill:var(--phase) }
+svg.timeline .phase { fill:var(--phase) } svg.timeline .region { fill:var(--region) }
 svg.timeline .phase-edge { stroke:var(--phase-edge); stroke-width:1; stroke-dasharray:3 2 }
 svg.timeline .life { fill:var(--life) }
 .c-compute { fill:var(--c-compute); background:var(--c-compute) }

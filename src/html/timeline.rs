@@ -88,7 +88,15 @@ impl Drawing {
                     tid: p.tid.into(),
                     begin_ns: p.begin_ns as f64,
                     end_ns: p.end_ns as f64,
+                    region: false,
                 })
+                .chain(a.summary.omp_runs.iter().map(|r| Phase {
+                    label: r.label(&a.summary.omp_regions),
+                    tid: r.tid.into(),
+                    begin_ns: r.begin_ns as f64,
+                    end_ns: r.end_ns as f64,
+                    region: true,
+                }))
                 .collect(),
             note: a.sampling().and_then(sampling_note),
         }
@@ -102,11 +110,14 @@ struct Row {
     spans: Vec<(f64, f64, &'static str)>,
 }
 
+/// A band across the rows: a phase the program marked (include/stallscope.h), or a run of
+/// parallel regions (`region`: an OpenMP team at work, its label naming the region).
 pub struct Phase {
     pub label: String,
     pub tid: u64,
     pub begin_ns: f64,
     pub end_ns: f64,
+    pub region: bool,
 }
 
 /// The timeline section's content: legend or note, and the SVG. `lifespans` are drawn only when
@@ -136,6 +147,9 @@ pub fn section(d: &Drawing, lifespans: &[Lifespan]) -> String {
             lifespan_rows(lifespans)
         }
     };
+    if d.phases.iter().any(|p| p.region) {
+        out.push_str("<p class=\"muted\">Orange bands: runs of OpenMP parallel regions (regions within a millisecond of one another), each named by its longest region; hover one for the team's share of its time at the closing barriers.</p>");
+    }
     let phases = longest_phases(&d.phases);
     let end_ns = end_ns(d, lifespans, &phases);
     out.push_str(&svg(&rows, &phases, end_ns));
@@ -326,11 +340,17 @@ fn svg(rows: &[Row], phases: &[&Phase], end_ns: f64) -> String {
         let w = (x1 - x0).max(0.5);
         let _ = write!(
             out,
-            r#"<g><title>phase {} (thread {}): {} to {}</title><rect class="phase" x="{x0:.2}" y="{AXIS}" width="{w:.2}" height="{:.1}"/>"#,
+            r#"<g><title>{} {} (thread {}): {} to {}</title><rect class="{}" x="{x0:.2}" y="{AXIS}" width="{w:.2}" height="{:.1}"/>"#,
+            if p.region {
+                "parallel regions"
+            } else {
+                "phase"
+            },
             escape(&p.label),
             p.tid,
             fmt_ns(p.begin_ns),
             fmt_ns(p.end_ns),
+            if p.region { "region" } else { "phase" },
             height - AXIS
         );
         let chars = ((w - 4.0) / 6.5).floor();
@@ -398,6 +418,7 @@ pub mod tests {
             tid,
             begin_ns,
             end_ns,
+            region: false,
         }
     }
 

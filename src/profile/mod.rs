@@ -256,6 +256,8 @@ pub struct Profile {
     pub samples: Vec<samples::Sample>,
     /// Blocking waits of all threads with their wait-for edges, in file order.
     pub waits: Vec<samples::Wait>,
+    /// Runs of OpenMP parallel regions, by the thread that started them (the timeline's bands).
+    pub region_runs: Vec<samples::RegionRun>,
     /// Waits lost to a full buffer.
     pub waits_dropped: u64,
     /// The kernel's figures per thread and look (run-queue delay, faults), in file order.

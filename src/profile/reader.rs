@@ -148,6 +148,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
     let mut sampling = None;
     let mut samples = Vec::new();
     let mut waits = Vec::new();
+    let mut region_runs = Vec::new();
     let mut waits_dropped = 0u64;
     let mut sched = Vec::new();
     let mut cross_frees = Vec::new();
@@ -327,7 +328,13 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                 ended_after = end.is_some();
             }
             REC_WAITS => {
-                super::samples::parse_waits(payload, pos, &mut waits, &mut waits_dropped)?;
+                super::samples::parse_waits(
+                    payload,
+                    pos,
+                    &mut waits,
+                    &mut region_runs,
+                    &mut waits_dropped,
+                )?;
                 ended_after = end.is_some();
             }
             REC_SCHED => {
@@ -372,6 +379,18 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
         );
     }
 
+    if let Some(r) = region_runs
+        .iter()
+        .find(|r| !thread_index.contains_key(&r.serial))
+    {
+        return err(
+            bytes.len(),
+            format!(
+                "a run of parallel regions refers to a thread the file does not describe (thread {})",
+                r.serial
+            ),
+        );
+    }
     if let Some(w) = waits.iter().find(|w| !thread_index.contains_key(&w.serial)) {
         return err(
             bytes.len(),
@@ -427,6 +446,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
         sampling,
         samples,
         waits,
+        region_runs,
         waits_dropped,
         sched,
     })

@@ -62,6 +62,22 @@ pub struct Wait {
     pub rewait: bool,
 }
 
+/// A run of parallel regions one thread started (an OpenMP region entered again and again within
+/// a millisecond is one run): not a wait, read from the same record for the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionRun {
+    /// The serial of the thread that started the regions (the team's master).
+    pub serial: u32,
+    pub start_mono_ns: u64,
+    pub end_mono_ns: u64,
+    /// The region's outlined body: the address the lock table names the region by.
+    pub body: u64,
+    /// Regions in the run.
+    pub regions: u32,
+    /// The team's share of its time in the run spent at the regions' closing barriers.
+    pub barrier_share: f64,
+}
+
 /// The notification that ended a condition or semaphore wait: its sequence number (the low 15
 /// bits of the waker's) and whether it was a broadcast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,11 +96,13 @@ impl Notification {
     }
 }
 
-/// Appends the waits of one WAITS record to `out` and adds its dropped count to `dropped`.
+/// Appends the waits of one WAITS record to `out`, its runs of parallel regions to `runs`, and
+/// adds its dropped count to `dropped`.
 pub fn parse_waits(
     payload: &[u8],
     pos: usize,
     out: &mut Vec<Wait>,
+    runs: &mut Vec<RegionRun>,
     dropped: &mut u64,
 ) -> Result<(), ProfileError> {
     if payload.len() < WAITS_SIZE {
@@ -130,10 +148,24 @@ pub fn parse_waits(
                 rest[1] == 0 && notification & (NOTIFY_BROADCAST | NOTIFY_REWAIT) == 0
             }
             Some(WaitKind::Condition) => rest[1] == 0 && !broadcast_alone,
+            Some(WaitKind::Region) => {
+                lock_kind == Some(LockKind::OmpRegion) && notification <= 10000 && other_tid > 0
+            }
             None => false,
         };
         if !consistent || end_mono_ns < start_mono_ns {
             return err(pos, "a wait of an unknown kind or with inconsistent fields");
+        }
+        if kind == Some(WaitKind::Region) {
+            runs.push(RegionRun {
+                serial,
+                start_mono_ns,
+                end_mono_ns,
+                body: object,
+                regions: other_tid,
+                barrier_share: f64::from(notification) / 10000.0,
+            });
+            continue;
         }
         out.push(Wait {
             serial,
@@ -314,6 +346,7 @@ mod tests {
             &wait_record(kind, lock_kind, notification),
             0,
             &mut out,
+            &mut Vec::new(),
             &mut dropped,
         )
         .ok()?;

@@ -61,6 +61,9 @@ pub struct Report<'a> {
     /// OpenMP parallel regions (libgomp's entry points); absent without any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     omp_regions: Vec<OmpRegionJson>,
+    /// Runs of parallel regions over time (the timeline's bands); absent without any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    omp_runs: Vec<OmpRunJson>,
     phases: Vec<Phase<'a>>,
     heap_snapshots: Vec<Heap<'a>>,
     phase_flags: &'a [PhaseFlag],
@@ -301,6 +304,18 @@ pub fn report(a: &Analysis) -> Report<'_> {
                 barrier_ns: r.barrier_ns,
                 barrier_share: r.barrier_share(),
                 fork_join_ns: r.fork_join_ns,
+            })
+            .collect(),
+        omp_runs: s
+            .omp_runs
+            .iter()
+            .map(|r| OmpRunJson {
+                tid: r.tid,
+                begin_ns: r.begin_ns,
+                end_ns: r.end_ns,
+                region: r.words(&s.omp_regions),
+                regions: r.regions,
+                barrier_share: r.barrier_share,
             })
             .collect(),
         phases: a
@@ -671,6 +686,21 @@ struct OmpRegionJson {
     barrier_ns: u64,
     barrier_share: f64,
     fork_join_ns: u64,
+}
+
+#[derive(Serialize)]
+struct OmpRunJson {
+    /// The thread that started the regions.
+    tid: u32,
+    /// From the process's start.
+    begin_ns: u64,
+    end_ns: u64,
+    /// Its longest region.
+    region: String,
+    /// Regions in the run.
+    regions: u32,
+    /// The team's share of its time in the run at the closing barriers.
+    barrier_share: f64,
 }
 
 #[derive(Serialize)]

@@ -5,7 +5,7 @@ use crate::analysis::states::{
     CATEGORIES, Category, PerCategory, SITE_CATEGORIES, StateReport, StateSite, ThreadStates,
     sampling_note,
 };
-use crate::analysis::summary::sum;
+use crate::analysis::summary::{OmpRegion, OmpRun, Summary, sum};
 use crate::util::{Style, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
 
@@ -60,7 +60,94 @@ fn site_sentence(t: &ThreadStates, site: &StateSite) -> String {
     }
 }
 
-pub fn render(r: &StateReport, style: Style) -> String {
+/// The timeline's row of parallel regions: per column the region (a digit: letters are the
+/// categories' glyphs) whose runs cover most of it, `+` for any region past the ninth, and the
+/// legend lines naming each digit's region.
+fn regions_row(
+    runs: &[OmpRun],
+    regions: &[OmpRegion],
+    slice_ns: u64,
+    columns: usize,
+) -> (String, Vec<String>) {
+    let slice_ns = slice_ns.max(1);
+    let glyph = |k: usize| if k < 9 { (b'1' + k as u8) as char } else { '+' };
+    // Digits in order of first appearance, per region (or body address when unnamed); the tenth
+    // key gathers the rest.
+    let mut keys: Vec<(Option<usize>, u64)> = Vec::new();
+    let mut covered: Vec<Vec<u64>> = Vec::new(); // per letter, per column: ns covered
+    let mut totals: Vec<(u64, u64, f64)> = Vec::new(); // regions, ns, barrier-weighted ns
+    for run in runs {
+        let key = (run.region, if run.region.is_some() { 0 } else { run.body });
+        let k = match keys.iter().position(|x| *x == key) {
+            Some(k) => k,
+            None => {
+                if keys.len() == 10 {
+                    9
+                } else {
+                    keys.push(key);
+                    covered.push(vec![0; columns]);
+                    totals.push((0, 0, 0.0));
+                    keys.len() - 1
+                }
+            }
+        };
+        let ns = run.end_ns.saturating_sub(run.begin_ns);
+        totals[k].0 += u64::from(run.regions);
+        totals[k].1 += ns;
+        totals[k].2 += ns as f64 * run.barrier_share;
+        let first = (run.begin_ns / slice_ns) as usize;
+        let last = (run.end_ns / slice_ns) as usize;
+        for (c, cell) in covered[k]
+            .iter_mut()
+            .enumerate()
+            .take(last.min(columns.saturating_sub(1)) + 1)
+            .skip(first)
+        {
+            let lo = run.begin_ns.max(c as u64 * slice_ns);
+            let hi = run.end_ns.min((c as u64 + 1) * slice_ns);
+            *cell += hi.saturating_sub(lo);
+        }
+    }
+    let row = (0..columns)
+        .map(|c| {
+            let best = (0..keys.len()).max_by_key(|&k| covered[k][c]);
+            match best {
+                Some(k) if covered[k][c] * 4 >= slice_ns => glyph(k),
+                _ => ' ',
+            }
+        })
+        .collect();
+    let legend = keys
+        .iter()
+        .enumerate()
+        .map(|(k, &(region, body))| {
+            let run = OmpRun {
+                tid: 0,
+                begin_ns: 0,
+                end_ns: 0,
+                region,
+                body,
+                regions: 0,
+                barrier_share: 0.0,
+            };
+            let (count, ns, weighted) = totals[k];
+            let words = if k == 9 {
+                "other parallel regions".to_string()
+            } else {
+                run.words(regions)
+            };
+            format!(
+                "{} = {words} ({} regions, {} of the team's time at the barrier)",
+                glyph(k),
+                crate::util::fmt_count(count),
+                fmt_pct(ratio(weighted, ns as f64))
+            )
+        })
+        .collect();
+    (row, legend)
+}
+
+pub fn render(r: &StateReport, summary: &Summary, style: Style) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\n{}", style.bold("Thread states (sampled)"));
     if let Some(note) = sampling_note(&r.sampling) {
@@ -133,6 +220,15 @@ pub fn render(r: &StateReport, style: Style) -> String {
             .map(|s| slice_glyph(s, r.slice_ns))
             .collect();
         let _ = writeln!(out, "  {:label_width$} |{row}|", thread_label(t));
+    }
+    if !summary.omp_runs.is_empty() {
+        let columns = threads.iter().map(|t| t.slices.len()).max().unwrap_or(0);
+        let (row, legend) =
+            regions_row(&summary.omp_runs, &summary.omp_regions, r.slice_ns, columns);
+        let _ = writeln!(out, "  {:label_width$} |{row}|", "(regions)");
+        for l in legend {
+            let _ = writeln!(out, "  {:label_width$}  {l}", "");
+        }
     }
 
     let mut lines = Vec::new();
