@@ -1,7 +1,7 @@
 //! `stallscope run`: launch a program with the interposer preloaded, pass its I/O, signals and
 //! exit status through unchanged, then summarise the profile it wrote.
 
-use crate::analysis::summary::{self, Summary};
+use crate::analysis::summary;
 use crate::options;
 use crate::profile::{self, format, tree};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
@@ -607,7 +607,7 @@ fn print_summary(
             }
         );
     }
-    match root.map(|p| (p, profile::read(p))) {
+    match root.map(|p| (p, crate::analysis::Analysis::read(p))) {
         None => {
             let _ = writeln!(
                 err,
@@ -622,10 +622,7 @@ fn print_summary(
                 path.display()
             );
         }
-        Some((path, Ok(p))) => {
-            let s = summary::summarize(&p);
-            summary_lines(&mut err, &s, path);
-        }
+        Some((path, Ok(a))) => summary_lines(&mut err, &a, path),
     }
     if others > 0 {
         let _ = writeln!(
@@ -636,7 +633,9 @@ fn print_summary(
     }
 }
 
-fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
+/// The closing summary: the report's own figures (the same analysis), in a few lines.
+fn summary_lines(err: &mut impl Write, a: &crate::analysis::Analysis, path: &Path) {
+    let s = &a.summary;
     let _ = writeln!(
         err,
         "wall time:    {}   threads: {}",
@@ -693,9 +692,37 @@ fn summary_lines(err: &mut impl Write, s: &Summary, path: &Path) {
                 fmt_ns(l.wait_ns)
             );
         }
-        None => {
-            let _ = writeln!(err, "locks:        no contended pthread or OpenMP lock");
+        None if s.lock_wait_ns() > 0 => {
+            let _ = writeln!(
+                err,
+                "locks:        {} waiting ({} of thread time), in locks taken inside libraries (the report names them)",
+                fmt_ns(s.lock_wait_ns()),
+                fmt_pct(s.lock_wait_share_of_life())
+            );
         }
+        None => {
+            let _ = writeln!(err, "locks:        no thread waited for a lock");
+        }
+    }
+    // The report's findings, most severe first: what the figures above mean.
+    let shown: Vec<_> = a
+        .findings
+        .iter()
+        .filter(|f| f.severity != crate::findings::Severity::Info)
+        .take(3)
+        .collect();
+    for (i, f) in shown.iter().enumerate() {
+        let _ = writeln!(
+            err,
+            "{}{:<6} {}",
+            if i == 0 {
+                "findings:     "
+            } else {
+                "              "
+            },
+            f.severity.label(),
+            f.title
+        );
     }
     if s.no_unwinder {
         let _ = writeln!(

@@ -210,7 +210,7 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
             })
             .map(|l| profile.ticks_to_ns(l.wait_ticks))
             .sum();
-        ts.lock_wait_ns = ts.lock_wait_ns.saturating_add(extra);
+        ts.lock_wait_ns = ts.lock_wait_ns.saturating_add(extra).min(ts.wall_ns);
     }
     words
 }

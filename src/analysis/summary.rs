@@ -504,13 +504,16 @@ pub fn summarize(p: &Profile) -> Summary {
         .map(|t| {
             let end = p.thread_end_ns(t);
             let alloc_ticks: f64 = t.fns.iter().map(|f| f.estimated_ticks()).sum();
-            let alloc_ns = (alloc_ticks * 1e9 / p.ticks_per_sec).round() as u64;
+            // Estimates scaled from a sample of the calls can exceed the thread's life (a share
+            // of 107% of it in the threads table): no thread spends more than its life anywhere.
+            let wall_ns = t.life_ns(end);
+            let alloc_ns = ((alloc_ticks * 1e9 / p.ticks_per_sec).round() as u64).min(wall_ns);
             ThreadSummary {
                 tid: t.tid,
                 name: t.name.clone(),
                 main: t.flags & THREAD_MAIN != 0,
                 cpu_ns: t.cpu_ns,
-                wall_ns: t.life_ns(end),
+                wall_ns,
                 alloc_ns,
                 // Until the thread states say more (`net_allocator_time`).
                 alloc_cpu_ns: alloc_ns.min(t.cpu_ns),
@@ -521,7 +524,7 @@ pub fn summarize(p: &Profile) -> Summary {
                     .enumerate()
                     .filter(|(i, _)| *i != FN_FREE)
                     .map(|(_, f)| f.calls)),
-                lock_wait_ns: p.ticks_to_ns(t.lock_wait_ticks),
+                lock_wait_ns: p.ticks_to_ns(t.lock_wait_ticks).min(wall_ns),
                 folded: t.folded.map(|f| f.threads),
                 allocating: match t.folded {
                     Some(f) => u64::from(f.allocating),
@@ -636,6 +639,25 @@ pub fn net_allocator_time(
             let busy = k.exec_ns.saturating_add(k.run_delay_ns);
             let net = (t.alloc_ns as f64 * ratio(k.exec_ns, busy)).round() as u64;
             t.alloc_cpu_ns = net.min(t.cpu_ns);
+        }
+    }
+}
+
+/// One number for a thread's time waiting for locks, read by every view: the waits the hooks
+/// timed (pthread locks, runtimes' futex locks, OpenMP critical sections) miss the locks the C
+/// library and other runtimes take inside (malloc's arenas, the timezone lock, random()'s), which
+/// only the thread states see. Each thread's lock wait is the larger of the two: the states'
+/// `lock` time includes the timed waits (sampled), the timed waits are exact where sampling is
+/// coarse. Without states, the timed waits alone.
+pub fn sampled_lock_waits(
+    summary: &mut Summary,
+    states: Option<&crate::analysis::states::StateReport>,
+) {
+    let Some(r) = states else { return };
+    let lock = crate::analysis::states::Category::Lock.index();
+    for (t, st) in summary.threads.iter_mut().zip(&r.threads) {
+        if t.tid == st.tid {
+            t.lock_wait_ns = t.lock_wait_ns.max(st.ns[lock].min(t.wall_ns));
         }
     }
 }

@@ -45,6 +45,11 @@ pub enum Weight {
 }
 
 impl Weight {
+    /// Whether the weight is time (ns), comparable with the other time weights.
+    pub fn is_time(self) -> bool {
+        !matches!(self, Weight::Calls | Weight::Bytes)
+    }
+
     pub fn parse(s: &str) -> Result<Weight, String> {
         match s {
             "calls" => Ok(Weight::Calls),

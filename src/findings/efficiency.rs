@@ -51,11 +51,13 @@ fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
         return None;
     }
     if a.concurrency.is_some() {
-        // Threads that worked: on a CPU for a fair share of the run (an idle pool's threads,
-        // waiting for requests, are not).
+        // Threads that worked: on a CPU for a part of their fair share of the CPUs (an idle
+        // pool's threads, waiting for requests, are not). Of the share, not of the wall time:
+        // 60 threads on 2 CPUs get 3% of it each, and had read as "3 threads".
+        let fair = (cpus / working).min(1.0);
         let worked = |t: &&ThreadStates| {
             t.kernel
-                .is_some_and(|k| k.exec_ns as f64 >= rule.param("active_cpu_share") * wall)
+                .is_some_and(|k| k.exec_ns as f64 >= rule.param("active_cpu_share") * fair * wall)
         };
         let all: Vec<&ThreadStates> = all.iter().copied().filter(worked).collect();
         if (all.len() as f64) < rule.param("min_threads") {
@@ -116,12 +118,15 @@ fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
 fn from_cpu_time(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
     let s = &a.summary;
     let (wall, cpus) = (s.wall_ns as f64, s.ncpus as f64);
-    // Threads that worked or waited for a lock to work; a main thread waiting in join is not one.
+    // Threads that worked or waited for a lock to work, for a part of their fair share of the
+    // CPUs; a main thread waiting in join is not one.
+    let busy = s.threads.iter().filter(|t| t.cpu_ns > 0).count().max(1) as f64;
+    let fair = (cpus / busy).min(1.0);
     let active = s
         .threads
         .iter()
         .filter(|t| {
-            t.cpu_ns as f64 + t.lock_wait_ns as f64 >= rule.param("active_cpu_share") * wall
+            t.cpu_ns as f64 + t.lock_wait_ns as f64 >= rule.param("active_cpu_share") * fair * wall
         })
         .count() as f64;
     if active < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {

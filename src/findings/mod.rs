@@ -32,7 +32,7 @@ pub enum Severity {
 }
 
 impl Severity {
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Severity::High => "HIGH",
             Severity::Medium => "MEDIUM",

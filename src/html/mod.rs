@@ -89,14 +89,14 @@ fn hot_functions(o: &mut String, r: &crate::analysis::states::StateReport) {
 
 /// Each thread's life relative to the process's start (a thread still running at the end lives
 /// until the process ended), for the timeline without thread states.
-/// The effective utilization (threads wanting a CPU, and on one), serial sections and load
+/// The CPU demand (threads wanting a CPU, and on one), serial sections and load
 /// imbalance, from the kernel's figures.
 fn utilization_section(
     o: &mut String,
     p: &Analysis,
     c: &crate::analysis::concurrency::Concurrency,
 ) {
-    o.push_str("<h2 id=\"utilization\">Effective utilization</h2>");
+    o.push_str("<h2 id=\"utilization\">CPU demand</h2><p class=\"muted\">How many threads wanted a CPU (on one or runnable) against the CPUs, as shares of the wall time. Not VTune's effective utilization, which counts only useful CPU time: that is the parallel efficiency above.</p>");
     o.push_str("<table><tr><th></th><th>idle</th><th>poor</th><th>ok</th><th>ideal</th><th>over</th><th>mean threads</th></tr>");
     for (label, u) in [
         ("threads wanting a CPU", &c.offered),
@@ -237,21 +237,32 @@ fn flame_section(p: &Analysis) -> String {
     );
     o.push_str("<p class=\"flame-search\"><label for=\"flame-search\">Highlight a function:</label> <input type=\"search\" id=\"flame-search\" aria-describedby=\"flame-hits\" autocomplete=\"off\"> <span id=\"flame-hits\" class=\"muted\" aria-live=\"polite\"></span></p>");
     o.push_str("<div class=\"flames\"><span id=\"weight-name\">Weight:</span>");
+    let all: Vec<_> = WEIGHTS
+        .iter()
+        .map(|w| collapsed::stacks(p, w.weight))
+        .collect();
+    // The page opens on the heaviest of the time weights that has data (a program that hardly
+    // allocates had opened on "No stack has time in the allocator"), else the first with any.
+    let total = |i: usize| all[i].values().sum::<u64>();
+    let opened = (0..WEIGHTS.len())
+        .filter(|&i| WEIGHTS[i].weight.is_time() && total(i) > 0)
+        .max_by_key(|&i| total(i))
+        .or_else(|| (0..WEIGHTS.len()).find(|&i| total(i) > 0))
+        .unwrap_or(0);
     for (i, FlameWeight { id, label, .. }) in WEIGHTS.iter().enumerate() {
         let _ = write!(
             o,
             " <input type=\"radio\" name=\"flame-weight\" id=\"w-{id}\" aria-describedby=\"weight-name\"{}><label for=\"w-{id}\">{label}</label>",
-            if i == 0 { " checked" } else { "" }
+            if i == opened { " checked" } else { "" }
         );
     }
-    for FlameWeight {
-        id,
-        label,
-        weight,
-        unit,
-    } in WEIGHTS
+    for (
+        FlameWeight {
+            id, label, unit, ..
+        },
+        stacks,
+    ) in WEIGHTS.iter().zip(all)
     {
-        let stacks = collapsed::stacks(p, weight);
         let _ = write!(
             o,
             "<div class=\"flame-panel\" id=\"panel-{id}\" role=\"region\" aria-label=\"flame graph of {label}\">"
@@ -259,8 +270,8 @@ fn flame_section(p: &Analysis) -> String {
         if stacks.is_empty() {
             let _ = write!(o, "<p class=\"muted\">No stack has {label}.</p>");
         } else {
-            o.push_str(&flame::svg(&stacks, unit, label));
-            o.push_str(&flame::top_table(&stacks, unit, TABLE_STACKS));
+            o.push_str(&flame::svg(&stacks, *unit, label));
+            o.push_str(&flame::top_table(&stacks, *unit, TABLE_STACKS));
         }
         o.push_str("</div>");
     }
@@ -334,7 +345,7 @@ pub fn render(p: &Analysis) -> String {
         );
     }
     if let Some(c) = &p.concurrency {
-        card(&mut o, "effective utilization", c.offered.verdict());
+        card(&mut o, "CPU demand", c.offered.verdict());
     }
     o.push_str("</div>\n");
     if let Some(c) = &p.concurrency {

@@ -1,4 +1,4 @@
-//! The terminal report's concurrency section: effective utilization (what the program offered
+//! The terminal report's concurrency section: CPU demand (what the program offered
 //! and what it got), serial sections, load imbalance, oversubscription and waiting for a CPU.
 
 use crate::analysis::Analysis;
@@ -23,7 +23,7 @@ pub fn render(a: &Analysis, c: &Concurrency, style: Style) -> String {
     let _ = writeln!(out, "\n{}", style.bold("Concurrency (kernel figures)"));
     let _ = writeln!(
         out,
-        "  effective utilization on {} CPUs: {}",
+        "  CPU demand on {} CPUs: {} (threads wanting a CPU; useful work is the parallel efficiency)",
         c.cpus,
         c.offered.verdict()
     );

@@ -462,7 +462,70 @@ pub fn report_json(file: &Path) -> Value {
         "unexpected schema in report of {}",
         file.display()
     );
+    assert_invariants(&report, file);
     report
+}
+
+/// What no report may say, whatever the program (issue 24: one number per concept): a thread
+/// spends at most its life in the allocator or waiting for locks, and at most its CPU time on a
+/// CPU in the allocator; no share above 100%; no stake above the wall time; at least as many
+/// threads counted as rows shown. Checked on every report the tests read.
+pub fn assert_invariants(r: &Value, file: &Path) {
+    let at = file.display();
+    let wall = r["wall_ns"].as_u64().unwrap_or(0);
+    let threads = r["threads"].as_array().map_or(&[][..], |v| v.as_slice());
+    for t in threads {
+        let n = |k: &str| t[k].as_u64().unwrap_or(0);
+        assert!(
+            n("alloc_ns") <= n("wall_ns"),
+            "{at}: allocator time above the thread's life: {t:#}"
+        );
+        assert!(
+            n("lock_wait_ns") <= n("wall_ns"),
+            "{at}: lock wait above the thread's life: {t:#}"
+        );
+        assert!(
+            n("alloc_cpu_ns") <= n("cpu_ns"),
+            "{at}: allocator CPU time above the thread's: {t:#}"
+        );
+    }
+    if let Some(count) = r["thread_count"].as_u64() {
+        assert!(
+            count >= threads.len() as u64,
+            "{at}: thread_count {count} < {} rows",
+            threads.len()
+        );
+    }
+    if wall > 0 {
+        for f in r["findings"].as_array().map_or(&[][..], |v| v.as_slice()) {
+            if let Some(stake) = f["stake_ns"].as_u64() {
+                assert!(
+                    stake <= wall,
+                    "{at}: a stake above the wall time ({wall} ns): {f:#}"
+                );
+            }
+        }
+    }
+    let share_ok = |v: &Value| v.as_f64().is_none_or(|x| (0.0..=1.0 + 1e-9).contains(&x));
+    assert!(
+        share_ok(&r["parallel_efficiency"]["value"]),
+        "{at}: {:#}",
+        r["parallel_efficiency"]
+    );
+    assert!(
+        share_ok(&r["alloc"]["share_of_thread_time"]),
+        "{at}: {:#}",
+        r["alloc"]
+    );
+    for g in r["omp_regions"]
+        .as_array()
+        .map_or(&[][..], |v| v.as_slice())
+    {
+        assert!(share_ok(&g["barrier_share"]), "{at}: {g:#}");
+    }
+    for g in r["omp_runs"].as_array().map_or(&[][..], |v| v.as_slice()) {
+        assert!(share_ok(&g["barrier_share"]), "{at}: {g:#}");
+    }
 }
 
 /// Profile files (`*.prof`) directly in `dir`, sorted.
