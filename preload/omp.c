@@ -69,27 +69,40 @@ static void ss_omp_body(void *p) {
 
 /* The master records a region that ended (`wall` ticks from its start). */
 static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *r, uint64_t wall) {
-    uint32_t slot = ss_lock_slot_for(t, (const void *)r->fn, SS_LOCK_OMP_REGION);
-    struct ss_lock_stats *l = &t->locks[slot];
     uint32_t members = __atomic_load_n(&r->members, __ATOMIC_RELAXED);
     uint64_t body = __atomic_load_n(&r->body_ticks, __ATOMIC_RELAXED);
     uint64_t longest = __atomic_load_n(&r->longest, __ATOMIC_RELAXED);
     uint64_t team = (uint64_t)members * wall;
+    ss_omp_region_record(t, (const void *)r->fn, members, wall, team > body ? team - body : 0,
+                         wall > longest ? wall - longest : 0);
+}
+
+/* One run of a region, in the master's lock table (kind SS_LOCK_OMP_REGION, ss_format.h): its
+ * team, wall time, the team's time at the closing barrier and its fork-join cost. Shared with the
+ * OMPT tool (ompt.c). */
+void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t members, uint64_t wall,
+                          uint64_t barrier, uint64_t fork_join) {
+    uint32_t slot = ss_lock_slot_for(t, region, SS_LOCK_OMP_REGION);
+    struct ss_lock_stats *l = &t->locks[slot];
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, members);
-    SS_ADD(l->wait_ticks, team > body ? team - body : 0);
-    SS_ADD(l->max_wait_ticks, wall > longest ? wall - longest : 0); /* fork-join, summed */
+    SS_ADD(l->wait_ticks, barrier);
+    SS_ADD(l->max_wait_ticks, fork_join); /* fork-join, summed */
     SS_ADD(l->timed_holds, 1);
     SS_ADD(l->hold_ticks, wall);
 }
 
-/* A region entry point: the body through the trampoline, the region recorded at its end. */
+/* A region entry point: the body through the trampoline, the region recorded at its end. With the
+ * OMPT tool on (ompt.c), the runtime that answers these names is LLVM's libomp (its GOMP_ entry
+ * points for GCC-built code), which reports the same region through OMPT: the trampoline stands
+ * aside so that a region is counted once. (A process with both libgomp and libomp loaded would
+ * then lose libgomp's regions: rare, and a count never doubles.) */
 #define SS_OMP_PARALLEL(name, params, args)                                                                   \
     static void (*ss_real_##name) params;                                                                     \
     SS_EXPORT void name params {                                                                              \
         SS_OMP_REAL(ss_real_##name, #name);                                                                   \
         struct ss_thread *t = ss_self_known();                                                                \
-        if (!t || !ss_active || !fn) {                                                                        \
+        if (!t || !ss_active || !fn || ss_ompt_on) {                                                          \
             ss_real_##name args;                                                                              \
             return;                                                                                           \
         }                                                                                                     \
