@@ -92,17 +92,16 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t memb
     SS_ADD(l->hold_ticks, wall);
 }
 
-/* A region entry point: the body through the trampoline, the region recorded at its end. With the
- * OMPT tool on (ompt.c), the runtime that answers these names is LLVM's libomp (its GOMP_ entry
- * points for GCC-built code), which reports the same region through OMPT: the trampoline stands
- * aside so that a region is counted once. (A process with both libgomp and libomp loaded would
- * then lose libgomp's regions: rare, and a count never doubles.) */
+/* A region entry point: the body through the trampoline, the region recorded at its end. LLVM's
+ * libomp, which answers these names for GCC-built code, reports the region to its OMPT tool too,
+ * with this hook's return address as the call site: the tool (ompt.c) leaves such regions to
+ * this, so that each is counted once, by its body. */
 #define SS_OMP_PARALLEL(name, params, args)                                                                   \
     static void (*ss_real_##name) params;                                                                     \
     SS_EXPORT void name params {                                                                              \
         SS_OMP_REAL(ss_real_##name, #name);                                                                   \
         struct ss_thread *t = ss_self_known();                                                                \
-        if (!t || !ss_active || !fn || ss_ompt_on) {                                                          \
+        if (!t || !ss_active || !fn) {                                                                        \
             ss_real_##name args;                                                                              \
             return;                                                                                           \
         }                                                                                                     \

@@ -28,6 +28,10 @@
  * active: then the regions are not seen, the locks still are (omp.c). OMP_TOOL=disabled (libomp
  * never asks for a tool) gives the same, for comparisons.
  *
+ * GCC-built code on libomp calls the GOMP_ entry points, which omp.c's trampolines wrap: libomp
+ * reports those regions with the hook's own return address as the call site, and they are left
+ * to the trampolines (a region counted once, named by its outlined body).
+ *
  * The types are the few of omp-tools.h (OpenMP 5.0) that this needs, defined here: the header
  * ships with the compiler's runtime, not always present. Nothing here allocates, locks or calls
  * stdio: the regions in flight live in a static table. */
@@ -64,7 +68,10 @@ enum {
     SS_OMPT_BARRIER_IMPLICIT_PARALLEL = 9, /* ompt_sync_region_barrier_implicit_parallel */
 };
 
-int ss_ompt_on; /* the callbacks are registered: libomp reports the regions */
+/* This library's code: a region whose call site is in it came through omp.c's GOMP_ hooks (GCC-built
+ * code on libomp), whose trampolines record it. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char _etext[] __attribute__((visibility("hidden")));
 
 /* The regions in flight (nested ones, concurrent teams), each claimed by its master at the
  * region's begin and released at its end; a member's times by its index in the team. A region
@@ -99,6 +106,7 @@ static void ss_ompt_parallel_begin(ss_ompt_data *task, const void *frame, ss_omp
     parallel->value = 0;
     if (!__atomic_load_n(&ss_active, __ATOMIC_RELAXED) || !codeptr_ra || (flags & SS_OMPT_PARALLEL_LEAGUE))
         return;
+    if ((const char *)codeptr_ra >= __ehdr_start && (const char *)codeptr_ra < _etext) return;
     for (uint32_t i = 0; i < SS_OMPT_REGIONS; i++) {
         struct ss_ompt_region *r = &ss_ompt_regions[i];
         uint32_t free_ = 0;
@@ -184,8 +192,7 @@ static void ss_ompt_parallel_end(ss_ompt_data *parallel, ss_ompt_data *task, int
 static int ss_ompt_initialize(ss_ompt_lookup lookup, int initial_device_num, ss_ompt_data *tool_data) {
     ss_ompt_set_callback set = lookup ? (ss_ompt_set_callback)lookup("ompt_set_callback") : NULL;
     if (!set) return 0;
-    /* The regions need all four; without one (a runtime that cannot), none is kept: the
-     * GOMP_ trampolines (omp.c) stay in charge. */
+    /* The regions need all four; without one (a runtime that cannot), none is kept. */
     static const struct {
         int event;
         ss_ompt_interface_fn fn;
@@ -201,11 +208,10 @@ static int ss_ompt_initialize(ss_ompt_lookup lookup, int initial_device_num, ss_
             return 0;
         }
     }
-    __atomic_store_n(&ss_ompt_on, 1, __ATOMIC_RELEASE);
     return 1; /* nonzero: the tool stays active */
 }
 
-static void ss_ompt_finalize(ss_ompt_data *tool_data) { __atomic_store_n(&ss_ompt_on, 0, __ATOMIC_RELEASE); }
+static void ss_ompt_finalize(ss_ompt_data *tool_data) {}
 
 static ss_ompt_start_tool_result ss_ompt_result = {ss_ompt_initialize, ss_ompt_finalize, {0}};
 

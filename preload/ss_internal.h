@@ -499,11 +499,9 @@ void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, ui
 void ss_futex_init(void);
 /* The slot of a lock in the thread's table (locks.c), found or claimed. */
 uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kind);
-/* OpenMP (omp.c, ompt.c): one run of a parallel region recorded in the master's lock table; the
- * OMPT tool is on (LLVM's libomp reports the regions: the GOMP_parallel* trampolines stand aside). */
+/* OpenMP (omp.c, ompt.c): one run of a parallel region recorded in the master's lock table. */
 void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t members, uint64_t wall,
                           uint64_t barrier, uint64_t fork_join);
-extern int ss_ompt_on;
 #define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
 void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 

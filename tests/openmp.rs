@@ -301,6 +301,60 @@ fn clang_many_tiny_regions_are_too_small_not_imbalanced() {
 }
 
 #[test]
+fn gcc_built_code_on_libomp_counts_each_region_once() {
+    // GCC's code calls GOMP_parallel, which libomp also answers (and reports through OMPT with
+    // the hook's return address as its call site): the trampoline records it, OMPT leaves it.
+    let dir = TempDir::new("openmp");
+    let obj = dir.join("imbalanced_static.o");
+    let out = Command::new("cc")
+        .args(["-O2", "-g", "-fopenmp", "-c", "-o"])
+        .arg(&obj)
+        .arg(test_source("omp_programs", "imbalanced_static.c"))
+        .output()
+        .expect("cc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exe = dir.join("imbalanced_static");
+    let out = Command::new("clang")
+        .args(["-fopenmp", "-o"])
+        .arg(&exe)
+        .arg(&obj)
+        .output()
+        .expect("clang");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, prof) = profile_with(
+        &dir,
+        "omp.prof",
+        &["-q"],
+        &[exe.display().to_string(), "8000".into(), "4".into()],
+        0,
+        |c| {
+            c.env("OMP_NUM_THREADS", "2");
+        },
+    );
+    let r = report_json(&prof);
+    let regions = r["omp_regions"].as_array().expect("omp_regions");
+    assert_eq!(regions.len(), 1, "{regions:#?}");
+    assert_eq!(
+        regions[0]["region"],
+        "the parallel region in main at imbalanced_static.c:20"
+    );
+    assert_eq!(regions[0]["runs"], 4, "{regions:#?}");
+    assert!(
+        finding(&r, "omp-load-imbalance").is_some(),
+        "{:#}",
+        r["findings"]
+    );
+}
+
+#[test]
 fn clang_with_another_ompt_tool_named_the_tool_wins_and_locks_are_still_seen() {
     // OMP_TOOL_LIBRARIES names a tool: stallscope's ompt_start_tool stands aside (libomp has one
     // tool), so the regions are not seen, but the critical section still is (its hooks).
