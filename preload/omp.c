@@ -73,16 +73,16 @@ static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *
     uint64_t body = __atomic_load_n(&r->body_ticks, __ATOMIC_RELAXED);
     uint64_t longest = __atomic_load_n(&r->longest, __ATOMIC_RELAXED);
     uint64_t team = (uint64_t)members * wall;
-    ss_omp_region_record(t, (const void *)r->fn, members, wall, team > body ? team - body : 0,
+    ss_omp_region_record(t, (const void *)r->fn, SS_LOCK_OMP_REGION, members, wall, team > body ? team - body : 0,
                          wall > longest ? wall - longest : 0);
 }
 
-/* One run of a region, in the master's lock table (kind SS_LOCK_OMP_REGION, ss_format.h): its
- * team, wall time, the team's time at the closing barrier and its fork-join cost. Shared with the
- * OMPT tool (ompt.c). */
-void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t members, uint64_t wall,
+/* One run of a region, in the master's lock table (kind SS_LOCK_OMP_REGION by its body, or
+ * SS_LOCK_OMP_REGION_SITE by its call site: ss_format.h): its team, wall time, the team's time at
+ * the closing barrier and its fork-join cost. Shared with the OMPT tool (ompt.c). */
+void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind, uint32_t members, uint64_t wall,
                           uint64_t barrier, uint64_t fork_join) {
-    uint32_t slot = ss_lock_slot_for(t, region, SS_LOCK_OMP_REGION);
+    uint32_t slot = ss_lock_slot_for(t, region, kind);
     struct ss_lock_stats *l = &t->locks[slot];
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, members);

@@ -1,8 +1,9 @@
 /* OpenMP with LLVM's libomp (clang -fopenmp; Intel's libiomp5 is the same runtime) through OMPT,
  * the OpenMP tools interface (docs/STATES.md, "OpenMP"). libomp calls `ompt_start_tool` if the
  * process has one, and the preloaded library's comes first: stallscope is then the OMPT tool and
- * sees each parallel region as omp.c's trampolines see libgomp's, recorded the same way (kind
- * SS_LOCK_OMP_REGION in the master's lock table), so clang's programs get the same findings.
+ * sees each parallel region as omp.c's trampolines see libgomp's, recorded the same way in the
+ * master's lock table (kind SS_LOCK_OMP_REGION_SITE: the same fields as SS_LOCK_OMP_REGION, by
+ * the call site instead of the body), so clang's programs get the same findings.
  *
  * - A region is named by its call site in the user's code: `codeptr_ra` is the return address of
  *   the program's call into the runtime (__kmpc_fork_call), so codeptr_ra - 1 is the call, whose
@@ -186,7 +187,7 @@ static void ss_ompt_parallel_end(ss_ompt_data *parallel, ss_ompt_data *task, int
     __atomic_store_n(&r->busy, 0, __ATOMIC_RELEASE);
     struct ss_thread *t = ss_self_known();
     if (!t || !ss_active || overflow || seen == 0) return;
-    ss_omp_region_record(t, where, seen, wall, barrier, wall > longest ? wall - longest : 0);
+    ss_omp_region_record(t, where, SS_LOCK_OMP_REGION_SITE, seen, wall, barrier, wall > longest ? wall - longest : 0);
 }
 
 static int ss_ompt_initialize(ss_ompt_lookup lookup, int initial_device_num, ss_ompt_data *tool_data) {

@@ -216,6 +216,29 @@ fn clang_an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
 }
 
 #[test]
+fn clang_a_region_in_an_inlined_function_is_one_region_at_its_pragma() {
+    // clang names no outlined body by its function: the region is named by its call site, whose
+    // innermost frame is the inlined function's; the unrolled caller's four copies are one region.
+    let r = profile_omp_with("inlined_region.c", &["8000"], "clang");
+    let regions = r["omp_regions"].as_array().expect("omp_regions");
+    assert_eq!(regions.len(), 1, "{regions:#?}");
+    assert_eq!(
+        regions[0]["region"],
+        "the parallel region in step at inlined_region.c:16"
+    );
+    assert_eq!(regions[0]["runs"], 4, "{regions:#?}");
+    let f = finding(&r, "omp-load-imbalance")
+        .unwrap_or_else(|| panic!("no omp-load-imbalance: {:#}", r["findings"]));
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .contains("parallel region in step at inlined_region.c:16"),
+        "{f:#}"
+    );
+}
+
+#[test]
 fn clang_a_named_critical_section_is_a_lock_named_at_the_users_line() {
     let r = profile_omp_with("critical_section.c", &["40000"], "clang");
     let locks: Vec<&Value> = r["locks"]

@@ -78,8 +78,13 @@ pub fn latency_quantile(latency: &[(u64, u64, u64)], q: f64) -> Option<f64> {
 /// One OpenMP parallel region (by its outlined body), summed over its runs.
 #[derive(Debug, Clone, Default)]
 pub struct OmpRegion {
-    /// The outlined body's address (`main._omp_fn.0`).
+    /// The outlined body's address (`main._omp_fn.0`, libgomp), or the region's call site in the
+    /// user's code (`call_site`; LLVM's libomp, through OMPT: the return address of
+    /// `__kmpc_fork_call` less one). Either symbolizes to the pragma's function and line.
     pub address: u64,
+    /// `address` is a call site (profile kind `omp-region-site`): its innermost frame is the
+    /// pragma's (a body's outermost frame is).
+    pub call_site: bool,
     /// Its frame: the function and line of the pragma (None: not symbolized).
     pub frame: Option<crate::symbols::Frame>,
     /// Times the region ran.
@@ -125,7 +130,8 @@ impl OmpRegion {
     }
 
     /// `the parallel region in main at imbalanced_static.c:20` (the outlined body `main._omp_fn.0`
-    /// named by the function that holds the pragma), or its address.
+    /// named by the function that holds the pragma; a call site is in that function already), or
+    /// its address.
     pub fn words(&self) -> String {
         match &self.frame {
             Some(f) => {
@@ -143,6 +149,36 @@ impl OmpRegion {
             None => format!("the parallel region at {:#x}", self.address),
         }
     }
+}
+
+/// Sums the regions that name the same pragma (function, file and line): a call site the compiler
+/// copied (an unrolled or inlined caller) is one region, as its one outlined body would be.
+pub fn merge_omp_regions(regions: &mut Vec<OmpRegion>) {
+    let key = |r: &OmpRegion| {
+        r.frame
+            .as_ref()
+            .filter(|f| f.function.is_some() && f.line.is_some())
+            .map(|f| (f.function.clone(), f.file.clone(), f.line))
+    };
+    let mut merged: Vec<OmpRegion> = Vec::with_capacity(regions.len());
+    for r in regions.drain(..) {
+        let k = key(&r);
+        match merged
+            .iter_mut()
+            .find(|m| k.is_some() && m.call_site == r.call_site && key(m) == k)
+        {
+            Some(m) => {
+                m.address = m.address.min(r.address);
+                m.runs = m.runs.saturating_add(r.runs);
+                m.members = m.members.saturating_add(r.members);
+                m.wall_ns = m.wall_ns.saturating_add(r.wall_ns);
+                m.barrier_ns = m.barrier_ns.saturating_add(r.barrier_ns);
+                m.fork_join_ns = m.fork_join_ns.saturating_add(r.fork_join_ns);
+            }
+            None => merged.push(r),
+        }
+    }
+    *regions = merged;
 }
 
 #[derive(Debug, Clone, Default)]
@@ -591,7 +627,7 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     x.contended = x.contended.saturating_add(l.contended);
                     x.wait_ns = x.wait_ns.saturating_add(wait_ns);
                     // An OpenMP region's field is its fork-join cost, summed (preload/omp.c).
-                    x.max_wait_ns = if kind == "omp-region" {
+                    x.max_wait_ns = if matches!(kind, "omp-region" | "omp-region-site") {
                         x.max_wait_ns.saturating_add(max_wait_ns)
                     } else {
                         x.max_wait_ns.max(max_wait_ns)
