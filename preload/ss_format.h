@@ -62,8 +62,9 @@ enum ss_group {
     X(FUTEX, 5, "futex") /* a futex word waited on through the C library's syscall(): Rust's std, parking_lot, \
                             abseil, folly, oneTBB, libstdc++'s atomic waits. Only waits are seen: `acquisitions` \
                             and `contended` both count the wait calls, holds are not timed */       \
-    X(OMP_CRITICAL, 6, "omp-critical") /* an OpenMP critical section (GOMP_critical_*, __kmpc_critical*): a named one by the \
-                            address of the program's .gomp_critical_user_<name>, the unnamed one at 1; a     \
+    X(OMP_CRITICAL, 6, "omp-critical") /* an OpenMP critical section (GOMP_critical_*, __kmpc_critical*): \
+                            a named one by the address of the program's .gomp_critical_user_<name>, the \
+                            unnamed one (libgomp's) at 1; a                                                \
                             wait is an acquisition that took over a microsecond; every hold is timed */     \
     X(OMP_LOCK, 7, "omp-lock") /* omp_set_lock / omp_set_nest_lock, as the critical sections */             \
     X(OMP_REGION, 8, "omp-region") /* not a lock: an OpenMP parallel region, by its outlined function's     \
