@@ -130,7 +130,8 @@ impl OmpRegion {
     }
 
     /// `the parallel region in main at imbalanced_static.c:20` (the outlined body `main._omp_fn.0`
-    /// named by the function that holds the pragma; a call site is in that function already), or
+    /// named by the function that holds the pragma; a call site is in that function already; one
+    /// in clang's outlined body of another region: `in an outer parallel region at x.c:13`), or
     /// its address.
     pub fn words(&self) -> String {
         match &self.frame {
@@ -143,6 +144,14 @@ impl OmpRegion {
                         format!("{}{after}", &text[..i])
                     }
                     None => text,
+                };
+                // clang's outlined bodies (a region nested in another is called from one):
+                // `.omp_outlined._debug__` (clang 14: no trace of its function) or
+                // `main.omp_outlined` (later versions).
+                let text = match (text.find(".omp_outlined"), text.find(" at ")) {
+                    (Some(0), Some(at)) => format!("an outer parallel region{}", &text[at..]),
+                    (Some(i), Some(at)) if i < at => format!("{}{}", &text[..i], &text[at..]),
+                    _ => text,
                 };
                 format!("the parallel region in {text}")
             }
@@ -657,4 +666,67 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
             .then(b.acquisitions.cmp(&a.acquisitions))
     });
     locks
+}
+
+#[cfg(test)]
+mod omp_region_tests {
+    use super::{OmpRegion, merge_omp_regions};
+    use crate::symbols::Frame;
+
+    fn region(function: &str, line: u32, address: u64, call_site: bool) -> OmpRegion {
+        OmpRegion {
+            address,
+            call_site,
+            frame: Some(Frame {
+                function: Some(function.into()),
+                file: Some("/src/x.c".into()),
+                line: Some(line),
+                module: "/bin/x".into(),
+                offset: address,
+                inlined: false,
+            }),
+            runs: 1,
+            members: 2,
+            wall_ns: 100,
+            barrier_ns: 40,
+            fork_join_ns: 5,
+        }
+    }
+
+    #[test]
+    fn regions_are_named_by_the_function_that_holds_the_pragma() {
+        let words = |f: &str| region(f, 13, 1, true).words();
+        assert_eq!(
+            words("main._omp_fn.0"),
+            "the parallel region in main at x.c:13"
+        );
+        assert_eq!(words("main"), "the parallel region in main at x.c:13");
+        assert_eq!(
+            words(".omp_outlined._debug__"),
+            "the parallel region in an outer parallel region at x.c:13"
+        );
+        assert_eq!(
+            words("main.omp_outlined_debug__"),
+            "the parallel region in main at x.c:13"
+        );
+    }
+
+    #[test]
+    fn call_sites_of_one_pragma_are_one_region() {
+        let mut regions = vec![
+            region("step", 16, 0x30, true),
+            region("step", 16, 0x10, true),
+            region("step", 20, 0x20, true),
+            region("step", 16, 0x40, false),
+        ];
+        merge_omp_regions(&mut regions);
+        assert_eq!(regions.len(), 3);
+        let one = &regions[0];
+        assert_eq!((one.address, one.runs, one.members), (0x10, 2, 4));
+        assert_eq!(
+            (one.wall_ns, one.barrier_ns, one.fork_join_ns),
+            (200, 80, 10)
+        );
+        assert_eq!(regions[1].runs, 1);
+    }
 }
