@@ -97,22 +97,34 @@ static void ss_omp_run_add(struct ss_thread *t, uint64_t body, uint64_t wall, ui
 
 /* The master records a region that ended (`wall` ticks from its start). */
 static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *r, uint64_t wall) {
-    uint32_t slot = ss_lock_slot_for(t, (const void *)r->fn, SS_LOCK_OMP_REGION);
-    struct ss_lock_stats *l = &t->locks[slot];
     uint32_t members = __atomic_load_n(&r->members, __ATOMIC_RELAXED);
     uint64_t body = __atomic_load_n(&r->body_ticks, __ATOMIC_RELAXED);
     uint64_t longest = __atomic_load_n(&r->longest, __ATOMIC_RELAXED);
     uint64_t team = (uint64_t)members * wall;
+    ss_omp_region_record(t, (const void *)r->fn, SS_LOCK_OMP_REGION, members, wall, team > body ? team - body : 0,
+                         wall > longest ? wall - longest : 0);
+}
+
+/* One run of a region, in the master's lock table (kind SS_LOCK_OMP_REGION by its body, or
+ * SS_LOCK_OMP_REGION_SITE by its call site: ss_format.h): its team, wall time, the team's time at
+ * the closing barrier and its fork-join cost. Shared with the OMPT tool (ompt.c). */
+void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind, uint32_t members, uint64_t wall,
+                          uint64_t barrier, uint64_t fork_join) {
+    uint32_t slot = ss_lock_slot_for(t, region, kind);
+    struct ss_lock_stats *l = &t->locks[slot];
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, members);
-    SS_ADD(l->wait_ticks, team > body ? team - body : 0);
-    SS_ADD(l->max_wait_ticks, wall > longest ? wall - longest : 0); /* fork-join, summed */
+    SS_ADD(l->wait_ticks, barrier);
+    SS_ADD(l->max_wait_ticks, fork_join); /* fork-join, summed */
     SS_ADD(l->timed_holds, 1);
     SS_ADD(l->hold_ticks, wall);
     ss_omp_run_add(t, (uint64_t)(uintptr_t)r->fn, wall, team, body);
 }
 
-/* A region entry point: the body through the trampoline, the region recorded at its end. */
+/* A region entry point: the body through the trampoline, the region recorded at its end. LLVM's
+ * libomp, which answers these names for GCC-built code, reports the region to its OMPT tool too,
+ * with this hook's return address as the call site: the tool (ompt.c) leaves such regions to
+ * this, so that each is counted once, by its body. */
 #define SS_OMP_PARALLEL(name, params, args)                                                                   \
     static void (*ss_real_##name) params;                                                                     \
     SS_EXPORT void name params {                                                                              \

@@ -62,17 +62,24 @@ enum ss_group {
     X(FUTEX, 5, "futex") /* a futex word waited on through the C library's syscall(): Rust's std, parking_lot, \
                             abseil, folly, oneTBB, libstdc++'s atomic waits. Only waits are seen: `acquisitions` \
                             and `contended` both count the wait calls, holds are not timed */       \
-    X(OMP_CRITICAL, 6, "omp-critical") /* an OpenMP critical section (GOMP_critical_*): a named one by the  \
-                            address of the program's .gomp_critical_user_<name>, the unnamed one at 1; a     \
+    X(OMP_CRITICAL, 6, "omp-critical") /* an OpenMP critical section (GOMP_critical_*, __kmpc_critical*): \
+                            a named one by the address of the program's .gomp_critical_user_<name>, the \
+                            unnamed one (libgomp's) at 1; a                                                \
                             wait is an acquisition that took over a microsecond; every hold is timed */     \
     X(OMP_LOCK, 7, "omp-lock") /* omp_set_lock / omp_set_nest_lock, as the critical sections */             \
     X(OMP_REGION, 8, "omp-region") /* not a lock: an OpenMP parallel region, by its outlined function's     \
-                            address (docs/FORMAT.md, "OpenMP regions"): acquisitions regions entered,    \
+                            address (libgomp: omp.c; it symbolizes to the pragma's line): acquisitions \
+                            regions entered, \
                             contended the team members summed, wait_ticks the team's time at the region's \
-                            closing barrier (team x region wall - the members' body time), max_wait_ticks \
+                            closing barrier (libgomp: team x region wall - the members' body time;    \
+                            OMPT: measured, each member from its arrival to the last one's), max_wait_ticks \
                             the fork-join cost summed over the runs (region wall - longest body),       \
                             timed_holds the                                                              \
-                            regions again, hold_ticks the regions' wall time */
+                            regions again, hold_ticks the regions' wall time */                            \
+    X(OMP_REGION_SITE, 9, "omp-region-site") /* an OpenMP parallel region as OMP_REGION, by its call site \
+                            in the user's code: the return address of the call into the runtime less 1  \
+                            (LLVM's libomp through OMPT: ompt.c), whose innermost frame is the pragma's  \
+                            line (an inlined function's own, where the pragma is in one) */
 
 enum ss_lock_kind {
 #define SS_X(id, value, name) SS_LOCK_##id = value,

@@ -69,7 +69,7 @@ static inline int ss_sub_is_negative(int64_t *x, size_t v) {
 #define SS_LOCK_PROBES 8u
 #define SS_LOCK_OVERFLOW SS_LOCK_SLOTS
 #define SS_HELD_MAX 16u
-#define SS_LOCK_KIND_SLOTS 9u /* enum ss_lock_kind's values are 1 to 8 */
+#define SS_LOCK_KIND_SLOTS 10u /* enum ss_lock_kind's values are 1 to 9 */
 
 /* A hold in the timed sample, open until its unlock. */
 struct ss_held {
@@ -508,6 +508,10 @@ void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, ui
 void ss_futex_init(void);
 /* The slot of a lock in the thread's table (locks.c), found or claimed. */
 uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kind);
+/* OpenMP (omp.c, ompt.c): one run of a parallel region recorded in the master's lock table (kind
+ * SS_LOCK_OMP_REGION: by its body; SS_LOCK_OMP_REGION_SITE: by its call site). */
+void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind, uint32_t members, uint64_t wall,
+                          uint64_t barrier, uint64_t fork_join);
 #define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
 void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 

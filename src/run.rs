@@ -663,7 +663,7 @@ fn summary_lines(err: &mut impl Write, a: &crate::analysis::Analysis, path: &Pat
     match s
         .locks
         .iter()
-        .find(|l| l.contended > 0 && l.kind != "futex" && l.kind != "omp-region")
+        .find(|l| l.contended > 0 && !matches!(l.kind, "futex" | "omp-region" | "omp-region-site"))
     {
         Some(l) if l.runtime.is_some() => {
             let _ = writeln!(

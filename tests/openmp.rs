@@ -1,5 +1,5 @@
-//! OpenMP programs built with GCC (libgomp: no OMPT, futex waits by an inline system call):
-//! an imbalanced static loop is load imbalance at its region's barrier, never a lock inside the
+//! OpenMP programs built with GCC (libgomp: no OMPT, futex waits by an inline system call) and
+//! with clang (LLVM's libomp, seen through OMPT): an imbalanced static loop is load imbalance at its region's barrier, never a lock inside the
 //! C library; a named critical section is a lock named by its name at the user's line; a
 //! balanced dynamic loop stays quiet (issue 23).
 
@@ -197,41 +197,272 @@ fn a_balanced_dynamic_loop_stays_quiet() {
     assert!(!regions.is_empty());
 }
 
+/// No wait in LLVM's libomp may be named by the library (it is the runtime's idle team or a
+/// critical section named by its variable).
+fn assert_no_libomp_alarms(r: &Value) {
+    assert_no_libgomp_alarms(r);
+    for f in r["findings"].as_array().unwrap() {
+        assert!(
+            !f.to_string().contains("libomp.so"),
+            "a wait in libomp named by the library: {f:#}"
+        );
+    }
+}
+
+// clang's programs (LLVM's libomp): stallscope is their OMPT tool. A region is named by its call
+// site in the user's code (the pragma's line), its barrier wait measured; critical sections and
+// omp locks come from the __kmpc_critical / omp_set_lock hooks, counted once.
+
 #[test]
-fn clang_and_libomp_critical_sections_are_named_locks_and_barriers_idle() {
-    // clang's OpenMP runtime (LLVM's libomp): its critical sections through __kmpc_critical.
+fn clang_an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
+    let r = profile_omp_with("imbalanced_static.c", &["20000", "10"], "clang");
+    let regions = r["omp_regions"].as_array().expect("omp_regions");
+    assert_eq!(regions.len(), 1, "one region, counted once: {regions:#?}");
+    let region = &regions[0];
+    assert_eq!(
+        region["region"], "the parallel region in main at imbalanced_static.c:20",
+        "{region:#}"
+    );
+    assert_eq!(region["runs"], 10);
+    assert_eq!(region["team"], 2.0);
+    let share = region["barrier_share"].as_f64().unwrap();
+    assert!(share > 0.2 && share <= 1.0, "{region:#}");
+    let f = finding(&r, "omp-load-imbalance")
+        .unwrap_or_else(|| panic!("no omp-load-imbalance: {:#}", r["findings"]));
+    let title = f["title"].as_str().unwrap();
+    assert!(
+        title.contains("parallel region in main at imbalanced_static.c:20"),
+        "{title}"
+    );
+    assert!(f["stake_ns"].as_u64().unwrap() <= r["wall_ns"].as_u64().unwrap_or(u64::MAX));
+    assert_no_libomp_alarms(&r);
+    for id in common::finding_ids(&r) {
+        assert!(
+            !matches!(
+                id.as_str(),
+                "spinning" | "lock-contention" | "glibc-lock-contention" | "serial-section"
+            ),
+            "{id}: {:#}",
+            r["findings"]
+        );
+    }
+    // The regions are long: not too small.
+    assert!(
+        finding(&r, "omp-small-regions").is_none(),
+        "{:#}",
+        r["findings"]
+    );
+}
+
+#[test]
+fn clang_a_region_in_an_inlined_function_is_one_region_at_its_pragma() {
+    // clang names no outlined body by its function: the region is named by its call site, whose
+    // innermost frame is the inlined function's; the unrolled caller's four copies are one region.
+    let r = profile_omp_with("inlined_region.c", &["8000"], "clang");
+    let regions = r["omp_regions"].as_array().expect("omp_regions");
+    assert_eq!(regions.len(), 1, "{regions:#?}");
+    assert_eq!(
+        regions[0]["region"],
+        "the parallel region in step at inlined_region.c:16"
+    );
+    assert_eq!(regions[0]["runs"], 4, "{regions:#?}");
+    let f = finding(&r, "omp-load-imbalance")
+        .unwrap_or_else(|| panic!("no omp-load-imbalance: {:#}", r["findings"]));
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .contains("parallel region in step at inlined_region.c:16"),
+        "{f:#}"
+    );
+}
+
+#[test]
+fn clang_a_named_critical_section_is_a_lock_named_at_the_users_line() {
     let r = profile_omp_with("critical_section.c", &["40000"], "clang");
+    let locks: Vec<&Value> = r["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "omp-critical")
+        .collect();
+    assert_eq!(locks.len(), 1, "one critical section: {:#}", r["locks"]);
+    let lock = locks[0];
+    assert_eq!(lock["runtime"]["object"], "critical section");
+    // Counted once: by the __kmpc_critical hook, not again through OMPT.
+    assert_eq!(lock["acquisitions"], 40000, "{lock:#}");
+    assert!(lock["hold_ns"].as_u64().unwrap() > 0, "{lock:#}");
+    assert_no_libomp_alarms(&r);
+    // The section is most of each iteration's work: with 2 threads, one waits while the other
+    // holds it.
+    let f = finding(&r, "runtime-lock-contention")
+        .unwrap_or_else(|| panic!("no runtime-lock-contention: {:#}", r["findings"]));
+    let title = f["title"].as_str().unwrap();
+    assert!(title.contains("critical section `table_update`"), "{title}");
+    assert!(title.contains("critical_section.c:21"), "{title}");
+    assert!(
+        !common::finding_ids(&r).contains(&"spinning".to_string()),
+        "{:#}",
+        r["findings"]
+    );
+    // Its region (the parallel for around it) is named at its own pragma.
+    let regions = r["omp_regions"].as_array().expect("omp_regions");
+    assert!(
+        regions.iter().any(|x| x["region"]
+            .as_str()
+            .unwrap()
+            .ends_with("main at critical_section.c:18")),
+        "{regions:#?}"
+    );
+}
+
+#[test]
+fn clang_a_balanced_dynamic_loop_stays_quiet() {
+    let r = profile_omp_with("balanced_dynamic.c", &["20000", "10"], "clang");
+    for id in common::finding_ids(&r) {
+        assert!(
+            !matches!(
+                id.as_str(),
+                "omp-load-imbalance"
+                    | "omp-small-regions"
+                    | "glibc-lock-contention"
+                    | "lock-contention"
+                    | "runtime-lock-contention"
+                    | "spinning"
+                    | "serial-section"
+            ),
+            "a false alarm on a balanced OpenMP loop: {id}: {:#}",
+            r["findings"]
+        );
+    }
+    assert_no_libomp_alarms(&r);
+    let regions = r["omp_regions"].as_array().expect("omp_regions");
+    assert_eq!(regions.len(), 1, "{regions:#?}");
+    assert_eq!(
+        regions[0]["region"],
+        "the parallel region in main at balanced_dynamic.c:19"
+    );
+    assert_eq!(regions[0]["runs"], 10);
+}
+
+#[test]
+fn clang_many_tiny_regions_are_too_small_not_imbalanced() {
+    let r = profile_omp_with("small_regions.c", &["100000"], "clang");
+    let f = finding(&r, "omp-small-regions")
+        .unwrap_or_else(|| panic!("no omp-small-regions: {:#}", r["findings"]));
+    let title = f["title"].as_str().unwrap();
+    assert!(title.contains("main at small_regions.c:12"), "{title}");
+    assert!(title.contains("100,000 times"), "{title}");
+    // The members' uneven arrivals are wake-up jitter, not uneven work.
+    assert!(
+        finding(&r, "omp-load-imbalance").is_none(),
+        "{:#}",
+        r["findings"]
+    );
+    assert_no_libomp_alarms(&r);
+}
+
+#[test]
+fn gcc_built_code_on_libomp_counts_each_region_once() {
+    // GCC's code calls GOMP_parallel, which libomp also answers (and reports through OMPT with
+    // the hook's return address as its call site): the trampoline records it, OMPT leaves it.
+    let dir = TempDir::new("openmp");
+    let obj = dir.join("imbalanced_static.o");
+    let out = Command::new("cc")
+        .args(["-O2", "-g", "-fopenmp", "-c", "-o"])
+        .arg(&obj)
+        .arg(test_source("omp_programs", "imbalanced_static.c"))
+        .output()
+        .expect("cc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exe = dir.join("imbalanced_static");
+    let out = Command::new("clang")
+        .args(["-fopenmp", "-o"])
+        .arg(&exe)
+        .arg(&obj)
+        .output()
+        .expect("clang");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, prof) = profile_with(
+        &dir,
+        "omp.prof",
+        &["-q"],
+        &[exe.display().to_string(), "8000".into(), "4".into()],
+        0,
+        |c| {
+            c.env("OMP_NUM_THREADS", "2");
+        },
+    );
+    let r = report_json(&prof);
+    let regions = r["omp_regions"].as_array().expect("omp_regions");
+    assert_eq!(regions.len(), 1, "{regions:#?}");
+    assert_eq!(
+        regions[0]["region"],
+        "the parallel region in main at imbalanced_static.c:20"
+    );
+    assert_eq!(regions[0]["runs"], 4, "{regions:#?}");
+    assert!(
+        finding(&r, "omp-load-imbalance").is_some(),
+        "{:#}",
+        r["findings"]
+    );
+}
+
+#[test]
+fn clang_with_another_ompt_tool_named_the_tool_wins_and_locks_are_still_seen() {
+    // OMP_TOOL_LIBRARIES names a tool: stallscope's ompt_start_tool stands aside (libomp has one
+    // tool), so the regions are not seen, but the critical section still is (its hooks).
+    let dir = TempDir::new("openmp");
+    let exe = build_with(&dir, "critical_section.c", "clang");
+    let tool = dir.join("libother_tool.so");
+    let out = Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&tool)
+        .arg(test_source("omp_programs", "other_tool.c"))
+        .output()
+        .expect("cc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (run, prof) = profile_with(
+        &dir,
+        "omp.prof",
+        &["-q"],
+        &[exe.display().to_string(), "4000".into()],
+        0,
+        |c| {
+            c.env("OMP_NUM_THREADS", "2")
+                .env("OMP_TOOL_LIBRARIES", &tool);
+        },
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("other tool initialized"),
+        "the user's tool was not started: {stderr}"
+    );
+    let r = report_json(&prof);
+    assert!(
+        r["omp_regions"].as_array().is_none_or(|x| x.is_empty()),
+        "{:#}",
+        r["omp_regions"]
+    );
     let lock = r["locks"]
         .as_array()
         .unwrap()
         .iter()
         .find(|l| l["kind"] == "omp-critical")
         .unwrap_or_else(|| panic!("no critical section among the locks: {:#}", r["locks"]));
-    assert_eq!(lock["acquisitions"], 40000, "{lock:#}");
-    assert_no_libgomp_alarms(&r);
-    for f in r["findings"].as_array().unwrap() {
-        assert!(
-            !f.to_string().contains("libomp.so"),
-            "a wait in libomp named by the library: {f:#}"
-        );
-        if f["id"] == "runtime-lock-contention" {
-            let title = f["title"].as_str().unwrap();
-            assert!(title.contains("critical section `table_update`"), "{title}");
-        }
-    }
-    // Its barrier waits are the runtime's idle team, never a lock or spinning to report.
-    let r = profile_omp_with("imbalanced_static.c", &["20000", "10"], "clang");
-    assert_no_libgomp_alarms(&r);
-    for id in common::finding_ids(&r) {
-        assert!(
-            !matches!(
-                id.as_str(),
-                "spinning" | "lock-contention" | "glibc-lock-contention"
-            ),
-            "{id}: {:#}",
-            r["findings"]
-        );
-    }
+    assert_eq!(lock["acquisitions"], 4000, "{lock:#}");
 }
 
 #[test]

@@ -96,9 +96,10 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
     let mut grouped: BTreeMap<(String, String), LockSummary> = BTreeMap::new();
     for mut lock in locks {
         match lock.kind {
-            "omp-region" => {
+            "omp-region" | "omp-region-site" => {
                 summary.omp_regions.push(super::summary::OmpRegion {
                     address: lock.address,
+                    call_site: lock.kind == "omp-region-site",
                     frame: None,
                     runs: lock.acquisitions,
                     members: lock.contended,

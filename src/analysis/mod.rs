@@ -96,8 +96,16 @@ impl Analysis {
             sites::fill(&profile, &mut sym, &mut summary);
             let futex_words = futex::classify(&profile, &mut summary);
             for r in &mut summary.omp_regions {
-                r.frame = sym.address(r.address, profile.process.start_mono_ns).pop();
+                let mut frames = sym.address(r.address, profile.process.start_mono_ns);
+                // A call site's innermost frame holds the pragma (in a function inlined into
+                // another too); a body's is its outermost, the outlined function itself.
+                r.frame = if r.call_site && !frames.is_empty() {
+                    Some(frames.swap_remove(0))
+                } else {
+                    frames.pop()
+                };
             }
+            summary::merge_omp_regions(&mut summary.omp_regions);
             summary.omp_regions.sort_by(|a, b| {
                 b.barrier_ns
                     .cmp(&a.barrier_ns)

@@ -78,8 +78,13 @@ pub fn latency_quantile(latency: &[(u64, u64, u64)], q: f64) -> Option<f64> {
 /// One OpenMP parallel region (by its outlined body), summed over its runs.
 #[derive(Debug, Clone, Default)]
 pub struct OmpRegion {
-    /// The outlined body's address (`main._omp_fn.0`).
+    /// The outlined body's address (`main._omp_fn.0`, libgomp), or the region's call site in the
+    /// user's code (`call_site`; LLVM's libomp, through OMPT: the return address of
+    /// `__kmpc_fork_call` less one). Either symbolizes to the pragma's function and line.
     pub address: u64,
+    /// `address` is a call site (profile kind `omp-region-site`): its innermost frame is the
+    /// pragma's (a body's outermost frame is).
+    pub call_site: bool,
     /// Its frame: the function and line of the pragma (None: not symbolized).
     pub frame: Option<crate::symbols::Frame>,
     /// Times the region ran.
@@ -125,7 +130,9 @@ impl OmpRegion {
     }
 
     /// `the parallel region in main at imbalanced_static.c:20` (the outlined body `main._omp_fn.0`
-    /// named by the function that holds the pragma), or its address.
+    /// named by the function that holds the pragma; a call site is in that function already; one
+    /// in clang's outlined body of another region: `in an outer parallel region at x.c:13`), or
+    /// its address.
     pub fn words(&self) -> String {
         match &self.frame {
             Some(f) => {
@@ -138,11 +145,49 @@ impl OmpRegion {
                     }
                     None => text,
                 };
+                // clang's outlined bodies (a region nested in another is called from one):
+                // `.omp_outlined._debug__` (clang 14: no trace of its function) or
+                // `main.omp_outlined` (later versions).
+                let text = match (text.find(".omp_outlined"), text.find(" at ")) {
+                    (Some(0), Some(at)) => format!("an outer parallel region{}", &text[at..]),
+                    (Some(i), Some(at)) if i < at => format!("{}{}", &text[..i], &text[at..]),
+                    _ => text,
+                };
                 format!("the parallel region in {text}")
             }
             None => format!("the parallel region at {:#x}", self.address),
         }
     }
+}
+
+/// Sums the regions that name the same pragma (function, file and line): a call site the compiler
+/// copied (an unrolled or inlined caller) is one region, as its one outlined body would be.
+pub fn merge_omp_regions(regions: &mut Vec<OmpRegion>) {
+    let key = |r: &OmpRegion| {
+        r.frame
+            .as_ref()
+            .filter(|f| f.function.is_some() && f.line.is_some())
+            .map(|f| (f.function.clone(), f.file.clone(), f.line))
+    };
+    let mut merged: Vec<OmpRegion> = Vec::with_capacity(regions.len());
+    for r in regions.drain(..) {
+        let k = key(&r);
+        match merged
+            .iter_mut()
+            .find(|m| k.is_some() && m.call_site == r.call_site && key(m) == k)
+        {
+            Some(m) => {
+                m.address = m.address.min(r.address);
+                m.runs = m.runs.saturating_add(r.runs);
+                m.members = m.members.saturating_add(r.members);
+                m.wall_ns = m.wall_ns.saturating_add(r.wall_ns);
+                m.barrier_ns = m.barrier_ns.saturating_add(r.barrier_ns);
+                m.fork_join_ns = m.fork_join_ns.saturating_add(r.fork_join_ns);
+            }
+            None => merged.push(r),
+        }
+    }
+    *regions = merged;
 }
 
 #[derive(Debug, Clone, Default)]
@@ -686,7 +731,7 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                     x.contended = x.contended.saturating_add(l.contended);
                     x.wait_ns = x.wait_ns.saturating_add(wait_ns);
                     // An OpenMP region's field is its fork-join cost, summed (preload/omp.c).
-                    x.max_wait_ns = if kind == "omp-region" {
+                    x.max_wait_ns = if matches!(kind, "omp-region" | "omp-region-site") {
                         x.max_wait_ns.saturating_add(max_wait_ns)
                     } else {
                         x.max_wait_ns.max(max_wait_ns)
@@ -716,4 +761,67 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
             .then(b.acquisitions.cmp(&a.acquisitions))
     });
     locks
+}
+
+#[cfg(test)]
+mod omp_region_tests {
+    use super::{OmpRegion, merge_omp_regions};
+    use crate::symbols::Frame;
+
+    fn region(function: &str, line: u32, address: u64, call_site: bool) -> OmpRegion {
+        OmpRegion {
+            address,
+            call_site,
+            frame: Some(Frame {
+                function: Some(function.into()),
+                file: Some("/src/x.c".into()),
+                line: Some(line),
+                module: "/bin/x".into(),
+                offset: address,
+                inlined: false,
+            }),
+            runs: 1,
+            members: 2,
+            wall_ns: 100,
+            barrier_ns: 40,
+            fork_join_ns: 5,
+        }
+    }
+
+    #[test]
+    fn regions_are_named_by_the_function_that_holds_the_pragma() {
+        let words = |f: &str| region(f, 13, 1, true).words();
+        assert_eq!(
+            words("main._omp_fn.0"),
+            "the parallel region in main at x.c:13"
+        );
+        assert_eq!(words("main"), "the parallel region in main at x.c:13");
+        assert_eq!(
+            words(".omp_outlined._debug__"),
+            "the parallel region in an outer parallel region at x.c:13"
+        );
+        assert_eq!(
+            words("main.omp_outlined_debug__"),
+            "the parallel region in main at x.c:13"
+        );
+    }
+
+    #[test]
+    fn call_sites_of_one_pragma_are_one_region() {
+        let mut regions = vec![
+            region("step", 16, 0x30, true),
+            region("step", 16, 0x10, true),
+            region("step", 20, 0x20, true),
+            region("step", 16, 0x40, false),
+        ];
+        merge_omp_regions(&mut regions);
+        assert_eq!(regions.len(), 3);
+        let one = &regions[0];
+        assert_eq!((one.address, one.runs, one.members), (0x10, 2, 4));
+        assert_eq!(
+            (one.wall_ns, one.barrier_ns, one.fork_join_ns),
+            (200, 80, 10)
+        );
+        assert_eq!(regions[1].runs, 1);
+    }
 }

@@ -1,4 +1,5 @@
-//! OpenMP in its own terms (libgomp's entry points, preload/omp.c): a parallel region whose team
+//! OpenMP in its own terms (libgomp's entry points, preload/omp.c; LLVM's libomp through OMPT,
+//! preload/ompt.c): a parallel region whose team
 //! waits at its closing barrier for the slowest member is a load imbalance in the user's loop,
 //! never a lock or the C library.
 
