@@ -118,7 +118,8 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
     SS_ADD(l->max_wait_ticks, fork_join); /* fork-join, summed */
     SS_ADD(l->timed_holds, 1);
     SS_ADD(l->hold_ticks, wall);
-    ss_omp_run_add(t, (uint64_t)(uintptr_t)r->fn, wall, team, body);
+    uint64_t team = (uint64_t)members * wall;
+    ss_omp_run_add(t, (uint64_t)(uintptr_t)region, wall, team, team > barrier ? team - barrier : 0);
 }
 
 /* A region entry point: the body through the trampoline, the region recorded at its end. LLVM's

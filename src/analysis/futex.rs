@@ -101,6 +101,7 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
                     address: lock.address,
                     call_site: lock.kind == "omp-region-site",
                     frame: None,
+                    merged: Vec::new(),
                     runs: lock.acquisitions,
                     members: lock.contended,
                     wall_ns: lock.hold_ns,

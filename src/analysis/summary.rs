@@ -85,6 +85,9 @@ pub struct OmpRegion {
     /// `address` is a call site (profile kind `omp-region-site`): its innermost frame is the
     /// pragma's (a body's outermost frame is).
     pub call_site: bool,
+    /// The addresses of the copies of the same pragma merged into this one (an unrolled loop's,
+    /// or `address`'s own when it was not the lowest): runs name their region by any of them.
+    pub merged: Vec<u64>,
     /// Its frame: the function and line of the pragma (None: not symbolized).
     pub frame: Option<crate::symbols::Frame>,
     /// Times the region ran.
@@ -177,6 +180,8 @@ pub fn merge_omp_regions(regions: &mut Vec<OmpRegion>) {
             .find(|m| k.is_some() && m.call_site == r.call_site && key(m) == k)
         {
             Some(m) => {
+                m.merged.push(r.address);
+                m.merged.extend(r.merged);
                 m.address = m.address.min(r.address);
                 m.runs = m.runs.saturating_add(r.runs);
                 m.members = m.members.saturating_add(r.members);
@@ -346,7 +351,9 @@ pub fn omp_runs(profile: &crate::profile::Profile, regions: &[OmpRegion]) -> Vec
                 tid,
                 begin_ns: r.start_mono_ns.saturating_sub(start),
                 end_ns: r.end_mono_ns.saturating_sub(start),
-                region: regions.iter().position(|g| g.address == r.body),
+                region: regions
+                    .iter()
+                    .position(|g| g.address == r.body || g.merged.contains(&r.body)),
                 body: r.body,
                 regions: r.regions,
                 barrier_share: r.barrier_share.min(1.0),
@@ -780,6 +787,7 @@ mod omp_region_tests {
                 offset: address,
                 inlined: false,
             }),
+            merged: Vec::new(),
             runs: 1,
             members: 2,
             wall_ns: 100,
