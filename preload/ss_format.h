@@ -72,7 +72,11 @@ enum ss_group {
                             closing barrier (team x region wall - the members' body time), max_wait_ticks \
                             the fork-join cost summed over the runs (region wall - longest body),       \
                             timed_holds the                                                              \
-                            regions again, hold_ticks the regions' wall time */
+                            regions again, hold_ticks the regions' wall time */                          \
+    X(ITT_SYNC, 9, "itt-sync") /* an object a runtime reported to its ITT collector (oneTBB's mutexes built \
+                            with TBB_USE_PROFILING_TOOLS, a program's own __itt_sync_* annotations), by  \
+                            its address: a wait is a __itt_sync_prepare..acquired that took over a        \
+                            microsecond; holds run from acquired to releasing, every one timed */
 
 enum ss_lock_kind {
 #define SS_X(id, value, name) SS_LOCK_##id = value,
