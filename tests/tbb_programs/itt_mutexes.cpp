@@ -26,11 +26,11 @@ int main(int argc, char **argv) {
     tbb::parallel_for(0L, 30000L, [queuing](long i) {
         double v = step((double)i, 200);
         if (queuing) {
-            tbb::queuing_mutex::scoped_lock lock(queue_lock);
-            table[i % 1024] = step(table[i % 1024] + v, 800); // MARK queuing
+            tbb::queuing_mutex::scoped_lock lock(queue_lock); // MARK queuing
+            table[i % 1024] = step(table[i % 1024] + v, 800);
         } else {
-            tbb::mutex::scoped_lock lock(plain_lock);
-            table[i % 1024] = step(table[i % 1024] + v, 800); // MARK mutex
+            tbb::mutex::scoped_lock lock(plain_lock); // MARK mutex
+            table[i % 1024] = step(table[i % 1024] + v, 800);
         }
     });
     double s = 0;
