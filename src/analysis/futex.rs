@@ -42,6 +42,9 @@ pub struct Word {
 #[derive(Debug, Clone, Default)]
 pub struct Words {
     pub by_address: HashMap<u64, Word>,
+    /// A TBB mutex reported its acquisitions through ITT (lock kind `itt-sync`): CPU time inside
+    /// such an acquisition is waiting for that lock, not spinning of its own.
+    pub itt_tbb_locks: bool,
 }
 
 impl Words {
@@ -65,6 +68,25 @@ const TBB_ITT_OBJECTS: &[(&str, &str)] = &[
     ("tbb::detail::d1::rw_mutex::*", "tbb::rw_mutex"),
     ("tbb::detail::d1::mutex::*", "tbb::mutex"),
 ];
+
+/// The type of a TBB mutex whose acquisition (not release) `function` is part of.
+fn tbb_acquisition(function: &str) -> Option<&'static str> {
+    let name = runtime::plain_name(function);
+    if name.ends_with("release") || name.ends_with("unlock") || name.contains("::~") {
+        return None;
+    }
+    TBB_ITT_OBJECTS
+        .iter()
+        .find(|(pattern, _)| super::states::glob(pattern, &name))
+        .map(|(_, object)| *object)
+}
+
+/// Whether a stack is inside the acquisition of a TBB mutex (its inlined frames).
+pub fn in_tbb_acquisition(frames: &[Frame]) -> bool {
+    frames
+        .iter()
+        .any(|f| f.function.as_deref().and_then(tbb_acquisition).is_some())
+}
 
 /// What an object reported through ITT (lock kind `itt-sync`) is: a TBB type by its waiters'
 /// frames, TBB's when a frame is in libtbb, else a program's own ITT annotation.
@@ -165,7 +187,9 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
                 continue;
             }
             "itt-sync" => {
-                lock.runtime = Some(itt_object(&lock));
+                let object = itt_object(&lock);
+                words.itt_tbb_locks |= object.object.starts_with("tbb::");
+                lock.runtime = Some(object);
                 kept.push(lock);
                 continue;
             }
