@@ -177,7 +177,9 @@ static int ss_itt_of_openmp(const void *global) {
 SS_EXPORT void __itt_api_init(void *global, int groups) {
     (void)groups;
     struct ss_itt_global *g = global;
-    if (!g || memcmp(g->magic, ss_itt_magic, sizeof ss_itt_magic) != 0 || g->version_major < 3 || !g->api_list_ptr)
+    /* Static parts of 2010-10-01 and before had no null_func in their table's rows. */
+    if (!g || memcmp(g->magic, ss_itt_magic, sizeof ss_itt_magic) != 0 || g->version_major < 3 ||
+        g->version_build <= 20101001ul || !g->api_list_ptr)
         return;
     int serve = !ss_itt_of_openmp(global);
     for (struct ss_itt_api_info *a = g->api_list_ptr; a->name; a++) {
