@@ -209,6 +209,26 @@ fn a_balanced_parallel_reduce_stays_quiet() {
     let r = profile_tbb("balanced_reduce.cpp");
     // A release build's scheduler notifications (task pools taken, no prepare) are no locks.
     assert!(itt_locks(&r).is_empty(), "{:#}", r["locks"]);
+    // TBB's worker, asleep in libtbb (stripped: no function names) between the rounds, is the
+    // runtime's idle worker, not blocked.
+    let workers: Vec<&Value> = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["main"] == false)
+        .collect();
+    let ns = |key: &str| -> u64 {
+        workers
+            .iter()
+            .map(|t| t["states"][key].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert!(
+        ns("idle_ns") > 0 && ns("blocked_ns") < ns("idle_ns"),
+        "TBB's workers: idle {} ns, blocked {} ns",
+        ns("idle_ns"),
+        ns("blocked_ns")
+    );
     for id in common::finding_ids(&r) {
         assert!(
             !matches!(
