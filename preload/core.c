@@ -322,6 +322,7 @@ static void ss_init(void) {
             __atomic_store_n(&ss_active, 1, __ATOMIC_RELEASE);
         }
     }
+    ss_itt_init(ok && !ss_config.dormant && !ss_injected);
     ss_busy = 0;
     __atomic_store_n(&ss_state, SS_READY, __ATOMIC_RELEASE);
 }

@@ -165,6 +165,9 @@ void ss_take_settings(void) {
     errno = saved_errno;
 }
 
+/* Our path, as the loader names it ("" when unknown). */
+const char *ss_library_path(void) { return ss_library; }
+
 /* Before main: anything that put them back meanwhile (nothing should) goes again. */
 void ss_strip_settings_again(void) { ss_strip_environ(0); }
 

@@ -493,3 +493,40 @@ SS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
     if (SS_LIKELY(ss_no_timed_hold(t))) return ss_real.spin_unlock(l);
     return ss_slow_pthread_spin_unlock(l, t);
 }
+
+/* ---- locks a runtime reports (OpenMP's entry points, omp.c; ITT collectors' sync calls, itt.c) ---- */
+
+static uint64_t ss_runtime_wait_min; /* ticks: an acquisition that took longer waited */
+
+/* An acquisition of `object` that took `wait` ticks and ended at `now`: counted in the thread's
+ * table under `kind`; over a microsecond it waited (its stack taken after the wait: the call chain
+ * is the same); its hold opens in the thread's table of open holds (whose pthread locks never
+ * share an address with these objects), so no thread-local storage of its own is needed, which a
+ * process attached to later could not spare. */
+void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now) {
+    uint32_t slot = ss_lock_slot_for(t, object, kind);
+    struct ss_lock_stats *l = &t->locks[slot];
+    SS_ADD(l->acquisitions, 1);
+    if (SS_UNLIKELY(ss_runtime_wait_min == 0)) ss_runtime_wait_min = ss_ticks_per_sec / 1000000 + 1;
+    if (wait > ss_runtime_wait_min) {
+        SS_ADD(l->contended, 1);
+        SS_ADD(l->wait_ticks, wait);
+        if (wait > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, wait);
+        SS_ADD(t->rec.lock_wait_ticks, wait);
+        uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, object, kind) : 0;
+        if (site) ss_lock_waiter_done(site, wait);
+    }
+    if (t->nheld < SS_HELD_MAX) t->held[t->nheld++] = (struct ss_held){(uintptr_t)object, slot, now};
+}
+
+/* The release of an object ss_runtime_acquired opened a hold of (none: nothing to do). */
+void ss_runtime_releasing(struct ss_thread *t, const void *object) {
+    for (uint32_t i = t->nheld; i-- > 0;) {
+        if (t->held[i].address != (uintptr_t)object) continue;
+        struct ss_lock_stats *l = &t->locks[t->held[i].slot];
+        SS_ADD(l->timed_holds, 1);
+        SS_ADD(l->hold_ticks, ss_ticks() - t->held[i].start);
+        t->held[i] = t->held[--t->nheld];
+        return;
+    }
+}

@@ -171,47 +171,14 @@ SS_OMP_LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
 /* The object of the unnamed critical section (libgomp's own lock, whose address is private). */
 #define SS_OMP_UNNAMED ((const void *)1)
 
-static uint64_t ss_omp_wait_min; /* ticks: an acquisition that took longer waited */
-
-/* Times an acquisition made by `acquire` (a call with its argument) of `object`. */
+/* Times an acquisition made by `call` of `object` (locks.c's ss_runtime_acquired records it). */
 #define SS_OMP_ACQUIRE(t, object, kind, call)                                                                 \
     do {                                                                                                      \
         uint64_t start_ = ss_ticks();                                                                         \
         call;                                                                                                 \
         uint64_t end_ = ss_ticks();                                                                           \
-        ss_omp_acquired(t, object, kind, end_ - start_, end_);                                                \
+        ss_runtime_acquired(t, object, kind, end_ - start_, end_);                                            \
     } while (0)
-
-static void ss_omp_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now) {
-    uint32_t slot = ss_lock_slot_for(t, object, kind);
-    struct ss_lock_stats *l = &t->locks[slot];
-    SS_ADD(l->acquisitions, 1);
-    if (SS_UNLIKELY(ss_omp_wait_min == 0)) ss_omp_wait_min = ss_ticks_per_sec / 1000000 + 1;
-    if (wait > ss_omp_wait_min) {
-        SS_ADD(l->contended, 1);
-        SS_ADD(l->wait_ticks, wait);
-        if (wait > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, wait);
-        SS_ADD(t->rec.lock_wait_ticks, wait);
-        /* The waiter's stack, taken after the wait: the call chain is the same. */
-        uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, object, kind) : 0;
-        if (site) ss_lock_waiter_done(site, wait);
-    }
-    /* Its hold, timed in the thread's table of open holds (locks.c's, whose pthread locks never
-     * share an address with these objects): no thread-local storage of its own, which a
-     * process attached to later could not spare. */
-    if (t->nheld < SS_HELD_MAX) t->held[t->nheld++] = (struct ss_held){(uintptr_t)object, slot, now};
-}
-
-static void ss_omp_releasing(struct ss_thread *t, const void *object) {
-    for (uint32_t i = t->nheld; i-- > 0;) {
-        if (t->held[i].address != (uintptr_t)object) continue;
-        struct ss_lock_stats *l = &t->locks[t->held[i].slot];
-        SS_ADD(l->timed_holds, 1);
-        SS_ADD(l->hold_ticks, ss_ticks() - t->held[i].start);
-        t->held[i] = t->held[--t->nheld];
-        return;
-    }
-}
 
 static void (*ss_real_critical_start)(void);
 static void (*ss_real_critical_end)(void);
@@ -228,7 +195,7 @@ SS_EXPORT void GOMP_critical_start(void) {
 SS_EXPORT void GOMP_critical_end(void) {
     SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
     struct ss_thread *t = ss_self_known();
-    if (t && t->nheld) ss_omp_releasing(t, SS_OMP_UNNAMED);
+    if (t && t->nheld) ss_runtime_releasing(t, SS_OMP_UNNAMED);
     ss_real_critical_end();
 }
 
@@ -242,7 +209,7 @@ SS_EXPORT void GOMP_critical_name_start(void **pptr) {
 SS_EXPORT void GOMP_critical_name_end(void **pptr) {
     SS_OMP_REAL(ss_real_critical_name_end, "GOMP_critical_name_end");
     struct ss_thread *t = ss_self_known();
-    if (t && t->nheld) ss_omp_releasing(t, pptr);
+    if (t && t->nheld) ss_runtime_releasing(t, pptr);
     ss_real_critical_name_end(pptr);
 }
 
@@ -259,7 +226,7 @@ SS_EXPORT void GOMP_critical_name_end(void **pptr) {
     SS_EXPORT void unset(void *lock) {                                                                        \
         SS_OMP_REAL(ss_real_##unset, #unset);                                                                 \
         struct ss_thread *t = ss_self_known();                                                                \
-        if (t && t->nheld) ss_omp_releasing(t, lock);                                                     \
+        if (t && t->nheld) ss_runtime_releasing(t, lock);                                                     \
         ss_real_##unset(lock);                                                                                \
     }
 
@@ -290,6 +257,6 @@ SS_EXPORT void __kmpc_critical_with_hint(void *loc, int32_t gtid, void *crit, ui
 SS_EXPORT void __kmpc_end_critical(void *loc, int32_t gtid, void *crit) {
     SS_OMP_REAL(ss_real_kmpc_end_critical, "__kmpc_end_critical");
     struct ss_thread *t = ss_self_known();
-    if (t && t->nheld) ss_omp_releasing(t, crit);
+    if (t && t->nheld) ss_runtime_releasing(t, crit);
     ss_real_kmpc_end_critical(loc, gtid, crit);
 }

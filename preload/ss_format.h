@@ -79,7 +79,11 @@ enum ss_group {
     X(OMP_REGION_SITE, 9, "omp-region-site") /* an OpenMP parallel region as OMP_REGION, by its call site \
                             in the user's code: the return address of the call into the runtime less 1  \
                             (LLVM's libomp through OMPT: ompt.c), whose innermost frame is the pragma's  \
-                            line (an inlined function's own, where the pragma is in one) */
+                            line (an inlined function's own, where the pragma is in one) */             \
+    X(ITT_SYNC, 10, "itt-sync") /* an object a runtime reported to its ITT collector (oneTBB's mutexes built \
+                            with TBB_USE_PROFILING_TOOLS, a program's own __itt_sync_* annotations), by  \
+                            its address: a wait is a __itt_sync_prepare..acquired that took over a        \
+                            microsecond; holds run from acquired to releasing, every one timed */
 
 enum ss_lock_kind {
 #define SS_X(id, value, name) SS_LOCK_##id = value,

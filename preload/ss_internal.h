@@ -135,6 +135,10 @@ struct ss_thread {
     uintptr_t last_cond;
     uint32_t last_cond_slot;
     uint64_t last_cond_acquisitions;
+    /* The object an ITT collector was told this thread is about to take (__itt_sync_prepare), and
+     * when (itt.c); 0: none. */
+    uintptr_t itt_object;
+    uint64_t itt_start;
     uint64_t cpu_base_ns; /* CPU time before the record began (the main thread's start-up) */
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
     int written; /* its serial is in the file (a record or samples): it is written on its own */
@@ -514,6 +518,12 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
                           uint64_t barrier, uint64_t fork_join);
 #define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
 void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
+/* Locks a runtime reports (locks.c): an acquisition timed by the caller, and its release. */
+void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now);
+void ss_runtime_releasing(struct ss_thread *t, const void *object);
+/* ITT (itt.c): stallscope as the collector runtimes load through INTEL_LIBITTNOTIFY64. */
+void ss_itt_init(int serve);
+const char *ss_library_path(void);
 
 /* Threads (threads.c): nodes, their reuse, and the groups ended threads are folded into. */
 struct ss_thread *ss_thread_alloc(void);

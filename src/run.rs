@@ -293,6 +293,14 @@ pub fn main(args: RunArgs) -> Result<i32> {
         if notes.len() > 5 {
             eprintln!("note: and {} more programs ran unprofiled", notes.len() - 5);
         }
+        // The interposer is the ITT collector only where none is named (docs/STATES.md, "TBB
+        // through ITT").
+        if let Some(own) = std::env::var_os("INTEL_LIBITTNOTIFY64").filter(|v| !v.is_empty()) {
+            eprintln!(
+                "note: INTEL_LIBITTNOTIFY64 names {}: that ITT collector was kept, so TBB's synchronization objects were not seen through ITT",
+                Path::new(&own).display()
+            );
+        }
     }
     drop(session);
     if let Some(sig) = status.signal() {

@@ -5,7 +5,8 @@
 //! the others (conditions, parks, idle workers) leave it. One classification, read by the
 //! thread states, the findings and every view. OpenMP's entries of the lock table (preload/omp.c)
 //! are sorted here too: critical sections and omp locks are runtime locks, regions leave the
-//! lock list for `Summary::omp_regions`.
+//! lock list for `Summary::omp_regions`; so are the objects runtimes reported through ITT
+//! (preload/itt.c, kind `itt-sync`): runtime locks named by their waiters' stacks.
 
 use super::runtime::{self, Role};
 use super::summary::{LockSummary, Summary};
@@ -41,6 +42,9 @@ pub struct Word {
 #[derive(Debug, Clone, Default)]
 pub struct Words {
     pub by_address: HashMap<u64, Word>,
+    /// A TBB mutex reported its acquisitions through ITT (lock kind `itt-sync`): CPU time inside
+    /// such an acquisition is waiting for that lock, not spinning of its own.
+    pub itt_tbb_locks: bool,
 }
 
 impl Words {
@@ -50,6 +54,66 @@ impl Words {
 }
 
 const FUTEX: &str = "futex";
+
+/// The types of the objects oneTBB reports through ITT (built with TBB_USE_PROFILING_TOOLS), by
+/// the member functions its waiters' stacks pass through (inlined from its headers).
+const TBB_ITT_OBJECTS: &[(&str, &str)] = &[
+    (
+        "tbb::detail::d1::queuing_rw_mutex::*",
+        "tbb::queuing_rw_mutex",
+    ),
+    ("tbb::detail::d1::queuing_mutex::*", "tbb::queuing_mutex"),
+    ("tbb::detail::d1::spin_rw_mutex*", "tbb::spin_rw_mutex"),
+    ("tbb::detail::d1::spin_mutex::*", "tbb::spin_mutex"),
+    ("tbb::detail::d1::rw_mutex::*", "tbb::rw_mutex"),
+    ("tbb::detail::d1::mutex::*", "tbb::mutex"),
+];
+
+/// The type of a TBB mutex whose acquisition (not release) `function` is part of.
+fn tbb_acquisition(function: &str) -> Option<&'static str> {
+    let name = runtime::plain_name(function);
+    if name.ends_with("release") || name.ends_with("unlock") || name.contains("::~") {
+        return None;
+    }
+    TBB_ITT_OBJECTS
+        .iter()
+        .find(|(pattern, _)| super::states::glob(pattern, &name))
+        .map(|(_, object)| *object)
+}
+
+/// Whether a stack is inside the acquisition of a TBB mutex (its inlined frames).
+pub fn in_tbb_acquisition(frames: &[Frame]) -> bool {
+    frames
+        .iter()
+        .any(|f| f.function.as_deref().and_then(tbb_acquisition).is_some())
+}
+
+/// What an object reported through ITT (lock kind `itt-sync`) is: a TBB type by its waiters'
+/// frames, TBB's when a frame is in libtbb, else a program's own ITT annotation.
+fn itt_object(lock: &LockSummary) -> RuntimeLock {
+    let frames = || lock.sites.iter().flat_map(|s| s.frames.iter());
+    let typed = frames().find_map(|f| {
+        let name = runtime::plain_name(f.function.as_deref()?);
+        TBB_ITT_OBJECTS
+            .iter()
+            .find(|(pattern, _)| super::states::glob(pattern, &name))
+            .map(|(_, object)| *object)
+    });
+    let tbb = typed.is_some()
+        || frames().any(|f| crate::symbols::file_name(&f.module).starts_with("libtbb"));
+    RuntimeLock {
+        runtime: if tbb { "TBB" } else { "ITT" }.into(),
+        object: typed
+            .unwrap_or(if tbb {
+                "a TBB synchronization object"
+            } else {
+                "an ITT sync object"
+            })
+            .into(),
+        words: 1,
+        taken_at: None,
+    }
+}
 
 /// Per futex word, the tids that waited on it and the tids whose wake ended a wait on it, from
 /// the wait records, gathered in one pass.
@@ -121,6 +185,13 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
                     words: 1,
                     taken_at: None,
                 });
+                kept.push(lock);
+                continue;
+            }
+            "itt-sync" => {
+                let object = itt_object(&lock);
+                words.itt_tbb_locks |= object.object.starts_with("tbb::");
+                lock.runtime = Some(object);
                 kept.push(lock);
                 continue;
             }

@@ -1002,6 +1002,16 @@ pub fn build(
             {
                 category = rules.atomic(frames.first().map_or("", |f| f.module.as_str()));
             }
+            // A TBB mutex that reports through ITT (built with TBB_USE_PROFILING_TOOLS) is a
+            // known lock: its acquisition's spinning and yielding is waiting for it, counted
+            // once, as lock (docs/STATES.md, "TBB through ITT").
+            if words.itt_tbb_locks
+                && s.kind == SampleKind::Cpu
+                && matches!(category, Category::Spinning | Category::Compute)
+                && super::futex::in_tbb_acquisition(&frames)
+            {
+                category = Category::Lock;
+            }
             let in_runtime = decided
                 .and_then(|i| frames.get(i))
                 .and_then(|f| f.function.as_deref())

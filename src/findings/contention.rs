@@ -185,7 +185,10 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                 .decided_by
                 .and_then(|i| site.frames.get(i))
                 .and_then(|f| f.function.as_deref())
-                .is_some_and(|n| crate::analysis::runtime::entry_for(n).is_some());
+                .is_some_and(|n| crate::analysis::runtime::entry_for(n).is_some())
+                // Inside a TBB mutex's acquisition (one that reports through ITT is in the lock
+                // list; one that sleeps on a futex word is that word's).
+                || crate::analysis::futex::in_tbb_acquisition(&site.frames);
             if category == Category::Lock
                 && (runtime_decided
                     || (!site.locks.is_empty()

@@ -205,7 +205,12 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         "  locks       {} waiting ({} of thread time); {} lock objects timed",
         fmt_ns(s.lock_wait_ns()),
         fmt_pct(s.lock_wait_share_of_life()),
-        fmt_count(s.locks.iter().filter(|l| l.kind != "omp-region").count() as u64),
+        fmt_count(
+            s.locks
+                .iter()
+                .filter(|l| !matches!(l.kind, "omp-region" | "omp-region-site"))
+                .count() as u64
+        ),
     );
     let timing = if s.timing_exact {
         "every call timed".to_string()
