@@ -340,7 +340,10 @@ static struct ss_thread *ss_adopt_fork_pending(int start_flusher) {
     ss_thread_child_node(t);
     /* Its flusher starts only if it lives on (most children exec or exit at once). */
     if (start_flusher) __atomic_store_n(&ss_child_flusher_due, ss_mono_ns() + SS_CHILD_FLUSHER_DELAY_NS, __ATOMIC_RELAXED);
+    /* A child that made no call we interpose, at its end: no CPU timer for a thread that exits. */
+    ss_attach_untimed = !start_flusher;
     ss_thread_attach(t, 1);
+    ss_attach_untimed = 0;
     return t;
 }
 

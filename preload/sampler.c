@@ -297,6 +297,8 @@ static int ss_timer_create(struct ss_thread *t, int sig) {
 
 static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_totals *out);
 
+SS_TLS int ss_attach_untimed;
+
 void ss_sampler_thread_start(struct ss_thread *t) {
     ss_me = t;
     t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
@@ -310,7 +312,7 @@ void ss_sampler_thread_start(struct ss_thread *t) {
     t->last_wall_ns = ss_mono_ns();
     t->last_wall_cpu_ns = t->last_cpu_ns;
     t->last_wall.mono_ns = 0;
-    if (!t->cpu_ring) return;
+    if (!t->cpu_ring || ss_attach_untimed) return;
     int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
     if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
 }

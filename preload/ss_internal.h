@@ -474,6 +474,7 @@ int ss_modules_contain(uint64_t address);
 extern SS_TLS struct ss_thread *ss_me;
 void ss_sampler_init(void);
 void ss_sampler_thread_start(struct ss_thread *t);
+extern SS_TLS int ss_attach_untimed; /* the thread is attached for its process's final flush: no CPU timer */
 void ss_sampler_thread_end(struct ss_thread *t);
 void ss_sampler_after_fork_child(void);
 int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial);

@@ -1,8 +1,10 @@
 /* Forks children that exit at once with _exit(0), waiting for each, for about argv[1] seconds
  * (default 1), and prints the forks per second of that loop (process start-up excluded). What a
- * fork costs the child is what stress-ng's fork stressor measures. */
+ * fork costs the child is what stress-ng's fork stressor measures. With argv[2] "exec" each
+ * child execs /bin/true instead (fork + exec + exit + wait, the shape of system()). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,13 +17,17 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
+    int exec = argc > 2 && strcmp(argv[2], "exec") == 0;
     double start = now(), end = start + seconds, t = start;
     long forks = 0;
     while (t < end) {
         for (int i = 0; i < 20; i++) {
             pid_t pid = fork();
             if (pid < 0) return 1;
-            if (pid == 0) _exit(0);
+            if (pid == 0) {
+                if (exec) execl("/bin/true", "true", (char *)NULL);
+                _exit(exec ? 127 : 0);
+            }
             waitpid(pid, NULL, 0);
             forks++;
         }
