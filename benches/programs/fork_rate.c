@@ -1,7 +1,8 @@
 /* Forks children that exit at once with _exit(0), waiting for each, for about argv[1] seconds
  * (default 1), and prints the forks per second of that loop (process start-up excluded). What a
  * fork costs the child is what stress-ng's fork stressor measures. With argv[2] "exec" each
- * child execs /bin/true instead (fork + exec + exit + wait, the shape of system()). */
+ * child execs /bin/true instead (fork + exec + exit + wait, the shape of system()). With argv[3]
+ * N, exactly N forks instead of a time, printed as "N forks in T ms" (benches/overhead.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,11 @@ static double now(void) {
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
     int exec = argc > 2 && strcmp(argv[2], "exec") == 0;
+    long fixed = argc > 3 ? atol(argv[3]) : 0;
     double start = now(), end = start + seconds, t = start;
     long forks = 0;
-    while (t < end) {
-        for (int i = 0; i < 20; i++) {
+    while (fixed ? forks < fixed : t < end) {
+        for (int i = 0; i < 20 && (!fixed || forks < fixed); i++) {
             pid_t pid = fork();
             if (pid < 0) return 1;
             if (pid == 0) {
@@ -33,6 +35,7 @@ int main(int argc, char **argv) {
         }
         t = now();
     }
-    printf("%.0f\n", forks / (t - start));
+    if (fixed) printf("%ld forks in %.0f ms\n", forks, (t - start) * 1e3);
+    else printf("%.0f\n", forks / (t - start));
     return 0;
 }
