@@ -34,8 +34,8 @@ static int ss_moved_from;
 static uint32_t ss_sampling_flags;
 static uint64_t ss_cpu_interval_ns;
 static uint64_t ss_wall_interval_ns;
-static uint64_t ss_last_wall_pass;
-static uint64_t ss_cpu_samples, ss_wall_samples, ss_dropped_samples;
+SS_FORK_STATE static uint64_t ss_last_wall_pass;
+SS_FORK_STATE static uint64_t ss_cpu_samples, ss_wall_samples, ss_dropped_samples;
 static uint64_t ss_clock_tick_us = 10000; /* a clock tick (USER_HZ) in microseconds */
 
 static uint64_t ss_self_cpu_ns(void) {
@@ -306,7 +306,9 @@ void ss_sampler_thread_start(struct ss_thread *t) {
     memset(&t->sched_last, 0, sizeof t->sched_last);
     /* A new thread's figures count from its creation (the run-queue delay before its first
      * instruction is part of its life); the main thread's from now, as its record does. */
-    if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sched_last);
+    /* (Not for a thread attached only for its process's final flush: no flusher looks at it.) */
+    if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz && !ss_attach_untimed)
+        ss_sched_read(t->rec.tid, NULL, &t->sched_last);
     t->has_timer = 0;
     t->last_cpu_ns = ss_self_cpu_ns();
     t->last_wall_ns = ss_mono_ns();

@@ -31,22 +31,22 @@ extern char *program_invocation_short_name;
 int ss_process_is_fork_child(void);
 
 enum { SS_FD_NONE = 0, SS_FD_PRIVATE = 1, SS_FD_SHARED = 2 };
-static int ss_fd = -1;
-static int ss_fd_mode;     /* where ss_fd lives: the flusher's own table, or the program's */
-static char ss_path[1200]; /* the profile this image writes ("": not created yet) */
+SS_FORK_STATE static int ss_fd = -1;
+SS_FORK_STATE static int ss_fd_mode;     /* where ss_fd lives: the flusher's own table, or the program's */
+SS_FORK_STATE static char ss_path[1200]; /* the profile this image writes ("": not created yet) */
 static dev_t ss_file_dev;  /* and its identity, to notice when the program closed our descriptor */
 static ino_t ss_file_ino;
-static int ss_file_failed;
-static int ss_flushing; /* one flush at a time: the flusher thread or an exiting thread */
-static int ss_finished; /* the final flush was written */
-static uint64_t ss_flush_seq;
-static int ss_flusher_started;
-static pid_t ss_flusher_pid;      /* the process whose flusher runs (0: none) */
+SS_FORK_STATE static int ss_file_failed;
+SS_FORK_STATE static int ss_flushing; /* one flush at a time: the flusher thread or an exiting thread */
+SS_FORK_STATE static int ss_finished; /* the final flush was written */
+SS_FORK_STATE static uint64_t ss_flush_seq;
+SS_FORK_STATE static int ss_flusher_started;
+SS_FORK_STATE static pid_t ss_flusher_pid;      /* the process whose flusher runs (0: none) */
 static uint32_t ss_flusher_word;  /* futex: bumped to wake the flusher */
 uint32_t ss_flush_requested;
 static int ss_early_flush; /* the flush being written is an early one (the flusher's own) */
 static uint32_t ss_flusher_ready; /* futex: 1 the flusher is set up, 2 it could not create the file */
-static uint32_t ss_final_state;   /* futex: 1 a final flush is asked for, 2 it is done */
+SS_FORK_STATE static uint32_t ss_final_state;   /* futex: 1 a final flush is asked for, 2 it is done */
 static uint32_t ss_final_how;
 static int32_t ss_final_status;
 static SS_TLS int ss_is_flusher;
@@ -55,13 +55,13 @@ static uint32_t ss_flusher_stop;   /* 1: the flusher is asked to leave */
 static uint32_t ss_flusher_left;   /* futex: 1 once it has left its loop */
 static pid_t ss_flusher_tid;
 static int ss_handover_fd = -1;    /* the profile, in the program's table, for the next flusher */
-static int ss_child_pending; /* a fork child whose lazy set-up has not run yet */
-static uint64_t ss_child_start[3]; /* realtime, mono, ticks at fork */
+SS_FORK_STATE static int ss_child_pending; /* a fork child whose lazy set-up has not run yet */
+SS_FORK_STATE static uint64_t ss_child_start[3]; /* realtime, mono, ticks at fork */
 static uint32_t ss_crc_table[256];
 static struct ss_process_record ss_process;
 extern uint64_t ss_process_start_mono_ns;
-static struct ss_buf ss_out;
-struct ss_buf ss_fold_out;
+SS_FORK_STATE static struct ss_buf ss_out;
+SS_FORK_STATE struct ss_buf ss_fold_out;
 int ss_wipe_works = 1;
 
 static long ss_futex(uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
