@@ -6,7 +6,7 @@ use crate::options;
 use crate::profile::{self, format, tree};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
 use anyhow::{Context, Result};
-use std::io::Write;
+use std::io::{BufRead, Read, Seek, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
@@ -416,31 +416,44 @@ impl Session {
         if self.pack_read.get() == 0 && std::fs::symlink_metadata(&read).is_err() {
             let _ = std::fs::rename(&self.pack, &read);
         }
-        let Ok(data) = std::fs::read(&read) else {
+        // Read entry by entry: a program that forks a million children makes a big pack.
+        let Ok(mut file) = std::fs::File::open(&read) else {
             return;
         };
         let mut at = self.pack_read.get();
+        if file.seek(std::io::SeekFrom::Start(at as u64)).is_err() {
+            return;
+        }
+        let mut input = std::io::BufReader::new(file);
         let mut lines = String::new();
-        while let Some(end) = data
-            .get(at..)
-            .and_then(|d| d.iter().position(|&b| b == b'\n'))
-        {
-            let line = String::from_utf8_lossy(&data[at..at + end]).into_owned();
-            let mut parts = line.splitn(4, ' ');
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let Ok(n) = (&mut input).take(4096).read_until(b'\n', &mut line) else {
+                break;
+            };
+            if n == 0 || line.last() != Some(&b'\n') {
+                break; // the end, or a line cut short
+            }
+            let text = String::from_utf8_lossy(&line[..n - 1]).into_owned();
+            let mut parts = text.splitn(4, ' ');
             let (Some(pid), Some(ppid), Some(Ok(len)), Some(path)) = (
                 parts.next(),
                 parts.next(),
                 parts.next().map(str::parse::<usize>),
                 parts.next(),
             ) else {
-                break; // a short entry (a write cut short): what follows cannot be told apart
+                break; // after an entry cut short (a full disk) what follows cannot be told apart
             };
-            let body = at + end + 1;
-            let Some(bytes) = data.get(body..body + len) else {
+            let mut bytes = vec![0u8; len.min(1 << 28)];
+            if len > 1 << 28
+                || input.read_exact(&mut bytes).is_err()
+                || !bytes.starts_with(b"STALLSCP")
+            {
                 break;
-            };
-            at = body + len;
-            if let Some(written) = write_new(Path::new(path), bytes) {
+            }
+            at += n + len;
+            if let Some(written) = write_new(Path::new(path), &bytes) {
                 lines.push_str(&format!("{pid} {ppid} {}\n", written.display()));
             }
         }
@@ -822,16 +835,16 @@ mod tests {
             e.extend_from_slice(body);
             e
         };
-        let mut pack = entry(7, "stallscope-a-7.prof", b"seven\nbytes");
-        pack.extend(entry(8, "stallscope-b-8.prof", b"eight"));
+        let mut pack = entry(7, "stallscope-a-7.prof", b"STALLSCP seven\nbytes");
+        pack.extend(entry(8, "stallscope-b-8.prof", b"STALLSCP eight"));
         std::fs::write(&session.pack, &pack).unwrap();
         session.unpack();
         assert_eq!(std::fs::read(&taken).unwrap(), b"theirs");
         let moved = out.join("stallscope-a-7.1.prof");
-        assert_eq!(std::fs::read(&moved).unwrap(), b"seven\nbytes");
+        assert_eq!(std::fs::read(&moved).unwrap(), b"STALLSCP seven\nbytes");
         assert_eq!(
             std::fs::read(out.join("stallscope-b-8.prof")).unwrap(),
-            b"eight"
+            b"STALLSCP eight"
         );
         let index = std::fs::read_to_string(&session.index).unwrap();
         assert_eq!(
@@ -850,14 +863,22 @@ mod tests {
             .append(true)
             .open(&read)
             .unwrap();
-        late.write_all(&entry(9, "stallscope-c-9.prof", b"nine"))
+        late.write_all(&entry(9, "stallscope-c-9.prof", b"STALLSCP nine"))
             .unwrap();
         late.write_all(b"10 1 50 /nowhere\nshort").unwrap();
+        late.write_all(&entry(
+            11,
+            "stallscope-d-11.prof",
+            b"STALLSCP after a short one",
+        ))
+        .unwrap();
         session.unpack();
         assert_eq!(
             std::fs::read(out.join("stallscope-c-9.prof")).unwrap(),
-            b"nine"
+            b"STALLSCP nine"
         );
+        // An entry cut short (its length claims more than follows) ends the reading.
+        assert!(!out.join("stallscope-d-11.prof").exists());
         assert_eq!(session.profiles().len(), 3);
     }
 }
