@@ -3,10 +3,12 @@
 # a second, and reports its forks per second (benches/programs/fork_rate.c). Each round runs it
 # unprofiled, under `stallscope run` (defaults) and under `stallscope run --no-sampling`,
 # interleaved (the starting mode rotates per round); the table gives the median rate and its
-# ratio to the unprofiled one. Every child gets its own profile, so the profiled rates include
-# writing one small file per child.
+# ratio to the unprofiled one, with their spread. Every child gets its own profile: one that only
+# exits hands its bytes to the supervisor in one write (the pack, preload/writer.c), which makes
+# its file after the run; the rates include that write, not the file's creation.
 #
-# Usage: benches/fork_rate.sh [--rounds N] [--seconds S] [--against PATH]
+# Usage: benches/fork_rate.sh [--rounds N] [--seconds S] [--exec] [--against PATH]
+#   --exec: each child execs /bin/true instead of calling _exit (the exec'd program is profiled).
 #   --against PATH: also run another stallscope executable (defaults) in the same rounds, e.g. an
 #   older build, for a before/after comparison side by side.
 # This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in it.
@@ -15,12 +17,14 @@ set -euo pipefail
 rounds=5
 seconds=1
 against=""
+exec_arg=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
         --seconds) seconds="$2"; shift ;;
         --against) against="$2"; shift ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        --exec) exec_arg=exec ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -42,10 +46,10 @@ run_one() {
     local mode="$1" round="$2" dir="$work/$1.$2"
     mkdir -p "$dir"
     case "$mode" in
-        plain) (cd "$dir" && "$work/fork_rate" "$seconds") ;;
-        sampled) (cd "$dir" && "$stallscope" run -q -- "$work/fork_rate" "$seconds") ;;
-        nosampling) (cd "$dir" && "$stallscope" run -q --no-sampling -- "$work/fork_rate" "$seconds") ;;
-        against) (cd "$dir" && "$against" run -q -- "$work/fork_rate" "$seconds") ;;
+        plain) (cd "$dir" && "$work/fork_rate" "$seconds" $exec_arg) ;;
+        sampled) (cd "$dir" && "$stallscope" run -q -- "$work/fork_rate" "$seconds" $exec_arg) ;;
+        nosampling) (cd "$dir" && "$stallscope" run -q --no-sampling -- "$work/fork_rate" "$seconds" $exec_arg) ;;
+        against) (cd "$dir" && "$against" run -q -- "$work/fork_rate" "$seconds" $exec_arg) ;;
     esac
     rm -rf "$dir"
 }
@@ -61,16 +65,23 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+range() { tr ' ' '\n' | grep . | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%d-%d", lo, hi }'; }
 us() { awk -v r="$1" 'BEGIN { printf "%.0f µs", 1e6 / r }'; }
+# The per-round ratios (each round's plain rate over that round's profiled rate: a slowdown).
+ratios() {
+    local -a p=(${rates[plain]}) m=(${rates[$1]})
+    for ((i = 0; i < ${#p[@]}; i++)); do awk -v a="${p[$i]}" -v b="${m[$i]}" 'BEGIN { printf "%.3f\n", a / b }'; done |
+        sort -n | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2fx (%.2f-%.2f)", m, v[1], v[NR] }'
+}
 
 plain=$(echo "${rates[plain]}" | median)
 echo
-echo "Median forks per second of $rounds interleaved rounds (fork + _exit + waitpid); ratios to the unprofiled rate."
+echo "Median forks per second of $rounds interleaved rounds (fork + ${exec_arg:+exec /bin/true + }_exit + waitpid), min-max;"
+echo "slowdown: median of the per-round ratios (unprofiled rate / profiled rate), min-max."
 echo
-echo "| mode | forks/s | per fork | ratio |"
+echo "| mode | forks/s | per fork | slowdown |"
 echo "|---|---|---|---|"
-echo "| unprofiled | $plain | $(us "$plain") | 1.00x |"
+echo "| unprofiled | $plain ($(echo "${rates[plain]}" | range)) | $(us "$plain") | 1.00x |"
 for mode in sampled nosampling against; do
     [ -z "${rates[$mode]:-}" ] && continue
     rate=$(echo "${rates[$mode]}" | median)
@@ -79,5 +90,5 @@ for mode in sampled nosampling against; do
         nosampling) name="stallscope run --no-sampling" ;;
         against) name="$against run" ;;
     esac
-    echo "| $name | $rate | $(us "$rate") | $(ratio "$rate" "$plain") |"
+    echo "| $name | $rate ($(echo "${rates[$mode]}" | range)) | $(us "$rate") | $(ratios "$mode") |"
 done

@@ -26,7 +26,7 @@ int ss_use_tsc;
 uint64_t ss_ns_per_tick_q32 = 1ull << 32;
 uint64_t ss_ticks_per_sec = 1000000000ull;
 uint64_t ss_sample_cap_ticks = 50000ull;
-pid_t ss_pid;
+SS_FORK_STATE pid_t ss_pid;
 /* A fast part that reaches its slow part with it is sent there by one of these fields (see
  * ss_enter in ss_internal.h); nothing else in it is ever read. */
 struct ss_thread ss_no_thread = {.nheld = 1, .bytes_left = SS_NO_THREAD_BYTES_LEFT, .free_fast_below = 0};
@@ -35,10 +35,10 @@ SS_TLS int ss_busy;
 
 enum { SS_UNINIT = 0, SS_RESOLVING = 1, SS_READY = 2 };
 static int ss_state;
-static int ss_is_fork_child;
-uint64_t ss_child_flusher_due; /* when a fork child that lives on starts its flusher (0: not pending) */
+SS_FORK_STATE static int ss_is_fork_child;
+SS_FORK_STATE uint64_t ss_child_flusher_due; /* when a fork child that lives on starts its flusher (0: not pending) */
 #define SS_CHILD_FLUSHER_DELAY_NS 100000000ull
-static struct ss_thread *ss_fork_pending;
+SS_FORK_STATE static struct ss_thread *ss_fork_pending;
 static int ss_exit_status_known;
 static int ss_exit_status;
 
@@ -341,7 +341,10 @@ static struct ss_thread *ss_adopt_fork_pending(int start_flusher) {
     ss_thread_child_node(t);
     /* Its flusher starts only if it lives on (most children exec or exit at once). */
     if (start_flusher) __atomic_store_n(&ss_child_flusher_due, ss_mono_ns() + SS_CHILD_FLUSHER_DELAY_NS, __ATOMIC_RELAXED);
+    /* A child that made no call we interpose, at its end: no CPU timer for a thread that exits. */
+    ss_attach_untimed = !start_flusher;
     ss_thread_attach(t, 1);
+    ss_attach_untimed = 0;
     return t;
 }
 
@@ -418,7 +421,7 @@ static void ss_after_fork_child(void) {
     ss_is_fork_child = 1;
     struct ss_thread *self = ss_self != SS_NO_THREAD ? ss_self : ss_me;
     ss_self = SS_NO_THREAD;
-    ss_config.output[0] = 0; /* the explicit output path belongs to the launched process */
+    if (ss_config.output[0]) ss_config.output[0] = 0; /* the launched process's own path */
     ss_writer_after_fork_child();
     ss_sampler_after_fork_child();
     ss_threads_after_fork_child();

@@ -38,7 +38,7 @@ static size_t ss_settings_used;
 static const char *ss_settings[SS_SETTINGS_MAX];
 static size_t ss_settings_count;
 static char ss_library[1024]; /* our path, as LD_PRELOAD names it */
-pid_t ss_parent_pid;
+SS_FORK_STATE pid_t ss_parent_pid;
 
 /* The interposer's settings: the options table's variables, and the parent's pid. Other
  * STALLSCOPE_ variables are the program's (STALLSCOPE_THREADS, which `bench --threads` sets for

@@ -35,8 +35,8 @@ struct ss_pending {
     unsigned char payload[];
 };
 
-static struct ss_pending *ss_pending_head;
-static uint32_t ss_heap_seq;
+SS_FORK_STATE static struct ss_pending *ss_pending_head;
+SS_FORK_STATE static uint32_t ss_heap_seq;
 static volatile sig_atomic_t ss_snapshot_requested;
 
 static void ss_push_pending(uint32_t type, const void *a, size_t alen, const void *b, size_t blen) {

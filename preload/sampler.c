@@ -34,8 +34,8 @@ static int ss_moved_from;
 static uint32_t ss_sampling_flags;
 static uint64_t ss_cpu_interval_ns;
 static uint64_t ss_wall_interval_ns;
-static uint64_t ss_last_wall_pass;
-static uint64_t ss_cpu_samples, ss_wall_samples, ss_dropped_samples;
+SS_FORK_STATE static uint64_t ss_last_wall_pass;
+SS_FORK_STATE static uint64_t ss_cpu_samples, ss_wall_samples, ss_dropped_samples;
 static uint64_t ss_clock_tick_us = 10000; /* a clock tick (USER_HZ) in microseconds */
 
 static uint64_t ss_self_cpu_ns(void) {
@@ -297,6 +297,8 @@ static int ss_timer_create(struct ss_thread *t, int sig) {
 
 static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_totals *out);
 
+SS_TLS int ss_attach_untimed;
+
 void ss_sampler_thread_start(struct ss_thread *t) {
     ss_me = t;
     t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
@@ -304,13 +306,15 @@ void ss_sampler_thread_start(struct ss_thread *t) {
     memset(&t->sched_last, 0, sizeof t->sched_last);
     /* A new thread's figures count from its creation (the run-queue delay before its first
      * instruction is part of its life); the main thread's from now, as its record does. */
-    if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sched_last);
+    /* (Not for a thread attached only for its process's final flush: no flusher looks at it.) */
+    if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz && !ss_attach_untimed)
+        ss_sched_read(t->rec.tid, NULL, &t->sched_last);
     t->has_timer = 0;
     t->last_cpu_ns = ss_self_cpu_ns();
     t->last_wall_ns = ss_mono_ns();
     t->last_wall_cpu_ns = t->last_cpu_ns;
     t->last_wall.mono_ns = 0;
-    if (!t->cpu_ring) return;
+    if (!t->cpu_ring || ss_attach_untimed) return;
     int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
     if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
 }

@@ -22,6 +22,9 @@
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SS_TLS __thread __attribute__((tls_model("initial-exec")))
+/* State a fork child writes in fork's handlers or at its exit, kept together (the linker merges
+ * the section from every file): each page a child writes is a page the kernel copies for it. */
+#define SS_FORK_STATE __attribute__((section("ss_fork_state")))
 /* A hook's slow part, which the hook tail-calls, is named ss_slow_<the symbol it interposes>:
  * its frame stands in for the hook's in a stack, and the symbolizer names it so
  * (src/symbols/mod.rs, SLOW_PART_PREFIX). */
@@ -487,6 +490,7 @@ int ss_modules_contain(uint64_t address);
 extern SS_TLS struct ss_thread *ss_me;
 void ss_sampler_init(void);
 void ss_sampler_thread_start(struct ss_thread *t);
+extern SS_TLS int ss_attach_untimed; /* the thread is attached for its process's final flush: no CPU timer */
 void ss_sampler_thread_end(struct ss_thread *t);
 void ss_sampler_after_fork_child(void);
 int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial);

@@ -24,10 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-struct ss_thread *ss_threads;
-uint32_t ss_ended_pending;
+SS_FORK_STATE struct ss_thread *ss_threads;
+SS_FORK_STATE uint32_t ss_ended_pending;
 static uint32_t ss_next_serial;
-static uint32_t ss_free_nodes; /* nodes in state FREE */
+SS_FORK_STATE static uint32_t ss_free_nodes; /* nodes in state FREE */
 static pthread_key_t ss_thread_key;
 static int ss_key_ok;
 
@@ -208,8 +208,8 @@ void ss_threads_init(void) { ss_key_ok = pthread_key_create(&ss_thread_key, ss_t
 #define SS_OWN_FIRST 64u        /* short threads written on their own before folding starts */
 #define SS_OWN_REFILL_MS 1000u  /* then one more per second */
 
-static uint64_t ss_own_tokens_ms = SS_OWN_FIRST * SS_OWN_REFILL_MS;
-static uint64_t ss_own_refilled_ns;
+SS_FORK_STATE static uint64_t ss_own_tokens_ms = SS_OWN_FIRST * SS_OWN_REFILL_MS;
+SS_FORK_STATE static uint64_t ss_own_refilled_ns;
 
 static int ss_take_own_token(uint64_t now) {
     if (ss_own_refilled_ns == 0) ss_own_refilled_ns = now;
@@ -240,7 +240,7 @@ struct ss_fold_group {
 };
 
 static struct ss_fold_group *ss_groups; /* SS_FOLD_GROUPS of them, mapped at the first fold */
-static uint32_t ss_ngroups;
+SS_FORK_STATE static uint32_t ss_ngroups;
 
 static struct ss_fold_group *ss_group_for(const char name[16]) {
     for (uint32_t i = 0; i < ss_ngroups; i++)
@@ -332,7 +332,7 @@ static void ss_fold(struct ss_thread *t) {
 
 #define SS_RETIRED_MAX 1024u
 static struct ss_cross_frees_entry ss_retired[SS_RETIRED_MAX]; /* ended threads written on their own */
-static uint32_t ss_nretired;
+SS_FORK_STATE static uint32_t ss_nretired;
 
 static void ss_node_recycle(struct ss_thread *t) {
     if (t->fate != SS_FATE_FOLD && t->frees_checked) {

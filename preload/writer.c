@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,22 +31,22 @@ extern char *program_invocation_short_name;
 int ss_process_is_fork_child(void);
 
 enum { SS_FD_NONE = 0, SS_FD_PRIVATE = 1, SS_FD_SHARED = 2 };
-static int ss_fd = -1;
-static int ss_fd_mode;     /* where ss_fd lives: the flusher's own table, or the program's */
-static char ss_path[1200]; /* the profile this image writes ("": not created yet) */
+SS_FORK_STATE static int ss_fd = -1;
+SS_FORK_STATE static int ss_fd_mode;     /* where ss_fd lives: the flusher's own table, or the program's */
+SS_FORK_STATE static char ss_path[1200]; /* the profile this image writes ("": not created yet) */
 static dev_t ss_file_dev;  /* and its identity, to notice when the program closed our descriptor */
 static ino_t ss_file_ino;
-static int ss_file_failed;
-static int ss_flushing; /* one flush at a time: the flusher thread or an exiting thread */
-static int ss_finished; /* the final flush was written */
-static uint64_t ss_flush_seq;
-static int ss_flusher_started;
-static pid_t ss_flusher_pid;      /* the process whose flusher runs (0: none) */
+SS_FORK_STATE static int ss_file_failed;
+SS_FORK_STATE static int ss_flushing; /* one flush at a time: the flusher thread or an exiting thread */
+SS_FORK_STATE static int ss_finished; /* the final flush was written */
+SS_FORK_STATE static uint64_t ss_flush_seq;
+SS_FORK_STATE static int ss_flusher_started;
+SS_FORK_STATE static pid_t ss_flusher_pid;      /* the process whose flusher runs (0: none) */
 static uint32_t ss_flusher_word;  /* futex: bumped to wake the flusher */
 uint32_t ss_flush_requested;
 static int ss_early_flush; /* the flush being written is an early one (the flusher's own) */
 static uint32_t ss_flusher_ready; /* futex: 1 the flusher is set up, 2 it could not create the file */
-static uint32_t ss_final_state;   /* futex: 1 a final flush is asked for, 2 it is done */
+SS_FORK_STATE static uint32_t ss_final_state;   /* futex: 1 a final flush is asked for, 2 it is done */
 static uint32_t ss_final_how;
 static int32_t ss_final_status;
 static SS_TLS int ss_is_flusher;
@@ -54,13 +55,13 @@ static uint32_t ss_flusher_stop;   /* 1: the flusher is asked to leave */
 static uint32_t ss_flusher_left;   /* futex: 1 once it has left its loop */
 static pid_t ss_flusher_tid;
 static int ss_handover_fd = -1;    /* the profile, in the program's table, for the next flusher */
-static int ss_child_pending; /* a fork child whose lazy set-up has not run yet */
-static uint64_t ss_child_start[3]; /* realtime, mono, ticks at fork */
+SS_FORK_STATE static int ss_child_pending; /* a fork child whose lazy set-up has not run yet */
+SS_FORK_STATE static uint64_t ss_child_start[3]; /* realtime, mono, ticks at fork */
 static uint32_t ss_crc_table[256];
 static struct ss_process_record ss_process;
 extern uint64_t ss_process_start_mono_ns;
-static struct ss_buf ss_out;
-struct ss_buf ss_fold_out;
+SS_FORK_STATE static struct ss_buf ss_out;
+SS_FORK_STATE struct ss_buf ss_fold_out;
 int ss_wipe_works = 1;
 
 static long ss_futex(uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
@@ -311,6 +312,36 @@ void ss_note_unprofiled(const char *text) {
 }
 
 static int ss_write_head(int fd);
+static struct ss_buf *ss_build_head(void);
+
+/* Creates the profile file exclusively, never overwriting, and writes its header; returns its
+ * descriptor (in the calling thread's table) or -1. */
+/* The profile's path for the given attempt (0: the first choice); 0 if it does not fit. */
+static int ss_profile_path(char *path, size_t cap, int attempt) {
+    struct ss_str s = {path, 0, cap};
+    if (ss_config.output[0]) {
+        ss_str_cat(&s, ss_config.output);
+        if (attempt > 0) { /* an exec'd image of the launched process: FILE.1, FILE.2, ... */
+            ss_str_cat(&s, ".");
+            ss_str_u64(&s, (uint64_t)attempt);
+        }
+    } else {
+        if (ss_config.dir[0]) {
+            ss_str_cat(&s, ss_config.dir);
+            ss_str_cat(&s, "/");
+        }
+        ss_str_cat(&s, "stallscope-");
+        ss_append_name(&s, program_invocation_short_name ? program_invocation_short_name : "program");
+        ss_str_cat(&s, "-");
+        ss_str_u64(&s, (uint64_t)getpid());
+        if (attempt > 0) {
+            ss_str_cat(&s, ".");
+            ss_str_u64(&s, (uint64_t)attempt);
+        }
+        ss_str_cat(&s, ".prof");
+    }
+    return s.len + 1 < s.cap;
+}
 
 /* Creates the profile file exclusively, never overwriting, and writes its header; returns its
  * descriptor (in the calling thread's table) or -1. */
@@ -318,29 +349,7 @@ static int ss_create_profile(void) {
     char path[1200];
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        struct ss_str s = {path, 0, sizeof path};
-        if (ss_config.output[0]) {
-            ss_str_cat(&s, ss_config.output);
-            if (attempt > 0) { /* an exec'd image of the launched process: FILE.1, FILE.2, ... */
-                ss_str_cat(&s, ".");
-                ss_str_u64(&s, (uint64_t)attempt);
-            }
-        } else {
-            if (ss_config.dir[0]) {
-                ss_str_cat(&s, ss_config.dir);
-                ss_str_cat(&s, "/");
-            }
-            ss_str_cat(&s, "stallscope-");
-            ss_append_name(&s, program_invocation_short_name ? program_invocation_short_name : "program");
-            ss_str_cat(&s, "-");
-            ss_str_u64(&s, (uint64_t)getpid());
-            if (attempt > 0) {
-                ss_str_cat(&s, ".");
-                ss_str_u64(&s, (uint64_t)attempt);
-            }
-            ss_str_cat(&s, ".prof");
-        }
-        if (s.len + 1 >= s.cap) break;
+        if (!ss_profile_path(path, sizeof path, attempt)) break;
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno != EEXIST) break;
     }
@@ -358,8 +367,9 @@ static int ss_create_profile(void) {
 static struct ss_attach_record ss_attach_rec;
 static int ss_attach_on;
 
-/* The file header and the first batch (PROCESS, ATTACH in a window's file, FLUSH). */
-static int ss_write_head(int fd) {
+/* The file header and the first batch (PROCESS, ATTACH in a window's file, FLUSH), assembled in
+ * a buffer of its own (a flush may be under way in ss_out); NULL if it cannot be. */
+static struct ss_buf *ss_build_head(void) {
     struct ss_file_header fh;
     memset(&fh, 0, sizeof fh);
     memcpy(fh.magic, SS_MAGIC, 8);
@@ -393,7 +403,6 @@ static int ss_write_head(int fd) {
     ss_process.cmdline_len = (uint32_t)cmd_len;
     ss_process.exe_len = (uint32_t)exe_len;
 
-    /* Assembled in a buffer of its own: a flush may be under way in ss_out. */
     static struct ss_buf head;
     head.len = 0;
     static unsigned char strings[65536 + 4096];
@@ -401,16 +410,21 @@ static int ss_write_head(int fd) {
     memcpy(strings + cmd_len, exe, (size_t)exe_len);
     /* A flush record ends even this first batch, so that a file cut short is never taken whole. */
     struct ss_flush_record fl = {0, ss_mono_ns(), ss_ticks(), 0};
-    if (ss_buf_reserve(&head, sizeof fh) != 0) return -1;
+    if (ss_buf_reserve(&head, sizeof fh) != 0) return NULL;
     memcpy(head.p, &fh, sizeof fh);
     head.len = sizeof fh;
     if (ss_buf_record3(&head, SS_REC_PROCESS, &ss_process, sizeof ss_process, strings, cmd_len + (size_t)exe_len,
                        NULL, 0) != 0 ||
         (ss_attach_on &&
          ss_buf_record3(&head, SS_REC_ATTACH, &ss_attach_rec, sizeof ss_attach_rec, NULL, 0, NULL, 0) != 0) ||
-        ss_buf_record3(&head, SS_REC_FLUSH, &fl, sizeof fl, NULL, 0, NULL, 0) != 0 ||
-        ss_write_all(fd, head.p, head.len) != 0)
-        return -1;
+        ss_buf_record3(&head, SS_REC_FLUSH, &fl, sizeof fl, NULL, 0, NULL, 0) != 0)
+        return NULL;
+    return &head;
+}
+
+static int ss_write_head(int fd) {
+    struct ss_buf *head = ss_build_head();
+    if (!head || ss_write_all(fd, head->p, head->len) != 0) return -1;
     struct stat st;
     if (fstat(fd, &st) == 0) {
         ss_file_dev = st.st_dev;
@@ -520,6 +534,47 @@ int ss_flush_try_lock(void) {
 
 void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE); }
 
+/* A fork child that ends before it has a file (one that only exits, or lived too briefly for its
+ * flusher's first write) under `stallscope run` creates none: making a file is most of what such
+ * a child costs (an inode on the profile's file system: 300-400 us of a 500 us fork on ext4).
+ * Its whole profile, the same bytes, goes with one O_APPEND writev into the supervisor's pack
+ * (INDEX-pack, made by `stallscope run`), as "PID PPID LEN PATH\n" and LEN bytes; the supervisor
+ * writes the file at PATH (or PATH's next free name) when the launched process has ended
+ * (src/run.rs, Session::unpack). No pack (it is gone once the supervisor has read it, or there
+ * is no supervisor): the child creates its file as before. */
+static int ss_packable(void) {
+    return ss_process_is_fork_child() && !ss_path[0] && ss_fd < 0 && !ss_file_failed && ss_config.index[0] &&
+           !ss_config.output[0];
+}
+
+static int ss_pack_write(void) {
+    char pack[1200], name[1200], line[1400];
+    struct ss_str ps = {pack, 0, sizeof pack};
+    ss_str_cat(&ps, ss_config.index);
+    ss_str_cat(&ps, "-pack");
+    if (ps.len + 1 >= ps.cap || !ss_profile_path(name, sizeof name, 0) || strchr(name, '\n')) return -1;
+    struct ss_buf *head = ss_build_head();
+    if (!head) return -1;
+    struct ss_str l = {line, 0, sizeof line};
+    ss_str_u64(&l, (uint64_t)getpid());
+    ss_str_cat(&l, " ");
+    ss_str_u64(&l, (uint64_t)ss_parent_pid);
+    ss_str_cat(&l, " ");
+    ss_str_u64(&l, (uint64_t)(head->len + ss_out.len));
+    ss_str_cat(&l, " ");
+    ss_str_cat(&l, name);
+    ss_str_cat(&l, "\n");
+    if (l.len + 1 >= l.cap) return -1;
+    int fd = open(pack, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct iovec iov[3] = {{line, l.len}, {head->p, head->len}, {ss_out.p, ss_out.len}};
+    ssize_t want = (ssize_t)(l.len + head->len + ss_out.len), n;
+    do n = writev(fd, iov, 3); /* one write: entries from processes never interleave */
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    return n == want ? 0 : -1; /* a short entry is one the supervisor drops */
+}
+
 /* Assembles one batch and writes it. The caller holds the flush lock. */
 static void ss_flush_now(int final, uint32_t how, int32_t status) {
     if (ss_finished && !final) return;
@@ -527,9 +582,9 @@ static void ss_flush_now(int final, uint32_t how, int32_t status) {
     /* A fork child's first image that execs (the usual fork-exec) leaves no profile. */
     if (final && how == SS_END_EXEC && !ss_path[0]) return;
     if (final) ss_attach_pending_for_final(); /* a fork child that made no call we interpose */
-    int transient;
-    int fd = ss_profile_fd(&transient);
-    if (fd < 0) return;
+    int transient = 0, packed = final && ss_packable();
+    int fd = packed ? -1 : ss_profile_fd(&transient);
+    if (fd < 0 && !packed) return;
     ss_out.len = 0;
     ss_threads_prepare_batch(final);
     int ok = 1, had_fold_samples = ss_fold_out.len > 0;
@@ -555,7 +610,8 @@ static void ss_flush_now(int final, uint32_t how, int32_t status) {
             ok = ss_out_record(SS_REC_FLUSH, &fl, sizeof fl, NULL, 0) == 0;
         }
     }
-    if (ok && ss_write_all(fd, ss_out.p, ss_out.len) != 0) ss_file_failed = 1;
+    if (ok && packed && ss_pack_write() != 0) fd = ss_profile_fd(&transient); /* no pack: a file */
+    if (ok && fd >= 0 && ss_write_all(fd, ss_out.p, ss_out.len) != 0) ss_file_failed = 1;
     if (transient) close(fd);
     ss_threads_after_batch(!ss_early_flush);
     /* After END nothing more is written (a flush between an exec's END and the exec itself would

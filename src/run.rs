@@ -6,7 +6,7 @@ use crate::options;
 use crate::profile::{self, format, tree};
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct};
 use anyhow::{Context, Result};
-use std::io::Write;
+use std::io::{BufRead, Read, Seek, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
@@ -253,6 +253,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     let wall = started.elapsed();
 
     let (root_path, children_dir) = plan.chosen_paths(root_pid);
+    session.unpack();
     let mut files = session.profiles();
     let mut root_file = files
         .iter()
@@ -388,6 +389,11 @@ fn parse_duration_ms(text: &str) -> std::result::Result<u64, String> {
 struct Session {
     dir: PathBuf,
     index: PathBuf,
+    /// INDEX-pack: the whole profiles of fork children that ended before they made a file
+    /// (preload/writer.c, ss_pack_write), as "PID PPID LEN PATH\n" and LEN bytes each.
+    pack: PathBuf,
+    /// How far the pack has been read (it is renamed to PACK.read at the first read).
+    pack_read: std::cell::Cell<usize>,
 }
 
 impl Session {
@@ -400,7 +406,71 @@ impl Session {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let index = dir.join("index");
         std::fs::File::create(&index).with_context(|| format!("creating {}", index.display()))?;
-        Ok(Session { dir, index })
+        let pack = dir.join("index-pack");
+        std::fs::File::create(&pack).with_context(|| format!("creating {}", pack.display()))?;
+        Ok(Session {
+            dir,
+            index,
+            pack,
+            pack_read: std::cell::Cell::new(0),
+        })
+    }
+
+    /// Writes the profiles in the pack to their files, each noted in the index as the child would
+    /// have. The pack is renamed first, so that a child ending later makes its own file (an entry
+    /// written by a child that opened the pack just before is read at the session's end).
+    fn unpack(&self) {
+        let read = self.pack.with_extension("read");
+        if self.pack_read.get() == 0 && std::fs::symlink_metadata(&read).is_err() {
+            let _ = std::fs::rename(&self.pack, &read);
+        }
+        // Read entry by entry: a program that forks a million children makes a big pack.
+        let Ok(mut file) = std::fs::File::open(&read) else {
+            return;
+        };
+        let mut at = self.pack_read.get();
+        if file.seek(std::io::SeekFrom::Start(at as u64)).is_err() {
+            return;
+        }
+        let mut input = std::io::BufReader::new(file);
+        let mut lines = String::new();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let Ok(n) = (&mut input).take(4096).read_until(b'\n', &mut line) else {
+                break;
+            };
+            if n == 0 || line.last() != Some(&b'\n') {
+                break; // the end, or a line cut short
+            }
+            let text = String::from_utf8_lossy(&line[..n - 1]).into_owned();
+            let mut parts = text.splitn(4, ' ');
+            let (Some(pid), Some(ppid), Some(Ok(len)), Some(path)) = (
+                parts.next(),
+                parts.next(),
+                parts.next().map(str::parse::<usize>),
+                parts.next(),
+            ) else {
+                break; // after an entry cut short (a full disk) what follows cannot be told apart
+            };
+            let mut bytes = vec![0u8; len.min(1 << 28)];
+            if len > 1 << 28
+                || input.read_exact(&mut bytes).is_err()
+                || !bytes.starts_with(b"STALLSCP")
+            {
+                break;
+            }
+            at += n + len;
+            if let Some(written) = write_new(Path::new(path), &bytes) {
+                lines.push_str(&format!("{pid} {ppid} {}\n", written.display()));
+            }
+        }
+        self.pack_read.set(at);
+        if !lines.is_empty()
+            && let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&self.index)
+        {
+            let _ = f.write_all(lines.as_bytes());
+        }
     }
 
     /// (pid, path) of every profile written, in order, keeping only files that still exist.
@@ -449,8 +519,33 @@ impl Session {
     }
 }
 
+/// Writes `bytes` to a new file at `path`, or at its next free name as the interposer would have
+/// chosen it (NAME.N.prof), never over an existing file; the path written.
+fn write_new(path: &Path, bytes: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    for attempt in 0..100 {
+        let candidate = match (attempt, path.to_str().and_then(|p| p.strip_suffix(".prof"))) {
+            (0, _) => path.to_path_buf(),
+            (n, Some(stem)) => PathBuf::from(format!("{stem}.{n}.prof")),
+            (_, None) => return None,
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&candidate)
+        {
+            Ok(mut f) => return f.write_all(bytes).ok().map(|()| candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
+        self.unpack(); // entries that came after the first read: their files, unlisted
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -753,4 +848,72 @@ fn summary_lines(err: &mut impl Write, a: &crate::analysis::Analysis, path: &Pat
         path.display(),
         path.display()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pack's entries become files (the next free name when one is taken), each noted in the
+    /// index; an entry cut short and what follows it are dropped; entries written after the
+    /// first read are unpacked by the next.
+    #[test]
+    fn unpack_writes_each_entry_once() {
+        let session = Session::create().unwrap();
+        let out = session.dir.join("out");
+        std::fs::create_dir(&out).unwrap();
+        let taken = out.join("stallscope-a-7.prof");
+        std::fs::write(&taken, b"theirs").unwrap();
+        let entry = |pid: u32, name: &str, body: &[u8]| {
+            let mut e =
+                format!("{pid} 1 {} {}\n", body.len(), out.join(name).display()).into_bytes();
+            e.extend_from_slice(body);
+            e
+        };
+        let mut pack = entry(7, "stallscope-a-7.prof", b"STALLSCP seven\nbytes");
+        pack.extend(entry(8, "stallscope-b-8.prof", b"STALLSCP eight"));
+        std::fs::write(&session.pack, &pack).unwrap();
+        session.unpack();
+        assert_eq!(std::fs::read(&taken).unwrap(), b"theirs");
+        let moved = out.join("stallscope-a-7.1.prof");
+        assert_eq!(std::fs::read(&moved).unwrap(), b"STALLSCP seven\nbytes");
+        assert_eq!(
+            std::fs::read(out.join("stallscope-b-8.prof")).unwrap(),
+            b"STALLSCP eight"
+        );
+        let index = std::fs::read_to_string(&session.index).unwrap();
+        assert_eq!(
+            index,
+            format!(
+                "7 1 {}\n8 1 {}\n",
+                moved.display(),
+                out.join("stallscope-b-8.prof").display()
+            )
+        );
+        // Renamed at the first read: a child ending later makes its own file.
+        assert!(!session.pack.exists());
+        // A late entry of a child that opened the pack before the rename, then one cut short.
+        let read = session.pack.with_extension("read");
+        let mut late = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&read)
+            .unwrap();
+        late.write_all(&entry(9, "stallscope-c-9.prof", b"STALLSCP nine"))
+            .unwrap();
+        late.write_all(b"10 1 50 /nowhere\nshort").unwrap();
+        late.write_all(&entry(
+            11,
+            "stallscope-d-11.prof",
+            b"STALLSCP after a short one",
+        ))
+        .unwrap();
+        session.unpack();
+        assert_eq!(
+            std::fs::read(out.join("stallscope-c-9.prof")).unwrap(),
+            b"STALLSCP nine"
+        );
+        // An entry cut short (its length claims more than follows) ends the reading.
+        assert!(!out.join("stallscope-d-11.prof").exists());
+        assert_eq!(session.profiles().len(), 3);
+    }
 }

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Does the profile change what it measures? A program's lock behaviour counted without stallscope
+# and under it, by counters that are not stallscope's: two threads take one mutex 5 million times
+# (benches/programs/mutex_handoffs.c, mutex_shared.c's loop), and per run
+#   handoffs  the program's own count of acquisitions by the thread that did not hold it last
+#   waits     the kernel's FUTEX_WAIT_PRIVATE calls on the lock's word (perf, syscalls tracepoint
+#             filtered on the word's address: a thread that went to sleep for the lock)
+#   wakes     the kernel's FUTEX_WAKE_PRIVATE calls on it (a release that woke, or tried to)
+#   contended the profile's contended acquisitions (profiled runs only)
+# for the unprofiled program, `stallscope run` (lock steps on, the default) and `stallscope run`
+# with STALLSCOPE_LOCK_STEPS=0 (the hooks forward to glibc), interleaved (the mode that starts
+# rotates per round). The table gives each figure's median over the rounds with its min-max.
+# Needs perf and root (or perf_event_paranoid -1 and tracefs access).
+#
+# Usage: benches/faithfulness.sh [--rounds N] [--cpus LIST] [--rt]
+#   --cpus LIST  run every mode under taskset -c LIST
+#   --rt         run every mode at real-time priority (chrt -f 10, root): the two threads run
+#                together whenever there are two CPUs, whatever else the machine runs. Without
+#                it, on a machine busy with other work, whether they overlap at all decides the
+#                figures (hand-offs from 10 to 30,000 from run to run at load 6).
+# This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in it.
+set -euo pipefail
+
+rounds=7
+cpus=""
+rt=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) rounds="$2"; shift ;;
+        --cpus) cpus="$2"; shift ;;
+        --rt) rt=1 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        *) echo "unknown option: $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+command -v perf >/dev/null || { echo "perf not found (Debian package linux-perf)" >&2; exit 1; }
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+echo "building stallscope (cargo build --release)..." >&2
+cargo build --release --quiet
+stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
+work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-faith.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cc -O2 -g -pthread -no-pie -o "$work/mh" benches/programs/mutex_handoffs.c
+word=$(nm "$work/mh" | awk '$3 == "lock" { print "0x" $1 }')
+[ -n "$word" ] || { echo "no address for the lock" >&2; exit 1; }
+pin=()
+[ -z "$cpus" ] || pin=(taskset -c "$cpus")
+[ "$rt" = 0 ] || pin+=(chrt -f 10)
+modes=(plain steps forwarded)
+
+# run_one MODE: prints "handoffs waits wakes contended".
+run_one() {
+    local mode="$1" prof="$work/p.prof" cmd
+    rm -f "$prof"
+    case "$mode" in
+        plain) cmd=("$work/mh") ;;
+        steps) cmd=("$stallscope" run -q -o "$prof" -- "$work/mh") ;;
+        forwarded) cmd=(env STALLSCOPE_LOCK_STEPS=0 "$stallscope" run -q -o "$prof" -- "$work/mh") ;;
+    esac
+    local out
+    out=$(perf stat -x, -o "$work/stat" \
+        -e syscalls:sys_enter_futex --filter "uaddr == $word && op == 128" \
+        -e syscalls:sys_enter_futex --filter "uaddr == $word && op == 129" \
+        -- "${pin[@]}" "${cmd[@]}")
+    local handoffs waits wakes contended=-
+    handoffs=$(echo "$out" | awk '{ print $3 }')
+    waits=$(grep sys_enter_futex "$work/stat" | sed -n 1p | cut -d, -f1)
+    wakes=$(grep sys_enter_futex "$work/stat" | sed -n 2p | cut -d, -f1)
+    if [ "$mode" != plain ]; then
+        contended=$("$stallscope" report --json "$prof" |
+            python3 -c 'import json,sys; print(sum(l["contended"] for l in json.load(sys.stdin)["locks"] if l["kind"] == "mutex"))')
+    fi
+    echo "$handoffs $waits $wakes $contended"
+}
+
+declare -A figs
+for ((r = 1; r <= rounds; r++)); do
+    echo "round $r/$rounds ($(cut -d' ' -f1-3 /proc/loadavg))..." >&2
+    for ((k = 0; k < 3; k++)); do
+        mode=${modes[$(((k + r - 1) % 3))]}
+        figs[$mode]+="$(run_one "$mode");"
+    done
+done
+
+# stat MODE COLUMN: median (min-max) of one figure over the rounds.
+stat() {
+    echo "${figs[$1]}" | tr ';' '\n' | grep . | awk -v c="$2" '{ print $c }' | grep -v '^-$' | sort -n |
+        awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit } m = NR % 2 ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2); printf "%d (%d-%d)", m, v[1], v[NR] }'
+}
+echo
+echo "mutex_handoffs (2 threads, 5,000,000 acquisitions), $rounds interleaved rounds${cpus:+, taskset -c $cpus}$([ "$rt" = 0 ] || echo ", chrt -f 10"); median (min-max)."
+echo
+echo "| mode | hand-offs (program) | futex waits (kernel) | futex wakes (kernel) | contended (profile) |"
+echo "|---|---|---|---|---|"
+for mode in "${modes[@]}"; do
+    case "$mode" in
+        plain) name="unprofiled" ;;
+        steps) name="stallscope run (lock steps)" ;;
+        forwarded) name="STALLSCOPE_LOCK_STEPS=0" ;;
+    esac
+    echo "| $name | $(stat "$mode" 1) | $(stat "$mode" 2) | $(stat "$mode" 3) | $(stat "$mode" 4) |"
+done
