@@ -19,6 +19,8 @@
 #             not futex waits                                                           (wall)
 #   omp       tests/omp_programs/small_regions.c (gcc -fopenmp): 300,000 runs of a parallel
 #             region of 256 cheap iterations (fork-join bound)                          (wall)
+#   tbb       tests/tbb_programs/balanced_reduce.cpp (oneTBB, libtbb-dev): 8 rounds of a
+#             parallel_reduce on 2 threads; stallscope is its ITT collector             (wall)
 #   fork      fork_rate.c: 500 children that only _exit, each waited for                 (wall)
 #   forkexec  fork_rate.c: 500 children that exec /bin/true, each waited for            (wall)
 # Throughput cases run for a fixed time and report operations per second (ratio: profiled /
@@ -84,17 +86,17 @@ fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-overhead.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-all_cases=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp fork forkexec)
+all_cases=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp tbb fork forkexec)
 if [ -n "$only" ]; then IFS=, read -r -a cases <<<"$only"; else cases=("${all_cases[@]}"); fi
 declare -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute [churn]=churn_threads
     [prodcons]=producer_consumer [sizes]=random_sizes [pell]=bignum_pell [stress]=stress_threads
     [rwlock]=rwlock_read [syscalls]=syscall_loop [fork]=fork_rate [forkexec]=fork_rate)
 declare -A args=([churn]="2 1.5" [prodcons]="1 1 1.5" [sizes]="2 1.5" [stream]="slow --threads 2"
-    [rustmutex]="2 400000" [omp]=300000 [fork]="0 exit 500" [forkexec]="0 exec 500")
+    [rustmutex]="2 400000" [omp]=300000 [tbb]=2 [fork]="0 exit 500" [forkexec]="0 exec 500")
 declare -A kind=([churn]=throughput [prodcons]=throughput [sizes]=throughput)
 declare -A target=([alloc]="≤ 1.25x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x" [churn]="≥ 0.8"
     [prodcons]="≥ 0.8" [sizes]="≥ 0.8" [pell]="≤ 1.25x" [stress]="≤ 1.25x" [rwlock]="≤ 1.15x"
-    [stream]="≤ 1.05x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x" [omp]="-" [fork]="≤ 1.5x" [forkexec]="-")
+    [stream]="≤ 1.05x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x" [omp]="-" [tbb]="≤ 1.10x" [fork]="≤ 1.5x" [forkexec]="-")
 for c in "${cases[@]}"; do
     if [ "$c" = rustmutex ]; then
         cargo build --release --quiet --manifest-path "$root/tests/rust_programs/Cargo.toml" \
@@ -102,6 +104,8 @@ for c in "${cases[@]}"; do
         cp "$root/target/rust_programs/release/std_mutex" "$work/$c"
     elif [ "$c" = omp ]; then
         cc -O2 -g -fopenmp -o "$work/$c" "$root/tests/omp_programs/small_regions.c"
+    elif [ "$c" = tbb ]; then
+        c++ -O2 -g -std=c++17 -o "$work/$c" "$root/tests/tbb_programs/balanced_reduce.cpp" -ltbb
     elif [ "$c" = stream ]; then
         g++ -std=c++17 -O2 -g -pthread -I "$root/demos" -o "$work/$c" "$root/demos/stream_parse.cpp"
     elif [ -n "${source[$c]:-}" ]; then

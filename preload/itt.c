@@ -155,10 +155,45 @@ static void ss_itt_sync_destroy(void *object) {
     if (object) ss_itt_forget((uintptr_t)object);
 }
 
+/* ---- TBB's algorithms (the timeline's bands) ----
+ * oneTBB marks each thread's part of an algorithm with __itt_task_begin/end. A thread that is not
+ * one of TBB's workers (they name themselves through ITT) and begins one is the algorithm's
+ * caller: its outermost algorithm joins a run of algorithms (omp.c's runs, lock kind
+ * SS_LOCK_ITT_SYNC) named by the caller's stack, taken at the begin: the report reads the
+ * algorithm (`tbb::detail::d1::parallel_reduce`, inlined into the user's code) and the user's
+ * line from it. The task's name is of no use: oneTBB asks only for ITT's sync, thread and stitch
+ * groups, and the static part leaves its string handles NULL. */
+struct ss_itt_id {
+    unsigned long long d1, d2, d3;
+};
+
+static void ss_itt_task_begin(const void *domain, struct ss_itt_id id, struct ss_itt_id parent, const void *name) {
+    (void)domain, (void)id, (void)parent, (void)name;
+    struct ss_thread *t = ss_self_known();
+    if (!t || !ss_active || t->tbb_worker) return;
+    if (t->itt_task_depth++ != 0) return;
+    t->itt_task_start_ns = ss_mono_ns();
+    t->itt_task_stack = ss_stack_here();
+}
+
+static void ss_itt_task_end(const void *domain) {
+    (void)domain;
+    struct ss_thread *t = ss_self_known();
+    if (!t || t->tbb_worker || t->itt_task_depth == 0 || --t->itt_task_depth != 0 || !ss_active) return;
+    ss_run_add(t, &t->tbb_run, SS_LOCK_ITT_SYNC, t->itt_task_stack, t->itt_task_start_ns, ss_mono_ns(), 0, 0);
+}
+
+static void ss_itt_thread_set_name(const char *name) {
+    struct ss_thread *t = ss_self_known();
+    if (t && name && strncmp(name, "TBB Worker", 10) == 0) t->tbb_worker = 1;
+}
+
 static const struct {
     const char *name;
     void *fn;
 } ss_itt_served[] = {
+    {"__itt_task_begin", (void *)ss_itt_task_begin},         {"__itt_task_end", (void *)ss_itt_task_end},
+    {"__itt_thread_set_name", (void *)ss_itt_thread_set_name},
     {"__itt_sync_create", (void *)ss_itt_sync_create},       {"__itt_sync_prepare", (void *)ss_itt_sync_prepare},
     {"__itt_sync_cancel", (void *)ss_itt_sync_cancel},       {"__itt_sync_acquired", (void *)ss_itt_sync_acquired},
     {"__itt_sync_releasing", (void *)ss_itt_sync_releasing}, {"__itt_sync_destroy", (void *)ss_itt_sync_destroy},

@@ -71,20 +71,25 @@ static void ss_omp_body(void *p) {
  * wait ring (and lose real waits) in a program of many tiny regions. */
 #define SS_OMP_RUN_GAP_NS 1000000ull
 
-void ss_omp_run_close(struct ss_thread *t) {
-    if (!t || !t->omp_run.count) return;
-    ss_wait_region(t, &t->omp_run);
-    t->omp_run.count = 0;
+static void ss_run_close(struct ss_thread *t, struct ss_omp_run *run) {
+    if (!run->count) return;
+    ss_wait_region(t, run);
+    run->count = 0;
 }
 
-/* Adds a region that ended now (`wall` ticks long) to the thread's run, or closes the run and
- * opens another. A run is named by the body of its longest region. */
-static void ss_omp_run_add(struct ss_thread *t, uint64_t body, uint64_t wall, uint64_t team_ticks,
-                           uint64_t body_ticks) {
-    uint64_t end_ns = ss_mono_ns(), wall_ns = ss_ticks_to_ns(wall), start_ns = end_ns - wall_ns;
-    struct ss_omp_run *run = &t->omp_run;
-    if (run->count && (start_ns > run->end_ns + SS_OMP_RUN_GAP_NS || run->count == UINT32_MAX)) ss_omp_run_close(t);
-    if (!run->count) *run = (struct ss_omp_run){body, start_ns, end_ns, 0, 0, 0, 0};
+void ss_omp_run_close(struct ss_thread *t) {
+    if (!t) return;
+    ss_run_close(t, &t->omp_run);
+    ss_run_close(t, &t->tbb_run);
+}
+
+/* Adds a region of [start_ns, end_ns) to `run`, or closes the run and opens another. A run is
+ * named by the body of its longest region. */
+void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start_ns,
+                uint64_t end_ns, uint64_t team_ticks, uint64_t body_ticks) {
+    uint64_t wall_ns = end_ns > start_ns ? end_ns - start_ns : 0;
+    if (run->count && (start_ns > run->end_ns + SS_OMP_RUN_GAP_NS || run->count == UINT32_MAX)) ss_run_close(t, run);
+    if (!run->count) *run = (struct ss_omp_run){body, start_ns, end_ns, 0, 0, 0, 0, kind};
     if (wall_ns >= run->longest_ns) {
         run->longest_ns = wall_ns;
         run->body = body;
@@ -119,7 +124,9 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
     SS_ADD(l->timed_holds, 1);
     SS_ADD(l->hold_ticks, wall);
     uint64_t team = (uint64_t)members * wall;
-    ss_omp_run_add(t, (uint64_t)(uintptr_t)region, wall, team, team > barrier ? team - barrier : 0);
+    uint64_t end_ns = ss_mono_ns();
+    ss_run_add(t, &t->omp_run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)region, end_ns - ss_ticks_to_ns(wall), end_ns,
+               team, team > barrier ? team - barrier : 0);
 }
 
 /* A region entry point: the body through the trampoline, the region recorded at its end. LLVM's

@@ -174,13 +174,18 @@ struct ss_thread {
     uintptr_t pthread_id;    /* pthread_self() of the thread: a join names the thread it waits for */
     /* The run of parallel regions the thread started last (omp.c): a region within
      * SS_OMP_RUN_GAP_NS of the last extends it; a gap or the thread's end pushes it on the wait
-     * ring (SS_WAIT_REGION), so the timeline gets a band per run rather than per region. */
+     * ring (SS_WAIT_REGION), so the timeline gets a band per run rather than per region. The
+     * same for the TBB algorithms the thread ran (itt.c: __itt_task_begin/end). */
     struct ss_omp_run {
-        uint64_t body; /* the body of its longest region */
+        uint64_t body; /* the body of its longest region; TBB: its caller's stack (itt.c) */
         uint64_t start_ns, end_ns, longest_ns;
         uint64_t team_ticks, body_ticks;
         uint32_t count;
-    } omp_run;
+        uint8_t kind; /* SS_LOCK_OMP_REGION, or SS_LOCK_ITT_SYNC for TBB's algorithms */
+    } omp_run, tbb_run;
+    uint64_t itt_task_start_ns; /* the outermost TBB algorithm the thread is in (itt.c) */
+    uint32_t itt_task_stack, itt_task_depth;
+    uint8_t tbb_worker; /* named "TBB Worker Thread" through ITT: its tasks are not the caller's */
     /* The kernel's figures for the thread (sampler.c): points pushed by the flusher at each look,
      * drained by the flush (one producer, one consumer), and the cumulative figures of the last
      * point pushed (a point holds the difference). */
@@ -484,6 +489,7 @@ int ss_fast_backtrace(uint64_t *pcs, uint32_t max);
 #define SS_STACK_KIND_SCAN (SS_FN_COUNT + 4)
 uint32_t ss_stack_of_signal(uint64_t pc);
 uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind);
+uint32_t ss_stack_here(void);
 int ss_modules_contain(uint64_t address);
 
 /* Thread-state sampling (sampler.c). */
@@ -534,7 +540,9 @@ struct ss_thread *ss_thread_alloc(void);
 void ss_thread_free(struct ss_thread *t);
 void ss_thread_attach(struct ss_thread *t, int is_main);
 void ss_thread_end(struct ss_thread *t);
-void ss_omp_run_close(struct ss_thread *t); /* pushes the thread's open run of regions (omp.c) */
+void ss_omp_run_close(struct ss_thread *t); /* pushes the thread's open runs of regions (omp.c) */
+void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start_ns,
+                uint64_t end_ns, uint64_t team_ticks, uint64_t body_ticks); /* omp.c */
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_reinit(struct ss_thread *t);

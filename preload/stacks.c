@@ -200,6 +200,13 @@ static uint32_t ss_capture(uint32_t fn) {
     return ss_site_for(pcs, u.n, fn);
 }
 
+/* The caller's stack as a CPU sample's would be (index + 1, 0: none): a TBB algorithm's caller
+ * (itt.c). */
+uint32_t ss_stack_here(void) {
+    if (!__atomic_load_n(&ss_stacks_on, __ATOMIC_ACQUIRE)) return 0;
+    return ss_capture(SS_STACK_KIND_CPU);
+}
+
 uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind) {
     if (!__atomic_load_n(&ss_stacks_on, __ATOMIC_ACQUIRE) || n == 0) return 0;
     return ss_site_for(pcs, n, kind);

@@ -86,6 +86,10 @@ static void ss_node_reset(struct ss_thread *t) {
     memset(&t->last_wall, 0, sizeof t->last_wall);
     memset(t->still, 0, sizeof t->still);
     memset(&t->omp_run, 0, sizeof t->omp_run);
+    memset(&t->tbb_run, 0, sizeof t->tbb_run);
+    t->itt_task_start_ns = 0;
+    t->itt_task_stack = t->itt_task_depth = 0;
+    t->tbb_worker = 0;
     t->cpu_head_seen = 0;
     t->sig_blocked = 0;
     t->last_waiter_stack = t->last_holder_stack = 0;

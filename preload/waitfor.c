@@ -39,7 +39,7 @@ static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run) {
     uint64_t idle = run->team_ticks > run->body_ticks ? run->team_ticks - run->body_ticks : 0;
     uint64_t share = run->team_ticks ? idle * 10000 / run->team_ticks : 0;
-    struct ss_wait w = {run->start_ns, run->end_ns, run->body, run->count, SS_WAIT_REGION, SS_LOCK_OMP_REGION,
+    struct ss_wait w = {run->start_ns, run->end_ns, run->body, run->count, SS_WAIT_REGION, run->kind,
                         (uint16_t)(share > 10000 ? 10000 : share)};
     ss_wait_push(t, &w);
 }

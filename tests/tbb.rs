@@ -229,6 +229,35 @@ fn a_balanced_parallel_reduce_stays_quiet() {
         ns("idle_ns"),
         ns("blocked_ns")
     );
+    // Its algorithms on the timeline (ITT's task notifications): the caller's eight
+    // parallel_reduce runs, 20 ms apart, each its own band, inside the process's life.
+    let runs = r["omp_runs"].as_array().expect("omp_runs");
+    let wall = r["wall_ns"].as_u64().unwrap();
+    let main = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["main"] == true)
+        .expect("a main thread");
+    assert!(!runs.is_empty(), "no band for TBB's algorithms");
+    let counted: u64 = runs.iter().map(|x| x["regions"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 8, "{runs:#?}");
+    for x in runs {
+        assert_eq!(x["runtime"], "TBB", "{x:#}");
+        assert!(
+            x["region"]
+                .as_str()
+                .unwrap()
+                .starts_with("tbb::parallel_reduce in main at balanced_reduce.cpp:"),
+            "{x:#}"
+        );
+        assert_eq!(x["tid"], main["tid"], "bands are the caller's: {x:#}");
+        let (b, e) = (
+            x["begin_ns"].as_u64().unwrap(),
+            x["end_ns"].as_u64().unwrap(),
+        );
+        assert!(b <= e && e <= wall, "{x:#}");
+    }
     for id in common::finding_ids(&r) {
         assert!(
             !matches!(

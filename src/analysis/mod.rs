@@ -112,6 +112,14 @@ impl Analysis {
                     .then(a.address.cmp(&b.address))
             });
             summary.omp_runs = summary::omp_runs(&profile, &summary.omp_regions);
+            for run in summary.omp_runs.iter_mut().filter(|r| r.tbb) {
+                let frames = (run.body as u32)
+                    .checked_sub(1)
+                    .and_then(|id| profile.stacks.get(&id))
+                    .map(|stack| sym.stack(stack))
+                    .unwrap_or_default();
+                run.tbb_words = Some(summary::tbb_algorithm_words(&frames));
+            }
             let mut states = states::build(&profile, &mut sym, &mut code, &futex_words);
             if let Some(r) = states.as_mut() {
                 locknames::name_site_locks(

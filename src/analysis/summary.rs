@@ -303,8 +303,13 @@ pub struct OmpRun {
     pub end_ns: u64,
     /// The run's longest region: its index in `omp_regions` (None: not in the lock table).
     pub region: Option<usize>,
-    /// The region's body address, when `region` is None.
+    /// The region's body address, when `region` is None; TBB: the caller's stack id.
     pub body: u64,
+    /// A run of TBB algorithms (oneTBB's ITT notifications) rather than OpenMP regions.
+    pub tbb: bool,
+    /// TBB: `tbb::parallel_reduce in main at reduce.cpp:20`, from the caller's stack (filled by
+    /// the analysis, which symbolizes).
+    pub tbb_words: Option<String>,
     /// Regions in the run.
     pub regions: u32,
     /// The team's share of its time in the run at the regions' closing barriers.
@@ -312,8 +317,15 @@ pub struct OmpRun {
 }
 
 impl OmpRun {
-    /// `the parallel region in main at loop.c:20` (its longest region's), or its address.
+    /// `the parallel region in main at loop.c:20` (its longest region's), or its address;
+    /// `tbb::parallel_reduce in main at reduce.cpp:20` for TBB's algorithms.
     pub fn words(&self, regions: &[OmpRegion]) -> String {
+        if self.tbb {
+            return self
+                .tbb_words
+                .clone()
+                .unwrap_or_else(|| "a TBB algorithm".to_string());
+        }
         match self.region.and_then(|i| regions.get(i)) {
             Some(r) => r.words(),
             None => format!("the parallel region at {:#x}", self.body),
@@ -331,10 +343,45 @@ impl OmpRun {
         } else {
             String::new()
         };
+        if self.tbb {
+            return format!("{place}{count}");
+        }
         format!(
             "{place}{count}, {} at the barrier",
             crate::util::fmt_pct(self.barrier_share)
         )
+    }
+}
+
+/// A TBB algorithm named from its caller's stack: the algorithm by its template
+/// (`tbb::detail::d1::parallel_reduce<...>`, inlined into the user's code, reads
+/// `tbb::parallel_reduce`), the place by the user's frame: `tbb::parallel_reduce in main at
+/// reduce.cpp:20`.
+pub fn tbb_algorithm_words(frames: &[crate::symbols::Frame]) -> String {
+    // The innermost `parallel_*` frame: the template the user called (inlined, its name may
+    // lack the namespace: `parallel_reduce<tbb::detail::d1::blocked_range<long>, ...>`).
+    let algorithm = frames
+        .iter()
+        .filter_map(|f| f.function.as_deref())
+        .find_map(|name| {
+            let bare = name
+                .trim_start_matches("tbb::")
+                .trim_start_matches("detail::")
+                .trim_start_matches("d1::");
+            let rest = bare.strip_prefix("parallel_")?;
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            (end > 0).then(|| format!("tbb::parallel_{}", &rest[..end]))
+        })
+        .unwrap_or_else(|| "a TBB algorithm".to_string());
+    let user = crate::symbols::user_frame(frames);
+    match frames
+        .get(user)
+        .filter(|f| !crate::symbols::is_runtime_frame(f) && f.function.is_some())
+    {
+        Some(f) => format!("{algorithm} in {}", f.short_text()),
+        None => algorithm,
     }
 }
 
@@ -353,8 +400,10 @@ pub fn omp_runs(profile: &crate::profile::Profile, regions: &[OmpRegion]) -> Vec
                 end_ns: r.end_mono_ns.saturating_sub(start),
                 region: regions
                     .iter()
-                    .position(|g| g.address == r.body || g.merged.contains(&r.body)),
+                    .position(|g| !r.tbb && (g.address == r.body || g.merged.contains(&r.body))),
                 body: r.body,
+                tbb: r.tbb,
+                tbb_words: None,
                 regions: r.regions,
                 barrier_share: r.barrier_share.min(1.0),
             })
@@ -774,6 +823,32 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
 mod omp_region_tests {
     use super::{OmpRegion, merge_omp_regions};
     use crate::symbols::Frame;
+
+    #[test]
+    fn a_tbb_algorithm_is_named_by_its_template_and_the_users_frame() {
+        let frame = |function: &str, module: &str, line: Option<u32>| Frame {
+            function: Some(function.into()),
+            file: line.map(|_| "/src/reduce.cpp".into()),
+            line,
+            module: module.into(),
+            offset: 0x10,
+            inlined: false,
+        };
+        let tbb = "/usr/lib/x86_64-linux-gnu/libtbb.so.12";
+        let frames = vec![
+            frame("tbb::detail::r1::itt_task_begin(int)", tbb, None),
+            frame("tbb::detail::d1::execute_and_wait(int)", tbb, None),
+            frame(
+                "parallel_reduce<tbb::detail::d1::blocked_range<long int>, double>",
+                "/bin/reduce",
+                Some(40),
+            ),
+            frame("main", "/bin/reduce", Some(20)),
+        ];
+        let words = super::tbb_algorithm_words(&frames);
+        assert!(words.starts_with("tbb::parallel_reduce in "), "{words}");
+        assert_eq!(super::tbb_algorithm_words(&[]), "a TBB algorithm");
+    }
 
     fn region(function: &str, line: u32, address: u64, call_site: bool) -> OmpRegion {
         OmpRegion {

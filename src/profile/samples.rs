@@ -70,7 +70,10 @@ pub struct RegionRun {
     pub serial: u32,
     pub start_mono_ns: u64,
     pub end_mono_ns: u64,
-    /// The region's outlined body: the address the lock table names the region by.
+    /// A run of TBB algorithms (reported through ITT) rather than OpenMP regions.
+    pub tbb: bool,
+    /// The region's outlined body: the address the lock table names the region by; TBB: the
+    /// id of the caller's stack at the algorithm's begin (0: none).
     pub body: u64,
     /// Regions in the run.
     pub regions: u32,
@@ -149,7 +152,17 @@ pub fn parse_waits(
             }
             Some(WaitKind::Condition) => rest[1] == 0 && !broadcast_alone,
             Some(WaitKind::Region) => {
-                lock_kind == Some(LockKind::OmpRegion) && notification <= 10000 && other_tid > 0
+                notification <= 10000
+                    && other_tid > 0
+                    && match lock_kind {
+                        Some(LockKind::OmpRegion) => true,
+                        // TBB's algorithms (preload/itt.c): by the caller's stack, with no
+                        // barrier share.
+                        Some(LockKind::IttSync) => {
+                            object <= u64::from(u32::MAX) && notification == 0
+                        }
+                        _ => false,
+                    }
             }
             None => false,
         };
@@ -161,6 +174,7 @@ pub fn parse_waits(
                 serial,
                 start_mono_ns,
                 end_mono_ns,
+                tbb: lock_kind == Some(LockKind::IttSync),
                 body: object,
                 regions: other_tid,
                 barrier_share: f64::from(notification) / 10000.0,

@@ -314,6 +314,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
                 begin_ns: r.begin_ns,
                 end_ns: r.end_ns,
                 region: r.words(&s.omp_regions),
+                runtime: if r.tbb { "TBB" } else { "OpenMP" },
                 regions: r.regions,
                 barrier_share: r.barrier_share,
             })
@@ -695,8 +696,10 @@ struct OmpRunJson {
     /// From the process's start.
     begin_ns: u64,
     end_ns: u64,
-    /// Its longest region.
+    /// Its longest region (TBB: the algorithm, `tbb::parallel_for`).
     region: String,
+    /// `OpenMP` or `TBB`.
+    runtime: &'static str,
     /// Regions in the run.
     regions: u32,
     /// The team's share of its time in the run at the closing barriers.

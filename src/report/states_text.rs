@@ -73,11 +73,11 @@ fn regions_row(
     let glyph = |k: usize| if k < 9 { (b'1' + k as u8) as char } else { '+' };
     // Digits in order of first appearance, per region (or body address when unnamed); the tenth
     // key gathers the rest.
-    let mut keys: Vec<(Option<usize>, u64)> = Vec::new();
+    let mut keys: Vec<(String, bool)> = Vec::new();
     let mut covered: Vec<Vec<u64>> = Vec::new(); // per letter, per column: ns covered
     let mut totals: Vec<(u64, u64, f64)> = Vec::new(); // regions, ns, barrier-weighted ns
     for run in runs {
-        let key = (run.region, if run.region.is_some() { 0 } else { run.body });
+        let key = (run.words(regions), run.tbb);
         let k = match keys.iter().position(|x| *x == key) {
             Some(k) => k,
             None => {
@@ -120,22 +120,21 @@ fn regions_row(
     let legend = keys
         .iter()
         .enumerate()
-        .map(|(k, &(region, body))| {
-            let run = OmpRun {
-                tid: 0,
-                begin_ns: 0,
-                end_ns: 0,
-                region,
-                body,
-                regions: 0,
-                barrier_share: 0.0,
-            };
+        .map(|(k, (words, tbb))| {
+            let tbb = *tbb;
             let (count, ns, weighted) = totals[k];
             let words = if k == 9 {
                 "other parallel regions".to_string()
             } else {
-                run.words(regions)
+                words.clone()
             };
+            if tbb {
+                return format!(
+                    "{} = {words} ({} runs of the algorithm)",
+                    glyph(k),
+                    crate::util::fmt_count(count)
+                );
+            }
             format!(
                 "{} = {words} ({} regions, {} of the team's time at the barrier)",
                 glyph(k),
