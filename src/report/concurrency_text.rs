@@ -28,7 +28,7 @@ pub fn render(a: &Analysis, c: &Concurrency, style: Style) -> String {
         c.offered.verdict()
     );
     let _ = writeln!(out, "    threads wanting a CPU: {}", classes(&c.offered));
-    let _ = writeln!(out, "    threads on a CPU:      {}", classes(&c.achieved));
+    let _ = writeln!(out, "    threads on a CPU: {}", classes(&c.achieved));
     let _ = writeln!(
         out,
         "  waiting for a CPU: {} because of the program's own threads, {} because of other load",

@@ -2,6 +2,7 @@
 //! same typed model ([`crate::analysis::Analysis`]); the JSON is its serialization ([`json`]).
 
 pub mod concurrency_text;
+pub mod fit;
 pub mod json;
 mod phases_text;
 pub mod run;
@@ -42,7 +43,10 @@ pub fn render_text(a: &Analysis, style: Style, stacks: bool) -> String {
     if let Some(c) = &a.concurrency {
         out.push_str(&concurrency_text::render(a, c, style));
     }
-    out
+    match fit::wrap_width() {
+        Some(width) => fit::fit(&out, width),
+        None => out,
+    }
 }
 
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {

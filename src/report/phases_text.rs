@@ -67,15 +67,15 @@ pub fn render(r: &PhaseReport, style: Style) -> String {
         let _ = writeln!(o, "\n{}", style.bold("Heap snapshots"));
         let _ = writeln!(
             o,
-            "  {:<30} {:>10} {:>11} {:>11} {:>13} {:>11} {:>7} {:>11} {:>9}",
-            "label", "at", "in use", "free", "free chunks", "fast bins", "frag.", "RSS", "took"
+            "  {:<12} {:>9} {:>9} {:>9} {:>6} {:>8} {:>5} {:>9}",
+            "label", "at", "in use", "free", "chunks", "fastbins", "frag", "RSS"
         );
         for h in &r.snapshots {
             let at = fmt_ns(h.mono_ns.saturating_sub(r.start_mono_ns));
             if !h.glibc {
                 let _ = writeln!(
                     o,
-                    "  {:<30} {:>10} {:>11} {:>11} {:>13} {:>11} {:>7} {:>11} {:>9}",
+                    "  {:<12} {:>9} {:>9} {:>9} {:>6} {:>8} {:>5} {:>9}",
                     h.label,
                     at,
                     "-",
@@ -84,13 +84,12 @@ pub fn render(r: &PhaseReport, style: Style) -> String {
                     "-",
                     "-",
                     fmt_bytes(h.rss_bytes),
-                    fmt_ns(h.duration_ns)
                 );
                 continue;
             }
             let _ = writeln!(
                 o,
-                "  {:<30} {:>10} {:>11} {:>11} {:>13} {:>11} {:>6.0}% {:>11} {:>9}",
+                "  {:<12} {:>9} {:>9} {:>9} {:>6} {:>8} {:>4.0}% {:>9}",
                 h.label,
                 at,
                 fmt_bytes(h.in_use_bytes()),
@@ -99,9 +98,16 @@ pub fn render(r: &PhaseReport, style: Style) -> String {
                 fmt_bytes(h.fastbin_bytes),
                 h.fragmentation() * 100.0,
                 fmt_bytes(h.rss_bytes),
-                fmt_ns(h.duration_ns)
             );
         }
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.dim(&format!(
+                "chunks: free chunks; frag: free bytes as a share of all the arenas hold; the snapshots took {} in all",
+                fmt_ns(r.snapshots.iter().map(|h| h.duration_ns).sum::<u64>())
+            ))
+        );
         if r.snapshots.iter().any(|h| !h.glibc) {
             let _ = writeln!(
                 o,

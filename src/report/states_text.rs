@@ -166,23 +166,54 @@ pub fn render(r: &StateReport, summary: &Summary, style: Style) -> String {
         .max()
         .unwrap_or(6)
         .max(6);
-    let _ = write!(out, "  {:label_width$}", "thread");
-    for c in CATEGORIES {
-        let _ = write!(out, " {:>9}", c.key().replace("kernel_memory", "kern-mem"));
+    // Only the categories some thread spent time in, in blocks that fit the width.
+    let width = super::fit::width();
+    let shown: Vec<Category> = CATEGORIES
+        .iter()
+        .copied()
+        .filter(|&c| threads.iter().any(|t| t.share(c) >= 0.0005))
+        .collect();
+    let key = |c: Category| c.key().replace("kernel_memory", "kern-mem");
+    let column = |c: Category| key(c).chars().count().max(6);
+    let mut blocks: Vec<Vec<Category>> = vec![Vec::new()];
+    let mut used = 2 + label_width;
+    for &c in &shown {
+        if used + 1 + column(c) > width && !blocks.last().is_some_and(Vec::is_empty) {
+            blocks.push(Vec::new());
+            used = 2 + label_width;
+        }
+        used += 1 + column(c);
+        blocks.last_mut().expect("a block").push(c);
     }
-    out.push('\n');
-    for t in &threads {
-        let _ = write!(out, "  {:label_width$}", thread_label(t));
-        for c in CATEGORIES {
-            let share = t.share(c);
-            let cell = if share < 0.0005 {
-                "·".to_string()
-            } else {
-                fmt_pct(share)
-            };
-            let _ = write!(out, " {cell:>9}");
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = write!(out, "  {:label_width$}", "thread");
+        for &c in block {
+            let _ = write!(out, " {:>w$}", key(c), w = column(c));
         }
         out.push('\n');
+        for t in &threads {
+            let _ = write!(out, "  {:label_width$}", thread_label(t));
+            for &c in block {
+                let share = t.share(c);
+                let cell = if share < 0.0005 {
+                    "·".to_string()
+                } else {
+                    fmt_pct(share)
+                };
+                let _ = write!(out, " {cell:>w$}", w = column(c));
+            }
+            out.push('\n');
+        }
+    }
+    if shown.len() < CATEGORIES.len() {
+        let _ = writeln!(
+            out,
+            "  {}",
+            style.dim("(categories no thread spent time in are left out)")
+        );
     }
 
     if threads.iter().any(|t| t.signal_blocked) {
@@ -202,28 +233,46 @@ pub fn render(r: &StateReport, summary: &Summary, style: Style) -> String {
         );
     }
 
+    // The timeline fits the width: slices merged in groups of `per` when there are more than
+    // columns.
+    let slices = threads.iter().map(|t| t.slices.len()).max().unwrap_or(0);
+    let room = width.saturating_sub(label_width + 6).max(20);
+    let per = slices.div_ceil(room).max(1);
+    let column_ns = r.slice_ns * per as u64;
     let _ = writeln!(
         out,
         "\n  timeline: {} per column, {}",
-        fmt_ns(r.slice_ns),
+        fmt_ns(column_ns),
         CATEGORIES
             .iter()
+            .filter(|c| shown.contains(c))
             .map(|c| format!("{} {}", c.glyph(), c.key()))
             .collect::<Vec<_>>()
-            .join("  ")
+            .join(", ")
     );
     for t in &threads {
         let row: String = t
             .slices
-            .iter()
-            .map(|s| slice_glyph(s, r.slice_ns))
+            .chunks(per)
+            .map(|group| {
+                let mut merged = [0u64; CATEGORIES.len()];
+                for s in group {
+                    for (m, v) in merged.iter_mut().zip(s) {
+                        *m += v;
+                    }
+                }
+                slice_glyph(&merged, column_ns)
+            })
             .collect();
         let _ = writeln!(out, "  {:label_width$} |{row}|", thread_label(t));
     }
     if !summary.omp_runs.is_empty() {
-        let columns = threads.iter().map(|t| t.slices.len()).max().unwrap_or(0);
-        let (row, legend) =
-            regions_row(&summary.omp_runs, &summary.omp_regions, r.slice_ns, columns);
+        let (row, legend) = regions_row(
+            &summary.omp_runs,
+            &summary.omp_regions,
+            column_ns,
+            slices.div_ceil(per),
+        );
         let _ = writeln!(out, "  {:label_width$} |{row}|", "(regions)");
         for l in legend {
             let _ = writeln!(out, "  {:label_width$}  {l}", "");

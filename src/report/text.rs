@@ -234,7 +234,7 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
     heading(o, style, "Threads (shares of each thread's life)");
     let _ = writeln!(
         o,
-        "  {:>8}  {:<16} {:>10} {:>7} {:>10} {:>7} {:>10} {:>7}",
+        "  {:>7} {:<15} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
         "tid", "name", "life", "CPU", "allocator", "", "lock wait", ""
     );
     const MAX_ROWS: usize = 20;
@@ -248,16 +248,30 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
     for t in rows.iter().take(MAX_ROWS) {
         let _ = writeln!(
             o,
-            "  {:>8}  {:<16} {:>10} {:>7} {:>10} {:>7} {:>10} {:>7}",
+            "  {:>7} {:<15} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
             t.tid,
-            if t.main {
-                format!("{} (main)", t.name)
-            } else if let Some(n) = t.folded {
-                format!("{} ×{}", t.name, fmt_count(n as u64))
-            } else if t.signal_blocked {
-                format!("{}‡", t.name)
-            } else {
-                t.name.clone()
+            {
+                // At most 15 characters: the name cut to make room for its mark.
+                let cut = |name: &str, room: usize| -> String {
+                    if name.chars().count() <= room {
+                        name.to_string()
+                    } else {
+                        let mut s: String = name.chars().take(room.saturating_sub(1)).collect();
+                        s.push('…');
+                        s
+                    }
+                };
+                if t.main {
+                    format!("{} (main)", cut(&t.name, 8))
+                } else if let Some(n) = t.folded {
+                    let count = fmt_count(n as u64);
+                    let room = 15usize.saturating_sub(count.chars().count() + 2).max(4);
+                    format!("{} ×{count}", cut(&t.name, room))
+                } else if t.signal_blocked {
+                    format!("{}‡", cut(&t.name, 14))
+                } else {
+                    cut(&t.name, 15)
+                }
             },
             fmt_ns(t.wall_ns),
             fmt_pct(ratio(t.cpu_ns, t.wall_ns)),
@@ -408,20 +422,20 @@ fn omp_regions(o: &mut String, s: &Summary, style: Style) {
     );
     let _ = writeln!(
         o,
-        "  {:>8} {:>6} {:>11} {:>11} {:>8} {:>11}  region",
+        "  {:>8} {:>6} {:>11} {:>11} {:>8} {:>11}",
         "runs", "team", "wall", "barrier", "share", "fork-join"
     );
     for r in s.omp_regions.iter().take(10) {
+        let _ = writeln!(o, "  {}", r.words());
         let _ = writeln!(
             o,
-            "  {:>8} {:>6.1} {:>11} {:>11} {:>8} {:>11}  {}",
+            "  {:>8} {:>6.1} {:>11} {:>11} {:>8} {:>11}",
             fmt_count(r.runs),
             r.team(),
             fmt_ns(r.wall_ns),
             fmt_ns(r.barrier_ns),
             fmt_pct(r.barrier_share()),
             fmt_ns(r.fork_join_ns),
-            r.words()
         );
     }
 }
@@ -434,21 +448,17 @@ fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
     }
     let _ = writeln!(
         o,
-        "  {:<16} {:<12} {:>12} {:>12} {:>11} {:>10} {:>11} {:>7}",
-        "address", "kind", "acquired", "contended", "wait", "max wait", "held", "threads"
+        "  {:<14} {:<11} {:>9} {:>9} {:>9} {:>8} {:>8} {:>3}",
+        "address", "kind", "acquired", "contended", "wait", "max wait", "held", "thr"
     );
     for l in s.locks.iter().take(10) {
         let _ = writeln!(
             o,
-            "  {:<16} {:<12} {:>12} {:>12} {:>11} {:>10} {:>11} {:>7}",
+            "  {:<14} {:<11} {:>9} {:>9} {:>9} {:>8} {:>8} {:>3}",
             format!("{:#x}", l.address),
             l.kind_text(),
             fmt_count(l.acquisitions),
-            format!(
-                "{} ({})",
-                fmt_count(l.contended),
-                fmt_pct(ratio(l.contended, l.acquisitions))
-            ),
+            fmt_count(l.contended),
             fmt_ns(l.wait_ns),
             fmt_ns(l.max_wait_ns),
             fmt_ns(l.hold_ns),
