@@ -1174,8 +1174,15 @@ pub fn build(
         entry.samples = entry.samples.saturating_add(samples);
         entry.ns = entry.ns.saturating_add(ns);
         if kind == SampleKind::Cpu {
+            // A sample inside the interposer's hook is the hooked call's: it is named by the
+            // hook's exported function (`free`), the outermost of its own frames, never by an
+            // internal one (`ss_free_always_timed`).
+            let own = frames
+                .iter()
+                .take_while(|f| is_own_module(&f.module))
+                .count();
             let function = frames
-                .first()
+                .get(own.saturating_sub(1))
                 .and_then(|f| f.function.clone())
                 .map(|n| qualified_name(&n).to_string())
                 .unwrap_or_else(|| {
