@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The time of one hooked call pair (benches/programs/pair_ticks.c: the fastest of 400 batches, in
 # TSC ticks), unprofiled and under the interposer (LD_PRELOAD, thread-state sampling off), with
-# lock holds timed at the default period and at others (STALLSCOPE_TIMING_PERIOD: allocator calls
-# 1 in N, lock holds 1 in 8N) and with uncontended lock calls forwarded to glibc instead of done
+# allocator calls and lock holds timed at the default period (1 in 256) and at others
+# (STALLSCOPE_TIMING_PERIOD: both 1 in N) and with uncontended lock calls forwarded to glibc instead of done
 # by the hooks (STALLSCOPE_LOCK_STEPS=0), interleaved over rounds; prints the median of each over
 # the rounds.
 # Wall-time ratios of whole programs move by 30% on a shared machine; the fastest batch does not.
@@ -32,9 +32,9 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-pairticks.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -pthread -o "$work/pair_ticks" "$root/benches/programs/pair_ticks.c"
 
-settings=("unprofiled:" "default (holds 1 in 256):STALLSCOPE_TIMING_PERIOD=32"
-    "holds 1 in 32 (period 4):STALLSCOPE_TIMING_PERIOD=4" "no timing (period 2^31):STALLSCOPE_TIMING_PERIOD=2147483647"
-    "steps forwarded to glibc:STALLSCOPE_TIMING_PERIOD=32 STALLSCOPE_LOCK_STEPS=0")
+settings=("unprofiled:" "default (1 in 256):STALLSCOPE_TIMING_PERIOD=256"
+    "1 in 32:STALLSCOPE_TIMING_PERIOD=32" "no timing (period 2^31):STALLSCOPE_TIMING_PERIOD=2147483647"
+    "steps forwarded to glibc:STALLSCOPE_TIMING_PERIOD=256 STALLSCOPE_LOCK_STEPS=0")
 echo "Ticks per pair, median over $rounds rounds of the fastest batch. Load average: $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 header="| pair"; sep="|---"

@@ -143,8 +143,10 @@ static void ss_read_config(void) {
     ss_config.timing = (timing && strcmp(timing, "exact") == 0) ? SS_TIMING_EXACT : SS_TIMING_SAMPLED;
     ss_config.period = (uint32_t)ss_option_num(SS_OPT_TIMING_PERIOD);
     if (ss_config.timing == SS_TIMING_EXACT) ss_config.period = 1;
-    uint64_t lock_period = (uint64_t)ss_config.period * SS_LOCK_TIMING_FACTOR;
-    ss_config.lock_period = ss_config.period <= 1 ? 1 : (uint32_t)(lock_period < SS_LOCK_PERIOD_MAX ? lock_period : SS_LOCK_PERIOD_MAX);
+    /* Since issue 27 allocator calls and lock holds share one period, 256 by default (files say
+     * so by leaving SS_PROCESS_LOCK_PERIOD out; docs/PERFORMANCE.md "Allocator calls on the lock
+     * holds' period"). */
+    ss_config.lock_period = ss_config.period;
     ss_config.flush_ms = (uint32_t)ss_option_num(SS_OPT_FLUSH_MS);
     ss_config.snapshot_ms = (uint32_t)ss_option_num(SS_OPT_SNAPSHOT_MS);
     ss_config.snapshot_signal = ss_option_flag(SS_OPT_SNAPSHOT_SIGNAL);

@@ -213,10 +213,10 @@ enum ss_attach_how {
  * are estimates of all calls: a sampled call adds the sampling period, an always-timed call 1. */
 #define SS_LAT_BUCKETS 40u
 
-/* Lock holds are timed on a sample of its own, one acquisition in `timing_period` x this factor
- * on average (one in 1 with exact timing): a timed hold reads the clock twice inside the critical
- * section, and a lock pair costs a tenth of an allocation pair (docs/PERFORMANCE.md). Hold times
- * are ratio estimates (timed hold ticks / timed holds x acquisitions), whatever the period. */
+/* Lock holds are timed on a sample, one acquisition in `timing_period` on average, or, in files
+ * with SS_PROCESS_LOCK_PERIOD (written between e3e5e83 and issue 27, when allocator calls were
+ * timed 1 in 32), in `timing_period` x this factor (one in 1 with exact timing). Hold times are
+ * ratio estimates (timed hold ticks / timed holds x acquisitions), whatever the period. */
 #define SS_LOCK_TIMING_FACTOR 8u
 #define SS_LOCK_PERIOD_MAX (1u << 31) /* the product, capped (timing_period may be up to 2^32-1) */
 /* struct ss_sample's `syscall` of a wall sample whose system call could not be read: a process

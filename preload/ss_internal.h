@@ -282,7 +282,7 @@ struct ss_config {
     int paused;        /* run --paused: loaded with recording off until `stallscope attach` (attach.c) */
     uint32_t timing;   /* enum ss_timing */
     uint32_t period;   /* mean sampling period for timed calls */
-    uint32_t lock_period; /* the same for lock holds: period x SS_LOCK_TIMING_FACTOR (1 if period is 1) */
+    uint32_t lock_period; /* the same for lock holds: `period` since issue 27 (files without SS_PROCESS_LOCK_PERIOD) */
     uint32_t flush_ms; /* period of the background flush */
     char dir[512];     /* where profiles go (absolute) */
     char output[1024]; /* explicit path for the launched process, if any */
@@ -380,7 +380,7 @@ static inline uint64_t ss_ticks_to_ns(uint64_t ticks) {
 
 /* Whether this call is timed: a random 1-in-period sample, unbiased for totals. */
 uint32_t ss_next_interval(struct ss_thread *t);
-/* The same for lock holds (their own, longer period: SS_LOCK_TIMING_FACTOR). */
+/* The same for lock holds (on ss_config.lock_period). */
 uint32_t ss_next_lock_interval(struct ss_thread *t);
 static inline int ss_take_timed_hold(struct ss_thread *t) {
     if (SS_LIKELY(--t->lock_countdown != 0)) return 0;

@@ -393,7 +393,7 @@ static struct ss_buf *ss_build_head(void) {
         ncpus = n > 0 ? (uint32_t)n : 1;
     }
     ss_process.ncpus = ncpus;
-    ss_process.flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) | SS_PROCESS_LOCK_PERIOD |
+    ss_process.flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) |
                        (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
                        (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
                        (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u) |

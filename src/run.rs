@@ -28,8 +28,8 @@ pub struct RunArgs {
     /// Time a random sample of allocator calls (counts stay exact), or every call
     #[arg(long, value_enum, default_value_t = Timing::Sampled)]
     pub timing: Timing,
-    /// Mean sampling period for --timing sampled: one allocator call in N is timed (one lock
-    /// acquisition in 8N has its hold timed)
+    /// Mean sampling period for --timing sampled: one allocator call in N is timed, and one lock
+    /// acquisition in N has its hold timed
     #[arg(long, value_name = "N", default_value_t = options::TIMING_PERIOD.default as u32)]
     pub timing_period: u32,
     /// Take the call stack of one allocation call in N on average (0: none by count)

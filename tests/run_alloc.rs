@@ -120,9 +120,16 @@ fn timed_calls(report: &Value, function: &str) -> u64 {
 fn sampled_timing_times_about_one_call_in_32() {
     let dir = TempDir::new("alloc-sampled");
     let exe = compile(dir.path(), "alloc_known.c", &[]);
-    let (_, path) = profile(dir.path(), "sampled.prof", &[], &[&exe], 0);
+    let (_, path) = profile(
+        dir.path(),
+        "sampled.prof",
+        &["--timing-period", "32"],
+        &[&exe],
+        0,
+    );
     let report = report_json(&path);
     assert_eq!(report["timing"]["mode"], "sampled", "default timing mode");
+    assert_eq!(report["timing"]["period"], 32, "{}", report["timing"]);
     for function in FUNCTIONS {
         let stats = fn_stats(&report, function);
         let timed = timed_calls(&report, function);
@@ -142,6 +149,41 @@ fn sampled_timing_times_about_one_call_in_32() {
         let total = histogram_total(hist);
         assert!(
             total.abs_diff(stats.calls) * 5 <= stats.calls,
+            "{function}: latency histogram holds {total}, calls {}: {hist}",
+            stats.calls
+        );
+    }
+}
+
+#[test]
+fn default_timing_times_about_one_call_in_256() {
+    let dir = TempDir::new("alloc-sampled-default");
+    let exe = compile(dir.path(), "alloc_known.c", &[]);
+    let (_, path) = profile(dir.path(), "default.prof", &[], &[&exe], 0);
+    let report = report_json(&path);
+    assert_eq!(report["timing"]["mode"], "sampled", "default timing mode");
+    assert_eq!(report["timing"]["period"], 256, "{}", report["timing"]);
+    assert_eq!(report["timing"]["lock_period"], 256, "{}", report["timing"]);
+    for function in FUNCTIONS {
+        let stats = fn_stats(&report, function);
+        let timed = timed_calls(&report, function);
+        // Intervals uniform on [1, 511]: about calls/256 timed; for the 6000 aligned calls
+        // (alternating with frees, one thread's countdown shared by both) 23, with a standard
+        // deviation of about 4: a third of it is more than 3.5 of them below.
+        assert!(
+            timed >= stats.calls / 768 && timed <= stats.calls / 96,
+            "{function}: {timed} of {} calls timed, expected about {}",
+            stats.calls,
+            stats.calls / 256
+        );
+        assert!(stats.time_ns > 0, "{function} has no time: {stats:?}");
+        // The histogram's total estimates the calls (each timed call weighted by 256) with a
+        // relative standard deviation of about 17% for the 6000 aligned calls: within a factor
+        // of 3 is 4 of them, and a wrong weight (32, or 1) is far outside.
+        let hist = &report["alloc"]["latency_histogram"][function];
+        let total = histogram_total(hist);
+        assert!(
+            total * 3 >= stats.calls && total <= stats.calls * 3,
             "{function}: latency histogram holds {total}, calls {}: {hist}",
             stats.calls
         );

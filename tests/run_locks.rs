@@ -289,7 +289,7 @@ fn hold_times_cover_what_the_program_held() {
         0,
     );
     let report = report_json(&path);
-    assert_eq!(report["timing"]["period"], 32, "{}", report["timing"]);
+    assert_eq!(report["timing"]["period"], 256, "{}", report["timing"]);
     assert_eq!(report["timing"]["lock_period"], 256, "{}", report["timing"]);
     assert!(held_by(&out) > 0);
     assert!(

@@ -12,7 +12,7 @@ use std::fmt::Write;
 /// When a phase is flagged: its mean time per call of `function` is at least `ratio` times the
 /// lowest of the other runs of the same phase (same name and depth: the same work, in another heap
 /// state), both having at least `min_calls` calls and `min_timed` timed ones (enough for a stable
-/// mean under 1-in-32 sampling). Different phases do different work and are never compared.
+/// mean under 1-in-256 sampling). Different phases do different work and are never compared.
 pub struct SlowdownRule {
     pub function: &'static str,
     pub min_calls: u64,
