@@ -288,6 +288,12 @@ pub fn process_name(command: &[String], exe: &str) -> String {
                 })
                 .map(|a| base(a))
         })
+        // A linker or a compiler without a source file: what it writes.
+        .or_else(|| {
+            args.windows(2)
+                .find(|w| w[0] == "-o" && !w[1].is_empty())
+                .map(|w| base(&w[1]))
+        })
         .or_else(|| {
             args.iter()
                 .find(|a| !a.is_empty() && !a.starts_with('-'))
