@@ -255,7 +255,13 @@ static void ss_fill_process(uint64_t realtime_ns, uint64_t mono_ns, uint64_t tic
     strncpy(ss_process.allocator, allocator, sizeof ss_process.allocator - 1);
 }
 
+/* argv[0]'s base name as the program started: a fork child that rewrites its title (PostgreSQL's
+ * backends) overwrites the memory program_invocation_short_name points into. */
+static char ss_short_name[256];
+
 void ss_writer_init(void) {
+    if (program_invocation_short_name)
+        strncpy(ss_short_name, program_invocation_short_name, sizeof ss_short_name - 1);
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
@@ -331,7 +337,19 @@ static int ss_profile_path(char *path, size_t cap, int attempt) {
             ss_str_cat(&s, "/");
         }
         ss_str_cat(&s, "stallscope-");
-        ss_append_name(&s, program_invocation_short_name ? program_invocation_short_name : "program");
+        /* The name the program started with (see ss_short_name); without one (argv[0] empty, or
+         * zeroed by a title before we looked), the executable's, never `stallscope--366.prof`. */
+        const char *name = ss_short_name;
+        if (!name[0]) {
+            static char exe[4096];
+            name = "program";
+            if (ss_main_program(exe, sizeof exe) > 0) {
+                const char *base = strrchr(exe, '/');
+                base = base ? base + 1 : exe;
+                if (base[0]) name = base;
+            }
+        }
+        ss_append_name(&s, name);
         ss_str_cat(&s, "-");
         ss_str_u64(&s, (uint64_t)getpid());
         if (attempt > 0) {

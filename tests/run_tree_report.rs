@@ -164,6 +164,137 @@ fn a_run_reads_as_a_tree_from_its_profile_its_directory_or_the_working_directory
     );
 }
 
+/// A shell compiling C files two at a time: the run's CPUs busy, the compilers named by their
+/// source file, no finding of a compiler on a share too small for the run.
+#[test]
+fn a_parallel_build_says_how_many_cpus_it_kept_busy_and_names_its_compilers() {
+    let dir = TempDir::new("tree-report-build");
+    let src = TempDir::new("tree-report-build-src");
+    for i in 0..4 {
+        // Enough code that cc1 works for a while at -O2.
+        let mut text = String::new();
+        for f in 0..150 {
+            text.push_str(&format!(
+                "int f{f}(int *a, int n) {{ int s = {i}; for (int k = 0; k < n; k++) {{ s += a[k] * {f} ^ (s >> 3); if (s & 1) s -= a[(k * 7) % n]; }} return s; }}\n"
+            ));
+        }
+        std::fs::write(src.path().join(format!("unit{i}.c")), text).unwrap();
+    }
+    let script = format!(
+        "cd {} && for p in 'unit0 unit1' 'unit2 unit3'; do for f in $p; do cc -O2 -c $f.c -o $f.o & done; wait; done",
+        src.path().display()
+    );
+    let out = stallscope_run(dir.path(), &["-q"], &["sh", "-c", &script]);
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    let root = &prof_files(dir.path())[0];
+    let report = json_of(root);
+    let run = &report["run"];
+    let c = &run["concurrency"];
+    let cpus = c["cpus"].as_f64().unwrap();
+    let busy = c["mean_busy_cpus"].as_f64().unwrap();
+    assert!(busy > 0.0 && busy <= cpus, "{c:#}");
+    let bins = c["busy_cpus"].as_array().unwrap();
+    assert!(!bins.is_empty(), "{c:#}");
+    assert!(
+        bins.iter()
+            .all(|b| (0.0..=cpus).contains(&b.as_f64().unwrap())),
+        "{c:#}"
+    );
+    // The CPU time over time adds up to the processes' CPU time (bins of the run's wall time).
+    let bin_ns = num(c, &["bin_ns"]) as f64;
+    let wall = num(run, &["totals", "wall_ns"]) as f64;
+    let summed: f64 = bins.iter().map(|b| b.as_f64().unwrap()).sum::<f64>() * bin_ns;
+    let cpu = num(run, &["totals", "cpu_ns"]) as f64;
+    assert!(
+        summed <= cpu * 1.05 + bin_ns && summed >= cpu * 0.5,
+        "binned {summed} of {cpu} ns CPU over {wall} ns: {c:#}"
+    );
+    // Each compiler by its source file, never by its path.
+    let names: Vec<&str> = run["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for i in 0..4 {
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with("cc1 ") && n.ends_with(&format!("unit{i}.c"))),
+            "{names:?}"
+        );
+    }
+    assert!(names.iter().all(|n| !n.starts_with('/')), "{names:?}");
+    if let Some(st) = c["longest_serial"].as_object() {
+        assert!(st["end_ns"].as_u64() > st["begin_ns"].as_u64(), "{c:#}");
+        assert!(st["mean_busy_cpus"].as_f64().unwrap() < 1.5, "{c:#}");
+    }
+    // No process but the launched one shows a finding on a stake under 1% of the run's wall.
+    let launched = run["launched"].as_u64();
+    for (i, p) in run["processes"].as_array().unwrap().iter().enumerate() {
+        if Some(i as u64) == launched {
+            continue;
+        }
+        for f in p["findings"].as_array().into_iter().flatten() {
+            if let Some(stake) = f["stake_ns"].as_f64() {
+                assert!(stake >= 0.01 * wall, "{f:#} in a run of {wall} ns");
+            }
+        }
+    }
+    let text = stallscope_out(&["report"], root);
+    assert!(text.contains("CPUs busy"), "{text}");
+    assert!(text.contains("cc1 unit"), "{text}");
+}
+
+/// A fork child that rewrites its title (PostgreSQL's backends): its profile is named after the
+/// program, not `stallscope--PID.prof`, and its command is its title, without the zeroed rest of
+/// the argument area as dozens of empty arguments.
+#[test]
+fn a_retitled_child_is_named_by_its_program_and_its_title() {
+    let dir = TempDir::new("tree-report-title");
+    let bin = TempDir::new("tree-report-title-bin");
+    let exe = hostile_program(bin.path(), "title_rewrite.c", &[]);
+    let exe = exe.to_str().unwrap();
+    let out = stallscope_run(
+        dir.path(),
+        &["-q"],
+        &[
+            exe,
+            "a-long-argument",
+            "another-one",
+            "and-more",
+            "x",
+            "y",
+            "z",
+        ],
+    );
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    let root = &prof_files(dir.path())[0];
+    let run = json_of(root)["run"].clone();
+    let child = run["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "titled: worker")
+        .unwrap_or_else(|| panic!("the retitled child: {run:#}"));
+    assert_eq!(
+        child["command"],
+        serde_json::json!(["titled: worker"]),
+        "{run:#}"
+    );
+    assert_eq!(child["program"], "title_rewrite", "{run:#}");
+    let file = child["profiles"][0].as_str().unwrap();
+    assert!(
+        Path::new(file)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("stallscope-title_rewrite-"),
+        "{file}"
+    );
+}
+
 #[test]
 fn a_single_profile_reads_as_before() {
     let dir = TempDir::new("single-report");

@@ -851,7 +851,8 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
     }
     let cmdline = f.take(cmdline_len);
     let exe = String::from_utf8_lossy(f.take(exe_len)).into_owned();
-    let command = if cmdline.is_empty() {
+    const TITLE_PADDING_ARGS: usize = 3;
+    let mut command: Vec<String> = if cmdline.is_empty() {
         Vec::new()
     } else {
         cmdline
@@ -859,6 +860,13 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect()
     };
+    // A program that rewrote its title (PostgreSQL's backends) leaves the rest of the argument
+    // area zeroed: dozens of empty arguments after it. A command may end with one or two empty
+    // words of its own (`--save ''`), rarely with more.
+    let empty_tail = command.iter().rev().take_while(|a| a.is_empty()).count();
+    if empty_tail >= TITLE_PADDING_ARGS {
+        command.truncate(command.len() - empty_tail);
+    }
     Ok(ProcessInfo {
         pid,
         ppid,

@@ -58,6 +58,10 @@ fn u64s(v: &mut Vec<u8>, xs: &[u64]) {
 }
 
 fn process_payload() -> Vec<u8> {
+    process_payload_with(b"./prog\0--flag")
+}
+
+fn process_payload_with(cmd: &[u8]) -> Vec<u8> {
     let mut p = Vec::new();
     u32s(&mut p, &[4242, 1]);
     u64s(
@@ -76,7 +80,6 @@ fn process_payload() -> Vec<u8> {
     let mut alloc = b"/lib/x86_64-linux-gnu/libc.so.6".to_vec();
     alloc.resize(64, 0);
     p.extend_from_slice(&alloc);
-    let cmd = b"./prog\0--flag";
     let exe = b"/tmp/prog";
     u32s(&mut p, &[cmd.len() as u32, exe.len() as u32]);
     assert_eq!(p.len(), PROCESS_SIZE);
@@ -221,6 +224,21 @@ fn sample_profile() -> Writer {
     );
     w.record(REC_END, &end);
     w
+}
+
+#[test]
+fn a_rewritten_title_loses_its_padding_and_a_command_keeps_its_empty_words() {
+    let read = |cmd: &[u8]| {
+        let mut w = Writer::new();
+        w.record(REC_PROCESS, &process_payload_with(cmd));
+        w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+        parse(&w.bytes).expect("valid").process.command
+    };
+    // PostgreSQL's backend: its title, then the zeroed rest of the argument area.
+    let mut title = b"postgres: checkpointer ".to_vec();
+    title.extend_from_slice(&[0u8; 80]);
+    assert_eq!(read(&title), vec!["postgres: checkpointer "]);
+    assert_eq!(read(b"prog\0--save\0"), vec!["prog", "--save", ""]);
 }
 
 #[test]
