@@ -32,7 +32,8 @@ pub struct RunArgs {
     /// acquisition in N has its hold timed
     #[arg(long, value_name = "N", default_value_t = options::TIMING_PERIOD.default as u32)]
     pub timing_period: u32,
-    /// Take the call stack of one allocation call in N on average (0: none by count)
+    /// Take the call stack of one allocation call in N on average (0: none by count); stacks are
+    /// taken on timed calls, so an N below --timing-period times one call in N too
     #[arg(long, value_name = "N", default_value_t = options::STACK_PERIOD.default as u32)]
     pub stack_period: u32,
     /// Also take a stack once per BYTES allocated on average, so large calls are represented by
@@ -102,17 +103,16 @@ fn settings(args: &RunArgs, session: &Session) -> Vec<(&'static str, String)> {
     if args.paused {
         out.push((options::PAUSED.env, "1".into()));
     }
+    // Stacks are taken on timed calls: a stack period denser than the timing period (`--stack-period
+    // 1`: every call's stack) times as densely.
+    let mut timing_period = options::TIMING_PERIOD.clamp(args.timing_period.into());
+    if !args.no_stacks && args.stack_period > 0 {
+        timing_period = timing_period.min(u64::from(args.stack_period).max(1));
+    }
     if args.timing == Timing::Exact {
         out.push((options::TIMING.env, "exact".into()));
-    } else if options::TIMING_PERIOD.clamp(args.timing_period.into())
-        != options::TIMING_PERIOD.default
-    {
-        out.push((
-            options::TIMING_PERIOD.env,
-            options::TIMING_PERIOD
-                .clamp(args.timing_period.into())
-                .to_string(),
-        ));
+    } else if timing_period != options::TIMING_PERIOD.default {
+        out.push((options::TIMING_PERIOD.env, timing_period.to_string()));
     }
     if let Some(ms) = args.snapshot_every {
         out.push((options::SNAPSHOT_MS.env, ms.max(1).to_string()));
