@@ -33,20 +33,7 @@ pub fn wrap_width() -> Option<usize> {
 
 /// Characters a terminal shows: escape sequences (the report's styles) take none.
 fn visible_len(s: &str) -> usize {
-    let mut n = 0;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            n += 1;
-        }
-    }
-    n
+    strip_escapes(s).chars().count()
 }
 
 /// The part of a line its continuation lines are indented under: the leading spaces, then a
