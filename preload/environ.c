@@ -192,6 +192,41 @@ const char *ss_setting(const char *name) {
 
 #define SS_GLIBC_LOADER "ld-linux-x86-64.so.2"
 
+/* Whether the glibc loader at `path` is older than 2.34, whose symbol versions our library needs
+ * (GLIBC_2.34's dlsym and pthread functions in libc.so.6): such a loader refuses to start the
+ * program at all ("version `GLIBC_2.34' not found (required by libstallscope-....so)"). A loader
+ * of 2.34 or later defines that version, so its name is in the file's dynamic strings. The
+ * system's loader (the one we run under) is not read; a file we cannot read is not judged. */
+static int ss_loader_too_old(const char *path) {
+    if (strcmp(path, "/lib64/ld-linux-x86-64.so.2") == 0 ||
+        strcmp(path, "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2") == 0)
+        return 0;
+    static const char mark[] = "\0GLIBC_2.34"; /* and its own NUL: sizeof mark bytes */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    unsigned char buf[8192];
+    size_t keep = 0;
+    off_t at = 0;
+    int found = 0, read_any = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf + keep, sizeof buf - keep, at);
+        if (n <= 0) break;
+        read_any = 1;
+        at += n;
+        size_t len = keep + (size_t)n;
+        for (size_t i = 0; i + sizeof mark <= len; i++)
+            if (buf[i] == 0 && memcmp(buf + i, mark, sizeof mark) == 0) {
+                found = 1;
+                break;
+            }
+        if (found) break;
+        keep = len < sizeof mark ? len : sizeof mark - 1; /* a mark across two reads */
+        memmove(buf, buf + len - keep, keep);
+    }
+    close(fd);
+    return read_any && !found;
+}
+
 /* 1: the file takes our preload (glibc's loader, static, a script whose interpreter does, or
  * unknown); 0: it does not, its interpreter (or what it is) in `why`. */
 static int ss_fd_takes_preload(int fd, char *why, size_t cap, int depth) {
@@ -216,7 +251,7 @@ static int ss_fd_takes_preload(int fd, char *why, size_t cap, int depth) {
     if (n < 64 || memcmp(head, "\177ELF", 4) != 0) return 1; /* not ELF: the kernel's business */
     struct ss_str w = {why, 0, cap};
     if (head[4] != 2 /* ELFCLASS64 */ || head[5] != 1 /* little-endian */) {
-        ss_str_cat(&w, "a 32-bit or big-endian program");
+        ss_str_cat(&w, "its loader is not glibc's (a 32-bit or big-endian program)");
         return 0;
     }
     uint16_t type, machine, phentsize, phnum;
@@ -227,7 +262,7 @@ static int ss_fd_takes_preload(int fd, char *why, size_t cap, int depth) {
     memcpy(&phentsize, head + 54, 2);
     memcpy(&phnum, head + 56, 2);
     if (machine != 62 /* EM_X86_64 */) {
-        ss_str_cat(&w, "a program for another machine");
+        ss_str_cat(&w, "its loader is not glibc's (a program for another machine)");
         return 0;
     }
     /* All program headers in one read (programs have about a dozen; more: not judged). */
@@ -249,8 +284,16 @@ static int ss_fd_takes_preload(int fd, char *why, size_t cap, int depth) {
         interp[filesz - 1] = 0;
         const char *base = strrchr(interp, '/');
         base = base ? base + 1 : interp;
-        if (strcmp(base, SS_GLIBC_LOADER) == 0) return 1;
+        if (strcmp(base, SS_GLIBC_LOADER) != 0) {
+            ss_str_cat(&w, "its loader is not glibc's (");
+            ss_str_cat(&w, interp);
+            ss_str_cat(&w, ")");
+            return 0;
+        }
+        if (!ss_loader_too_old(interp)) return 1;
+        ss_str_cat(&w, "its C library is glibc older than 2.34 (");
         ss_str_cat(&w, interp);
+        ss_str_cat(&w, "), and the interposer needs glibc 2.34 or later");
         return 0;
     }
     (void)type;
@@ -313,9 +356,8 @@ static int ss_target_takes_preload(const char *target, int fd, int search) {
         char line[1200];
         struct ss_str s = {line, 0, sizeof line};
         ss_str_cat(&s, shown);
-        ss_str_cat(&s, " ran unprofiled: its loader is not glibc's (");
+        ss_str_cat(&s, " ran unprofiled: ");
         ss_str_cat(&s, why);
-        ss_str_cat(&s, ")");
         ss_note_unprofiled(line);
     }
     return takes;

@@ -570,8 +570,9 @@ fn resolve_program(name: &str) -> Option<PathBuf> {
 enum Preload {
     /// glibc's loader loads it.
     Takes,
-    /// Its loader is not glibc's (musl's, bionic's): our library would stop it from starting, so
-    /// it runs as it would without stallscope; why, in words.
+    /// Its loader is not glibc's (musl's, bionic's), or is a glibc older than the interposer
+    /// needs: our library would stop it from starting, so it runs as it would without
+    /// stallscope; why, in words ("its loader is not glibc's (...)").
     Foreign(String),
 }
 
@@ -583,7 +584,7 @@ const GLIBC_LOADER: &str = "ld-linux-x86-64.so.2";
 /// process (exec, not a child), environment, signals and exit status; one line says so.
 fn run_unprofiled(command: &[String], program: &Path, why: &str) -> Result<i32> {
     eprintln!(
-        "stallscope: note: {} runs unprofiled: its loader is not glibc's ({why})",
+        "stallscope: note: {} runs unprofiled: {why}",
         program.display()
     );
     let mut cmd = Command::new(&command[0]);
@@ -657,16 +658,66 @@ fn elf_check(data: &[u8], is_loader: bool) -> std::result::Result<Preload, Strin
     });
     let Some(interp) = interp else {
         if is_loader && elf.elf_header().e_type(endian) == object::elf::ET_DYN {
-            return Ok(Preload::Takes);
+            return Ok(old_glibc(data).map_or(Preload::Takes, Preload::Foreign));
         }
         return Err("it is statically linked, so no library can be preloaded into it".into());
     };
     let interp = String::from_utf8_lossy(interp.split(|&b| b == 0).next().unwrap_or_default());
-    if interp.rsplit('/').next() == Some(GLIBC_LOADER) {
-        Ok(Preload::Takes)
-    } else {
-        Ok(Preload::Foreign(interp.into_owned()))
+    if interp.rsplit('/').next() != Some(GLIBC_LOADER) {
+        return Ok(Preload::Foreign(format!(
+            "its loader is not glibc's ({interp})"
+        )));
     }
+    // The system's loader is the one stallscope itself runs on; another (a glibc under its own
+    // prefix) may be older than the interposer's symbol versions allow.
+    if !SYSTEM_LOADERS.contains(&interp.as_ref()) {
+        if let Some(why) = std::fs::read(interp.as_ref())
+            .ok()
+            .and_then(|d| old_glibc(&d))
+        {
+            return Ok(Preload::Foreign(why));
+        }
+    }
+    Ok(Preload::Takes)
+}
+
+/// Where the system's glibc loader is (the x86-64 ABI's path, and Debian's multiarch one).
+const SYSTEM_LOADERS: [&str; 2] = [
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+];
+
+/// The oldest glibc the interposer loads into: it needs GLIBC_2.34's symbol versions (dlsym and
+/// the pthread functions in libc.so.6); an older loader refuses to start the program at all
+/// ("version `GLIBC_2.34' not found (required by libstallscope-....so)").
+const OLDEST_GLIBC_MINOR: u32 = 34;
+
+/// Why a glibc loader (its file's bytes) is too old for the interposer; None when it is not. A
+/// loader of glibc 2.34 or later defines the symbol version GLIBC_2.34 (its name is in the
+/// file's dynamic strings); the release, for the note, is in the `--version` text of 2.32 and
+/// later ("... stable release version 2.33.").
+fn old_glibc(loader: &[u8]) -> Option<String> {
+    let needed = format!("\0GLIBC_2.{OLDEST_GLIBC_MINOR}\0");
+    if loader.windows(needed.len()).any(|w| w == needed.as_bytes()) {
+        return None;
+    }
+    let release = glibc_minor_of_loader(loader)
+        .map_or("older than 2.34".to_string(), |minor| format!("2.{minor}"));
+    Some(format!(
+        "its C library is glibc {release}, and the interposer needs glibc 2.{OLDEST_GLIBC_MINOR} or later"
+    ))
+}
+
+fn glibc_minor_of_loader(loader: &[u8]) -> Option<u32> {
+    const MARK: &[u8] = b"release version 2.";
+    let at = loader.windows(MARK.len()).position(|w| w == MARK)? + MARK.len();
+    let digits: Vec<u8> = loader[at..]
+        .iter()
+        .take(3)
+        .take_while(|b| b.is_ascii_digit())
+        .copied()
+        .collect();
+    std::str::from_utf8(&digits).ok()?.parse().ok()
 }
 
 /// Appends the exit status the supervisor observed, framed like every other record.
@@ -915,5 +966,27 @@ mod tests {
         // An entry cut short (its length claims more than follows) ends the reading.
         assert!(!out.join("stallscope-d-11.prof").exists());
         assert_eq!(session.profiles().len(), 3);
+    }
+
+    /// A loader's glibc is new enough when it defines GLIBC_2.34: the system's own loader is; a
+    /// made-up old one is refused with its release, or without one.
+    #[test]
+    fn a_glibc_older_than_the_interposer_needs_is_seen_in_its_loader() {
+        let system = std::fs::read(SYSTEM_LOADERS[0]).unwrap();
+        let minor = glibc_minor_of_loader(&system).expect("the system loader has a version");
+        assert!(
+            minor >= OLDEST_GLIBC_MINOR,
+            "stallscope runs on glibc 2.{minor}"
+        );
+        assert_eq!(old_glibc(&system), None);
+        let old = b"\0GLIBC_2.33\0ld.so (GLIBC 2.33) stable release version 2.33.\n";
+        assert_eq!(glibc_minor_of_loader(old), Some(33));
+        assert!(old_glibc(old).unwrap().contains("glibc 2.33,"));
+        assert!(
+            old_glibc(b"\0GLIBC_2.4\0")
+                .unwrap()
+                .contains("older than 2.34")
+        );
+        assert_eq!(glibc_minor_of_loader(b"no version here"), None);
     }
 }
