@@ -670,13 +670,12 @@ fn elf_check(data: &[u8], is_loader: bool) -> std::result::Result<Preload, Strin
     }
     // The system's loader is the one stallscope itself runs on; another (a glibc under its own
     // prefix) may be older than the interposer's symbol versions allow.
-    if !SYSTEM_LOADERS.contains(&interp.as_ref()) {
-        if let Some(why) = std::fs::read(interp.as_ref())
+    if !SYSTEM_LOADERS.contains(&interp.as_ref())
+        && let Some(why) = std::fs::read(interp.as_ref())
             .ok()
             .and_then(|d| old_glibc(&d))
-        {
-            return Ok(Preload::Foreign(why));
-        }
+    {
+        return Ok(Preload::Foreign(why));
     }
     Ok(Preload::Takes)
 }
