@@ -177,13 +177,31 @@ static void ss_fill_process(uint64_t realtime_ns, uint64_t mono_ns, uint64_t tic
     strncpy(ss_process.allocator, allocator, sizeof ss_process.allocator - 1);
 }
 
-/* argv[0]'s base name as the program started: a fork child that rewrites its title (PostgreSQL's
- * backends) overwrites the memory program_invocation_short_name points into. */
+/* argv[0]'s base name and the whole command line as the program started, copied at
+ * initialisation (before main): a program that rewrites its title (PostgreSQL's backends,
+ * setproctitle) overwrites the argument area, which program_invocation_short_name points into
+ * and /proc/self/cmdline shows, with its title and zeros. Its profile names it by how it was
+ * started: its file after its program, its command the original argv (a fork child's is its
+ * parent's, as it started), never the title followed by the zeroed rest as empty arguments. */
 static char ss_short_name[256];
+static char ss_argv[65536];
+static size_t ss_argv_len;
+
+/* The command line in `buf` as /proc/self/cmdline has it now, without the NUL that ends the last
+ * argument; `title_safe`: without any NUL at its end (zeros after a title are no arguments). */
+static size_t ss_read_cmdline(char *buf, size_t cap, int title_safe) {
+    size_t len = ss_read_file("/proc/self/cmdline", buf, cap);
+    /* One NUL ends the last argument; any before it belong to empty arguments (`--save ""`). */
+    if (len > 0 && buf[len - 1] == 0) len--;
+    while (title_safe && len > 0 && buf[len - 1] == 0) len--;
+    return len;
+}
 
 void ss_writer_init(void) {
     if (program_invocation_short_name)
         strncpy(ss_short_name, program_invocation_short_name, sizeof ss_short_name - 1);
+    /* Loaded into a running process by attach: it may have rewritten its title already. */
+    ss_argv_len = ss_read_cmdline(ss_argv, sizeof ss_argv, ss_injected);
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
@@ -318,14 +336,17 @@ static struct ss_buf *ss_build_head(void) {
     fh.byte_order = SS_BYTE_ORDER_MARK;
     fh.crc = ss_crc32(0, &fh, offsetof(struct ss_file_header, crc));
 
-    /* The command line is read each time (a child may have rewritten it, as servers name their
-     * workers); the executable and the CPUs are the same until exec: a fork child reuses them. */
+    /* The command line as the program started (ss_argv), or without /proc then, as it is now;
+     * the executable and the CPUs are the same until exec: a fork child reuses them. */
     static char cmdline[65536], exe[4096];
     static ssize_t exe_len = -1;
     static uint32_t ncpus;
-    size_t cmd_len = ss_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-    /* One NUL ends the last argument; any before it belong to empty arguments (`--save ""`). */
-    if (cmd_len > 0 && cmdline[cmd_len - 1] == 0) cmd_len--;
+    const char *cmd = ss_argv;
+    size_t cmd_len = ss_argv_len;
+    if (cmd_len == 0) {
+        cmd_len = ss_read_cmdline(cmdline, sizeof cmdline, 1);
+        cmd = cmdline;
+    }
     if (exe_len < 0) exe_len = (ssize_t)ss_main_program(exe, sizeof exe);
     if (exe_len < 0) exe_len = 0;
     if (!ncpus) {
@@ -346,7 +367,7 @@ static struct ss_buf *ss_build_head(void) {
     static struct ss_buf head;
     head.len = 0;
     static unsigned char strings[65536 + 4096];
-    memcpy(strings, cmdline, cmd_len);
+    memcpy(strings, cmd, cmd_len);
     memcpy(strings + cmd_len, exe, (size_t)exe_len);
     /* A flush record ends even this first batch, so that a file cut short is never taken whole. */
     struct ss_flush_record fl = {0, ss_mono_ns(), ss_ticks(), 0};
