@@ -246,53 +246,50 @@ fn a_parallel_build_says_how_many_cpus_it_kept_busy_and_names_its_compilers() {
     assert!(text.contains("cc1 unit"), "{text}");
 }
 
-/// A fork child that rewrites its title (PostgreSQL's backends): its profile is named after the
-/// program, not `stallscope--PID.prof`, and its command is its title, without the zeroed rest of
-/// the argument area as dozens of empty arguments.
+/// A program whose processes rewrite their title over their whole argument and environment area
+/// (PostgreSQL's backends, setproctitle): each profile has the command line the process started
+/// with (the interposer copies it before main), so each process is named by its executable and
+/// main argument, with no title and none of the zeroed rest of the area as empty arguments; the
+/// child's profile is named after the program, not `stallscope--PID.prof`.
 #[test]
-fn a_retitled_child_is_named_by_its_program_and_its_title() {
+fn retitled_processes_are_named_by_their_original_command_line() {
     let dir = TempDir::new("tree-report-title");
     let bin = TempDir::new("tree-report-title-bin");
     let exe = hostile_program(bin.path(), "title_rewrite.c", &[]);
     let exe = exe.to_str().unwrap();
-    let out = stallscope_run(
-        dir.path(),
-        &["-q"],
-        &[
-            exe,
-            "a-long-argument",
-            "another-one",
-            "and-more",
-            "x",
-            "y",
-            "z",
-        ],
-    );
+    let argv = [
+        exe,
+        "a-long-argument",
+        "another-one",
+        "and-more",
+        "x",
+        "y",
+        "z",
+    ];
+    let out = stallscope_run(dir.path(), &["-q"], &argv);
     assert_eq!(exit_code(&out), 0, "{}", describe(&out));
     let root = &prof_files(dir.path())[0];
     let run = json_of(root)["run"].clone();
-    let child = run["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "titled: worker")
-        .unwrap_or_else(|| panic!("the retitled child: {run:#}"));
-    assert_eq!(
-        child["command"],
-        serde_json::json!(["titled: worker"]),
-        "{run:#}"
-    );
-    assert_eq!(child["program"], "title_rewrite", "{run:#}");
-    let file = child["profiles"][0].as_str().unwrap();
-    assert!(
-        Path::new(file)
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .starts_with("stallscope-title_rewrite-"),
-        "{file}"
-    );
+    let processes = run["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 2, "{run:#}");
+    for p in processes {
+        assert_eq!(p["command"], serde_json::json!(argv), "{run:#}");
+        assert_eq!(p["program"], "title_rewrite", "{run:#}");
+        assert_eq!(p["name"], "title_rewrite a-long-argument", "{run:#}");
+        let file = p["profiles"][0].as_str().unwrap();
+        assert!(
+            Path::new(file)
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("stallscope-title_rewrite-"),
+            "{file}"
+        );
+    }
+    let text = stallscope_out(&["report"], root);
+    assert!(!text.contains("titled"), "{text}");
+    assert!(!text.contains("''"), "{text}");
 }
 
 #[test]
