@@ -274,6 +274,7 @@ static inline uintptr_t ss_arena_of(const void *p) {
     size_t size = ((const size_t *)p)[-1];
     if (size & SS_CHUNK_MMAPPED) return 0;
     if (!(size & SS_CHUNK_NON_MAIN_ARENA)) return SS_MAIN_ARENA;
+    if (ss_arena_reads_off) return 0; /* its heap_info may not be at the 64 MiB boundary */
     return *(const uintptr_t *)((uintptr_t)p & ~(SS_HEAP_MAX_SIZE - 1));
 }
 

@@ -98,6 +98,8 @@ static void ss_init(void) {
         /* Decided before the first node is made: a node's frees may take their fast part only
          * with glibc's allocator (ss_alloc_thread_reset). */
         ss_guard_calls = !ss_in_libc((void *)ss_real.malloc);
+        /* glibc's chunk headers not as expected: read none (glibc_check.c). */
+        if (!ss_guard_calls && !ss_glibc_heap_check()) ss_guard_calls = 1;
         struct ss_thread *t = ok && !ss_config.paused ? ss_thread_alloc() : NULL;
         ss_alloc_init();
         if (ok && ss_config.paused) __atomic_store_n(&ss_paused, 1, __ATOMIC_RELEASE);

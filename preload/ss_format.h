@@ -165,9 +165,14 @@ enum ss_wait_kind {
  * could be loaded (libgcc_s.so.1 neither by name, beside the program's libc, nor in the system's
  * library directories): the profile has no stacks, and the report says so. ATTACHED: the profile
  * covers a window of the process's life that `stallscope attach` opened (an SS_REC_ATTACH record
- * follows the PROCESS record); PROCESS's start is the window's start. */
+ * follows the PROCESS record); PROCESS's start is the window's start. HEAP_UNCHECKED: glibc's
+ * chunk size words did not read as expected at start (preload/glibc_check.c): every allocator call
+ * was treated as another allocator's (no size word read, large calls always timed).
+ * ARENAS_UNREAD: heaps of huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb): cross-thread frees
+ * were not measured. */
 #define SS_PROCESS_FLAGS(X)                                                                                  \
-    X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u) X(NO_UNWINDER, 16u) X(ATTACHED, 32u)
+    X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u) X(NO_UNWINDER, 16u) X(ATTACHED, 32u) \
+    X(HEAP_UNCHECKED, 64u) X(ARENAS_UNREAD, 128u)
 #define SS_THREAD_FLAGS(X)                                                                                   \
     X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)                                                           \
     X(SIGNAL_BLOCKED, 8u) /* blocked the sampling signal for part of its life: its running time then comes \

@@ -505,6 +505,10 @@ void ss_ensure_resolved(void);
 /* Whether `fn` is the C library's own, not another library's that the program or an interposer
  * put before it (glibc before 2.34 kept the pthread functions in libpthread). */
 int ss_in_libc(const void *fn);
+/* glibc_check.c: the allocator's internals checked at start. */
+extern int ss_heap_unchecked;  /* size words not as expected: every allocator call guarded */
+extern int ss_arena_reads_off; /* heaps of huge pages: no heap_info read (no cross-thread frees) */
+int ss_glibc_heap_check(void);
 
 /* Lock hooks (locks.c): what they need to know of glibc's locks, read at start-up. */
 void ss_locks_init(void);

@@ -71,3 +71,40 @@ fn short_threads_freeing_their_own_blocks_are_not_cross() {
         assert!(cpu <= life, "CPU {cpu} ns in a life of {life} ns: {t}");
     }
 }
+
+/// Heaps of huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb=SIZE) may be larger than the 64 MiB
+/// at whose boundary the interposer looks for a heap's heap_info: it then reads none (the
+/// start-up check of glibc's internals, preload/glibc_check.c), measures no cross-thread frees,
+/// and the report says why. The program runs as without stallscope.
+#[test]
+fn heaps_of_huge_pages_are_not_read_and_the_report_says_so() {
+    let dir = TempDir::new("cross-free-huge");
+    let exe = compile(dir.path(), "cross_free.c", &[]);
+    let (out, path) = profile_with(
+        dir.path(),
+        "p.prof",
+        &[],
+        &[exe.to_str().unwrap(), "handoff"],
+        0,
+        |c| {
+            c.env("GLIBC_TUNABLES", "glibc.malloc.hugetlb=2097152");
+        },
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "handoff 400000\n");
+    let report = report_json(&path);
+    assert!(
+        report["alloc"]["cross_thread_frees"].is_null(),
+        "{:#}",
+        report["alloc"]["cross_thread_frees"]
+    );
+    assert!(!finding_ids(&report).contains(&"cross-thread-frees".to_string()));
+    let text = String::from_utf8_lossy(&stallscope_in_repo(&["report", path.to_str().unwrap()]))
+        .into_owned();
+    assert!(
+        text.contains("heaps of huge pages") && !text.contains("did not read as expected"),
+        "{text}"
+    );
+    // Without the tunable the same program's heap is read (the check passed: no note).
+    let plain = run("handoff");
+    assert!(!plain["alloc"]["cross_thread_frees"].is_null());
+}

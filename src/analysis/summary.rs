@@ -265,6 +265,9 @@ pub struct Summary {
     pub mutex_steps: bool,
     /// No unwinder could be loaded: no stacks (see `ProcessInfo::no_unwinder`).
     pub no_unwinder: bool,
+    /// See `ProcessInfo::heap_unchecked` and `arenas_unread`.
+    pub heap_unchecked: bool,
+    pub arenas_unread: bool,
     pub start_time_unix_ns: u64,
     pub flushes: u64,
     pub wall_ns: u64,
@@ -673,6 +676,8 @@ pub fn summarize(p: &Profile) -> Summary {
         rwlock_steps: p.process.rwlock_steps,
         mutex_steps: p.process.mutex_steps,
         no_unwinder: p.process.no_unwinder,
+        heap_unchecked: p.process.heap_unchecked,
+        arenas_unread: p.process.arenas_unread,
         start_time_unix_ns: p.process.start_realtime_ns,
         flushes: p.flushes,
         wall_ns: p

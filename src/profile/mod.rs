@@ -34,6 +34,11 @@ pub struct ProcessInfo {
     /// Stacks were asked for, but the interposer could load no unwinder (libgcc_s.so.1): the
     /// profile has none.
     pub no_unwinder: bool,
+    /// glibc's chunk size words did not read as expected at start: allocator calls were treated
+    /// as another allocator's (no size word read; large calls always timed).
+    pub heap_unchecked: bool,
+    /// Heaps of huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb): cross-thread frees not measured.
+    pub arenas_unread: bool,
     /// The profile holds a window of a running process (`stallscope attach`; see `Profile::attach`).
     pub attached: bool,
     pub libc_version: String,

@@ -888,6 +888,8 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
         rwlock_steps: flags & PROCESS_RWLOCK_STEPS != 0,
         mutex_steps: flags & PROCESS_MUTEX_STEPS != 0,
         no_unwinder: flags & PROCESS_NO_UNWINDER != 0,
+        heap_unchecked: flags & PROCESS_HEAP_UNCHECKED != 0,
+        arenas_unread: flags & PROCESS_ARENAS_UNREAD != 0,
         attached: flags & PROCESS_ATTACHED != 0,
         libc_version,
         allocator,

@@ -185,6 +185,20 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
             )
         );
     }
+    if s.heap_unchecked {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.warn(
+                "glibc's heap did not read as expected at start (its chunk size words): allocator calls were counted and timed as another allocator's, and cross-thread frees were not measured"
+            )
+        );
+    } else if s.arenas_unread {
+        let _ = writeln!(
+            o,
+            "  note: heaps of huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb): cross-thread frees were not measured"
+        );
+    }
     let _ = writeln!(
         o,
         "  wall time   {}   threads {}   CPUs {}",
