@@ -131,6 +131,7 @@ for v in $VERSIONS; do
         gcc -O2 -g -pthread $inc "$src" -o "$dir/$name" -Wl,--dynamic-linker="$ld" -Wl,-rpath="$lib" \
             2>"$dir/$name.build" || { echo "  $name: does not build against $v"; continue; }
         gcc -O2 -g -pthread $inc "$src" -o "$dir/$name.sys" 2>/dev/null
+        rm -rf "$dir/$name.prof" "$dir/$name.prof.children" "$dir/$name.ld.prof" "$dir/$name.ld.prof.children"
         # Plain and profiled: same status, same stdout.
         (cd "$dir" && timeout 120 "./$name" "$@" >"$name.plain.out" 2>"$name.plain.err"); plain=$?
         (cd "$dir" && timeout 240 "$SS" run -q -o "$name.prof" -- "./$name" "$@" >"$name.prof.out" 2>"$name.prof.err")
@@ -160,6 +161,7 @@ for v in $VERSIONS; do
     # Cross-thread frees read glibc's chunk headers and heap_info (the internals most likely to move).
     gcc -O2 -g -pthread tests/programs/cross_free.c -o "$dir/cross_free" -Wl,--dynamic-linker="$ld" -Wl,-rpath="$lib"
     for mode in handoff own; do
+        rm -f "$dir/cross_$mode.prof"
         (cd "$dir" && "$SS" run -q -o "cross_$mode.prof" -- ./cross_free "$mode" >/dev/null 2>&1)
         "$SS" report --json "$dir/cross_$mode.prof" 2>/dev/null | python3 -c '
 import json, sys
