@@ -58,8 +58,8 @@ static __sighandler_t ss_real_signal(int sig, __sighandler_t handler) {
 }
 
 /* The sampling part of a node, for a new thread (ss_thread_reset, lifecycle.c): its rings (in the
- * node's mapping) empty, no timer, no look yet. The kernel's figures start at the thread's start
- * (ss_sampler_thread_start, ss_sampler_cover). */
+ * node's mapping) empty, no timer, no look yet, no kernel figures (they start at the thread's
+ * start: ss_sampler_thread_start, ss_sampler_cover). */
 void ss_sampler_thread_reset(struct ss_thread *t) {
     struct ss_sampler_thread *s = &t->sampler;
     s->cpu_ring = ss_node_rings(t);
@@ -73,6 +73,7 @@ void ss_sampler_thread_reset(struct ss_thread *t) {
     s->cpu_head_seen = 0;
     s->sig_blocked = 0;
     s->sched_head = s->sched_tail = 0;
+    memset(&s->sched_last, 0, sizeof s->sched_last);
 }
 
 /* ---- the rings ---- */
@@ -318,16 +319,12 @@ static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_
 SS_TLS int ss_attach_untimed;
 
 void ss_sampler_thread_start(struct ss_thread *t) {
-    ss_me = t;
-    t->sampler.cpu_head = t->sampler.cpu_tail = t->sampler.wall_head = t->sampler.wall_tail = 0;
-    t->sampler.sched_head = t->sampler.sched_tail = 0;
-    memset(&t->sampler.sched_last, 0, sizeof t->sampler.sched_last);
+    ss_me = t; /* its part was reset with its node (ss_sampler_thread_reset): rings empty, no timer */
     /* A new thread's figures count from its creation (the run-queue delay before its first
      * instruction is part of its life); the main thread's from now, as its record does. */
     /* (Not for a thread attached only for its process's final flush: no flusher looks at it.) */
     if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz && !ss_attach_untimed)
         ss_sched_read(t->rec.tid, NULL, &t->sampler.sched_last);
-    t->sampler.has_timer = 0;
     t->sampler.last_cpu_ns = ss_self_cpu_ns();
     t->sampler.last_wall_ns = ss_mono_ns();
     t->sampler.last_wall_cpu_ns = t->sampler.last_cpu_ns;
@@ -751,11 +748,8 @@ void ss_sampler_window_reset(void) {
 /* A node the flusher made for a thread that existed when the window opened (threads.c): its
  * timer, armed from the flusher (any thread may arm a thread's CPU clock). */
 void ss_sampler_cover(struct ss_thread *t) {
-    t->sampler.cpu_head = t->sampler.cpu_tail = t->sampler.wall_head = t->sampler.wall_tail = 0;
-    t->sampler.sched_head = t->sampler.sched_tail = 0;
-    memset(&t->sampler.sched_last, 0, sizeof t->sampler.sched_last);
+    /* A node just made (its part reset by ss_sampler_thread_reset): rings empty, no timer. */
     if (ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sampler.sched_last);
-    t->sampler.has_timer = 0;
     t->sampler.last_cpu_ns = ss_thread_cpu_ns((pid_t)t->rec.tid);
     t->sampler.last_wall_ns = ss_mono_ns();
     t->sampler.last_wall_cpu_ns = t->sampler.last_cpu_ns;

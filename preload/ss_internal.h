@@ -72,7 +72,12 @@ static inline int ss_sub_is_negative(int64_t *x, size_t v) {
 #define SS_LOCK_PROBES 8u
 #define SS_LOCK_OVERFLOW SS_LOCK_SLOTS
 #define SS_HELD_MAX 16u
-#define SS_LOCK_KIND_SLOTS 10u /* enum ss_lock_kind's values are 1 to 9 */
+/* Indexed by enum ss_lock_kind (values 1 to 10): one slot more than the highest value, checked
+ * against the list (kind 10, itt-sync, had run past a table of 10 into the next fields). */
+#define SS_LOCK_KIND_SLOTS 11u
+#define SS_X(name, value, text) _Static_assert((value) < SS_LOCK_KIND_SLOTS, "SS_LOCK_KIND_SLOTS: " #name);
+SS_LOCK_KINDS(SS_X)
+#undef SS_X
 
 /* A hold in the timed sample, open until its unlock. */
 struct ss_held {
