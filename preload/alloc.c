@@ -34,6 +34,16 @@ static size_t ss_bootstrap_size(const void *p) {
     return size;
 }
 
+/* The allocation part of a node, for a new thread (ss_thread_reset, lifecycle.c). Whether frees
+ * may take their fast part is decided before the first node is made (ss_guard_calls). */
+void ss_alloc_thread_reset(struct ss_thread *t) {
+    t->alloc.countdown = ss_next_interval(t);
+    t->alloc.free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX;
+    t->alloc.frees_checked = t->alloc.frees_cross = 0;
+    t->alloc.own_arena = 0;
+    t->alloc.free_mark = 0;
+}
+
 /* ---- accounting ---- */
 
 static inline size_t ss_size_bucket(size_t n) {
@@ -101,8 +111,8 @@ _Static_assert(SS_LARGE_BYTES % 8 == 0, "free's fast part compares a chunk's siz
  * timed; notes a large-bin request. */
 static inline int ss_always_timed(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     uint64_t frees = t->rec.fn[SS_FN_FREE].calls;
-    int exact = bytes >= SS_ALWAYS_BYTES || frees - t->free_mark >= SS_FREES_BETWEEN_LARGE;
-    if ((fn == SS_FN_MALLOC || fn == SS_FN_CALLOC) && bytes >= SS_LARGE_BIN_BYTES) t->free_mark = frees;
+    int exact = bytes >= SS_ALWAYS_BYTES || frees - t->alloc.free_mark >= SS_FREES_BETWEEN_LARGE;
+    if ((fn == SS_FN_MALLOC || fn == SS_FN_CALLOC) && bytes >= SS_LARGE_BIN_BYTES) t->alloc.free_mark = frees;
     return exact;
 }
 
@@ -117,7 +127,7 @@ static inline int ss_always_timed(struct ss_thread *t, enum ss_fn fn, size_t byt
 static inline int ss_free_always_timed(struct ss_thread *t, const void *ptr, size_t header) {
     size_t chunk = header & ~(size_t)7;
     if (chunk >= SS_ALWAYS_BYTES || (header & SS_CHUNK_MMAPPED) ||
-        t->rec.fn[SS_FN_FREE].calls - t->free_mark >= SS_FREES_BETWEEN_LARGE)
+        t->rec.fn[SS_FN_FREE].calls - t->alloc.free_mark >= SS_FREES_BETWEEN_LARGE)
         return 1;
     size_t next = ((const size_t *)((const char *)ptr + chunk))[-1] & ~(size_t)7;
     return next >= SS_CONSOLIDATE_BYTES;
@@ -167,24 +177,24 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
         SS_INC(t->rec.size_hist[ss_small_size_bucket(bytes)], 1);
         /* Each countdown is decremented in memory and tested by the flags of that one instruction
          * (a load, a subtraction, a store and a test otherwise); both always run. */
-        if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) {
-            t->bytes_left -= (int64_t)bytes;
+        if (SS_UNLIKELY(ss_dec_is_zero(&t->alloc.countdown))) {
+            t->stacks.bytes_left -= (int64_t)bytes;
             return SS_ROUTE_SLOW;
         }
-        return ss_sub_is_negative(&t->bytes_left, bytes) ? SS_ROUTE_SLOW : 0;
+        return ss_sub_is_negative(&t->stacks.bytes_left, bytes) ? SS_ROUTE_SLOW : 0;
     }
     ss_count(t, fn, bytes);
     if (SS_UNLIKELY(ss_guard_calls)) {
-        t->countdown--;
-        t->bytes_left -= (int64_t)bytes;
+        t->alloc.countdown--;
+        t->stacks.bytes_left -= (int64_t)bytes;
         return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
     }
     int route = ss_always_timed(t, fn, bytes) ? SS_ROUTE_SLOW | SS_ROUTE_EXACT : 0;
-    if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) {
-        t->bytes_left -= (int64_t)bytes;
+    if (SS_UNLIKELY(ss_dec_is_zero(&t->alloc.countdown))) {
+        t->stacks.bytes_left -= (int64_t)bytes;
         return route | SS_ROUTE_SLOW;
     }
-    return ss_sub_is_negative(&t->bytes_left, bytes) ? route | SS_ROUTE_SLOW : route;
+    return ss_sub_is_negative(&t->stacks.bytes_left, bytes) ? route | SS_ROUTE_SLOW : route;
 }
 
 /* The slow part of an allocation hook whose call the fast part counted and routed: a timed call
@@ -194,9 +204,9 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
 #define SS_ALLOC_SLOW(t, fn, grp, bytes, route, ret, real_call)                                              \
     do {                                                                                                    \
         size_t bytes_ = (bytes);                                                                            \
-        int timed_ = t->countdown == 0;                                                                     \
-        if (timed_) t->countdown = ss_next_interval(t);                                                     \
-        int bfired_ = t->bytes_left < 0;                                                                    \
+        int timed_ = t->alloc.countdown == 0;                                                                     \
+        if (timed_) t->alloc.countdown = ss_next_interval(t);                                                     \
+        int bfired_ = t->stacks.bytes_left < 0;                                                                    \
         int exact_ = ((route) & SS_ROUTE_EXACT) != 0;                                                       \
         if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();                                    \
         uint32_t site_ = ss_stack_sample_if(t, fn, bytes_, timed_, bfired_);                                \
@@ -299,30 +309,30 @@ static inline void ss_note_arena(struct ss_thread *t, const void *p) {
     if (!p || ss_guard_calls || ss_is_bootstrap(p)) return;
     uintptr_t a = ss_arena_of(p);
     if (!a) return;
-    if (t->own_arena != a) {
-        ss_arena_release(t, t->own_arena); /* the thread moved to another arena */
-        t->own_arena = a;
+    if (t->alloc.own_arena != a) {
+        ss_arena_release(t, t->alloc.own_arena); /* the thread moved to another arena */
+        t->alloc.own_arena = a;
     }
     uint32_t *owner = ss_arena_slot(a, 1);
     if (owner && SS_LOAD(*owner) != t->rec.serial + 1) SS_STORE(*owner, t->rec.serial + 1);
 }
 
-void ss_alloc_thread_end(struct ss_thread *t) { ss_arena_release(t, t->own_arena); }
+void ss_alloc_thread_end(struct ss_thread *t) { ss_arena_release(t, t->alloc.own_arena); }
 
 static inline void ss_check_free(struct ss_thread *t, const void *p) {
     if (!p || ss_guard_calls || ss_is_bootstrap(p)) return;
     uintptr_t a = ss_arena_of(p);
     if (!a) return;
-    if (t->own_arena) {
-        SS_ADD(t->frees_checked, 1);
-        if (a != t->own_arena) SS_ADD(t->frees_cross, 1);
+    if (t->alloc.own_arena) {
+        SS_ADD(t->alloc.frees_checked, 1);
+        if (a != t->alloc.own_arena) SS_ADD(t->alloc.frees_cross, 1);
         return;
     }
     uint32_t *owner = ss_arena_slot(a, 0);
     uint32_t who = owner ? SS_LOAD(*owner) : 0;
     if (who == 0) return;
-    SS_ADD(t->frees_checked, 1);
-    if (who != t->rec.serial + 1) SS_ADD(t->frees_cross, 1);
+    SS_ADD(t->alloc.frees_checked, 1);
+    if (who != t->rec.serial + 1) SS_ADD(t->alloc.frees_cross, 1);
 }
 
 int ss_alloc_write(void) {
@@ -357,7 +367,7 @@ static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
     if (SS_UNLIKELY(ss_is_bootstrap(ptr))) { /* never the program's: not counted */
         if (t) {
             SS_ADD(t->rec.fn[SS_FN_FREE].calls, (uint64_t)-1);
-            if (t->countdown == 0) t->countdown = ss_next_interval(t);
+            if (t->alloc.countdown == 0) t->alloc.countdown = ss_next_interval(t);
         }
         return;
     }
@@ -368,12 +378,12 @@ static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
             return;
         }
         SS_ADD(t->rec.fn[SS_FN_FREE].calls, 1);
-        t->countdown--;
+        t->alloc.countdown--;
     }
     int exact = !ss_guard_calls && ptr && (ss_chunk_header(ptr) & ~(size_t)7) >= SS_LARGE_BYTES &&
                 ss_free_always_timed(t, ptr, ss_chunk_header(ptr));
-    int timed = t->countdown == 0;
-    if (timed) t->countdown = ss_next_interval(t);
+    int timed = t->alloc.countdown == 0;
+    if (timed) t->alloc.countdown = ss_next_interval(t);
     if (!timed && !exact) {
         if (!ss_guard_calls) return ss_real.free(ptr);
         SS_GUARD_BEGIN(saved);
@@ -396,12 +406,12 @@ static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
 SS_EXPORT void free(void *ptr) {
     struct ss_thread *t = ss_self; /* SS_NO_THREAD: counted in it and sent to the slow part */
     SS_INC(t->rec.fn[SS_FN_FREE].calls, 1);
-    if (SS_UNLIKELY(ss_dec_is_zero(&t->countdown))) { /* a timed call */
+    if (SS_UNLIKELY(ss_dec_is_zero(&t->alloc.countdown))) { /* a timed call */
         ss_slow_free(ptr, t);
         return;
     }
     /* Not guarded and not NULL, in one compare (0 for SS_NO_THREAD and for guarded calls). */
-    if (SS_LIKELY((uintptr_t)ptr - 1 < t->free_fast_below)) {
+    if (SS_LIKELY((uintptr_t)ptr - 1 < t->alloc.free_fast_below)) {
         size_t header = ss_chunk_header(ptr);
         /* SS_LARGE_BYTES is a multiple of 8, so the flag bits need no masking for this test. */
         if (SS_LIKELY(header < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header)) return ss_real.free(ptr);

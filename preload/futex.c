@@ -66,13 +66,13 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
     }
     if (!ss_futex_is_wait(cmd)) return real(SYS_futex, a1, a2, a3, a4, a5, a6);
     uint32_t slot = ss_lock_slot_for(t, word, SS_LOCK_FUTEX);
-    int first = SS_LOAD(t->locks[slot].contended) == 0;
+    int first = SS_LOAD(t->locks.table[slot].contended) == 0;
     uint32_t site = ss_stacks_on ? ss_lock_waiter_stack_of(t, word, SS_LOCK_FUTEX, first) : 0;
     uint64_t stamp = ss_wait_cond_begin(word), start_ns = ss_mono_ns(), start = ss_ticks();
     long rc = real(SYS_futex, a1, a2, a3, a4, a5, a6);
     int saved = errno;
     uint64_t ticks = ss_ticks() - start;
-    struct ss_lock_stats *l = &t->locks[slot];
+    struct ss_lock_stats *l = &t->locks.table[slot];
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, 1);
     SS_ADD(l->wait_ticks, ticks);

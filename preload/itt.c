@@ -61,6 +61,9 @@ static const unsigned char ss_itt_magic[8] = {0xED, 0xAB, 0xAB, 0xEC, 0x0D, 0xEE
 
 static int ss_itt_serving; /* getenv answers our path (ss_itt_init) */
 
+/* The ITT part of a node, for a new thread (ss_thread_reset, lifecycle.c). */
+void ss_itt_thread_reset(struct ss_thread *t) { t->itt = (struct ss_itt_thread){0}; }
+
 /* ---- the objects ---- */
 
 /* The objects known to be locks: created with a named type, or prepared once. oneTBB's
@@ -121,23 +124,23 @@ static void ss_itt_sync_create(void *object, const char *type, const char *name,
 static void ss_itt_sync_prepare(void *object) {
     struct ss_thread *t = ss_self_known();
     if (!t || !ss_active || !object) return;
-    if (t->itt_object != (uintptr_t)object && !ss_itt_known((uintptr_t)object)) ss_itt_remember((uintptr_t)object);
-    t->itt_object = (uintptr_t)object;
-    t->itt_start = ss_ticks();
+    if (t->itt.object != (uintptr_t)object && !ss_itt_known((uintptr_t)object)) ss_itt_remember((uintptr_t)object);
+    t->itt.object = (uintptr_t)object;
+    t->itt.start = ss_ticks();
 }
 
 static void ss_itt_sync_cancel(void *object) {
     struct ss_thread *t = ss_self_known();
-    if (t && t->itt_object == (uintptr_t)object) t->itt_object = 0;
+    if (t && t->itt.object == (uintptr_t)object) t->itt.object = 0;
 }
 
 static void ss_itt_sync_acquired(void *object) {
     struct ss_thread *t = ss_self_known();
     if (!t || !object) return;
     uint64_t now = ss_ticks(), wait = 0;
-    if (t->itt_object == (uintptr_t)object) {
-        t->itt_object = 0;
-        wait = now - t->itt_start;
+    if (t->itt.object == (uintptr_t)object) {
+        t->itt.object = 0;
+        wait = now - t->itt.start;
     } else if (!ss_itt_known((uintptr_t)object)) {
         return;
     }
@@ -146,12 +149,12 @@ static void ss_itt_sync_acquired(void *object) {
 
 static void ss_itt_sync_releasing(void *object) {
     struct ss_thread *t = ss_self_known();
-    if (t && t->nheld) ss_runtime_releasing(t, object);
+    if (t && t->locks.nheld) ss_runtime_releasing(t, object);
 }
 
 static void ss_itt_sync_destroy(void *object) {
     struct ss_thread *t = ss_self_known();
-    if (t && t->itt_object == (uintptr_t)object) t->itt_object = 0;
+    if (t && t->itt.object == (uintptr_t)object) t->itt.object = 0;
     if (object) ss_itt_forget((uintptr_t)object);
 }
 
@@ -170,22 +173,22 @@ struct ss_itt_id {
 static void ss_itt_task_begin(const void *domain, struct ss_itt_id id, struct ss_itt_id parent, const void *name) {
     (void)domain, (void)id, (void)parent, (void)name;
     struct ss_thread *t = ss_self_known();
-    if (!t || !ss_active || t->tbb_worker) return;
-    if (t->itt_task_depth++ != 0) return;
-    t->itt_task_start_ns = ss_mono_ns();
-    t->itt_task_stack = ss_stack_here();
+    if (!t || !ss_active || t->itt.tbb_worker) return;
+    if (t->itt.task_depth++ != 0) return;
+    t->itt.task_start_ns = ss_mono_ns();
+    t->itt.task_stack = ss_stack_here();
 }
 
 static void ss_itt_task_end(const void *domain) {
     (void)domain;
     struct ss_thread *t = ss_self_known();
-    if (!t || t->tbb_worker || t->itt_task_depth == 0 || --t->itt_task_depth != 0 || !ss_active) return;
-    ss_run_add(t, &t->tbb_run, SS_LOCK_ITT_SYNC, t->itt_task_stack, t->itt_task_start_ns, ss_mono_ns(), 0, 0);
+    if (!t || t->itt.tbb_worker || t->itt.task_depth == 0 || --t->itt.task_depth != 0 || !ss_active) return;
+    ss_run_add(t, &t->itt.tbb_run, SS_LOCK_ITT_SYNC, t->itt.task_stack, t->itt.task_start_ns, ss_mono_ns(), 0, 0);
 }
 
 static void ss_itt_thread_set_name(const char *name) {
     struct ss_thread *t = ss_self_known();
-    if (t && name && strncmp(name, "TBB Worker", 10) == 0) t->tbb_worker = 1;
+    if (t && name && strncmp(name, "TBB Worker", 10) == 0) t->itt.tbb_worker = 1;
 }
 
 static const struct {
@@ -246,7 +249,7 @@ SS_EXPORT char *getenv(const char *name) {
     return (char *)ss_library_path();
 }
 
-/* At start-up (core.c): `serve` when the process records (not one attached to later, whose
+/* At start-up (lifecycle.c): `serve` when the process records (not one attached to later, whose
  * runtimes have read the variable already). */
 void ss_itt_init(int serve) {
     char *(*real)(const char *) = (char *(*)(const char *))dlsym(RTLD_NEXT, "getenv");

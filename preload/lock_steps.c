@@ -78,8 +78,7 @@ static int ss_mutex_steps_work(void) {
 }
 
 void ss_lock_steps_init(void) {
-    const char *steps = getenv("STALLSCOPE_LOCK_STEPS"); /* "0": forward every call (comparisons) */
-    if (steps && strcmp(steps, "0") == 0) return;
+    if (!ss_option_num(SS_OPT_LOCK_STEPS)) return; /* 0: forward every call (comparisons) */
     ss_config.rwlock_steps = ss_rwlock_steps_work();
     ss_config.mutex_steps = ss_mutex_steps_work();
 }

@@ -22,6 +22,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <string.h>
 
 /* ---- looks at a lock word ----
  * One instruction with the word as its memory operand and the flags as the result (a plain
@@ -72,7 +73,7 @@ static uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t 
     uint32_t h = ss_lock_hash(address);
     for (uint32_t i = 0; i < SS_LOCK_PROBES; i++) {
         uint32_t s = (h + i) & (SS_LOCK_SLOTS - 1);
-        struct ss_lock_stats *l = &t->locks[s];
+        struct ss_lock_stats *l = &t->locks.table[s];
         if (l->address == a && l->kind == kind) return s;
         if (l->address == 0) {
             SS_STORE(l->kind, kind);
@@ -81,7 +82,7 @@ static uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t 
         }
     }
     if (!(t->rec.flags & SS_THREAD_LOCKS_OVERFLOW)) __atomic_or_fetch(&t->rec.flags, SS_THREAD_LOCKS_OVERFLOW, __ATOMIC_RELAXED);
-    SS_STORE(t->locks[SS_LOCK_OVERFLOW].kind, kind);
+    SS_STORE(t->locks.table[SS_LOCK_OVERFLOW].kind, kind);
     return SS_LOCK_OVERFLOW;
 }
 
@@ -89,13 +90,13 @@ static uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t 
  * the lock's address: the kind is the hook's constant), or else into the first slot the lock's
  * hash probes if it is the lock's. */
 static inline void ss_lock_remember(struct ss_thread *t, const void *address, uint32_t kind, struct ss_lock_stats *l) {
-    t->last_lock[kind].address = (uintptr_t)address;
-    t->last_lock[kind].slot = l;
+    t->locks.last[kind].address = (uintptr_t)address;
+    t->locks.last[kind].slot = l;
 }
 
 /* The first slot the lock's hash probes, if it is the lock's (kept as the last used), else NULL. */
 static inline struct ss_lock_stats *ss_lock_slot_probe(struct ss_thread *t, const void *address, uint32_t kind) {
-    struct ss_lock_stats *l = &t->locks[ss_lock_hash(address)];
+    struct ss_lock_stats *l = &t->locks.table[ss_lock_hash(address)];
     if (SS_LIKELY(l->address == (uintptr_t)address) && SS_LIKELY(l->kind == kind)) {
         ss_lock_remember(t, address, kind, l);
         return l;
@@ -106,9 +107,9 @@ static inline struct ss_lock_stats *ss_lock_slot_probe(struct ss_thread *t, cons
 /* The slot of a lock for a slow part: the last used for its kind, or found (and then kept as the
  * last used, unless it is the overflow slot, which stands for many locks). */
 static uint32_t ss_lock_slot_cached(struct ss_thread *t, const void *address, uint32_t kind) {
-    if (t->last_lock[kind].address == (uintptr_t)address) return (uint32_t)(t->last_lock[kind].slot - t->locks);
+    if (t->locks.last[kind].address == (uintptr_t)address) return (uint32_t)(t->locks.last[kind].slot - t->locks.table);
     uint32_t slot = ss_lock_slot(t, address, kind);
-    if (slot != SS_LOCK_OVERFLOW) ss_lock_remember(t, address, kind, &t->locks[slot]);
+    if (slot != SS_LOCK_OVERFLOW) ss_lock_remember(t, address, kind, &t->locks.table[slot]);
     return slot;
 }
 
@@ -116,19 +117,36 @@ uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kin
     return ss_lock_slot_cached(t, address, kind);
 }
 
+/* The lock part of a node, for a new thread (ss_thread_reset, lifecycle.c). Slots are cleared one
+ * by one, only where used: untouched pages of the table stay untouched (and a node that was
+ * never used, all zeros, is not read at all). */
+void ss_locks_thread_reset(struct ss_thread *t) {
+    struct ss_locks_thread *l = &t->locks;
+    if (t->magic == SS_NODE_MAGIC)
+        for (uint32_t i = 0; i <= SS_LOCK_SLOTS; i++)
+            if (l->table[i].address || l->table[i].kind) memset(&l->table[i], 0, sizeof l->table[i]);
+    l->countdown = ss_next_lock_interval(t);
+    l->nheld = 0;
+    memset(l->last, 0, sizeof l->last);
+    l->holder_skip = 0;
+    l->last_cond = 0;
+    l->last_cond_slot = 0;
+    l->last_cond_acquisitions = 0;
+}
+
 /* ---- timed holds ---- */
 
 /* The index of this thread's timed hold of `address`, or -1. */
 static inline int ss_find_held(struct ss_thread *t, const void *address) {
-    for (uint32_t i = t->nheld; i-- > 0;)
-        if (t->held[i].address == (uintptr_t)address) return (int)i;
+    for (uint32_t i = t->locks.nheld; i-- > 0;)
+        if (t->locks.held[i].address == (uintptr_t)address) return (int)i;
     return -1;
 }
 
 /* Starts a timed hold of `lock`, acquired at `now`. */
 static void ss_hold_begin(struct ss_thread *t, const void *lock, uint32_t slot, uint64_t now) {
-    if (t->nheld >= SS_HELD_MAX) return;
-    struct ss_held *h = &t->held[t->nheld++];
+    if (t->locks.nheld >= SS_HELD_MAX) return;
+    struct ss_held *h = &t->locks.held[t->locks.nheld++];
     h->address = (uintptr_t)lock;
     h->slot = slot;
     h->start = now;
@@ -136,11 +154,11 @@ static void ss_hold_begin(struct ss_thread *t, const void *lock, uint32_t slot, 
 
 /* Ends a timed hold at time `now` (read before the lock was released). */
 static void ss_end_hold(struct ss_thread *t, int i, uint64_t now) {
-    struct ss_held *h = &t->held[i];
-    struct ss_lock_stats *l = &t->locks[h->slot];
+    struct ss_held *h = &t->locks.held[i];
+    struct ss_lock_stats *l = &t->locks.table[h->slot];
     SS_ADD(l->timed_holds, 1);
     SS_ADD(l->hold_ticks, now - h->start);
-    t->held[i] = t->held[--t->nheld];
+    t->locks.held[i] = t->locks.held[--t->locks.nheld];
 }
 
 /* ---- the shared slow paths ---- */
@@ -149,7 +167,7 @@ static void ss_end_hold(struct ss_thread *t, int i, uint64_t now) {
 static void ss_waited(struct ss_thread *t, uint32_t slot, uint64_t ticks, int acquired) {
     SS_ADD(t->rec.lock_wait_ticks, ticks);
     if (!acquired) return;
-    struct ss_lock_stats *l = &t->locks[slot];
+    struct ss_lock_stats *l = &t->locks.table[slot];
     SS_ADD(l->contended, 1);
     SS_ADD(l->wait_ticks, ticks);
     if (ticks > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, ticks);
@@ -158,7 +176,7 @@ static void ss_waited(struct ss_thread *t, uint32_t slot, uint64_t ticks, int ac
 /* Counts an acquisition of `lock` (slow part). */
 static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *lock, uint32_t kind) {
     uint32_t slot = ss_lock_slot_cached(t, lock, kind);
-    SS_INC(t->locks[slot].acquisitions, 1);
+    SS_INC(t->locks.table[slot].acquisitions, 1);
     return slot;
 }
 
@@ -172,10 +190,10 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
         if (!t) {                                                                                           \
             t = ss_enter_slow();                                                                            \
             if (!t) return block_call;                                                                      \
-            t->lock_countdown--;                                                                            \
+            t->locks.countdown--;                                                                            \
         }                                                                                                   \
-        int timed_ = t->lock_countdown == 0;                                                                \
-        if (timed_) t->lock_countdown = ss_next_lock_interval(t);                                           \
+        int timed_ = t->locks.countdown == 0;                                                                \
+        if (timed_) t->locks.countdown = ss_next_lock_interval(t);                                           \
         int free_ = (looks_free);                                                                           \
         int rc_ = free_ ? (block_call) : (try_call);                                                        \
         if (free_ || rc_ != EBUSY) {                                                                        \
@@ -193,7 +211,7 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
         uint64_t end_ = ss_ticks();                                                                         \
         int acquired_ = rc_ == 0 || rc_ == EOWNERDEAD;                                                      \
         if (acquired_) ss_wait_lock(t, lock, kind, owner_, end_ - start_);                                  \
-        if (acquired_) SS_INC(t->locks[slot_].acquisitions, 1);                                             \
+        if (acquired_) SS_INC(t->locks.table[slot_].acquisitions, 1);                                             \
         ss_waited(t, slot_, end_ - start_, acquired_);                                                      \
         if (site_ && acquired_) ss_lock_waiter_done(site_, end_ - start_);                                  \
         if (acquired_ && timed_) ss_hold_begin(t, lock, slot_, end_);                                       \
@@ -207,14 +225,14 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
 #define SS_LOCK_FAST(t, lock, kind, looks_free, real_call, slow_call)                                        \
     do {                                                                                                    \
         struct ss_lock_stats *l_;                                                                           \
-        if (SS_LIKELY(t->last_lock[kind].address == (uintptr_t)(lock))) {                                   \
-            l_ = t->last_lock[kind].slot;                                                                   \
+        if (SS_LIKELY(t->locks.last[kind].address == (uintptr_t)(lock))) {                                   \
+            l_ = t->locks.last[kind].slot;                                                                   \
         } else if (SS_UNLIKELY((l_ = ss_lock_slot_probe(t, lock, kind)) == NULL)) {                         \
-            if (t != SS_NO_THREAD) t->lock_countdown--;                                                     \
+            if (t != SS_NO_THREAD) t->locks.countdown--;                                                     \
             return slow_call;                                                                               \
         }                                                                                                   \
         /* The countdown: decremented and tested by one instruction (ss_dec_is_zero). */                   \
-        if (SS_LIKELY(!ss_dec_is_zero(&t->lock_countdown)) && SS_LIKELY(looks_free)) {                      \
+        if (SS_LIKELY(!ss_dec_is_zero(&t->locks.countdown)) && SS_LIKELY(looks_free)) {                      \
             SS_INC(l_->acquisitions, 1);                                                                    \
             return real_call;                                                                               \
         }                                                                                                   \
@@ -239,7 +257,7 @@ static void ss_release_hold(struct ss_thread *t, const void *lock) {
 /* Whether a release can take its fast part: the thread has no timed hold to end (SS_NO_THREAD
  * has one, so it takes the slow part). */
 static inline int ss_no_timed_hold(struct ss_thread *t) {
-    return ss_word_is_zero((const int *)&t->nheld);
+    return ss_word_is_zero((const int *)&t->locks.nheld);
 }
 
 /* The slow part of a release. */
@@ -286,7 +304,7 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
 #define SS_TIMED_LOCK_HOOK(name, params, args, lock, kind, looks_free, try_call, block_call)                 \
     SS_EXPORT int name(SS_UNPAREN params) {                                                                \
         struct ss_thread *t = ss_self;                                                                      \
-        if (SS_LIKELY(t != SS_NO_THREAD)) t->lock_countdown--;                                              \
+        if (SS_LIKELY(t != SS_NO_THREAD)) t->locks.countdown--;                                              \
         SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
     }
 
@@ -321,12 +339,12 @@ static SS_NOINLINE int ss_slow_pthread_mutex_unlock(pthread_mutex_t *m, struct s
         t = ss_enter_slow();
         if (!t) return ss_real.mutex_unlock ? ss_real.mutex_unlock(m) : 0;
     }
-    if (t->nheld != 0) ss_release_hold(t, m);
+    if (t->locks.nheld != 0) ss_release_hold(t, m);
     /* A holder stack is considered on one release with waiters in 64 (and then rate-limited by
      * time): on a hot lock, leaving the tail call or reading the clock on every such release
      * changes the hand-over between the threads and costs more than the rest of the hook. */
-    if (SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m)) && t->holder_skip-- == 0) {
-        t->holder_skip = 63;
+    if (SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m)) && t->locks.holder_skip-- == 0) {
+        t->locks.holder_skip = 63;
         int rc = ss_real.mutex_unlock(m); /* release first: the waiters must not wait for our stack */
         ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
         return rc;
@@ -356,20 +374,20 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
 
 #define SS_COND_HOOK(t, m, wait_call)                                                                        \
     do {                                                                                                    \
-        if (t->nheld != 0) ss_release_hold(t, m);                                                           \
+        if (t->locks.nheld != 0) ss_release_hold(t, m);                                                           \
         /* no acquisition of the mutex since the last wait on `c` returned: woken for nothing */            \
-        int rewait_ = t->last_cond == (uintptr_t)c &&                                                       \
-                      SS_LOAD(t->locks[t->last_cond_slot].acquisitions) == t->last_cond_acquisitions;       \
+        int rewait_ = t->locks.last_cond == (uintptr_t)c &&                                                       \
+                      SS_LOAD(t->locks.table[t->locks.last_cond_slot].acquisitions) == t->locks.last_cond_acquisitions;       \
         uint64_t stamp_ = ss_wait_cond_begin(c), start_ns_ = ss_mono_ns(); /* its waker (waitfor.c) */      \
         int rc_ = wait_call;                                                                                \
         if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_ns_, rewait_);                                   \
-        t->last_cond = 0;                                                                                   \
+        t->locks.last_cond = 0;                                                                                   \
         if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
             uint32_t slot_ = ss_count_acquisition(t, m, SS_LOCK_MUTEX);                                     \
             if (ss_take_timed_hold(t)) ss_hold_begin(t, m, slot_, ss_ticks());                              \
-            t->last_cond = rc_ == 0 ? (uintptr_t)c : 0; /* after a timeout: not a wake-up */                \
-            t->last_cond_slot = slot_;                                                                      \
-            t->last_cond_acquisitions = SS_LOAD(t->locks[slot_].acquisitions);                              \
+            t->locks.last_cond = rc_ == 0 ? (uintptr_t)c : 0; /* after a timeout: not a wake-up */                \
+            t->locks.last_cond_slot = slot_;                                                                      \
+            t->locks.last_cond_acquisitions = SS_LOAD(t->locks.table[slot_].acquisitions);                              \
         }                                                                                                   \
         return rc_;                                                                                         \
     } while (0)
@@ -505,7 +523,7 @@ static uint64_t ss_runtime_wait_min; /* ticks: an acquisition that took longer w
  * process attached to later could not spare. */
 void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now) {
     uint32_t slot = ss_lock_slot_for(t, object, kind);
-    struct ss_lock_stats *l = &t->locks[slot];
+    struct ss_lock_stats *l = &t->locks.table[slot];
     SS_ADD(l->acquisitions, 1);
     if (SS_UNLIKELY(ss_runtime_wait_min == 0)) ss_runtime_wait_min = ss_ticks_per_sec / 1000000 + 1;
     if (wait > ss_runtime_wait_min) {
@@ -516,17 +534,17 @@ void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind,
         uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, object, kind) : 0;
         if (site) ss_lock_waiter_done(site, wait);
     }
-    if (t->nheld < SS_HELD_MAX) t->held[t->nheld++] = (struct ss_held){(uintptr_t)object, slot, now};
+    if (t->locks.nheld < SS_HELD_MAX) t->locks.held[t->locks.nheld++] = (struct ss_held){(uintptr_t)object, slot, now};
 }
 
 /* The release of an object ss_runtime_acquired opened a hold of (none: nothing to do). */
 void ss_runtime_releasing(struct ss_thread *t, const void *object) {
-    for (uint32_t i = t->nheld; i-- > 0;) {
-        if (t->held[i].address != (uintptr_t)object) continue;
-        struct ss_lock_stats *l = &t->locks[t->held[i].slot];
+    for (uint32_t i = t->locks.nheld; i-- > 0;) {
+        if (t->locks.held[i].address != (uintptr_t)object) continue;
+        struct ss_lock_stats *l = &t->locks.table[t->locks.held[i].slot];
         SS_ADD(l->timed_holds, 1);
-        SS_ADD(l->hold_ticks, ss_ticks() - t->held[i].start);
-        t->held[i] = t->held[--t->nheld];
+        SS_ADD(l->hold_ticks, ss_ticks() - t->locks.held[i].start);
+        t->locks.held[i] = t->locks.held[--t->locks.nheld];
         return;
     }
 }

@@ -43,6 +43,9 @@ static void *ss_omp_next(const char *name) {
         if (SS_UNLIKELY(!var)) __atomic_store_n((void **)&var, ss_omp_next(name), __ATOMIC_RELEASE);         \
     } while (0)
 
+/* The OpenMP part of a node, for a new thread (ss_thread_reset, lifecycle.c). */
+void ss_omp_thread_reset(struct ss_thread *t) { t->omp.run = (struct ss_omp_run){0}; }
+
 /* ---- parallel regions ---- */
 
 struct ss_omp_region {
@@ -79,8 +82,8 @@ static void ss_run_close(struct ss_thread *t, struct ss_omp_run *run) {
 
 void ss_omp_run_close(struct ss_thread *t) {
     if (!t) return;
-    ss_run_close(t, &t->omp_run);
-    ss_run_close(t, &t->tbb_run);
+    ss_run_close(t, &t->omp.run);
+    ss_run_close(t, &t->itt.tbb_run);
 }
 
 /* Adds a region of [start_ns, end_ns) to `run`, or closes the run and opens another. A run is
@@ -116,7 +119,7 @@ static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *
 void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind, uint32_t members, uint64_t wall,
                           uint64_t barrier, uint64_t fork_join) {
     uint32_t slot = ss_lock_slot_for(t, region, kind);
-    struct ss_lock_stats *l = &t->locks[slot];
+    struct ss_lock_stats *l = &t->locks.table[slot];
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, members);
     SS_ADD(l->wait_ticks, barrier);
@@ -125,7 +128,7 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
     SS_ADD(l->hold_ticks, wall);
     uint64_t team = (uint64_t)members * wall;
     uint64_t end_ns = ss_mono_ns();
-    ss_run_add(t, &t->omp_run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)region, end_ns - ss_ticks_to_ns(wall), end_ns,
+    ss_run_add(t, &t->omp.run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)region, end_ns - ss_ticks_to_ns(wall), end_ns,
                team, team > barrier ? team - barrier : 0);
 }
 
@@ -202,7 +205,7 @@ SS_EXPORT void GOMP_critical_start(void) {
 SS_EXPORT void GOMP_critical_end(void) {
     SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
     struct ss_thread *t = ss_self_known();
-    if (t && t->nheld) ss_runtime_releasing(t, SS_OMP_UNNAMED);
+    if (t && t->locks.nheld) ss_runtime_releasing(t, SS_OMP_UNNAMED);
     ss_real_critical_end();
 }
 
@@ -216,7 +219,7 @@ SS_EXPORT void GOMP_critical_name_start(void **pptr) {
 SS_EXPORT void GOMP_critical_name_end(void **pptr) {
     SS_OMP_REAL(ss_real_critical_name_end, "GOMP_critical_name_end");
     struct ss_thread *t = ss_self_known();
-    if (t && t->nheld) ss_runtime_releasing(t, pptr);
+    if (t && t->locks.nheld) ss_runtime_releasing(t, pptr);
     ss_real_critical_name_end(pptr);
 }
 
@@ -233,7 +236,7 @@ SS_EXPORT void GOMP_critical_name_end(void **pptr) {
     SS_EXPORT void unset(void *lock) {                                                                        \
         SS_OMP_REAL(ss_real_##unset, #unset);                                                                 \
         struct ss_thread *t = ss_self_known();                                                                \
-        if (t && t->nheld) ss_runtime_releasing(t, lock);                                                     \
+        if (t && t->locks.nheld) ss_runtime_releasing(t, lock);                                                     \
         ss_real_##unset(lock);                                                                                \
     }
 
@@ -264,6 +267,6 @@ SS_EXPORT void __kmpc_critical_with_hint(void *loc, int32_t gtid, void *crit, ui
 SS_EXPORT void __kmpc_end_critical(void *loc, int32_t gtid, void *crit) {
     SS_OMP_REAL(ss_real_kmpc_end_critical, "__kmpc_end_critical");
     struct ss_thread *t = ss_self_known();
-    if (t && t->nheld) ss_runtime_releasing(t, crit);
+    if (t && t->locks.nheld) ss_runtime_releasing(t, crit);
     ss_real_kmpc_end_critical(loc, gtid, crit);
 }

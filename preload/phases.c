@@ -179,6 +179,10 @@ static uint32_t ss_take_snapshot(const char *label, const char *suffix) {
     return r.seq;
 }
 
+/* The phases part of a node, for a new thread (ss_thread_reset, lifecycle.c): none open; the
+ * mapping of open phases, if any, is kept for the next thread. */
+void ss_phases_thread_reset(struct ss_thread *t) { t->phases.count = 0; }
+
 /* ---- the public API (include/stallscope.h binds to these when they exist) ---- */
 
 SS_EXPORT void stallscope_impl_heap_snapshot(const char *label) {
@@ -193,9 +197,9 @@ SS_EXPORT void stallscope_impl_phase_begin(const char *name) {
     struct ss_thread *t = ss_enter();
     if (!t) return;
     SS_GUARD_BEGIN(saved);
-    if (!t->phases) t->phases = ss_map(SS_PHASES_MAP);
-    if (t->phases && t->nphases < SS_PHASES_MAX) {
-        struct ss_phase_open *o = &t->phases[t->nphases];
+    if (!t->phases.open) t->phases.open = ss_map(SS_PHASES_MAP);
+    if (t->phases.open && t->phases.count < SS_PHASES_MAX) {
+        struct ss_phase_open *o = &t->phases.open[t->phases.count];
         ss_copy_label(o->name, sizeof o->name, name ? name : "phase", NULL);
         o->heap_before = ss_take_snapshot("begin ", o->name);
         /* The phase starts after its snapshot, so the snapshot's cost is not in it. */
@@ -203,19 +207,19 @@ SS_EXPORT void stallscope_impl_phase_begin(const char *name) {
         memcpy(o->fn, t->rec.fn, sizeof o->fn);
         memcpy(o->lat_hist, t->rec.lat_hist, sizeof o->lat_hist);
     }
-    t->nphases++; /* deeper than SS_PHASES_MAX: counted, so begins and ends still pair up */
+    t->phases.count++; /* deeper than SS_PHASES_MAX: counted, so begins and ends still pair up */
     SS_GUARD_END(saved);
 }
 
 SS_EXPORT void stallscope_impl_phase_end(void) {
     struct ss_thread *t = ss_enter();
-    if (!t || t->nphases == 0) return;
+    if (!t || t->phases.count == 0) return;
     SS_GUARD_BEGIN(saved);
-    uint32_t depth = --t->nphases;
-    if (t->phases && depth < SS_PHASES_MAX) {
-        struct ss_phase_open *o = &t->phases[depth];
+    uint32_t depth = --t->phases.count;
+    if (t->phases.open && depth < SS_PHASES_MAX) {
+        struct ss_phase_open *o = &t->phases.open[depth];
         /* 2 KB: kept off small thread stacks, in the thread's phase mapping (not in TLS) */
-        struct ss_phase_record *rp = (struct ss_phase_record *)((char *)t->phases + SS_PHASE_SCRATCH_AT);
+        struct ss_phase_record *rp = (struct ss_phase_record *)((char *)t->phases.open + SS_PHASE_SCRATCH_AT);
 #define r (*rp)
         memset(&r, 0, sizeof r);
         r.end_mono_ns = ss_mono_ns();

@@ -57,6 +57,24 @@ static __sighandler_t ss_real_signal(int sig, __sighandler_t handler) {
     return real ? real(sig, handler) : SIG_ERR;
 }
 
+/* The sampling part of a node, for a new thread (ss_thread_reset, lifecycle.c): its rings (in the
+ * node's mapping) empty, no timer, no look yet. The kernel's figures start at the thread's start
+ * (ss_sampler_thread_start, ss_sampler_cover). */
+void ss_sampler_thread_reset(struct ss_thread *t) {
+    struct ss_sampler_thread *s = &t->sampler;
+    s->cpu_ring = ss_node_rings(t);
+    s->wall_ring = s->cpu_ring ? s->cpu_ring + SS_CPU_RING : NULL;
+    s->cpu_head = s->cpu_tail = s->wall_head = s->wall_tail = 0;
+    s->has_timer = 0;
+    s->last_cpu_ns = s->last_wall_ns = s->last_wall_cpu_ns = 0;
+    memset(&s->last_wall, 0, sizeof s->last_wall);
+    memset(s->still, 0, sizeof s->still);
+    s->still_next = 0;
+    s->cpu_head_seen = 0;
+    s->sig_blocked = 0;
+    s->sched_head = s->sched_tail = 0;
+}
+
 /* ---- the rings ---- */
 
 static int ss_ring_push(struct ss_sample *ring, uint32_t size, uint32_t *head, uint32_t *tail,
@@ -93,27 +111,27 @@ static int ss_ring_write(struct ss_buf *out, uint32_t serial, struct ss_sample *
 /* Appends a thread's kernel figures (SCHED points) to `out` under `serial` and empties the ring.
  * Returns the points written, or -1 when out of memory. */
 static int ss_sched_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t) {
-    uint32_t h = __atomic_load_n(&t->sched_head, __ATOMIC_ACQUIRE), tl = t->sched_tail;
+    uint32_t h = __atomic_load_n(&t->sampler.sched_head, __ATOMIC_ACQUIRE), tl = t->sampler.sched_tail;
     if (h == tl) return 0;
     uint32_t n = h - tl, first = tl & (SS_SCHED_RING - 1);
     uint32_t run = n < SS_SCHED_RING - first ? n : SS_SCHED_RING - first;
     struct ss_sched_record r = {serial, n};
-    const struct ss_sched_point *ring = t->sched_ring;
+    const struct ss_sched_point *ring = t->sampler.sched_ring;
     if (out == &ss_fold_out && out->len + n * sizeof *ring + 64 > SS_FOLD_OUT_MAX) {
         /* bounded between flushes: the group loses these points */
     } else if (ss_buf_record3(out, SS_REC_SCHED, &r, sizeof r, &ring[first], run * sizeof *ring, ring,
                               (n - run) * sizeof *ring) != 0) {
         return -1;
     }
-    __atomic_store_n(&t->sched_tail, h, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->sampler.sched_tail, h, __ATOMIC_RELEASE);
     return (int)n;
 }
 
 /* Moves a thread's samples to `out` under another serial (the group it is folded into). */
 int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial) {
-    if (!t->cpu_ring) return 0;
-    if (ss_ring_write(out, serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail) < 0) return -1;
-    if (ss_ring_write(out, serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail) < 0) return -1;
+    if (!t->sampler.cpu_ring) return 0;
+    if (ss_ring_write(out, serial, t->sampler.cpu_ring, SS_CPU_RING, &t->sampler.cpu_head, &t->sampler.cpu_tail) < 0) return -1;
+    if (ss_ring_write(out, serial, t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail) < 0) return -1;
     if (ss_waits_write(out, serial, t) < 0) return -1;
     if (ss_sched_write(out, serial, t) < 0) return -1;
     return 0;
@@ -200,12 +218,12 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         struct ss_thread *c = si->si_value.sival_ptr;
         if (__atomic_load_n(&c->covered, __ATOMIC_ACQUIRE) && c->rec.tid == (uint32_t)syscall(SYS_gettid)) t = c;
     }
-    if (t && t->cpu_ring && si->si_code == SI_TIMER && si->si_value.sival_ptr == t) {
+    if (t && t->sampler.cpu_ring && si->si_code == SI_TIMER && si->si_value.sival_ptr == t) {
         const ucontext_t *uc = ucv;
         uint64_t cpu = ss_self_cpu_ns();
-        uint64_t last = __atomic_load_n(&t->last_cpu_ns, __ATOMIC_RELAXED);
+        uint64_t last = __atomic_load_n(&t->sampler.last_cpu_ns, __ATOMIC_RELAXED);
         uint64_t weight = cpu > last ? cpu - last : 0;
-        __atomic_store_n(&t->last_cpu_ns, cpu, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->sampler.last_cpu_ns, cpu, __ATOMIC_RELAXED);
         struct ss_sample s = {0};
         s.mono_ns = ss_mono_ns();
         s.pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -227,7 +245,7 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
             SS_GUARD_END(saved);
             ss_busy = was_busy;
         }
-        if (ss_ring_push(t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail, &s))
+        if (ss_ring_push(t->sampler.cpu_ring, SS_CPU_RING, &t->sampler.cpu_head, &t->sampler.cpu_tail, &s))
             __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
         if (!(t->rec.flags & SS_THREAD_MAIN)) ss_let_main_take_process_signals(sig);
     } else if (si->si_code == SI_TIMER && (ss_paused || ss_is_thread_record(si->si_value.sival_ptr))) {
@@ -290,8 +308,8 @@ static int ss_timer_create(struct ss_thread *t, int sig) {
         syscall(SYS_timer_delete, id);
         return -1;
     }
-    t->timer = id;
-    __atomic_store_n(&t->has_timer, 1, __ATOMIC_RELEASE);
+    t->sampler.timer = id;
+    __atomic_store_n(&t->sampler.has_timer, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -301,26 +319,26 @@ SS_TLS int ss_attach_untimed;
 
 void ss_sampler_thread_start(struct ss_thread *t) {
     ss_me = t;
-    t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
-    t->sched_head = t->sched_tail = 0;
-    memset(&t->sched_last, 0, sizeof t->sched_last);
+    t->sampler.cpu_head = t->sampler.cpu_tail = t->sampler.wall_head = t->sampler.wall_tail = 0;
+    t->sampler.sched_head = t->sampler.sched_tail = 0;
+    memset(&t->sampler.sched_last, 0, sizeof t->sampler.sched_last);
     /* A new thread's figures count from its creation (the run-queue delay before its first
      * instruction is part of its life); the main thread's from now, as its record does. */
     /* (Not for a thread attached only for its process's final flush: no flusher looks at it.) */
     if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz && !ss_attach_untimed)
-        ss_sched_read(t->rec.tid, NULL, &t->sched_last);
-    t->has_timer = 0;
-    t->last_cpu_ns = ss_self_cpu_ns();
-    t->last_wall_ns = ss_mono_ns();
-    t->last_wall_cpu_ns = t->last_cpu_ns;
-    t->last_wall.mono_ns = 0;
-    if (!t->cpu_ring || ss_attach_untimed) return;
+        ss_sched_read(t->rec.tid, NULL, &t->sampler.sched_last);
+    t->sampler.has_timer = 0;
+    t->sampler.last_cpu_ns = ss_self_cpu_ns();
+    t->sampler.last_wall_ns = ss_mono_ns();
+    t->sampler.last_wall_cpu_ns = t->sampler.last_cpu_ns;
+    t->sampler.last_wall.mono_ns = 0;
+    if (!t->sampler.cpu_ring || ss_attach_untimed) return;
     int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
     if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
 }
 
 void ss_sampler_thread_end(struct ss_thread *t) {
-    if (__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->timer);
+    if (__atomic_exchange_n(&t->sampler.has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->sampler.timer);
 }
 
 /* The program installs a disposition for the signal the timers use: move every timer to another
@@ -332,8 +350,8 @@ static void ss_step_aside(int sig) {
     ss_moved_from = sig;
     ss_sampling_flags |= SS_SAMPLING_MOVED | (next ? 0 : SS_SAMPLING_NO_SIGNAL);
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        if (!__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) continue;
-        syscall(SYS_timer_delete, t->timer);
+        if (!__atomic_exchange_n(&t->sampler.has_timer, 0, __ATOMIC_ACQ_REL)) continue;
+        syscall(SYS_timer_delete, t->sampler.timer);
         if (next && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE && !ss_stale(t) &&
             (!ss_paused || __atomic_load_n(&ss_window_open, __ATOMIC_ACQUIRE)))
             ss_timer_create(t, next);
@@ -380,7 +398,7 @@ void ss_sampler_after_fork_child(void) {
     ss_cpu_samples = ss_wall_samples = ss_dropped_samples = 0;
     ss_last_wall_pass = 0;
     /* Timers are not inherited; the child's thread gets a new one when it is attached again. */
-    if (ss_me) ss_me->has_timer = 0;
+    if (ss_me) ss_me->sampler.has_timer = 0;
 }
 
 /* ---- wall samples (the flusher thread) ---- */
@@ -451,11 +469,11 @@ static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const
         char again[512];
         still = ss_read_small(path, again, sizeof again) == len && memcmp(again, line, len) == 0;
     }
-    struct ss_still_stack *seen = t->still;
+    struct ss_still_stack *seen = t->sampler.still;
     uint32_t k = 0;
     while (k < 4 && !(seen[k].syscall == nr && seen[k].pc == pc && seen[k].sp == sp)) k++;
     if (still) {
-        if (k == 4) k = t->still_next++ % 4;
+        if (k == 4) k = t->sampler.still_next++ % 4;
         seen[k] = (struct ss_still_stack){pc, sp, stack, nr};
         return stack;
     }
@@ -464,10 +482,10 @@ static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const
 
 /* A copy of the thread's last wall sample, at `now`, standing for `weight` ns. */
 static void ss_wall_push(struct ss_thread *t, uint64_t now, uint64_t weight) {
-    struct ss_sample smp = t->last_wall;
+    struct ss_sample smp = t->sampler.last_wall;
     smp.mono_ns = now;
     smp.weight_us = (uint32_t)(weight / 1000);
-    if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))
+    if (ss_ring_push(t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail, &smp))
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
 }
 
@@ -505,28 +523,28 @@ static int ss_thread_blocks(uint32_t tid, int sig) {
 
 static void ss_kernel_clock(struct ss_thread *t, uint64_t now, uint64_t cpu) {
     int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
-    if (!sig || !__atomic_load_n(&t->has_timer, __ATOMIC_ACQUIRE)) return;
-    uint32_t head = __atomic_load_n(&t->cpu_head, __ATOMIC_ACQUIRE);
-    if (head != t->cpu_head_seen) { /* CPU samples arrive: the signal gets through */
-        t->cpu_head_seen = head;
-        t->sig_blocked = 0;
+    if (!sig || !__atomic_load_n(&t->sampler.has_timer, __ATOMIC_ACQUIRE)) return;
+    uint32_t head = __atomic_load_n(&t->sampler.cpu_head, __ATOMIC_ACQUIRE);
+    if (head != t->sampler.cpu_head_seen) { /* CPU samples arrive: the signal gets through */
+        t->sampler.cpu_head_seen = head;
+        t->sampler.sig_blocked = 0;
         return;
     }
-    uint64_t from = __atomic_load_n(&t->last_cpu_ns, __ATOMIC_RELAXED);
+    uint64_t from = __atomic_load_n(&t->sampler.last_cpu_ns, __ATOMIC_RELAXED);
     if (cpu <= from) return;
-    if (!t->sig_blocked) {
+    if (!t->sampler.sig_blocked) {
         if (cpu - from < SS_SILENT_CPU_NS || !ss_thread_blocks(t->rec.tid, sig)) return;
-        t->sig_blocked = 1;
+        t->sampler.sig_blocked = 1;
         __atomic_or_fetch(&t->rec.flags, SS_THREAD_SIGNAL_BLOCKED, __ATOMIC_RELAXED);
     }
     /* The CPU time since the last sample of either kind; a CPU sample delivered once the thread
      * unblocks the signal then weighs only what came after. */
-    __atomic_store_n(&t->last_cpu_ns, cpu, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->sampler.last_cpu_ns, cpu, __ATOMIC_RELAXED);
     struct ss_sample smp = {0};
     smp.mono_ns = now;
     smp.weight_us = (uint32_t)((cpu - from) / 1000);
     smp.kind = SS_SAMPLE_KERNEL;
-    if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))
+    if (ss_ring_push(t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail, &smp))
         __atomic_fetch_add(&ss_cpu_samples, 1, __ATOMIC_RELAXED);
 }
 
@@ -583,10 +601,10 @@ static uint32_t ss_u32_delta(uint64_t now, uint64_t before) {
 static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fields) {
     struct ss_sched_totals cur = {0};
     if (ss_sched_read(t->rec.tid, stat_fields, &cur) != 0) return;
-    const struct ss_sched_totals *last = &t->sched_last;
-    uint32_t h = t->sched_head, tl = __atomic_load_n(&t->sched_tail, __ATOMIC_ACQUIRE);
+    const struct ss_sched_totals *last = &t->sampler.sched_last;
+    uint32_t h = t->sampler.sched_head, tl = __atomic_load_n(&t->sampler.sched_tail, __ATOMIC_ACQUIRE);
     if (h - tl >= SS_SCHED_RING) return;
-    struct ss_sched_point *pt = &t->sched_ring[h & (SS_SCHED_RING - 1)];
+    struct ss_sched_point *pt = &t->sampler.sched_ring[h & (SS_SCHED_RING - 1)];
     pt->mono_ns = now;
     pt->exec_ns = cur.exec_ns > last->exec_ns ? cur.exec_ns - last->exec_ns : 0;
     pt->run_delay_ns = cur.run_delay_ns > last->run_delay_ns ? cur.run_delay_ns - last->run_delay_ns : 0;
@@ -594,8 +612,8 @@ static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fi
     pt->majflt = ss_u32_delta(cur.majflt, last->majflt);
     pt->stime_us = ss_u32_delta(cur.stime_ticks * ss_clock_tick_us, last->stime_ticks * ss_clock_tick_us);
     pt->switches = ss_u32_delta(cur.switches, last->switches);
-    t->sched_last = cur;
-    __atomic_store_n(&t->sched_head, h + 1, __ATOMIC_RELEASE);
+    t->sampler.sched_last = cur;
+    __atomic_store_n(&t->sampler.sched_head, h + 1, __ATOMIC_RELEASE);
 }
 
 static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
@@ -612,18 +630,18 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     char state = buf[i + 1];
     /* The time since the last look, less what the thread ran meanwhile (the CPU samples' part). */
     uint64_t cpu = ss_thread_cpu_ns((pid_t)t->rec.tid);
-    uint64_t ran = cpu > t->last_wall_cpu_ns ? cpu - t->last_wall_cpu_ns : 0;
-    uint64_t interval = now - t->last_wall_ns;
+    uint64_t ran = cpu > t->sampler.last_wall_cpu_ns ? cpu - t->sampler.last_wall_cpu_ns : 0;
+    uint64_t interval = now - t->sampler.last_wall_ns;
     uint64_t weight = interval > ran ? interval - ran : 0;
-    t->last_wall_ns = now;
-    t->last_wall_cpu_ns = cpu;
+    t->sampler.last_wall_ns = now;
+    t->sampler.last_wall_cpu_ns = cpu;
     if (state == 'Z' || state == 'X') return;
     ss_sched_look(t, now, buf + i + 1);
     ss_kernel_clock(t, now, cpu);
     /* Found running (or woken before its system call could be read), yet off the CPU for most of
      * the interval: a thread that sleeps and wakes many times between two looks. Its off-CPU
      * time goes where its last wait went, if that was seen lately. */
-    int reuse = ran * 2 < interval && t->last_wall.mono_ns && now - t->last_wall.mono_ns <= 4 * ss_wall_interval_ns;
+    int reuse = ran * 2 < interval && t->sampler.last_wall.mono_ns && now - t->sampler.last_wall.mono_ns <= 4 * ss_wall_interval_ns;
     if (state == 'R') {
         if (reuse) ss_wall_push(t, now, weight);
         return; /* otherwise the CPU samples (or the kernel clock's) cover it */
@@ -658,8 +676,8 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
         smp.pc = ss_parse_num(ss_skip_field(p));
         if (ss_stacks_on && sp && smp.pc) smp.stack = ss_scan_stack_still(t, path, buf, got, sp, smp.pc, smp.syscall, cpu);
     }
-    t->last_wall = smp;
-    if (ss_ring_push(t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail, &smp))
+    t->sampler.last_wall = smp;
+    if (ss_ring_push(t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail, &smp))
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
 }
 
@@ -667,7 +685,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
 
 /* Whether the flusher looks at `t`: a program thread with buffers that has not ended. */
 static int ss_wall_sampled(const struct ss_thread *t) {
-    return t->wall_ring && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE;
+    return t->sampler.wall_ring && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE;
 }
 
 void ss_sampler_tick(void) {
@@ -695,9 +713,9 @@ int ss_sampler_write(void) {
     if (!ss_config.cpu_hz && !ss_config.wall_hz) return 0;
     int written = 0;
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        if (!t->cpu_ring || !t->in_batch) continue; /* a young thread's samples wait in its rings */
-        int a = ss_ring_write(ss_out_buf(), t->rec.serial, t->cpu_ring, SS_CPU_RING, &t->cpu_head, &t->cpu_tail);
-        int b = a < 0 ? -1 : ss_ring_write(ss_out_buf(), t->rec.serial, t->wall_ring, SS_WALL_RING, &t->wall_head, &t->wall_tail);
+        if (!t->sampler.cpu_ring || !t->in_batch) continue; /* a young thread's samples wait in its rings */
+        int a = ss_ring_write(ss_out_buf(), t->rec.serial, t->sampler.cpu_ring, SS_CPU_RING, &t->sampler.cpu_head, &t->sampler.cpu_tail);
+        int b = a < 0 ? -1 : ss_ring_write(ss_out_buf(), t->rec.serial, t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail);
         int w = b < 0 ? -1 : ss_waits_write(ss_out_buf(), t->rec.serial, t);
         int c = w < 0 ? -1 : ss_sched_write(ss_out_buf(), t->rec.serial, t);
         if (a < 0 || b < 0 || w < 0 || c < 0) return -1;
@@ -721,7 +739,7 @@ int ss_sampler_write(void) {
  * no sampling of ours. */
 void ss_sampler_stop_timers(void) {
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
-        if (__atomic_exchange_n(&t->has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->timer);
+        if (__atomic_exchange_n(&t->sampler.has_timer, 0, __ATOMIC_ACQ_REL)) syscall(SYS_timer_delete, t->sampler.timer);
 }
 
 /* A new window: its SAMPLING record counts from zero. */
@@ -733,16 +751,16 @@ void ss_sampler_window_reset(void) {
 /* A node the flusher made for a thread that existed when the window opened (threads.c): its
  * timer, armed from the flusher (any thread may arm a thread's CPU clock). */
 void ss_sampler_cover(struct ss_thread *t) {
-    t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
-    t->sched_head = t->sched_tail = 0;
-    memset(&t->sched_last, 0, sizeof t->sched_last);
-    if (ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sched_last);
-    t->has_timer = 0;
-    t->last_cpu_ns = ss_thread_cpu_ns((pid_t)t->rec.tid);
-    t->last_wall_ns = ss_mono_ns();
-    t->last_wall_cpu_ns = t->last_cpu_ns;
-    t->last_wall.mono_ns = 0;
-    if (!t->cpu_ring) return;
+    t->sampler.cpu_head = t->sampler.cpu_tail = t->sampler.wall_head = t->sampler.wall_tail = 0;
+    t->sampler.sched_head = t->sampler.sched_tail = 0;
+    memset(&t->sampler.sched_last, 0, sizeof t->sampler.sched_last);
+    if (ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sampler.sched_last);
+    t->sampler.has_timer = 0;
+    t->sampler.last_cpu_ns = ss_thread_cpu_ns((pid_t)t->rec.tid);
+    t->sampler.last_wall_ns = ss_mono_ns();
+    t->sampler.last_wall_cpu_ns = t->sampler.last_cpu_ns;
+    t->sampler.last_wall.mono_ns = 0;
+    if (!t->sampler.cpu_ring) return;
     int sig = __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE);
     if (sig && ss_timer_create(t, sig) != 0) __atomic_or_fetch(&ss_sampling_flags, SS_SAMPLING_NO_TIMERS, __ATOMIC_RELAXED);
 }

@@ -100,6 +100,127 @@ enum ss_node_fate { SS_FATE_OPEN = 0, SS_FATE_OWN = 1, SS_FATE_FOLD = 2 };
 
 #define SS_SCHED_RING 256u /* points; a power of two. At 100 looks a second, 2.5 s between flushes */
 
+/* A thread's node is made of one part per module, each reset by its module for a new thread
+ * (ss_<module>_thread_reset), all from one place: ss_thread_reset (lifecycle.c). The parts the
+ * hooks' fast paths touch (alloc, stacks, locks) come first, after the record. */
+
+/* alloc.c: the allocation hooks' countdown, and cross-thread frees. */
+struct ss_alloc_thread {
+    uint32_t countdown;        /* allocator calls until the next timed one */
+    uintptr_t free_fast_below; /* a free of ptr may take its fast part if ptr - 1 is below this */
+    /* Sampled frees whose arena has a known allocating thread, and of those, the ones whose arena
+     * another thread allocates from. */
+    uint64_t frees_checked, frees_cross;
+    uintptr_t own_arena; /* the arena of its last sampled allocation (0: none yet) */
+    uint64_t free_mark;  /* frees before this thread's last large-bin request */
+};
+
+/* stacks.c: when the next allocation stack is taken, and the lock stacks' rate limit. */
+struct ss_stacks_thread {
+    uint32_t countdown;         /* timed allocation calls until the next count-sampled stack */
+    int64_t bytes_left;         /* requested bytes until the next byte-sampled stack */
+    uint64_t sample_weight_q16; /* the weight of the current stack sample */
+    uint64_t last_waiter;       /* ticks of the last lock stacks taken (rate limit) */
+    uint64_t last_holder;
+};
+
+/* locks.c: the timed holds, and the thread's lock table. */
+struct ss_locks_thread {
+    uint32_t countdown; /* lock acquisitions until the next timed hold */
+    uint32_t nheld;
+    /* Per lock kind (indexed by enum ss_lock_kind), the lock whose slot the thread used last and
+     * that slot: one compare with the lock's address finds it. */
+    struct ss_last_lock {
+        uintptr_t address;
+        struct ss_lock_stats *slot;
+    } last[SS_LOCK_KIND_SLOTS];
+    struct ss_held held[SS_HELD_MAX];
+    uint32_t holder_skip; /* releases with waiters to let pass before the next holder stack */
+    /* The condition variable the thread last returned from waiting on, and the count of its mutex's
+     * slot then: a wait on it that begins with the count unchanged follows a wake-up after which
+     * the thread never released the mutex (it found no work: SS_NOTIFY_REWAIT). */
+    uintptr_t last_cond;
+    uint32_t last_cond_slot;
+    uint64_t last_cond_acquisitions;
+    struct ss_lock_stats table[SS_LOCK_SLOTS + 1]; /* cleared slot by slot, only where used */
+};
+
+/* phases.c: the open phases, mapped on first use. */
+struct ss_phases_thread {
+    struct ss_phase_open *open;
+    uint32_t count;
+};
+
+/* The run of parallel regions the thread started last (omp.c): a region within
+ * SS_OMP_RUN_GAP_NS of the last extends it; a gap or the thread's end pushes it on the wait ring
+ * (SS_WAIT_REGION), so the timeline gets a band per run rather than per region. The same for
+ * the TBB algorithms the thread ran (itt.c: __itt_task_begin/end). */
+struct ss_omp_run {
+    uint64_t body; /* the body of its longest region; TBB: its caller's stack (itt.c) */
+    uint64_t start_ns, end_ns, longest_ns;
+    uint64_t team_ticks, body_ticks;
+    uint32_t count;
+    uint8_t kind; /* SS_LOCK_OMP_REGION, or SS_LOCK_ITT_SYNC for TBB's algorithms */
+};
+
+/* omp.c */
+struct ss_omp_thread {
+    struct ss_omp_run run;
+};
+
+/* itt.c */
+struct ss_itt_thread {
+    /* The object an ITT collector was told this thread is about to take (__itt_sync_prepare),
+     * and when; 0: none. */
+    uintptr_t object;
+    uint64_t start;
+    struct ss_omp_run tbb_run;
+    uint64_t task_start_ns; /* the outermost TBB algorithm the thread is in */
+    uint32_t task_stack, task_depth;
+    uint8_t tbb_worker; /* named "TBB Worker Thread" through ITT: its tasks are not the caller's */
+};
+
+/* sampler.c: thread-state samples. CPU samples pushed by the thread's own signal handler, wall
+ * samples by the flusher; each ring has one producer and is drained by the flush. The rings live
+ * in the node's own mapping, after the structure (ss_node_rings). */
+struct ss_sampler_thread {
+    struct ss_sample *cpu_ring, *wall_ring;
+    uint32_t cpu_head, cpu_tail, wall_head, wall_tail;
+    int timer, has_timer;
+    uint64_t last_cpu_ns;      /* the thread's CPU time at its last CPU sample */
+    uint64_t last_wall_ns;     /* when the flusher last looked at it */
+    uint64_t last_wall_cpu_ns; /* and the thread's CPU time then */
+    struct ss_sample last_wall; /* its last wall sample (mono_ns 0: none) */
+    /* The last stacks the flusher read of the thread asleep and found it still asleep after: by
+     * system call, pc and stack pointer, for the looks that catch it waking. */
+    struct ss_still_stack {
+        uint64_t pc, sp;
+        uint32_t stack;
+        uint16_t syscall;
+    } still[4];
+    uint32_t still_next;
+    uint32_t cpu_head_seen; /* the flusher's last look at cpu_head */
+    uint32_t sig_blocked;   /* the thread blocks the sampling signal: the flusher samples its CPU clock */
+    /* The kernel's figures for the thread: points pushed by the flusher at each look, drained by
+     * the flush (one producer, one consumer), and the cumulative figures of the last point pushed
+     * (a point holds the difference). */
+    struct ss_sched_point sched_ring[SS_SCHED_RING];
+    uint32_t sched_head, sched_tail;
+    struct ss_sched_totals {
+        uint64_t exec_ns, run_delay_ns, minflt, majflt, stime_ticks, switches;
+    } sched_last;
+};
+
+/* waitfor.c: the thread's blocking waits, pushed by the thread itself on the slow paths and
+ * drained by the flush, in the node's mapping after the sample rings. */
+struct ss_waits_thread {
+    struct ss_wait *ring;
+    uint32_t head, tail;
+    uint64_t dropped;  /* since the last WAITS record (written by the thread, read by the flush) */
+    uint64_t reported; /* what the flush has already reported of it */
+};
+
+/* The node itself (threads.c): its place on the list, its record and its identity. */
 struct ss_thread {
     struct ss_thread *next; /* the global list; pushed once, never removed */
     uint32_t state;         /* enum ss_node_state */
@@ -109,103 +230,42 @@ struct ss_thread {
     uint32_t in_batch;      /* the flush being assembled writes it */
     uint32_t gone;          /* the flush being assembled found its thread gone from the kernel */
     struct ss_thread_record rec;
-    struct ss_lock_stats locks[SS_LOCK_SLOTS + 1];
-    uint32_t countdown;      /* allocator calls until the next timed one */
-    uint32_t lock_countdown; /* lock acquisitions until the next timed hold */
-    uintptr_t free_fast_below; /* a free of ptr may take its fast part if ptr - 1 is below this (alloc.c) */
-    /* Per lock kind (indexed by enum ss_lock_kind), the lock whose slot the thread used last and
-     * that slot (locks.c): one compare with the lock's address finds it. */
-    struct ss_last_lock {
-        uintptr_t address;
-        struct ss_lock_stats *slot;
-    } last_lock[SS_LOCK_KIND_SLOTS];
-    uint32_t stack_countdown; /* timed allocation calls until the next count-sampled stack */
-    int64_t bytes_left;       /* requested bytes until the next byte-sampled stack */
-    uint64_t sample_weight_q16; /* the weight of the current stack sample */
-    uint64_t last_waiter_stack; /* ticks of the last lock stacks taken (rate limit) */
-    uint64_t last_holder_stack;
-    uint32_t nheld;
-    uint64_t rng;
-    struct ss_held held[SS_HELD_MAX];
+    uint64_t rng; /* the random intervals of timed calls and holds (ss_next_interval) */
+    struct ss_alloc_thread alloc;
+    struct ss_stacks_thread stacks;
+    struct ss_locks_thread locks;
     void *(*start_fn)(void *);
     void *start_arg;
-    struct ss_phase_open *phases; /* open phases (phases.c), mapped on first use */
-    uint32_t nphases;
-    uint32_t holder_skip; /* releases with waiters to let pass before the next holder stack */
-    /* The condition variable the thread last returned from waiting on, and the count of its mutex's
-     * slot then (locks.c): a wait on it that begins with the count unchanged follows a wake-up
-     * after which the thread never released the mutex (it found no work: SS_NOTIFY_REWAIT). */
-    uintptr_t last_cond;
-    uint32_t last_cond_slot;
-    uint64_t last_cond_acquisitions;
-    /* The object an ITT collector was told this thread is about to take (__itt_sync_prepare), and
-     * when (itt.c); 0: none. */
-    uintptr_t itt_object;
-    uint64_t itt_start;
     uint64_t cpu_base_ns; /* CPU time before the record began (the main thread's start-up) */
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
     int written; /* its serial is in the file (a record or samples): it is written on its own */
-    /* Thread-state samples (sampler.c): CPU samples pushed by the thread's own signal handler,
-     * wall samples by the flusher; each ring has one producer and is drained by the flush. The
-     * rings live in the node's own mapping, after the structure (ss_node_rings). */
-    struct ss_sample *cpu_ring, *wall_ring;
-    uint32_t cpu_head, cpu_tail, wall_head, wall_tail;
-    int timer, has_timer;
-    uint64_t last_cpu_ns;  /* the thread's CPU time at its last CPU sample */
-    uint64_t last_wall_ns; /* when the flusher last looked at it */
-    uint64_t last_wall_cpu_ns; /* and the thread's CPU time then */
-    struct ss_sample last_wall; /* its last wall sample (mono_ns 0: none) */
-    /* The last stacks the flusher read of the thread asleep and found it still asleep after
-     * (sampler.c): by system call, pc and stack pointer, for the looks that catch it waking. */
-    struct ss_still_stack {
-        uint64_t pc, sp;
-        uint32_t stack;
-        uint16_t syscall;
-    } still[4];
-    uint32_t still_next;
-    uint32_t cpu_head_seen; /* the flusher's last look at cpu_head */
-    uint32_t sig_blocked;   /* the thread blocks the sampling signal: the flusher samples its CPU clock */
-    /* Wait-for edges (waitfor.c): the thread's blocking waits, pushed by the thread itself on
-     * the slow paths and drained by the flush, in the node's mapping after the sample rings. */
-    struct ss_wait *wait_ring;
-    uint32_t wait_head, wait_tail;
-    uint64_t waits_dropped;  /* since the last WAITS record (written by the thread, read by the flush) */
-    uint64_t waits_reported; /* what the flush has already reported of it */
     uintptr_t pthread_id;    /* pthread_self() of the thread: a join names the thread it waits for */
-    /* The run of parallel regions the thread started last (omp.c): a region within
-     * SS_OMP_RUN_GAP_NS of the last extends it; a gap or the thread's end pushes it on the wait
-     * ring (SS_WAIT_REGION), so the timeline gets a band per run rather than per region. The
-     * same for the TBB algorithms the thread ran (itt.c: __itt_task_begin/end). */
-    struct ss_omp_run {
-        uint64_t body; /* the body of its longest region; TBB: its caller's stack (itt.c) */
-        uint64_t start_ns, end_ns, longest_ns;
-        uint64_t team_ticks, body_ticks;
-        uint32_t count;
-        uint8_t kind; /* SS_LOCK_OMP_REGION, or SS_LOCK_ITT_SYNC for TBB's algorithms */
-    } omp_run, tbb_run;
-    uint64_t itt_task_start_ns; /* the outermost TBB algorithm the thread is in (itt.c) */
-    uint32_t itt_task_stack, itt_task_depth;
-    uint8_t tbb_worker; /* named "TBB Worker Thread" through ITT: its tasks are not the caller's */
-    /* The kernel's figures for the thread (sampler.c): points pushed by the flusher at each look,
-     * drained by the flush (one producer, one consumer), and the cumulative figures of the last
-     * point pushed (a point holds the difference). */
-    struct ss_sched_point sched_ring[SS_SCHED_RING];
-    uint32_t sched_head, sched_tail;
-    struct ss_sched_totals {
-        uint64_t exec_ns, run_delay_ns, minflt, majflt, stime_ticks, switches;
-    } sched_last;
-    /* Cross-thread frees (alloc.c): sampled frees whose arena has a known allocating thread, and
-     * of those, the ones whose arena another thread allocates from. */
-    uint64_t frees_checked, frees_cross;
-    uintptr_t own_arena; /* the arena of its last sampled allocation (0: none yet) */
-    uint64_t free_mark; /* frees before this thread's last large-bin request (alloc.c) */
     /* The recording window it was attached in (attach.c): a node of an earlier window is
      * dropped by its thread at its next slow part (ss_known), and never written again. */
     uint32_t window;
     /* Made by the flusher when a window opened, for a thread that existed then (attach.c): its
      * CPU timer runs from the start; the thread adopts the node at its first hooked call. */
     uint32_t covered;
+    struct ss_phases_thread phases;
+    struct ss_omp_thread omp;
+    struct ss_itt_thread itt;
+    struct ss_sampler_thread sampler;
+    struct ss_waits_thread waits;
 };
+
+/* Every part of a node brought to a new thread's start (lifecycle.c), and each module's part.
+ * A node whose magic is not SS_NODE_MAGIC is all zeros (a new mapping, or wiped in a fork
+ * child): what is zero already need not be cleared. */
+void ss_thread_reset(struct ss_thread *t);
+void ss_threads_thread_reset(struct ss_thread *t);
+void ss_alloc_thread_reset(struct ss_thread *t);
+void ss_stacks_thread_reset(struct ss_thread *t);
+void ss_locks_thread_reset(struct ss_thread *t);
+void ss_phases_thread_reset(struct ss_thread *t);
+void ss_omp_thread_reset(struct ss_thread *t);
+void ss_itt_thread_reset(struct ss_thread *t);
+void ss_sampler_thread_reset(struct ss_thread *t);
+void ss_waitfor_thread_reset(struct ss_thread *t);
 
 #define SS_CPU_RING 4096u /* samples; a power of two. At 1 kHz, four seconds between flushes */
 #define SS_WALL_RING 512u
@@ -294,13 +354,13 @@ struct ss_config {
     uint32_t cpu_hz;       /* thread-state CPU samples per second of thread CPU time (0: off) */
     uint32_t wall_hz;      /* wall samples per second of threads not running (0: off) */
     /* Not options: the lock hooks take glibc's own uncontended steps on rwlock reads and on normal
-     * mutexes (lock_steps.h), after a check at start (and unless STALLSCOPE_LOCK_STEPS=0). Here
+     * mutexes (lock_steps.h), after a check at start (and unless the option LOCK_STEPS is 0). Here
      * because this is read-only after start. */
     int rwlock_steps;
     int mutex_steps;
 };
 
-/* The run options (ss_options.def, read in core.c): a text option's value (NULL: unset), a
+/* The run options (ss_options.def, read in base.c): a text option's value (NULL: unset), a
  * number's (its default when unset or not a number, brought within its bounds), a flag's. */
 enum ss_option {
 #define SS_OPTION(id, env, kind, def, lo, hi, doc) SS_OPT_##id,
@@ -337,13 +397,18 @@ char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, c
 /* After a call that returns (posix_spawn, a failed exec): a long environment was mapped. */
 #define SS_ENV_RELEASE(envp, name) ss_env_release(envp, name, name##_stack, name##_room)
 void ss_env_release(char *const envp[], char *const *env, char **on_stack, size_t room);
-void ss_note_unprofiled(const char *text);
+void ss_note_unprofiled(const char *text); /* a line for `stallscope run` to show (writer.c) */
 extern int ss_stacks_no_unwinder;              /* stacks asked for, no unwinder loaded (stacks.c) */
-size_t ss_main_program(char *out, size_t cap); /* the program's file, not its loader's (stacks.c) */ /* a line for `stallscope run` to show (writer.c) */
+size_t ss_main_program(char *out, size_t cap); /* the program's file, not its loader's (stacks.c) */
 uint64_t ss_option_num(enum ss_option id);
 int ss_option_flag(enum ss_option id);
 
-/* Global state (core.c). */
+/* The base (base.c): set up by lifecycle.c's initialisation. */
+void ss_resolve(void);
+void ss_read_config(void);
+void ss_calibrate(void);
+
+/* Global state (base.c). */
 extern struct ss_real ss_real;
 extern struct ss_config ss_config;
 extern int ss_active;         /* recording: hooks take the fast path */
@@ -383,8 +448,8 @@ uint32_t ss_next_interval(struct ss_thread *t);
 /* The same for lock holds (on ss_config.lock_period). */
 uint32_t ss_next_lock_interval(struct ss_thread *t);
 static inline int ss_take_timed_hold(struct ss_thread *t) {
-    if (SS_LIKELY(--t->lock_countdown != 0)) return 0;
-    t->lock_countdown = ss_next_lock_interval(t);
+    if (SS_LIKELY(--t->locks.countdown != 0)) return 0;
+    t->locks.countdown = ss_next_lock_interval(t);
     return 1;
 }
 
@@ -448,22 +513,21 @@ void ss_locks_init(void);
  * sample is a subset of the timed calls, so the unsampled path gains one subtraction and a test. */
 extern int ss_stacks_on;
 static inline int ss_take_bytes(struct ss_thread *t, size_t bytes) {
-    t->bytes_left -= (int64_t)bytes;
-    return SS_UNLIKELY(t->bytes_left < 0);
+    t->stacks.bytes_left -= (int64_t)bytes;
+    return SS_UNLIKELY(t->stacks.bytes_left < 0);
 }
 uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired);
 /* The same, with the common case inline: a timed call whose count-based stack countdown does not
  * fire (K-1 of every K timed calls) only decrements it. */
 static inline uint32_t ss_stack_sample_if(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed,
                                           int byte_fired) {
-    if (SS_LIKELY(!byte_fired) && SS_LIKELY(t->stack_countdown > 1)) {
-        if (timed) t->stack_countdown--;
+    if (SS_LIKELY(!byte_fired) && SS_LIKELY(t->stacks.countdown > 1)) {
+        if (timed) t->stacks.countdown--;
         return 0;
     }
     return (timed | byte_fired) ? ss_stack_sample(t, fn, bytes, timed, byte_fired) : 0;
 }
 void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks);
-void ss_stacks_thread_init(struct ss_thread *t);
 void ss_stacks_init(void);
 void ss_stacks_child_setup(void);
 int ss_stacks_write(int with_samples);
@@ -545,7 +609,6 @@ void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint6
                 uint64_t end_ns, uint64_t team_ticks, uint64_t body_ticks); /* omp.c */
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
-void ss_thread_reinit(struct ss_thread *t);
 void ss_thread_child_node(struct ss_thread *t);
 uint64_t ss_thread_cpu_ns(pid_t tid);
 void ss_threads_init(void);
@@ -578,6 +641,11 @@ int ss_buf_record3(struct ss_buf *b, uint32_t type, const void *a, size_t alen, 
 extern struct ss_buf ss_fold_out; /* records of folded threads, added to the next flush */
 struct ss_buf *ss_out_buf(void);   /* the batch being assembled */
 #define SS_FOLD_OUT_MAX (16u << 20)
+
+/* The flusher's ticks and a batch's records, module by module (lifecycle.c). */
+void ss_flusher_paused_tick(uint32_t idle_ticks);
+void ss_flusher_tick(uint64_t now, uint32_t elapsed_ms);
+int ss_batch_records(int final, int had_fold_samples);
 
 /* Writing (writer.c). */
 void ss_writer_init(void);
@@ -639,7 +707,7 @@ int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size
 int ss_out_record3(uint32_t type, const void *a, size_t alen, const void *b, size_t blen, const void *c,
                    size_t clen);
 
-/* A small formatter that never allocates (fmt.c). */
+/* Helpers that never allocate (base.c): a small formatter, mappings, /proc reads. */
 struct ss_str {
     char *p;
     size_t len, cap;
@@ -647,7 +715,7 @@ struct ss_str {
 void ss_str_cat(struct ss_str *s, const char *text);
 void ss_str_u64(struct ss_str *s, uint64_t v);
 uint64_t ss_parse_u64(const char *text, uint64_t fallback);
-void ss_each_dir_number(int dir, int (*fn)(uint64_t n, void *ctx), void *ctx); /* writer.c */
+void ss_each_dir_number(int dir, int (*fn)(uint64_t n, void *ctx), void *ctx);
 
 void *ss_map(size_t size);
 void ss_unmap(void *p, size_t size);

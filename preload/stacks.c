@@ -118,9 +118,13 @@ static uint32_t ss_next_k(struct ss_thread *t) {
     return 1 + (uint32_t)(ss_rand(t) % (2ull * ss_stack_k - 1));
 }
 
-void ss_stacks_thread_init(struct ss_thread *t) {
-    t->bytes_left = ss_stacks_on ? ss_next_bytes(t) : INT64_MAX;
-    t->stack_countdown = ss_next_k(t);
+/* The stacks part of a node, for a new thread (ss_thread_reset, lifecycle.c); again for the main
+ * thread once ss_stacks_init knows whether stacks are taken. */
+void ss_stacks_thread_reset(struct ss_thread *t) {
+    t->stacks.bytes_left = ss_stacks_on ? ss_next_bytes(t) : INT64_MAX;
+    t->stacks.countdown = ss_next_k(t);
+    t->stacks.sample_weight_q16 = 0;
+    t->stacks.last_waiter = t->stacks.last_holder = 0;
 }
 
 /* ---- unwinding ---- */
@@ -300,7 +304,7 @@ uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t ki
 
 uint32_t ss_lock_waiter_stack_of(struct ss_thread *t, const void *lock, uint32_t kind, int first) {
     if (!ss_lock_sites) return 0;
-    if (!ss_lock_rate_ok(&t->last_waiter_stack) && !first) return 0;
+    if (!ss_lock_rate_ok(&t->stacks.last_waiter) && !first) return 0;
     uint32_t stack = ss_capture(SS_FN_COUNT + SS_ROLE_WAITER);
     return stack ? ss_lock_site_for(lock, kind, SS_ROLE_WAITER, stack - 1) : 0;
 }
@@ -312,7 +316,7 @@ void ss_lock_waiter_done(uint32_t lock_site, uint64_t wait_ticks) {
 }
 
 void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind) {
-    if (!ss_lock_sites || !ss_lock_rate_ok(&t->last_holder_stack)) return;
+    if (!ss_lock_sites || !ss_lock_rate_ok(&t->stacks.last_holder)) return;
     uint32_t stack = ss_capture(SS_FN_COUNT + SS_ROLE_HOLDER);
     uint32_t site = stack ? ss_lock_site_for(lock, kind, SS_ROLE_HOLDER, stack - 1) : 0;
     if (site) __atomic_fetch_add(&ss_lock_sites[site - 1].events, 1, __ATOMIC_RELAXED);
@@ -336,15 +340,15 @@ void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind) {
  * its stack is taken, and if so records it; returns the site (index + 1) or 0. */
 uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired) {
     if (!ss_stacks_on) {
-        if (byte_fired) t->bytes_left = INT64_MAX;
+        if (byte_fired) t->stacks.bytes_left = INT64_MAX;
         return 0;
     }
     int count_fired = 0;
-    if (timed && ss_count_q > 0 && --t->stack_countdown == 0) {
-        t->stack_countdown = ss_next_k(t);
+    if (timed && ss_count_q > 0 && --t->stacks.countdown == 0) {
+        t->stacks.countdown = ss_next_k(t);
         count_fired = 1;
     }
-    if (byte_fired) t->bytes_left = ss_next_bytes(t);
+    if (byte_fired) t->stacks.bytes_left = ss_next_bytes(t);
     if (!count_fired && !byte_fired) return 0;
 
     uint32_t site = ss_capture((uint32_t)fn);
@@ -358,13 +362,13 @@ uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int t
     __atomic_fetch_add(&s->sampled_bytes, bytes, __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->weight_q16, (uint64_t)(w * 65536.0 + 0.5), __ATOMIC_RELAXED);
     __atomic_fetch_add(&s->est_bytes, (uint64_t)((double)bytes * w + 0.5), __ATOMIC_RELAXED);
-    t->sample_weight_q16 = (uint64_t)(w * 65536.0 + 0.5); /* for ss_stack_time */
+    t->stacks.sample_weight_q16 = (uint64_t)(w * 65536.0 + 0.5); /* for ss_stack_time */
     return site;
 }
 
 /* Adds the duration of a sampled call, weighted like its sample. */
 void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks) {
-    uint64_t wq = t->sample_weight_q16;
+    uint64_t wq = t->stacks.sample_weight_q16;
     uint64_t est = (uint64_t)(((unsigned __int128)ticks * wq) >> 16);
     __atomic_fetch_add(&ss_sites[site - 1].est_ticks, est, __ATOMIC_RELAXED);
 }
@@ -681,7 +685,7 @@ void ss_stacks_init(void) {
     }
     __atomic_store_n(&ss_stacks_on, 1, __ATOMIC_RELEASE);
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
-        ss_stacks_thread_init(t); /* only the main thread exists this early */
+        ss_stacks_thread_reset(t); /* only the main thread exists this early */
 }
 
 /* A fork child's file starts afresh. The site tables were zeroed by the kernel at fork

@@ -47,31 +47,12 @@ struct ss_sample *ss_node_rings(struct ss_thread *t) {
     return ss_sampling_buffers() ? (struct ss_sample *)((char *)t + SS_NODE_HEAD) : NULL;
 }
 
-/* Fields a node needs before its first use in this address space (a new mapping, or a node the
- * kernel wiped in a child). Counters are left as they are. */
-void ss_thread_reinit(struct ss_thread *t) {
-    t->magic = SS_NODE_MAGIC;
+/* The node's own part, for a new thread (from ss_thread_reset, lifecycle.c). The record is
+ * cleared only in a node that was used: a new mapping's pages stay untouched. */
+void ss_threads_thread_reset(struct ss_thread *t) {
+    if (t->magic == SS_NODE_MAGIC) memset(&t->rec, 0, sizeof t->rec);
     t->rng = (uint64_t)(uintptr_t)t ^ ss_ticks() ^ 0x9E3779B97F4A7C15ull;
     if (!t->rng) t->rng = 1;
-    t->countdown = 1;
-    t->countdown = ss_next_interval(t);
-    t->lock_countdown = 1;
-    t->lock_countdown = ss_next_lock_interval(t);
-    ss_stacks_thread_init(t);
-    t->cpu_ring = ss_node_rings(t);
-    t->wall_ring = t->cpu_ring ? t->cpu_ring + SS_CPU_RING : NULL;
-    t->wait_ring = t->cpu_ring ? (struct ss_wait *)(t->wall_ring + SS_WALL_RING) : NULL;
-}
-
-/* Clears what one thread left in a node. Lock slots are cleared one by one, only where used:
- * untouched pages of the table stay untouched. */
-static void ss_node_reset(struct ss_thread *t) {
-    memset(&t->rec, 0, sizeof t->rec);
-    for (uint32_t i = 0; i <= SS_LOCK_SLOTS; i++)
-        if (t->locks[i].address || t->locks[i].kind) memset(&t->locks[i], 0, sizeof t->locks[i]);
-    t->nheld = 0;
-    t->nphases = 0;
-    t->holder_skip = 0;
     t->start_fn = NULL;
     t->start_arg = NULL;
     t->cpu_base_ns = 0;
@@ -80,24 +61,7 @@ static void ss_node_reset(struct ss_thread *t) {
     t->fate = SS_FATE_OPEN;
     t->in_batch = 0;
     t->gone = 0;
-    t->cpu_head = t->cpu_tail = t->wall_head = t->wall_tail = 0;
-    t->has_timer = 0;
-    t->last_cpu_ns = t->last_wall_ns = t->last_wall_cpu_ns = 0;
-    memset(&t->last_wall, 0, sizeof t->last_wall);
-    memset(t->still, 0, sizeof t->still);
-    memset(&t->omp_run, 0, sizeof t->omp_run);
-    memset(&t->tbb_run, 0, sizeof t->tbb_run);
-    t->itt_task_start_ns = 0;
-    t->itt_task_stack = t->itt_task_depth = 0;
-    t->tbb_worker = 0;
-    t->cpu_head_seen = 0;
-    t->sig_blocked = 0;
-    t->last_waiter_stack = t->last_holder_stack = 0;
-    t->frees_checked = t->frees_cross = 0;
-    t->own_arena = 0;
-    t->free_mark = 0;
     t->covered = 0;
-    memset(t->last_lock, 0, sizeof t->last_lock);
 }
 
 /* A node for a new thread: a free one from the list, or a new mapping. */
@@ -116,7 +80,7 @@ struct ss_thread *ss_thread_alloc(void) {
     struct ss_thread *t = ss_map_wiped(ss_node_size());
     if (!t) return NULL;
     t->state = SS_NODE_CLAIMED;
-    ss_thread_reinit(t);
+    ss_thread_reset(t);
     return t;
 }
 
@@ -144,9 +108,6 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
     t->rec.start_mono_ns = adopted || cpu >= now ? now : now - cpu;
     t->cpu_base_ns = adopted ? cpu : 0;
     t->pthread_id = (uintptr_t)pthread_self();
-    t->wait_head = t->wait_tail = 0;
-    t->waits_dropped = t->waits_reported = 0;
-    t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX; /* decided before any thread is attached */
     /* A node attached while no window is open (a window closed under a pthread_create) is stale
      * from the start: its thread drops it at its next slow part. */
     t->window = ss_paused && !__atomic_load_n(&ss_window_open, __ATOMIC_ACQUIRE) ? SS_WINDOW_NONE
@@ -318,7 +279,7 @@ static void ss_fold(struct ss_thread *t) {
     for (int k = 0; k < SS_GRP_COUNT; k++)
         for (uint32_t b = 0; b < SS_LAT_BUCKETS; b++) a->lat_hist[k][b] += r->lat_hist[k][b];
     for (uint32_t i = 0; i <= SS_LOCK_SLOTS; i++) {
-        const struct ss_lock_stats *l = &t->locks[i];
+        const struct ss_lock_stats *l = &t->locks.table[i];
         if (!l->address && !l->kind) continue;
         if (!l->acquisitions && !l->wait_ticks) continue;
         struct ss_lock_stats *into = i == SS_LOCK_OVERFLOW || !l->address ? &g->locks[SS_LOCK_OVERFLOW]
@@ -326,8 +287,8 @@ static void ss_fold(struct ss_thread *t) {
         ss_lock_add(into, l);
         if (into->threads < UINT32_MAX) into->threads++;
     }
-    g->frees_checked += t->frees_checked;
-    g->frees_cross += t->frees_cross;
+    g->frees_checked += t->alloc.frees_checked;
+    g->frees_cross += t->alloc.frees_cross;
     ss_sampler_drain(t, &ss_fold_out, g->serial);
     g->changed = 1;
 }
@@ -339,15 +300,15 @@ static struct ss_cross_frees_entry ss_retired[SS_RETIRED_MAX]; /* ended threads 
 SS_FORK_STATE static uint32_t ss_nretired;
 
 static void ss_node_recycle(struct ss_thread *t) {
-    if (t->fate != SS_FATE_FOLD && t->frees_checked) {
+    if (t->fate != SS_FATE_FOLD && t->alloc.frees_checked) {
         if (ss_nretired < SS_RETIRED_MAX) {
-            ss_retired[ss_nretired++] = (struct ss_cross_frees_entry){t->rec.serial, 0, t->frees_checked, t->frees_cross};
+            ss_retired[ss_nretired++] = (struct ss_cross_frees_entry){t->rec.serial, 0, t->alloc.frees_checked, t->alloc.frees_cross};
         } else { /* beyond the table, merged into its last entry (only their sums are used) */
-            ss_retired[SS_RETIRED_MAX - 1].checked += t->frees_checked;
-            ss_retired[SS_RETIRED_MAX - 1].cross += t->frees_cross;
+            ss_retired[SS_RETIRED_MAX - 1].checked += t->alloc.frees_checked;
+            ss_retired[SS_RETIRED_MAX - 1].cross += t->alloc.frees_cross;
         }
     }
-    ss_node_reset(t);
+    ss_thread_reset(t);
     __atomic_store_n(&t->state, SS_NODE_FREE, __ATOMIC_RELEASE);
     __atomic_fetch_add(&ss_free_nodes, 1, __ATOMIC_RELAXED);
 }
@@ -400,7 +361,7 @@ void ss_threads_prepare_batch(int final) {
         if (state == SS_NODE_LIVE) {
             /* A young thread waits to be folded with other short ones, unless its wait ring fills
              * (a thread that blocks that often is not a trivial one): then it is written now. */
-            uint32_t waits = __atomic_load_n(&t->wait_head, __ATOMIC_ACQUIRE) - t->wait_tail;
+            uint32_t waits = __atomic_load_n(&t->waits.head, __ATOMIC_ACQUIRE) - t->waits.tail;
             t->in_batch = final || t->written || (t->rec.flags & SS_THREAD_MAIN) ||
                           now - t->rec.start_mono_ns >= young_ns || waits >= SS_WAIT_RING_EARLY;
         } else if (state == SS_NODE_ENDED) {
@@ -424,10 +385,10 @@ static int ss_out_thread(struct ss_thread *t, int final) {
     for (int i = 0; i < SS_FN_COUNT; i++) sig += rec.fn[i].calls * (uint64_t)(i + 1);
     uint32_t n = 0;
     for (uint32_t i = 0; i <= SS_LOCK_SLOTS; i++) {
-        if (__atomic_load_n(&t->locks[i].acquisitions, __ATOMIC_RELAXED) == 0 &&
-            __atomic_load_n(&t->locks[i].wait_ticks, __ATOMIC_RELAXED) == 0)
+        if (__atomic_load_n(&t->locks.table[i].acquisitions, __ATOMIC_RELAXED) == 0 &&
+            __atomic_load_n(&t->locks.table[i].wait_ticks, __ATOMIC_RELAXED) == 0)
             continue;
-        const uint64_t *ls = (const uint64_t *)&t->locks[i];
+        const uint64_t *ls = (const uint64_t *)&t->locks.table[i];
         uint64_t *ld = (uint64_t *)&locks[n];
         for (size_t k = 0; k < sizeof locks[n] / 8; k++) ld[k] = __atomic_load_n(&ls[k], __ATOMIC_RELAXED);
         sig += locks[n].acquisitions;
@@ -499,8 +460,8 @@ void ss_threads_after_batch(int recycle) {
 uint32_t ss_threads_cross_frees(struct ss_cross_frees_entry *buf, uint32_t cap) {
     uint32_t n = 0;
     for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t && n < cap; t = t->next) {
-        uint64_t checked = SS_LOAD(t->frees_checked);
-        if (t->in_batch && checked) buf[n++] = (struct ss_cross_frees_entry){t->rec.serial, 0, checked, SS_LOAD(t->frees_cross)};
+        uint64_t checked = SS_LOAD(t->alloc.frees_checked);
+        if (t->in_batch && checked) buf[n++] = (struct ss_cross_frees_entry){t->rec.serial, 0, checked, SS_LOAD(t->alloc.frees_cross)};
     }
     for (uint32_t i = 0; i < ss_nretired && n < cap; i++) buf[n++] = ss_retired[i];
     for (uint32_t i = 0; i < ss_ngroups && n < cap; i++)
@@ -524,8 +485,7 @@ void ss_threads_after_fork_child(void) {
 /* The node of the thread that forked, in the child: wiped by the kernel (re-initialised, with
  * whatever the child recorded since), or a copy of the parent's (cleared). */
 void ss_thread_child_node(struct ss_thread *t) {
-    if (t->magic != SS_NODE_MAGIC) ss_thread_reinit(t);
-    else ss_node_reset(t);
+    ss_thread_reset(t);
     t->listed = 0;
     t->state = SS_NODE_CLAIMED;
 }
@@ -575,9 +535,6 @@ static int ss_cover_thread(uint64_t n, void *ctx) {
     t->rec.start_mono_ns = now;
     t->cpu_base_ns = ss_thread_cpu_ns((pid_t)tid);
     t->pthread_id = 0;
-    t->wait_head = t->wait_tail = 0;
-    t->waits_dropped = t->waits_reported = 0;
-    t->free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX;
     t->window = __atomic_load_n(&ss_window, __ATOMIC_ACQUIRE);
     __atomic_store_n(&t->covered, 1, __ATOMIC_RELEASE);
     ss_sampler_cover(t);

@@ -468,8 +468,7 @@ void ss_fast_unwind_forget(void) {
 }
 
 void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi) {
-    const char *off = getenv("STALLSCOPE_FAST_UNWIND"); /* "0": libgcc for every stack (comparisons) */
-    if (off && strcmp(off, "0") == 0) return;
+    if (!ss_option_num(SS_OPT_FAST_UNWIND)) return; /* 0: libgcc for every stack (comparisons) */
     *(void **)&ss_find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
     if (!ss_find_object) return;
     ss_rules = ss_map_wiped(SS_RULE_SLOTS * sizeof *ss_rules);

@@ -23,14 +23,14 @@
 /* ---- the ring ---- */
 
 static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
-    if (!t->wait_ring) return;
-    uint32_t h = t->wait_head, tail = __atomic_load_n(&t->wait_tail, __ATOMIC_ACQUIRE);
+    if (!t->waits.ring) return;
+    uint32_t h = t->waits.head, tail = __atomic_load_n(&t->waits.tail, __ATOMIC_ACQUIRE);
     if (h - tail >= SS_WAIT_RING) {
-        SS_ADD(t->waits_dropped, 1);
+        SS_ADD(t->waits.dropped, 1);
         return;
     }
-    t->wait_ring[h & (SS_WAIT_RING - 1)] = *w;
-    __atomic_store_n(&t->wait_head, h + 1, __ATOMIC_RELEASE);
+    t->waits.ring[h & (SS_WAIT_RING - 1)] = *w;
+    __atomic_store_n(&t->waits.head, h + 1, __ATOMIC_RELEASE);
     if (SS_UNLIKELY(h + 1 - tail >= SS_WAIT_RING_EARLY) && !__atomic_load_n(&ss_flush_requested, __ATOMIC_RELAXED))
         __atomic_store_n(&ss_flush_requested, 1, __ATOMIC_RELAXED);
 }
@@ -47,25 +47,34 @@ void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run) {
 /* Appends the thread's waits to `out` as one WAITS record under `serial` and empties its ring
  * (flushes run one at a time). Returns the waits written, or -1 when out of memory. */
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t) {
-    if (!t->wait_ring) return 0;
-    uint32_t h = __atomic_load_n(&t->wait_head, __ATOMIC_ACQUIRE), tail = t->wait_tail;
-    uint64_t dropped = SS_LOAD(t->waits_dropped), new_dropped = dropped - t->waits_reported;
+    if (!t->waits.ring) return 0;
+    uint32_t h = __atomic_load_n(&t->waits.head, __ATOMIC_ACQUIRE), tail = t->waits.tail;
+    uint64_t dropped = SS_LOAD(t->waits.dropped), new_dropped = dropped - t->waits.reported;
     if (h == tail && new_dropped == 0) return 0;
     uint32_t n = h - tail, first = tail & (SS_WAIT_RING - 1);
     uint32_t run = n < SS_WAIT_RING - first ? n : SS_WAIT_RING - first;
     struct ss_waits_record r = {serial, n, new_dropped};
     if (out == &ss_fold_out && out->len + n * sizeof(struct ss_wait) + 64 > SS_FOLD_OUT_MAX) {
         /* bounded between flushes: the folded threads' waits are lost, and counted */
-        t->waits_reported = dropped;
-        __atomic_store_n(&t->wait_tail, h, __ATOMIC_RELEASE);
+        t->waits.reported = dropped;
+        __atomic_store_n(&t->waits.tail, h, __ATOMIC_RELEASE);
         return 0;
     }
-    if (ss_buf_record3(out, SS_REC_WAITS, &r, sizeof r, &t->wait_ring[first], run * sizeof(struct ss_wait),
-                       t->wait_ring, (n - run) * sizeof(struct ss_wait)) != 0)
+    if (ss_buf_record3(out, SS_REC_WAITS, &r, sizeof r, &t->waits.ring[first], run * sizeof(struct ss_wait),
+                       t->waits.ring, (n - run) * sizeof(struct ss_wait)) != 0)
         return -1;
-    t->waits_reported = dropped;
-    __atomic_store_n(&t->wait_tail, h, __ATOMIC_RELEASE);
+    t->waits.reported = dropped;
+    __atomic_store_n(&t->waits.tail, h, __ATOMIC_RELEASE);
     return (int)n;
+}
+
+/* The wait-for part of a node, for a new thread (ss_thread_reset, lifecycle.c): its ring, in the
+ * node's mapping after the sample rings, empty. */
+void ss_waitfor_thread_reset(struct ss_thread *t) {
+    struct ss_sample *rings = ss_node_rings(t);
+    t->waits.ring = rings ? (struct ss_wait *)(rings + SS_CPU_RING + SS_WALL_RING) : NULL;
+    t->waits.head = t->waits.tail = 0;
+    t->waits.dropped = t->waits.reported = 0;
 }
 
 /* ---- lock waits ---- */

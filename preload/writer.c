@@ -62,73 +62,9 @@ static struct ss_process_record ss_process;
 extern uint64_t ss_process_start_mono_ns;
 SS_FORK_STATE static struct ss_buf ss_out;
 SS_FORK_STATE struct ss_buf ss_fold_out;
-int ss_wipe_works = 1;
 
 static long ss_futex(uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
     return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, timeout, NULL, 0);
-}
-
-/* ---- memory and formatting helpers that never touch the program's allocator ---- */
-
-void *ss_map(size_t size) {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-void ss_unmap(void *p, size_t size) { munmap(p, size); }
-
-void *ss_map_wiped(size_t size) {
-    void *p = ss_map(size);
-    if (p && madvise(p, size, MADV_WIPEONFORK) != 0) ss_wipe_works = 0; /* before Linux 4.14 */
-    return p;
-}
-
-void ss_str_cat(struct ss_str *s, const char *text) {
-    while (*text && s->len + 1 < s->cap) s->p[s->len++] = *text++;
-    s->p[s->len] = 0;
-}
-
-void ss_str_u64(struct ss_str *s, uint64_t v) {
-    char digits[24];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n > 0 && s->len + 1 < s->cap) s->p[s->len++] = digits[--n];
-    s->p[s->len] = 0;
-}
-
-uint64_t ss_parse_u64(const char *text, uint64_t fallback) {
-    if (!text || !*text) return fallback;
-    uint64_t v = 0;
-    for (; *text; text++) {
-        if (*text < '0' || *text > '9') return fallback;
-        v = v * 10 + (uint64_t)(*text - '0');
-    }
-    return v;
-}
-
-/* Calls fn(n, ctx) for each entry of the directory `dir` (a /proc listing), with the entry's name
- * read as a number (UINT64_MAX: not one), until fn returns 0. System calls only: no allocation,
- * no stdio (opendir would allocate). */
-void ss_each_dir_number(int dir, int (*fn)(uint64_t n, void *ctx), void *ctx) {
-    char buf[4096];
-    for (;;) {
-        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
-        if (n <= 0) return;
-        for (long off = 0; off < n;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(buf + off);
-            off += d->reclen;
-            if (!fn(ss_parse_u64(d->name, UINT64_MAX), ctx)) return;
-        }
-    }
 }
 
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
@@ -224,20 +160,6 @@ int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size
 void ss_out_append(uint32_t type, const void *payload, size_t size) { (void)ss_out_record(type, payload, size, NULL, 0); }
 
 /* ---- the process record ---- */
-
-size_t ss_read_file(const char *path, char *buf, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    size_t len = 0;
-    while (len < cap) {
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        len += (size_t)n;
-    }
-    close(fd);
-    return len;
-}
 
 /* The process record, but for what is known only when the file is made (pid, ppid, CPUs). */
 static void ss_fill_process(uint64_t realtime_ns, uint64_t mono_ns, uint64_t ticks) {
@@ -614,12 +536,8 @@ static void ss_flush_now(int final, uint32_t how, int32_t status) {
         }
         ss_fold_out.len = 0;
     }
-    /* Samples first: every stack they name is complete by now, and written just after. */
-    int samples = ok ? ss_sampler_write() : -1;
-    ok = samples >= 0 && ss_stacks_write(samples > 0 || had_fold_samples) == 0 && ss_alloc_write() == 0 &&
-         ss_threads_write(final) == 0;
+    ok = ok && ss_batch_records(final, had_fold_samples) == 0;
     if (ok) {
-        ss_phases_append_pending();
         if (final) {
             struct ss_end_record end = {how, status, ss_mono_ns(), ss_ticks()};
             ok = ss_out_record(SS_REC_END, &end, sizeof end, NULL, 0) == 0;
@@ -681,50 +599,6 @@ void ss_final_flush(uint32_t how, int32_t status) {
 
 /* ---- the flusher thread ---- */
 
-struct ss_alive_scan {
-    pid_t self;
-    int alive;
-};
-
-/* One entry of /proc/self/task: whether that thread, not the caller, is alive (not a zombie). */
-static int ss_note_alive(uint64_t tid, void *ctx) {
-    struct ss_alive_scan *scan = ctx;
-    if (tid == UINT64_MAX || tid == 0 || (pid_t)tid == scan->self) return 1;
-    char path[64], stat[512];
-    struct ss_str s = {path, 0, sizeof path};
-    ss_str_cat(&s, "/proc/self/task/");
-    ss_str_u64(&s, tid);
-    ss_str_cat(&s, "/stat");
-    size_t len = ss_read_file(path, stat, sizeof stat - 1);
-    size_t i = len;
-    while (i > 0 && stat[i - 1] != ')') i--;
-    /* The state follows ") "; a thread that is gone or a zombie does not count. */
-    if (len == 0 || i == 0 || i + 1 >= len) return 1;
-    if (stat[i + 1] != 'Z' && stat[i + 1] != 'X') scan->alive = 1;
-    return !scan->alive;
-}
-
-/* Whether any thread other than the caller is still alive (not a zombie). */
-static int ss_other_threads_alive(void) {
-    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return 1;
-    struct ss_alive_scan scan = {(pid_t)syscall(SYS_gettid), 0};
-    ss_each_dir_number(dir, ss_note_alive, &scan);
-    close(dir);
-    return scan.alive;
-}
-
-/* The main thread called pthread_exit: its record ended while the process goes on. */
-static int ss_main_thread_ended(void) {
-    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        uint32_t flags = __atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE);
-        uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
-        if ((flags & SS_THREAD_MAIN) && (state == SS_NODE_LIVE || state == SS_NODE_ENDED))
-            return (flags & SS_THREAD_ENDED) != 0;
-    }
-    return 0;
-}
-
 /* Closes a descriptor the table lists, but the listing's own and the one to keep. */
 static int ss_close_listed_fd(uint64_t fd, void *ctx) {
     const int *skip = ctx;
@@ -781,7 +655,6 @@ static void *ss_flusher_main(void *arg) {
     if (tick_ms == 0) tick_ms = 1;
     uint64_t last_tick = ss_mono_ns(), last_flush = last_tick, last_periodic = last_tick;
     uint32_t idle_ticks = 0;
-    uint64_t last_got = 0;
     for (;;) {
         uint32_t seen = __atomic_load_n(&ss_flusher_word, __ATOMIC_ACQUIRE);
         ss_flusher_serve_final();
@@ -796,10 +669,7 @@ static void *ss_flusher_main(void *arg) {
                  * attach loaded us into gets the hooks that must stay (sigaction, ...). Once
                  * ready (the thread that started us may hold the loader's lock until then: its
                  * dlopen), then every second for slots bound and objects loaded since. */
-                if (idle_ticks++ % 10 == 0) {
-                    if (idle_ticks > 1 && !ss_other_threads_alive()) ss_real.exit(0);
-                    ss_got_point(ss_injected ? SS_GOT_KEEP : SS_GOT_LIBC);
-                }
+                ss_flusher_paused_tick(idle_ticks++);
                 struct timespec idle = {0, 100 * 1000000L};
                 ss_futex(&ss_flusher_word, FUTEX_WAIT, seen, &idle);
                 last_tick = last_flush = last_periodic = ss_mono_ns();
@@ -819,18 +689,7 @@ static void *ss_flusher_main(void *arg) {
         }
         uint32_t elapsed_ms = (uint32_t)((now - last_tick) / 1000000ull);
         last_tick = now;
-        /* Loaded by attach: objects loaded and slots bound since get the hooks too. */
-        if (ss_injected && now - last_got >= 1000000000ull) {
-            last_got = now;
-            ss_got_point(SS_GOT_HOOKS);
-        }
-        /* When the program's last thread has gone after main called pthread_exit, the process
-         * would end now but for this thread: end it as glibc would, with exit(0). */
-        if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
-        ss_phases_tick(elapsed_ms);
-        if (ss_paused) ss_threads_covered_tick();
-        ss_sampler_tick();
-        ss_threads_fold_ended();
+        ss_flusher_tick(now, elapsed_ms);
         /* Early when a thread's wait ring fills faster than the period empties it: a pipeline
          * that blocks 10,000 times a second a thread had lost most of its waits, and its wait-for
          * graph and critical path with them.

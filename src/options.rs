@@ -1,6 +1,6 @@
 //! The options of `stallscope run` that reach the interposer, from the one table both sides
 //! read: preload/ss_options.def. The interposer takes its defaults and bounds from it in C
-//! (core.c); build.rs turns the same lines into the constants below, which `run` uses for its
+//! (base.c); build.rs turns the same lines into the constants below, which `run` uses for its
 //! flags' defaults and bounds and for the environment variables it sets.
 
 /// How the interposer reads an option's variable.

@@ -414,6 +414,40 @@ fn the_program_sees_no_variable_of_stallscope() {
     assert_eq!(profiled, plain, "{}", pair.describe());
 }
 
+/// The comparison switches (`STALLSCOPE_LOCK_STEPS`, `STALLSCOPE_FAST_UNWIND`) are in the
+/// options table like every setting (issue 24): set in `run`'s environment, they reach the
+/// interposer (the profile says the lock steps were off) and leave the program's environment, as
+/// they did not when the interposer read them with getenv.
+#[test]
+fn the_comparison_switches_reach_the_interposer_and_leave_the_programs_environment() {
+    let dir = TempDir::new("environ-switches");
+    let exe = hostile_program(dir.path(), "environ_dump.c", &[]);
+    let switches = ["STALLSCOPE_LOCK_STEPS", "STALLSCOPE_FAST_UNWIND"];
+    let launch = Launch::new(&[&exe], dir.path())
+        .env(switches[0], "0")
+        .env(switches[1], "0");
+    let pair = run_both(&launch);
+    assert_eq!(pair.profiled.status.code(), Some(0), "{}", pair.describe());
+    let (plain, _) = environment_lists(&pair.plain.stdout);
+    let (profiled, kernel) = environment_lists(&pair.profiled.stdout);
+    for var in switches {
+        let set = format!("{var}=0");
+        assert!(plain.contains(&set), "{}", pair.describe());
+        assert!(kernel.contains(&set), "run passes it on: {kernel:?}");
+        assert!(
+            !profiled.iter().any(|e| key(e) == var),
+            "the program sees {var}: {profiled:?}"
+        );
+    }
+    let report = report_json(&pair.profile);
+    assert_eq!(
+        report["lock_steps"]["mutex"], false,
+        "{}",
+        report["lock_steps"]
+    );
+    assert_eq!(report["lock_steps"]["rwlock_read"], false);
+}
+
 #[test]
 fn programs_started_every_way_are_profiled_and_see_no_setting() {
     // execve, execvp, posix_spawn, system() and popen() (the last two spawn a shell from inside

@@ -1,37 +1,19 @@
-/* Initialisation, configuration, clocks, thread registry, and the process-lifecycle hooks
- * (pthread_create, fork, exec, exit). */
+/* The process's life, and what each module does at each step of it: initialisation (the
+ * constructor, or the first hooked call), threads (pthread_create), fork, exec, exit (exit,
+ * _exit, the destructor, a return from main), the flusher's ticks and the contents of a batch,
+ * and the reset of a thread's node (one part per module). The modules never call one another
+ * for these: this file calls each. */
 #include "ss_internal.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gnu/libc-version.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 extern char **environ;
-
-struct ss_real ss_real;
-struct ss_config ss_config;
-int ss_active;
-int ss_guard_calls = 1;
-int ss_use_tsc;
-uint64_t ss_ns_per_tick_q32 = 1ull << 32;
-uint64_t ss_ticks_per_sec = 1000000000ull;
-uint64_t ss_sample_cap_ticks = 50000ull;
-SS_FORK_STATE pid_t ss_pid;
-/* A fast part that reaches its slow part with it is sent there by one of these fields (see
- * ss_enter in ss_internal.h); nothing else in it is ever read. */
-struct ss_thread ss_no_thread = {.nheld = 1, .bytes_left = SS_NO_THREAD_BYTES_LEFT, .free_fast_below = 0};
-SS_TLS struct ss_thread *ss_self = SS_NO_THREAD;
-SS_TLS int ss_busy;
 
 enum { SS_UNINIT = 0, SS_RESOLVING = 1, SS_READY = 2 };
 static int ss_state;
@@ -39,211 +21,9 @@ SS_FORK_STATE static int ss_is_fork_child;
 SS_FORK_STATE uint64_t ss_child_flusher_due; /* when a fork child that lives on starts its flusher (0: not pending) */
 #define SS_CHILD_FLUSHER_DELAY_NS 100000000ull
 SS_FORK_STATE static struct ss_thread *ss_fork_pending;
+static uint64_t ss_last_got; /* the flusher's last pointing of PLT slots at the hooks (0: none yet) */
 static int ss_exit_status_known;
 static int ss_exit_status;
-
-/* ---- clocks ---- */
-
-uint64_t ss_mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t ss_realtime_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int ss_cpu_has_invariant_tsc(void) {
-    uint32_t a, b, c, d;
-    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
-    if (a < 0x80000007u) return 0;
-    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
-    return (d >> 8) & 1;
-}
-
-/* Calibrate the TSC against CLOCK_MONOTONIC over a short spin; flush records refine it later. */
-static void ss_calibrate(void) {
-    ss_use_tsc = ss_cpu_has_invariant_tsc();
-    if (!ss_use_tsc) return;
-    uint64_t n0 = ss_mono_ns(), t0 = ss_ticks(), n1, t1;
-    do {
-        n1 = ss_mono_ns();
-        t1 = ss_ticks();
-    } while (n1 - n0 < 300000);
-    if (t1 <= t0) {
-        ss_use_tsc = 0;
-        return;
-    }
-    ss_ticks_per_sec = (uint64_t)((unsigned __int128)(t1 - t0) * 1000000000ull / (n1 - n0));
-    ss_ns_per_tick_q32 = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
-    ss_sample_cap_ticks = ss_ticks_per_sec / 20000; /* 50 us */
-}
-
-/* ---- sampling ---- */
-
-/* A random interval with mean `period`: uniform on [1, 2*period-1]. */
-static uint32_t ss_draw_interval(struct ss_thread *t, uint32_t period) {
-    if (period <= 1) return 1;
-    uint64_t x = t->rng; /* xorshift64 */
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    t->rng = x;
-    /* Uniform on [1, 2*period-1], mean period: the high 32 bits scaled to the range by a multiply
-     * (a division costs tens of cycles; the bias is below 2^-32 per value). */
-    return 1 + (uint32_t)(((x >> 32) * (2ull * period - 1)) >> 32);
-}
-
-uint32_t ss_next_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.period); }
-uint32_t ss_next_lock_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.lock_period); }
-
-/* ---- configuration ---- */
-
-/* The run options, from the table both stallscope and the interposer read (ss_options.def). */
-static const struct {
-    const char *env;
-    uint64_t fallback, min, max;
-} ss_options[SS_OPT_COUNT] = {
-#define SS_OPTION(id, env, kind, def, lo, hi, doc) [SS_OPT_##id] = {env, def, lo, hi},
-#include "ss_options.def"
-#undef SS_OPTION
-};
-
-/* From the settings taken out of environ at start (environ.c), not from getenv. */
-const char *ss_option_text(enum ss_option id) { return ss_setting(ss_options[id].env); }
-
-uint64_t ss_option_num(enum ss_option id) {
-    uint64_t v = ss_parse_u64(ss_option_text(id), ss_options[id].fallback);
-    if (v < ss_options[id].min) return ss_options[id].min;
-    if (v > ss_options[id].max) return ss_options[id].max;
-    return v;
-}
-
-int ss_option_flag(enum ss_option id) {
-    const char *v = ss_option_text(id);
-    return v && v[0] == '1';
-}
-
-static void ss_copy_option(char *dst, size_t cap, enum ss_option id) {
-    const char *v = ss_option_text(id);
-    dst[0] = 0;
-    if (!v) return;
-    size_t n = strlen(v);
-    if (n >= cap) return; /* too long: treated as unset rather than truncated */
-    memcpy(dst, v, n + 1);
-}
-
-static void ss_read_config(void) {
-    ss_copy_option(ss_config.dir, sizeof ss_config.dir, SS_OPT_DIR);
-    ss_copy_option(ss_config.index, sizeof ss_config.index, SS_OPT_INDEX);
-    const char *timing = ss_option_text(SS_OPT_TIMING);
-    ss_config.timing = (timing && strcmp(timing, "exact") == 0) ? SS_TIMING_EXACT : SS_TIMING_SAMPLED;
-    ss_config.period = (uint32_t)ss_option_num(SS_OPT_TIMING_PERIOD);
-    if (ss_config.timing == SS_TIMING_EXACT) ss_config.period = 1;
-    /* Since issue 27 allocator calls and lock holds share one period, 256 by default (files say
-     * so by leaving SS_PROCESS_LOCK_PERIOD out; docs/PERFORMANCE.md "Allocator calls on the lock
-     * holds' period"). */
-    ss_config.lock_period = ss_config.period;
-    ss_config.flush_ms = (uint32_t)ss_option_num(SS_OPT_FLUSH_MS);
-    ss_config.snapshot_ms = (uint32_t)ss_option_num(SS_OPT_SNAPSHOT_MS);
-    ss_config.snapshot_signal = ss_option_flag(SS_OPT_SNAPSHOT_SIGNAL);
-    ss_config.stack_bytes = ss_option_num(SS_OPT_STACK_BYTES);
-    ss_config.stack_period = (uint32_t)ss_option_num(SS_OPT_STACK_PERIOD);
-    ss_config.cpu_hz = (uint32_t)ss_option_num(SS_OPT_SAMPLE_HZ);
-    ss_config.wall_hz = (uint32_t)ss_option_num(SS_OPT_WALL_HZ);
-
-    /* The launched process is the one whose parent is the supervisor (also after it execs). */
-    uint64_t supervisor = ss_option_num(SS_OPT_SUPERVISOR);
-    int is_launched = supervisor != 0 && (uint64_t)ss_parent_pid == supervisor;
-    if (is_launched) ss_copy_option(ss_config.output, sizeof ss_config.output, SS_OPT_OUTPUT);
-    ss_config.dormant = (ss_option_flag(SS_OPT_NO_CHILDREN) && supervisor != 0 && !is_launched) || ss_settings_lost;
-    ss_config.paused = ss_option_flag(SS_OPT_PAUSED);
-}
-
-/* ---- symbol resolution ---- */
-
-static void *ss_sym(const char *name) { return dlsym(RTLD_NEXT, name); }
-
-static void *ss_vsym(const char *name, const char *version) {
-    void *p = dlvsym(RTLD_NEXT, name, version);
-    return p ? p : dlsym(RTLD_NEXT, name);
-}
-
-int ss_in_libc(const void *fn) {
-    Dl_info info;
-    return fn && dladdr(fn, &info) && info.dli_fname &&
-           (strstr(info.dli_fname, "/libc.so") || strstr(info.dli_fname, "/libpthread.so"));
-}
-
-static void ss_resolve(void) {
-    struct ss_real r;
-    memset(&r, 0, sizeof r);
-#define SS_RESOLVE(field, name) *(void **)&r.field = ss_sym(name)
-    SS_RESOLVE(malloc, "malloc");
-    SS_RESOLVE(calloc, "calloc");
-    SS_RESOLVE(realloc, "realloc");
-    SS_RESOLVE(reallocarray, "reallocarray");
-    SS_RESOLVE(free, "free");
-    SS_RESOLVE(posix_memalign, "posix_memalign");
-    SS_RESOLVE(aligned_alloc, "aligned_alloc");
-    SS_RESOLVE(memalign, "memalign");
-    SS_RESOLVE(valloc, "valloc");
-    SS_RESOLVE(pvalloc, "pvalloc");
-    SS_RESOLVE(malloc_usable_size, "malloc_usable_size");
-    SS_RESOLVE(mutex_lock, "pthread_mutex_lock");
-    SS_RESOLVE(mutex_trylock, "pthread_mutex_trylock");
-    SS_RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");
-    SS_RESOLVE(mutex_clocklock, "pthread_mutex_clocklock");
-    SS_RESOLVE(mutex_unlock, "pthread_mutex_unlock");
-    SS_RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock");
-    SS_RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
-    SS_RESOLVE(rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
-    SS_RESOLVE(rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
-    SS_RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock");
-    SS_RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock");
-    SS_RESOLVE(rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
-    SS_RESOLVE(rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
-    SS_RESOLVE(rwlock_unlock, "pthread_rwlock_unlock");
-    SS_RESOLVE(spin_lock, "pthread_spin_lock");
-    SS_RESOLVE(spin_trylock, "pthread_spin_trylock");
-    SS_RESOLVE(spin_unlock, "pthread_spin_unlock");
-    /* The unversioned lookup finds the pre-2.3.2 condition variables; programs use the new ones. */
-    *(void **)&r.cond_wait = ss_vsym("pthread_cond_wait", "GLIBC_2.3.2");
-    *(void **)&r.cond_timedwait = ss_vsym("pthread_cond_timedwait", "GLIBC_2.3.2");
-    SS_RESOLVE(cond_clockwait, "pthread_cond_clockwait");
-    SS_RESOLVE(sigaction, "sigaction");
-    SS_RESOLVE(signal, "signal");
-    SS_RESOLVE(pthread_create, "pthread_create");
-    SS_RESOLVE(exit, "exit");
-    SS_RESOLVE(underscore_exit, "_exit");
-    SS_RESOLVE(underscore_Exit, "_Exit");
-    SS_RESOLVE(execve, "execve");
-    SS_RESOLVE(execv, "execv");
-    SS_RESOLVE(execvp, "execvp");
-    SS_RESOLVE(execvpe, "execvpe");
-    SS_RESOLVE(fexecve, "fexecve");
-    SS_RESOLVE(posix_spawn, "posix_spawn");
-    SS_RESOLVE(posix_spawnp, "posix_spawnp");
-    SS_RESOLVE(setuid, "setuid");
-    SS_RESOLVE(setgid, "setgid");
-    SS_RESOLVE(seteuid, "seteuid");
-    SS_RESOLVE(setegid, "setegid");
-    SS_RESOLVE(setreuid, "setreuid");
-    SS_RESOLVE(setregid, "setregid");
-    SS_RESOLVE(setresuid, "setresuid");
-    SS_RESOLVE(setresgid, "setresgid");
-    SS_RESOLVE(setgroups, "setgroups");
-    SS_RESOLVE(initgroups, "initgroups");
-    SS_RESOLVE(dlclose, "dlclose");
-    SS_RESOLVE(libc_start_main, "__libc_start_main");
-#undef SS_RESOLVE
-    /* Publish field by field: another thread may read a pointer as soon as it is non-NULL. */
-    void **src = (void **)&r, **dst = (void **)&ss_real;
-    for (size_t i = 0; i < sizeof r / sizeof(void *); i++) __atomic_store_n(&dst[i], src[i], __ATOMIC_RELEASE);
-}
 
 /* ---- threads (their nodes: threads.c) ---- */
 
@@ -315,8 +95,10 @@ static void ss_init(void) {
         ok = pthread_atfork(NULL, NULL, ss_after_fork_child) == 0;
         /* Paused (run --paused): no record yet; threads get theirs at their first call in a
          * window that `stallscope attach` opens (attach.c). */
-        struct ss_thread *t = ok && !ss_config.paused ? ss_thread_alloc() : NULL;
+        /* Decided before the first node is made: a node's frees may take their fast part only
+         * with glibc's allocator (ss_alloc_thread_reset). */
         ss_guard_calls = !ss_in_libc((void *)ss_real.malloc);
+        struct ss_thread *t = ok && !ss_config.paused ? ss_thread_alloc() : NULL;
         ss_alloc_init();
         if (ok && ss_config.paused) __atomic_store_n(&ss_paused, 1, __ATOMIC_RELEASE);
         if (t) {
@@ -378,8 +160,8 @@ struct ss_thread *ss_enter_slow(void) {
     if (ss_self != SS_NO_THREAD) return ss_self;
     /* Its byte countdown, written by the fast parts of every thread it stands for, is kept far
      * below 0 (a huge request could bring it up). */
-    if (SS_UNLIKELY(ss_no_thread.bytes_left > SS_NO_THREAD_BYTES_LEFT / 2))
-        SS_STORE(ss_no_thread.bytes_left, SS_NO_THREAD_BYTES_LEFT);
+    if (SS_UNLIKELY(ss_no_thread.stacks.bytes_left > SS_NO_THREAD_BYTES_LEFT / 2))
+        SS_STORE(ss_no_thread.stacks.bytes_left, SS_NO_THREAD_BYTES_LEFT);
     ss_busy = 1;
     struct ss_thread *t = ss_adopt_fork_pending(1);
     if (!t && ss_paused) t = ss_thread_adopt_covered(); /* a thread the window found running */
@@ -414,6 +196,7 @@ static void ss_after_fork_child(void) {
         ss_phases_after_fork_child();
         ss_attach_after_fork_child();
         ss_fork_pending = NULL;
+        ss_last_got = 0;
         __atomic_store_n(&ss_child_flusher_due, ss_mono_ns() + SS_CHILD_FLUSHER_DELAY_NS, __ATOMIC_RELAXED);
         return;
     }
@@ -429,6 +212,7 @@ static void ss_after_fork_child(void) {
     ss_threads_after_fork_child();
     ss_phases_after_fork_child();
     ss_child_flusher_due = 0;
+    ss_last_got = 0;
     ss_fork_pending = self; /* the next hook takes the slow path, which attaches it again */
 }
 
@@ -616,4 +400,110 @@ SS_EXPORT int execle(const char *path, const char *arg, ...) {
     char **envp;
     SS_COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
     return execve(path, argv, envp);
+}
+
+/* ---- a thread's node ---- */
+
+/* Every part of a node brought to a new thread's start: a new mapping (all zeros), a node whose
+ * thread ended and whose state is written (reused), a fork child's (wiped or copied). Each
+ * module resets its own part; the node's own part comes first (its random state draws the
+ * others' countdowns). */
+void ss_thread_reset(struct ss_thread *t) {
+    ss_threads_thread_reset(t);
+    ss_alloc_thread_reset(t);
+    ss_stacks_thread_reset(t);
+    ss_locks_thread_reset(t);
+    ss_phases_thread_reset(t);
+    ss_omp_thread_reset(t);
+    ss_itt_thread_reset(t);
+    ss_sampler_thread_reset(t);
+    ss_waitfor_thread_reset(t);
+    t->magic = SS_NODE_MAGIC;
+}
+
+/* ---- the flusher's ticks (writer.c runs the thread; this is what each tick does) ---- */
+
+struct ss_alive_scan {
+    pid_t self;
+    int alive;
+};
+
+/* One entry of /proc/self/task: whether that thread, not the caller, is alive (not a zombie). */
+static int ss_note_alive(uint64_t tid, void *ctx) {
+    struct ss_alive_scan *scan = ctx;
+    if (tid == UINT64_MAX || tid == 0 || (pid_t)tid == scan->self) return 1;
+    char path[64], stat[512];
+    struct ss_str s = {path, 0, sizeof path};
+    ss_str_cat(&s, "/proc/self/task/");
+    ss_str_u64(&s, tid);
+    ss_str_cat(&s, "/stat");
+    size_t len = ss_read_file(path, stat, sizeof stat - 1);
+    size_t i = len;
+    while (i > 0 && stat[i - 1] != ')') i--;
+    /* The state follows ") "; a thread that is gone or a zombie does not count. */
+    if (len == 0 || i == 0 || i + 1 >= len) return 1;
+    if (stat[i + 1] != 'Z' && stat[i + 1] != 'X') scan->alive = 1;
+    return !scan->alive;
+}
+
+/* Whether any thread other than the caller is still alive (not a zombie). */
+static int ss_other_threads_alive(void) {
+    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return 1;
+    struct ss_alive_scan scan = {(pid_t)syscall(SYS_gettid), 0};
+    ss_each_dir_number(dir, ss_note_alive, &scan);
+    close(dir);
+    return scan.alive;
+}
+
+/* The main thread called pthread_exit: its record ended while the process goes on. */
+static int ss_main_thread_ended(void) {
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next) {
+        uint32_t flags = __atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE);
+        uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+        if ((flags & SS_THREAD_MAIN) && (state == SS_NODE_LIVE || state == SS_NODE_ENDED))
+            return (flags & SS_THREAD_ENDED) != 0;
+    }
+    return 0;
+}
+
+/* A tick of a paused process's flusher while no window is open (every 100 ms): the process
+ * would end but for the flusher when main called pthread_exit and every other thread has gone:
+ * end it as glibc would. The hot calls go straight to the C library until a window opens; a
+ * process attach loaded us into gets the hooks that must stay (sigaction, ...). Once ready (the
+ * thread that started us may hold the loader's lock until then: its dlopen), then every second
+ * for slots bound and objects loaded since. */
+void ss_flusher_paused_tick(uint32_t idle_ticks) {
+    if (idle_ticks % 10 != 0) return;
+    if (idle_ticks > 0 && !ss_other_threads_alive()) ss_real.exit(0);
+    ss_got_point(ss_injected ? SS_GOT_KEEP : SS_GOT_LIBC);
+}
+
+/* A tick of the flusher while recording (as often as wall samples are taken). */
+void ss_flusher_tick(uint64_t now, uint32_t elapsed_ms) {
+    /* Loaded by attach: objects loaded and slots bound since get the hooks too. */
+    if (ss_injected && now - ss_last_got >= 1000000000ull) {
+        ss_last_got = now;
+        ss_got_point(SS_GOT_HOOKS);
+    }
+    /* When the program's last thread has gone after main called pthread_exit, the process
+     * would end now but for this thread: end it as glibc would, with exit(0). */
+    if (ss_main_thread_ended() && !ss_other_threads_alive()) ss_real.exit(0);
+    ss_phases_tick(elapsed_ms);
+    if (ss_paused) ss_threads_covered_tick();
+    ss_sampler_tick();
+    ss_threads_fold_ended();
+}
+
+/* What a batch holds from each module, in order, after the samples of folded threads (writer.c
+ * assembles and writes it): samples first (every stack they name is complete by now, and
+ * written just after), the stack table, cross-thread frees, the threads, the phases. Returns -1
+ * when memory ran out. */
+int ss_batch_records(int final, int had_fold_samples) {
+    int samples = ss_sampler_write();
+    if (samples < 0 || ss_stacks_write(samples > 0 || had_fold_samples) != 0 || ss_alloc_write() != 0 ||
+        ss_threads_write(final) != 0)
+        return -1;
+    ss_phases_append_pending();
+    return 0;
 }

@@ -1,0 +1,313 @@
+/* The base every module calls: the real functions (resolved with dlsym), the configuration (the
+ * options table, ss_options.def), the clocks and the random intervals of timed calls, the global
+ * state, and the helpers that never touch the program's allocator (mappings, formatting, /proc
+ * reads). Nothing here calls a module: what happens at init, fork, exec, exit and at each of the
+ * flusher's ticks is lifecycle.c's. */
+#include "ss_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ss_real ss_real;
+struct ss_config ss_config;
+int ss_active;
+int ss_guard_calls = 1;
+int ss_use_tsc;
+uint64_t ss_ns_per_tick_q32 = 1ull << 32;
+uint64_t ss_ticks_per_sec = 1000000000ull;
+uint64_t ss_sample_cap_ticks = 50000ull;
+SS_FORK_STATE pid_t ss_pid;
+/* A fast part that reaches its slow part with it is sent there by one of these fields (see
+ * ss_enter in ss_internal.h); nothing else in it is ever read. */
+struct ss_thread ss_no_thread = {.locks.nheld = 1, .stacks.bytes_left = SS_NO_THREAD_BYTES_LEFT, .alloc.free_fast_below = 0};
+SS_TLS struct ss_thread *ss_self = SS_NO_THREAD;
+SS_TLS int ss_busy;
+
+int ss_wipe_works = 1;
+
+/* ---- clocks ---- */
+
+uint64_t ss_mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ss_realtime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int ss_cpu_has_invariant_tsc(void) {
+    uint32_t a, b, c, d;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+    if (a < 0x80000007u) return 0;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+    return (d >> 8) & 1;
+}
+
+/* Calibrate the TSC against CLOCK_MONOTONIC over a short spin; flush records refine it later. */
+void ss_calibrate(void) {
+    ss_use_tsc = ss_cpu_has_invariant_tsc();
+    if (!ss_use_tsc) return;
+    uint64_t n0 = ss_mono_ns(), t0 = ss_ticks(), n1, t1;
+    do {
+        n1 = ss_mono_ns();
+        t1 = ss_ticks();
+    } while (n1 - n0 < 300000);
+    if (t1 <= t0) {
+        ss_use_tsc = 0;
+        return;
+    }
+    ss_ticks_per_sec = (uint64_t)((unsigned __int128)(t1 - t0) * 1000000000ull / (n1 - n0));
+    ss_ns_per_tick_q32 = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
+    ss_sample_cap_ticks = ss_ticks_per_sec / 20000; /* 50 us */
+}
+
+/* ---- sampling ---- */
+
+/* A random interval with mean `period`: uniform on [1, 2*period-1]. */
+static uint32_t ss_draw_interval(struct ss_thread *t, uint32_t period) {
+    if (period <= 1) return 1;
+    uint64_t x = t->rng; /* xorshift64 */
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t->rng = x;
+    /* Uniform on [1, 2*period-1], mean period: the high 32 bits scaled to the range by a multiply
+     * (a division costs tens of cycles; the bias is below 2^-32 per value). */
+    return 1 + (uint32_t)(((x >> 32) * (2ull * period - 1)) >> 32);
+}
+
+uint32_t ss_next_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.period); }
+uint32_t ss_next_lock_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.lock_period); }
+
+/* ---- configuration ---- */
+
+/* The run options, from the table both stallscope and the interposer read (ss_options.def). */
+static const struct {
+    const char *env;
+    uint64_t fallback, min, max;
+} ss_options[SS_OPT_COUNT] = {
+#define SS_OPTION(id, env, kind, def, lo, hi, doc) [SS_OPT_##id] = {env, def, lo, hi},
+#include "ss_options.def"
+#undef SS_OPTION
+};
+
+/* From the settings taken out of environ at start (environ.c), not from getenv. */
+const char *ss_option_text(enum ss_option id) { return ss_setting(ss_options[id].env); }
+
+uint64_t ss_option_num(enum ss_option id) {
+    uint64_t v = ss_parse_u64(ss_option_text(id), ss_options[id].fallback);
+    if (v < ss_options[id].min) return ss_options[id].min;
+    if (v > ss_options[id].max) return ss_options[id].max;
+    return v;
+}
+
+int ss_option_flag(enum ss_option id) {
+    const char *v = ss_option_text(id);
+    return v && v[0] == '1';
+}
+
+static void ss_copy_option(char *dst, size_t cap, enum ss_option id) {
+    const char *v = ss_option_text(id);
+    dst[0] = 0;
+    if (!v) return;
+    size_t n = strlen(v);
+    if (n >= cap) return; /* too long: treated as unset rather than truncated */
+    memcpy(dst, v, n + 1);
+}
+
+void ss_read_config(void) {
+    ss_copy_option(ss_config.dir, sizeof ss_config.dir, SS_OPT_DIR);
+    ss_copy_option(ss_config.index, sizeof ss_config.index, SS_OPT_INDEX);
+    const char *timing = ss_option_text(SS_OPT_TIMING);
+    ss_config.timing = (timing && strcmp(timing, "exact") == 0) ? SS_TIMING_EXACT : SS_TIMING_SAMPLED;
+    ss_config.period = (uint32_t)ss_option_num(SS_OPT_TIMING_PERIOD);
+    if (ss_config.timing == SS_TIMING_EXACT) ss_config.period = 1;
+    /* Since issue 27 allocator calls and lock holds share one period, 256 by default (files say
+     * so by leaving SS_PROCESS_LOCK_PERIOD out; docs/PERFORMANCE.md "Allocator calls on the lock
+     * holds' period"). */
+    ss_config.lock_period = ss_config.period;
+    ss_config.flush_ms = (uint32_t)ss_option_num(SS_OPT_FLUSH_MS);
+    ss_config.snapshot_ms = (uint32_t)ss_option_num(SS_OPT_SNAPSHOT_MS);
+    ss_config.snapshot_signal = ss_option_flag(SS_OPT_SNAPSHOT_SIGNAL);
+    ss_config.stack_bytes = ss_option_num(SS_OPT_STACK_BYTES);
+    ss_config.stack_period = (uint32_t)ss_option_num(SS_OPT_STACK_PERIOD);
+    ss_config.cpu_hz = (uint32_t)ss_option_num(SS_OPT_SAMPLE_HZ);
+    ss_config.wall_hz = (uint32_t)ss_option_num(SS_OPT_WALL_HZ);
+
+    /* The launched process is the one whose parent is the supervisor (also after it execs). */
+    uint64_t supervisor = ss_option_num(SS_OPT_SUPERVISOR);
+    int is_launched = supervisor != 0 && (uint64_t)ss_parent_pid == supervisor;
+    if (is_launched) ss_copy_option(ss_config.output, sizeof ss_config.output, SS_OPT_OUTPUT);
+    ss_config.dormant = (ss_option_flag(SS_OPT_NO_CHILDREN) && supervisor != 0 && !is_launched) || ss_settings_lost;
+    ss_config.paused = ss_option_flag(SS_OPT_PAUSED);
+}
+
+/* ---- symbol resolution ---- */
+
+static void *ss_sym(const char *name) { return dlsym(RTLD_NEXT, name); }
+
+static void *ss_vsym(const char *name, const char *version) {
+    void *p = dlvsym(RTLD_NEXT, name, version);
+    return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+int ss_in_libc(const void *fn) {
+    Dl_info info;
+    return fn && dladdr(fn, &info) && info.dli_fname &&
+           (strstr(info.dli_fname, "/libc.so") || strstr(info.dli_fname, "/libpthread.so"));
+}
+
+void ss_resolve(void) {
+    struct ss_real r;
+    memset(&r, 0, sizeof r);
+#define SS_RESOLVE(field, name) *(void **)&r.field = ss_sym(name)
+    SS_RESOLVE(malloc, "malloc");
+    SS_RESOLVE(calloc, "calloc");
+    SS_RESOLVE(realloc, "realloc");
+    SS_RESOLVE(reallocarray, "reallocarray");
+    SS_RESOLVE(free, "free");
+    SS_RESOLVE(posix_memalign, "posix_memalign");
+    SS_RESOLVE(aligned_alloc, "aligned_alloc");
+    SS_RESOLVE(memalign, "memalign");
+    SS_RESOLVE(valloc, "valloc");
+    SS_RESOLVE(pvalloc, "pvalloc");
+    SS_RESOLVE(malloc_usable_size, "malloc_usable_size");
+    SS_RESOLVE(mutex_lock, "pthread_mutex_lock");
+    SS_RESOLVE(mutex_trylock, "pthread_mutex_trylock");
+    SS_RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");
+    SS_RESOLVE(mutex_clocklock, "pthread_mutex_clocklock");
+    SS_RESOLVE(mutex_unlock, "pthread_mutex_unlock");
+    SS_RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock");
+    SS_RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
+    SS_RESOLVE(rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
+    SS_RESOLVE(rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
+    SS_RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock");
+    SS_RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock");
+    SS_RESOLVE(rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
+    SS_RESOLVE(rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
+    SS_RESOLVE(rwlock_unlock, "pthread_rwlock_unlock");
+    SS_RESOLVE(spin_lock, "pthread_spin_lock");
+    SS_RESOLVE(spin_trylock, "pthread_spin_trylock");
+    SS_RESOLVE(spin_unlock, "pthread_spin_unlock");
+    /* The unversioned lookup finds the pre-2.3.2 condition variables; programs use the new ones. */
+    *(void **)&r.cond_wait = ss_vsym("pthread_cond_wait", "GLIBC_2.3.2");
+    *(void **)&r.cond_timedwait = ss_vsym("pthread_cond_timedwait", "GLIBC_2.3.2");
+    SS_RESOLVE(cond_clockwait, "pthread_cond_clockwait");
+    SS_RESOLVE(sigaction, "sigaction");
+    SS_RESOLVE(signal, "signal");
+    SS_RESOLVE(pthread_create, "pthread_create");
+    SS_RESOLVE(exit, "exit");
+    SS_RESOLVE(underscore_exit, "_exit");
+    SS_RESOLVE(underscore_Exit, "_Exit");
+    SS_RESOLVE(execve, "execve");
+    SS_RESOLVE(execv, "execv");
+    SS_RESOLVE(execvp, "execvp");
+    SS_RESOLVE(execvpe, "execvpe");
+    SS_RESOLVE(fexecve, "fexecve");
+    SS_RESOLVE(posix_spawn, "posix_spawn");
+    SS_RESOLVE(posix_spawnp, "posix_spawnp");
+    SS_RESOLVE(setuid, "setuid");
+    SS_RESOLVE(setgid, "setgid");
+    SS_RESOLVE(seteuid, "seteuid");
+    SS_RESOLVE(setegid, "setegid");
+    SS_RESOLVE(setreuid, "setreuid");
+    SS_RESOLVE(setregid, "setregid");
+    SS_RESOLVE(setresuid, "setresuid");
+    SS_RESOLVE(setresgid, "setresgid");
+    SS_RESOLVE(setgroups, "setgroups");
+    SS_RESOLVE(initgroups, "initgroups");
+    SS_RESOLVE(dlclose, "dlclose");
+    SS_RESOLVE(libc_start_main, "__libc_start_main");
+#undef SS_RESOLVE
+    /* Publish field by field: another thread may read a pointer as soon as it is non-NULL. */
+    void **src = (void **)&r, **dst = (void **)&ss_real;
+    for (size_t i = 0; i < sizeof r / sizeof(void *); i++) __atomic_store_n(&dst[i], src[i], __ATOMIC_RELEASE);
+}
+
+/* ---- memory and formatting helpers that never touch the program's allocator ---- */
+
+void *ss_map(size_t size) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void ss_unmap(void *p, size_t size) { munmap(p, size); }
+
+void *ss_map_wiped(size_t size) {
+    void *p = ss_map(size);
+    if (p && madvise(p, size, MADV_WIPEONFORK) != 0) ss_wipe_works = 0; /* before Linux 4.14 */
+    return p;
+}
+
+void ss_str_cat(struct ss_str *s, const char *text) {
+    while (*text && s->len + 1 < s->cap) s->p[s->len++] = *text++;
+    s->p[s->len] = 0;
+}
+
+void ss_str_u64(struct ss_str *s, uint64_t v) {
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n > 0 && s->len + 1 < s->cap) s->p[s->len++] = digits[--n];
+    s->p[s->len] = 0;
+}
+
+uint64_t ss_parse_u64(const char *text, uint64_t fallback) {
+    if (!text || !*text) return fallback;
+    uint64_t v = 0;
+    for (; *text; text++) {
+        if (*text < '0' || *text > '9') return fallback;
+        v = v * 10 + (uint64_t)(*text - '0');
+    }
+    return v;
+}
+
+/* Calls fn(n, ctx) for each entry of the directory `dir` (a /proc listing), with the entry's name
+ * read as a number (UINT64_MAX: not one), until fn returns 0. System calls only: no allocation,
+ * no stdio (opendir would allocate). */
+void ss_each_dir_number(int dir, int (*fn)(uint64_t n, void *ctx), void *ctx) {
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        if (n <= 0) return;
+        for (long off = 0; off < n;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            if (!fn(ss_parse_u64(d->name, UINT64_MAX), ctx)) return;
+        }
+    }
+}
+
+/* A whole small file (/proc), read with system calls only. */
+size_t ss_read_file(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    size_t len = 0;
+    while (len < cap) {
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        len += (size_t)n;
+    }
+    close(fd);
+    return len;
+}
