@@ -341,6 +341,16 @@ static char *ss_preload_entry(char *const envp[], size_t *at) {
     return NULL;
 }
 
+/* Whether envp asks glibc's loader to list the program's libraries and stop (ldd runs the loader
+ * so: LD_TRACE_LOADED_OBJECTS, whatever its value). Our library would be listed among them, and
+ * nothing runs to be profiled. */
+static int ss_env_lists_only(char *const envp[]) {
+    static const char name[] = "LD_TRACE_LOADED_OBJECTS=";
+    for (; *envp; envp++)
+        if (strncmp(*envp, name, sizeof name - 1) == 0) return 1;
+    return 0;
+}
+
 size_t ss_env_room(char *const envp[], const char *target, int fd, int search, int *drop) {
     ss_ensure_resolved();
     *drop = 0;
@@ -348,7 +358,7 @@ size_t ss_env_room(char *const envp[], const char *target, int fd, int search, i
     char *entry = ss_preload_entry(envp, &at);
     if (!entry) return 0;
     int saved_errno = errno;
-    int takes = ss_target_takes_preload(target, fd, search);
+    int takes = !ss_env_lists_only(envp) && ss_target_takes_preload(target, fd, search);
     errno = saved_errno;
     size_t n = 0;
     while (envp[n]) n++;
