@@ -299,7 +299,14 @@ static int ss_target_takes_preload(const char *target, int fd, int search) {
     int takes = 1;
     const char *shown = target;
     if (!target) {
-        takes = fd < 0 || ss_fd_takes_preload(fd, why, sizeof why, 0);
+        /* Read through /proc/self/fd: the descriptor may be O_PATH (fexecve's and execveat's
+         * callers open programs so), which pread refuses; else the descriptor itself. */
+        struct ss_str p = {found, 0, sizeof found};
+        ss_str_cat(&p, "/proc/self/fd/");
+        ss_str_u64(&p, (uint64_t)(unsigned)fd);
+        int rfd = fd < 0 ? -1 : open(found, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        takes = fd < 0 || ss_fd_takes_preload(rfd >= 0 ? rfd : fd, why, sizeof why, 0);
+        if (rfd >= 0) close(rfd);
         shown = "a program run by descriptor";
     } else if (search && !strchr(target, '/')) {
         if (ss_search_path(target, found, sizeof found)) {
