@@ -214,6 +214,7 @@ void ss_resolve(void) {
     SS_RESOLVE(execvp, "execvp");
     SS_RESOLVE(execvpe, "execvpe");
     SS_RESOLVE(fexecve, "fexecve");
+    SS_RESOLVE(execveat, "execveat"); /* glibc 2.34 and later; NULL before */
     SS_RESOLVE(posix_spawn, "posix_spawn");
     SS_RESOLVE(posix_spawnp, "posix_spawnp");
     SS_RESOLVE(setuid, "setuid");

@@ -342,7 +342,14 @@ static int ss_target_takes_preload(const char *target, int fd, int search) {
     int takes = 1;
     const char *shown = target;
     if (!target) {
-        takes = fd < 0 || ss_fd_takes_preload(fd, why, sizeof why, 0);
+        /* Read through /proc/self/fd: the descriptor may be O_PATH (fexecve's and execveat's
+         * callers open programs so), which pread refuses; else the descriptor itself. */
+        struct ss_str p = {found, 0, sizeof found};
+        ss_str_cat(&p, "/proc/self/fd/");
+        ss_str_u64(&p, (uint64_t)(unsigned)fd);
+        int rfd = fd < 0 ? -1 : open(found, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        takes = fd < 0 || ss_fd_takes_preload(rfd >= 0 ? rfd : fd, why, sizeof why, 0);
+        if (rfd >= 0) close(rfd);
         shown = "a program run by descriptor";
     } else if (search && !strchr(target, '/')) {
         if (ss_search_path(target, found, sizeof found)) {
@@ -383,6 +390,16 @@ static char *ss_preload_entry(char *const envp[], size_t *at) {
     return NULL;
 }
 
+/* Whether envp asks glibc's loader to list the program's libraries and stop (ldd runs the loader
+ * so: LD_TRACE_LOADED_OBJECTS, whatever its value). Our library would be listed among them, and
+ * nothing runs to be profiled. */
+static int ss_env_lists_only(char *const envp[]) {
+    static const char name[] = "LD_TRACE_LOADED_OBJECTS=";
+    for (; *envp; envp++)
+        if (strncmp(*envp, name, sizeof name - 1) == 0) return 1;
+    return 0;
+}
+
 size_t ss_env_room(char *const envp[], const char *target, int fd, int search, int *drop) {
     ss_ensure_resolved();
     *drop = 0;
@@ -390,7 +407,7 @@ size_t ss_env_room(char *const envp[], const char *target, int fd, int search, i
     char *entry = ss_preload_entry(envp, &at);
     if (!entry) return 0;
     int saved_errno = errno;
-    int takes = ss_target_takes_preload(target, fd, search);
+    int takes = !ss_env_lists_only(envp) && ss_target_takes_preload(target, fd, search);
     errno = saved_errno;
     size_t n = 0;
     while (envp[n]) n++;

@@ -372,6 +372,32 @@ SS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
     return ss_after_exec_failed(rc);
 }
 
+/* execveat (glibc 2.34 and later; the system call before): the program is `path` relative to the
+ * directory `dirfd`, or `dirfd` itself with AT_EMPTY_PATH and an empty path. For the loader check
+ * a relative path is reached through /proc/self/fd/DIRFD (into `buf`); NULL: judge `dirfd`. */
+static const char *ss_execveat_target(int dirfd, const char *path, int flags, char *buf, size_t cap) {
+    if (!path) return NULL;
+    if (!path[0]) return (flags & AT_EMPTY_PATH) ? NULL : path;
+    if (path[0] == '/' || dirfd == AT_FDCWD) return path;
+    struct ss_str s = {buf, 0, cap};
+    ss_str_cat(&s, "/proc/self/fd/");
+    ss_str_u64(&s, (uint64_t)(unsigned)dirfd);
+    ss_str_cat(&s, "/");
+    ss_str_cat(&s, path);
+    return s.len + 1 < cap ? buf : path;
+}
+
+SS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags) {
+    char where[4200];
+    const char *target = ss_execveat_target(dirfd, path, flags, where, sizeof where);
+    SS_ENV_FOR_EXEC(envp, env, 1, target, target ? -1 : dirfd, 0);
+    ss_before_exec(env_profiled);
+    int rc = ss_real.execveat ? ss_real.execveat(dirfd, path, argv, env, flags)
+                              : (int)syscall(SYS_execveat, dirfd, path, argv, env, flags);
+    SS_ENV_RELEASE(envp, env);
+    return ss_after_exec_failed(rc);
+}
+
 /* The variadic forms collect their arguments on the stack, as glibc does. */
 #define SS_COLLECT_ARGS(first, ap, argv, extra)                                                             \
     size_t argc_ = 1;                                                                                       \

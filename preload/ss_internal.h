@@ -323,6 +323,7 @@ struct ss_real {
     int (*execvp)(const char *, char *const[]);
     int (*execvpe)(const char *, char *const[], char *const[]);
     int (*fexecve)(int, char *const[], char *const[]);
+    int (*execveat)(int, const char *, char *const[], char *const[], int);
     int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
                        char *const[], char *const[]);
     int (*setuid)(uid_t);

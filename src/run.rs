@@ -164,8 +164,21 @@ pub fn main(args: RunArgs) -> Result<i32> {
             );
             return Ok(2);
         }
-        Ok(Preload::Foreign(why)) => return run_unprofiled(&args.command, &program, &why),
+        Ok(Preload::Foreign(why)) => {
+            let note = format!(
+                "{} runs unprofiled: {why}",
+                program.display()
+            );
+            return run_unprofiled(&args.command, &note);
+        }
         Ok(Preload::Takes) => {}
+    }
+    if let Some(option) = loader_runs_no_program(&program, &args.command[1..]) {
+        let note = format!(
+            "{} {option} runs no program (the loader only reports): it runs as without stallscope, unprofiled",
+            program.display()
+        );
+        return run_unprofiled(&args.command, &note);
     }
     if args.paused && args.output.is_some() {
         eprintln!(
@@ -580,13 +593,11 @@ enum Preload {
 /// it is installed in (a glibc under its own prefix has one too).
 const GLIBC_LOADER: &str = "ld-linux-x86-64.so.2";
 
-/// A program whose loader is not glibc's runs exactly as it would without stallscope: the same
-/// process (exec, not a child), environment, signals and exit status; one line says so.
-fn run_unprofiled(command: &[String], program: &Path, why: &str) -> Result<i32> {
-    eprintln!(
-        "stallscope: note: {} runs unprofiled: {why}",
-        program.display()
-    );
+/// A program whose loader is not glibc's (or too old a glibc's), or a loader asked only to report (`--list`), runs
+/// exactly as it would without stallscope: the same process (exec, not a child), environment,
+/// signals and exit status; one line (`note`) says so.
+fn run_unprofiled(command: &[String], note: &str) -> Result<i32> {
+    eprintln!("stallscope: note: {note}");
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..]);
     // SAFETY: async-signal-safe calls only, between fork-less exec set-up and exec.
@@ -603,6 +614,45 @@ fn run_unprofiled(command: &[String], program: &Path, why: &str) -> Result<i32> 
     } else {
         127
     })
+}
+
+/// When `program` is glibc's loader and its options (`args`, up to the program it would run) ask
+/// it to report rather than run a program, that option: `--list` (what `ldd` runs: our library
+/// would be listed among the program's), `--verify`, `--help`, `--version`, `--list-tunables`,
+/// `--list-diagnostics`. The loader reads its options up to the first word that is not one.
+fn loader_runs_no_program<'a>(program: &Path, args: &'a [String]) -> Option<&'a str> {
+    if program.file_name()? != GLIBC_LOADER {
+        return None;
+    }
+    const REPORTS: &[&str] = &[
+        "--list",
+        "--verify",
+        "--help",
+        "--version",
+        "--list-tunables",
+        "--list-diagnostics",
+    ];
+    const TAKE_A_VALUE: &[&str] = &[
+        "--library-path",
+        "--inhibit-rpath",
+        "--audit",
+        "--preload",
+        "--argv0",
+        "--glibc-hwcaps-prepend",
+        "--glibc-hwcaps-mask",
+    ];
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if REPORTS.contains(&word.as_str()) {
+            return Some(word);
+        }
+        if TAKE_A_VALUE.contains(&word.as_str()) {
+            words.next();
+        } else if word != "--inhibit-cache" {
+            return None; // the program it runs
+        }
+    }
+    None
 }
 
 /// Whether the dynamic linker will honour LD_PRELOAD for this program (following `#!`).
@@ -903,6 +953,39 @@ fn summary_lines(err: &mut impl Write, a: &crate::analysis::Analysis, path: &Pat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The loader's reporting options are found before the program operand, never after it.
+    #[test]
+    fn loader_options_that_run_no_program() {
+        let loader = Path::new("/lib64/ld-linux-x86-64.so.2");
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cases: [(&[&str], Option<&str>); 7] = [
+            (&["--list", "/bin/true"], Some("--list")),
+            (
+                &["--library-path", "/x", "--list", "/bin/true"],
+                Some("--list"),
+            ),
+            (
+                &["--inhibit-cache", "--verify", "/bin/true"],
+                Some("--verify"),
+            ),
+            (&["--argv0", "--list", "/bin/true"], None),
+            (&["/bin/true", "--list"], None),
+            (&["--library-path", "/x", "/bin/true"], None),
+            (&["--version"], Some("--version")),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(
+                loader_runs_no_program(loader, &words(args)),
+                expected,
+                "{args:?}"
+            );
+        }
+        assert_eq!(
+            loader_runs_no_program(Path::new("/usr/bin/env"), &words(&["--list"])),
+            None
+        );
+    }
 
     /// The pack's entries become files (the next free name when one is taken), each noted in the
     /// index; an entry cut short and what follows it are dropped; entries written after the

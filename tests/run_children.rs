@@ -271,3 +271,53 @@ fn fork_while_other_threads_allocate() {
     }
     assert_eq!(children, 20);
 }
+
+#[test]
+fn every_way_of_exec_gives_each_image_its_profile() {
+    // exec_ways.c replaces itself six times: execveat by a directory descriptor and by its own
+    // descriptor (AT_EMPTY_PATH), fexecve, execle, execvpe, execv. Without a hook on execveat its
+    // image closed no profile and every later image ran with the preload but no settings.
+    let dir = TempDir::new("exec-ways");
+    let bin = TempDir::new("exec-ways-bin");
+    let exe = compile(bin.path(), "exec_ways.c", &[]);
+    let plain = plain_run(dir.path(), &[&exe], |_| {});
+    let (out, root) = profile(dir.path(), "ways.prof", &["-q"], &[&exe], 5);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&plain.stdout),
+        "{}",
+        describe(&out)
+    );
+    let files = run_files(dir.path());
+    assert_eq!(files.len(), 7, "one profile per image: {files:?}");
+    let mut steps = Vec::new();
+    for f in &files {
+        let r = report_json(f);
+        let step: u64 = command_of(&r)
+            .get(1)
+            .map_or(0, |a| a.parse().expect("the step"));
+        let last = step == 6;
+        assert_eq!(
+            *f == root,
+            last,
+            "the last image is the run's profile: {f:?}"
+        );
+        if !last {
+            assert_eq!(
+                *f,
+                dir.join(&format!("ways.prof.children/ways.prof.exec-{}", step + 1)),
+                "image {step}"
+            );
+        }
+        assert_eq!(r["complete"], true, "image {step} ended cleanly: {f:?}");
+        let mallocs = fn_stats(&r, "malloc").calls;
+        let own = 1000 + 100 * step;
+        assert!(
+            (own..own + 50).contains(&mallocs),
+            "image {step}: its own {own} calls and a few of glibc's, not {mallocs}"
+        );
+        steps.push(step);
+    }
+    steps.sort();
+    assert_eq!(steps, [0, 1, 2, 3, 4, 5, 6]);
+}

@@ -29,10 +29,12 @@ int main(int argc, char **argv) {
 "#;
 
 /// A glibc program that starts PROGRAM (a path) in each way the interposer hooks: posix_spawn,
-/// posix_spawnp (by name, along PATH), vfork + execv, fork + execvp (by name), and prints each
-/// child's status.
+/// posix_spawnp (by name, along PATH), vfork + execv, fork + execvp (by name), execveat by a
+/// directory descriptor, fexecve and execveat (AT_EMPTY_PATH) of an O_PATH descriptor (which
+/// cannot be read), and prints each child's status.
 const SPAWNER: &str = r#"
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +63,20 @@ int main(int argc, char **argv) {
     pid = fork();
     if (pid == 0) { execvp(name, a4); _exit(127); }
     report("fork", pid);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", (int)(name - path), path);
+    char *a5[] = {(char *)name, "execveat", 0};
+    pid = fork();
+    if (pid == 0) { execveat(open(dir, O_RDONLY | O_DIRECTORY), name, a5, environ, 0); _exit(127); }
+    report("execveat", pid);
+    char *a6[] = {(char *)name, "fexecve", 0};
+    pid = fork();
+    if (pid == 0) { fexecve(open(path, O_PATH | O_CLOEXEC), a6, environ); _exit(127); }
+    report("fexecve", pid);
+    char *a7[] = {(char *)name, "execveat-fd", 0};
+    pid = fork();
+    if (pid == 0) { execveat(open(path, O_PATH | O_CLOEXEC), "", a7, environ, AT_EMPTY_PATH); _exit(127); }
+    report("execveat-fd", pid);
     return 0;
 }
 "#;
@@ -133,7 +149,15 @@ fn a_musl_child_runs_unprofiled_however_it_is_started() {
         c.env("PATH", &path_var);
     });
     let expected = String::from_utf8_lossy(&plain.stdout).into_owned();
-    for how in ["posix_spawn", "posix_spawnp", "vfork", "fork"] {
+    for how in [
+        "posix_spawn",
+        "posix_spawnp",
+        "vfork",
+        "fork",
+        "execveat",
+        "fexecve",
+        "execveat-fd",
+    ] {
         assert!(
             expected.contains(&format!("{how}: exit 3"))
                 && expected.contains(&format!("musl {how}: LD_PRELOAD=(unset)")),

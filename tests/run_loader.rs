@@ -151,3 +151,85 @@ fn without_any_unwinder_the_profile_and_report_say_so() {
     assert!(report.get("no_unwinder").is_none());
     assert!(site_names(&report, "make_item", &exe));
 }
+
+/// A listing without its load addresses (they move from run to run).
+fn without_addresses(listing: &[u8]) -> String {
+    String::from_utf8_lossy(listing)
+        .lines()
+        .map(|l| l.split(" (0x").next().unwrap_or(l).to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The loader asked to list a program's libraries (`ld-linux-x86-64.so.2 --list`, which is what
+/// `ldd` runs) runs no program: its listing is the one it gives without stallscope (our library
+/// is not among the program's), with a one-line note and no profile. `ldd` itself, a shell script
+/// that is profiled, starts the loader with LD_TRACE_LOADED_OBJECTS set: that exec is not given
+/// our library either, so scripts that read ldd's output (to bundle a program's libraries) read
+/// the same.
+#[test]
+fn listing_a_programs_libraries_lists_what_it_would_without_stallscope() {
+    if !have_file(&[LOADER], "libc6") {
+        return;
+    }
+    let dir = TempDir::new("loader-list");
+    let exe = program(dir.path());
+    let exe_str = exe.to_str().unwrap();
+    let ways: [(&str, Vec<&str>); 3] = [
+        ("list.prof", vec![LOADER, "--list", exe_str]),
+        (
+            "list-path.prof",
+            vec![
+                LOADER,
+                "--library-path",
+                "/lib/x86_64-linux-gnu",
+                "--list",
+                exe_str,
+            ],
+        ),
+        ("verify.prof", vec![LOADER, "--verify", exe_str]),
+    ];
+    for (name, cmd) in ways {
+        let plain = plain_run(dir.path(), &cmd, |_| {});
+        let out_path = dir.join(name);
+        let profiled = stallscope_run(dir.path(), &["-o", out_path.to_str().unwrap()], &cmd);
+        assert_eq!(
+            exit_code(&profiled),
+            exit_code(&plain),
+            "{name}: {}",
+            describe(&profiled)
+        );
+        assert_eq!(
+            without_addresses(&profiled.stdout),
+            without_addresses(&plain.stdout),
+            "{name}: the same listing"
+        );
+        assert!(
+            !String::from_utf8_lossy(&profiled.stdout).contains("libstallscope"),
+            "{name}"
+        );
+        let stderr = String::from_utf8_lossy(&profiled.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{name}: one note: {stderr}");
+        assert!(stderr.contains("runs no program"), "{name}: {stderr}");
+        assert!(!out_path.exists(), "{name}: no profile");
+    }
+    // ldd (a bash script: profiled) and its child, the loader in tracing mode (not).
+    if !have_file(&["/usr/bin/ldd"], "libc-bin") {
+        return;
+    }
+    let cmd = ["/usr/bin/ldd", exe_str];
+    let plain = plain_run(dir.path(), &cmd, |_| {});
+    let (profiled, profile) = common::profile(dir.path(), "ldd.prof", &["-q"], &cmd, 0);
+    assert_eq!(
+        without_addresses(&profiled.stdout),
+        without_addresses(&plain.stdout),
+        "ldd lists what it lists without stallscope\n{}",
+        describe(&profiled)
+    );
+    let report = report_json(&profile);
+    assert!(
+        command_of(&report).iter().any(|a| a.ends_with("/ldd")),
+        "the profile is ldd's (bash running it): {:?}",
+        command_of(&report)
+    );
+}

@@ -50,6 +50,20 @@ fn finding<'a>(r: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {id} finding: {:#}", Value::Array(findings(r).clone())))
 }
 
+/// The finding `id`; when it is missing from a run whose threads other processes kept off the
+/// CPUs for more than `limit` of their lives (tests/common `starved`), None, after saying the
+/// test is skipped and why. A missing finding in a run that had the CPUs still fails.
+fn finding_unless_starved<'a>(r: &'a Value, id: &str, limit: f64) -> Option<&'a Value> {
+    if !findings(r).iter().any(|f| f["id"] == id)
+        && let Some(why) = common::starved(r, limit)
+    {
+        eprintln!("SKIPPED (no {id} finding): {why}");
+        println!("SKIPPED (no {id} finding): {why}");
+        return None;
+    }
+    Some(finding(r, id))
+}
+
 fn text(f: &Value) -> String {
     format!("{} {} {}", f["title"], f["evidence"], f["remedy"])
 }
@@ -136,8 +150,16 @@ fn readers_of_an_uncontended_rwlock_bounce_its_reader_count() {
 
 #[test]
 fn notify_all_per_item_to_sixteen_consumers_is_a_wakeup_storm() {
-    let run = run_program("wakeup_storm.cpp", &["16", "40000", "all"]);
-    let f = finding(&run.report, "wakeup-storm");
+    // 20,000 items of 1,600 steps each: the producer is slow enough that the consumers are back
+    // waiting before each broadcast, so every one wakes about 15 for nothing and the broadcasts
+    // cost the producer 16-42% of the wall time in 8 runs on the loaded machine (load 11-14);
+    // with 400 steps and 40,000 items they cost 2.5-17%. The stake is the producer's CPU time
+    // inside the broadcasts against the wall time, which other processes stretch: one run with
+    // 10% of its threads' lives runnable for other processes still fell under the 5% threshold.
+    let run = run_program("wakeup_storm.cpp", &["16", "20000", "all"]);
+    let Some(f) = finding_unless_starved(&run.report, "wakeup-storm", 0.05) else {
+        return;
+    };
     check_stake(&run.report, f);
     let t = text(f);
     assert!(t.contains("queue_cv"), "{f:#}");
@@ -155,7 +177,7 @@ fn notify_all_per_item_to_sixteen_consumers_is_a_wakeup_storm() {
         .unwrap_or_else(|| panic!("{f:#}"));
     assert!(per_useful >= 4.0, "{f:#}");
     // The twin: notify_one.
-    let twin = run_program("wakeup_storm.cpp", &["16", "40000", "one"]);
+    let twin = run_program("wakeup_storm.cpp", &["16", "20000", "one"]);
     none_of(&twin.report, &NEW_RULES, "wakeup_storm notify_one");
 }
 
@@ -200,7 +222,12 @@ fn cpython_threads_take_turns_on_the_gil() {
     let cmd = [python.as_str(), script.to_str().unwrap(), "4000000"];
     let (_, prof) = profile_with(dir.path(), "gil.prof", &["-q"], &cmd, 0, |_| {});
     let report = report_json(&prof);
-    let f = finding(&report, "taking-turns");
+    // Two interpreter threads seldom run together when other processes hold the CPUs (47.9% of
+    // their lives runnable, measured on the shared machine): then they do not take turns with each
+    // other, and the run says nothing about the GIL.
+    let Some(f) = finding_unless_starved(&report, "taking-turns", 0.15) else {
+        return;
+    };
     check_stake(&report, f);
     let t = text(f);
     assert!(t.contains("only one of 2 threads"), "{f:#}");

@@ -6,6 +6,8 @@
 // to sleep. Correct diagnosis: wake-up storm on `queue_cv`, many wake-ups per useful one, woken
 // by `put_item` (wakeup_storm.cpp) and waiting in `take_item`; remedy: notify_one, a queue per
 // consumer. With `one` as the third argument it calls notify_one: the clean twin (no finding).
+// Each item takes the producer 1,600 steps to make, so the consumers are back waiting before
+// the next broadcast, on a busy machine too (tests/thread_use_causes.rs).
 // Usage: wakeup_storm [consumers=16] [items=40000] [all|one]
 #include <condition_variable>
 #include <cstdio>
@@ -24,7 +26,7 @@ static bool notify_every;
 
 __attribute__((noinline)) static long make_item(long i) {
     unsigned long s = (unsigned long)i * 2654435761u;
-    for (int k = 0; k < 400; k++) s = s * 6364136223846793005ul + 1442695040888963407ul;
+    for (int k = 0; k < 1600; k++) s = s * 6364136223846793005ul + 1442695040888963407ul;
     return (long)(s >> 1);
 }
 
