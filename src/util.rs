@@ -185,37 +185,6 @@ pub mod testing {
         println!("SKIPPED: {what} is missing ({install})");
         false
     }
-
-    /// Renders every view of an analysis (the JSON and text reports, each export, the html page,
-    /// a diff with itself), as the fuzz targets do: none may panic, whatever the profile held.
-    /// Returns the total size of what was rendered.
-    pub fn render_every_view(a: &crate::analysis::Analysis) -> usize {
-        use crate::export::{Format, Options, Weight, exporter};
-        let style = super::Style { enabled: false };
-        let mut size = crate::report::json::to_string(std::slice::from_ref(a))
-            .expect("the report serializes")
-            .len();
-        size += crate::report::render_text(a, style, true).len();
-        for format in [
-            Format::Collapsed,
-            Format::Json,
-            Format::Chrome,
-            Format::Pprof,
-        ] {
-            for weight in [Weight::Calls, Weight::Bytes, Weight::Time, Weight::LockWait] {
-                let mut out = Vec::new();
-                exporter(format)
-                    .write(a, &Options { weight }, &mut out)
-                    .expect("export into memory");
-                size += out.len();
-            }
-        }
-        size += crate::html::render(a).len();
-        let d = crate::diff::compare(a, a, 10);
-        size +=
-            crate::diff::render_text(&d, style).len() + crate::diff::to_json(&d).to_string().len();
-        size
-    }
 }
 
 #[cfg(test)]

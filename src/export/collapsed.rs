@@ -10,6 +10,7 @@
 use super::{Exporter, Options, Weight, frame_name, lock_leaf};
 use crate::analysis::Analysis;
 use crate::analysis::sampled::{self, SampleWeight};
+use crate::model::Model;
 use crate::symbols::Frame;
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -82,7 +83,7 @@ impl Exporter for Collapsed {
         "collapsed"
     }
 
-    fn write(&self, a: &Analysis, opts: &Options, out: &mut dyn Write) -> Result<()> {
+    fn write(&self, a: &Model, opts: &Options, out: &mut dyn Write) -> Result<()> {
         for (line, value) in stacks(a, opts.weight) {
             writeln!(out, "{line} {value}")?;
         }

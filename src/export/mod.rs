@@ -7,9 +7,9 @@ mod json;
 mod pprof;
 mod speedscope;
 
-use crate::analysis::Analysis;
 use crate::analysis::sampled::SampleWeight;
 use crate::analysis::states::CATEGORIES;
+use crate::model::Model;
 use crate::symbols::Frame;
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -108,7 +108,7 @@ pub struct Options {
 
 pub trait Exporter {
     fn name(&self) -> &'static str;
-    fn write(&self, a: &Analysis, opts: &Options, out: &mut dyn Write) -> Result<()>;
+    fn write(&self, a: &Model, opts: &Options, out: &mut dyn Write) -> Result<()>;
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter> {
@@ -132,7 +132,7 @@ pub fn lock_leaf(kind: &str) -> String {
 }
 
 pub fn main(args: ExportArgs) -> Result<i32> {
-    let analysis = Analysis::read(&args.file)?;
+    let analysis = Model::read(&args.file)?;
     let exporter = exporter(args.format);
     let opts = Options {
         weight: args.weight,

@@ -22,6 +22,7 @@ use crate::analysis::Analysis;
 use crate::analysis::sampled::SampleWeight;
 use crate::export::Weight;
 use crate::export::collapsed;
+use crate::model::Model;
 use crate::profile::format::size_bucket_range;
 use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use anyhow::{Context, Result};
@@ -281,7 +282,7 @@ fn flame_section(p: &Analysis) -> String {
 }
 
 /// The page for one profile.
-pub fn render(p: &Analysis) -> String {
+pub fn render(p: &Model) -> String {
     let s = &p.summary;
     let mut o = String::new();
     let command = s.command_line();
@@ -558,7 +559,7 @@ pub fn main(args: HtmlArgs) -> Result<i32> {
             (None, None) => anyhow::bail!("no readable profile in {}", args.file.display()),
         },
     };
-    let analysis = Analysis::read(&page_of)?;
+    let analysis = Model::read(&page_of)?;
     let mut page = render(&analysis);
     if let Some(r) = &run {
         let at = page.find("<h2 id=\"findings\">").unwrap_or(page.len());

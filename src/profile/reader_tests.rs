@@ -469,14 +469,14 @@ fn fuzz_seeds_and_regressions_read_and_render_without_panicking() {
             let mut bytes = whole[..len].to_vec();
             super::fix_checksums(&mut bytes);
             if let Ok(p) = parse(&bytes) {
-                let a = crate::analysis::Analysis::of(
+                let a = crate::model::Model::of(
                     p,
                     file.display().to_string(),
                     crate::analysis::Options {
                         read_modules: false,
                     },
                 );
-                rendered += crate::util::testing::render_every_view(&a);
+                rendered += crate::testing::render_every_view(&a);
             }
         }
     }

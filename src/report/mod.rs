@@ -1,17 +1,16 @@
-//! `stallscope report`: the analysis of a profile as a terminal report or as JSON. Both read the
-//! same typed model ([`crate::analysis::Analysis`]); the JSON is its serialization ([`json`]).
+//! `stallscope report`: the model of a profile as a terminal report or as JSON. Both read the
+//! same typed model ([`crate::model::Model`]); the JSON is its serialization
+//! ([`crate::model::json`]).
 
 pub mod concurrency_text;
 pub mod fit;
-pub mod json;
 mod phases_text;
 pub mod run;
 pub mod states_text;
 pub mod text;
-pub mod waitfor_json;
 pub mod waitfor_text;
 
-use crate::analysis::Analysis;
+use crate::model::{Model, json};
 use crate::util::Style;
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,7 +31,7 @@ pub struct ReportArgs {
 
 /// The terminal report of one analysed profile: findings first (what the figures below mean and
 /// what to do), then the overview, threads, allocator, sites and locks, phases, thread states.
-pub fn render_text(a: &Analysis, style: Style, stacks: bool) -> String {
+pub fn render_text(a: &Model, style: Style, stacks: bool) -> String {
     let mut out = crate::findings::render_text(&a.findings, style);
     out.push_str(&text::render(a, style, stacks));
     out.push_str(&phases_text::render(&a.phases, style));
@@ -58,7 +57,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     let analyses = args
         .files
         .iter()
-        .map(|path| Analysis::read(path))
+        .map(|path| Model::read(path))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -79,7 +78,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
 /// own report. In JSON: the launched process's report with a `run` key (schema
 /// stallscope.report/1), or `{"schema": "stallscope.run/1", "run": ...}` without a known root.
 fn main_run(run: &run::RunReport, args: &ReportArgs) -> anyhow::Result<i32> {
-    let root = run.files.root.as_deref().map(Analysis::read).transpose()?;
+    let root = run.files.root.as_deref().map(Model::read).transpose()?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let mut value = match &root {

@@ -2,7 +2,6 @@
 //! findings per program, and the totals, above the launched process's own report. The files and
 //! the tree come from `profile::tree`; this module only reads each profile and presents them.
 
-use crate::analysis::Analysis;
 use crate::analysis::summary;
 use crate::findings::Finding;
 use crate::profile::tree::{self, RunFiles, Tree};
@@ -400,7 +399,7 @@ impl RunReport {
         for p in chosen {
             let mut found = Vec::new();
             for path in &processes[p].paths {
-                if let Ok(a) = Analysis::read(path) {
+                if let Ok(a) = crate::model::Model::read(path) {
                     found.extend(a.findings);
                 }
             }
