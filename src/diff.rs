@@ -234,11 +234,10 @@ fn cpu_by_function(a: &Analysis) -> (std::collections::BTreeMap<String, u64>, u6
         if ns == 0 {
             continue;
         }
-        let name = v
-            .stack
-            .frames
-            .first()
-            .map_or_else(|| "[unknown]".to_string(), crate::export::frame_name);
+        let name = v.stack.frames.first().map_or_else(
+            || "[unknown]".to_string(),
+            crate::analysis::collapsed::frame_name,
+        );
         let e: &mut u64 = out.entry(name).or_default();
         *e = e.saturating_add(ns);
         total = total.saturating_add(ns);

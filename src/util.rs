@@ -162,6 +162,14 @@ pub fn bar(share: f64, width: usize) -> String {
     s
 }
 
+/// Text for HTML content and attribute values.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 /// What tests do when a tool they need is missing (chromium, go, heaptrack, g++, a library):
 /// in CI, where everything is installed (the `CI` variable is set, as by .ci/run), they fail
 /// and say what to install; elsewhere they say SKIPPED and what to install, and return. The unit

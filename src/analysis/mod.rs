@@ -13,6 +13,7 @@
 //! The analysis holds figures only: what they mean (`crate::findings`) is worked out on the
 //! finished figures, as the last stage of the model of a run (`crate::model::Model`).
 
+pub mod collapsed;
 pub mod concurrency;
 pub mod futex;
 pub mod locknames;

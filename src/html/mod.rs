@@ -19,12 +19,11 @@ mod timeline;
 mod waitfor;
 
 use crate::analysis::Analysis;
+use crate::analysis::collapsed::{self, Weight};
 use crate::analysis::sampled::SampleWeight;
-use crate::export::Weight;
-use crate::export::collapsed;
 use crate::model::Model;
 use crate::profile::format::size_bucket_range;
-use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
+use crate::util::{escape, fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -38,14 +37,6 @@ pub struct HtmlArgs {
     /// Profile file written by `stallscope run`; for a run of several processes, its profile or
     /// its directory (`PROFILE.children/`) adds the run's processes to the page
     pub file: PathBuf,
-}
-
-/// Text for HTML content and attribute values.
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn card(out: &mut String, label: &str, value: &str) {

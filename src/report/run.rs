@@ -717,7 +717,7 @@ impl RunReport {
 
     /// An HTML section with the tree and the programs, for the page of the launched process.
     pub fn html_section(&self) -> String {
-        use crate::html::escape;
+        use crate::util::escape;
         let mut o = String::from("<h2 id=\"run\">Processes of this run</h2>");
         let _ = write!(
             o,
