@@ -7,6 +7,7 @@
 //! `diff`) read it and never one another; the commands sit on top.
 
 pub mod json;
+pub mod run;
 pub mod waitfor_json;
 
 use crate::analysis::{Analysis, Options};

@@ -10,6 +10,7 @@ pub mod states_text;
 pub mod text;
 pub mod waitfor_text;
 
+use crate::model::run::Run;
 use crate::model::{Model, json};
 use crate::util::Style;
 use std::io::Write;
@@ -50,7 +51,7 @@ pub fn render_text(a: &Model, style: Style, stacks: bool) -> String {
 
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     if let [only] = args.files.as_slice()
-        && let Some(run) = run::load(only)?
+        && let Some(run) = crate::model::run::load(only)?
     {
         return main_run(&run, &args);
     }
@@ -77,8 +78,8 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
 /// A run of several processes: the run's tree, programs and totals, then the launched process's
 /// own report. In JSON: the launched process's report with a `run` key (schema
 /// stallscope.report/1), or `{"schema": "stallscope.run/1", "run": ...}` without a known root.
-fn main_run(run: &run::RunReport, args: &ReportArgs) -> anyhow::Result<i32> {
-    let root = run.files.root.as_deref().map(Model::read).transpose()?;
+fn main_run(run: &Run, args: &ReportArgs) -> anyhow::Result<i32> {
+    let root = run.launched()?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let mut value = match &root {
@@ -86,13 +87,13 @@ fn main_run(run: &run::RunReport, args: &ReportArgs) -> anyhow::Result<i32> {
             None => serde_json::json!({"schema": "stallscope.run/1"}),
         };
         if let Some(object) = value.as_object_mut() {
-            object.insert("run".to_string(), run.json());
+            object.insert("run".to_string(), run::json(run));
         }
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
         let style = Style::for_stdout();
-        write!(stdout, "{}", run.render_text(style))?;
-        if let Some(a) = &root {
+        write!(stdout, "{}", run::render_text(run, style))?;
+        if let Some(a) = root {
             writeln!(stdout, "\n{}\n", style.bold("── the launched process ──"))?;
             write!(stdout, "{}", render_text(a, style, args.stacks))?;
         }
