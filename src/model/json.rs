@@ -351,7 +351,7 @@ pub fn report(a: &Model) -> Report<'_> {
 }
 
 /// Named entries serialized as a JSON object, in order.
-struct Named<T>(Vec<(&'static str, T)>);
+pub struct Named<T>(pub Vec<(&'static str, T)>);
 
 impl<T: Serialize> Serialize for Named<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -87,7 +87,7 @@ fn main_run(run: &Run, args: &ReportArgs) -> anyhow::Result<i32> {
             None => serde_json::json!({"schema": "stallscope.run/1"}),
         };
         if let Some(object) = value.as_object_mut() {
-            object.insert("run".to_string(), run::json(run));
+            object.insert("run".to_string(), serde_json::to_value(run::json(run))?);
         }
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {

@@ -3,9 +3,10 @@
 //! as JSON. The run's model (the tree, each process's figures and findings, the run's
 //! concurrency) is `crate::model::run`; this module only presents it.
 
+use crate::findings::Severity;
 use crate::model::run::{ProcessFigures, Run};
 use crate::util::{Style, fmt_count, fmt_ns};
-use serde_json::{Value, json};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -159,91 +160,212 @@ pub fn render_text(run: &Run, style: Style) -> String {
     o
 }
 
-/// The run as JSON: every process with its place in the tree, the programs and the totals.
-pub fn json(run: &Run) -> Value {
+/// The run as JSON (the `run` key of `report --json` on a run): every process with its place in
+/// the tree, the programs, the totals, the run's concurrency and the files it could not read.
+#[derive(Serialize)]
+pub struct RunJson<'a> {
+    root: Option<String>,
+    directory: Option<String>,
+    launched: Option<usize>,
+    roots: &'a [usize],
+    processes: Vec<ProcessJson<'a>>,
+    programs: Vec<ProgramJson>,
+    totals: TotalsJson,
+    concurrency: ConcurrencyJson<'a>,
+    unreadable: Vec<UnreadableJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct ProcessJson<'a> {
+    index: usize,
+    pid: u32,
+    ppid: u32,
+    parent: Option<usize>,
+    depth: Option<usize>,
+    adopted: bool,
+    children: &'a [usize],
+    program: &'a str,
+    name: &'a str,
+    command: &'a [String],
+    profiles: Vec<String>,
+    wall_ns: u64,
+    cpu_ns: u64,
+    alloc_calls: u64,
+    lock_wait_ns: u64,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    complete: bool,
+    /// None: not worked out for this process.
+    findings: Option<Vec<ProcessFindingJson<'a>>>,
+}
+
+#[derive(Serialize)]
+struct ProcessFindingJson<'a> {
+    id: &'a str,
+    severity: Severity,
+    title: &'a str,
+    stake_ns: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct ProgramJson {
+    program: String,
+    processes: Vec<usize>,
+    wall_ns: u64,
+    cpu_ns: u64,
+    alloc_calls: u64,
+    lock_wait_ns: u64,
+    findings: Vec<ProgramFindingJson>,
+}
+
+#[derive(Serialize)]
+struct ProgramFindingJson {
+    id: String,
+    title: String,
+    /// How many of the program's processes have it.
+    processes: usize,
+}
+
+#[derive(Serialize)]
+struct TotalsJson {
+    processes: usize,
+    programs: usize,
+    wall_ns: u64,
+    cpu_ns: u64,
+    alloc_calls: u64,
+    lock_wait_ns: u64,
+}
+
+#[derive(Serialize)]
+struct ConcurrencyJson<'a> {
+    cpus: u32,
+    mean_busy_cpus: f64,
+    bin_ns: u64,
+    busy_cpus: &'a [f64],
+    longest_serial: Option<SerialJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct SerialJson<'a> {
+    begin_ns: u64,
+    end_ns: u64,
+    mean_busy_cpus: f64,
+    process: Option<usize>,
+    name: Option<&'a str>,
+    share: f64,
+}
+
+#[derive(Serialize)]
+struct UnreadableJson<'a> {
+    path: String,
+    error: &'a str,
+}
+
+/// The run as JSON (see [`RunJson`]).
+pub fn json(run: &Run) -> RunJson<'_> {
     let depth: BTreeMap<usize, usize> = run.tree.walk().into_iter().collect();
-    let processes: Vec<Value> = run
+    let processes = run
         .processes
         .iter()
         .enumerate()
         .map(|(i, f)| {
             let proc_ = &run.tree.processes[i];
-            json!({
-                "index": i,
-                "pid": proc_.pid,
-                "ppid": proc_.ppid,
-                "parent": proc_.parent,
-                "depth": depth.get(&i),
-                "adopted": proc_.adopted,
-                "children": proc_.children,
-                "program": f.program,
-                "name": f.name,
-                "command": f.command,
-                "profiles": f.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-                "wall_ns": f.wall_ns,
-                "cpu_ns": f.cpu_ns,
-                "alloc_calls": f.alloc_calls,
-                "lock_wait_ns": f.lock_wait_ns,
-                "exit_code": f.exit_code,
-                "signal": f.signal,
-                "complete": f.complete,
-                "findings": f.findings.as_ref().map(|fs| fs.iter().map(|f| json!({
-                    "id": f.id, "severity": f.severity, "title": f.title, "stake_ns": f.stake_ns,
-                })).collect::<Vec<_>>()),
-            })
+            ProcessJson {
+                index: i,
+                pid: proc_.pid,
+                ppid: proc_.ppid,
+                parent: proc_.parent,
+                depth: depth.get(&i).copied(),
+                adopted: proc_.adopted,
+                children: &proc_.children,
+                program: &f.program,
+                name: &f.name,
+                command: &f.command,
+                profiles: f.paths.iter().map(|p| p.display().to_string()).collect(),
+                wall_ns: f.wall_ns,
+                cpu_ns: f.cpu_ns,
+                alloc_calls: f.alloc_calls,
+                lock_wait_ns: f.lock_wait_ns,
+                exit_code: f.exit_code,
+                signal: f.signal,
+                complete: f.complete,
+                findings: f.findings.as_ref().map(|fs| {
+                    fs.iter()
+                        .map(|f| ProcessFindingJson {
+                            id: &f.id,
+                            severity: f.severity,
+                            title: &f.title,
+                            stake_ns: f.stake_ns,
+                        })
+                        .collect()
+                }),
+            }
         })
         .collect();
-    let programs: Vec<Value> = run
-        .programs()
-        .iter()
+    let programs = run.programs();
+    let program_count = programs.len();
+    let programs = programs
+        .into_iter()
         .map(|(name, members)| {
             let sum = |f: &dyn Fn(&ProcessFigures) -> u64| -> u64 {
                 members.iter().map(|&p| f(&run.processes[p])).sum()
             };
-            json!({
-                "program": name,
-                "processes": members,
-                "wall_ns": sum(&|p| p.wall_ns),
-                "cpu_ns": sum(&|p| p.cpu_ns),
-                "alloc_calls": sum(&|p| p.alloc_calls),
-                "lock_wait_ns": sum(&|p| p.lock_wait_ns),
-                "findings": run.program_findings(members).into_iter().map(|(id, title, n)| json!({
-                    "id": id, "title": title, "processes": n,
-                })).collect::<Vec<_>>(),
-            })
+            ProgramJson {
+                wall_ns: sum(&|p| p.wall_ns),
+                cpu_ns: sum(&|p| p.cpu_ns),
+                alloc_calls: sum(&|p| p.alloc_calls),
+                lock_wait_ns: sum(&|p| p.lock_wait_ns),
+                findings: run
+                    .program_findings(&members)
+                    .into_iter()
+                    .map(|(id, title, processes)| ProgramFindingJson {
+                        id,
+                        title,
+                        processes,
+                    })
+                    .collect(),
+                program: name,
+                processes: members,
+            }
         })
         .collect();
-    json!({
-        "root": run.files.root.as_ref().map(|p| p.display().to_string()),
-        "directory": run.files.dir.as_ref().map(|p| p.display().to_string()),
-        "launched": run.root,
-        "roots": run.tree.roots,
-        "processes": processes,
-        "programs": programs,
-        "totals": {
-            "processes": run.processes.len(),
-            "programs": run.programs().len(),
-            "wall_ns": run.wall_ns(),
-            "cpu_ns": run.total_cpu_ns(),
-            "alloc_calls": run.processes.iter().map(|p| p.alloc_calls).sum::<u64>(),
-            "lock_wait_ns": run.processes.iter().map(|p| p.lock_wait_ns).sum::<u64>(),
+    let c = &run.concurrency;
+    RunJson {
+        root: run.files.root.as_ref().map(|p| p.display().to_string()),
+        directory: run.files.dir.as_ref().map(|p| p.display().to_string()),
+        launched: run.root,
+        roots: &run.tree.roots,
+        processes,
+        programs,
+        totals: TotalsJson {
+            processes: run.processes.len(),
+            programs: program_count,
+            wall_ns: run.wall_ns(),
+            cpu_ns: run.total_cpu_ns(),
+            alloc_calls: run.processes.iter().map(|p| p.alloc_calls).sum(),
+            lock_wait_ns: run.processes.iter().map(|p| p.lock_wait_ns).sum(),
         },
-        "concurrency": {
-            "cpus": run.concurrency.cpus,
-            "mean_busy_cpus": run.concurrency.mean_busy.min(run.concurrency.cpus as f64),
-            "bin_ns": run.concurrency.bin_ns,
-            "busy_cpus": run.concurrency.bins,
-            "longest_serial": run.concurrency.serial.as_ref().map(|st| json!({
-                "begin_ns": st.begin_ns,
-                "end_ns": st.end_ns,
-                "mean_busy_cpus": st.mean_busy,
-                "process": st.process,
-                "name": st.process.map(|p| run.processes[p].name.clone()),
-                "share": st.share,
-            })),
+        concurrency: ConcurrencyJson {
+            cpus: c.cpus,
+            mean_busy_cpus: c.mean_busy.min(c.cpus as f64),
+            bin_ns: c.bin_ns,
+            busy_cpus: &c.bins,
+            longest_serial: c.serial.as_ref().map(|st| SerialJson {
+                begin_ns: st.begin_ns,
+                end_ns: st.end_ns,
+                mean_busy_cpus: st.mean_busy,
+                process: st.process,
+                name: st.process.map(|p| run.processes[p].name.as_str()),
+                share: st.share,
+            }),
         },
-        "unreadable": run.unreadable.iter().map(|(p, why)| json!({
-            "path": p.display().to_string(), "error": why,
-        })).collect::<Vec<_>>(),
-    })
+        unreadable: run
+            .unreadable
+            .iter()
+            .map(|(p, why)| UnreadableJson {
+                path: p.display().to_string(),
+                error: why,
+            })
+            .collect(),
+    }
 }
