@@ -13,6 +13,7 @@ pub mod waitfor_text;
 use crate::model::run::Run;
 use crate::model::{Model, json};
 use crate::util::Style;
+use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -75,6 +76,22 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `report --json` on a run: the launched process's report (or only the run's schema) with the
+/// run's key after it.
+#[derive(Serialize)]
+struct RunReport<'a> {
+    #[serde(flatten)]
+    launched: Launched<'a>,
+    run: run::RunJson<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Launched<'a> {
+    Report(json::Report<'a>),
+    RunOnly { schema: &'static str },
+}
+
 /// A run of several processes: the run's tree, programs and totals, then the launched process's
 /// own report. In JSON: the launched process's report with a `run` key (schema
 /// stallscope.report/1), or `{"schema": "stallscope.run/1", "run": ...}` without a known root.
@@ -82,14 +99,16 @@ fn main_run(run: &Run, args: &ReportArgs) -> anyhow::Result<i32> {
     let root = run.launched()?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let mut value = match &root {
-            Some(a) => serde_json::to_value(json::report(a))?,
-            None => serde_json::json!({"schema": "stallscope.run/1"}),
+        let report = RunReport {
+            launched: match root {
+                Some(a) => Launched::Report(json::report(a)),
+                None => Launched::RunOnly {
+                    schema: "stallscope.run/1",
+                },
+            },
+            run: run::json(run),
         };
-        if let Some(object) = value.as_object_mut() {
-            object.insert("run".to_string(), serde_json::to_value(run::json(run))?);
-        }
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         let style = Style::for_stdout();
         write!(stdout, "{}", run::render_text(run, style))?;
