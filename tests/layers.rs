@@ -114,9 +114,7 @@ fn strip_comments(text: &str) -> String {
             i += 1;
             while i < b.len() && b[i] != b'"' {
                 let n = if b[i] == b'\\' { 2 } else { 1 };
-                for k in i..(i + n).min(b.len()) {
-                    out.push(blank(b[k]));
-                }
+                out.extend(b[i..(i + n).min(b.len())].iter().map(|&c| blank(c)));
                 i += n;
             }
             if i < b.len() {

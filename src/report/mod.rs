@@ -88,7 +88,7 @@ struct RunReport<'a> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Launched<'a> {
-    Report(json::Report<'a>),
+    Report(Box<json::Report<'a>>),
     RunOnly { schema: &'static str },
 }
 
@@ -101,7 +101,7 @@ fn main_run(run: &Run, args: &ReportArgs) -> anyhow::Result<i32> {
     if args.json {
         let report = RunReport {
             launched: match root {
-                Some(a) => Launched::Report(json::report(a)),
+                Some(a) => Launched::Report(Box::new(json::report(a))),
                 None => Launched::RunOnly {
                     schema: "stallscope.run/1",
                 },
