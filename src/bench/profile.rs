@@ -23,8 +23,7 @@ pub fn profile_variant(variant: &Variant, index: usize) -> Result<ProfileShares>
 }
 
 /// One run of the variant under `stallscope run` (the same launch path users take), analysed
-/// (its model: figures and findings);
-/// the profile file is removed afterwards.
+/// into its model (figures and findings); the profile file is removed afterwards.
 pub fn profiled_analysis(variant: &Variant, index: usize, options: Options) -> Result<Model> {
     let exe = std::env::current_exe().context("cannot find the stallscope executable")?;
     let path = std::env::temp_dir().join(format!(
