@@ -14,9 +14,10 @@ use crate::analysis::sampled::SampleWeight;
 use crate::analysis::sites::SiteSummary;
 use crate::analysis::states::{CATEGORIES, CATEGORY_COUNT, PerCategory, ThreadStates};
 use crate::analysis::summary::{Summary, ThreadSummary, sum};
+use crate::model::json::Named;
 use crate::util::{Style, fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde::Serialize;
 use std::fmt::Write;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -53,9 +54,22 @@ impl Pair {
     pub fn delta(&self) -> i128 {
         self.after as i128 - self.before as i128
     }
-    fn json(&self) -> Value {
-        json!({"before": self.before, "after": self.after, "ratio": self.ratio()})
+    fn json(&self) -> PairJson {
+        PairJson {
+            before: self.before,
+            after: self.after,
+            ratio: self.ratio(),
+        }
     }
+}
+
+/// A figure in both profiles, as JSON.
+#[derive(Serialize)]
+struct PairJson {
+    before: u64,
+    after: u64,
+    /// after / before (null when before is zero).
+    ratio: Option<f64>,
 }
 
 /// Shares of a thread's (or all threads') lifetime: on CPU, in the allocator, waiting for locks
@@ -85,18 +99,31 @@ impl Shares {
             }),
         }
     }
-    fn json(&self) -> Value {
-        let mut v =
-            json!({"cpu": self.cpu, "allocator": self.allocator, "lock_wait": self.lock_wait});
-        if let (Some(states), Some(o)) = (self.states, v.as_object_mut()) {
-            let m: serde_json::Map<String, Value> = CATEGORIES
-                .iter()
-                .map(|c| (c.key().to_string(), json!(states[c.index()])))
-                .collect();
-            o.insert("states".into(), Value::Object(m));
+    fn json(&self) -> SharesJson {
+        SharesJson {
+            cpu: self.cpu,
+            allocator: self.allocator,
+            lock_wait: self.lock_wait,
+            states: self.states.map(|states| {
+                Named(
+                    CATEGORIES
+                        .iter()
+                        .map(|c| (c.key(), states[c.index()]))
+                        .collect(),
+                )
+            }),
         }
-        v
     }
+}
+
+/// Shares as JSON: `states` by each category's key, when both runs were sampled.
+#[derive(Serialize)]
+struct SharesJson {
+    cpu: f64,
+    allocator: f64,
+    lock_wait: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    states: Option<Named<f64>>,
 }
 
 /// The sampled states of a summary's thread (the two lists are in the same order).
@@ -234,11 +261,10 @@ fn cpu_by_function(a: &Analysis) -> (std::collections::BTreeMap<String, u64>, u6
         if ns == 0 {
             continue;
         }
-        let name = v
-            .stack
-            .frames
-            .first()
-            .map_or_else(|| "[unknown]".to_string(), crate::export::frame_name);
+        let name = v.stack.frames.first().map_or_else(
+            || "[unknown]".to_string(),
+            crate::analysis::collapsed::frame_name,
+        );
         let e: &mut u64 = out.entry(name).or_default();
         *e = e.saturating_add(ns);
         total = total.saturating_add(ns);
@@ -380,53 +406,147 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
     }
 }
 
-fn site_json(s: &SiteDiff) -> Value {
-    json!({
-        "site": s.key,
-        "calls": s.calls.json(),
-        "bytes": s.bytes.json(),
-        "time_ns": s.time_ns.json(),
-    })
+/// The diff as JSON (schema `stallscope.diff/1`).
+#[derive(Serialize)]
+pub struct DiffJson<'a> {
+    schema: &'static str,
+    before: &'a str,
+    after: &'a str,
+    wall_ns: PairJson,
+    alloc: AllocJson,
+    lock_wait_ns: PairJson,
+    threads: ThreadsJson<'a>,
+    sites: SitesJson<'a>,
+    cpu_functions: Vec<CpuFunctionJson<'a>>,
 }
 
-pub fn to_json(d: &Diff) -> Value {
-    let mut groups = serde_json::Map::new();
-    for g in &d.groups {
-        groups.insert(
-            g.name.to_string(),
-            json!({"calls": g.calls.json(), "bytes": g.bytes.json(), "time_ns": g.time_ns.json()}),
-        );
+#[derive(Serialize)]
+struct AllocJson {
+    calls: PairJson,
+    time_ns: PairJson,
+    /// By function group's name.
+    groups: Named<GroupJson>,
+}
+
+#[derive(Serialize)]
+struct GroupJson {
+    calls: PairJson,
+    bytes: PairJson,
+    time_ns: PairJson,
+}
+
+#[derive(Serialize)]
+struct ThreadsJson<'a> {
+    all: BeforeAfter<SharesJson>,
+    each: Vec<ThreadJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct BeforeAfter<T> {
+    before: T,
+    after: T,
+}
+
+#[derive(Serialize)]
+struct ThreadJson<'a> {
+    label: &'a str,
+    before: Option<SharesJson>,
+    after: Option<SharesJson>,
+}
+
+#[derive(Serialize)]
+struct SitesJson<'a> {
+    appeared: Vec<SiteJson<'a>>,
+    vanished: Vec<SiteJson<'a>>,
+    changed: Vec<SiteJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct SiteJson<'a> {
+    site: &'a str,
+    calls: PairJson,
+    bytes: PairJson,
+    time_ns: PairJson,
+}
+
+impl<'a> SiteJson<'a> {
+    fn list(sites: &'a [SiteDiff]) -> Vec<SiteJson<'a>> {
+        sites
+            .iter()
+            .map(|s| SiteJson {
+                site: &s.key,
+                calls: s.calls.json(),
+                bytes: s.bytes.json(),
+                time_ns: s.time_ns.json(),
+            })
+            .collect()
     }
-    json!({
-        "schema": "stallscope.diff/1",
-        "before": d.before_path,
-        "after": d.after_path,
-        "wall_ns": d.wall_ns.json(),
-        "alloc": {
-            "calls": d.alloc_calls.json(),
-            "time_ns": d.alloc_ns.json(),
-            "groups": groups,
+}
+
+#[derive(Serialize)]
+struct CpuFunctionJson<'a> {
+    function: &'a str,
+    ns: PairJson,
+    share: BeforeAfter<f64>,
+}
+
+pub fn to_json(d: &Diff) -> DiffJson<'_> {
+    DiffJson {
+        schema: "stallscope.diff/1",
+        before: &d.before_path,
+        after: &d.after_path,
+        wall_ns: d.wall_ns.json(),
+        alloc: AllocJson {
+            calls: d.alloc_calls.json(),
+            time_ns: d.alloc_ns.json(),
+            groups: Named(
+                d.groups
+                    .iter()
+                    .map(|g| {
+                        let group = GroupJson {
+                            calls: g.calls.json(),
+                            bytes: g.bytes.json(),
+                            time_ns: g.time_ns.json(),
+                        };
+                        (g.name, group)
+                    })
+                    .collect(),
+            ),
         },
-        "lock_wait_ns": d.lock_wait_ns.json(),
-        "threads": {
-            "all": {"before": d.all_threads.0.json(), "after": d.all_threads.1.json()},
-            "each": d.threads.iter().map(|t| json!({
-                "label": t.label,
-                "before": t.before.map(|s| s.json()),
-                "after": t.after.map(|s| s.json()),
-            })).collect::<Vec<_>>(),
+        lock_wait_ns: d.lock_wait_ns.json(),
+        threads: ThreadsJson {
+            all: BeforeAfter {
+                before: d.all_threads.0.json(),
+                after: d.all_threads.1.json(),
+            },
+            each: d
+                .threads
+                .iter()
+                .map(|t| ThreadJson {
+                    label: &t.label,
+                    before: t.before.map(|s| s.json()),
+                    after: t.after.map(|s| s.json()),
+                })
+                .collect(),
         },
-        "sites": {
-            "appeared": d.appeared.iter().map(site_json).collect::<Vec<_>>(),
-            "vanished": d.vanished.iter().map(site_json).collect::<Vec<_>>(),
-            "changed": d.changed.iter().map(site_json).collect::<Vec<_>>(),
+        sites: SitesJson {
+            appeared: SiteJson::list(&d.appeared),
+            vanished: SiteJson::list(&d.vanished),
+            changed: SiteJson::list(&d.changed),
         },
-        "cpu_functions": d.cpu_functions.iter().map(|f| json!({
-            "function": f.function,
-            "ns": f.ns.json(),
-            "share": {"before": f.share_before, "after": f.share_after},
-        })).collect::<Vec<_>>(),
-    })
+        cpu_functions: d
+            .cpu_functions
+            .iter()
+            .map(|f| CpuFunctionJson {
+                function: &f.function,
+                ns: f.ns.json(),
+                share: BeforeAfter {
+                    before: f.share_before,
+                    after: f.share_after,
+                },
+            })
+            .collect(),
+    }
 }
 
 fn fmt_ratio(p: &Pair) -> String {

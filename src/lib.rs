@@ -14,6 +14,7 @@ pub mod diff;
 pub mod export;
 pub mod findings;
 pub mod html;
+pub mod model;
 pub mod options;
 pub mod preload;
 pub mod profile;
@@ -21,4 +22,6 @@ pub mod report;
 pub mod run;
 pub mod scale;
 pub mod symbols;
+#[cfg(any(test, fuzzing))]
+pub mod testing;
 pub mod util;

@@ -810,7 +810,7 @@ fn print_summary(
             }
         );
     }
-    match root.map(|p| (p, crate::analysis::Analysis::read(p))) {
+    match root.map(|p| (p, crate::model::Model::read(p))) {
         None => {
             let _ = writeln!(
                 err,
@@ -837,7 +837,7 @@ fn print_summary(
 }
 
 /// The closing summary: the report's own figures (the same analysis), in a few lines.
-fn summary_lines(err: &mut impl Write, a: &crate::analysis::Analysis, path: &Path) {
+fn summary_lines(err: &mut impl Write, a: &crate::model::Model, path: &Path) {
     let s = &a.summary;
     let _ = writeln!(
         err,

@@ -162,6 +162,14 @@ pub fn bar(share: f64, width: usize) -> String {
     s
 }
 
+/// Text for HTML content and attribute values.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 /// What tests do when a tool they need is missing (chromium, go, heaptrack, g++, a library):
 /// in CI, where everything is installed (the `CI` variable is set, as by .ci/run), they fail
 /// and say what to install; elsewhere they say SKIPPED and what to install, and return. The unit
@@ -184,37 +192,6 @@ pub mod testing {
         eprintln!("SKIPPED: {what} is missing ({install})");
         println!("SKIPPED: {what} is missing ({install})");
         false
-    }
-
-    /// Renders every view of an analysis (the JSON and text reports, each export, the html page,
-    /// a diff with itself), as the fuzz targets do: none may panic, whatever the profile held.
-    /// Returns the total size of what was rendered.
-    pub fn render_every_view(a: &crate::analysis::Analysis) -> usize {
-        use crate::export::{Format, Options, Weight, exporter};
-        let style = super::Style { enabled: false };
-        let mut size = crate::report::json::to_string(std::slice::from_ref(a))
-            .expect("the report serializes")
-            .len();
-        size += crate::report::render_text(a, style, true).len();
-        for format in [
-            Format::Collapsed,
-            Format::Json,
-            Format::Chrome,
-            Format::Pprof,
-        ] {
-            for weight in [Weight::Calls, Weight::Bytes, Weight::Time, Weight::LockWait] {
-                let mut out = Vec::new();
-                exporter(format)
-                    .write(a, &Options { weight }, &mut out)
-                    .expect("export into memory");
-                size += out.len();
-            }
-        }
-        size += crate::html::render(a).len();
-        let d = crate::diff::compare(a, a, 10);
-        size +=
-            crate::diff::render_text(&d, style).len() + crate::diff::to_json(&d).to_string().len();
-        size
     }
 }
 

@@ -8,9 +8,12 @@
 //! 3. [`phases::build`]: phases, heap snapshots and slow-phase flags;
 //! 4. [`states::build`]: thread-state samples classified, per thread, slice and stack; the locks
 //!    their futex words name ([`locknames::name_site_locks`]);
-//! 5. [`waitfor::build`]: who waited for whom on what, object names, the critical path;
-//! 6. [`crate::findings::evaluate`]: what the figures mean, on the typed model.
+//! 5. [`waitfor::build`]: who waited for whom on what, object names, the critical path.
+//!
+//! The analysis holds figures only: what they mean (`crate::findings`) is worked out on the
+//! finished figures, as the last stage of the model of a run (`crate::model::Model`).
 
+pub mod collapsed;
 pub mod concurrency;
 pub mod futex;
 pub mod locknames;
@@ -23,7 +26,6 @@ pub mod states;
 pub mod summary;
 pub mod waitfor;
 
-use crate::findings::Finding;
 use crate::profile::{self, Profile};
 use crate::symbols::Symbolizer;
 use crate::symbols::code::CodeReader;
@@ -59,8 +61,6 @@ pub struct Analysis {
     pub waitfor: Option<waitfor::WaitFor>,
     /// Concurrency over time, when the profile has the kernel's per-thread figures.
     pub concurrency: Option<concurrency::Concurrency>,
-    /// Most severe first.
-    pub findings: Vec<Finding>,
     /// What each futex word the interposer saw waits on is (a runtime's lock, condition, idle
     /// worker): one classification for the lock list, the thread states and the findings.
     pub futex_words: futex::Words,
@@ -168,10 +168,8 @@ impl Analysis {
             concurrency,
             futex_words,
             lock_names,
-            findings: Vec::new(),
         };
         analysis.name_pthread_state_locks();
-        analysis.findings = crate::findings::evaluate(&analysis);
         analysis
     }
 

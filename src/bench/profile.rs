@@ -3,8 +3,9 @@
 
 use super::plan::Variant;
 use super::results::ProfileShares;
+use crate::analysis::Options;
 use crate::analysis::summary::Summary;
-use crate::analysis::{Analysis, Options};
+use crate::model::Model;
 use anyhow::{Context, Result, bail};
 use std::process::{Command, Stdio};
 
@@ -21,9 +22,9 @@ pub fn profile_variant(variant: &Variant, index: usize) -> Result<ProfileShares>
     Ok(shares(&analysis.summary))
 }
 
-/// One run of the variant under `stallscope run` (the same launch path users take), analysed;
-/// the profile file is removed afterwards.
-pub fn profiled_analysis(variant: &Variant, index: usize, options: Options) -> Result<Analysis> {
+/// One run of the variant under `stallscope run` (the same launch path users take), analysed
+/// into its model (figures and findings); the profile file is removed afterwards.
+pub fn profiled_analysis(variant: &Variant, index: usize, options: Options) -> Result<Model> {
     let exe = std::env::current_exe().context("cannot find the stallscope executable")?;
     let path = std::env::temp_dir().join(format!(
         "stallscope-bench-{}-{index}.prof",
@@ -43,7 +44,7 @@ pub fn profiled_analysis(variant: &Variant, index: usize, options: Options) -> R
         if !run.status.success() {
             bail!("`stallscope run` failed: {}", last_line(&run.stderr));
         }
-        Analysis::read_with(&path, options)
+        Model::read_with(&path, options)
     })();
     let _ = std::fs::remove_file(&path);
     // The profiles of the processes the command started, if any.

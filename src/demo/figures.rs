@@ -3,6 +3,7 @@
 
 use crate::analysis::Analysis;
 use crate::analysis::states::Category;
+use crate::model::Model;
 use crate::util::ratio;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use std::process::{Command, Stdio};
 pub struct Profiled {
     pub variant: String,
     pub profile: PathBuf,
-    pub analysis: Analysis,
+    pub analysis: Model,
     /// The program's `checksum ...` line.
     pub checksum: Option<String>,
     pub figures: Figures,
@@ -69,7 +70,7 @@ pub fn profile(exe: &Path, variant: &str, args: &[&str], dir: &Path) -> Result<P
         .lines()
         .find(|l| l.starts_with("checksum "))
         .map(str::to_string);
-    let analysis = Analysis::read(&path)?;
+    let analysis = Model::read(&path)?;
     Ok(Profiled {
         variant: variant.to_string(),
         figures: figures(&analysis),

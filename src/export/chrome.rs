@@ -5,6 +5,7 @@
 
 use super::{Exporter, Options};
 use crate::analysis::Analysis;
+use crate::model::Model;
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -179,7 +180,7 @@ impl Exporter for Chrome {
         "chrome"
     }
 
-    fn write(&self, p: &Analysis, _opts: &Options, out: &mut dyn Write) -> Result<()> {
+    fn write(&self, p: &Model, _opts: &Options, out: &mut dyn Write) -> Result<()> {
         let doc = json!({"traceEvents": events(p), "displayTimeUnit": "ns"});
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;

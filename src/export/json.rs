@@ -1,7 +1,7 @@
 //! The report's JSON, exactly as `report --json` prints it for one file.
 
 use super::{Exporter, Options};
-use crate::analysis::Analysis;
+use crate::model::Model;
 use anyhow::Result;
 use std::io::Write;
 
@@ -12,11 +12,11 @@ impl Exporter for Json {
         "json"
     }
 
-    fn write(&self, a: &Analysis, _opts: &Options, out: &mut dyn Write) -> Result<()> {
+    fn write(&self, a: &Model, _opts: &Options, out: &mut dyn Write) -> Result<()> {
         writeln!(
             out,
             "{}",
-            crate::report::json::to_string(std::slice::from_ref(a))?
+            crate::model::json::to_string(std::slice::from_ref(a))?
         )?;
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! `stallscope export`: a profile in another tool's format. One exporter per file, all behind
-//! [`Exporter`]; each reads the same analysis ([`crate::analysis::Analysis`]).
+//! [`Exporter`]; each reads the same model ([`crate::model::Model`]). The stacks' weights and
+//! frame names are the model's ([`crate::analysis::collapsed`]), shared with html's flame graph.
 
 mod chrome;
 pub mod collapsed;
@@ -7,10 +8,8 @@ mod json;
 mod pprof;
 mod speedscope;
 
-use crate::analysis::Analysis;
-use crate::analysis::sampled::SampleWeight;
-use crate::analysis::states::CATEGORIES;
-use crate::symbols::Frame;
+pub use crate::analysis::collapsed::{Weight, frame_name, lock_leaf, weight_names};
+use crate::model::Model;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
@@ -27,60 +26,6 @@ pub enum Format {
     Pprof,
     /// speedscope's own file format: one sampled and one evented profile per thread
     Speedscope,
-}
-
-/// What the value of a collapsed stack is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Weight {
-    /// Estimated allocator calls of each allocation site
-    Calls,
-    /// Estimated requested bytes of each allocation site
-    Bytes,
-    /// Estimated nanoseconds in the allocator of each allocation site
-    Time,
-    /// Nanoseconds waited for locks, by the waiting threads' stacks
-    LockWait,
-    /// Sampled thread time (ns): CPU, all time, off-CPU, or one state's
-    Sampled(SampleWeight),
-}
-
-impl Weight {
-    /// Whether the weight is time (ns), comparable with the other time weights.
-    pub fn is_time(self) -> bool {
-        !matches!(self, Weight::Calls | Weight::Bytes)
-    }
-
-    pub fn parse(s: &str) -> Result<Weight, String> {
-        match s {
-            "calls" => Ok(Weight::Calls),
-            "bytes" => Ok(Weight::Bytes),
-            "time" => Ok(Weight::Time),
-            "lock-wait" => Ok(Weight::LockWait),
-            _ => SampleWeight::parse(s).map(Weight::Sampled).ok_or_else(|| {
-                format!(
-                    "unknown weight {s:?}: expected one of {}",
-                    weight_names().join(", ")
-                )
-            }),
-        }
-    }
-}
-
-/// Every `--weight` value: the allocator and lock weights, then the sampled ones (every state).
-pub fn weight_names() -> Vec<String> {
-    let mut names: Vec<String> = [
-        "calls",
-        "bytes",
-        "time",
-        "lock-wait",
-        "cpu",
-        "wall",
-        "off-cpu",
-    ]
-    .map(String::from)
-    .to_vec();
-    names.extend(CATEGORIES.iter().map(|c| c.key().to_string()));
-    names
 }
 
 #[derive(clap::Args, Debug)]
@@ -108,7 +53,7 @@ pub struct Options {
 
 pub trait Exporter {
     fn name(&self) -> &'static str;
-    fn write(&self, a: &Analysis, opts: &Options, out: &mut dyn Write) -> Result<()>;
+    fn write(&self, a: &Model, opts: &Options, out: &mut dyn Write) -> Result<()>;
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter> {
@@ -121,18 +66,8 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
     }
 }
 
-/// A frame's name in exported stacks: its function, else `module+0xoffset`.
-pub fn frame_name(f: &Frame) -> String {
-    f.name()
-}
-
-/// The leaf frame added below a lock wait's stack.
-pub fn lock_leaf(kind: &str) -> String {
-    format!("{kind} wait")
-}
-
 pub fn main(args: ExportArgs) -> Result<i32> {
-    let analysis = Analysis::read(&args.file)?;
+    let analysis = Model::read(&args.file)?;
     let exporter = exporter(args.format);
     let opts = Options {
         weight: args.weight,

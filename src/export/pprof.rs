@@ -14,6 +14,7 @@
 use super::{Exporter, Options, frame_name, lock_leaf};
 use crate::analysis::Analysis;
 use crate::analysis::sampled::{self, thread_label};
+use crate::model::Model;
 use crate::symbols::Frame;
 use anyhow::Result;
 use flate2::Compression;
@@ -326,7 +327,7 @@ impl Exporter for Pprof {
         "pprof"
     }
 
-    fn write(&self, a: &Analysis, _opts: &Options, out: &mut dyn Write) -> Result<()> {
+    fn write(&self, a: &Model, _opts: &Options, out: &mut dyn Write) -> Result<()> {
         let mut gz = GzEncoder::new(out, Compression::default());
         gz.write_all(&encode(a))?;
         gz.finish()?;

@@ -10,6 +10,7 @@ use crate::analysis::Analysis;
 use crate::analysis::phases::PhaseSummary;
 use crate::analysis::sampled::{self, SampleView, state_frame, thread_label};
 use crate::analysis::states::ThreadStates;
+use crate::model::Model;
 use anyhow::Result;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -161,7 +162,7 @@ impl Exporter for Speedscope {
         "speedscope"
     }
 
-    fn write(&self, a: &Analysis, _opts: &Options, out: &mut dyn Write) -> Result<()> {
+    fn write(&self, a: &Model, _opts: &Options, out: &mut dyn Write) -> Result<()> {
         serde_json::to_writer(&mut *out, &document(a))?;
         writeln!(out)?;
         Ok(())

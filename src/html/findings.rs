@@ -1,7 +1,7 @@
 //! The findings section at the top of the page: what the figures mean, most severe first.
 
-use super::escape;
 use crate::findings::{Finding, Severity};
+use crate::util::escape;
 use std::fmt::Write;
 
 fn severity(s: Severity) -> &'static str {

@@ -14,7 +14,7 @@
 //! subtrees are not drawn: at most 1/`MIN_SHARE` rectangles per level, however many stacks, and
 //! at most `MAX_FRAMES` in all (the threshold rises for deep graphs).
 
-use super::escape;
+use crate::util::escape;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 

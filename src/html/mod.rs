@@ -12,6 +12,7 @@
 mod browser;
 mod findings;
 mod flame;
+mod run;
 mod style;
 #[cfg(test)]
 mod tests;
@@ -19,11 +20,12 @@ mod timeline;
 mod waitfor;
 
 use crate::analysis::Analysis;
+use crate::analysis::collapsed::{self, Weight};
 use crate::analysis::sampled::SampleWeight;
-use crate::export::Weight;
-use crate::export::collapsed;
+use crate::model::Model;
+use crate::model::run::Run;
 use crate::profile::format::size_bucket_range;
-use crate::util::{fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
+use crate::util::{escape, fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -37,14 +39,6 @@ pub struct HtmlArgs {
     /// Profile file written by `stallscope run`; for a run of several processes, its profile or
     /// its directory (`PROFILE.children/`) adds the run's processes to the page
     pub file: PathBuf,
-}
-
-/// Text for HTML content and attribute values.
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn card(out: &mut String, label: &str, value: &str) {
@@ -281,7 +275,13 @@ fn flame_section(p: &Analysis) -> String {
 }
 
 /// The page for one profile.
-pub fn render(p: &Analysis) -> String {
+pub fn render(p: &Model) -> String {
+    render_page(p, None)
+}
+
+/// The page of a profile; of a run of several processes (`run`), with the run's processes above
+/// the findings.
+pub fn render_page(p: &Model, run: Option<&Run>) -> String {
     let s = &p.summary;
     let mut o = String::new();
     let command = s.command_line();
@@ -314,6 +314,9 @@ pub fn render(p: &Analysis) -> String {
         escape(&s.libc_version)
     );
 
+    if let Some(r) = run {
+        o.push_str(&run::section(r));
+    }
     o.push_str("<h2 id=\"findings\">Findings</h2>");
     o.push_str(&findings::section(&p.findings));
 
@@ -549,21 +552,18 @@ fn heap_section(p: &Analysis) -> String {
 pub fn main(args: HtmlArgs) -> Result<i32> {
     // A run of several processes: the page of the launched process (or, without it, of the
     // process with the most CPU time), with the run's processes above its findings.
-    let run = crate::report::run::load(&args.file)?;
-    let page_of = match &run {
-        None => args.file.clone(),
-        Some(r) => match (&r.files.root, r.main_profile()) {
-            (Some(root), _) => root.clone(),
-            (None, Some(busiest)) => busiest,
-            (None, None) => anyhow::bail!("no readable profile in {}", args.file.display()),
-        },
+    let page = match crate::model::run::load(&args.file)? {
+        None => render(&Model::read(&args.file)?),
+        Some(r) => {
+            let main = match r.launched()? {
+                Some(launched) => launched,
+                None => r.main.as_ref().ok_or_else(|| {
+                    anyhow::anyhow!("no readable profile in {}", args.file.display())
+                })?,
+            };
+            render_page(main, Some(&r))
+        }
     };
-    let analysis = Analysis::read(&page_of)?;
-    let mut page = render(&analysis);
-    if let Some(r) = &run {
-        let at = page.find("<h2 id=\"findings\">").unwrap_or(page.len());
-        page.insert_str(at, &r.html_section());
-    }
     std::fs::write(&args.output, page)
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(0)

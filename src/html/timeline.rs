@@ -9,9 +9,9 @@
 //! with the number of state changes, not with the run's length. The minority categories are not
 //! lost: each row's tooltip (and the thread table) gives the thread's full mix.
 
-use super::escape;
 use crate::analysis::Analysis;
 use crate::analysis::states::{PerCategory, sampling_note};
+use crate::util::escape;
 use crate::util::{fmt_ns, fmt_pct};
 use std::fmt::Write;
 

@@ -1,9 +1,9 @@
 //! The page's wait-for section: who waited for whom, on what, and what the other thread did
 //! meanwhile; the critical path by thread.
 
-use super::escape;
 use crate::analysis::Analysis;
 use crate::analysis::waitfor::{edge_object_words, thread_label};
+use crate::util::escape;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
 

@@ -1,18 +1,19 @@
-//! `stallscope report`: the analysis of a profile as a terminal report or as JSON. Both read the
-//! same typed model ([`crate::analysis::Analysis`]); the JSON is its serialization ([`json`]).
+//! `stallscope report`: the model of a profile as a terminal report or as JSON. Both read the
+//! same typed model ([`crate::model::Model`]); the JSON is its serialization
+//! ([`crate::model::json`]).
 
 pub mod concurrency_text;
 pub mod fit;
-pub mod json;
 mod phases_text;
 pub mod run;
 pub mod states_text;
 pub mod text;
-pub mod waitfor_json;
 pub mod waitfor_text;
 
-use crate::analysis::Analysis;
+use crate::model::run::Run;
+use crate::model::{Model, json};
 use crate::util::Style;
+use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -32,7 +33,7 @@ pub struct ReportArgs {
 
 /// The terminal report of one analysed profile: findings first (what the figures below mean and
 /// what to do), then the overview, threads, allocator, sites and locks, phases, thread states.
-pub fn render_text(a: &Analysis, style: Style, stacks: bool) -> String {
+pub fn render_text(a: &Model, style: Style, stacks: bool) -> String {
     let mut out = crate::findings::render_text(&a.findings, style);
     out.push_str(&text::render(a, style, stacks));
     out.push_str(&phases_text::render(&a.phases, style));
@@ -51,14 +52,14 @@ pub fn render_text(a: &Analysis, style: Style, stacks: bool) -> String {
 
 pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     if let [only] = args.files.as_slice()
-        && let Some(run) = run::load(only)?
+        && let Some(run) = crate::model::run::load(only)?
     {
         return main_run(&run, &args);
     }
     let analyses = args
         .files
         .iter()
-        .map(|path| Analysis::read(path))
+        .map(|path| Model::read(path))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
@@ -75,25 +76,43 @@ pub fn main(args: ReportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `report --json` on a run: the launched process's report (or only the run's schema) with the
+/// run's key after it.
+#[derive(Serialize)]
+struct RunReport<'a> {
+    #[serde(flatten)]
+    launched: Launched<'a>,
+    run: run::RunJson<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Launched<'a> {
+    Report(Box<json::Report<'a>>),
+    RunOnly { schema: &'static str },
+}
+
 /// A run of several processes: the run's tree, programs and totals, then the launched process's
 /// own report. In JSON: the launched process's report with a `run` key (schema
 /// stallscope.report/1), or `{"schema": "stallscope.run/1", "run": ...}` without a known root.
-fn main_run(run: &run::RunReport, args: &ReportArgs) -> anyhow::Result<i32> {
-    let root = run.files.root.as_deref().map(Analysis::read).transpose()?;
+fn main_run(run: &Run, args: &ReportArgs) -> anyhow::Result<i32> {
+    let root = run.launched()?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let mut value = match &root {
-            Some(a) => serde_json::to_value(json::report(a))?,
-            None => serde_json::json!({"schema": "stallscope.run/1"}),
+        let report = RunReport {
+            launched: match root {
+                Some(a) => Launched::Report(Box::new(json::report(a))),
+                None => Launched::RunOnly {
+                    schema: "stallscope.run/1",
+                },
+            },
+            run: run::json(run),
         };
-        if let Some(object) = value.as_object_mut() {
-            object.insert("run".to_string(), run.json());
-        }
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         let style = Style::for_stdout();
-        write!(stdout, "{}", run.render_text(style))?;
-        if let Some(a) = &root {
+        write!(stdout, "{}", run::render_text(run, style))?;
+        if let Some(a) = root {
             writeln!(stdout, "\n{}\n", style.bold("── the launched process ──"))?;
             write!(stdout, "{}", render_text(a, style, args.stacks))?;
         }

@@ -2,7 +2,7 @@
 //! curve as an SVG, the losses, the fits, the remedies and the verdict.
 
 use super::report::ScaleReport;
-use crate::html::escape;
+use crate::util::escape;
 use crate::util::{fmt_ns, fmt_pct};
 use std::fmt::Write;
 

@@ -12,11 +12,12 @@ pub mod report;
 
 pub use args::ScaleArgs;
 
-use crate::analysis::{Analysis, Options};
+use crate::analysis::Options;
 use crate::bench::executor::{Measurement, Output, ProcessExecutor};
 use crate::bench::plan::{self, Variant};
 use crate::bench::runner::{self, RunCount, RunnerOptions};
 use crate::bench::{allocators, profile, progress, results, stats};
+use crate::model::Model;
 use anyhow::{Result, bail};
 use args::Remedy;
 use report::{CountRow, FindingNote, Prediction, RemedyResult, ScaleReport, Timed};
@@ -81,7 +82,7 @@ pub fn main(args: ScaleArgs) -> Result<i32> {
         bar.as_mut(),
     )?;
 
-    let mut analyses: Vec<Option<Analysis>> = Vec::new();
+    let mut analyses: Vec<Option<Model>> = Vec::new();
     let mut errors: Vec<Option<String>> = Vec::new();
     for (i, variant) in base.iter().enumerate() {
         if args.no_profile {
@@ -259,7 +260,7 @@ fn build_report(
     cpus: u32,
     base: &[Variant],
     measurements: &[Vec<Measurement>],
-    analyses: &[Option<Analysis>],
+    analyses: &[Option<Model>],
     errors: Vec<Option<String>>,
     remedies: &[RemedyVariants],
 ) -> ScaleReport {
@@ -409,7 +410,7 @@ fn prediction_counts(largest: u32) -> Vec<u32> {
 /// measured effect of the remedy it suggests when `--try` measured one.
 fn finding_notes(
     base: &[Variant],
-    analyses: &[Option<Analysis>],
+    analyses: &[Option<Model>],
     remedies: &[RemedyResult],
     cpus: u32,
 ) -> Vec<FindingNote> {

@@ -1,5 +1,6 @@
-//! The report as JSON (schema `stallscope.report/1`, documented in docs/STATES.md, docs/STACKS.md
-//! and docs/FINDINGS.md): a serialization of the typed structs below, built from the analysis.
+//! The model as JSON (schema `stallscope.report/1`, documented in docs/STATES.md, docs/STACKS.md
+//! and docs/FINDINGS.md), as `report --json` and `export -f json` print it: a serialization of the
+//! typed structs below, built from the model.
 //! The keys are a contract: add keys freely, never rename or remove one. Field order is key order.
 
 use crate::analysis::Analysis;
@@ -11,6 +12,7 @@ use crate::analysis::states::{
 };
 use crate::analysis::summary::{FnSummary, LockSummary, ThreadSummary};
 use crate::findings::Finding;
+use crate::model::Model;
 use crate::profile::StackSampling;
 use crate::profile::format::size_bucket_range;
 use crate::profile::phases::{FreeBin, HeapSnapshot};
@@ -187,7 +189,7 @@ fn concurrency_json(a: &Analysis) -> Option<ConcurrencyJson> {
 pub const SCHEMA: &str = "stallscope.report/1";
 
 /// The JSON text of one report (or, for several, an array of them), as `report --json` prints it.
-pub fn to_string(analyses: &[Analysis]) -> serde_json::Result<String> {
+pub fn to_string(analyses: &[Model]) -> serde_json::Result<String> {
     let reports: Vec<Report> = analyses.iter().map(report).collect();
     match reports.as_slice() {
         [one] => serde_json::to_string_pretty(one),
@@ -195,7 +197,7 @@ pub fn to_string(analyses: &[Analysis]) -> serde_json::Result<String> {
     }
 }
 
-pub fn report(a: &Analysis) -> Report<'_> {
+pub fn report(a: &Model) -> Report<'_> {
     let s = &a.summary;
     let states = a.states.as_ref();
     let start = a.profile.process.start_mono_ns;
@@ -349,7 +351,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
 }
 
 /// Named entries serialized as a JSON object, in order.
-struct Named<T>(Vec<(&'static str, T)>);
+pub struct Named<T>(pub Vec<(&'static str, T)>);
 
 impl<T: Serialize> Serialize for Named<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
