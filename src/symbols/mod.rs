@@ -2,8 +2,10 @@
 //! each address is mapped to the module (loaded object) that held it by the profile's MODULE
 //! records, then resolved in that module's file — its DWARF (with inlined frames) and symbol
 //! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/. Frames
-//! that cannot be resolved are kept as `module+offset`. One loader per module, cached.
+//! that cannot be resolved are kept as `module+offset`. One loader per module, shared by every
+//! profile that names the module (`cache`).
 
+mod cache;
 pub mod code;
 
 use crate::profile::{Module, Profile, Stack};
@@ -11,6 +13,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// One frame of a resolved stack; an address with inlined calls yields several, innermost first.
@@ -151,17 +155,11 @@ fn short_path(file: &str) -> String {
     }
 }
 
-struct ModuleDebug {
-    /// DWARF and symbols: the separate debug file when there is one, else the module itself.
-    primary: Option<addr2line::Loader>,
-    /// The module itself, for its symbol tables, when `primary` is a debug file.
-    fallback: Option<addr2line::Loader>,
-}
-
 /// Resolves addresses of one profile; caches a loader per module and each address's frames.
 pub struct Symbolizer<'a> {
     modules: &'a [Module],
-    loaders: HashMap<usize, ModuleDebug>,
+    /// Per module of the profile, its loaders (None: an offline symbolizer).
+    loaders: HashMap<usize, Option<Rc<cache::ModuleDebug>>>,
     cache: HashMap<(u64, Option<usize>), Vec<Frame>>,
     started: Instant,
     progress_shown: bool,
@@ -265,16 +263,13 @@ impl<'a> Symbolizer<'a> {
         let path = module.path.clone();
         let debug_root = self.debug_root.clone();
         let read_files = self.read_files;
-        let dbg = self.loaders.entry(mi).or_insert_with(|| {
-            if read_files {
-                open_module(module, &debug_root)
-            } else {
-                ModuleDebug {
-                    primary: None,
-                    fallback: None,
-                }
-            }
-        });
+        let dbg = self
+            .loaders
+            .entry(mi)
+            .or_insert_with(|| read_files.then(|| cache::module_debug(module, &debug_root)));
+        let (primary, fallback) = dbg
+            .as_deref()
+            .map_or((None, None), |d| (d.primary.as_ref(), d.fallback.as_ref()));
         let base = Frame {
             function: None,
             file: None,
@@ -284,7 +279,7 @@ impl<'a> Symbolizer<'a> {
             inlined: false,
         };
         let mut frames = Vec::new();
-        if let Some(loader) = &dbg.primary
+        if let Some(loader) = primary
             && let Ok(mut iter) = loader.find_frames(offset)
         {
             while let Ok(Some(f)) = iter.next() {
@@ -323,7 +318,7 @@ impl<'a> Symbolizer<'a> {
         }
         // No DWARF function name: the symbol tables (the debug file's, then the module's).
         if frames.iter().all(|f| f.function.is_none()) {
-            let symbol = [&dbg.primary, &dbg.fallback]
+            let symbol = [primary, fallback]
                 .into_iter()
                 .flatten()
                 .find_map(|l| l.find_symbol(offset).map(demangle));
@@ -347,10 +342,10 @@ impl<'a> Symbolizer<'a> {
 
 /// Names data addresses (a lock in a global or static variable) by the symbol tables of the
 /// module that holds them: `log_mutex`, or `g_state+64` inside a larger object. One parsed
-/// table per module, cached.
+/// table per module, shared by every profile that names the module (`cache`).
 pub struct DataSymbols<'a> {
     modules: &'a [Module],
-    tables: HashMap<usize, Vec<(u64, u64, String)>>,
+    tables: HashMap<usize, Arc<Vec<(u64, u64, String)>>>,
     debug_root: PathBuf,
 }
 
@@ -374,10 +369,11 @@ impl<'a> DataSymbols<'a> {
         let module = &self.modules[mi];
         let offset = address - module.bias;
         let debug_root = self.debug_root.clone();
-        let table = self
-            .tables
-            .entry(mi)
-            .or_insert_with(|| data_symbol_table(module, &debug_root));
+        let table = self.tables.entry(mi).or_insert_with(|| {
+            cache::data_symbols(module, &debug_root, || {
+                data_symbol_table(module, &debug_root)
+            })
+        });
         let i = table.partition_point(|e| e.0 <= offset).checked_sub(1)?;
         let (start, size, name) = &table[i];
         if offset >= start + size.max(&1) {
@@ -396,19 +392,13 @@ impl<'a> DataSymbols<'a> {
 /// (address, size, demangled name), by address.
 fn data_symbol_table(module: &Module, debug_root: &Path) -> Vec<(u64, u64, String)> {
     use object::{Object, ObjectSymbol, SymbolKind};
-    let mut paths = vec![PathBuf::from(&module.path)];
-    if module.build_id.len() >= 2 {
-        let id = hex(&module.build_id);
-        paths.push(
-            debug_root
-                .join(".build-id")
-                .join(&id[..2])
-                .join(format!("{}.debug", &id[2..])),
-        );
-    }
+    let paths = [
+        Some(PathBuf::from(&module.path)),
+        cache::debug_path(module, debug_root),
+    ];
     let mut out = Vec::new();
-    for path in paths {
-        let Ok(data) = std::fs::read(&path) else {
+    for path in paths.into_iter().flatten() {
+        let Some(data) = cache::map(&path) else {
             continue;
         };
         let Ok(file) = object::File::parse(&*data) else {
@@ -445,49 +435,8 @@ pub fn demangle(name: &str) -> String {
     addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
 }
 
-fn build_id_of(path: &Path) -> Option<Vec<u8>> {
-    use object::Object;
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    file.build_id().ok()?.map(<[u8]>::to_vec)
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Opens what is known of a module: its file (when its build id still matches the profile's)
-/// and its separate debug file by build id.
-fn open_module(module: &Module, debug_root: &Path) -> ModuleDebug {
-    let path = Path::new(&module.path);
-    let file_ok = path.is_absolute()
-        && path.is_file()
-        && (module.build_id.is_empty() || build_id_of(path).is_none_or(|id| id == module.build_id));
-    let own = if file_ok {
-        addr2line::Loader::new(path).ok()
-    } else {
-        None
-    };
-    let debug = (module.build_id.len() >= 2)
-        .then(|| {
-            let id = hex(&module.build_id);
-            debug_root
-                .join(".build-id")
-                .join(&id[..2])
-                .join(format!("{}.debug", &id[2..]))
-        })
-        .filter(|p| p.is_file())
-        .and_then(|p| addr2line::Loader::new(p).ok());
-    match debug {
-        Some(d) => ModuleDebug {
-            primary: Some(d),
-            fallback: own,
-        },
-        None => ModuleDebug {
-            primary: own,
-            fallback: None,
-        },
-    }
 }
 
 /// The prefix of an interposer hook's slow part, named after the symbol it interposes
