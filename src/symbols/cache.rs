@@ -188,6 +188,8 @@ pub(crate) struct ModuleDebug {
     pub(crate) primary: Option<addr2line::Loader>,
     /// The module itself, for its symbol tables, when `primary` is a debug file.
     pub(crate) fallback: Option<addr2line::Loader>,
+    /// The frames of each address (in the file) resolved so far, by any profile.
+    pub(crate) frames: RefCell<HashMap<u64, Vec<super::Frame>>>,
 }
 
 /// A module's loaders, opened once per thread (`addr2line::Loader` is not thread-safe).
@@ -224,10 +226,12 @@ fn open_module(module: &Module, key: &ModuleKey) -> ModuleDebug {
         Some(d) => ModuleDebug {
             primary: Some(d),
             fallback: own,
+            frames: RefCell::default(),
         },
         None => ModuleDebug {
             primary: own,
             fallback: None,
+            frames: RefCell::default(),
         },
     }
 }

@@ -266,10 +266,8 @@ impl<'a> Symbolizer<'a> {
         let dbg = self
             .loaders
             .entry(mi)
-            .or_insert_with(|| read_files.then(|| cache::module_debug(module, &debug_root)));
-        let (primary, fallback) = dbg
-            .as_deref()
-            .map_or((None, None), |d| (d.primary.as_ref(), d.fallback.as_ref()));
+            .or_insert_with(|| read_files.then(|| cache::module_debug(module, &debug_root)))
+            .clone();
         let base = Frame {
             function: None,
             file: None,
@@ -278,66 +276,85 @@ impl<'a> Symbolizer<'a> {
             offset,
             inlined: false,
         };
-        let mut frames = Vec::new();
-        if let Some(loader) = primary
-            && let Ok(mut iter) = loader.find_frames(offset)
-        {
-            while let Ok(Some(f)) = iter.next() {
-                let function = f
-                    .function
-                    .as_ref()
-                    .and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
-                let (file, line) = f
-                    .location
-                    .map_or((None, None), |l| (l.file.map(str::to_string), l.line));
-                frames.push(Frame {
-                    function,
-                    file,
-                    line,
-                    inlined: true,
-                    ..base.clone()
-                });
-            }
+        let Some(dbg) = dbg else {
+            return resolve_in(base, None, None);
+        };
+        // Another profile of the run may have resolved this address of the module already.
+        if let Some(frames) = dbg.frames.borrow().get(&offset) {
+            return frames.clone();
         }
-        if let Some(last) = frames.last_mut() {
-            last.inlined = false;
-        }
-        // The interposer's hooks tail-call their slow part (`ss_slow_<symbol>`), so the hook's
-        // own frame is gone from a stack taken inside it: the slow part stands for the function
-        // the program called.
-        if is_own_module(&base.module) {
-            for f in &mut frames {
-                if let Some(name) = f
-                    .function
-                    .as_deref()
-                    .and_then(|n| n.strip_prefix(SLOW_PART_PREFIX))
-                {
-                    f.function = Some(name.to_string());
-                }
-            }
-        }
-        // No DWARF function name: the symbol tables (the debug file's, then the module's).
-        if frames.iter().all(|f| f.function.is_none()) {
-            let symbol = [primary, fallback]
-                .into_iter()
-                .flatten()
-                .find_map(|l| l.find_symbol(offset).map(demangle));
-            let (file, line) = frames
-                .last()
-                .map_or((None, None), |f| (f.file.clone(), f.line));
-            let symbol = symbol.map(|n| match n.strip_prefix(SLOW_PART_PREFIX) {
-                Some(name) if is_own_module(&base.module) => name.to_string(),
-                _ => n,
-            });
-            frames = vec![Frame {
-                function: symbol,
-                file,
-                line,
-                ..base
-            }];
-        }
+        let frames = resolve_in(base, dbg.primary.as_ref(), dbg.fallback.as_ref());
+        dbg.frames.borrow_mut().insert(offset, frames.clone());
         frames
     }
+}
+
+/// The frames of the address `base.offset` in a module, from its loaders (None: unknown).
+fn resolve_in(
+    base: Frame,
+    primary: Option<&addr2line::Loader>,
+    fallback: Option<&addr2line::Loader>,
+) -> Vec<Frame> {
+    let offset = base.offset;
+    let mut frames = Vec::new();
+    if let Some(loader) = primary
+        && let Ok(mut iter) = loader.find_frames(offset)
+    {
+        while let Ok(Some(f)) = iter.next() {
+            let function = f
+                .function
+                .as_ref()
+                .and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
+            let (file, line) = f
+                .location
+                .map_or((None, None), |l| (l.file.map(str::to_string), l.line));
+            frames.push(Frame {
+                function,
+                file,
+                line,
+                inlined: true,
+                ..base.clone()
+            });
+        }
+    }
+    if let Some(last) = frames.last_mut() {
+        last.inlined = false;
+    }
+    // The interposer's hooks tail-call their slow part (`ss_slow_<symbol>`), so the hook's
+    // own frame is gone from a stack taken inside it: the slow part stands for the function
+    // the program called.
+    if is_own_module(&base.module) {
+        for f in &mut frames {
+            if let Some(name) = f
+                .function
+                .as_deref()
+                .and_then(|n| n.strip_prefix(SLOW_PART_PREFIX))
+            {
+                f.function = Some(name.to_string());
+            }
+        }
+    }
+    // No DWARF function name: the symbol tables (the debug file's, then the module's).
+    if frames.iter().all(|f| f.function.is_none()) {
+        let symbol = [primary, fallback]
+            .into_iter()
+            .flatten()
+            .find_map(|l| l.find_symbol(offset).map(demangle));
+        let (file, line) = frames
+            .last()
+            .map_or((None, None), |f| (f.file.clone(), f.line));
+        let symbol = symbol.map(|n| match n.strip_prefix(SLOW_PART_PREFIX) {
+            Some(name) if is_own_module(&base.module) => name.to_string(),
+            _ => n,
+        });
+        frames = vec![Frame {
+            function: symbol,
+            file,
+            line,
+            ..base
+        }];
+    }
+    frames
 }
 
 /// Names data addresses (a lock in a global or static variable) by the symbol tables of the
