@@ -8,7 +8,9 @@
 # DIR (default target/report-speed) keeps the profiles: made when missing, reused when present,
 # so two builds of stallscope are compared on the same files. STALLSCOPE=path measures another
 # binary (e.g. a build of main). Each report runs ROUNDS times (default 3); printed: the median
-# wall time, the largest peak RSS (/usr/bin/time -v), and the number of processes in the run.
+# wall time and CPU time (user + system: on a machine busy with other work, wall time is
+# whatever share of a CPU was left), the largest peak RSS (/usr/bin/time -v), and the number of
+# processes in the run.
 # The project's crates come from ~/.cargo/registry (`cargo build --offline`): those stallscope's
 # own build and tests/rust_programs download.
 set -eu
@@ -81,17 +83,21 @@ echo "stallscope: $STALLSCOPE"
 echo "profiles: $DIR (the build: $processes processes)"
 for case in build threads; do
     walls=""
+    cpus=""
     rss=0
     i=0
     while [ "$i" -lt "$ROUNDS" ]; do
         /usr/bin/time -v -o "$DIR/time.txt" "$STALLSCOPE" report "$DIR/$case.prof" >/dev/null
         wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0;
             for (k = 1; k <= n; k++) s = s * 60 + p[k]; print s }' "$DIR/time.txt")
+        cpu=$(awk -F': ' '/User time|System time/ { s += $2 } END { print s }' "$DIR/time.txt")
         kb=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$DIR/time.txt")
         walls="$walls $wall"
+        cpus="$cpus $cpu"
         [ "$kb" -gt "$rss" ] && rss=$kb
         i=$((i + 1))
     done
-    printf '%-8s report: median %6.2f s (%s)   peak RSS %5d MB\n' "$case" \
-        "$(echo "$walls" | bench_median)" "$(echo $walls | tr ' ' ',')" "$((rss / 1024))"
+    printf '%-8s report: wall %6.2f s (%s)   CPU %6.2f s   peak RSS %4d MB\n' "$case" \
+        "$(echo "$walls" | bench_median)" "$(echo $walls | tr ' ' ',')" \
+        "$(echo "$cpus" | bench_median)" "$((rss / 1024))"
 done
