@@ -170,13 +170,16 @@ fn read_code_file(path: &Path) -> CodeFile {
     }
 }
 
+/// A module's data objects: (address, size, name), by address.
+pub(crate) type DataTable = Vec<(u64, u64, String)>;
+
 /// A module's data symbols (see `DataSymbols`), read once per process.
 pub(crate) fn data_symbols(
     module: &Module,
     debug_root: &Path,
-    read: impl FnOnce() -> Vec<(u64, u64, String)>,
-) -> Arc<Vec<(u64, u64, String)>> {
-    static TABLES: Table<ModuleKey, Arc<Vec<(u64, u64, String)>>> = OnceLock::new();
+    read: impl FnOnce() -> DataTable,
+) -> Arc<DataTable> {
+    static TABLES: Table<ModuleKey, Arc<DataTable>> = OnceLock::new();
     cached(&TABLES, ModuleKey::of(module, debug_root), || {
         Arc::new(read())
     })

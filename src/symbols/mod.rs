@@ -362,7 +362,7 @@ fn resolve_in(
 /// table per module, shared by every profile that names the module (`cache`).
 pub struct DataSymbols<'a> {
     modules: &'a [Module],
-    tables: HashMap<usize, Arc<Vec<(u64, u64, String)>>>,
+    tables: HashMap<usize, Arc<cache::DataTable>>,
     debug_root: PathBuf,
 }
 
