@@ -171,7 +171,7 @@ fn read_code_file(path: &Path) -> CodeFile {
 }
 
 /// A module's data objects: (address, size, name), by address.
-pub(crate) type DataTable = Vec<(u64, u64, String)>;
+pub(crate) type DataTable = Vec<(u64, u64, super::DataName)>;
 
 /// A module's data symbols (see `DataSymbols`), read once per process.
 pub(crate) fn data_symbols(

@@ -396,8 +396,9 @@ impl<'a> DataSymbols<'a> {
         if offset >= start + size.max(&1) {
             return None;
         }
+        let name = name.text();
         let name = if offset == *start {
-            name.clone()
+            name
         } else {
             format!("{name}+{}", offset - start)
         };
@@ -405,9 +406,28 @@ impl<'a> DataSymbols<'a> {
     }
 }
 
+/// A data symbol's name: as the symbol table has it (demangled when asked for: most of a large
+/// library's thousands are never asked for), or already demangled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DataName {
+    Raw(String),
+    Demangled(String),
+}
+
+impl DataName {
+    /// The name demangled, without templates and parameters (`short_function`).
+    fn text(&self) -> String {
+        match self {
+            DataName::Raw(raw) => short_function(&demangle(raw)),
+            DataName::Demangled(name) => name.clone(),
+        }
+    }
+}
+
 /// The data objects of a module's symbol tables (its own, then its debug file's by build id):
-/// (address, size, demangled name), by address.
-fn data_symbol_table(module: &Module, debug_root: &Path) -> Vec<(u64, u64, String)> {
+/// (address, size, name), by address. Of several objects at one address, the smallest, and of
+/// those the first by demangled name.
+fn data_symbol_table(module: &Module, debug_root: &Path) -> cache::DataTable {
     use object::{Object, ObjectSymbol, SymbolKind};
     let paths = [
         Some(PathBuf::from(&module.path)),
@@ -435,16 +455,29 @@ fn data_symbol_table(module: &Module, debug_root: &Path) -> Vec<(u64, u64, Strin
                 && sym.size() > 0
                 && let Ok(name) = sym.name()
             {
-                out.push((sym.address(), sym.size(), short_function(&demangle(name))));
+                out.push((sym.address(), sym.size(), name.to_string()));
             }
         }
         if !out.is_empty() {
             break;
         }
     }
-    out.sort();
-    out.dedup_by_key(|e| e.0);
-    out
+    out.sort_unstable_by_key(|e| (e.0, e.1));
+    out.chunk_by(|a, b| a.0 == b.0)
+        .map(|group| {
+            let (address, size) = (group[0].0, group[0].1);
+            let smallest = group.iter().take_while(|e| e.1 == size);
+            let name = if group.len() > 1 && group[1].1 == size {
+                smallest
+                    .map(|e| short_function(&demangle(&e.2)))
+                    .min()
+                    .map_or(DataName::Raw(String::new()), DataName::Demangled)
+            } else {
+                DataName::Raw(group[0].2.clone())
+            };
+            (address, size, name)
+        })
+        .collect()
 }
 
 /// Demangles a C++ or Rust symbol name; other names are returned as they are.
