@@ -2,45 +2,22 @@
 //! locked read-modify-write (for the `atomic` thread state) and whether an address follows a call
 //! (to tell real return addresses among the words scanned from a blocked thread's stack).
 
+use super::cache::{self, CodeFile};
 use crate::profile::Module;
 use iced_x86::{Decoder, DecoderOptions, Instruction, Mnemonic, OpKind};
-use object::{Object, ObjectSegment, SegmentFlags};
 use std::collections::HashMap;
-
-/// An executable segment: its link-time address and bytes.
-struct Segment {
-    address: u64,
-    bytes: Vec<u8>,
-}
+use std::sync::Arc;
 
 #[derive(Default)]
 pub struct CodeReader {
-    segments: HashMap<usize, Vec<Segment>>,
+    /// Per module of the profile, its file's executable segments (shared by every profile that
+    /// names the file: `cache`).
+    segments: HashMap<usize, Arc<CodeFile>>,
     /// Never read a module's file: every question is answered "no" (see `Symbolizer::offline`).
     offline: bool,
 }
 
-const PF_X: u32 = 1;
 const MAX_INSN: usize = 15;
-
-fn executable_segments(path: &str) -> Vec<Segment> {
-    let Ok(data) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let Ok(file) = object::File::parse(&*data) else {
-        return Vec::new();
-    };
-    file.segments()
-        .filter(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags, .. } if p_flags.0 & PF_X != 0))
-        .filter_map(|s| {
-            let bytes = s.data().ok()?;
-            Some(Segment {
-                address: s.address(),
-                bytes: bytes.to_vec(),
-            })
-        })
-        .collect()
-}
 
 fn is_locked_rmw(insn: &Instruction) -> bool {
     if insn.has_lock_prefix() {
@@ -73,18 +50,16 @@ impl CodeReader {
         }
         let index = modules.iter().rposition(|m| m.lo <= pc && pc < m.hi)?;
         let module = &modules[index];
-        let segments = self
+        let file = self
             .segments
             .entry(index)
-            .or_insert_with(|| executable_segments(&module.path));
+            .or_insert_with(|| cache::code_file(&module.path));
         let address = pc.checked_sub(module.bias)?;
-        let seg = segments
-            .iter()
-            .find(|s| s.address <= address && address - s.address < s.bytes.len() as u64)?;
-        let at = (address - seg.address) as usize;
+        let (seg_address, bytes) = file.segment_at(address)?;
+        let at = (address - seg_address) as usize;
         let start = at.saturating_sub(before);
-        let end = at.saturating_add(after).min(seg.bytes.len());
-        Some((seg.bytes[start..end].to_vec(), at - start))
+        let end = at.saturating_add(after).min(bytes.len());
+        Some((bytes[start..end].to_vec(), at - start))
     }
 
     /// Whether the instruction at `pc` is a locked read-modify-write, or one ends exactly at `pc`

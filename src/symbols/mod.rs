@@ -2,8 +2,10 @@
 //! each address is mapped to the module (loaded object) that held it by the profile's MODULE
 //! records, then resolved in that module's file — its DWARF (with inlined frames) and symbol
 //! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/. Frames
-//! that cannot be resolved are kept as `module+offset`. One loader per module, cached.
+//! that cannot be resolved are kept as `module+offset`. One loader per module, shared by every
+//! profile that names the module (`cache`).
 
+mod cache;
 pub mod code;
 
 use crate::profile::{Module, Profile, Stack};
@@ -11,6 +13,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// One frame of a resolved stack; an address with inlined calls yields several, innermost first.
@@ -151,17 +155,11 @@ fn short_path(file: &str) -> String {
     }
 }
 
-struct ModuleDebug {
-    /// DWARF and symbols: the separate debug file when there is one, else the module itself.
-    primary: Option<addr2line::Loader>,
-    /// The module itself, for its symbol tables, when `primary` is a debug file.
-    fallback: Option<addr2line::Loader>,
-}
-
 /// Resolves addresses of one profile; caches a loader per module and each address's frames.
 pub struct Symbolizer<'a> {
     modules: &'a [Module],
-    loaders: HashMap<usize, ModuleDebug>,
+    /// Per module of the profile, its loaders (None: an offline symbolizer).
+    loaders: HashMap<usize, Option<Rc<cache::ModuleDebug>>>,
     cache: HashMap<(u64, Option<usize>), Vec<Frame>>,
     started: Instant,
     progress_shown: bool,
@@ -265,16 +263,11 @@ impl<'a> Symbolizer<'a> {
         let path = module.path.clone();
         let debug_root = self.debug_root.clone();
         let read_files = self.read_files;
-        let dbg = self.loaders.entry(mi).or_insert_with(|| {
-            if read_files {
-                open_module(module, &debug_root)
-            } else {
-                ModuleDebug {
-                    primary: None,
-                    fallback: None,
-                }
-            }
-        });
+        let dbg = self
+            .loaders
+            .entry(mi)
+            .or_insert_with(|| read_files.then(|| cache::module_debug(module, &debug_root)))
+            .clone();
         let base = Frame {
             function: None,
             file: None,
@@ -283,74 +276,93 @@ impl<'a> Symbolizer<'a> {
             offset,
             inlined: false,
         };
-        let mut frames = Vec::new();
-        if let Some(loader) = &dbg.primary
-            && let Ok(mut iter) = loader.find_frames(offset)
-        {
-            while let Ok(Some(f)) = iter.next() {
-                let function = f
-                    .function
-                    .as_ref()
-                    .and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
-                let (file, line) = f
-                    .location
-                    .map_or((None, None), |l| (l.file.map(str::to_string), l.line));
-                frames.push(Frame {
-                    function,
-                    file,
-                    line,
-                    inlined: true,
-                    ..base.clone()
-                });
-            }
+        let Some(dbg) = dbg else {
+            return resolve_in(base, None, None);
+        };
+        // Another profile of the run may have resolved this address of the module already.
+        if let Some(frames) = dbg.frames.borrow().get(&offset) {
+            return frames.clone();
         }
-        if let Some(last) = frames.last_mut() {
-            last.inlined = false;
-        }
-        // The interposer's hooks tail-call their slow part (`ss_slow_<symbol>`), so the hook's
-        // own frame is gone from a stack taken inside it: the slow part stands for the function
-        // the program called.
-        if is_own_module(&base.module) {
-            for f in &mut frames {
-                if let Some(name) = f
-                    .function
-                    .as_deref()
-                    .and_then(|n| n.strip_prefix(SLOW_PART_PREFIX))
-                {
-                    f.function = Some(name.to_string());
-                }
-            }
-        }
-        // No DWARF function name: the symbol tables (the debug file's, then the module's).
-        if frames.iter().all(|f| f.function.is_none()) {
-            let symbol = [&dbg.primary, &dbg.fallback]
-                .into_iter()
-                .flatten()
-                .find_map(|l| l.find_symbol(offset).map(demangle));
-            let (file, line) = frames
-                .last()
-                .map_or((None, None), |f| (f.file.clone(), f.line));
-            let symbol = symbol.map(|n| match n.strip_prefix(SLOW_PART_PREFIX) {
-                Some(name) if is_own_module(&base.module) => name.to_string(),
-                _ => n,
-            });
-            frames = vec![Frame {
-                function: symbol,
-                file,
-                line,
-                ..base
-            }];
-        }
+        let frames = resolve_in(base, dbg.primary.as_ref(), dbg.fallback.as_ref());
+        dbg.frames.borrow_mut().insert(offset, frames.clone());
         frames
     }
 }
 
+/// The frames of the address `base.offset` in a module, from its loaders (None: unknown).
+fn resolve_in(
+    base: Frame,
+    primary: Option<&addr2line::Loader>,
+    fallback: Option<&addr2line::Loader>,
+) -> Vec<Frame> {
+    let offset = base.offset;
+    let mut frames = Vec::new();
+    if let Some(loader) = primary
+        && let Ok(mut iter) = loader.find_frames(offset)
+    {
+        while let Ok(Some(f)) = iter.next() {
+            let function = f
+                .function
+                .as_ref()
+                .and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
+            let (file, line) = f
+                .location
+                .map_or((None, None), |l| (l.file.map(str::to_string), l.line));
+            frames.push(Frame {
+                function,
+                file,
+                line,
+                inlined: true,
+                ..base.clone()
+            });
+        }
+    }
+    if let Some(last) = frames.last_mut() {
+        last.inlined = false;
+    }
+    // The interposer's hooks tail-call their slow part (`ss_slow_<symbol>`), so the hook's
+    // own frame is gone from a stack taken inside it: the slow part stands for the function
+    // the program called.
+    if is_own_module(&base.module) {
+        for f in &mut frames {
+            if let Some(name) = f
+                .function
+                .as_deref()
+                .and_then(|n| n.strip_prefix(SLOW_PART_PREFIX))
+            {
+                f.function = Some(name.to_string());
+            }
+        }
+    }
+    // No DWARF function name: the symbol tables (the debug file's, then the module's).
+    if frames.iter().all(|f| f.function.is_none()) {
+        let symbol = [primary, fallback]
+            .into_iter()
+            .flatten()
+            .find_map(|l| l.find_symbol(offset).map(demangle));
+        let (file, line) = frames
+            .last()
+            .map_or((None, None), |f| (f.file.clone(), f.line));
+        let symbol = symbol.map(|n| match n.strip_prefix(SLOW_PART_PREFIX) {
+            Some(name) if is_own_module(&base.module) => name.to_string(),
+            _ => n,
+        });
+        frames = vec![Frame {
+            function: symbol,
+            file,
+            line,
+            ..base
+        }];
+    }
+    frames
+}
+
 /// Names data addresses (a lock in a global or static variable) by the symbol tables of the
 /// module that holds them: `log_mutex`, or `g_state+64` inside a larger object. One parsed
-/// table per module, cached.
+/// table per module, shared by every profile that names the module (`cache`).
 pub struct DataSymbols<'a> {
     modules: &'a [Module],
-    tables: HashMap<usize, Vec<(u64, u64, String)>>,
+    tables: HashMap<usize, Arc<cache::DataTable>>,
     debug_root: PathBuf,
 }
 
@@ -374,17 +386,19 @@ impl<'a> DataSymbols<'a> {
         let module = &self.modules[mi];
         let offset = address - module.bias;
         let debug_root = self.debug_root.clone();
-        let table = self
-            .tables
-            .entry(mi)
-            .or_insert_with(|| data_symbol_table(module, &debug_root));
+        let table = self.tables.entry(mi).or_insert_with(|| {
+            cache::data_symbols(module, &debug_root, || {
+                data_symbol_table(module, &debug_root)
+            })
+        });
         let i = table.partition_point(|e| e.0 <= offset).checked_sub(1)?;
         let (start, size, name) = &table[i];
         if offset >= start + size.max(&1) {
             return None;
         }
+        let name = name.text();
         let name = if offset == *start {
-            name.clone()
+            name
         } else {
             format!("{name}+{}", offset - start)
         };
@@ -392,23 +406,36 @@ impl<'a> DataSymbols<'a> {
     }
 }
 
-/// The data objects of a module's symbol tables (its own, then its debug file's by build id):
-/// (address, size, demangled name), by address.
-fn data_symbol_table(module: &Module, debug_root: &Path) -> Vec<(u64, u64, String)> {
-    use object::{Object, ObjectSymbol, SymbolKind};
-    let mut paths = vec![PathBuf::from(&module.path)];
-    if module.build_id.len() >= 2 {
-        let id = hex(&module.build_id);
-        paths.push(
-            debug_root
-                .join(".build-id")
-                .join(&id[..2])
-                .join(format!("{}.debug", &id[2..])),
-        );
+/// A data symbol's name: as the symbol table has it (demangled when asked for: most of a large
+/// library's thousands are never asked for), or already demangled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DataName {
+    Raw(String),
+    Demangled(String),
+}
+
+impl DataName {
+    /// The name demangled, without templates and parameters (`short_function`).
+    fn text(&self) -> String {
+        match self {
+            DataName::Raw(raw) => short_function(&demangle(raw)),
+            DataName::Demangled(name) => name.clone(),
+        }
     }
+}
+
+/// The data objects of a module's symbol tables (its own, then its debug file's by build id):
+/// (address, size, name), by address. Of several objects at one address, the smallest, and of
+/// those the first by demangled name.
+fn data_symbol_table(module: &Module, debug_root: &Path) -> cache::DataTable {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let paths = [
+        Some(PathBuf::from(&module.path)),
+        cache::debug_path(module, debug_root),
+    ];
     let mut out = Vec::new();
-    for path in paths {
-        let Ok(data) = std::fs::read(&path) else {
+    for path in paths.into_iter().flatten() {
+        let Some(data) = cache::map(&path) else {
             continue;
         };
         let Ok(file) = object::File::parse(&*data) else {
@@ -428,16 +455,29 @@ fn data_symbol_table(module: &Module, debug_root: &Path) -> Vec<(u64, u64, Strin
                 && sym.size() > 0
                 && let Ok(name) = sym.name()
             {
-                out.push((sym.address(), sym.size(), short_function(&demangle(name))));
+                out.push((sym.address(), sym.size(), name.to_string()));
             }
         }
         if !out.is_empty() {
             break;
         }
     }
-    out.sort();
-    out.dedup_by_key(|e| e.0);
-    out
+    out.sort_unstable_by_key(|e| (e.0, e.1));
+    out.chunk_by(|a, b| a.0 == b.0)
+        .map(|group| {
+            let (address, size) = (group[0].0, group[0].1);
+            let smallest = group.iter().take_while(|e| e.1 == size);
+            let name = if group.len() > 1 && group[1].1 == size {
+                smallest
+                    .map(|e| short_function(&demangle(&e.2)))
+                    .min()
+                    .map_or(DataName::Raw(String::new()), DataName::Demangled)
+            } else {
+                DataName::Raw(group[0].2.clone())
+            };
+            (address, size, name)
+        })
+        .collect()
 }
 
 /// Demangles a C++ or Rust symbol name; other names are returned as they are.
@@ -445,49 +485,8 @@ pub fn demangle(name: &str) -> String {
     addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
 }
 
-fn build_id_of(path: &Path) -> Option<Vec<u8>> {
-    use object::Object;
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    file.build_id().ok()?.map(<[u8]>::to_vec)
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Opens what is known of a module: its file (when its build id still matches the profile's)
-/// and its separate debug file by build id.
-fn open_module(module: &Module, debug_root: &Path) -> ModuleDebug {
-    let path = Path::new(&module.path);
-    let file_ok = path.is_absolute()
-        && path.is_file()
-        && (module.build_id.is_empty() || build_id_of(path).is_none_or(|id| id == module.build_id));
-    let own = if file_ok {
-        addr2line::Loader::new(path).ok()
-    } else {
-        None
-    };
-    let debug = (module.build_id.len() >= 2)
-        .then(|| {
-            let id = hex(&module.build_id);
-            debug_root
-                .join(".build-id")
-                .join(&id[..2])
-                .join(format!("{}.debug", &id[2..]))
-        })
-        .filter(|p| p.is_file())
-        .and_then(|p| addr2line::Loader::new(p).ok());
-    match debug {
-        Some(d) => ModuleDebug {
-            primary: Some(d),
-            fallback: own,
-        },
-        None => ModuleDebug {
-            primary: own,
-            fallback: None,
-        },
-    }
 }
 
 /// The prefix of an interposer hook's slow part, named after the symbol it interposes
