@@ -165,10 +165,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
             return Ok(2);
         }
         Ok(Preload::Foreign(why)) => {
-            let note = format!(
-                "{} runs unprofiled: {why}",
-                program.display()
-            );
+            let note = format!("{} runs unprofiled: {why}", program.display());
             return run_unprofiled(&args.command, &note);
         }
         Ok(Preload::Takes) => {}

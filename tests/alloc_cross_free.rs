@@ -92,6 +92,8 @@ fn heaps_of_huge_pages_are_not_read_and_the_report_says_so() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "handoff 400000\n");
     let report = report_json(&path);
+    assert_eq!(report["arenas_unread"], true);
+    assert_eq!(report["heap_unchecked"], false);
     assert!(
         report["alloc"]["cross_thread_frees"].is_null(),
         "{:#}",
@@ -107,4 +109,6 @@ fn heaps_of_huge_pages_are_not_read_and_the_report_says_so() {
     // Without the tunable the same program's heap is read (the check passed: no note).
     let plain = run("handoff");
     assert!(!plain["alloc"]["cross_thread_frees"].is_null());
+    assert_eq!(plain["arenas_unread"], false);
+    assert_eq!(plain["heap_unchecked"], false);
 }

@@ -55,6 +55,10 @@ pub struct Report<'a> {
     /// profile has no stacks, so no site, lock or state is named by its code.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     no_unwinder: bool,
+    /// glibc's chunk size words did not read as expected at start (preload/glibc_check.c).
+    heap_unchecked: bool,
+    /// Heaps of huge pages: cross-thread frees not measured.
+    arenas_unread: bool,
     /// Every thread that ran, each thread of a folded group counted (`threads` lists rows).
     thread_count: u64,
     threads: Vec<Thread<'a>>,
@@ -232,6 +236,8 @@ pub fn report(a: &Model) -> Report<'_> {
             rwlock_read: s.rwlock_steps,
         },
         no_unwinder: s.no_unwinder,
+        heap_unchecked: s.heap_unchecked,
+        arenas_unread: s.arenas_unread,
         thread_count: s.thread_count(),
         threads: s
             .threads
