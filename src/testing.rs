@@ -42,7 +42,8 @@ pub fn render_every_view(a: &Model) -> usize {
 mod tests {
     /// The fuzz targets' seeds (fuzz/seeds: real profiles, anonymized) and the inputs the fuzzers
     /// found crashing (fuzz/regressions, one file each), replayed on stable Rust: each file whole and
-    /// cut every 997 bytes, with its checksums made valid, through the reader and every view.
+    /// cut every 997 bytes, with its checksums made valid, through the reader and every view; no
+    /// model breaks an invariant (model::invariants).
     #[test]
     fn fuzz_seeds_and_regressions_read_and_render_without_panicking() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
@@ -67,6 +68,12 @@ mod tests {
                         crate::analysis::Options {
                             read_modules: false,
                         },
+                    );
+                    let broken = crate::model::invariants::violations(&a);
+                    assert!(
+                        broken.is_empty(),
+                        "{} cut at {len}: {broken:?}",
+                        file.display()
                     );
                     rendered += super::render_every_view(&a);
                 }

@@ -1,0 +1,106 @@
+//! What no model may say, whatever the profile (issue 24: one number per concept): a thread
+//! spends at most its life in the allocator or waiting for locks, and at most its CPU time on a
+//! CPU in the allocator; no share above 100%; no stake above the wall time; at least as many
+//! threads counted as threads listed. Checked on the typed model, so that the fuzz corpus (and
+//! the fuzz targets) hold every view to it; `tests/common::assert_invariants` checks the same on
+//! every report the integration tests read.
+
+use super::Model;
+
+/// A share may exceed 1 by rounding only.
+const SHARE_SLACK: f64 = 1e-9;
+
+/// Every invariant the model breaks, in words (empty: none).
+pub fn violations(m: &Model) -> Vec<String> {
+    let mut out = Vec::new();
+    let s = &m.summary;
+    for t in &s.threads {
+        if t.alloc_ns > t.wall_ns {
+            out.push(format!(
+                "thread {}: allocator time {} ns above its life {} ns",
+                t.tid, t.alloc_ns, t.wall_ns
+            ));
+        }
+        if t.lock_wait_ns > t.wall_ns {
+            out.push(format!(
+                "thread {}: lock wait {} ns above its life {} ns",
+                t.tid, t.lock_wait_ns, t.wall_ns
+            ));
+        }
+        if t.alloc_cpu_ns > t.cpu_ns {
+            out.push(format!(
+                "thread {}: allocator CPU time {} ns above its CPU time {} ns",
+                t.tid, t.alloc_cpu_ns, t.cpu_ns
+            ));
+        }
+    }
+    if s.thread_count() < s.threads.len() as u64 {
+        out.push(format!(
+            "{} threads counted, {} listed",
+            s.thread_count(),
+            s.threads.len()
+        ));
+    }
+    if s.wall_ns > 0 {
+        for f in &m.findings {
+            if let Some(stake) = f.stake_ns.filter(|&st| st > s.wall_ns) {
+                out.push(format!(
+                    "finding {}: stake {stake} ns above the wall time {} ns",
+                    f.id, s.wall_ns
+                ));
+            }
+        }
+    }
+    let mut share = |what: &str, v: f64| {
+        if !(0.0..=1.0 + SHARE_SLACK).contains(&v) {
+            out.push(format!("{what}: share {v} outside 0-1"));
+        }
+    };
+    share("allocator share of thread time", s.alloc_share_of_life());
+    if let Some(r) = &m.states {
+        share("parallel efficiency", r.parallel_efficiency());
+    }
+    for r in &s.omp_regions {
+        share("an OpenMP region's barrier", r.barrier_share());
+    }
+    for r in &s.omp_runs {
+        share("an OpenMP run's barrier", r.barrier_share);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::summary::ThreadSummary;
+
+    /// A model that breaks each invariant is told so, once per break; the default model breaks none.
+    #[test]
+    fn each_broken_invariant_is_named() {
+        assert!(violations(&Model::default()).is_empty());
+        let mut m = Model::default();
+        m.analysis.summary.wall_ns = 1_000;
+        m.analysis.summary.threads.push(ThreadSummary {
+            tid: 7,
+            wall_ns: 100,
+            cpu_ns: 50,
+            alloc_ns: 101,
+            alloc_cpu_ns: 51,
+            lock_wait_ns: 101,
+            ..Default::default()
+        });
+        m.findings.push(crate::findings::Finding {
+            id: "x".into(),
+            severity: crate::findings::Severity::Low,
+            title: String::new(),
+            evidence: Vec::new(),
+            cause: String::new(),
+            remedy: String::new(),
+            stake_ns: Some(1_001),
+        });
+        let v = violations(&m);
+        for words in ["allocator time", "lock wait", "allocator CPU time", "stake"] {
+            assert!(v.iter().any(|l| l.contains(words)), "{words}: {v:?}");
+        }
+    }
+}
