@@ -12,6 +12,7 @@
 use super::states::{Category, StateReport, StateSite};
 use crate::profile::Profile;
 use crate::profile::format::LockRole;
+use crate::symbols::libc_locks::LibcLocks;
 use crate::symbols::{DataSymbols, Frame, Symbolizer, file_name, user_frame};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -102,6 +103,11 @@ pub fn name_site_locks(
 ) {
     let mut data = DataSymbols::new(&profile.modules);
     let mut symbols: HashMap<u64, Option<(String, String)>> = HashMap::new();
+    let libc = if read_modules {
+        libc_structure(profile)
+    } else {
+        None
+    };
     for t in &mut report.threads {
         for site in t.sites.iter_mut().filter(|s| s.category == Category::Lock) {
             let function = site.function();
@@ -133,6 +139,14 @@ pub fn name_site_locks(
                         }
                     })
                     .clone();
+                let structure = libc.as_ref().and_then(|(l, module)| {
+                    let at = lock.object.checked_sub(module.bias)?;
+                    (module.lo <= lock.object && lock.object < module.hi).then_some(())?;
+                    if let Some(words) = l.name(at) {
+                        return Some(Structure::Words(words));
+                    }
+                    l.is_main_arena(at).then_some(Structure::MainArena)
+                });
                 let (name, how) = name_lock(
                     profile,
                     sym,
@@ -143,6 +157,7 @@ pub fn name_site_locks(
                         allocator,
                         stdio,
                         takes,
+                        structure,
                     },
                 );
                 // A futex word the interposer saw waits on: the runtime's object, by its symbol
@@ -171,13 +186,40 @@ pub fn name_site_locks(
     }
 }
 
+/// libc's file read for the locks its structure names (`symbols::libc_locks`), with libc's
+/// module in the profile: None when the program did not load glibc or its file is not here.
+fn libc_structure(profile: &Profile) -> Option<(LibcLocks, &crate::profile::Module)> {
+    let module = profile.modules.iter().find(|m| {
+        let name = file_name(&m.path);
+        name.starts_with("libc.so") || name.starts_with("libc-")
+    })?;
+    let groups: Vec<(&[String], &str)> = table()
+        .function_locks
+        .iter()
+        .map(|l| (l.functions.as_slice(), l.words.as_str()))
+        .collect();
+    Some((
+        LibcLocks::read(&module.path, &module.build_id, &groups)?,
+        module,
+    ))
+}
+
+/// What libc's structure says of a lock inside it, without its debug file.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Structure<'a> {
+    /// Taken by the code of exported functions (`function_locks`), or a standard stream's.
+    Words(&'a str),
+    MainArena,
+}
+
 /// What the waiting site was doing: inside malloc, inside stdio, or in a libc function with a
-/// private lock (`function_locks`: its words).
+/// private lock (`function_locks`: its words); and what libc's structure says of the lock.
 #[derive(Clone, Copy, Default)]
 struct Waiter<'a> {
     allocator: bool,
     stdio: bool,
     takes: Option<&'a str>,
+    structure: Option<Structure<'a>>,
 }
 
 /// Where names of glibc's own locks come from when libc's debug file is missing.
@@ -197,6 +239,7 @@ fn name_lock(
         allocator,
         stdio,
         takes,
+        structure,
     } = waiter;
     if let Some((module, symbol)) = symbol {
         let in_libc = module.starts_with("libc.so") || module.starts_with("libc-");
@@ -215,6 +258,18 @@ fn name_lock(
             return (w.words.replace("{function}", function), "symbol");
         }
         return (format!("{symbol} ({module})"), "symbol");
+    }
+    match structure {
+        Some(Structure::MainArena) => {
+            let words = table()
+                .symbols
+                .iter()
+                .find(|w| w.symbol == "main_arena")
+                .map_or("malloc's arena lock (main_arena)", |w| w.words.as_str());
+            return (words.to_string(), "allocator");
+        }
+        Some(Structure::Words(words)) => return (words.to_string(), "libc-structure"),
+        None => {}
     }
     if let Some(name) = init_site(profile, sym, object) {
         return (name, "init-site");
@@ -339,6 +394,7 @@ mod tests {
                     allocator,
                     stdio,
                     takes: None,
+                    structure: None,
                 },
             )
         };

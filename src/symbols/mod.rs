@@ -5,6 +5,7 @@
 //! that cannot be resolved are kept as `module+offset`. One loader per module, cached.
 
 pub mod code;
+pub mod libc_locks;
 
 use crate::profile::{Module, Profile, Stack};
 use std::borrow::Cow;
