@@ -1,10 +1,12 @@
 //! Symbolization of the return addresses in a profile's stacks, after the process has ended:
 //! each address is mapped to the module (loaded object) that held it by the profile's MODULE
 //! records, then resolved in that module's file — its DWARF (with inlined frames) and symbol
-//! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/. Frames
+//! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/ or through
+//! debuginfod when `DEBUGINFOD_URLS` is set (`debuginfod`). Frames
 //! that cannot be resolved are kept as `module+offset`. One loader per module, cached.
 
 pub mod code;
+pub mod debuginfod;
 pub mod libc_locks;
 
 use crate::profile::{Module, Profile, Stack};
@@ -398,15 +400,7 @@ impl<'a> DataSymbols<'a> {
 fn data_symbol_table(module: &Module, debug_root: &Path) -> Vec<(u64, u64, String)> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let mut paths = vec![PathBuf::from(&module.path)];
-    if module.build_id.len() >= 2 {
-        let id = hex(&module.build_id);
-        paths.push(
-            debug_root
-                .join(".build-id")
-                .join(&id[..2])
-                .join(format!("{}.debug", &id[2..])),
-        );
-    }
+    paths.extend(debuginfod::debug_file(&module.build_id, debug_root));
     let mut out = Vec::new();
     for path in paths {
         let Ok(data) = std::fs::read(&path) else {
@@ -453,10 +447,6 @@ fn build_id_of(path: &Path) -> Option<Vec<u8>> {
     file.build_id().ok()?.map(<[u8]>::to_vec)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Opens what is known of a module: its file (when its build id still matches the profile's)
 /// and its separate debug file by build id.
 fn open_module(module: &Module, debug_root: &Path) -> ModuleDebug {
@@ -469,15 +459,7 @@ fn open_module(module: &Module, debug_root: &Path) -> ModuleDebug {
     } else {
         None
     };
-    let debug = (module.build_id.len() >= 2)
-        .then(|| {
-            let id = hex(&module.build_id);
-            debug_root
-                .join(".build-id")
-                .join(&id[..2])
-                .join(format!("{}.debug", &id[2..]))
-        })
-        .filter(|p| p.is_file())
+    let debug = debuginfod::debug_file(&module.build_id, debug_root)
         .and_then(|p| addr2line::Loader::new(p).ok());
     match debug {
         Some(d) => ModuleDebug {
