@@ -222,6 +222,73 @@ struct Waiter<'a> {
     structure: Option<Structure<'a>>,
 }
 
+/// Which package or setting would name what is still unnamed in libc on this system: one line
+/// for the report, when a lock of libc is unnamed or a site is shown in a function of libc
+/// without symbols (its debug file neither under /usr/lib/debug nor from debuginfod); else None.
+pub fn missing_names_hint(states: Option<&StateReport>) -> Option<String> {
+    let sites = || {
+        states
+            .into_iter()
+            .flat_map(|r| &r.threads)
+            .flat_map(|t| &t.sites)
+    };
+    let in_libc = |f: &Frame| {
+        let name = file_name(&f.module);
+        name.starts_with("libc.so") || name.starts_with("libc-")
+    };
+    let missing = sites().any(|s| {
+        s.locks.iter().any(|l| l.how == "libc-address")
+            || s.frames
+                .get(
+                    crate::symbols::called_frame(&s.frames, s.user)
+                        .unwrap_or_else(|| s.decided_by.unwrap_or(0)),
+                )
+                .is_some_and(|f| f.function.is_none() && in_libc(f))
+    });
+    if !missing {
+        return None;
+    }
+    let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    Some(format!(
+        "names: libc.so.6 has no debug file here, so some of glibc's locks and functions are unnamed; {}",
+        names_advice(&os, std::env::var("DEBUGINFOD_URLS").ok().as_deref())
+    ))
+}
+
+/// What to install or set, for the distribution `/etc/os-release` (its text) describes.
+fn names_advice(os_release: &str, debuginfod_urls: Option<&str>) -> String {
+    let field = |key: &str| {
+        os_release.lines().find_map(|l| {
+            l.strip_prefix(key)?
+                .strip_prefix('=')
+                .map(|v| v.trim_matches('"').to_string())
+        })
+    };
+    let ids = format!(
+        "{} {}",
+        field("ID").unwrap_or_default(),
+        field("ID_LIKE").unwrap_or_default()
+    );
+    let has = |id: &str| ids.split_whitespace().any(|w| w == id);
+    let advice = if has("ubuntu") {
+        "on Ubuntu: apt install libc6-dbg, or set DEBUGINFOD_URLS=https://debuginfod.ubuntu.com"
+            .to_string()
+    } else if has("debian") {
+        "on Debian: apt install libc6-dbg, or set DEBUGINFOD_URLS=https://debuginfod.debian.net"
+            .to_string()
+    } else if has("fedora") && !has("rhel") {
+        "on Fedora: dnf debuginfo-install glibc, or set DEBUGINFOD_URLS=https://debuginfod.fedoraproject.org".to_string()
+    } else if has("rhel") || has("centos") || has("fedora") {
+        "on RHEL and its rebuilds: dnf debuginfo-install glibc (or set DEBUGINFOD_URLS to your distribution's debuginfod server)".to_string()
+    } else {
+        DEBUG_FILE_HINT.replace("glibc's names need libc's debug file: ", "install ")
+    };
+    match debuginfod_urls.filter(|u| !u.trim().is_empty()) {
+        Some(urls) => format!("DEBUGINFOD_URLS ({urls}) gave none; {advice}"),
+        None => advice,
+    }
+}
+
 /// Where names of glibc's own locks come from when libc's debug file is missing.
 pub const DEBUG_FILE_HINT: &str = "glibc's names need libc's debug file: libc6-dbg (Debian, Ubuntu), glibc-debuginfo (Fedora, RHEL: dnf debuginfo-install glibc), or DEBUGINFOD_URLS set";
 
@@ -347,6 +414,26 @@ mod tests {
         for name in ["memcpy2", "random", "__libc_write"] {
             assert!(!is_allocator_frame(&f(name)), "{name}");
         }
+    }
+
+    #[test]
+    fn the_advice_fits_the_distribution() {
+        let debian = "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n";
+        let ubuntu = "NAME=\"Ubuntu\"\nID=ubuntu\nID_LIKE=debian\n";
+        let fedora = "NAME=\"Fedora Linux\"\nID=fedora\n";
+        let alma = "ID=\"almalinux\"\nID_LIKE=\"rhel centos fedora\"\n";
+        assert!(names_advice(debian, None).contains("libc6-dbg"));
+        assert!(names_advice(debian, None).contains("debuginfod.debian.net"));
+        assert!(names_advice(ubuntu, None).contains("debuginfod.ubuntu.com"));
+        assert!(names_advice(fedora, None).contains("dnf debuginfo-install glibc"));
+        assert!(names_advice(fedora, None).contains("debuginfod.fedoraproject.org"));
+        assert!(names_advice(alma, None).contains("RHEL"));
+        let other = names_advice("ID=arch\n", None);
+        assert!(other.contains("libc6-dbg") && other.contains("DEBUGINFOD_URLS"));
+        assert!(
+            names_advice(debian, Some("http://x"))
+                .starts_with("DEBUGINFOD_URLS (http://x) gave none")
+        );
     }
 
     #[test]

@@ -53,6 +53,10 @@ pub struct Report<'a> {
     /// profile has no stacks, so no site, lock or state is named by its code.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     no_unwinder: bool,
+    /// Which package or setting would name glibc's locks and functions still unnamed (libc's
+    /// debug file missing); absent when nothing is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    names_hint: Option<String>,
     /// Every thread that ran, each thread of a folded group counted (`threads` lists rows).
     thread_count: u64,
     threads: Vec<Thread<'a>>,
@@ -230,6 +234,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
             rwlock_read: s.rwlock_steps,
         },
         no_unwinder: s.no_unwinder,
+        names_hint: crate::analysis::locknames::missing_names_hint(states),
         thread_count: s.thread_count(),
         threads: s
             .threads
