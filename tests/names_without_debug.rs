@@ -203,8 +203,12 @@ fn glibc_locks_are_named_with_and_without_the_debug_file() {
     if !have(
         "a mount namespace (unshare -m as root) and libc's debug file under /usr/lib/debug",
         libc_build_id().is_some_and(|id| {
-            Path::new(&format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]))
-                .is_file()
+            Path::new(&format!(
+                "/usr/lib/debug/.build-id/{}/{}.debug",
+                &id[..2],
+                &id[2..]
+            ))
+            .is_file()
         }) && Command::new("unshare")
             .args(["-m", "sh", "-c", "mount -t tmpfs none /usr/lib/debug"])
             .status()

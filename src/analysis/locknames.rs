@@ -6,7 +6,9 @@
 //! a program's own: by the data symbol that holds it (libc's debug file
 //! names `main_arena`, `_IO_stdfile_1_lock`, random.c's `lock`, `tzset_lock`), with words a user
 //! knows (glibc_locks.json: "malloc's arena lock (main_arena)", "the lock of stdout",
-//! "random()'s lock"); on the heap by what holds it (a malloc arena, a FILE) or the place that
+//! "random()'s lock"); without the debug file by libc's own structure (`symbols::libc_locks`:
+//! the exported function whose code takes it, `_IO_2_1_stdout_->_lock`, main_arena's pointer
+//! back at itself); on the heap by what holds it (a malloc arena, a FILE) or the place that
 //! initialised it; by its address as a last resort.
 
 use super::states::{Category, StateReport, StateSite};
