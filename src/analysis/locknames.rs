@@ -227,7 +227,10 @@ struct Waiter<'a> {
 /// Which package or setting would name what is still unnamed in libc on this system: one line
 /// for the report, when a lock of libc is unnamed or a site is shown in a function of libc
 /// without symbols (its debug file neither under /usr/lib/debug nor from debuginfod); else None.
-pub fn missing_names_hint(states: Option<&StateReport>) -> Option<String> {
+pub fn missing_names_hint(
+    states: Option<&StateReport>,
+    modules: &[crate::profile::Module],
+) -> Option<String> {
     let sites = || {
         states
             .into_iter()
@@ -247,7 +250,9 @@ pub fn missing_names_hint(states: Option<&StateReport>) -> Option<String> {
                 )
                 .is_some_and(|f| f.function.is_none() && in_libc(f))
     });
-    if !missing {
+    // Only where this machine's libc is the profile's (a debug file installed here would name
+    // it) and its debug file is neither installed nor served by debuginfod.
+    if !missing || !libc_debug_file_missing(modules) {
         return None;
     }
     let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
@@ -255,6 +260,30 @@ pub fn missing_names_hint(states: Option<&StateReport>) -> Option<String> {
         "names: libc.so.6 has no debug file here, so some of glibc's locks and functions are unnamed; {}",
         names_advice(&os, std::env::var("DEBUGINFOD_URLS").ok().as_deref())
     ))
+}
+
+/// Whether the profile's libc is this machine's (its file, with the profile's build id) and has no
+/// debug file here, nor from debuginfod.
+fn libc_debug_file_missing(modules: &[crate::profile::Module]) -> bool {
+    use object::Object;
+    let Some(libc) = modules.iter().find(|m| {
+        let name = file_name(&m.path);
+        name.starts_with("libc.so") || name.starts_with("libc-")
+    }) else {
+        return false;
+    };
+    let here = std::fs::read(&libc.path).ok().is_some_and(|data| {
+        object::File::parse(&*data).is_ok_and(|f| {
+            libc.build_id.is_empty()
+                || f.build_id()
+                    .ok()
+                    .flatten()
+                    .is_some_and(|id| id == libc.build_id.as_slice())
+        })
+    });
+    let root = std::env::var_os("STALLSCOPE_DEBUG_ROOT")
+        .map_or_else(|| std::path::PathBuf::from("/usr/lib/debug"), Into::into);
+    here && crate::symbols::debuginfod::debug_file(&libc.build_id, &root).is_none()
 }
 
 /// What to install or set, for the distribution `/etc/os-release` (its text) describes.

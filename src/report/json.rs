@@ -234,7 +234,7 @@ pub fn report(a: &Analysis) -> Report<'_> {
             rwlock_read: s.rwlock_steps,
         },
         no_unwinder: s.no_unwinder,
-        names_hint: crate::analysis::locknames::missing_names_hint(states),
+        names_hint: crate::analysis::locknames::missing_names_hint(states, &a.profile.modules),
         thread_count: s.thread_count(),
         threads: s
             .threads
