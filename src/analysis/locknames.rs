@@ -448,6 +448,24 @@ mod tests {
     }
 
     #[test]
+    fn each_function_lock_group_takes_one_lock_of_the_system_libc() {
+        let groups: Vec<(&[String], &str)> = table()
+            .function_locks
+            .iter()
+            .map(|l| (l.functions.as_slice(), l.words.as_str()))
+            .collect();
+        let Some(libc) = LibcLocks::read("/lib/x86_64-linux-gnu/libc.so.6", &[], &groups) else {
+            eprintln!("SKIPPED: no x86-64 glibc at /lib/x86_64-linux-gnu/libc.so.6");
+            return;
+        };
+        for (_, words) in &groups {
+            let at = libc.addresses_named(words);
+            assert_eq!(at.len(), 1, "{words}: {at:x?}");
+            assert!(!libc.is_main_arena(at[0]), "{words}");
+        }
+    }
+
+    #[test]
     fn the_advice_fits_the_distribution() {
         let debian = "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n";
         let ubuntu = "NAME=\"Ubuntu\"\nID=ubuntu\nID_LIKE=debian\n";

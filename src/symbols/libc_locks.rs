@@ -118,6 +118,18 @@ impl LibcLocks {
         self.locks.get(&at).map(String::as_str)
     }
 
+    /// The link-time addresses of the locks named `words`.
+    pub fn addresses_named(&self, words: &str) -> Vec<u64> {
+        let mut at: Vec<u64> = self
+            .locks
+            .iter()
+            .filter(|(_, w)| w.as_str() == words)
+            .map(|(a, _)| *a)
+            .collect();
+        at.sort_unstable();
+        at
+    }
+
     /// Whether the lock at `at` is the mutex of main_arena: an object in libc's data that points
     /// back at `at` from where a malloc_state's `next` field lies.
     pub fn is_main_arena(&self, at: u64) -> bool {
