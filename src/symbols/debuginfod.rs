@@ -8,10 +8,11 @@
 //!
 //! `http://` servers are asked with a small HTTP/1.0 client over `std::net`; `https://` ones
 //! (the public servers) through `curl` when it is installed. `DEBUGINFOD_TIMEOUT` (seconds,
-//! elfutils' default 90) bounds each request. A build id is asked for at most once per process.
+//! elfutils' default 90) bounds each request. A build id is asked for at most once per process,
+//! and a miss is remembered for 10 minutes as an empty file in the cache, as elfutils does.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -61,8 +62,21 @@ fn hex(bytes: &[u8]) -> String {
 /// The cached file, else the first server's answer written into the cache.
 fn fetch(id: &str, urls: &str, cache: &Path) -> Option<PathBuf> {
     let path = cache.join(id).join("debuginfo");
-    if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0) {
-        return Some(path);
+    if let Ok(m) = std::fs::metadata(&path) {
+        if m.is_file() && m.len() > 0 {
+            return Some(path);
+        }
+        // An empty file is a recent miss (elfutils' convention, `cache_miss_s`: 600 s).
+        if m.modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age < MISS_KEPT)
+        {
+            return None;
+        }
+    }
+    if std::io::stderr().is_terminal() {
+        eprintln!("stallscope: asking debuginfod ({urls}) for the debug file of build id {id}");
     }
     let timeout = std::env::var("DEBUGINFOD_TIMEOUT")
         .ok()
@@ -89,8 +103,15 @@ fn fetch(id: &str, urls: &str, cache: &Path) -> Option<PathBuf> {
         std::fs::rename(&partial, &path).ok()?;
         return Some(path);
     }
+    // Remember the miss, so that the next report does not ask again at once.
+    if std::fs::create_dir_all(cache.join(id)).is_ok() {
+        let _ = std::fs::write(&path, b"");
+    }
     None
 }
+
+/// How long a miss is remembered.
+const MISS_KEPT: Duration = Duration::from_secs(600);
 
 /// An `http://host[:port]/path` URL's body when it answers 200 (following up to `redirects`
 /// redirections to other `http://` URLs).
@@ -225,9 +246,16 @@ mod tests {
         assert_eq!(fetch("0011", &url, &cache), None);
         server.join().unwrap();
         let (url, server) = serve_once(b"HTTP/1.0 200 OK\r\n\r\n<html>".to_vec());
-        assert_eq!(fetch("0011", &url, &cache), None);
+        assert_eq!(fetch("0022", &url, &cache), None);
         server.join().unwrap();
-        assert!(!cache.join("0011/debuginfo").exists());
+        // The miss is remembered: no server listens any more, and it is not asked.
+        assert_eq!(
+            std::fs::metadata(cache.join("0011/debuginfo"))
+                .unwrap()
+                .len(),
+            0
+        );
+        assert_eq!(fetch("0011", &url, &cache), None);
         let _ = std::fs::remove_dir_all(&cache);
     }
 }
