@@ -6,12 +6,15 @@
 //! a program's own: by the data symbol that holds it (libc's debug file
 //! names `main_arena`, `_IO_stdfile_1_lock`, random.c's `lock`, `tzset_lock`), with words a user
 //! knows (glibc_locks.json: "malloc's arena lock (main_arena)", "the lock of stdout",
-//! "random()'s lock"); on the heap by what holds it (a malloc arena, a FILE) or the place that
+//! "random()'s lock"); without the debug file by libc's own structure (`symbols::libc_locks`:
+//! the exported function whose code takes it, `_IO_2_1_stdout_->_lock`, main_arena's pointer
+//! back at itself); on the heap by what holds it (a malloc arena, a FILE) or the place that
 //! initialised it; by its address as a last resort.
 
 use super::states::{Category, StateReport, StateSite};
 use crate::profile::Profile;
 use crate::profile::format::LockRole;
+use crate::symbols::libc_locks::LibcLocks;
 use crate::symbols::{DataSymbols, Frame, Symbolizer, file_name, user_frame};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -102,6 +105,11 @@ pub fn name_site_locks(
 ) {
     let mut data = DataSymbols::new(&profile.modules);
     let mut symbols: HashMap<u64, Option<(String, String)>> = HashMap::new();
+    let libc = if read_modules {
+        libc_structure(profile)
+    } else {
+        None
+    };
     for t in &mut report.threads {
         for site in t.sites.iter_mut().filter(|s| s.category == Category::Lock) {
             let function = site.function();
@@ -133,6 +141,14 @@ pub fn name_site_locks(
                         }
                     })
                     .clone();
+                let structure = libc.as_ref().and_then(|(l, module)| {
+                    let at = lock.object.checked_sub(module.bias)?;
+                    (module.lo <= lock.object && lock.object < module.hi).then_some(())?;
+                    if let Some(words) = l.name(at) {
+                        return Some(Structure::Words(words));
+                    }
+                    l.is_main_arena(at).then_some(Structure::MainArena)
+                });
                 let (name, how) = name_lock(
                     profile,
                     sym,
@@ -143,6 +159,7 @@ pub fn name_site_locks(
                         allocator,
                         stdio,
                         takes,
+                        structure,
                     },
                 );
                 // A futex word the interposer saw waits on: the runtime's object, by its symbol
@@ -171,13 +188,136 @@ pub fn name_site_locks(
     }
 }
 
+/// libc's file read for the locks its structure names (`symbols::libc_locks`), with libc's
+/// module in the profile: None when the program did not load glibc or its file is not here.
+fn libc_structure(profile: &Profile) -> Option<(LibcLocks, &crate::profile::Module)> {
+    let module = profile.modules.iter().find(|m| {
+        let name = file_name(&m.path);
+        name.starts_with("libc.so") || name.starts_with("libc-")
+    })?;
+    let groups: Vec<(&[String], &str)> = table()
+        .function_locks
+        .iter()
+        .map(|l| (l.functions.as_slice(), l.words.as_str()))
+        .collect();
+    Some((
+        LibcLocks::read(&module.path, &module.build_id, &groups)?,
+        module,
+    ))
+}
+
+/// What libc's structure says of a lock inside it, without its debug file.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Structure<'a> {
+    /// Taken by the code of exported functions (`function_locks`), or a standard stream's.
+    Words(&'a str),
+    MainArena,
+}
+
 /// What the waiting site was doing: inside malloc, inside stdio, or in a libc function with a
-/// private lock (`function_locks`: its words).
+/// private lock (`function_locks`: its words); and what libc's structure says of the lock.
 #[derive(Clone, Copy, Default)]
 struct Waiter<'a> {
     allocator: bool,
     stdio: bool,
     takes: Option<&'a str>,
+    structure: Option<Structure<'a>>,
+}
+
+/// Which package or setting would name what is still unnamed in libc on this system: one line
+/// for the report, when a lock of libc is unnamed or a site is shown in a function of libc
+/// without symbols (its debug file neither under /usr/lib/debug nor from debuginfod); else None.
+pub fn missing_names_hint(
+    states: Option<&StateReport>,
+    modules: &[crate::profile::Module],
+) -> Option<String> {
+    let sites = || {
+        states
+            .into_iter()
+            .flat_map(|r| &r.threads)
+            .flat_map(|t| &t.sites)
+    };
+    let in_libc = |f: &Frame| {
+        let name = file_name(&f.module);
+        name.starts_with("libc.so") || name.starts_with("libc-")
+    };
+    let missing = sites().any(|s| {
+        s.locks.iter().any(|l| l.how == "libc-address")
+            || s.frames
+                .get(
+                    crate::symbols::called_frame(&s.frames, s.user)
+                        .unwrap_or_else(|| s.decided_by.unwrap_or(0)),
+                )
+                .is_some_and(|f| f.function.is_none() && in_libc(f))
+    });
+    // Only where this machine's libc is the profile's (a debug file installed here would name
+    // it) and its debug file is neither installed nor served by debuginfod.
+    if !missing || !libc_debug_file_missing(modules) {
+        return None;
+    }
+    let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    Some(format!(
+        "names: libc.so.6 has no debug file here, so some of glibc's locks and functions are unnamed; {}",
+        names_advice(&os, std::env::var("DEBUGINFOD_URLS").ok().as_deref())
+    ))
+}
+
+/// Whether the profile's libc is this machine's (its file, with the profile's build id) and has no
+/// debug file here, nor from debuginfod.
+fn libc_debug_file_missing(modules: &[crate::profile::Module]) -> bool {
+    use object::Object;
+    let Some(libc) = modules.iter().find(|m| {
+        let name = file_name(&m.path);
+        name.starts_with("libc.so") || name.starts_with("libc-")
+    }) else {
+        return false;
+    };
+    let here = std::fs::read(&libc.path).ok().is_some_and(|data| {
+        object::File::parse(&*data).is_ok_and(|f| {
+            libc.build_id.is_empty()
+                || f.build_id()
+                    .ok()
+                    .flatten()
+                    .is_some_and(|id| id == libc.build_id.as_slice())
+        })
+    });
+    let root = std::env::var_os("STALLSCOPE_DEBUG_ROOT")
+        .map_or_else(|| std::path::PathBuf::from("/usr/lib/debug"), Into::into);
+    here && crate::symbols::debuginfod::debug_file(&libc.build_id, &root).is_none()
+}
+
+/// What to install or set, for the distribution `/etc/os-release` (its text) describes.
+fn names_advice(os_release: &str, debuginfod_urls: Option<&str>) -> String {
+    let field = |key: &str| {
+        os_release.lines().find_map(|l| {
+            l.strip_prefix(key)?
+                .strip_prefix('=')
+                .map(|v| v.trim_matches('"').to_string())
+        })
+    };
+    let ids = format!(
+        "{} {}",
+        field("ID").unwrap_or_default(),
+        field("ID_LIKE").unwrap_or_default()
+    );
+    let has = |id: &str| ids.split_whitespace().any(|w| w == id);
+    let advice = if has("ubuntu") {
+        "on Ubuntu: apt install libc6-dbg, or set DEBUGINFOD_URLS=https://debuginfod.ubuntu.com"
+            .to_string()
+    } else if has("debian") {
+        "on Debian: apt install libc6-dbg, or set DEBUGINFOD_URLS=https://debuginfod.debian.net"
+            .to_string()
+    } else if has("fedora") && !has("rhel") {
+        "on Fedora: dnf debuginfo-install glibc, or set DEBUGINFOD_URLS=https://debuginfod.fedoraproject.org".to_string()
+    } else if has("rhel") || has("centos") || has("fedora") {
+        "on RHEL and its rebuilds: dnf debuginfo-install glibc (or set DEBUGINFOD_URLS to your distribution's debuginfod server)".to_string()
+    } else {
+        DEBUG_FILE_HINT.replace("glibc's names need libc's debug file: ", "install ")
+    };
+    match debuginfod_urls.filter(|u| !u.trim().is_empty()) {
+        Some(urls) => format!("DEBUGINFOD_URLS ({urls}) gave none; {advice}"),
+        None => advice,
+    }
 }
 
 /// Where names of glibc's own locks come from when libc's debug file is missing.
@@ -197,6 +337,7 @@ fn name_lock(
         allocator,
         stdio,
         takes,
+        structure,
     } = waiter;
     if let Some((module, symbol)) = symbol {
         let in_libc = module.starts_with("libc.so") || module.starts_with("libc-");
@@ -215,6 +356,18 @@ fn name_lock(
             return (w.words.replace("{function}", function), "symbol");
         }
         return (format!("{symbol} ({module})"), "symbol");
+    }
+    match structure {
+        Some(Structure::MainArena) => {
+            let words = table()
+                .symbols
+                .iter()
+                .find(|w| w.symbol == "main_arena")
+                .map_or("malloc's arena lock (main_arena)", |w| w.words.as_str());
+            return (words.to_string(), "allocator");
+        }
+        Some(Structure::Words(words)) => return (words.to_string(), "libc-structure"),
+        None => {}
     }
     if let Some(name) = init_site(profile, sym, object) {
         return (name, "init-site");
@@ -295,6 +448,44 @@ mod tests {
     }
 
     #[test]
+    fn each_function_lock_group_takes_one_lock_of_the_system_libc() {
+        let groups: Vec<(&[String], &str)> = table()
+            .function_locks
+            .iter()
+            .map(|l| (l.functions.as_slice(), l.words.as_str()))
+            .collect();
+        let Some(libc) = LibcLocks::read("/lib/x86_64-linux-gnu/libc.so.6", &[], &groups) else {
+            eprintln!("SKIPPED: no x86-64 glibc at /lib/x86_64-linux-gnu/libc.so.6");
+            return;
+        };
+        for (_, words) in &groups {
+            let at = libc.addresses_named(words);
+            assert_eq!(at.len(), 1, "{words}: {at:x?}");
+            assert!(!libc.is_main_arena(at[0]), "{words}");
+        }
+    }
+
+    #[test]
+    fn the_advice_fits_the_distribution() {
+        let debian = "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n";
+        let ubuntu = "NAME=\"Ubuntu\"\nID=ubuntu\nID_LIKE=debian\n";
+        let fedora = "NAME=\"Fedora Linux\"\nID=fedora\n";
+        let alma = "ID=\"almalinux\"\nID_LIKE=\"rhel centos fedora\"\n";
+        assert!(names_advice(debian, None).contains("libc6-dbg"));
+        assert!(names_advice(debian, None).contains("debuginfod.debian.net"));
+        assert!(names_advice(ubuntu, None).contains("debuginfod.ubuntu.com"));
+        assert!(names_advice(fedora, None).contains("dnf debuginfo-install glibc"));
+        assert!(names_advice(fedora, None).contains("debuginfod.fedoraproject.org"));
+        assert!(names_advice(alma, None).contains("RHEL"));
+        let other = names_advice("ID=arch\n", None);
+        assert!(other.contains("libc6-dbg") && other.contains("DEBUGINFOD_URLS"));
+        assert!(
+            names_advice(debian, Some("http://x"))
+                .starts_with("DEBUGINFOD_URLS (http://x) gave none")
+        );
+    }
+
+    #[test]
     fn libc_symbols_get_their_words() {
         let profile = Profile::default();
         let mut sym = Symbolizer::offline(&profile);
@@ -339,6 +530,7 @@ mod tests {
                     allocator,
                     stdio,
                     takes: None,
+                    structure: None,
                 },
             )
         };

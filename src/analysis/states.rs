@@ -465,7 +465,8 @@ pub struct WaitedLock {
     /// `table_lock (named_locks)`, ..., or the address as a last resort.
     pub name: String,
     /// How it was named: `symbol`, `allocator`, `stdio`, `function` (a libc function with a
-    /// private lock, without debug file), `init-site`, `libc-address` (a lock of libc that its
+    /// private lock, without debug file), `libc-structure` (named by libc's code or data,
+    /// src/symbols/libc_locks.rs), `init-site`, `libc-address` (a lock of libc that its
     /// debug file would name), `pthread` (a lock the pthread hooks took), `runtime` (a futex word
     /// of a runtime's lock, whose waits the lock list counts exactly) or `address`.
     pub how: &'static str,

@@ -154,6 +154,8 @@ struct StateGroup {
     locks: Vec<(String, u64)>,
     /// A lock of libc that only its debug file would name was among them.
     unnamed_libc_lock: bool,
+    /// The lock word its sites caught most (lock waits): the group's identity.
+    lock: Option<u64>,
     /// The threads (their index) counted in `threads_ns`: a thread with several sites in the
     /// group counts once.
     seen: Vec<usize>,
@@ -189,8 +191,15 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                 // Inside a TBB mutex's acquisition (one that reports through ITT is in the lock
                 // list; one that sleeps on a futex word is that word's).
                 || crate::analysis::futex::in_tbb_acquisition(&site.frames);
+            // malloc's arena locks are the arena-lock finding's (findings/scaling.rs): one
+            // lock, one finding.
+            let arena = crate::analysis::locknames::in_allocator(site)
+                || site
+                    .lock()
+                    .is_some_and(|l| crate::analysis::locknames::is_arena_lock(l.how));
             if category == Category::Lock
                 && (runtime_decided
+                    || arena
                     || (!site.locks.is_empty()
                         && site
                             .locks
@@ -212,10 +221,26 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                 .user_frame()
                 .map(frame_text)
                 .unwrap_or_else(|| UNKNOWN_FRAME.into());
-            let g = match groups.iter_mut().position(|g| g.function == function) {
-                Some(i) => &mut groups[i],
+            // One lock, one finding: sites that caught the same lock word are one group,
+            // whichever functions waited on it.
+            let lock = (category == Category::Lock)
+                .then(|| site.lock().map(|l| l.object))
+                .flatten();
+            let at = groups.iter().position(|g| match lock {
+                Some(_) => g.lock == lock,
+                None => g.lock.is_none() && g.function == function,
+            });
+            let g = match at {
+                Some(i) => {
+                    let g = &mut groups[i];
+                    if !g.function.split(" and ").any(|f| f == function) {
+                        g.function = format!("{} and {function}", g.function);
+                    }
+                    g
+                }
                 None => {
                     groups.push(StateGroup {
+                        lock,
                         function,
                         ns: 0.0,
                         samples: 0.0,

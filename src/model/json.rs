@@ -59,6 +59,10 @@ pub struct Report<'a> {
     heap_unchecked: bool,
     /// Heaps of huge pages: cross-thread frees not measured.
     arenas_unread: bool,
+    /// Which package or setting would name glibc's locks and functions still unnamed (libc's
+    /// debug file missing); absent when nothing is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    names_hint: Option<String>,
     /// Every thread that ran, each thread of a folded group counted (`threads` lists rows).
     thread_count: u64,
     threads: Vec<Thread<'a>>,
@@ -238,6 +242,7 @@ pub fn report(a: &Model) -> Report<'_> {
         no_unwinder: s.no_unwinder,
         heap_unchecked: s.heap_unchecked,
         arenas_unread: s.arenas_unread,
+        names_hint: crate::analysis::locknames::missing_names_hint(states, &a.profile.modules),
         thread_count: s.thread_count(),
         threads: s
             .threads

@@ -26,6 +26,11 @@ pub fn render(a: &Analysis, style: Style, stacks: bool) -> String {
     let (s, path) = (&a.summary, a.path.as_str());
     let mut o = String::new();
     overview(&mut o, s, path, style);
+    if let Some(hint) =
+        crate::analysis::locknames::missing_names_hint(a.states.as_ref(), &a.profile.modules)
+    {
+        let _ = writeln!(o, "  {}", style.dim(&hint));
+    }
     threads(&mut o, s, style);
     functions(&mut o, s, style);
     sizes(&mut o, s, style);

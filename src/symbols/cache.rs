@@ -64,15 +64,10 @@ impl ModuleKey {
     }
 }
 
-/// The separate debug file of a module by its build id (`<root>/.build-id/ab/cdef....debug`).
+/// The separate debug file of a module by its build id (`<root>/.build-id/ab/cdef....debug`, else
+/// fetched through debuginfod when DEBUGINFOD_URLS is set).
 pub(crate) fn debug_path(module: &Module, debug_root: &Path) -> Option<PathBuf> {
-    (module.build_id.len() >= 2).then(|| {
-        let id = super::hex(&module.build_id);
-        debug_root
-            .join(".build-id")
-            .join(&id[..2])
-            .join(format!("{}.debug", &id[2..]))
-    })
+    super::debuginfod::debug_file(&module.build_id, debug_root)
 }
 
 /// A read-only mapping of a file (None: it cannot be opened or is empty).

@@ -1,12 +1,15 @@
 //! Symbolization of the return addresses in a profile's stacks, after the process has ended:
 //! each address is mapped to the module (loaded object) that held it by the profile's MODULE
 //! records, then resolved in that module's file — its DWARF (with inlined frames) and symbol
-//! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/. Frames
-//! that cannot be resolved are kept as `module+offset`. One loader per module, shared by every
-//! profile that names the module (`cache`).
+//! tables, or a separate debug file found by build id under /usr/lib/debug/.build-id/ or through
+//! debuginfod when `DEBUGINFOD_URLS` is set (`debuginfod`). Frames that cannot be resolved are
+//! kept as `module+offset`. One loader per module, shared by every profile that names the module
+//! (`cache`).
 
 mod cache;
 pub mod code;
+pub mod debuginfod;
+pub mod libc_locks;
 
 use crate::profile::{Module, Profile, Stack};
 use std::borrow::Cow;
@@ -483,10 +486,6 @@ fn data_symbol_table(module: &Module, debug_root: &Path) -> cache::DataTable {
 /// Demangles a C++ or Rust symbol name; other names are returned as they are.
 pub fn demangle(name: &str) -> String {
     addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The prefix of an interposer hook's slow part, named after the symbol it interposes
