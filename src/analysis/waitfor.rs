@@ -272,7 +272,8 @@ pub fn build(
             .or_default()
             .push(i);
     }
-    let mut classified: HashMap<SampleShape, Classified> = HashMap::new();
+    // Per classified stack of the thread states, what its samples were doing.
+    let mut classified: HashMap<u32, Classified> = HashMap::new();
     let mut edges = Vec::new();
     for ((waiter, other, other_tid, _, object), members) in groups {
         let kind = resolved[members[0]].wait.kind;
@@ -301,17 +302,14 @@ pub fn build(
                     if s.mono_ns > w.end_mono_ns {
                         break;
                     }
-                    // The sample's category and frames as the thread states classified them: one
-                    // classification for every view.
-                    let Some(stack) = states.and_then(|r| {
-                        r.sample_stacks
-                            .get(si)
-                            .and_then(|&ci| r.stacks.get(ci as usize))
-                    }) else {
+                    // The sample's category and frames as the thread states classified it: one
+                    // classification for every view. Its stack decides its description too (the
+                    // stack's shape holds the sample's kind, system call and futex operation).
+                    let Some((ci, stack)) = states.and_then(|r| r.sample_stack(si)) else {
                         continue;
                     };
                     let (category, function, frame, in_io_call) = classified
-                        .entry((s.kind, s.pc, s.stack, s.syscall))
+                        .entry(ci)
                         .or_insert_with(|| describe(stack, s))
                         .clone();
                     edge.other_sampled_ns = edge.other_sampled_ns.saturating_add(s.weight_ns);
@@ -370,8 +368,6 @@ pub fn build(
     })
 }
 
-/// What classifies a sample here: kind, pc, stack, system call.
-type SampleShape = (SampleKind, u64, Option<u32>, Option<u32>);
 /// A sample's category, what it was doing, and the user's frame.
 type Classified = (Category, String, Option<Frame>, bool);
 
