@@ -1289,7 +1289,7 @@ fn tally_samples(
 /// wait for the flusher at exit).
 fn is_lock_word(profile: &Profile, word: u64) -> bool {
     word >= 0x1000
-        && word % 4 == 0
+        && word.is_multiple_of(4)
         && !profile
             .modules
             .iter()
