@@ -104,9 +104,9 @@ pub fn samples(a: &Analysis) -> Vec<SampleView<'_>> {
     a.profile
         .samples
         .iter()
-        .zip(&r.sample_stacks)
-        .filter_map(|(sample, &i)| {
-            let stack = r.stacks.get(i as usize)?;
+        .enumerate()
+        .filter_map(|(si, sample)| {
+            let (i, stack) = r.sample_stack(si)?;
             let thread = *threads.get(&sample.serial)?;
             let at_ns = sample.mono_ns.saturating_sub(start);
             let phase = phases.get(&thread.tid).and_then(|l| phase_at(l, at_ns));

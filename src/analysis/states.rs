@@ -680,6 +680,14 @@ pub struct StateReport {
 }
 
 impl StateReport {
+    /// Sample `i` of the profile (in `Profile::samples` order) as it was classified: its stack's
+    /// index in `stacks`, and the stack (category, frames, on a CPU or not). The one
+    /// classification every view reads; None for a sample of no known thread.
+    pub fn sample_stack(&self, i: usize) -> Option<(u32, &SampledStack)> {
+        let &ci = self.sample_stacks.get(i)?;
+        Some((ci, self.stacks.get(ci as usize)?))
+    }
+
     /// The user frame where thread `ti` spent most CPU time in [begin, end) (ns from the
     /// process's start), with that time.
     pub fn top_user_frame(&self, ti: usize, begin: u64, end: u64) -> Option<(Frame, u64)> {
@@ -925,12 +933,218 @@ enum LockWord {
 /// x86-64's futex system call: a wall sample in it has the futex word's address as `object`.
 const FUTEX: u32 = 202;
 
-/// What classifies a sample: kind, pc, stack, system call and futex op.
-type Shape = (SampleKind, u64, Option<u32>, Option<u32>, u32);
+/// What classifies a sample: every sample of one shape gets one category. The futex word's role
+/// is part of it: two sleeps at one stack, one on a lock's word and one on a condition's, are a
+/// lock wait and a blocked wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Shape {
+    kind: SampleKind,
+    pc: u64,
+    stack: Option<u32>,
+    syscall: Option<u32>,
+    /// The futex operation (0 outside futex calls).
+    op: u32,
+    role: Option<super::runtime::Role>,
+}
+
 /// A shape within one thread (by serial).
 type GroupKey = (u32, Shape);
 /// A thread's merged site: (thread index, category, function, user frame).
 type SiteKey = (usize, Category, String, String);
+
+/// Samples and the time they stand for.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    samples: u64,
+    ns: u64,
+}
+
+impl Tally {
+    fn add(&mut self, samples: u64, ns: u64) {
+        self.samples = self.samples.saturating_add(samples);
+        self.ns = self.ns.saturating_add(ns);
+    }
+}
+
+/// One distinct shape, classified once: what every sample of that shape is.
+#[derive(Debug, Clone)]
+struct ClassifiedStack {
+    category: Category,
+    frames: Vec<Frame>,
+    /// The frame that decided the category.
+    decided_by: Option<usize>,
+    on_cpu: bool,
+    /// A CPU sample decided by an I/O call's wrapper.
+    in_io_call: bool,
+    /// A spinning sample decided by a yielding function (`sched_yield`).
+    yielding: bool,
+    /// Where its samples' lock word comes from.
+    lock_word: LockWord,
+}
+
+/// The one classification of thread-state samples: each distinct shape classified once, by its
+/// frames, system call, futex word and instruction (docs/STATES.md, "How samples are
+/// classified"). Every view reads its result (`StateReport::stacks`, `sample_stacks`).
+struct Classifier<'a, 's> {
+    profile: &'a Profile,
+    sym: &'a mut Symbolizer<'s>,
+    code: &'a mut CodeReader,
+    words: &'a super::futex::Words,
+    rules: Rules,
+    by_shape: HashMap<Shape, usize>,
+    stacks: Vec<ClassifiedStack>,
+}
+
+impl Classifier<'_, '_> {
+    /// The futex word's role, for a wall sample in a futex call on a word the interposer saw.
+    fn word(&self, s: &Sample) -> Option<&super::futex::Word> {
+        (s.kind == SampleKind::Wall && s.syscall == Some(FUTEX))
+            .then(|| self.words.get(s.object))
+            .flatten()
+    }
+
+    fn shape(&self, s: &Sample) -> Shape {
+        Shape {
+            kind: s.kind,
+            pc: s.pc,
+            stack: s.stack,
+            syscall: s.syscall,
+            op: if s.syscall == Some(FUTEX) { s.arg } else { 0 },
+            role: self.word(s).map(|w| w.role),
+        }
+    }
+
+    /// The index of sample `s`'s classified stack (classifying its shape the first time).
+    fn stack_of(&mut self, s: &Sample) -> (Shape, usize) {
+        let shape = self.shape(s);
+        if let Some(&i) = self.by_shape.get(&shape) {
+            return (shape, i);
+        }
+        let stack = self.classify(s);
+        self.stacks.push(stack);
+        let i = self.stacks.len() - 1;
+        self.by_shape.insert(shape, i);
+        (shape, i)
+    }
+
+    fn classify(&mut self, s: &Sample) -> ClassifiedStack {
+        let (profile, rules) = (self.profile, &self.rules);
+        let frames = sample_frames(profile, self.sym, self.code, s);
+        let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
+        let (mut category, decided) =
+            rules.classify(&frames, s.kind, syscall.as_deref(), self.word(s));
+        if category == Category::Compute
+            && s.kind == SampleKind::Cpu
+            && self.code.in_pause_loop(&profile.modules, s.pc)
+        {
+            category = Category::Spinning;
+        } else if category == Category::Compute
+            && self.code.at_or_after_atomic(&profile.modules, s.pc)
+        {
+            category = rules.atomic(frames.first().map_or("", |f| f.module.as_str()));
+        }
+        // A TBB mutex that reports through ITT (built with TBB_USE_PROFILING_TOOLS) is a known
+        // lock: its acquisition's spinning and yielding is waiting for it, counted once, as lock
+        // (docs/STATES.md, "TBB through ITT").
+        if self.words.itt_tbb_locks
+            && s.kind == SampleKind::Cpu
+            && matches!(category, Category::Spinning | Category::Compute)
+            && super::futex::in_tbb_acquisition(&frames)
+        {
+            category = Category::Lock;
+        }
+        let deciding = decided.and_then(|i| frames.get(i));
+        let in_io_call = s.kind == SampleKind::Cpu
+            && deciding.is_some_and(|f| rules.by_frame(f) == Some(Category::Io));
+        let yielding = category == Category::Spinning
+            && deciding
+                .and_then(|f| f.function.as_deref())
+                .is_some_and(|f| f.contains("yield"));
+        let lock_word = self.lock_word(s, category, &frames, deciding);
+        ClassifiedStack {
+            category,
+            frames,
+            decided_by: decided,
+            on_cpu: s.kind != SampleKind::Wall,
+            in_io_call,
+            yielding,
+            lock_word,
+        }
+    }
+
+    /// Where a sample of a lock wait has its lock word, if anywhere.
+    fn lock_word(
+        &mut self,
+        s: &Sample,
+        category: Category,
+        frames: &[Frame],
+        deciding: Option<&Frame>,
+    ) -> LockWord {
+        let modules = &self.profile.modules;
+        let in_runtime = deciding
+            .and_then(|f| f.function.as_deref())
+            .is_some_and(|n| super::runtime::entry_for(n).is_some());
+        match s.kind {
+            _ if category != Category::Lock => LockWord::None,
+            // A CPU sample spinning in a runtime's lock: its registers hold no futex word.
+            SampleKind::Cpu if in_runtime => LockWord::None,
+            SampleKind::Wall if s.syscall == Some(FUTEX) => LockWord::Sample,
+            SampleKind::Cpu
+                if self.code.at_or_after_syscall(modules, s.pc)
+                    || frames.first().is_some_and(holds_futex_in_rdi) =>
+            {
+                LockWord::Sample
+            }
+            // Not the interposer's own atomics (its bookkeeping on its own words).
+            SampleKind::Cpu if frames.first().is_some_and(|f| is_own_module(&f.module)) => {
+                LockWord::None
+            }
+            SampleKind::Cpu => self
+                .code
+                .atomic_target(modules, s.pc)
+                .map_or(LockWord::None, LockWord::Fixed),
+            _ => LockWord::None,
+        }
+    }
+}
+
+/// The samples of one shape in one thread.
+#[derive(Debug, Clone, Default)]
+struct Group {
+    category: Category,
+    /// Index into the classified stacks.
+    stack: usize,
+    tally: Tally,
+    /// The lock words its lock-wait samples caught.
+    objects: HashMap<u64, Tally>,
+}
+
+/// What the per-sample pass sums besides the threads' own figures.
+struct Tallies {
+    groups: HashMap<GroupKey, Group>,
+    /// Per thread: stretches of one category, unmerged.
+    intervals: Vec<Vec<(u64, u64, Category)>>,
+    /// Per sample of the profile: its classified stack, or `NO_STACK`.
+    sample_stacks: Vec<u32>,
+    signs: KernelSigns,
+}
+
+/// Per thread: what the kernel's figures are read against (`add_kernel_states`).
+struct KernelSigns {
+    /// Spinning time in yielding functions.
+    yield_ns: Vec<u64>,
+    /// Wall samples taken.
+    wall_seen: Vec<u64>,
+    /// CPU samples inside an I/O call's wrapper (the kernel's work for it).
+    io_call_ns: Vec<u64>,
+}
+
+/// The run's clock: where the timeline starts and how long a slice is.
+#[derive(Debug, Clone, Copy)]
+struct Timeline {
+    start_ns: u64,
+    slice_ns: u64,
+}
 
 pub fn build(
     profile: &Profile,
@@ -939,337 +1153,303 @@ pub fn build(
     words: &super::futex::Words,
 ) -> Option<StateReport> {
     let sampling = profile.sampling.clone()?;
-    let rules = Rules::builtin();
-    let start_ns = profile.process.start_mono_ns;
     let wall_ns = profile.wall_ns().max(1);
-    let slice_ns = wall_ns.div_ceil(TIMELINE_SLICES as u64).max(1);
-    let mut threads: Vec<ThreadStates> = profile
-        .threads
-        .iter()
-        .map(|t| {
-            let end = profile.thread_end_ns(t);
-            ThreadStates {
-                serial: t.serial,
-                tid: t.tid,
-                name: t.name.clone(),
-                main: t.flags & THREAD_MAIN != 0,
-                life_ns: t.life_ns(end),
-                folded: t.folded.map(|f| f.threads),
-                signal_blocked: t.flags & THREAD_SIGNAL_BLOCKED != 0,
-                ns: [0; CATEGORY_COUNT],
-                allocator_on_cpu_ns: 0,
-                samples: 0,
-                slices: vec![[0; CATEGORY_COUNT]; TIMELINE_SLICES],
-                sites: Vec::new(),
-                runs: Vec::new(),
-                kernel: None,
-                input_waits: Vec::new(),
-                cpu_marks: Vec::new(),
-            }
-        })
-        .collect();
+    let clock = Timeline {
+        start_ns: profile.process.start_mono_ns,
+        slice_ns: wall_ns.div_ceil(TIMELINE_SLICES as u64).max(1),
+    };
+    let mut threads = new_threads(profile);
     let index: HashMap<u32, usize> = threads
         .iter()
         .enumerate()
         .map(|(i, t)| (t.serial, i))
         .collect();
     let scale = weight_scales(profile, &mut threads, &index);
-    let mut yield_ns = vec![0u64; threads.len()];
-    // Per thread: CPU samples inside an I/O call's wrapper (the kernel's work for it).
-    let mut io_call_ns = vec![0u64; threads.len()];
-    let mut wall_seen = vec![0u64; threads.len()];
-
-    // Classify each distinct (thread, kind, pc, stack, syscall, op) once.
-    let mut groups: HashMap<GroupKey, (Category, usize, u64, u64)> = HashMap::new();
-    let mut classified: Vec<(Category, Vec<Frame>, Option<usize>)> = Vec::new();
-    // Per classified stack: a CPU sample decided by an I/O call's wrapper.
-    let mut io_calls: Vec<bool> = Vec::new();
-    // Per classified stack: where its samples' lock word comes from.
-    let mut lock_word: Vec<LockWord> = Vec::new();
-    // Per group: the futex words its lock-wait samples caught, with samples and time.
-    let mut group_objects: HashMap<GroupKey, HashMap<u64, (u64, u64)>> = HashMap::new();
-    let mut by_shape: HashMap<Shape, usize> = HashMap::new();
-    let total = profile.samples.len();
-    let mut intervals: Vec<Vec<(u64, u64, Category)>> = vec![Vec::new(); threads.len()];
-    let mut sample_stacks: Vec<u32> = Vec::with_capacity(total);
-    for (n, s) in profile.samples.iter().enumerate() {
-        sym.progress(n, total);
-        let Some(&ti) = index.get(&s.serial) else {
-            sample_stacks.push(NO_STACK);
-            continue;
-        };
-        let op = if s.syscall == Some(FUTEX) { s.arg } else { 0 };
-        let shape = (s.kind, s.pc, s.stack, s.syscall, op);
-        let ci = *by_shape.entry(shape).or_insert_with(|| {
-            let frames = sample_frames(profile, sym, code, s);
-            let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
-            let word = (s.kind == SampleKind::Wall && s.syscall == Some(FUTEX))
-                .then(|| words.get(s.object))
-                .flatten();
-            let (mut category, decided) = rules.classify(&frames, s.kind, syscall.as_deref(), word);
-            if category == Category::Compute
-                && s.kind == SampleKind::Cpu
-                && code.in_pause_loop(&profile.modules, s.pc)
-            {
-                category = Category::Spinning;
-            } else if category == Category::Compute
-                && code.at_or_after_atomic(&profile.modules, s.pc)
-            {
-                category = rules.atomic(frames.first().map_or("", |f| f.module.as_str()));
-            }
-            // A TBB mutex that reports through ITT (built with TBB_USE_PROFILING_TOOLS) is a
-            // known lock: its acquisition's spinning and yielding is waiting for it, counted
-            // once, as lock (docs/STATES.md, "TBB through ITT").
-            if words.itt_tbb_locks
-                && s.kind == SampleKind::Cpu
-                && matches!(category, Category::Spinning | Category::Compute)
-                && super::futex::in_tbb_acquisition(&frames)
-            {
-                category = Category::Lock;
-            }
-            let in_runtime = decided
-                .and_then(|i| frames.get(i))
-                .and_then(|f| f.function.as_deref())
-                .is_some_and(|n| super::runtime::entry_for(n).is_some());
-            lock_word.push(match s.kind {
-                _ if category != Category::Lock => LockWord::None,
-                // A CPU sample spinning in a runtime's lock: its registers hold no futex word.
-                SampleKind::Cpu if in_runtime => LockWord::None,
-                SampleKind::Wall if s.syscall == Some(FUTEX) => LockWord::Sample,
-                SampleKind::Cpu
-                    if code.at_or_after_syscall(&profile.modules, s.pc)
-                        || frames.first().is_some_and(holds_futex_in_rdi) =>
-                {
-                    LockWord::Sample
-                }
-                // Not the interposer's own atomics (its bookkeeping on its own words).
-                SampleKind::Cpu if frames.first().is_some_and(|f| is_own_module(&f.module)) => {
-                    LockWord::None
-                }
-                SampleKind::Cpu => code
-                    .atomic_target(&profile.modules, s.pc)
-                    .map_or(LockWord::None, LockWord::Fixed),
-                _ => LockWord::None,
-            });
-            io_calls.push(
-                s.kind == SampleKind::Cpu
-                    && decided
-                        .and_then(|i| frames.get(i))
-                        .is_some_and(|f| rules.by_frame(f) == Some(Category::Io)),
-            );
-            classified.push((category, frames, decided));
-            classified.len() - 1
-        });
-        let category = classified[ci].0;
-        sample_stacks.push(u32::try_from(ci).unwrap_or(NO_STACK));
-        let end = s.mono_ns.saturating_sub(start_ns);
-        intervals[ti].push((end.saturating_sub(s.weight_ns), end, category));
-        let weight = scale[ti].weight(s);
-        if category == Category::Spinning
-            && classified[ci].2.is_some_and(|d| {
-                classified[ci].1[d]
-                    .function
-                    .as_deref()
-                    .is_some_and(|f| f.contains("yield"))
-            })
-        {
-            yield_ns[ti] = yield_ns[ti].saturating_add(weight);
-        }
-        if io_calls[ci] {
-            io_call_ns[ti] = io_call_ns[ti].saturating_add(weight);
-        }
-        if s.kind == SampleKind::Wall {
-            wall_seen[ti] += 1;
-        }
-        let t = &mut threads[ti];
-        match s.kind {
-            SampleKind::Cpu => {
-                t.cpu_marks.push((end, weight, ci as u32));
-                if category == Category::Allocator {
-                    t.allocator_on_cpu_ns = t.allocator_on_cpu_ns.saturating_add(weight);
-                }
-            }
-            SampleKind::Wall
-                if s.syscall
-                    .is_some_and(|nr| waits_for_input(&syscall_name(nr, s.arg))) =>
-            {
-                t.input_waits.push((end.saturating_sub(weight), end));
-            }
-            _ => {}
-        }
-        t.ns[category.index()] = t.ns[category.index()].saturating_add(weight);
-        t.samples += 1;
-        spread(
-            &mut t.slices,
-            start_ns,
-            slice_ns,
-            s.mono_ns,
-            weight,
-            category,
-        );
-        let g = groups
-            .entry((s.serial, shape))
-            .or_insert((category, ci, 0, 0));
-        g.2 += 1;
-        g.3 = g.3.saturating_add(weight);
-        let word = match lock_word[ci] {
-            LockWord::None => 0,
-            LockWord::Sample => s.object,
-            LockWord::Fixed(address) => address,
-        };
-        // A lock word is a 4-byte aligned user address, and not one of the interposer's own
-        // words (its wait for the flusher at exit).
-        let own = || {
-            profile
-                .modules
-                .iter()
-                .rfind(|m| m.lo <= word && word < m.hi)
-                .is_some_and(|m| is_own_module(&m.path))
-        };
-        if word >= 0x1000 && word % 4 == 0 && !own() {
-            let o = group_objects
-                .entry((s.serial, shape))
-                .or_default()
-                .entry(word)
-                .or_default();
-            o.0 += 1;
-            o.1 = o.1.saturating_add(weight);
-        }
-    }
+    let mut classifier = Classifier {
+        profile,
+        sym,
+        code,
+        words,
+        rules: Rules::builtin(),
+        by_shape: HashMap::new(),
+        stacks: Vec::new(),
+    };
+    let tallies = tally_samples(&mut classifier, &mut threads, &index, &scale, clock);
+    let classified = classifier.stacks;
+    let signs = &tallies.signs;
     add_kernel_states(
         profile,
         &mut threads,
         &index,
-        (&yield_ns, &wall_seen, &io_call_ns),
-        start_ns,
-        slice_ns,
+        (&signs.yield_ns, &signs.wall_seen, &signs.io_call_ns),
+        clock.start_ns,
+        clock.slice_ns,
     );
-
-    // Per thread: sample groups merged by (category, user frame, function).
-    // In a fixed order, heaviest first, so that each merged site and hot function shows the
-    // frames of its heaviest stack and equal weights are listed the same way every time.
-    let mut groups: Vec<(GroupKey, (Category, usize, u64, u64))> = groups.into_iter().collect();
-    groups.sort_by(|a, b| {
-        (b.1.3, b.1.2)
-            .cmp(&(a.1.3, a.1.2))
-            .then_with(|| a.0.cmp(&b.0))
-    });
-    let mut merged: BTreeMap<SiteKey, StateSite> = BTreeMap::new();
-    let mut hot: BTreeMap<(String, Category), HotFunction> = BTreeMap::new();
-    let mut merged_objects: BTreeMap<SiteKey, HashMap<u64, (u64, u64)>> = BTreeMap::new();
-    for &((serial, shape), (category, ci, samples, ns)) in &groups {
-        let kind = shape.0;
-        let frames = &classified[ci].1;
-        let user = user_frame(frames);
-        let site = StateSite {
-            category,
-            frames: frames.clone(),
-            decided_by: classified[ci].2,
-            user,
-            samples,
-            ns,
-            locks: Vec::new(),
-        };
-        let key_user = site.user_frame().map(Frame::display).unwrap_or_default();
-        let ti = index[&serial];
-        let key = (ti, category, site.function(), key_user);
-        if let Some(objects) = group_objects.get(&(serial, shape)) {
-            let all = merged_objects.entry(key.clone()).or_default();
-            for (&object, &(n, w)) in objects {
-                let o = all.entry(object).or_default();
-                o.0 += n;
-                o.1 = o.1.saturating_add(w);
-            }
-        }
-        let entry = merged.entry(key).or_insert_with(|| StateSite {
-            samples: 0,
-            ns: 0,
-            ..site.clone()
-        });
-        entry.samples = entry.samples.saturating_add(samples);
-        entry.ns = entry.ns.saturating_add(ns);
-        if kind == SampleKind::Cpu {
-            // A sample inside the interposer's hook is the hooked call's: it is named by the
-            // hook's exported function (`free`), the outermost of its own frames, never by an
-            // internal one (`ss_free_always_timed`).
-            let own = frames
-                .iter()
-                .take_while(|f| is_own_module(&f.module))
-                .count();
-            let function = frames
-                .get(own.saturating_sub(1))
-                .and_then(|f| f.function.clone())
-                .map(|n| qualified_name(&n).to_string())
-                .unwrap_or_else(|| {
-                    frames
-                        .first()
-                        .map(Frame::display)
-                        .unwrap_or_else(|| "?".into())
-                });
-            let h = hot
-                .entry((function.clone(), category))
-                .or_insert_with(|| HotFunction {
-                    function,
-                    category,
-                    frames: frames.clone(),
-                    user,
-                    samples: 0,
-                    ns: 0,
-                });
-            h.samples = h.samples.saturating_add(samples);
-            h.ns = h.ns.saturating_add(ns);
-        }
-    }
-    for (key, mut site) in merged {
-        if let Some(objects) = merged_objects.remove(&key) {
-            site.locks = objects
-                .into_iter()
-                .map(|(object, (samples, ns))| WaitedLock {
-                    object,
-                    samples,
-                    ns,
-                    name: format!("{object:#x}"),
-                    how: "address",
-                })
-                .collect();
-            site.locks
-                .sort_by(|a, b| (b.samples, b.ns, a.object).cmp(&(a.samples, a.ns, b.object)));
-        }
-        threads[key.0].sites.push(site);
-    }
-    for (t, list) in threads.iter_mut().zip(intervals) {
+    let hot = merge_sites(tallies.groups, &classified, &mut threads, &index);
+    for (t, list) in threads.iter_mut().zip(tallies.intervals) {
         t.sites
             .sort_by(|a, b| b.ns.cmp(&a.ns).then(b.samples.cmp(&a.samples)));
         t.runs = merge_runs(list);
     }
-    let mut hot: Vec<HotFunction> = hot.into_values().collect();
-    hot.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
-    hot.truncate(20);
-
     let stacks = classified
         .into_iter()
-        .zip(by_shape_kinds(&by_shape))
-        .zip(io_calls)
-        .map(
-            |(((category, frames, _), on_cpu), in_io_call)| SampledStack {
-                category,
-                frames,
-                on_cpu,
-                in_io_call,
-            },
-        )
+        .map(|c| SampledStack {
+            category: c.category,
+            frames: c.frames,
+            on_cpu: c.on_cpu,
+            in_io_call: c.in_io_call,
+        })
         .collect();
     Some(StateReport {
         sampling,
         stacks,
-        sample_stacks,
-        slice_ns,
+        sample_stacks: tallies.sample_stacks,
+        slice_ns: clock.slice_ns,
         wall_ns,
         cpus: profile.process.ncpus,
         peak_threads: peak_threads(profile),
         threads,
         hot,
     })
+}
+
+/// One row per thread of the profile (in its order), with no sample yet.
+fn new_threads(profile: &Profile) -> Vec<ThreadStates> {
+    profile
+        .threads
+        .iter()
+        .map(|t| ThreadStates {
+            serial: t.serial,
+            tid: t.tid,
+            name: t.name.clone(),
+            main: t.flags & THREAD_MAIN != 0,
+            life_ns: t.life_ns(profile.thread_end_ns(t)),
+            folded: t.folded.map(|f| f.threads),
+            signal_blocked: t.flags & THREAD_SIGNAL_BLOCKED != 0,
+            slices: vec![[0; CATEGORY_COUNT]; TIMELINE_SLICES],
+            ..ThreadStates::default()
+        })
+        .collect()
+}
+
+/// Each sample, in the profile's order: classified (once per shape), then added to its thread's
+/// time, timeline and marks, and to its group (with the lock word it caught).
+fn tally_samples(
+    classifier: &mut Classifier<'_, '_>,
+    threads: &mut [ThreadStates],
+    index: &HashMap<u32, usize>,
+    scale: &[WeightScale],
+    clock: Timeline,
+) -> Tallies {
+    let profile = classifier.profile;
+    let n = threads.len();
+    let mut out = Tallies {
+        groups: HashMap::new(),
+        intervals: vec![Vec::new(); n],
+        sample_stacks: Vec::with_capacity(profile.samples.len()),
+        signs: KernelSigns {
+            yield_ns: vec![0; n],
+            wall_seen: vec![0; n],
+            io_call_ns: vec![0; n],
+        },
+    };
+    let total = profile.samples.len();
+    for (i, s) in profile.samples.iter().enumerate() {
+        classifier.sym.progress(i, total);
+        let Some(&ti) = index.get(&s.serial) else {
+            out.sample_stacks.push(NO_STACK);
+            continue;
+        };
+        let (shape, ci) = classifier.stack_of(s);
+        let stack = &classifier.stacks[ci];
+        let category = stack.category;
+        out.sample_stacks
+            .push(u32::try_from(ci).unwrap_or(NO_STACK));
+        let end = s.mono_ns.saturating_sub(clock.start_ns);
+        out.intervals[ti].push((end.saturating_sub(s.weight_ns), end, category));
+        let weight = scale[ti].weight(s);
+        let signs = &mut out.signs;
+        if stack.yielding {
+            signs.yield_ns[ti] = signs.yield_ns[ti].saturating_add(weight);
+        }
+        if stack.in_io_call {
+            signs.io_call_ns[ti] = signs.io_call_ns[ti].saturating_add(weight);
+        }
+        if s.kind == SampleKind::Wall {
+            signs.wall_seen[ti] += 1;
+        }
+        add_to_thread(&mut threads[ti], s, ci, category, weight, clock);
+        let g = out
+            .groups
+            .entry((s.serial, shape))
+            .or_insert_with(|| Group {
+                category,
+                stack: ci,
+                ..Group::default()
+            });
+        g.tally.add(1, weight);
+        let word = match stack.lock_word {
+            LockWord::None => 0,
+            LockWord::Sample => s.object,
+            LockWord::Fixed(address) => address,
+        };
+        if is_lock_word(profile, word) {
+            g.objects.entry(word).or_default().add(1, weight);
+        }
+    }
+    out
+}
+
+/// A lock word is a 4-byte aligned user address, and not one of the interposer's own words (its
+/// wait for the flusher at exit).
+fn is_lock_word(profile: &Profile, word: u64) -> bool {
+    word >= 0x1000
+        && word.is_multiple_of(4)
+        && !profile
+            .modules
+            .iter()
+            .rfind(|m| m.lo <= word && word < m.hi)
+            .is_some_and(|m| is_own_module(&m.path))
+}
+
+/// Adds one classified sample of weight `weight` to its thread.
+fn add_to_thread(
+    t: &mut ThreadStates,
+    s: &Sample,
+    stack: usize,
+    category: Category,
+    weight: u64,
+    clock: Timeline,
+) {
+    let end = s.mono_ns.saturating_sub(clock.start_ns);
+    match s.kind {
+        SampleKind::Cpu => {
+            t.cpu_marks.push((end, weight, stack as u32));
+            if category == Category::Allocator {
+                t.allocator_on_cpu_ns = t.allocator_on_cpu_ns.saturating_add(weight);
+            }
+        }
+        SampleKind::Wall
+            if s.syscall
+                .is_some_and(|nr| waits_for_input(&syscall_name(nr, s.arg))) =>
+        {
+            t.input_waits.push((end.saturating_sub(weight), end));
+        }
+        _ => {}
+    }
+    t.ns[category.index()] = t.ns[category.index()].saturating_add(weight);
+    t.samples += 1;
+    spread(
+        &mut t.slices,
+        clock.start_ns,
+        clock.slice_ns,
+        s.mono_ns,
+        weight,
+        category,
+    );
+}
+
+/// Per thread, the sample groups merged into sites by (category, function, user frame), with the
+/// lock words they caught; over all threads, the CPU samples merged into hot functions (the 20
+/// heaviest). In a fixed order, heaviest first, so that each merged site and hot function shows
+/// the frames of its heaviest stack and equal weights are listed the same way every time.
+fn merge_sites(
+    groups: HashMap<GroupKey, Group>,
+    classified: &[ClassifiedStack],
+    threads: &mut [ThreadStates],
+    index: &HashMap<u32, usize>,
+) -> Vec<HotFunction> {
+    let mut groups: Vec<(GroupKey, Group)> = groups.into_iter().collect();
+    groups.sort_by(|a, b| {
+        (b.1.tally.ns, b.1.tally.samples)
+            .cmp(&(a.1.tally.ns, a.1.tally.samples))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    let mut merged: BTreeMap<SiteKey, StateSite> = BTreeMap::new();
+    let mut hot: BTreeMap<(String, Category), HotFunction> = BTreeMap::new();
+    let mut merged_objects: BTreeMap<SiteKey, HashMap<u64, Tally>> = BTreeMap::new();
+    for ((serial, shape), g) in &groups {
+        let stack = &classified[g.stack];
+        let site = StateSite {
+            category: g.category,
+            frames: stack.frames.clone(),
+            decided_by: stack.decided_by,
+            user: user_frame(&stack.frames),
+            ..StateSite::default()
+        };
+        let key_user = site.user_frame().map(Frame::display).unwrap_or_default();
+        let key = (index[serial], g.category, site.function(), key_user);
+        if !g.objects.is_empty() {
+            let all = merged_objects.entry(key.clone()).or_default();
+            for (&object, t) in &g.objects {
+                all.entry(object).or_default().add(t.samples, t.ns);
+            }
+        }
+        let entry = merged.entry(key).or_insert(site);
+        entry.samples = entry.samples.saturating_add(g.tally.samples);
+        entry.ns = entry.ns.saturating_add(g.tally.ns);
+        if shape.kind == SampleKind::Cpu {
+            let function = hot_function_name(&stack.frames);
+            let h = hot
+                .entry((function.clone(), g.category))
+                .or_insert_with(|| HotFunction {
+                    function,
+                    category: g.category,
+                    frames: stack.frames.clone(),
+                    user: user_frame(&stack.frames),
+                    samples: 0,
+                    ns: 0,
+                });
+            h.samples = h.samples.saturating_add(g.tally.samples);
+            h.ns = h.ns.saturating_add(g.tally.ns);
+        }
+    }
+    for (key, mut site) in merged {
+        if let Some(objects) = merged_objects.remove(&key) {
+            site.locks = waited_locks(objects);
+        }
+        threads[key.0].sites.push(site);
+    }
+    let mut hot: Vec<HotFunction> = hot.into_values().collect();
+    hot.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
+    hot.truncate(20);
+    hot
+}
+
+/// A CPU sample's function among the hot ones. A sample inside the interposer's hook is the
+/// hooked call's: it is named by the hook's exported function (`free`), the outermost of its own
+/// frames, never by an internal one (`ss_free_always_timed`).
+fn hot_function_name(frames: &[Frame]) -> String {
+    let own = frames
+        .iter()
+        .take_while(|f| is_own_module(&f.module))
+        .count();
+    frames
+        .get(own.saturating_sub(1))
+        .and_then(|f| f.function.clone())
+        .map(|n| qualified_name(&n).to_string())
+        .unwrap_or_else(|| {
+            frames
+                .first()
+                .map(Frame::display)
+                .unwrap_or_else(|| "?".into())
+        })
+}
+
+/// A site's lock words, most samples first, named by their address until `locknames` names them.
+fn waited_locks(objects: HashMap<u64, Tally>) -> Vec<WaitedLock> {
+    let mut locks: Vec<WaitedLock> = objects
+        .into_iter()
+        .map(|(object, t)| WaitedLock {
+            object,
+            samples: t.samples,
+            ns: t.ns,
+            name: format!("{object:#x}"),
+            how: "address",
+        })
+        .collect();
+    locks.sort_by(|a, b| (b.samples, b.ns, a.object).cmp(&(a.samples, a.ns, b.object)));
+    locks
 }
 
 /// How one thread's sample weights are scaled: CPU samples to its time on a CPU, wall samples to
@@ -1526,15 +1706,6 @@ fn spread_evenly(
         slices[i][c.index()] = slices[i][c.index()].saturating_add(add);
         t += part;
     }
-}
-
-/// Per classified stack (by its index), whether its samples were on the CPU.
-fn by_shape_kinds(by_shape: &HashMap<Shape, usize>) -> Vec<bool> {
-    let mut on_cpu = vec![false; by_shape.len()];
-    for (&(kind, ..), &i) in by_shape {
-        on_cpu[i] = kind != SampleKind::Wall;
-    }
-    on_cpu
 }
 
 /// Joins intervals of the same category that touch or nearly touch (a CPU sample's interval is
@@ -1844,5 +2015,180 @@ mod tests {
         spread(&mut slices, 1000, 10, 999, 50, Category::Io);
         spread(&mut slices, 1000, 10, 5000, 50, Category::Io);
         assert!(slices.iter().all(|s| s[Category::Io.index()] <= 50));
+    }
+}
+
+/// One classification for every view: a sample's category in the thread states is its category
+/// in wait-for's activities and in `scale`'s costs.
+#[cfg(test)]
+mod one_classification {
+    use super::*;
+    use crate::analysis::futex::{Word, Words};
+    use crate::analysis::runtime::Role;
+    use crate::profile::ThreadStats;
+    use crate::profile::format::{GROUP_COUNT, LAT_BUCKETS, SIZE_BUCKETS};
+    use crate::profile::samples::{Wait, WaitKind};
+    use crate::scale::causes::{Cause, costs, wait_cause};
+
+    const START: u64 = 1_000_000;
+    const LOCK_WORD: u64 = 0x7f00_0000_1000;
+    const CONDITION_WORD: u64 = 0x7f00_0000_2000;
+
+    fn thread(serial: u32, flags: u32) -> ThreadStats {
+        ThreadStats {
+            serial,
+            tid: 100 + serial,
+            flags,
+            name: format!("t{serial}"),
+            start_mono_ns: START,
+            end_mono_ns: START + 1_000_000_000,
+            cpu_ns: 0,
+            lock_wait_ticks: 0,
+            fns: Default::default(),
+            size_hist: [0; SIZE_BUCKETS],
+            lat_hist: [[0; LAT_BUCKETS]; GROUP_COUNT],
+            locks: Vec::new(),
+            folded: None,
+        }
+    }
+
+    fn sample(n: u64, kind: SampleKind, syscall: Option<u32>, arg: u32, object: u64) -> Sample {
+        Sample {
+            serial: 2,
+            mono_ns: START + 10_000_000 * (n + 1),
+            pc: 0x4000,
+            stack: None,
+            weight_ns: 10_000_000,
+            kind,
+            state: (kind == SampleKind::Wall).then_some('S'),
+            syscall,
+            arg,
+            object,
+        }
+    }
+
+    /// The worker (serial 2) computes, sleeps on a lock's futex word and on a condition's word
+    /// at the same instruction and stack, and reads; main waits for it most of the time.
+    fn profile() -> Profile {
+        let mut p = Profile::default();
+        p.process.start_mono_ns = START;
+        p.process.ncpus = 2;
+        p.last_mono_ns = START + 1_000_000_000;
+        p.sampling = Some(SamplingInfo::default());
+        p.threads = vec![thread(1, THREAD_MAIN), thread(2, 0)];
+        let futex = Some(FUTEX);
+        let shapes = [
+            (SampleKind::Cpu, None, 0, 0),
+            (SampleKind::Wall, futex, 137, LOCK_WORD),
+            (SampleKind::Wall, futex, 137, CONDITION_WORD),
+            (SampleKind::Wall, futex, 128, 0x7f00_0000_3000),
+            (SampleKind::Wall, Some(0), 0, 0),
+        ];
+        p.samples = (0..20)
+            .map(|n| {
+                let (kind, syscall, arg, object) = shapes[n as usize % shapes.len()];
+                sample(n, kind, syscall, arg, object)
+            })
+            .collect();
+        p.waits = vec![Wait {
+            serial: 1,
+            start_mono_ns: START,
+            end_mono_ns: START + 900_000_000,
+            object: 0x5000,
+            other_tid: Some(102),
+            kind: WaitKind::Lock,
+            lock_kind: None,
+            notification: None,
+            rewait: false,
+        }];
+        p
+    }
+
+    fn words() -> Words {
+        let word = |role| Word {
+            role,
+            runtime: String::new(),
+            object: "futex word".into(),
+        };
+        Words {
+            by_address: [
+                (LOCK_WORD, word(Role::Lock)),
+                (CONDITION_WORD, word(Role::Wait)),
+            ]
+            .into(),
+            itt_tbb_locks: false,
+        }
+    }
+
+    /// Time per category of the samples `keep` selects, by their classified stacks.
+    fn per_category(
+        profile: &Profile,
+        states: &StateReport,
+        keep: impl Fn(&Sample) -> bool,
+    ) -> PerCategory<u64> {
+        let mut ns = [0u64; CATEGORY_COUNT];
+        for (si, s) in profile.samples.iter().enumerate().filter(|(_, s)| keep(s)) {
+            ns[states.sample_stack(si).unwrap().1.category.index()] += s.weight_ns;
+        }
+        ns
+    }
+
+    #[test]
+    fn a_sample_is_one_category_in_states_wait_for_and_scale() {
+        let profile = profile();
+        let mut sym = Symbolizer::offline(&profile);
+        let mut code = CodeReader::offline();
+        let states = build(&profile, &mut sym, &mut code, &words()).unwrap();
+        let category = |si: usize| states.sample_stack(si).unwrap().1.category;
+        // The futex word's role decides, at one stack: a lock's word is a lock wait, a
+        // condition's word is blocked, whichever sample comes first.
+        assert_eq!(category(0), Category::Compute);
+        assert_eq!(category(1), Category::Lock);
+        assert_eq!(category(2), Category::Blocked);
+        assert_eq!(
+            category(3),
+            Category::Lock,
+            "FUTEX_WAIT: glibc's lock waits"
+        );
+        assert_eq!(category(4), Category::Blocked, "read");
+        let worker = &states.threads[1];
+        assert_eq!(worker.ns, per_category(&profile, &states, |_| true));
+
+        // Wait-for: main's edge to the worker sees the worker's samples in their categories.
+        let summary = crate::analysis::summary::Summary::default();
+        let waitfor =
+            crate::analysis::waitfor::build(&profile, &mut sym, &summary, Some(&states), false)
+                .unwrap();
+        let edge = &waitfor.edges[0];
+        assert_eq!(edge.other, Some(1));
+        let mut seen = [0u64; CATEGORY_COUNT];
+        for a in &edge.activities {
+            seen[a.category.index()] += a.ns;
+        }
+        let inside = |s: &Sample| s.mono_ns <= START + 900_000_000;
+        assert_eq!(seen, per_category(&profile, &states, inside));
+        let futex_sleeps = edge.activities.iter().filter(|a| a.function == "futex");
+        assert_eq!(futex_sleeps.count(), 2, "{:?}", edge.activities);
+
+        // `scale` charges the same categories: its functions are the hot ones, its lock cause
+        // the lock sites.
+        let analysis = crate::analysis::Analysis {
+            profile: profile.clone(),
+            states: Some(states.clone()),
+            waitfor: Some(waitfor),
+            ..Default::default()
+        };
+        let costs = costs(&analysis, 2).unwrap();
+        assert!(!costs.functions.is_empty());
+        for f in &costs.functions {
+            let hot = states.hot.iter().find(|h| h.function == f.function);
+            assert_eq!(Some(f.category), hot.map(|h| h.category));
+            assert_eq!(f.category, category(0));
+        }
+        for site in &worker.sites {
+            let lock = wait_cause(site.category) == Some(Cause::Lock);
+            assert_eq!(lock, site.category == Category::Lock);
+        }
+        assert!(costs.idle.iter().any(|c| c.cause == Cause::Lock));
     }
 }

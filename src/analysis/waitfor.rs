@@ -272,7 +272,8 @@ pub fn build(
             .or_default()
             .push(i);
     }
-    let mut classified: HashMap<SampleShape, Classified> = HashMap::new();
+    // Per classified stack of the thread states, what its samples were doing.
+    let mut described: HashMap<u32, Described> = HashMap::new();
     let mut edges = Vec::new();
     for ((waiter, other, other_tid, _, object), members) in groups {
         let kind = resolved[members[0]].wait.kind;
@@ -291,48 +292,9 @@ pub fn build(
             ..Edge::default()
         };
         if let Some(o) = other {
-            let mut acts: BTreeMap<(Category, String, String), Activity> = BTreeMap::new();
-            for &i in &members {
-                let w = &resolved[i].wait;
-                let list = &samples_of[o];
-                let first = list.partition_point(|&s| profile.samples[s].mono_ns < w.start_mono_ns);
-                for &si in &list[first..] {
-                    let s = &profile.samples[si];
-                    if s.mono_ns > w.end_mono_ns {
-                        break;
-                    }
-                    // The sample's category and frames as the thread states classified them: one
-                    // classification for every view.
-                    let Some(stack) = states.and_then(|r| {
-                        r.sample_stacks
-                            .get(si)
-                            .and_then(|&ci| r.stacks.get(ci as usize))
-                    }) else {
-                        continue;
-                    };
-                    let (category, function, frame, in_io_call) = classified
-                        .entry((s.kind, s.pc, s.stack, s.syscall))
-                        .or_insert_with(|| describe(stack, s))
-                        .clone();
-                    edge.other_sampled_ns = edge.other_sampled_ns.saturating_add(s.weight_ns);
-                    let key = (
-                        category,
-                        function.clone(),
-                        frame.as_ref().map(Frame::display).unwrap_or_default(),
-                    );
-                    let a = acts.entry(key).or_insert_with(|| Activity {
-                        category,
-                        function,
-                        frame,
-                        ns: 0,
-                        in_io_call,
-                    });
-                    a.ns = a.ns.saturating_add(s.weight_ns);
-                }
-            }
-            edge.activities = acts.into_values().collect();
-            edge.activities
-                .sort_by(|a, b| b.ns.cmp(&a.ns).then(a.function.cmp(&b.function)));
+            let waits = members.iter().map(|&i| &resolved[i].wait);
+            (edge.other_sampled_ns, edge.activities) =
+                activities(profile, states, &samples_of[o], waits, &mut described);
         }
         edges.push(edge);
     }
@@ -370,10 +332,61 @@ pub fn build(
     })
 }
 
-/// What classifies a sample here: kind, pc, stack, system call.
-type SampleShape = (SampleKind, u64, Option<u32>, Option<u32>);
-/// A sample's category, what it was doing, and the user's frame.
-type Classified = (Category, String, Option<Frame>, bool);
+/// What the samples of one classified stack were doing: their category (as the thread states
+/// classified them), the system call or the function the user called, and the user's frame.
+#[derive(Debug, Clone)]
+struct Described {
+    category: Category,
+    function: String,
+    frame: Option<Frame>,
+    in_io_call: bool,
+}
+
+/// What the other thread's samples (`samples`: indices into `profile.samples`, in time order)
+/// inside `waits` were doing: their sampled time, and their activities, most first.
+fn activities<'a>(
+    profile: &Profile,
+    states: Option<&super::states::StateReport>,
+    samples: &[usize],
+    waits: impl Iterator<Item = &'a Wait>,
+    described: &mut HashMap<u32, Described>,
+) -> (u64, Vec<Activity>) {
+    let mut sampled_ns = 0u64;
+    let mut acts: BTreeMap<(Category, String, String), Activity> = BTreeMap::new();
+    for w in waits {
+        let first = samples.partition_point(|&s| profile.samples[s].mono_ns < w.start_mono_ns);
+        for &si in &samples[first..] {
+            let s = &profile.samples[si];
+            if s.mono_ns > w.end_mono_ns {
+                break;
+            }
+            // The sample's category and frames as the thread states classified it: one
+            // classification for every view. Its stack decides its description too (the stack's
+            // shape holds the sample's kind, system call and futex operation).
+            let Some((ci, stack)) = states.and_then(|r| r.sample_stack(si)) else {
+                continue;
+            };
+            let d = described.entry(ci).or_insert_with(|| describe(stack, s));
+            sampled_ns = sampled_ns.saturating_add(s.weight_ns);
+            let key = (
+                d.category,
+                d.function.clone(),
+                d.frame.as_ref().map(Frame::display).unwrap_or_default(),
+            );
+            let a = acts.entry(key).or_insert_with(|| Activity {
+                category: d.category,
+                function: d.function.clone(),
+                frame: d.frame.clone(),
+                ns: 0,
+                in_io_call: d.in_io_call,
+            });
+            a.ns = a.ns.saturating_add(s.weight_ns);
+        }
+    }
+    let mut activities: Vec<Activity> = acts.into_values().collect();
+    activities.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.function.cmp(&b.function)));
+    (sampled_ns, activities)
+}
 
 struct ResolvedWait {
     waiter: usize,
@@ -393,7 +406,7 @@ impl Duration for Wait {
 
 /// A sample's category (as the thread states classified it), what it was doing (the system
 /// call, else the function the user called) and the user's frame.
-fn describe(stack: &super::states::SampledStack, s: &Sample) -> Classified {
+fn describe(stack: &super::states::SampledStack, s: &Sample) -> Described {
     let frames = &stack.frames;
     let category = stack.category;
     let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
@@ -418,7 +431,12 @@ fn describe(stack: &super::states::SampledStack, s: &Sample) -> Classified {
                 .unwrap_or_else(|| "?".into())
         }
     };
-    (category, function, frame, stack.in_io_call)
+    Described {
+        category,
+        function,
+        frame,
+        in_io_call: stack.in_io_call,
+    }
 }
 
 /// Names every object of a lock edge (and of the summary's locks): a global or static lock by
