@@ -278,6 +278,10 @@ static void ss_fold(struct ss_thread *t) {
     for (uint32_t b = 0; b < SS_SIZE_BUCKETS; b++) a->size_hist[b] += r->size_hist[b];
     for (int k = 0; k < SS_GRP_COUNT; k++)
         for (uint32_t b = 0; b < SS_LAT_BUCKETS; b++) a->lat_hist[k][b] += r->lat_hist[k][b];
+    /* Each of the thread's locks is one slot of the group's (its table holds each lock once),
+     * except the overflow slot, into which several of its locks may go: the thread counts there
+     * once (it counted once per lock, and a group of 26 threads said 92 took it). */
+    int in_overflow = 0;
     for (uint32_t i = 0; i <= SS_LOCK_SLOTS; i++) {
         const struct ss_lock_stats *l = &t->locks.table[i];
         if (!l->address && !l->kind) continue;
@@ -285,6 +289,10 @@ static void ss_fold(struct ss_thread *t) {
         struct ss_lock_stats *into = i == SS_LOCK_OVERFLOW || !l->address ? &g->locks[SS_LOCK_OVERFLOW]
                                                                           : ss_group_lock(g, l->address, l->kind);
         ss_lock_add(into, l);
+        if (into == &g->locks[SS_LOCK_OVERFLOW]) {
+            if (in_overflow) continue;
+            in_overflow = 1;
+        }
         if (into->threads < UINT32_MAX) into->threads++;
     }
     g->frees_checked += t->alloc.frees_checked;

@@ -41,6 +41,16 @@ pub fn violations(m: &Model) -> Vec<String> {
             s.threads.len()
         ));
     }
+    for l in &s.locks {
+        if l.threads as u64 > s.thread_count() {
+            out.push(format!(
+                "lock {:#x}: taken by {} threads of {}",
+                l.address,
+                l.threads,
+                s.thread_count()
+            ));
+        }
+    }
     if s.wall_ns > 0 {
         for f in &m.findings {
             if let Some(stake) = f.stake_ns.filter(|&st| st > s.wall_ns) {

@@ -980,6 +980,9 @@ fn parse_thread(
         let threads = match folded {
             None if took == 0 => 1,
             Some(n) if took <= n => took.max(1),
+            // The overflow entry (address 0) of a group: interposers before 2026-11-26 counted a
+            // thread there once per lock that overflowed; at most every thread of the group.
+            Some(n) if address == 0 => n.max(1),
             _ => return err(pos, format!("thread {tid} has a damaged lock entry")),
         };
         let Some(kind) = kind else {

@@ -469,7 +469,7 @@ pub fn report_json(file: &Path) -> Value {
 /// What no report may say, whatever the program (issue 24: one number per concept): a thread
 /// spends at most its life in the allocator or waiting for locks, and at most its CPU time on a
 /// CPU in the allocator; no share above 100%; no stake above the wall time; at least as many
-/// threads counted as rows shown. Checked on every report the tests read.
+/// threads counted as rows shown, and as took any one lock. Checked on every report the tests read.
 pub fn assert_invariants(r: &Value, file: &Path) {
     let at = file.display();
     let wall = r["wall_ns"].as_u64().unwrap_or(0);
@@ -495,6 +495,12 @@ pub fn assert_invariants(r: &Value, file: &Path) {
             "{at}: thread_count {count} < {} rows",
             threads.len()
         );
+        for l in r["locks"].as_array().map_or(&[][..], |v| v.as_slice()) {
+            assert!(
+                l["threads"].as_u64().unwrap_or(0) <= count,
+                "{at}: more threads took a lock than ran ({count}): {l:#}"
+            );
+        }
     }
     if wall > 0 {
         for f in r["findings"].as_array().map_or(&[][..], |v| v.as_slice()) {
