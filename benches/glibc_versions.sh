@@ -76,6 +76,7 @@ CAUSES=(
     "spinlock 2 3000000"
     "clean_scaling 2 4000"
     "condvar_pipeline 2 5000"
+    "fork_arena"
 )
 HOSTILE=(alloc_apis close_range_start dlopen_loop dup2_high env_emptied fork_exit fork_threads_alloc
     low_fd_limit nofile_runtime signal_alloc_storm sigstate spawn_storm spawn_ways title_rewrite)
@@ -91,6 +92,10 @@ except Exception as e:
 r = r[0] if isinstance(r, list) else r
 f = [x["id"] + "@" + x["severity"].lower() + " " + x["title"][:90] for x in r.get("findings", []) if x["severity"].lower() in ("high", "medium")]
 print(" || ".join(f) or "no medium or high finding")
+words = json.dumps(r.get("findings", []))
+for internal in ("internal_syscall_cancel", "the lock at 0x", "a thread's arena"):
+    if internal in words:
+        print("      (a finding says %r)" % internal)
 PY
 }
 
@@ -127,6 +132,7 @@ for v in $VERSIONS; do
         name=$1; shift
         src=tests/cause_programs/$name.c
         [ -e "$src" ] || src=tests/hostile_programs/$name.c
+        [ -e "$src" ] || src=benches/programs/$name.c
         inc="-Itests/cause_programs"
         gcc -O2 -g -pthread $inc "$src" -o "$dir/$name" -Wl,--dynamic-linker="$ld" -Wl,-rpath="$lib" \
             2>"$dir/$name.build" || { echo "  $name: does not build against $v"; continue; }

@@ -5,6 +5,8 @@
 
 mod args;
 pub mod causes;
+#[cfg(test)]
+mod classification_tests;
 pub mod fit;
 mod html;
 mod output;
