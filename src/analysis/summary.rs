@@ -9,6 +9,8 @@ use crate::util::ratio;
 
 #[derive(Debug, Clone, Default)]
 pub struct ThreadSummary {
+    /// The profile's serial of the thread (or group): what joins it to its states.
+    pub serial: u32,
     pub tid: u32,
     pub name: String,
     pub main: bool,
@@ -613,6 +615,7 @@ pub fn summarize(p: &Profile) -> Summary {
             let wall_ns = t.life_ns(end);
             let alloc_ns = ((alloc_ticks * 1e9 / p.ticks_per_sec).round() as u64).min(wall_ns);
             ThreadSummary {
+                serial: t.serial,
                 tid: t.tid,
                 name: t.name.clone(),
                 main: t.flags & THREAD_MAIN != 0,

@@ -8,6 +8,7 @@ use super::scaling::{speedup_words, with_stake};
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::states::{Category, StateReport, StateSite, ThreadStates};
+use crate::analysis::threads::ThreadId;
 use crate::symbols::{Frame, qualified_name, user_frame};
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 use std::collections::HashMap;
@@ -17,11 +18,7 @@ fn frame_words(f: Option<&Frame>) -> String {
 }
 
 fn thread_words(t: &ThreadStates) -> String {
-    if t.main {
-        format!("the main thread [{}]", t.tid)
-    } else {
-        format!("thread {} [{}]", t.name, t.tid)
-    }
+    format!("thread {}", ThreadId::of_states(t).label())
 }
 
 /// A frame's function without arguments or glibc's internal prefixes (`__pthread_create_2_1` is

@@ -11,6 +11,7 @@
 
 use crate::analysis::Analysis;
 use crate::analysis::states::{PerCategory, sampling_note};
+use crate::analysis::threads::ThreadId;
 use crate::util::escape;
 use crate::util::{fmt_ns, fmt_pct};
 use std::fmt::Write;
@@ -20,10 +21,25 @@ pub use crate::analysis::states::CATEGORY_KEYS as CATEGORIES;
 
 /// When a thread ran, relative to the process's start: the fallback when there is no timeline.
 pub struct Lifespan {
-    pub tid: u64,
-    pub name: String,
+    /// The thread's label (`ThreadId::label`) and that label cut for the rows' labels.
+    pub label: String,
+    pub short: String,
     pub begin_ns: u64,
     pub end_ns: u64,
+}
+
+/// The most characters of a row's label.
+const LABEL_CHARS: usize = 20;
+
+impl Lifespan {
+    pub fn new(id: ThreadId<'_>, begin_ns: u64, end_ns: u64) -> Lifespan {
+        Lifespan {
+            label: id.label(),
+            short: id.short_label(LABEL_CHARS),
+            begin_ns,
+            end_ns,
+        }
+    }
 }
 
 const WIDTH: f64 = 1200.0;
@@ -56,10 +72,21 @@ pub struct StateRows {
 }
 
 pub struct StateRow {
-    pub tid: u64,
-    pub name: String,
+    /// The thread's label (`ThreadId::label`) and that label cut for the row's label.
+    pub label: String,
+    pub short: String,
     /// Per slice, each category's share of it (`ThreadStates::slice_shares`).
     pub slices: Vec<PerCategory<f64>>,
+}
+
+impl StateRow {
+    pub fn new(id: ThreadId<'_>, slices: Vec<PerCategory<f64>>) -> StateRow {
+        StateRow {
+            label: id.label(),
+            short: id.short_label(LABEL_CHARS),
+            slices,
+        }
+    }
 }
 
 impl Drawing {
@@ -72,11 +99,7 @@ impl Drawing {
                 threads: r
                     .threads
                     .iter()
-                    .map(|t| StateRow {
-                        tid: t.tid.into(),
-                        name: t.name.clone(),
-                        slices: t.slice_shares(r.slice_ns),
-                    })
+                    .map(|t| StateRow::new(ThreadId::of_states(t), t.slice_shares(r.slice_ns)))
                     .collect(),
             }),
             phases: a
@@ -156,15 +179,6 @@ pub fn section(d: &Drawing, lifespans: &[Lifespan]) -> String {
     out
 }
 
-fn thread_label(name: &str, tid: u64) -> String {
-    let name: String = if name.chars().count() > 20 {
-        name.chars().take(19).chain(['…']).collect()
-    } else {
-        name.to_string()
-    };
-    format!("{name} ({tid})")
-}
-
 /// The most slices any thread has.
 fn longest_row(rows: &StateRows) -> usize {
     rows.threads
@@ -183,7 +197,6 @@ fn state_rows(rows: &StateRows) -> Vec<Row> {
     rows.threads
         .iter()
         .map(|t| {
-            let (tid, name) = (t.tid, t.name.as_str());
             let mut totals = [0.0f64; CATEGORIES.len()];
             let mut spans: Vec<(f64, f64, &'static str)> = Vec::new();
             for (column, chunk) in t.slices.chunks(per_column).enumerate() {
@@ -219,8 +232,8 @@ fn state_rows(rows: &StateRows) -> Vec<Row> {
                 .map(|(c, t)| format!("{} {}", c.replace('_', " "), fmt_pct(t / sum)))
                 .collect();
             Row {
-                label: thread_label(name, tid),
-                tooltip: format!("{name} ({tid}): {}", mix.join(", ")),
+                label: t.short.clone(),
+                tooltip: format!("{}: {}", t.label, mix.join(", ")),
                 spans,
             }
         })
@@ -246,11 +259,10 @@ fn lifespan_rows(lifespans: &[Lifespan]) -> Vec<Row> {
     lifespans
         .iter()
         .map(|l| Row {
-            label: thread_label(&l.name, l.tid),
+            label: l.short.clone(),
             tooltip: format!(
-                "{} ({}): from {} to {}",
-                l.name,
-                l.tid,
+                "{}: from {} to {}",
+                l.label,
                 fmt_ns(l.begin_ns),
                 fmt_ns(l.end_ns)
             ),
@@ -403,6 +415,17 @@ fn svg(rows: &[Row], phases: &[&Phase], end_ns: f64) -> String {
 pub mod tests {
     use super::*;
 
+    /// A thread of a synthetic drawing.
+    fn test_id(tid: u32, name: &'static str) -> ThreadId<'static> {
+        ThreadId {
+            serial: tid,
+            tid,
+            name,
+            main: false,
+            folded: None,
+        }
+    }
+
     /// One slice: `(category, share)` pairs, the others 0.
     fn slice(shares: &[(&str, f64)]) -> PerCategory<f64> {
         let mut out = [0.0; CATEGORIES.len()];
@@ -426,10 +449,8 @@ pub mod tests {
     /// every category in turn (so each colour appears), `worker-2` starts late and waits on locks.
     pub fn synthetic_timeline() -> Drawing {
         let slices = |f: &dyn Fn(usize) -> PerCategory<f64>| (0..200).map(f).collect::<Vec<_>>();
-        let row = |tid: u64, name: &str, slices: Vec<PerCategory<f64>>| StateRow {
-            tid,
-            name: name.into(),
-            slices,
+        let row = |tid: u32, name: &str, slices: Vec<PerCategory<f64>>| {
+            StateRow::new(test_id(tid, name), slices)
         };
         Drawing {
             wall_ns: 200_000_000,
@@ -527,11 +548,7 @@ pub mod tests {
             })
             .collect();
         let threads: Vec<StateRow> = (0..8)
-            .map(|t| StateRow {
-                tid: t,
-                name: "w".into(),
-                slices: slices.clone(),
-            })
+            .map(|t| StateRow::new(test_id(t, "w"), slices.clone()))
             .collect();
         let report = Drawing {
             states: Some(StateRows {
@@ -554,18 +571,8 @@ pub mod tests {
             ..Drawing::default()
         };
         let spans = [
-            Lifespan {
-                tid: 7,
-                name: "main".into(),
-                begin_ns: 0,
-                end_ns: 1000,
-            },
-            Lifespan {
-                tid: 8,
-                name: "<w&>".into(),
-                begin_ns: 500,
-                end_ns: 750,
-            },
+            Lifespan::new(test_id(7, "main"), 0, 1000),
+            Lifespan::new(test_id(8, "<w&>"), 500, 750),
         ];
         let html = section(&report, &spans);
         assert!(html.contains("sampling was off"));

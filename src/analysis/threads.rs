@@ -1,0 +1,179 @@
+//! One thread identity with one label. A thread (or a group of folded short threads) appears in
+//! three lists of the model: the profile's records (`Profile::threads`), the summary's
+//! (`Summary::threads`) and the sampled states' (`StateReport::threads`). All three carry its
+//! serial; [`ThreadId`] is what they agree on, and [`Analysis::thread`] / [`Analysis::threads`]
+//! join them by serial, never by position. Every view names a thread with [`ThreadId::label`].
+
+use super::Analysis;
+use super::states::ThreadStates;
+use super::summary::ThreadSummary;
+use crate::profile::ThreadStats;
+use crate::profile::format::THREAD_MAIN;
+
+/// Who a thread is: the same from any of the model's lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadId<'a> {
+    /// The profile's serial: the key that joins the lists.
+    pub serial: u32,
+    pub tid: u32,
+    pub name: &'a str,
+    pub main: bool,
+    /// How many short threads the row stands for, when they were folded into one group.
+    pub folded: Option<u32>,
+}
+
+impl<'a> ThreadId<'a> {
+    pub fn of_profile(t: &'a ThreadStats) -> ThreadId<'a> {
+        ThreadId {
+            serial: t.serial,
+            tid: t.tid,
+            name: &t.name,
+            main: t.flags & THREAD_MAIN != 0,
+            folded: t.folded.map(|f| f.threads),
+        }
+    }
+
+    pub fn of_summary(t: &'a ThreadSummary) -> ThreadId<'a> {
+        ThreadId {
+            serial: t.serial,
+            tid: t.tid,
+            name: &t.name,
+            main: t.main,
+            folded: t.folded,
+        }
+    }
+
+    pub fn of_states(t: &'a ThreadStates) -> ThreadId<'a> {
+        ThreadId {
+            serial: t.serial,
+            tid: t.tid,
+            name: &t.name,
+            main: t.main,
+            folded: t.folded,
+        }
+    }
+
+    /// The thread's name, `unnamed` when it has none.
+    pub fn name_or_unnamed(&self) -> &'a str {
+        if self.name.is_empty() {
+            "unnamed"
+        } else {
+            self.name
+        }
+    }
+
+    /// The one label every view prints: `worker [1234]`, the main thread `main [1233]*`, a group
+    /// of folded short threads `worker ×236 (folded)`.
+    pub fn label(&self) -> String {
+        let name = self.name_or_unnamed();
+        match self.folded {
+            Some(n) => format!("{name} ×{n} (folded)"),
+            None => format!("{name} [{}]{}", self.tid, if self.main { "*" } else { "" }),
+        }
+    }
+
+    /// The label cut to at most `max_chars` characters: the name is shortened (with `…`) and the
+    /// rest kept, so that it still reads as the same words.
+    pub fn short_label(&self, max_chars: usize) -> String {
+        let full = self.label();
+        let len = full.chars().count();
+        if len <= max_chars {
+            return full;
+        }
+        let name = self.name_or_unnamed();
+        let name_len = name.chars().count();
+        let rest_len = len - name_len;
+        if rest_len < max_chars {
+            let keep = max_chars - rest_len - 1;
+            let cut: String = name.chars().take(keep).chain(['…']).collect();
+            let rest: String = full.chars().skip(name_len).collect();
+            format!("{cut}{rest}")
+        } else {
+            full.chars()
+                .take(max_chars.saturating_sub(1))
+                .chain(['…'])
+                .collect()
+        }
+    }
+}
+
+/// One thread as the model knows it: its identity, its summary row, its sampled states.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadView<'a> {
+    pub id: ThreadId<'a>,
+    pub summary: Option<&'a ThreadSummary>,
+    pub states: Option<&'a ThreadStates>,
+}
+
+impl Analysis {
+    /// The thread of this serial, joined from the profile, the summary and the states.
+    pub fn thread(&self, serial: u32) -> Option<ThreadView<'_>> {
+        let record = self.profile.threads.iter().find(|t| t.serial == serial)?;
+        Some(self.view_of(record))
+    }
+
+    /// Every thread of the profile, in its order, joined by serial.
+    pub fn threads(&self) -> impl Iterator<Item = ThreadView<'_>> {
+        self.profile.threads.iter().map(|t| self.view_of(t))
+    }
+
+    /// The sampled states of a thread, by its serial.
+    pub fn states_of(&self, serial: u32) -> Option<&ThreadStates> {
+        self.states
+            .as_ref()
+            .and_then(|r| r.threads.iter().find(|t| t.serial == serial))
+    }
+
+    /// The label of the profile's thread `i` (its position in `Profile::threads`), `?` when
+    /// there is none.
+    pub fn label_at(&self, i: usize) -> String {
+        self.profile
+            .threads
+            .get(i)
+            .map_or_else(|| "?".into(), |t| ThreadId::of_profile(t).label())
+    }
+
+    fn view_of<'a>(&'a self, record: &'a ThreadStats) -> ThreadView<'a> {
+        let serial = record.serial;
+        ThreadView {
+            id: ThreadId::of_profile(record),
+            summary: self.summary.threads.iter().find(|t| t.serial == serial),
+            states: self.states_of(serial),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(name: &'static str, main: bool, folded: Option<u32>) -> ThreadId<'static> {
+        ThreadId {
+            serial: 3,
+            tid: 1234,
+            name,
+            main,
+            folded,
+        }
+    }
+
+    #[test]
+    fn labels() {
+        assert_eq!(id("worker", false, None).label(), "worker [1234]");
+        assert_eq!(id("sim", true, None).label(), "sim [1234]*");
+        assert_eq!(id("", false, None).label(), "unnamed [1234]");
+        assert_eq!(
+            id("worker", false, Some(236)).label(),
+            "worker ×236 (folded)"
+        );
+    }
+
+    #[test]
+    fn short_label_cuts_the_name_and_keeps_the_rest() {
+        let t = id("a-very-long-thread-name-indeed", false, None);
+        let s = t.short_label(20);
+        assert_eq!(s.chars().count(), 20);
+        assert_eq!(s, "a-very-long-… [1234]");
+        assert_eq!(id("worker", false, None).short_label(20), "worker [1234]");
+    }
+}
