@@ -168,6 +168,92 @@ mod tests {
         );
     }
 
+    /// A profile of a main thread, a worker and a folded group of short threads, each with CPU
+    /// samples, analysed offline.
+    fn analysed() -> Analysis {
+        use crate::profile::format::{GROUP_COUNT, LAT_BUCKETS, SIZE_BUCKETS};
+        use crate::profile::samples::{Sample, SampleKind, SamplingInfo};
+        use crate::profile::{Folded, Profile};
+        const START: u64 = 1_000_000;
+        let thread = |serial: u32, name: &str, flags: u32, folded: Option<Folded>| ThreadStats {
+            serial,
+            tid: if folded.is_some() { 0 } else { 100 + serial },
+            flags,
+            name: name.into(),
+            start_mono_ns: START,
+            end_mono_ns: START + 1_000_000_000,
+            cpu_ns: 500_000_000,
+            lock_wait_ticks: 0,
+            fns: Default::default(),
+            size_hist: [0; SIZE_BUCKETS],
+            lat_hist: [[0; LAT_BUCKETS]; GROUP_COUNT],
+            locks: Vec::new(),
+            folded,
+        };
+        let mut p = Profile::default();
+        p.process.start_mono_ns = START;
+        p.process.ncpus = 2;
+        p.last_mono_ns = START + 1_000_000_000;
+        p.sampling = Some(SamplingInfo::default());
+        let group = Folded {
+            threads: 236,
+            allocating: 0,
+            life_ns: 2_000_000_000,
+        };
+        p.threads = vec![
+            thread(1, "sim", THREAD_MAIN, None),
+            thread(2, "worker", 0, None),
+            thread(3, "worker", 0, Some(group)),
+        ];
+        p.samples = (0..30)
+            .map(|n| Sample {
+                serial: 1 + (n % 3) as u32,
+                mono_ns: START + 10_000_000 * (n + 1),
+                pc: 0x4000,
+                stack: None,
+                weight_ns: 10_000_000,
+                kind: SampleKind::Cpu,
+                state: None,
+                syscall: None,
+                arg: 0,
+                object: 0,
+            })
+            .collect();
+        let options = super::super::Options {
+            read_modules: false,
+        };
+        Analysis::of(p, "test.prof".into(), options)
+    }
+
+    #[test]
+    fn one_thread_has_one_label_in_the_three_lists() {
+        let mut a = analysed();
+        // The lists are joined by serial, not by position: shuffle two of them.
+        a.summary.threads.reverse();
+        a.states
+            .as_mut()
+            .expect("sampled states")
+            .threads
+            .rotate_left(1);
+        let labels: Vec<String> = a.threads().map(|t| t.id.label()).collect();
+        assert_eq!(
+            labels,
+            ["sim [101]*", "worker [102]", "worker ×236 (folded)"]
+        );
+        for record in &a.profile.threads {
+            let t = a.thread(record.serial).expect("the thread");
+            let summary = t.summary.expect("its summary");
+            let states = t.states.expect("its states");
+            assert_eq!(ThreadId::of_summary(summary), t.id);
+            assert_eq!(ThreadId::of_states(states), t.id);
+            assert_eq!(ThreadId::of_summary(summary).label(), t.id.label());
+            assert_eq!(ThreadId::of_states(states).label(), t.id.label());
+        }
+        assert!(a.thread(99).is_none());
+        assert_eq!(a.label_at(1), "worker [102]");
+        assert_eq!(a.label_at(9), "?");
+    }
+
     #[test]
     fn short_label_cuts_the_name_and_keeps_the_rest() {
         let t = id("a-very-long-thread-name-indeed", false, None);

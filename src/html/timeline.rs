@@ -449,7 +449,7 @@ pub mod tests {
     /// every category in turn (so each colour appears), `worker-2` starts late and waits on locks.
     pub fn synthetic_timeline() -> Drawing {
         let slices = |f: &dyn Fn(usize) -> PerCategory<f64>| (0..200).map(f).collect::<Vec<_>>();
-        let row = |tid: u32, name: &str, slices: Vec<PerCategory<f64>>| {
+        let row = |tid: u32, name: &'static str, slices: Vec<PerCategory<f64>>| {
             StateRow::new(test_id(tid, name), slices)
         };
         Drawing {
@@ -505,7 +505,7 @@ pub mod tests {
     fn synthetic_timeline_has_a_row_per_thread_and_merged_runs() {
         let html = section(&synthetic_timeline(), &[]);
         assert!(html.contains("<svg class=\"timeline\""));
-        for name in ["main (1)", "worker-1 (2)", "worker-2 (3)"] {
+        for name in ["main [1]", "worker-1 [2]", "worker-2 [3]"] {
             assert!(html.contains(name), "no row label {name}");
         }
         // main: compute then blocked, two runs; worker-1: one run per category (the 30% compute
@@ -528,7 +528,7 @@ pub mod tests {
             assert!(html.contains(label), "no phase label {label}");
         }
         assert!(
-            html.contains("worker-2 (3): compute 40.0%, lock 60.0%"),
+            html.contains("worker-2 [3]: compute 40.0%, lock 60.0%"),
             "row tooltip gives the mix"
         );
         assert!(!html.contains("sampling was off"));
@@ -578,7 +578,7 @@ pub mod tests {
         assert!(html.contains("sampling was off"));
         assert!(html.contains("Sampling: no free &lt;signal&gt;."));
         assert_eq!(html.matches("class=\"life\"").count(), 2);
-        assert!(html.contains("&lt;w&amp;&gt; (8)"), "names are escaped");
+        assert!(html.contains("&lt;w&amp;&gt; [8]"), "names are escaped");
         let half = format!(
             "x=\"{:.2}\"",
             LABEL_WIDTH + (WIDTH - LABEL_WIDTH - 10.0) * 0.5
