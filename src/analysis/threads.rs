@@ -133,6 +133,28 @@ impl Analysis {
             .map_or_else(|| "?".into(), |t| ThreadId::of_profile(t).label())
     }
 
+    /// The label of the thread (not a folded group) of this tid, for figures that keep only a
+    /// tid (phases, OpenMP runs); an unknown tid is an unnamed thread.
+    pub fn label_of_tid(&self, tid: u32) -> String {
+        self.profile
+            .threads
+            .iter()
+            .find(|t| t.tid == tid && t.folded.is_none())
+            .map_or_else(
+                || {
+                    ThreadId {
+                        serial: u32::MAX,
+                        tid,
+                        name: "",
+                        main: false,
+                        folded: None,
+                    }
+                    .label()
+                },
+                |t| ThreadId::of_profile(t).label(),
+            )
+    }
+
     fn view_of<'a>(&'a self, record: &'a ThreadStats) -> ThreadView<'a> {
         let serial = record.serial;
         ThreadView {
@@ -252,6 +274,8 @@ mod tests {
         assert!(a.thread(99).is_none());
         assert_eq!(a.label_at(1), "worker [102]");
         assert_eq!(a.label_at(9), "?");
+        assert_eq!(a.label_of_tid(101), "sim [101]*");
+        assert_eq!(a.label_of_tid(0), "unnamed [0]");
     }
 
     #[test]

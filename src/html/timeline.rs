@@ -108,14 +108,14 @@ impl Drawing {
                 .iter()
                 .map(|p| Phase {
                     label: p.label.clone(),
-                    tid: p.tid.into(),
+                    thread: a.label_of_tid(p.tid),
                     begin_ns: p.begin_ns as f64,
                     end_ns: p.end_ns as f64,
                     region: false,
                 })
                 .chain(a.summary.omp_runs.iter().map(|r| Phase {
                     label: r.label(&a.summary.omp_regions),
-                    tid: r.tid.into(),
+                    thread: a.label_of_tid(r.tid),
                     begin_ns: r.begin_ns as f64,
                     end_ns: r.end_ns as f64,
                     region: true,
@@ -137,7 +137,8 @@ struct Row {
 /// parallel regions (`region`: an OpenMP team at work, its label naming the region).
 pub struct Phase {
     pub label: String,
-    pub tid: u64,
+    /// Its thread's label (`ThreadId::label`).
+    pub thread: String,
     pub begin_ns: f64,
     pub end_ns: f64,
     pub region: bool,
@@ -359,7 +360,7 @@ fn svg(rows: &[Row], phases: &[&Phase], end_ns: f64) -> String {
                 "phase"
             },
             escape(&p.label),
-            p.tid,
+            escape(&p.thread),
             fmt_ns(p.begin_ns),
             fmt_ns(p.end_ns),
             if p.region { "region" } else { "phase" },
@@ -435,10 +436,10 @@ pub mod tests {
         out
     }
 
-    fn phase(label: &str, tid: u64, begin_ns: f64, end_ns: f64) -> Phase {
+    fn phase(label: &str, tid: u32, begin_ns: f64, end_ns: f64) -> Phase {
         Phase {
             label: label.into(),
-            tid,
+            thread: test_id(tid, "t").label(),
             begin_ns,
             end_ns,
             region: false,
