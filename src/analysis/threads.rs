@@ -127,10 +127,7 @@ impl Analysis {
     /// The label of the profile's thread `i` (its position in `Profile::threads`), `?` when
     /// there is none.
     pub fn label_at(&self, i: usize) -> String {
-        self.profile
-            .threads
-            .get(i)
-            .map_or_else(|| "?".into(), |t| ThreadId::of_profile(t).label())
+        super::waitfor::thread_label(&self.profile, i)
     }
 
     /// The label of the thread (not a folded group) of this tid, for figures that keep only a
