@@ -734,7 +734,11 @@ pub fn net_allocator_time(
     if r.sampling.cpu_hz == 0 || r.sampling.signal.is_none() || !named {
         return;
     }
-    for (t, st) in summary.threads.iter_mut().zip(&r.threads) {
+    let states_of = super::threads::by_serial(&r.threads, |t| t.serial);
+    for t in summary.threads.iter_mut() {
+        let Some(st) = states_of.get(&t.serial) else {
+            continue;
+        };
         if !st.signal_blocked && !st.cpu_marks.is_empty() {
             // Its CPU samples only: on 16 threads on 2 CPUs, the allocator state with its wall
             // samples (off a CPU inside malloc) had made one thread's allocator time 56-86 ms
@@ -764,8 +768,9 @@ pub fn sampled_lock_waits(
 ) {
     let Some(r) = states else { return };
     let lock = crate::analysis::states::Category::Lock.index();
-    for (t, st) in summary.threads.iter_mut().zip(&r.threads) {
-        if t.tid == st.tid {
+    let states_of = super::threads::by_serial(&r.threads, |t| t.serial);
+    for t in summary.threads.iter_mut() {
+        if let Some(st) = states_of.get(&t.serial) {
             t.lock_wait_ns = t.lock_wait_ns.max(st.ns[lock].min(t.wall_ns));
         }
     }

@@ -9,6 +9,7 @@ use super::states::ThreadStates;
 use super::summary::ThreadSummary;
 use crate::profile::ThreadStats;
 use crate::profile::format::THREAD_MAIN;
+use std::collections::HashMap;
 
 /// Who a thread is: the same from any of the model's lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,10 +98,17 @@ impl<'a> ThreadId<'a> {
     }
 }
 
-/// One thread as the model knows it: its identity, its summary row, its sampled states.
+/// The items of one of the thread lists by their serial: how the stages join the lists.
+pub fn by_serial<T>(items: &[T], serial: impl Fn(&T) -> u32) -> HashMap<u32, &T> {
+    items.iter().map(|t| (serial(t), t)).collect()
+}
+
+/// One thread as the model knows it: its identity, its record in the profile, its summary row,
+/// its sampled states.
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadView<'a> {
     pub id: ThreadId<'a>,
+    pub record: &'a ThreadStats,
     pub summary: Option<&'a ThreadSummary>,
     pub states: Option<&'a ThreadStates>,
 }
@@ -156,6 +164,7 @@ impl Analysis {
         let serial = record.serial;
         ThreadView {
             id: ThreadId::of_profile(record),
+            record,
             summary: self.summary.threads.iter().find(|t| t.serial == serial),
             states: self.states_of(serial),
         }

@@ -52,10 +52,8 @@ fn metadata_events(p: &Analysis) -> Vec<Value> {
 fn thread_events(p: &Analysis) -> Vec<Value> {
     let pid = p.profile.process.pid;
     let start = p.profile.process.start_mono_ns;
-    p.profile
-        .threads
-        .iter()
-        .zip(&p.summary.threads)
+    p.threads()
+        .filter_map(|v| v.summary.map(|s| (v.record, s)))
         .map(|(t, s)| {
             let end = p.profile.thread_end_ns(t);
             let begin = t.start_mono_ns.saturating_sub(start);

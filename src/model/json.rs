@@ -247,8 +247,7 @@ pub fn report(a: &Model) -> Report<'_> {
         threads: s
             .threads
             .iter()
-            .enumerate()
-            .map(|(i, t)| Thread::of(t, states.and_then(|r| r.threads.get(i))))
+            .map(|t| Thread::of(t, a.states_of(t.serial)))
             .collect(),
         alloc: Alloc {
             total_calls: s.alloc_calls(),
