@@ -132,6 +132,23 @@ impl Analysis {
             .and_then(|r| r.threads.iter().find(|t| t.serial == serial))
     }
 
+    /// The sampled states of the profile's thread `i` (its position in `Profile::threads`, as
+    /// wait-for edges name threads), joined by serial.
+    pub fn states_at(&self, i: usize) -> Option<&ThreadStates> {
+        self.states_index_at(i)
+            .and_then(|k| self.states.as_ref().and_then(|r| r.threads.get(k)))
+    }
+
+    /// The position in `StateReport::threads` of the profile's thread `i`, joined by serial.
+    pub fn states_index_at(&self, i: usize) -> Option<usize> {
+        let serial = self.profile.threads.get(i)?.serial;
+        self.states
+            .as_ref()?
+            .threads
+            .iter()
+            .position(|t| t.serial == serial)
+    }
+
     /// The label of the profile's thread `i` (its position in `Profile::threads`), `?` when
     /// there is none.
     pub fn label_at(&self, i: usize) -> String {
@@ -278,6 +295,9 @@ mod tests {
             assert_eq!(ThreadId::of_states(states).label(), t.id.label());
         }
         assert!(a.thread(99).is_none());
+        // Position 1 of the profile (serial 2) is at position 0 of the rotated states.
+        assert_eq!(a.states_index_at(1), Some(0));
+        assert_eq!(a.states_at(1).map(|t| t.serial), Some(2));
         assert_eq!(a.label_at(1), "worker [102]");
         assert_eq!(a.label_at(9), "?");
         assert_eq!(a.label_of_tid(101), "sim [101]*");

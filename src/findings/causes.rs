@@ -580,7 +580,7 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         let Some(all) = t
             .members
             .iter()
-            .map(|&i| r.threads.get(i).filter(|m| m.kernel.is_some()))
+            .map(|&i| a.states_at(i).filter(|m| m.kernel.is_some()))
             .collect::<Option<Vec<&ThreadStates>>>()
         else {
             continue;
@@ -636,10 +636,11 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             .members
             .iter()
             .copied()
-            .max_by_key(|&i| r.threads.get(i).map_or(0, exec));
+            .max_by_key(|&i| a.states_at(i).map_or(0, exec));
         let frame = frame_words(
             busiest
-                .and_then(|i| r.top_user_frame(i, 0, u64::MAX))
+                .and_then(|i| a.states_index_at(i))
+                .and_then(|k| r.top_user_frame(k, 0, u64::MAX))
                 .map(|x| x.0)
                 .as_ref(),
         );
