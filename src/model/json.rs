@@ -11,6 +11,7 @@ use crate::analysis::states::{
     signal_name,
 };
 use crate::analysis::summary::{FnSummary, LockSummary, ThreadSummary};
+use crate::analysis::threads::ThreadId;
 use crate::findings::Finding;
 use crate::model::Model;
 use crate::profile::StackSampling;
@@ -393,6 +394,8 @@ struct LockSteps {
 struct Thread<'a> {
     tid: u32,
     name: &'a str,
+    /// Its label, as every view prints it (`ThreadId::label`).
+    label: String,
     main: bool,
     cpu_ns: u64,
     wall_ns: u64,
@@ -434,6 +437,7 @@ impl<'a> Thread<'a> {
         Thread {
             tid: t.tid,
             name: &t.name,
+            label: ThreadId::of_summary(t).label(),
             main: t.main,
             cpu_ns: t.cpu_ns,
             wall_ns: t.wall_ns,
@@ -987,6 +991,7 @@ impl<'a> Timeline<'a> {
                 .map(|t| TimelineThread {
                     tid: t.tid,
                     name: &t.name,
+                    label: ThreadId::of_states(t).label(),
                     slices: t
                         .slices
                         .iter()
@@ -1005,6 +1010,8 @@ impl<'a> Timeline<'a> {
 struct TimelineThread<'a> {
     tid: u32,
     name: &'a str,
+    /// Its label, as every view prints it (`ThreadId::label`).
+    label: String,
     slices: Vec<Slice>,
 }
 
