@@ -14,6 +14,7 @@ use crate::analysis::sampled::SampleWeight;
 use crate::analysis::sites::SiteSummary;
 use crate::analysis::states::{CATEGORIES, CATEGORY_COUNT, PerCategory, ThreadStates};
 use crate::analysis::summary::{Summary, ThreadSummary, sum};
+use crate::analysis::threads::ThreadId;
 use crate::model::json::Named;
 use crate::util::{Style, fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use anyhow::Result;
@@ -126,15 +127,16 @@ struct SharesJson {
     states: Option<Named<f64>>,
 }
 
-/// The sampled states of a summary's thread (the two lists are in the same order).
+/// The sampled states of a summary's thread (joined by its serial).
 fn states_of<'a>(a: &'a Analysis, t: &ThreadSummary) -> Vec<&'a ThreadStates> {
-    let index = a.summary.threads.iter().position(|x| std::ptr::eq(x, t));
-    index.and_then(|i| a.thread_states(i)).into_iter().collect()
+    a.states_of(t.serial).into_iter().collect()
 }
 
 #[derive(Debug, Clone)]
 pub struct ThreadDiff {
-    /// The thread's name, with `#k` for its rank among threads of that name.
+    /// The thread's label (`ThreadId::label`) in the first run, else in the second. Threads are
+    /// paired across the runs by name, main or not, and rank among threads of that name (tids
+    /// differ from run to run).
     pub label: String,
     pub before: Option<Shares>,
     pub after: Option<Shares>,
@@ -199,24 +201,19 @@ pub fn site_key(s: &SiteSummary) -> String {
     }
 }
 
-fn thread_labels(s: &Summary) -> Vec<(String, &ThreadSummary)> {
-    let mut out: Vec<(String, &ThreadSummary)> = Vec::new();
+/// What pairs a thread across two runs: its name, whether it is the main thread or a folded
+/// group, and its rank among the threads alike in these.
+type ThreadKey<'a> = (&'a str, bool, bool, usize);
+
+fn thread_keys(s: &Summary) -> Vec<(ThreadKey<'_>, &ThreadSummary)> {
+    let mut out: Vec<(ThreadKey<'_>, &ThreadSummary)> = Vec::new();
     for t in &s.threads {
-        let base = if t.main {
-            format!("{} (main)", t.name)
-        } else {
-            t.name.clone()
-        };
+        let (name, main, folded) = (t.name.as_str(), t.main, t.folded.is_some());
         let k = out
             .iter()
-            .filter(|(l, _)| l == &base || l.starts_with(&format!("{base} #")))
+            .filter(|(key, _)| (key.0, key.1, key.2) == (name, main, folded))
             .count();
-        let label = if k == 0 {
-            base
-        } else {
-            format!("{base} #{}", k + 1)
-        };
-        out.push((label, t));
+        out.push(((name, main, folded, k), t));
     }
     out
 }
@@ -316,22 +313,22 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
             time_ns: Pair::new(gb.time_ns, ga.time_ns),
         })
         .collect();
-    let (lb, la) = (thread_labels(b), thread_labels(a));
+    let (lb, la) = (thread_keys(b), thread_keys(a));
     let mut threads: Vec<ThreadDiff> = lb
         .iter()
-        .map(|(label, t)| ThreadDiff {
-            label: label.clone(),
+        .map(|(key, t)| ThreadDiff {
+            label: ThreadId::of_summary(t).label(),
             before: Some(Shares::of(&[t], &states_of(before, t))),
             after: la
                 .iter()
-                .find(|(l, _)| l == label)
+                .find(|(k, _)| k == key)
                 .map(|(_, t)| Shares::of(&[t], &states_of(after, t))),
         })
         .collect();
-    for (label, t) in &la {
-        if !lb.iter().any(|(l, _)| l == label) {
+    for (key, t) in &la {
+        if !lb.iter().any(|(k, _)| k == key) {
             threads.push(ThreadDiff {
-                label: label.clone(),
+                label: ThreadId::of_summary(t).label(),
                 before: None,
                 after: Some(Shares::of(&[t], &states_of(after, t))),
             });

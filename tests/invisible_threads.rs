@@ -113,7 +113,8 @@ fn twenty_thousand_short_threads_cost_what_two_thousand_do() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("short threads named many_threads, folded"),
+        text.contains("many_threads ×")
+            && text.contains("(folded): short threads folded into one row"),
         "{text}"
     );
 }

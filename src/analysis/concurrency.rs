@@ -5,6 +5,7 @@
 //! The thresholds are data: `concurrency.json` (docs/STATES.md says why they are where they are).
 
 use super::states::StateReport;
+use super::threads::ThreadId;
 use crate::profile::Profile;
 use crate::profile::format::THREAD_MAIN;
 use crate::symbols::Frame;
@@ -114,13 +115,13 @@ pub struct SerialSection {
 }
 
 impl SerialSection {
-    /// The thread that ran ("name [tid]") and where ("function (file:line)"), "?" when unknown:
+    /// The thread that ran (its `ThreadId::label`) and where ("function (file:line)"), "?" when unknown:
     /// the words every view gives a serial section.
     pub fn who_and_where(&self, states: Option<&StateReport>) -> (String, String) {
         let who = self
             .thread
             .and_then(|i| states.and_then(|r| r.threads.get(i)))
-            .map_or_else(|| "?".to_string(), |t| format!("{} [{}]", t.name, t.tid));
+            .map_or_else(|| "?".to_string(), |t| ThreadId::of_states(t).label());
         let frame = self
             .user_frame
             .as_ref()

@@ -273,7 +273,11 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
     summary.locks = kept;
 
     // Each thread's waits on lock words are lock waits, like its pthread lock waits.
-    for (t, ts) in profile.threads.iter().zip(summary.threads.iter_mut()) {
+    let records = super::threads::by_serial(&profile.threads, |t| t.serial);
+    for ts in summary.threads.iter_mut() {
+        let Some(t) = records.get(&ts.serial) else {
+            continue;
+        };
         let extra: u64 = t
             .locks
             .iter()

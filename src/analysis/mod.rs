@@ -24,6 +24,7 @@ pub mod sampled;
 pub mod sites;
 pub mod states;
 pub mod summary;
+pub mod threads;
 pub mod waitfor;
 
 use crate::profile::{self, Profile};
@@ -214,10 +215,5 @@ impl Analysis {
                 }
             }
         }
-    }
-
-    /// The sampled states of the summary's thread `i` (the two lists are in the profile's order).
-    pub fn thread_states(&self, i: usize) -> Option<&states::ThreadStates> {
-        self.states.as_ref().and_then(|r| r.threads.get(i))
     }
 }

@@ -73,15 +73,6 @@ pub struct SampleView<'a> {
     pub at_ns: u64,
 }
 
-/// A thread's name for labels: its name, else `thread TID`.
-pub fn thread_label(t: &ThreadStates) -> String {
-    if t.name.is_empty() {
-        format!("thread {}", t.tid)
-    } else {
-        t.name.clone()
-    }
-}
-
 /// The state as a frame (`[lock]`), for exports that put it in the stack.
 pub fn state_frame(c: Category) -> String {
     format!("[{}]", c.key())

@@ -9,6 +9,8 @@ use crate::util::ratio;
 
 #[derive(Debug, Clone, Default)]
 pub struct ThreadSummary {
+    /// The profile's serial of the thread (or group): what joins it to its states.
+    pub serial: u32,
     pub tid: u32,
     pub name: String,
     pub main: bool,
@@ -613,6 +615,7 @@ pub fn summarize(p: &Profile) -> Summary {
             let wall_ns = t.life_ns(end);
             let alloc_ns = ((alloc_ticks * 1e9 / p.ticks_per_sec).round() as u64).min(wall_ns);
             ThreadSummary {
+                serial: t.serial,
                 tid: t.tid,
                 name: t.name.clone(),
                 main: t.flags & THREAD_MAIN != 0,
@@ -731,7 +734,11 @@ pub fn net_allocator_time(
     if r.sampling.cpu_hz == 0 || r.sampling.signal.is_none() || !named {
         return;
     }
-    for (t, st) in summary.threads.iter_mut().zip(&r.threads) {
+    let states_of = super::threads::by_serial(&r.threads, |t| t.serial);
+    for t in summary.threads.iter_mut() {
+        let Some(st) = states_of.get(&t.serial) else {
+            continue;
+        };
         if !st.signal_blocked && !st.cpu_marks.is_empty() {
             // Its CPU samples only: on 16 threads on 2 CPUs, the allocator state with its wall
             // samples (off a CPU inside malloc) had made one thread's allocator time 56-86 ms
@@ -761,8 +768,9 @@ pub fn sampled_lock_waits(
 ) {
     let Some(r) = states else { return };
     let lock = crate::analysis::states::Category::Lock.index();
-    for (t, st) in summary.threads.iter_mut().zip(&r.threads) {
-        if t.tid == st.tid {
+    let states_of = super::threads::by_serial(&r.threads, |t| t.serial);
+    for t in summary.threads.iter_mut() {
+        if let Some(st) = states_of.get(&t.serial) {
             t.lock_wait_ns = t.lock_wait_ns.max(st.ns[lock].min(t.wall_ns));
         }
     }

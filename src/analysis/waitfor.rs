@@ -143,16 +143,13 @@ impl WaitFor {
     }
 }
 
-/// `thread 1234 (worker)`, or `thread 1234` without a name; a folded group by its name.
+/// The label (`ThreadId::label`) of the profile's thread `i`: wait-for edges name threads by their
+/// position in `Profile::threads`. `?` when there is none.
 pub fn thread_label(profile: &Profile, i: usize) -> String {
-    let Some(t) = profile.threads.get(i) else {
-        return "?".into();
-    };
-    match (&t.folded, t.name.is_empty()) {
-        (Some(f), _) => format!("{} short threads ({})", f.threads, t.name),
-        (None, true) => format!("thread {}", t.tid),
-        (None, false) => format!("thread {} ({})", t.tid, t.name),
-    }
+    profile.threads.get(i).map_or_else(
+        || "?".into(),
+        |t| super::threads::ThreadId::of_profile(t).label(),
+    )
 }
 
 /// What an edge's kind says: `mutex`, `condition variable`, `semaphore`, `join`.

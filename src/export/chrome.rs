@@ -5,6 +5,7 @@
 
 use super::{Exporter, Options};
 use crate::analysis::Analysis;
+use crate::analysis::threads::ThreadId;
 use crate::model::Model;
 use anyhow::Result;
 use serde_json::{Value, json};
@@ -38,11 +39,7 @@ fn metadata_events(p: &Analysis) -> Vec<Value> {
         "args": {"name": command},
     })];
     for t in &p.profile.threads {
-        let name = if t.name.is_empty() {
-            format!("thread {}", t.tid)
-        } else {
-            t.name.clone()
-        };
+        let name = ThreadId::of_profile(t).label();
         out.push(json!({
             "name": "thread_name", "ph": "M", "pid": pid, "tid": t.tid, "ts": 0,
             "args": {"name": name},
@@ -55,10 +52,8 @@ fn metadata_events(p: &Analysis) -> Vec<Value> {
 fn thread_events(p: &Analysis) -> Vec<Value> {
     let pid = p.profile.process.pid;
     let start = p.profile.process.start_mono_ns;
-    p.profile
-        .threads
-        .iter()
-        .zip(&p.summary.threads)
+    p.threads()
+        .filter_map(|v| v.summary.map(|s| (v.record, s)))
         .map(|(t, s)| {
             let end = p.profile.thread_end_ns(t);
             let begin = t.start_mono_ns.saturating_sub(start);

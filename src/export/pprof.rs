@@ -13,7 +13,8 @@
 
 use super::{Exporter, Options, frame_name, lock_leaf};
 use crate::analysis::Analysis;
-use crate::analysis::sampled::{self, thread_label};
+use crate::analysis::sampled;
+use crate::analysis::threads::ThreadId;
 use crate::model::Model;
 use crate::symbols::Frame;
 use anyhow::Result;
@@ -300,7 +301,7 @@ fn sampled_stacks(a: &Analysis, b: &mut Builder) {
         );
         let e = merged
             .entry(key)
-            .or_insert_with(|| (0, 0, 0, thread_label(v.thread)));
+            .or_insert_with(|| (0, 0, 0, ThreadId::of_states(v.thread).label()));
         e.0 += 1;
         if v.stack.on_cpu {
             e.1 = e.1.saturating_add(v.sample.weight_ns);

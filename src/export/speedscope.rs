@@ -8,8 +8,9 @@
 use super::{Exporter, Options, frame_name};
 use crate::analysis::Analysis;
 use crate::analysis::phases::PhaseSummary;
-use crate::analysis::sampled::{self, SampleView, state_frame, thread_label};
+use crate::analysis::sampled::{self, SampleView, state_frame};
 use crate::analysis::states::ThreadStates;
+use crate::analysis::threads::ThreadId;
 use crate::model::Model;
 use anyhow::Result;
 use serde_json::{Value, json};
@@ -44,13 +45,10 @@ impl Frames {
     }
 }
 
-/// A thread's name in the profile selector: its label, tid, and how many threads it stands for.
+/// A thread's name in the profile selector: its label (which says how many threads a folded group
+/// stands for).
 fn profile_name(t: &ThreadStates, what: &str) -> String {
-    let mut name = format!("{} (tid {})", thread_label(t), t.tid);
-    if let Some(n) = t.folded {
-        name.push_str(&format!(" [{n} threads folded]"));
-    }
-    format!("{name}: {what}")
+    format!("{}: {what}", ThreadId::of_states(t).label())
 }
 
 fn sampled_profile(t: &ThreadStates, samples: &[&SampleView<'_>], frames: &mut Frames) -> Value {

@@ -6,6 +6,7 @@ use super::view::{UNKNOWN_FRAME, short_function, site_user_text};
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::sites::SiteSummary;
+use crate::analysis::threads::ThreadId;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 
 /// The allocator's share of the threads' CPU time (of their wall time without CPU figures): what
@@ -229,11 +230,10 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let worst = s
         .threads
         .iter()
-        .enumerate()
-        .filter_map(|(i, t)| {
+        .filter_map(|t| {
             let (ns, n) = (t.alloc_cpu_ns as f64, t.alloc_calls as f64);
             let share = ratio(ns, t.cpu_ns);
-            let samples = a.thread_states(i).map_or(0, |st| st.cpu_marks.len()) as f64;
+            let samples = a.states_of(t.serial).map_or(0, |st| st.cpu_marks.len()) as f64;
             // In a sampled profile a thread without CPU samples has only a rough estimate: it
             // can add to the program's share but not be the worst thread on its own.
             if a.sampling().is_some_and(|s| s.cpu_hz > 0) && samples == 0.0 {
@@ -266,7 +266,7 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         Some((t, _, ns, n, share)) => {
             evidence.push(format!(
                 "thread {} spent {} of its CPU time in the allocator ({} over {} calls)",
-                t.tid,
+                ThreadId::of_summary(t).label(),
                 fmt_pct(share),
                 fmt_ns(ns),
                 fmt_count(n as u64)
@@ -276,7 +276,10 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 (t, g) => t.is_some() && g.is_none(),
             };
             if thread_worse {
-                (share, format!("thread {}'s CPU time", t.tid))
+                (
+                    share,
+                    format!("thread {}'s CPU time", ThreadId::of_summary(t).label()),
+                )
             } else {
                 (global.estimate, "the threads' CPU time".to_string())
             }

@@ -8,6 +8,7 @@ use super::scaling::{speedup_words, with_stake};
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::states::{Category, StateReport, StateSite, ThreadStates};
+use crate::analysis::threads::ThreadId;
 use crate::symbols::{Frame, qualified_name, user_frame};
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 use std::collections::HashMap;
@@ -17,11 +18,7 @@ fn frame_words(f: Option<&Frame>) -> String {
 }
 
 fn thread_words(t: &ThreadStates) -> String {
-    if t.main {
-        format!("the main thread [{}]", t.tid)
-    } else {
-        format!("thread {} [{}]", t.name, t.tid)
-    }
+    format!("thread {}", ThreadId::of_states(t).label())
 }
 
 /// A frame's function without arguments or glibc's internal prefixes (`__pthread_create_2_1` is
@@ -583,7 +580,7 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         let Some(all) = t
             .members
             .iter()
-            .map(|&i| r.threads.get(i).filter(|m| m.kernel.is_some()))
+            .map(|&i| a.states_at(i).filter(|m| m.kernel.is_some()))
             .collect::<Option<Vec<&ThreadStates>>>()
         else {
             continue;
@@ -639,10 +636,11 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             .members
             .iter()
             .copied()
-            .max_by_key(|&i| r.threads.get(i).map_or(0, exec));
+            .max_by_key(|&i| a.states_at(i).map_or(0, exec));
         let frame = frame_words(
             busiest
-                .and_then(|i| r.top_user_frame(i, 0, u64::MAX))
+                .and_then(|i| a.states_index_at(i))
+                .and_then(|k| r.top_user_frame(k, 0, u64::MAX))
                 .map(|x| x.0)
                 .as_ref(),
         );

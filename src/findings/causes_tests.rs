@@ -196,7 +196,7 @@ fn mostly_serial_thresholds_on_the_serial_work() {
     let f = mostly_serial(r, &at(0.4));
     assert!(stake(&f).abs_diff(400_000_000) < 1000, "{f:?}");
     let f = &f[0];
-    assert!(f.title.contains("the main thread [1]"), "{}", f.title);
+    assert!(f.title.contains("thread unnamed [1]*"), "{}", f.title);
     assert!(f.title.contains("prepare (prep.c:30)"), "{}", f.title);
     assert!(
         f.remedy.contains("stallscope bench --threads 1,2,4 ./prep"),
@@ -484,6 +484,7 @@ fn turning_for(life: u64, n: usize, waits: u64, exec_share: f64, delay_share: f6
     use crate::analysis::waitfor::{Edge, WaitFor};
     use crate::profile::samples::WaitKind;
     let member = |tid: u32| ThreadStates {
+        serial: tid,
         tid,
         name: "w".into(),
         life_ns: life,
@@ -514,7 +515,31 @@ fn turning_for(life: u64, n: usize, waits: u64, exec_share: f64, delay_share: f6
             ..Edge::default()
         })
         .collect();
+    // The profile's records, which the wait-for edges index, joined to the states by serial.
+    let records = threads
+        .iter()
+        .map(|t| crate::profile::ThreadStats {
+            serial: t.serial,
+            tid: t.tid,
+            flags: 0,
+            name: t.name.clone(),
+            start_mono_ns: 0,
+            end_mono_ns: t.life_ns,
+            cpu_ns: 0,
+            lock_wait_ticks: 0,
+            fns: Default::default(),
+            size_hist: [0; crate::profile::format::SIZE_BUCKETS],
+            lat_hist: [[0; crate::profile::format::LAT_BUCKETS];
+                crate::profile::format::GROUP_COUNT],
+            locks: Vec::new(),
+            folded: None,
+        })
+        .collect();
     Analysis {
+        profile: crate::profile::Profile {
+            threads: records,
+            ..crate::profile::Profile::default()
+        },
         summary: Summary {
             command: vec!["./turns".into()],
             ..Summary::default()

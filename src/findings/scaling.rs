@@ -9,6 +9,7 @@ use crate::analysis::Analysis;
 use crate::analysis::concurrency::Concurrency;
 use crate::analysis::locknames::{in_allocator, is_arena_lock};
 use crate::analysis::states::{Category, StateReport, ThreadStates};
+use crate::analysis::threads::ThreadId;
 use crate::symbols::Frame;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 
@@ -122,11 +123,7 @@ pub fn serial_section(rule: &Rule, a: &Analysis) -> Vec<Finding> {
 }
 
 fn thread_words(t: &ThreadStates) -> String {
-    if t.main {
-        format!("the main thread [{}]", t.tid)
-    } else {
-        format!("thread {} [{}]", t.name, t.tid)
-    }
+    format!("thread {}", ThreadId::of_states(t).label())
 }
 
 pub fn load_imbalance(rule: &Rule, a: &Analysis) -> Vec<Finding> {

@@ -4,7 +4,7 @@ use super::rules::Rule;
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::states::Category;
-use crate::analysis::waitfor::{Activity, thread_label};
+use crate::analysis::waitfor::Activity;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 use std::collections::BTreeMap;
 
@@ -112,7 +112,7 @@ pub fn lock_across_io(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 "holders: {}",
                 l.holders
                     .iter()
-                    .map(|&i| thread_label(&a.profile, i))
+                    .map(|&i| a.label_at(i))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

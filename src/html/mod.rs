@@ -22,6 +22,7 @@ mod waitfor;
 use crate::analysis::Analysis;
 use crate::analysis::collapsed::{self, Weight};
 use crate::analysis::sampled::SampleWeight;
+use crate::analysis::threads::ThreadId;
 use crate::model::Model;
 use crate::model::run::Run;
 use crate::profile::format::size_bucket_range;
@@ -139,15 +140,13 @@ fn lifespans(p: &Analysis) -> Vec<timeline::Lifespan> {
     p.profile
         .threads
         .iter()
-        .zip(&p.summary.threads)
-        .map(|(t, s)| {
+        .map(|t| {
             let end = p.profile.thread_end_ns(t);
-            timeline::Lifespan {
-                tid: t.tid.into(),
-                name: s.name.clone(),
-                begin_ns: t.start_mono_ns.saturating_sub(start),
-                end_ns: end.saturating_sub(start),
-            }
+            timeline::Lifespan::new(
+                ThreadId::of_profile(t),
+                t.start_mono_ns.saturating_sub(start),
+                end.saturating_sub(start),
+            )
         })
         .collect()
 }
@@ -363,7 +362,7 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
 
     // Threads.
     o.push_str("<h2 id=\"threads\">Threads</h2><p class=\"legend muted\">share of each thread's life:<span class=\"cpu\"></span>CPU (other work)<span class=\"alloc\"></span>allocator<span class=\"lock\"></span>lock wait<span style=\"background:var(--idle)\"></span>off CPU</p>");
-    o.push_str("<table><tr><th>thread</th><th>tid</th><th>life</th><th>CPU</th><th>allocator</th><th>lock wait</th><th style=\"width:40%\"></th></tr>");
+    o.push_str("<table><tr><th>thread</th><th>life</th><th>CPU</th><th>allocator</th><th>lock wait</th><th style=\"width:40%\"></th></tr>");
     for t in &s.threads {
         let share = |v: u64| ratio(v, t.wall_ns);
         let (alloc, lock) = (share(t.alloc_ns), share(t.lock_wait_ns));
@@ -373,12 +372,10 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
         let cpu_other = (share(t.cpu_ns) - alloc_on_cpu).max(0.0);
         let _ = write!(
             o,
-            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"bar\">\
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"bar\">\
              <span class=\"cpu\" style=\"width:{:.2}%\"></span><span class=\"alloc\" style=\"width:{:.2}%\"></span>\
              <span class=\"lock\" style=\"width:{:.2}%\"></span></div></td></tr>",
-            escape(&t.name),
-            if t.main { " (main)" } else { "" },
-            t.tid,
+            escape(&ThreadId::of_summary(t).label()),
             fmt_ns(t.wall_ns),
             fmt_pct(share(t.cpu_ns)),
             fmt_pct(alloc),

@@ -11,6 +11,7 @@
 
 use crate::analysis::Analysis;
 use crate::analysis::states::{PerCategory, sampling_note};
+use crate::analysis::threads::ThreadId;
 use crate::util::escape;
 use crate::util::{fmt_ns, fmt_pct};
 use std::fmt::Write;
@@ -20,10 +21,25 @@ pub use crate::analysis::states::CATEGORY_KEYS as CATEGORIES;
 
 /// When a thread ran, relative to the process's start: the fallback when there is no timeline.
 pub struct Lifespan {
-    pub tid: u64,
-    pub name: String,
+    /// The thread's label (`ThreadId::label`) and that label cut for the rows' labels.
+    pub label: String,
+    pub short: String,
     pub begin_ns: u64,
     pub end_ns: u64,
+}
+
+/// The most characters of a row's label.
+const LABEL_CHARS: usize = 20;
+
+impl Lifespan {
+    pub fn new(id: ThreadId<'_>, begin_ns: u64, end_ns: u64) -> Lifespan {
+        Lifespan {
+            label: id.label(),
+            short: id.short_label(LABEL_CHARS),
+            begin_ns,
+            end_ns,
+        }
+    }
 }
 
 const WIDTH: f64 = 1200.0;
@@ -56,10 +72,21 @@ pub struct StateRows {
 }
 
 pub struct StateRow {
-    pub tid: u64,
-    pub name: String,
+    /// The thread's label (`ThreadId::label`) and that label cut for the row's label.
+    pub label: String,
+    pub short: String,
     /// Per slice, each category's share of it (`ThreadStates::slice_shares`).
     pub slices: Vec<PerCategory<f64>>,
+}
+
+impl StateRow {
+    pub fn new(id: ThreadId<'_>, slices: Vec<PerCategory<f64>>) -> StateRow {
+        StateRow {
+            label: id.label(),
+            short: id.short_label(LABEL_CHARS),
+            slices,
+        }
+    }
 }
 
 impl Drawing {
@@ -72,11 +99,7 @@ impl Drawing {
                 threads: r
                     .threads
                     .iter()
-                    .map(|t| StateRow {
-                        tid: t.tid.into(),
-                        name: t.name.clone(),
-                        slices: t.slice_shares(r.slice_ns),
-                    })
+                    .map(|t| StateRow::new(ThreadId::of_states(t), t.slice_shares(r.slice_ns)))
                     .collect(),
             }),
             phases: a
@@ -85,14 +108,14 @@ impl Drawing {
                 .iter()
                 .map(|p| Phase {
                     label: p.label.clone(),
-                    tid: p.tid.into(),
+                    thread: a.label_of_tid(p.tid),
                     begin_ns: p.begin_ns as f64,
                     end_ns: p.end_ns as f64,
                     region: false,
                 })
                 .chain(a.summary.omp_runs.iter().map(|r| Phase {
                     label: r.label(&a.summary.omp_regions),
-                    tid: r.tid.into(),
+                    thread: a.label_of_tid(r.tid),
                     begin_ns: r.begin_ns as f64,
                     end_ns: r.end_ns as f64,
                     region: true,
@@ -114,7 +137,8 @@ struct Row {
 /// parallel regions (`region`: an OpenMP team at work, its label naming the region).
 pub struct Phase {
     pub label: String,
-    pub tid: u64,
+    /// Its thread's label (`ThreadId::label`).
+    pub thread: String,
     pub begin_ns: f64,
     pub end_ns: f64,
     pub region: bool,
@@ -156,15 +180,6 @@ pub fn section(d: &Drawing, lifespans: &[Lifespan]) -> String {
     out
 }
 
-fn thread_label(name: &str, tid: u64) -> String {
-    let name: String = if name.chars().count() > 20 {
-        name.chars().take(19).chain(['…']).collect()
-    } else {
-        name.to_string()
-    };
-    format!("{name} ({tid})")
-}
-
 /// The most slices any thread has.
 fn longest_row(rows: &StateRows) -> usize {
     rows.threads
@@ -183,7 +198,6 @@ fn state_rows(rows: &StateRows) -> Vec<Row> {
     rows.threads
         .iter()
         .map(|t| {
-            let (tid, name) = (t.tid, t.name.as_str());
             let mut totals = [0.0f64; CATEGORIES.len()];
             let mut spans: Vec<(f64, f64, &'static str)> = Vec::new();
             for (column, chunk) in t.slices.chunks(per_column).enumerate() {
@@ -219,8 +233,8 @@ fn state_rows(rows: &StateRows) -> Vec<Row> {
                 .map(|(c, t)| format!("{} {}", c.replace('_', " "), fmt_pct(t / sum)))
                 .collect();
             Row {
-                label: thread_label(name, tid),
-                tooltip: format!("{name} ({tid}): {}", mix.join(", ")),
+                label: t.short.clone(),
+                tooltip: format!("{}: {}", t.label, mix.join(", ")),
                 spans,
             }
         })
@@ -246,11 +260,10 @@ fn lifespan_rows(lifespans: &[Lifespan]) -> Vec<Row> {
     lifespans
         .iter()
         .map(|l| Row {
-            label: thread_label(&l.name, l.tid),
+            label: l.short.clone(),
             tooltip: format!(
-                "{} ({}): from {} to {}",
-                l.name,
-                l.tid,
+                "{}: from {} to {}",
+                l.label,
                 fmt_ns(l.begin_ns),
                 fmt_ns(l.end_ns)
             ),
@@ -347,7 +360,7 @@ fn svg(rows: &[Row], phases: &[&Phase], end_ns: f64) -> String {
                 "phase"
             },
             escape(&p.label),
-            p.tid,
+            escape(&p.thread),
             fmt_ns(p.begin_ns),
             fmt_ns(p.end_ns),
             if p.region { "region" } else { "phase" },
@@ -403,6 +416,17 @@ fn svg(rows: &[Row], phases: &[&Phase], end_ns: f64) -> String {
 pub mod tests {
     use super::*;
 
+    /// A thread of a synthetic drawing.
+    fn test_id(tid: u32, name: &'static str) -> ThreadId<'static> {
+        ThreadId {
+            serial: tid,
+            tid,
+            name,
+            main: false,
+            folded: None,
+        }
+    }
+
     /// One slice: `(category, share)` pairs, the others 0.
     fn slice(shares: &[(&str, f64)]) -> PerCategory<f64> {
         let mut out = [0.0; CATEGORIES.len()];
@@ -412,10 +436,10 @@ pub mod tests {
         out
     }
 
-    fn phase(label: &str, tid: u64, begin_ns: f64, end_ns: f64) -> Phase {
+    fn phase(label: &str, tid: u32, begin_ns: f64, end_ns: f64) -> Phase {
         Phase {
             label: label.into(),
-            tid,
+            thread: test_id(tid, "t").label(),
             begin_ns,
             end_ns,
             region: false,
@@ -426,10 +450,8 @@ pub mod tests {
     /// every category in turn (so each colour appears), `worker-2` starts late and waits on locks.
     pub fn synthetic_timeline() -> Drawing {
         let slices = |f: &dyn Fn(usize) -> PerCategory<f64>| (0..200).map(f).collect::<Vec<_>>();
-        let row = |tid: u64, name: &str, slices: Vec<PerCategory<f64>>| StateRow {
-            tid,
-            name: name.into(),
-            slices,
+        let row = |tid: u32, name: &'static str, slices: Vec<PerCategory<f64>>| {
+            StateRow::new(test_id(tid, name), slices)
         };
         Drawing {
             wall_ns: 200_000_000,
@@ -484,7 +506,7 @@ pub mod tests {
     fn synthetic_timeline_has_a_row_per_thread_and_merged_runs() {
         let html = section(&synthetic_timeline(), &[]);
         assert!(html.contains("<svg class=\"timeline\""));
-        for name in ["main (1)", "worker-1 (2)", "worker-2 (3)"] {
+        for name in ["main [1]", "worker-1 [2]", "worker-2 [3]"] {
             assert!(html.contains(name), "no row label {name}");
         }
         // main: compute then blocked, two runs; worker-1: one run per category (the 30% compute
@@ -507,7 +529,7 @@ pub mod tests {
             assert!(html.contains(label), "no phase label {label}");
         }
         assert!(
-            html.contains("worker-2 (3): compute 40.0%, lock 60.0%"),
+            html.contains("worker-2 [3]: compute 40.0%, lock 60.0%"),
             "row tooltip gives the mix"
         );
         assert!(!html.contains("sampling was off"));
@@ -527,11 +549,7 @@ pub mod tests {
             })
             .collect();
         let threads: Vec<StateRow> = (0..8)
-            .map(|t| StateRow {
-                tid: t,
-                name: "w".into(),
-                slices: slices.clone(),
-            })
+            .map(|t| StateRow::new(test_id(t, "w"), slices.clone()))
             .collect();
         let report = Drawing {
             states: Some(StateRows {
@@ -554,24 +572,14 @@ pub mod tests {
             ..Drawing::default()
         };
         let spans = [
-            Lifespan {
-                tid: 7,
-                name: "main".into(),
-                begin_ns: 0,
-                end_ns: 1000,
-            },
-            Lifespan {
-                tid: 8,
-                name: "<w&>".into(),
-                begin_ns: 500,
-                end_ns: 750,
-            },
+            Lifespan::new(test_id(7, "main"), 0, 1000),
+            Lifespan::new(test_id(8, "<w&>"), 500, 750),
         ];
         let html = section(&report, &spans);
         assert!(html.contains("sampling was off"));
         assert!(html.contains("Sampling: no free &lt;signal&gt;."));
         assert_eq!(html.matches("class=\"life\"").count(), 2);
-        assert!(html.contains("&lt;w&amp;&gt; (8)"), "names are escaped");
+        assert!(html.contains("&lt;w&amp;&gt; [8]"), "names are escaped");
         let half = format!(
             "x=\"{:.2}\"",
             LABEL_WIDTH + (WIDTH - LABEL_WIDTH - 10.0) * 0.5

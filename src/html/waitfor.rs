@@ -2,7 +2,7 @@
 //! meanwhile; the critical path by thread.
 
 use crate::analysis::Analysis;
-use crate::analysis::waitfor::{edge_object_words, thread_label};
+use crate::analysis::waitfor::edge_object_words;
 use crate::util::escape;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
@@ -31,7 +31,7 @@ pub fn section(a: &Analysis) -> String {
         let on = edge_object_words(a, e);
         let other = e
             .other
-            .map_or_else(|| "unknown".to_string(), |i| thread_label(p, i));
+            .map_or_else(|| "unknown".to_string(), |i| a.label_at(i));
         let meanwhile = e
             .activities
             .iter()
@@ -49,7 +49,7 @@ pub fn section(a: &Analysis) -> String {
         let _ = write!(
             o,
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
-            escape(&thread_label(p, e.waiter)),
+            escape(&a.label_at(e.waiter)),
             escape(&other),
             escape(&on),
             fmt_count(e.waits),
@@ -80,7 +80,7 @@ pub fn section(a: &Analysis) -> String {
             let _ = write!(
                 o,
                 "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&thread_label(p, i)),
+                escape(&a.label_at(i)),
                 fmt_ns(own + waiting),
                 fmt_pct(ratio(own + waiting, path.length_ns)),
                 fmt_ns(waiting)

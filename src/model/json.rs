@@ -11,6 +11,7 @@ use crate::analysis::states::{
     signal_name,
 };
 use crate::analysis::summary::{FnSummary, LockSummary, ThreadSummary};
+use crate::analysis::threads::ThreadId;
 use crate::findings::Finding;
 use crate::model::Model;
 use crate::profile::StackSampling;
@@ -247,8 +248,7 @@ pub fn report(a: &Model) -> Report<'_> {
         threads: s
             .threads
             .iter()
-            .enumerate()
-            .map(|(i, t)| Thread::of(t, states.and_then(|r| r.threads.get(i))))
+            .map(|t| Thread::of(t, a.states_of(t.serial)))
             .collect(),
         alloc: Alloc {
             total_calls: s.alloc_calls(),
@@ -394,6 +394,8 @@ struct LockSteps {
 struct Thread<'a> {
     tid: u32,
     name: &'a str,
+    /// Its label, as every view prints it (`ThreadId::label`).
+    label: String,
     main: bool,
     cpu_ns: u64,
     wall_ns: u64,
@@ -435,6 +437,7 @@ impl<'a> Thread<'a> {
         Thread {
             tid: t.tid,
             name: &t.name,
+            label: ThreadId::of_summary(t).label(),
             main: t.main,
             cpu_ns: t.cpu_ns,
             wall_ns: t.wall_ns,
@@ -988,6 +991,7 @@ impl<'a> Timeline<'a> {
                 .map(|t| TimelineThread {
                     tid: t.tid,
                     name: &t.name,
+                    label: ThreadId::of_states(t).label(),
                     slices: t
                         .slices
                         .iter()
@@ -1006,6 +1010,8 @@ impl<'a> Timeline<'a> {
 struct TimelineThread<'a> {
     tid: u32,
     name: &'a str,
+    /// Its label, as every view prints it (`ThreadId::label`).
+    label: String,
     slices: Vec<Slice>,
 }
 

@@ -6,6 +6,7 @@ use crate::analysis::states::{
     sampling_note,
 };
 use crate::analysis::summary::{OmpRegion, OmpRun, Summary, sum};
+use crate::analysis::threads::ThreadId;
 use crate::util::{Style, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
 
@@ -23,13 +24,10 @@ fn slice_glyph(slice: &PerCategory<u64>, slice_ns: u64) -> char {
     CATEGORIES[i].glyph()
 }
 
+/// The thread's label (`ThreadId::label`), marked `‡` when it blocked the sampling signal.
 fn thread_label(t: &ThreadStates) -> String {
-    let name = if t.name.is_empty() { "?" } else { &t.name };
     let mark = if t.signal_blocked { "‡" } else { "" };
-    match t.folded {
-        Some(n) => format!("{name} ×{n} (folded){mark}"),
-        None => format!("{name} [{}]{}{mark}", t.tid, if t.main { "*" } else { "" }),
-    }
+    format!("{}{mark}", ThreadId::of_states(t).label())
 }
 
 /// "41% waiting on a lock inside random() called from worker (sim.cpp:12)"

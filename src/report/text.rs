@@ -3,6 +3,7 @@
 use crate::analysis::Analysis;
 use crate::analysis::sites::{SiteGroup, group_by_user_frame};
 use crate::analysis::summary::{Summary, sum};
+use crate::analysis::threads::ThreadId;
 use crate::util::{Style, bar, fmt_bytes, fmt_count, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
 
@@ -253,8 +254,8 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
     heading(o, style, "Threads (shares of each thread's life)");
     let _ = writeln!(
         o,
-        "  {:>7} {:<15} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
-        "tid", "name", "life", "CPU", "allocator", "", "lock wait", ""
+        "  {:<23} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
+        "thread", "life", "CPU", "allocator", "", "lock wait", ""
     );
     const MAX_ROWS: usize = 20;
     let mut rows: Vec<_> = s.threads.iter().collect();
@@ -267,31 +268,13 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
     for t in rows.iter().take(MAX_ROWS) {
         let _ = writeln!(
             o,
-            "  {:>7} {:<15} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
-            t.tid,
-            {
-                // At most 15 characters: the name cut to make room for its mark.
-                let cut = |name: &str, room: usize| -> String {
-                    if name.chars().count() <= room {
-                        name.to_string()
-                    } else {
-                        let mut s: String = name.chars().take(room.saturating_sub(1)).collect();
-                        s.push('…');
-                        s
-                    }
-                };
-                if t.main {
-                    format!("{} (main)", cut(&t.name, 8))
-                } else if let Some(n) = t.folded {
-                    let count = fmt_count(n as u64);
-                    let room = 15usize.saturating_sub(count.chars().count() + 2).max(4);
-                    format!("{} ×{count}", cut(&t.name, room))
-                } else if t.signal_blocked {
-                    format!("{}‡", cut(&t.name, 14))
-                } else {
-                    cut(&t.name, 15)
-                }
-            },
+            "  {:<23} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
+            // At most 23 characters: the label cut to make room for its mark.
+            format!(
+                "{}{}",
+                ThreadId::of_summary(t).short_label(22),
+                if t.signal_blocked { "‡" } else { "" }
+            ),
             fmt_ns(t.wall_ns),
             fmt_pct(ratio(t.cpu_ns, t.wall_ns)),
             fmt_ns(t.alloc_ns),
@@ -314,13 +297,8 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
             o,
             "  {}",
             style.dim(&format!(
-                "{} short threads named {}, folded into one row: CPU, calls and locks summed (tid 0)",
-                fmt_count(t.folded.unwrap_or(0) as u64),
-                if t.name.is_empty() {
-                    "otherwise"
-                } else {
-                    &t.name
-                }
+                "{}: short threads folded into one row, their CPU, calls and locks summed",
+                ThreadId::of_summary(t).label()
             ))
         );
     }

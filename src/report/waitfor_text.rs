@@ -2,7 +2,7 @@
 //! was doing meanwhile, and the critical path.
 
 use crate::analysis::Analysis;
-use crate::analysis::waitfor::{edge_object_words, thread_label};
+use crate::analysis::waitfor::edge_object_words;
 use crate::util::{Style, fmt_count, fmt_ns, fmt_pct, ratio};
 use std::fmt::Write;
 
@@ -33,14 +33,14 @@ pub fn render(a: &Analysis, style: Style) -> String {
     );
     for e in w.edges.iter().take(EDGES_SHOWN) {
         let other = match e.other {
-            Some(i) => thread_label(p, i),
+            Some(i) => a.label_at(i),
             None => "an unknown thread".into(),
         };
         let on = edge_object_words(a, e);
         let _ = writeln!(
             o,
             "  {} waited for {other} on {on}: {} waits, {}",
-            thread_label(p, e.waiter),
+            a.label_at(e.waiter),
             fmt_count(e.waits),
             fmt_ns(e.wait_ns)
         );
@@ -94,7 +94,7 @@ pub fn render(a: &Analysis, style: Style) -> String {
         for &(i, own, waiting) in path.by_thread.iter().take(6) {
             let mut line = format!(
                 "  {:<32} {:>10} ({})",
-                thread_label(p, i),
+                a.label_at(i),
                 fmt_ns(own + waiting),
                 fmt_pct(ratio(own + waiting, path.length_ns))
             );
