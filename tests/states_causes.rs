@@ -258,7 +258,7 @@ fn serial_preparation_is_a_serial_section_and_join_is_no_cause() {
         "{f:#}"
     );
     assert!(text(f).contains("serial_prep.c"), "{f:#}");
-    assert!(text(f).contains("main thread"), "{f:#}");
+    assert!(text(f).contains("(main)"), "the main thread: {f:#}");
     for f in findings(&run.report) {
         assert!(
             !text(f).contains("blocking"),
@@ -419,7 +419,7 @@ fn the_profilers_own_heap_snapshots_are_not_the_programs_serial_section() {
     for f in findings(&run.report) {
         let words = text(f);
         assert!(
-            !["mallinfo", "malloc_info", "ss_take_snapshot", "main thread"]
+            !["mallinfo", "malloc_info", "ss_take_snapshot", "(main)"]
                 .iter()
                 .any(|w| words.contains(w)),
             "a finding names the profiler's own work: {f:#}"

@@ -110,7 +110,7 @@ fn a_long_serial_part_before_short_workers_is_mostly_serial() {
     let f = finding(&run.report, "mostly-serial");
     check_stake(&run.report, f);
     let t = text(f);
-    assert!(t.contains("main thread"), "{f:#}");
+    assert!(t.contains("(main)"), "the main thread: {f:#}");
     assert!(t.contains("mostly_serial.c"), "{f:#}");
     assert!(t.contains("2 other threads"), "{f:#}");
     // No serial section (the run never ran in parallel for long), so nothing says it twice.

@@ -63,13 +63,17 @@ impl<'a> ThreadId<'a> {
         }
     }
 
-    /// The one label every view prints: `worker [1234]`, the main thread `main [1233]*`, a group
+    /// The one label every view prints: `worker [1234]`, the main thread `main [1233] (main)`, a group
     /// of folded short threads `worker ×236 (folded)`.
     pub fn label(&self) -> String {
         let name = self.name_or_unnamed();
         match self.folded {
             Some(n) => format!("{name} ×{n} (folded)"),
-            None => format!("{name} [{}]{}", self.tid, if self.main { "*" } else { "" }),
+            None => format!(
+                "{name} [{}]{}",
+                self.tid,
+                if self.main { " (main)" } else { "" }
+            ),
         }
     }
 
@@ -205,7 +209,7 @@ mod tests {
     #[test]
     fn labels() {
         assert_eq!(id("worker", false, None).label(), "worker [1234]");
-        assert_eq!(id("sim", true, None).label(), "sim [1234]*");
+        assert_eq!(id("sim", true, None).label(), "sim [1234] (main)");
         assert_eq!(id("", false, None).label(), "unnamed [1234]");
         assert_eq!(
             id("worker", false, Some(236)).label(),
@@ -283,7 +287,7 @@ mod tests {
         let labels: Vec<String> = a.threads().map(|t| t.id.label()).collect();
         assert_eq!(
             labels,
-            ["sim [101]*", "worker [102]", "worker ×236 (folded)"]
+            ["sim [101] (main)", "worker [102]", "worker ×236 (folded)"]
         );
         for record in &a.profile.threads {
             let t = a.thread(record.serial).expect("the thread");
@@ -300,7 +304,7 @@ mod tests {
         assert_eq!(a.states_at(1).map(|t| t.serial), Some(2));
         assert_eq!(a.label_at(1), "worker [102]");
         assert_eq!(a.label_at(9), "?");
-        assert_eq!(a.label_of_tid(101), "sim [101]*");
+        assert_eq!(a.label_of_tid(101), "sim [101] (main)");
         assert_eq!(a.label_of_tid(0), "unnamed [0]");
     }
 

@@ -196,7 +196,7 @@ fn mostly_serial_thresholds_on_the_serial_work() {
     let f = mostly_serial(r, &at(0.4));
     assert!(stake(&f).abs_diff(400_000_000) < 1000, "{f:?}");
     let f = &f[0];
-    assert!(f.title.contains("thread unnamed [1]*"), "{}", f.title);
+    assert!(f.title.contains("thread unnamed [1] (main)"), "{}", f.title);
     assert!(f.title.contains("prepare (prep.c:30)"), "{}", f.title);
     assert!(
         f.remedy.contains("stallscope bench --threads 1,2,4 ./prep"),
