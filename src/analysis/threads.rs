@@ -220,24 +220,17 @@ mod tests {
     /// A profile of a main thread, a worker and a folded group of short threads, each with CPU
     /// samples, analysed offline.
     fn analysed() -> Analysis {
-        use crate::profile::format::{GROUP_COUNT, LAT_BUCKETS, SIZE_BUCKETS};
         use crate::profile::samples::{Sample, SampleKind, SamplingInfo};
         use crate::profile::{Folded, Profile};
         const START: u64 = 1_000_000;
-        let thread = |serial: u32, name: &str, flags: u32, folded: Option<Folded>| ThreadStats {
-            serial,
-            tid: if folded.is_some() { 0 } else { 100 + serial },
-            flags,
-            name: name.into(),
-            start_mono_ns: START,
-            end_mono_ns: START + 1_000_000_000,
-            cpu_ns: 500_000_000,
-            lock_wait_ticks: 0,
-            fns: Default::default(),
-            size_hist: [0; SIZE_BUCKETS],
-            lat_hist: [[0; LAT_BUCKETS]; GROUP_COUNT],
-            locks: Vec::new(),
-            folded,
+        let thread = |serial: u32, name: &str, flags: u32, folded: Option<Folded>| {
+            let tid = if folded.is_some() { 0 } else { 100 + serial };
+            ThreadStats {
+                flags,
+                cpu_ns: 500_000_000,
+                folded,
+                ..ThreadStats::quiet(serial, tid, name, START, START + 1_000_000_000)
+            }
         };
         let mut p = Profile::default();
         p.process.start_mono_ns = START;

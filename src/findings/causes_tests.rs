@@ -518,22 +518,7 @@ fn turning_for(life: u64, n: usize, waits: u64, exec_share: f64, delay_share: f6
     // The profile's records, which the wait-for edges index, joined to the states by serial.
     let records = threads
         .iter()
-        .map(|t| crate::profile::ThreadStats {
-            serial: t.serial,
-            tid: t.tid,
-            flags: 0,
-            name: t.name.clone(),
-            start_mono_ns: 0,
-            end_mono_ns: t.life_ns,
-            cpu_ns: 0,
-            lock_wait_ticks: 0,
-            fns: Default::default(),
-            size_hist: [0; crate::profile::format::SIZE_BUCKETS],
-            lat_hist: [[0; crate::profile::format::LAT_BUCKETS];
-                crate::profile::format::GROUP_COUNT],
-            locks: Vec::new(),
-            folded: None,
-        })
+        .map(|t| crate::profile::ThreadStats::quiet(t.serial, t.tid, &t.name, 0, t.life_ns))
         .collect();
     Analysis {
         profile: crate::profile::Profile {

@@ -120,6 +120,35 @@ pub struct Folded {
     pub life_ns: u64,
 }
 
+#[cfg(test)]
+impl ThreadStats {
+    /// A thread that lived from `start_mono_ns` to `end_mono_ns` and counted nothing: the unit
+    /// tests' fixture, which each test adjusts (flags, CPU time, folding).
+    pub fn quiet(
+        serial: u32,
+        tid: u32,
+        name: &str,
+        start_mono_ns: u64,
+        end_mono_ns: u64,
+    ) -> ThreadStats {
+        ThreadStats {
+            serial,
+            tid,
+            flags: 0,
+            name: name.to_string(),
+            start_mono_ns,
+            end_mono_ns,
+            cpu_ns: 0,
+            lock_wait_ticks: 0,
+            fns: Default::default(),
+            size_hist: [0; format::SIZE_BUCKETS],
+            lat_hist: [[0; format::LAT_BUCKETS]; format::GROUP_COUNT],
+            locks: Vec::new(),
+            folded: None,
+        }
+    }
+}
+
 impl ThreadStats {
     /// The thread's life (for a folded group: its threads' lives summed), ending at `end_ns`.
     pub fn life_ns(&self, end_ns: u64) -> u64 {

@@ -433,24 +433,9 @@ mod tests {
     use super::*;
     use crate::analysis::states::{CATEGORY_COUNT, StateSite, ThreadStates};
     use crate::profile::ThreadStats;
-    use crate::profile::format::{GROUP_COUNT, LAT_BUCKETS, SIZE_BUCKETS};
 
     fn thread(serial: u32, begin: u64, end: u64) -> ThreadStats {
-        ThreadStats {
-            serial,
-            tid: serial,
-            flags: 0,
-            name: "t".into(),
-            start_mono_ns: begin,
-            end_mono_ns: end,
-            cpu_ns: 0,
-            lock_wait_ticks: 0,
-            fns: Default::default(),
-            size_hist: [0; SIZE_BUCKETS],
-            lat_hist: [[0; LAT_BUCKETS]; GROUP_COUNT],
-            locks: Vec::new(),
-            folded: None,
-        }
+        ThreadStats::quiet(serial, serial, "t", begin, end)
     }
 
     fn site(category: Category, function: &str, line: u32, ns: u64) -> StateSite {

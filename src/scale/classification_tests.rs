@@ -14,7 +14,6 @@ const FUTEX: u32 = 202;
 use crate::analysis::futex::{Word, Words};
 use crate::analysis::runtime::Role;
 use crate::profile::ThreadStats;
-use crate::profile::format::{GROUP_COUNT, LAT_BUCKETS, SIZE_BUCKETS};
 use crate::profile::samples::{Wait, WaitKind};
 use crate::scale::causes::{Cause, costs, wait_cause};
 
@@ -23,20 +22,10 @@ const LOCK_WORD: u64 = 0x7f00_0000_1000;
 const CONDITION_WORD: u64 = 0x7f00_0000_2000;
 
 fn thread(serial: u32, flags: u32) -> ThreadStats {
+    let name = format!("t{serial}");
     ThreadStats {
-        serial,
-        tid: 100 + serial,
         flags,
-        name: format!("t{serial}"),
-        start_mono_ns: START,
-        end_mono_ns: START + 1_000_000_000,
-        cpu_ns: 0,
-        lock_wait_ticks: 0,
-        fns: Default::default(),
-        size_hist: [0; SIZE_BUCKETS],
-        lat_hist: [[0; LAT_BUCKETS]; GROUP_COUNT],
-        locks: Vec::new(),
-        folded: None,
+        ..ThreadStats::quiet(serial, 100 + serial, &name, START, START + 1_000_000_000)
     }
 }
 
