@@ -21,17 +21,11 @@ use std::time::Duration;
 /// The debug file of the module with `build_id`: the local one, else one fetched through
 /// debuginfod (see the module's comment); None when neither exists.
 pub fn debug_file(build_id: &[u8], debug_root: &Path) -> Option<PathBuf> {
-    if build_id.len() < 2 {
-        return None;
-    }
-    let id = hex(build_id);
-    let local = debug_root
-        .join(".build-id")
-        .join(&id[..2])
-        .join(format!("{}.debug", &id[2..]));
+    let local = local_path(build_id, debug_root)?;
     if local.is_file() {
         return Some(local);
     }
+    let id = hex(build_id);
     let urls = std::env::var("DEBUGINFOD_URLS").ok()?;
     static ASKED: OnceLock<Mutex<HashMap<String, Option<PathBuf>>>> = OnceLock::new();
     let asked = ASKED.get_or_init(Default::default);
@@ -41,6 +35,21 @@ pub fn debug_file(build_id: &[u8], debug_root: &Path) -> Option<PathBuf> {
     let found = fetch(&id, &urls, &cache_dir()?);
     asked.lock().ok()?.insert(id, found.clone());
     found
+}
+
+/// Where the debug file of the module with `build_id` is under `debug_root`, whether or not it
+/// is there: `<root>/.build-id/ab/cdef....debug`.
+pub fn local_path(build_id: &[u8], debug_root: &Path) -> Option<PathBuf> {
+    if build_id.len() < 2 {
+        return None;
+    }
+    let id = hex(build_id);
+    Some(
+        debug_root
+            .join(".build-id")
+            .join(&id[..2])
+            .join(format!("{}.debug", &id[2..])),
+    )
 }
 
 /// elfutils' client cache directory.

@@ -303,13 +303,9 @@ mod tests {
     fn main_arena_by_debug_file() -> Option<u64> {
         let data = std::fs::read("/lib/x86_64-linux-gnu/libc.so.6").ok()?;
         let id = object::File::parse(&*data).ok()?.build_id().ok()??.to_vec();
-        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        let debug = std::fs::read(format!(
-            "/usr/lib/debug/.build-id/{}/{}.debug",
-            &hex[..2],
-            &hex[2..]
-        ))
-        .ok()?;
+        let path =
+            crate::symbols::debuginfod::local_path(&id, std::path::Path::new("/usr/lib/debug"))?;
+        let debug = std::fs::read(path).ok()?;
         let file = object::File::parse(&*debug).ok()?;
         file.symbols()
             .find(|s| s.name() == Ok("main_arena"))
