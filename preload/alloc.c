@@ -103,9 +103,6 @@ _Static_assert(SS_LARGE_BYTES % 8 == 0, "free's fast part compares a chunk's siz
 /* malloc and calloc requests this large never come from glibc's thread cache (at most 1032 bytes):
  * they take the large-bin path, which consolidates the fast bins. */
 #define SS_LARGE_BIN_BYTES 1033u
-/* Flags in the low bits of a glibc chunk's size word. */
-#define SS_CHUNK_MMAPPED 2u
-#define SS_CHUNK_NON_MAIN_ARENA 4u
 
 /* Whether an allocation call of `bytes` (at least SS_LARGE_BYTES, glibc's allocator) is always
  * timed; notes a large-bin request. */
@@ -358,10 +355,8 @@ SS_EXPORT void *malloc(size_t size) {
 }
 
 /* Frees of large chunks leave the fast part unless they are not to be timed (ss_free_always_timed).
- * With glibc's allocator the chunk's size is in the word before it (its low 3 bits are flags); a
- * block of the bootstrap pool has a word there that reads as a huge chunk, so that its free takes
- * the slow part, which knows the pool. */
-static inline size_t ss_chunk_header(const void *ptr) { return ((const size_t *)ptr)[-1]; }
+ * A block of the bootstrap pool has a size word (ss_chunk_header) that reads as a huge chunk, so
+ * that its free takes the slow part, which knows the pool. */
 
 static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
     t = ss_known(t);

@@ -19,9 +19,6 @@
 int ss_heap_unchecked;
 int ss_arena_reads_off;
 
-#define SS_CHUNK_FLAG_BITS 7u
-#define SS_CHUNK_MMAPPED_BIT 2u
-
 /* glibc's request2size on x86-64: the request plus the size word, rounded up to 16, at least 32. */
 static size_t ss_chunk_size_for(size_t request) {
     size_t size = (request + sizeof(size_t) + 15u) & ~(size_t)15u;
@@ -32,9 +29,9 @@ static size_t ss_chunk_size_for(size_t request) {
  * chunk size, or, when it was mapped on its own (a lowered M_MMAP_THRESHOLD), whole pages. */
 static int ss_chunk_reads_as(const void *p, size_t request) {
     if (!p || ((uintptr_t)p & 15u) != 0) return 0;
-    size_t word = ((const size_t *)p)[-1];
+    size_t word = ss_chunk_header(p);
     size_t size = word & ~(size_t)SS_CHUNK_FLAG_BITS;
-    if (word & SS_CHUNK_MMAPPED_BIT) return size % 4096u == 0 && size >= request + 2 * sizeof(size_t);
+    if (word & SS_CHUNK_MMAPPED) return size % 4096u == 0 && size >= request + 2 * sizeof(size_t);
     return size == ss_chunk_size_for(request);
 }
 

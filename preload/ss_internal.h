@@ -511,6 +511,13 @@ void ss_ensure_resolved(void);
 /* Whether `fn` is the C library's own, not another library's that the program or an interposer
  * put before it (glibc before 2.34 kept the pthread functions in libpthread). */
 int ss_in_libc(const void *fn);
+/* glibc's chunk size word: the word before a block holds its chunk's size, with flags in the low
+ * 3 bits (alloc.c reads it; glibc_check.c checks at start that it reads so). */
+#define SS_CHUNK_FLAG_BITS 7u
+#define SS_CHUNK_MMAPPED 2u
+#define SS_CHUNK_NON_MAIN_ARENA 4u
+static inline size_t ss_chunk_header(const void *ptr) { return ((const size_t *)ptr)[-1]; }
+
 /* glibc_check.c: the allocator's internals checked at start. */
 extern int ss_heap_unchecked;  /* size words not as expected: every allocator call guarded */
 extern int ss_arena_reads_off; /* heaps of huge pages: no heap_info read (no cross-thread frees) */
