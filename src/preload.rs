@@ -9,12 +9,9 @@ use std::path::{Path, PathBuf};
 
 static LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libstallscope.so"));
 
-/// FNV-1a: enough to tell two builds of the library apart.
-fn content_hash(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf29ce484222325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
-    })
-}
+/// FNV-1a of LIBRARY (enough to tell two builds of the library apart), in hex: build.rs works it
+/// out when it builds the library.
+static LIBRARY_HASH: &str = include_str!(concat!(env!("OUT_DIR"), "/libstallscope.hash"));
 
 /// Where the library may be written, best first.
 fn cache_dirs() -> Vec<PathBuf> {
@@ -47,7 +44,7 @@ pub fn library_path() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("STALLSCOPE_PRELOAD_LIB").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(path));
     }
-    let name = format!("libstallscope-{:016x}.so", content_hash(LIBRARY));
+    let name = format!("libstallscope-{LIBRARY_HASH}.so");
     let dirs = cache_dirs();
     let mut last_err = None;
     for shared in [true, false] {
