@@ -1,6 +1,8 @@
 /* Allocator hooks: every call is counted with its requested bytes and size bucket; a random
  * 1-in-N sample (every call in exact mode) is also timed, because reading the clock around each
- * call would cost more than the fast path of malloc itself. */
+ * call would cost more than the fast path of malloc itself. Which call is timed is decided by the
+ * call count itself (it reaching alloc.timed_at), so the fast part of a small malloc makes three
+ * memory increments (count, bytes, size bucket) and a free one. */
 #include "ss_internal.h"
 
 #include <errno.h>
@@ -37,7 +39,7 @@ static size_t ss_bootstrap_size(const void *p) {
 /* The allocation part of a node, for a new thread (ss_thread_reset, lifecycle.c). Whether frees
  * may take their fast part is decided before the first node is made (ss_guard_calls). */
 void ss_alloc_thread_reset(struct ss_thread *t) {
-    t->alloc.countdown = ss_next_interval(t);
+    for (int f = 0; f < SS_FN_COUNT; f++) t->alloc.timed_at[f] = t->rec.fn[f].calls + ss_next_interval(t);
     t->alloc.free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX;
     t->alloc.frees_checked = t->alloc.frees_cross = 0;
     t->alloc.own_arena = 0;
@@ -163,35 +165,48 @@ static inline size_t ss_mul_saturating(size_t a, size_t b) {
  * inlined), so that the fast part needs no stack frame: with both in one function the compiler
  * saved and restored six registers on every call for the sake of the slow path. */
 
+/* Counts a call of fn; whether it is the one to time (its count reached timed_at: always in
+ * SS_NO_THREAD). Unsigned >=, not ==: a count that skipped past it (a call counted elsewhere)
+ * still fires. */
+static inline int ss_count_call(struct ss_thread *t, enum ss_fn fn) {
+    uint64_t n = SS_LOAD(t->rec.fn[fn].calls) + 1;
+    SS_STORE(t->rec.fn[fn].calls, n);
+    return n >= t->alloc.timed_at[fn];
+}
+
+/* In the slow part: whether this call is the timed one, drawing the next if so. */
+static inline int ss_take_timed_call(struct ss_thread *t, enum ss_fn fn) {
+    uint64_t n = t->rec.fn[fn].calls;
+    if (n < t->alloc.timed_at[fn]) return 0;
+    t->alloc.timed_at[fn] = n + ss_next_interval(t);
+    return 1;
+}
+
 /* The fast part of an allocation hook counts the call and decides its route: forwarded as is, or
- * to the slow part (a countdown fired, or the call is guarded), perhaps as always timed. */
+ * to the slow part (the call is the timed one, its bytes fired a stack, or it is guarded),
+ * perhaps as always timed. A request below ss_fast_bytes (the fast part proper) is not in the
+ * byte-sampled stacks: it is sampled for its stack by count only (stacks.c), which saves a memory
+ * subtraction on every call; a stack per 512 KiB matters for the large requests. */
 #define SS_ROUTE_SLOW 1
 #define SS_ROUTE_EXACT 2
 static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     if (SS_LIKELY(bytes < ss_fast_bytes)) {
-        SS_INC(t->rec.fn[fn].calls, 1);
+        int timed = ss_count_call(t, fn);
         SS_INC(t->rec.fn[fn].bytes, bytes);
         SS_INC(t->rec.size_hist[ss_small_size_bucket(bytes)], 1);
-        /* Each countdown is decremented in memory and tested by the flags of that one instruction
-         * (a load, a subtraction, a store and a test otherwise); both always run. */
-        if (SS_UNLIKELY(ss_dec_is_zero(&t->alloc.countdown))) {
-            t->stacks.bytes_left -= (int64_t)bytes;
-            return SS_ROUTE_SLOW;
-        }
-        return ss_sub_is_negative(&t->stacks.bytes_left, bytes) ? SS_ROUTE_SLOW : 0;
+        return SS_UNLIKELY(timed) ? SS_ROUTE_SLOW : 0;
     }
-    ss_count(t, fn, bytes);
-    if (SS_UNLIKELY(ss_guard_calls)) {
-        t->alloc.countdown--;
-        t->stacks.bytes_left -= (int64_t)bytes;
-        return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
+    int timed = ss_count_call(t, fn);
+    if (fn != SS_FN_FREE) {
+        SS_INC(t->rec.fn[fn].bytes, bytes);
+        SS_INC(t->rec.size_hist[ss_size_bucket(bytes)], 1);
     }
+    /* Each byte countdown is decremented in memory and tested by the flags of that one
+     * instruction (a load, a subtraction, a store and a test otherwise). */
+    int bytes_fired = ss_sub_is_negative(&t->stacks.bytes_left, bytes);
+    if (SS_UNLIKELY(ss_guard_calls)) return SS_ROUTE_SLOW | (bytes >= SS_LARGE_BYTES ? SS_ROUTE_EXACT : 0);
     int route = ss_always_timed(t, fn, bytes) ? SS_ROUTE_SLOW | SS_ROUTE_EXACT : 0;
-    if (SS_UNLIKELY(ss_dec_is_zero(&t->alloc.countdown))) {
-        t->stacks.bytes_left -= (int64_t)bytes;
-        return route | SS_ROUTE_SLOW;
-    }
-    return ss_sub_is_negative(&t->stacks.bytes_left, bytes) ? route | SS_ROUTE_SLOW : route;
+    return (timed | bytes_fired) ? route | SS_ROUTE_SLOW : route;
 }
 
 /* The slow part of an allocation hook whose call the fast part counted and routed: a timed call
@@ -201,9 +216,8 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
 #define SS_ALLOC_SLOW(t, fn, grp, bytes, route, ret, real_call)                                              \
     do {                                                                                                    \
         size_t bytes_ = (bytes);                                                                            \
-        int timed_ = t->alloc.countdown == 0;                                                                     \
-        if (timed_) t->alloc.countdown = ss_next_interval(t);                                                     \
-        int bfired_ = t->stacks.bytes_left < 0;                                                                    \
+        int timed_ = ss_take_timed_call(t, fn);                                                             \
+        int bfired_ = t->stacks.bytes_left < 0;                                                             \
         int exact_ = ((route) & SS_ROUTE_EXACT) != 0;                                                       \
         if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();                                    \
         uint32_t site_ = ss_stack_sample_if(t, fn, bytes_, timed_, bfired_);                                \
@@ -360,11 +374,9 @@ SS_EXPORT void *malloc(size_t size) {
 
 static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
     t = ss_known(t);
-    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) { /* never the program's: not counted */
-        if (t) {
-            SS_ADD(t->rec.fn[SS_FN_FREE].calls, (uint64_t)-1);
-            if (t->alloc.countdown == 0) t->alloc.countdown = ss_next_interval(t);
-        }
+    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) { /* never the program's: not counted (a timed one
+                                                  is the next free, its count being timed_at) */
+        if (t) SS_ADD(t->rec.fn[SS_FN_FREE].calls, (uint64_t)-1);
         return;
     }
     if (!t) {
@@ -373,13 +385,11 @@ static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
             if (ss_real.free) ss_real.free(ptr);
             return;
         }
-        SS_ADD(t->rec.fn[SS_FN_FREE].calls, 1);
-        t->alloc.countdown--;
+        ss_count_call(t, SS_FN_FREE);
     }
     int exact = !ss_guard_calls && ptr && (ss_chunk_header(ptr) & ~(size_t)7) >= SS_LARGE_BYTES &&
                 ss_free_always_timed(t, ptr, ss_chunk_header(ptr));
-    int timed = t->alloc.countdown == 0;
-    if (timed) t->alloc.countdown = ss_next_interval(t);
+    int timed = ss_take_timed_call(t, SS_FN_FREE);
     if (!timed && !exact) {
         if (!ss_guard_calls) return ss_real.free(ptr);
         SS_GUARD_BEGIN(saved);
@@ -401,8 +411,7 @@ static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
 
 SS_EXPORT void free(void *ptr) {
     struct ss_thread *t = ss_self; /* SS_NO_THREAD: counted in it and sent to the slow part */
-    SS_INC(t->rec.fn[SS_FN_FREE].calls, 1);
-    if (SS_UNLIKELY(ss_dec_is_zero(&t->alloc.countdown))) { /* a timed call */
+    if (SS_UNLIKELY(ss_count_call(t, SS_FN_FREE))) { /* a timed call */
         ss_slow_free(ptr, t);
         return;
     }

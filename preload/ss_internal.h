@@ -111,8 +111,11 @@ enum ss_node_fate { SS_FATE_OPEN = 0, SS_FATE_OWN = 1, SS_FATE_FOLD = 2 };
 
 /* alloc.c: the allocation hooks' countdown, and cross-thread frees. */
 struct ss_alloc_thread {
-    uint32_t countdown;        /* allocator calls until the next timed one */
     uintptr_t free_fast_below; /* a free of ptr may take its fast part if ptr - 1 is below this */
+    /* The call count (rec.fn[f].calls) at which the thread's next call of each function is
+     * timed: the count a hook increments anyway is its countdown, so a call adds one memory
+     * increment less. All 0 in SS_NO_THREAD, whose every call goes to the slow part. */
+    uint64_t timed_at[SS_FN_COUNT];
     /* Sampled frees whose arena has a known allocating thread, and of those, the ones whose arena
      * another thread allocates from. */
     uint64_t frees_checked, frees_cross;
@@ -526,13 +529,10 @@ int ss_glibc_heap_check(void);
 /* Lock hooks (locks.c): what they need to know of glibc's locks, read at start-up. */
 void ss_locks_init(void);
 
-/* Allocation stacks (stacks.c). The byte countdown runs on every allocation call; the count-based
- * sample is a subset of the timed calls, so the unsampled path gains one subtraction and a test. */
+/* Allocation stacks (stacks.c). The byte countdown runs on allocation calls of ss_fast_bytes or
+ * more (all of them with another allocator); the count-based sample is a subset of the timed
+ * calls. */
 extern int ss_stacks_on;
-static inline int ss_take_bytes(struct ss_thread *t, size_t bytes) {
-    t->stacks.bytes_left -= (int64_t)bytes;
-    return SS_UNLIKELY(t->stacks.bytes_left < 0);
-}
 uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired);
 /* The same, with the common case inline: a timed call whose count-based stack countdown does not
  * fire (K-1 of every K timed calls) only decrements it. */

@@ -354,7 +354,8 @@ uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int t
     uint32_t site = ss_capture((uint32_t)fn);
     if (!site) return 0;
 
-    double pb = ss_inv_mean_bytes > 0 ? ss_one_minus_exp_neg((double)bytes * ss_inv_mean_bytes) : 0;
+    /* A request below ss_fast_bytes is not in the byte process (alloc.c): its count only. */
+    double pb = ss_inv_mean_bytes > 0 && bytes >= ss_fast_bytes ? ss_one_minus_exp_neg((double)bytes * ss_inv_mean_bytes) : 0;
     double p = 1 - (1 - ss_count_q) * (1 - pb);
     double w = p > 0 ? 1 / p : 0;
     struct ss_site *s = &ss_sites[site - 1];
