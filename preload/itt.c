@@ -175,7 +175,7 @@ static void ss_itt_task_begin(const void *domain, struct ss_itt_id id, struct ss
     struct ss_thread *t = ss_self_known();
     if (!t || !ss_active || t->itt.tbb_worker) return;
     if (t->itt.task_depth++ != 0) return;
-    t->itt.task_start_ns = ss_mono_ns();
+    t->itt.task_start_ticks = ss_ticks();
     t->itt.task_stack = ss_stack_here();
 }
 
@@ -183,7 +183,7 @@ static void ss_itt_task_end(const void *domain) {
     (void)domain;
     struct ss_thread *t = ss_self_known();
     if (!t || t->itt.tbb_worker || t->itt.task_depth == 0 || --t->itt.task_depth != 0 || !ss_active) return;
-    ss_run_add(t, &t->itt.tbb_run, SS_LOCK_ITT_SYNC, t->itt.task_stack, t->itt.task_start_ns, ss_mono_ns(), 0, 0);
+    ss_run_add(t, &t->itt.tbb_run, SS_LOCK_ITT_SYNC, t->itt.task_stack, t->itt.task_start_ticks, ss_ticks(), 0, 0);
 }
 
 static void ss_itt_thread_set_name(const char *name) {

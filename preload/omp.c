@@ -44,17 +44,38 @@ static void *ss_omp_next(const char *name) {
     } while (0)
 
 /* The OpenMP part of a node, for a new thread (ss_thread_reset, lifecycle.c). */
-void ss_omp_thread_reset(struct ss_thread *t) { t->omp.run = (struct ss_omp_run){0}; }
+void ss_omp_thread_reset(struct ss_thread *t) {
+    t->omp.run = (struct ss_omp_run){0};
+    /* Regions are told apart by number, their slots on a stack that may hold an older number:
+     * a random start makes a stale match of another thread's numbers practically impossible. */
+    t->omp.region_seq = t->rng << 16;
+}
 
 /* ---- parallel regions ---- */
+
+/* Each team member below SS_OMP_SLOTS (by omp_get_thread_num) writes its body time into a cache
+ * line of its own, tagged with the region's number: the members of a small region then share no
+ * line they write (three atomic operations per member on one shared line, before, made the line
+ * travel between the cores several times per region: issue 27, a program of many small
+ * regions). The others add to the shared totals with atomics. The master reads the slots after
+ * the region's closing barrier, which orders the members' stores before its reads. */
+#define SS_OMP_SLOTS 16u
+struct ss_omp_slot {
+    _Alignas(64) uint64_t seq; /* the region's number once written (the stack may hold an old one) */
+    uint64_t ticks;
+};
 
 struct ss_omp_region {
     ss_omp_body_fn fn;
     void *data;
-    uint64_t body_ticks; /* the members' body time, summed */
-    uint64_t longest;    /* the longest body */
-    uint32_t members;
+    uint64_t seq;
+    uint64_t body_ticks; /* of members without a slot, summed */
+    uint64_t longest;    /* the longest of those */
+    uint32_t members;    /* those */
+    struct ss_omp_slot slot[SS_OMP_SLOTS];
 };
+
+static int (*ss_real_omp_get_thread_num)(void);
 
 /* Runs one team member's share of the region, timed. */
 static void ss_omp_body(void *p) {
@@ -62,6 +83,12 @@ static void ss_omp_body(void *p) {
     uint64_t start = ss_ticks();
     r->fn(r->data);
     uint64_t ticks = ss_ticks() - start;
+    int i = ss_real_omp_get_thread_num ? ss_real_omp_get_thread_num() : -1;
+    if (i >= 0 && (unsigned)i < SS_OMP_SLOTS) {
+        r->slot[i].ticks = ticks;
+        __atomic_store_n(&r->slot[i].seq, r->seq, __ATOMIC_RELAXED);
+        return;
+    }
     __atomic_fetch_add(&r->body_ticks, ticks, __ATOMIC_RELAXED);
     __atomic_fetch_add(&r->members, 1, __ATOMIC_RELAXED);
     uint64_t seen = __atomic_load_n(&r->longest, __ATOMIC_RELAXED);
@@ -86,38 +113,46 @@ void ss_omp_run_close(struct ss_thread *t) {
     ss_run_close(t, &t->itt.tbb_run);
 }
 
-/* Adds a region of [start_ns, end_ns) to `run`, or closes the run and opens another. A run is
+/* Adds a region of [start, end) (ticks) to `run`, or closes the run and opens another. A run is
  * named by the body of its longest region. */
-void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start_ns,
-                uint64_t end_ns, uint64_t team_ticks, uint64_t body_ticks) {
-    uint64_t wall_ns = end_ns > start_ns ? end_ns - start_ns : 0;
-    if (run->count && (start_ns > run->end_ns + SS_OMP_RUN_GAP_NS || run->count == UINT32_MAX)) ss_run_close(t, run);
-    if (!run->count) *run = (struct ss_omp_run){body, start_ns, end_ns, 0, 0, 0, 0, kind};
-    if (wall_ns >= run->longest_ns) {
-        run->longest_ns = wall_ns;
+void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start,
+                uint64_t end, uint64_t team_ticks, uint64_t body_ticks) {
+    uint64_t wall = end > start ? end - start : 0;
+    uint64_t gap = ss_ticks_per_sec / (1000000000ull / SS_OMP_RUN_GAP_NS);
+    if (run->count && (start > run->end_ticks + gap || run->count == UINT32_MAX)) ss_run_close(t, run);
+    if (!run->count) *run = (struct ss_omp_run){body, start, end, 0, 0, 0, 0, kind};
+    if (wall >= run->longest_ticks) {
+        run->longest_ticks = wall;
         run->body = body;
     }
-    run->end_ns = end_ns;
+    run->end_ticks = end;
     run->team_ticks += team_ticks;
     run->body_ticks += body_ticks;
     run->count++;
 }
 
-/* The master records a region that ended (`wall` ticks from its start). */
-static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *r, uint64_t wall) {
+/* The master records a region that ended at `end`, `wall` ticks from its start. */
+static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *r, uint64_t wall, uint64_t end) {
     uint32_t members = __atomic_load_n(&r->members, __ATOMIC_RELAXED);
     uint64_t body = __atomic_load_n(&r->body_ticks, __ATOMIC_RELAXED);
     uint64_t longest = __atomic_load_n(&r->longest, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < SS_OMP_SLOTS; i++) {
+        if (__atomic_load_n(&r->slot[i].seq, __ATOMIC_RELAXED) != r->seq) continue;
+        uint64_t ticks = r->slot[i].ticks;
+        members++;
+        body += ticks;
+        if (ticks > longest) longest = ticks;
+    }
     uint64_t team = (uint64_t)members * wall;
     ss_omp_region_record(t, (const void *)r->fn, SS_LOCK_OMP_REGION, members, wall, team > body ? team - body : 0,
-                         wall > longest ? wall - longest : 0);
+                         wall > longest ? wall - longest : 0, end);
 }
 
 /* One run of a region, in the master's lock table (kind SS_LOCK_OMP_REGION by its body, or
  * SS_LOCK_OMP_REGION_SITE by its call site: ss_format.h): its team, wall time, the team's time at
  * the closing barrier and its fork-join cost. Shared with the OMPT tool (ompt.c). */
 void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind, uint32_t members, uint64_t wall,
-                          uint64_t barrier, uint64_t fork_join) {
+                          uint64_t barrier, uint64_t fork_join, uint64_t end) {
     uint32_t slot = ss_lock_slot_for(t, region, kind);
     struct ss_lock_stats *l = &t->locks.table[slot];
     SS_ADD(l->acquisitions, 1);
@@ -127,9 +162,8 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
     SS_ADD(l->timed_holds, 1);
     SS_ADD(l->hold_ticks, wall);
     uint64_t team = (uint64_t)members * wall;
-    uint64_t end_ns = ss_mono_ns();
-    ss_run_add(t, &t->omp.run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)region, end_ns - ss_ticks_to_ns(wall), end_ns,
-               team, team > barrier ? team - barrier : 0);
+    ss_run_add(t, &t->omp.run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)region, end - wall, end, team,
+               team > barrier ? team - barrier : 0);
 }
 
 /* A region entry point: the body through the trampoline, the region recorded at its end. LLVM's
@@ -145,14 +179,21 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
             ss_real_##name args;                                                                              \
             return;                                                                                           \
         }                                                                                                     \
-        struct ss_omp_region r = {fn, data, 0, 0, 0};                                                         \
+        SS_OMP_REAL(ss_real_omp_get_thread_num, "omp_get_thread_num");                                       \
+        struct ss_omp_region r; /* its slots are told by seq, not cleared */                                  \
+        r.fn = fn;                                                                                            \
+        r.data = data;                                                                                        \
+        r.seq = ++t->omp.region_seq;                                                                          \
+        r.body_ticks = r.longest = 0;                                                                         \
+        r.members = 0;                                                                                        \
         ss_omp_body_fn body = fn;                                                                             \
         fn = ss_omp_body;                                                                                     \
         data = &r;                                                                                            \
         uint64_t start = ss_ticks();                                                                          \
         ss_real_##name args;                                                                                  \
+        uint64_t end_ = ss_ticks();                                                                           \
         r.fn = body;                                                                                          \
-        ss_omp_region_done(t, &r, ss_ticks() - start);                                                        \
+        ss_omp_region_done(t, &r, end_ - start, end_);                                                        \
     }
 
 SS_OMP_PARALLEL(GOMP_parallel, (ss_omp_body_fn fn, void *data, unsigned n, unsigned flags), (fn, data, n, flags))

@@ -187,7 +187,8 @@ static void ss_ompt_parallel_end(ss_ompt_data *parallel, ss_ompt_data *task, int
     __atomic_store_n(&r->busy, 0, __ATOMIC_RELEASE);
     struct ss_thread *t = ss_self_known();
     if (!t || !ss_active || overflow || seen == 0) return;
-    ss_omp_region_record(t, where, SS_LOCK_OMP_REGION_SITE, seen, wall, barrier, wall > longest ? wall - longest : 0);
+    ss_omp_region_record(t, where, SS_LOCK_OMP_REGION_SITE, seen, wall, barrier, wall > longest ? wall - longest : 0,
+                         end);
 }
 
 static int ss_ompt_initialize(ss_ompt_lookup lookup, int initial_device_num, ss_ompt_data *tool_data) {

@@ -165,7 +165,9 @@ struct ss_phases_thread {
  * the TBB algorithms the thread ran (itt.c: __itt_task_begin/end). */
 struct ss_omp_run {
     uint64_t body; /* the body of its longest region; TBB: its caller's stack (itt.c) */
-    uint64_t start_ns, end_ns, longest_ns;
+    /* In ticks (one clock read per region, not a clock_gettime too): made ns when the run is
+     * pushed (ss_wait_region). */
+    uint64_t start_ticks, end_ticks, longest_ticks;
     uint64_t team_ticks, body_ticks;
     uint32_t count;
     uint8_t kind; /* SS_LOCK_OMP_REGION, or SS_LOCK_ITT_SYNC for TBB's algorithms */
@@ -174,6 +176,7 @@ struct ss_omp_run {
 /* omp.c */
 struct ss_omp_thread {
     struct ss_omp_run run;
+    uint64_t region_seq; /* tags the members' slots of the thread's regions (omp.c) */
 };
 
 /* itt.c */
@@ -183,7 +186,7 @@ struct ss_itt_thread {
     uintptr_t object;
     uint64_t start;
     struct ss_omp_run tbb_run;
-    uint64_t task_start_ns; /* the outermost TBB algorithm the thread is in */
+    uint64_t task_start_ticks; /* the outermost TBB algorithm the thread is in */
     uint32_t task_stack, task_depth;
     uint8_t tbb_worker; /* named "TBB Worker Thread" through ITT: its tasks are not the caller's */
 };
@@ -604,9 +607,10 @@ void ss_futex_init(void);
 /* The slot of a lock in the thread's table (locks.c), found or claimed. */
 uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kind);
 /* OpenMP (omp.c, ompt.c): one run of a parallel region recorded in the master's lock table (kind
- * SS_LOCK_OMP_REGION: by its body; SS_LOCK_OMP_REGION_SITE: by its call site). */
+ * SS_LOCK_OMP_REGION: by its body; SS_LOCK_OMP_REGION_SITE: by its call site), ended at `end`
+ * (ticks). */
 void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind, uint32_t members, uint64_t wall,
-                          uint64_t barrier, uint64_t fork_join);
+                          uint64_t barrier, uint64_t fork_join, uint64_t end);
 #define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
 void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 /* Locks a runtime reports (locks.c): an acquisition timed by the caller, and its release. */
@@ -622,8 +626,8 @@ void ss_thread_free(struct ss_thread *t);
 void ss_thread_attach(struct ss_thread *t, int is_main);
 void ss_thread_end(struct ss_thread *t);
 void ss_omp_run_close(struct ss_thread *t); /* pushes the thread's open runs of regions (omp.c) */
-void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start_ns,
-                uint64_t end_ns, uint64_t team_ticks, uint64_t body_ticks); /* omp.c */
+void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start_ticks,
+                uint64_t end_ticks, uint64_t team_ticks, uint64_t body_ticks); /* omp.c */
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_child_node(struct ss_thread *t);

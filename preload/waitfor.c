@@ -39,7 +39,11 @@ static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run) {
     uint64_t idle = run->team_ticks > run->body_ticks ? run->team_ticks - run->body_ticks : 0;
     uint64_t share = run->team_ticks ? idle * 10000 / run->team_ticks : 0;
-    struct ss_wait w = {run->start_ns, run->end_ns, run->body, run->count, SS_WAIT_REGION, run->kind,
+    /* The run's ticks as the clock the timeline is in: once per run, not per region. */
+    uint64_t now_ticks = ss_ticks(), now_ns = ss_mono_ns();
+    uint64_t end_ns = now_ns - ss_ticks_to_ns(now_ticks > run->end_ticks ? now_ticks - run->end_ticks : 0);
+    uint64_t start_ns = end_ns - ss_ticks_to_ns(run->end_ticks > run->start_ticks ? run->end_ticks - run->start_ticks : 0);
+    struct ss_wait w = {start_ns, end_ns, run->body, run->count, SS_WAIT_REGION, run->kind,
                         (uint16_t)(share > 10000 ? 10000 : share)};
     ss_wait_push(t, &w);
 }
