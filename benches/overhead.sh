@@ -23,6 +23,8 @@
 #             parallel_reduce on 2 threads; stallscope is its ITT collector             (wall)
 #   fork      fork_rate.c: 500 children that only _exit, each waited for                 (wall)
 #   forkexec  fork_rate.c: 500 children that exec /bin/true, each waited for            (wall)
+#   startup   /bin/true: what `stallscope run` costs a program that does nothing (its own start,
+#             the interposer's start and final flush, the profile's file)               (wall)
 # Throughput cases run for a fixed time and report operations per second (ratio: profiled /
 # unprofiled, higher is better); the others do fixed work and report the wall time of the whole
 # command (ratio: profiled / unprofiled, lower is better). Each round runs every case in every
@@ -34,6 +36,9 @@
 #                            [--lib PATH] [--baseline-lib PATH]
 #   --rounds N          rounds (default 7)
 #   --quick             3 rounds, no heaptrack
+#   --preload           also a mode "LD_PRELOAD only": the interposer without `stallscope run` (its
+#                       profile written into a scratch directory), which tells the cost inside the
+#                       program from the supervisor's fixed cost
 #   --extra             also the other side of each trade-off: `stallscope run --no-sampling`,
 #                       `--timing exact`, `--no-stacks`, and stacks by libgcc's unwinder alone
 #                       (STALLSCOPE_FAST_UNWIND=0)
@@ -49,6 +54,7 @@ set -euo pipefail
 rounds=7
 use_heaptrack=1
 extra=0
+preload=0
 cpu=0
 only=""
 lib=""
@@ -59,11 +65,12 @@ while [ $# -gt 0 ]; do
         --rounds) rounds="$2"; shift ;;
         --no-heaptrack) use_heaptrack=0 ;;
         --extra) extra=1 ;;
+        --preload) preload=1 ;;
         --cpu) cpu=1 ;;
         --cases) only="$2"; shift ;;
         --lib) lib="$2"; shift ;;
         --baseline-lib) baseline_lib="$2"; shift ;;
-        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -86,7 +93,7 @@ fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-overhead.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-all_cases=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp tbb fork forkexec)
+all_cases=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp tbb fork forkexec startup)
 if [ -n "$only" ]; then IFS=, read -r -a cases <<<"$only"; else cases=("${all_cases[@]}"); fi
 declare -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute [churn]=churn_threads
     [prodcons]=producer_consumer [sizes]=random_sizes [pell]=bignum_pell [stress]=stress_threads
@@ -96,7 +103,8 @@ declare -A args=([churn]="2 1.5" [prodcons]="1 1 1.5" [sizes]="2 1.5" [stream]="
 declare -A kind=([churn]=throughput [prodcons]=throughput [sizes]=throughput)
 declare -A target=([alloc]="≤ 1.25x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x" [churn]="≥ 0.8"
     [prodcons]="≥ 0.8" [sizes]="≥ 0.8" [pell]="≤ 1.25x" [stress]="≤ 1.25x" [rwlock]="≤ 1.15x"
-    [stream]="≤ 1.05x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x" [omp]="-" [tbb]="≤ 1.10x" [fork]="≤ 1.5x" [forkexec]="-")
+    [stream]="≤ 1.05x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x" [omp]="-" [tbb]="≤ 1.10x" [fork]="≤ 1.5x" [forkexec]="-"
+    [startup]="-")
 for c in "${cases[@]}"; do
     if [ "$c" = rustmutex ]; then
         cargo build --release --quiet --manifest-path "$root/tests/rust_programs/Cargo.toml" \
@@ -106,6 +114,8 @@ for c in "${cases[@]}"; do
         cc -O2 -g -fopenmp -o "$work/$c" "$root/tests/omp_programs/small_regions.c"
     elif [ "$c" = tbb ]; then
         c++ -O2 -g -std=c++17 -o "$work/$c" "$root/tests/tbb_programs/balanced_reduce.cpp" -ltbb
+    elif [ "$c" = startup ]; then
+        ln -s "$(command -v true)" "$work/$c"
     elif [ "$c" = stream ]; then
         g++ -std=c++17 -O2 -g -pthread -I "$root/demos" -o "$work/$c" "$root/demos/stream_parse.cpp"
     elif [ -n "${source[$c]:-}" ]; then
@@ -117,10 +127,16 @@ done
 
 modes=(plain sampled)
 [ -n "$baseline_lib" ] && modes+=(baseline)
+if [ "$preload" = 1 ]; then
+    modes+=(preload)
+    # shellcheck source=benches/common.sh
+    . "$root/benches/common.sh"
+    preload_lib="$(bench_interposer "$root" "$lib")"
+fi
 [ "$extra" = 1 ] && modes+=(nosampling exact nostacks libgcc)
 [ "$use_heaptrack" = 1 ] && modes+=(heaptrack)
 declare -A title=([plain]=unprofiled [sampled]=stallscope [baseline]="stallscope (baseline lib)"
-    [nosampling]="--no-sampling" [exact]="--timing exact" [nostacks]="--no-stacks"
+    [preload]="LD_PRELOAD only" [nosampling]="--no-sampling" [exact]="--timing exact" [nostacks]="--no-stacks"
     [libgcc]="libgcc unwinder" [heaptrack]=heaptrack)
 
 now_ns() { date +%s%N; }
@@ -138,10 +154,12 @@ run_one() {
     # on these programs, symbols read once), done after the program ended: not the program's cost.
     local tm=()
     [ "$cpu" = 1 ] && tm=(/usr/bin/time -f "%U %S" -o "$work/cpu")
+    mkdir -p "$work/pre"
     start=$(now_ns)
     case "$mode" in
         plain) "${tm[@]}" "${cmd[@]}" >"$out" ;;
         sampled) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -q -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        preload) STALLSCOPE_DIR="$work/pre" LD_PRELOAD="$preload_lib" "${tm[@]}" "${cmd[@]}" >"$out" ;;
         baseline) STALLSCOPE_PRELOAD_LIB="$baseline_lib" "${tm[@]}" "$stallscope" run -q -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
         nosampling) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -q --no-sampling -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
         exact) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -q --timing exact -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
@@ -154,7 +172,7 @@ run_one() {
                        -e 'libheaptrack_preload\.so$' -e "^$(printf '\t')" -e '^  ' -e '^$' "$out.log" >"$out" || true ;;
     esac
     end=$(now_ns)
-    rm -rf "$prof" "$prof.children" "$work/$c.$round".heaptrack*
+    rm -rf "$prof" "$prof.children" "$work/$c.$round".heaptrack* "$work/pre"/*
     if [ "${kind[$c]:-wall}" = throughput ]; then
         awk '/^throughput / { print $2; found = 1 } END { if (!found) print 0 }' "$out"
     elif [ "$cpu" = 1 ]; then
