@@ -98,7 +98,7 @@ static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group gr
  * only on what came before it, so the estimates stay unbiased either way; what this trades is the
  * variance for a program whose fast bins another thread filled (docs/PERFORMANCE.md). With
  * another allocator (guarded calls), every call of SS_LARGE_BYTES or more is always timed. */
-#define SS_LARGE_BYTES 1000u
+#define SS_LARGE_BYTES SS_STACK_BYTES_FROM /* the fast part's requests are those left out of the byte sample */
 _Static_assert(SS_LARGE_BYTES % 8 == 0, "free's fast part compares a chunk's size word with it unmasked");
 #define SS_ALWAYS_BYTES (64u * 1024u)
 #define SS_FREES_BETWEEN_LARGE 64u

@@ -169,10 +169,11 @@ enum ss_wait_kind {
  * chunk size words did not read as expected at start (preload/glibc_check.c): every allocator call
  * was treated as another allocator's (no size word read, large calls always timed).
  * ARENAS_UNREAD: heaps of huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb): cross-thread frees
- * were not measured. */
+ * were not measured. SMALL_BY_COUNT: allocation requests below SS_STACK_BYTES_FROM bytes were
+ * sampled for their stacks by count alone, not by bytes (glibc's allocator, since issue 27). */
 #define SS_PROCESS_FLAGS(X)                                                                                  \
     X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u) X(NO_UNWINDER, 16u) X(ATTACHED, 32u) \
-    X(HEAP_UNCHECKED, 64u) X(ARENAS_UNREAD, 128u)
+    X(HEAP_UNCHECKED, 64u) X(ARENAS_UNREAD, 128u) X(SMALL_BY_COUNT, 256u)
 #define SS_THREAD_FLAGS(X)                                                                                   \
     X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)                                                           \
     X(SIGNAL_BLOCKED, 8u) /* blocked the sampling signal for part of its life: its running time then comes \
@@ -223,6 +224,7 @@ enum ss_attach_how {
  * timed 1 in 32), in `timing_period` x this factor (one in 1 with exact timing). Hold times are
  * ratio estimates (timed hold ticks / timed holds x acquisitions), whatever the period. */
 #define SS_LOCK_TIMING_FACTOR 8u
+#define SS_STACK_BYTES_FROM 1000u /* SMALL_BY_COUNT: the byte-sampled requests' smallest size */
 #define SS_LOCK_PERIOD_MAX (1u << 31) /* the product, capped (timing_period may be up to 2^32-1) */
 /* struct ss_sample's `syscall` of a wall sample whose system call could not be read: a process
  * made non-dumpable (setuid to another user: mariadbd --user) owns its /proc files as root. */

@@ -359,7 +359,8 @@ static struct ss_buf *ss_build_head(void) {
                        (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
                        (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u) |
                        (ss_attach_on ? SS_PROCESS_ATTACHED : 0u) | (ss_heap_unchecked ? SS_PROCESS_HEAP_UNCHECKED : 0u) |
-                       (ss_arena_reads_off ? SS_PROCESS_ARENAS_UNREAD : 0u);
+                       (ss_arena_reads_off ? SS_PROCESS_ARENAS_UNREAD : 0u) |
+                       (ss_fast_bytes ? SS_PROCESS_SMALL_BY_COUNT : 0u);
     ss_process.pid = (uint32_t)getpid();
     ss_process.ppid = (uint32_t)ss_parent_pid;
     ss_process.cmdline_len = (uint32_t)cmd_len;

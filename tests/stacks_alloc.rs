@@ -15,6 +15,8 @@ const STALLSCOPE: &str = env!("CARGO_BIN_EXE_stallscope");
 /// The defaults of `stallscope run`.
 const COUNT_PERIOD: f64 = 1024.0;
 const MEAN_BYTES: f64 = 512.0 * 1024.0;
+/// Requests below this many bytes are sampled by count alone (PROCESS flag SMALL_BY_COUNT).
+const BYTES_FROM: f64 = 1000.0;
 
 fn source(name: &str) -> PathBuf {
     test_source("stack_programs", name)
@@ -99,11 +101,16 @@ fn user_frame(site: &Value) -> &Value {
 }
 
 /// Checks the site estimates of `n` calls of `size` bytes each against the exact numbers. Each
-/// call is sampled independently with probability p = 1 - (1 - 1/C) exp(-size/B), and weighted
-/// 1/p, so the estimated calls have standard error sqrt(n (1 - p) / p); 4.5 standard errors
-/// (a false alarm about once in 150,000 checks) plus one call of rounding are allowed.
+/// call is sampled independently with probability p = 1 - (1 - 1/C) exp(-size/B) (a request
+/// below 1000 bytes, with glibc's allocator: p = 1/C, by count alone), and weighted 1/p, so the
+/// estimated calls have standard error sqrt(n (1 - p) / p); 4.5 standard errors (a false alarm
+/// about once in 150,000 checks) plus one call of rounding are allowed.
 fn check_estimate(what: &str, site_calls: f64, site_bytes: f64, n: f64, size: f64) {
-    let p = 1.0 - (1.0 - 1.0 / COUNT_PERIOD) * (-size / MEAN_BYTES).exp();
+    let p = if size < BYTES_FROM {
+        1.0 / COUNT_PERIOD
+    } else {
+        1.0 - (1.0 - 1.0 / COUNT_PERIOD) * (-size / MEAN_BYTES).exp()
+    };
     let se = (n * (1.0 - p) / p).sqrt();
     let tolerance = 4.5 * se + 1.0;
     assert!(
@@ -261,6 +268,7 @@ fn check_known_sites(tag: &str, run_args: &[&str]) {
     let sampling = &report["alloc"]["stack_sampling"];
     assert_eq!(sampling["count_period"], 1024);
     assert_eq!(sampling["mean_bytes"], 512 * 1024);
+    assert_eq!(sampling["bytes_from"], BYTES_FROM as u64);
 }
 
 #[test]

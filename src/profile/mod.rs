@@ -39,6 +39,8 @@ pub struct ProcessInfo {
     pub heap_unchecked: bool,
     /// Heaps of huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb): cross-thread frees not measured.
     pub arenas_unread: bool,
+    /// Allocation requests below STACK_BYTES_FROM bytes were sampled for stacks by count alone.
+    pub small_by_count: bool,
     /// The profile holds a window of a running process (`stallscope attach`; see `Profile::attach`).
     pub attached: bool,
     pub libc_version: String,
@@ -249,6 +251,14 @@ pub struct StackSampling {
     pub mean_bytes: u64,
     /// Samples lost because the interposer's stack table was full.
     pub dropped: u64,
+    /// The smallest request in the byte sample: smaller ones were taken by count alone (0:
+    /// every request was in both; PROCESS flag SMALL_BY_COUNT).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bytes_from: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, Default)]

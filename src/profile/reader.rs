@@ -424,6 +424,9 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
             "the tick rate in the process record is zero",
         );
     }
+    if let Some(s) = stack_sampling.as_mut().filter(|_| process.small_by_count) {
+        s.bytes_from = STACK_BYTES_FROM;
+    }
     Ok(Profile {
         complete: end.is_some() && !ended_after,
         cut_at: None,
@@ -641,6 +644,7 @@ fn parse_alloc_sites(
             count_period,
             mean_bytes,
             dropped,
+            bytes_from: 0, // from the PROCESS record's flags, once the file is read
         },
         sites,
     ))
@@ -890,6 +894,7 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
         no_unwinder: flags & PROCESS_NO_UNWINDER != 0,
         heap_unchecked: flags & PROCESS_HEAP_UNCHECKED != 0,
         arenas_unread: flags & PROCESS_ARENAS_UNREAD != 0,
+        small_by_count: flags & PROCESS_SMALL_BY_COUNT != 0,
         attached: flags & PROCESS_ATTACHED != 0,
         libc_version,
         allocator,

@@ -51,8 +51,13 @@ fn alloc_sites(o: &mut String, s: &Summary, style: Style, stacks: bool) {
         return;
     }
     let groups = group_by_user_frame(&s.alloc_sites);
+    let from = if sampling.bytes_from > 0 {
+        format!(" in requests of {} or more", fmt_bytes(sampling.bytes_from))
+    } else {
+        String::new()
+    };
     let mut rate = format!(
-        "stacks of 1 call in {} and 1 per {} allocated; estimates",
+        "stacks of 1 call in {} and 1 per {} allocated{from}; estimates",
         fmt_count(u64::from(sampling.count_period)),
         fmt_bytes(sampling.mean_bytes)
     );
