@@ -1,0 +1,87 @@
+/* The floor of an allocator hook: LD_PRELOAD libraries that do less than the interposer, built
+ * with -DFLOOR=N (benches/hook_floor.sh):
+ *   0  pass-through: malloc and free forward to glibc's (the cost of a second function)
+ *   1  + the thread's record through a TLS pointer and one countdown each (what any sampling
+ *        hook needs)
+ *   2  + exact counts as the interposer keeps them: malloc's calls, bytes and size bucket, free's
+ *        calls, each call's count compared with the thread's next timed one (issue 27's layout)
+ *   3  the same counts, as before issue 27: five increments per malloc, two per free
+ * Nothing is recorded or written; the record lives in static TLS. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct record {
+    uint64_t calls, bytes, free_calls, timed_at, free_timed_at;
+    int64_t bytes_left;
+    uint32_t countdown, free_countdown;
+    uint64_t hist[160];
+};
+static __thread struct record own __attribute__((tls_model("initial-exec")));
+static __thread struct record *self __attribute__((tls_model("initial-exec")));
+static void *(*real_malloc)(size_t);
+static void (*real_free)(void *);
+static uint8_t bucket[130];
+
+__attribute__((constructor)) static void init(void) {
+    real_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    for (int i = 0; i < 130; i++) bucket[i] = (uint8_t)i;
+}
+
+static struct record *record(void) {
+    struct record *t = self;
+    if (__builtin_expect(!t, 0)) {
+        t = self = &own;
+        t->countdown = t->free_countdown = 1u << 30;
+        t->timed_at = t->free_timed_at = UINT64_MAX;
+        t->bytes_left = INT64_MAX;
+    }
+    return t;
+}
+
+__attribute__((noinline)) static void *slow_malloc(size_t n) { return real_malloc(n); }
+__attribute__((noinline)) static void slow_free(void *p) { real_free(p); }
+
+void *malloc(size_t n) {
+#if FLOOR == 0
+    return real_malloc(n);
+#else
+    struct record *t = record();
+    if (n >= 1000) return slow_malloc(n);
+#if FLOOR == 1
+    if (__builtin_expect(--t->countdown == 0, 0)) return slow_malloc(n);
+#elif FLOOR == 2
+    uint64_t c = ++t->calls;
+    t->bytes += n;
+    t->hist[bucket[(n + 7) >> 3]]++;
+    if (__builtin_expect(c >= t->timed_at, 0)) return slow_malloc(n);
+#else
+    t->calls++;
+    t->bytes += n;
+    t->hist[bucket[(n + 7) >> 3]]++;
+    if (__builtin_expect(--t->countdown == 0, 0)) return slow_malloc(n);
+    if ((t->bytes_left -= (int64_t)n) < 0) return slow_malloc(n);
+#endif
+    return real_malloc(n);
+#endif
+}
+
+void free(void *p) {
+#if FLOOR == 0
+    real_free(p);
+#else
+    struct record *t = record();
+#if FLOOR == 1
+    if (__builtin_expect(--t->free_countdown == 0, 0)) return slow_free(p);
+#elif FLOOR == 2
+    if (__builtin_expect(++t->free_calls >= t->free_timed_at, 0)) return slow_free(p);
+#else
+    t->free_calls++;
+    if (__builtin_expect(--t->countdown == 0, 0)) return slow_free(p);
+#endif
+    if (p && ((const size_t *)p)[-1] < 1000) return real_free(p);
+    slow_free(p);
+#endif
+}
