@@ -601,6 +601,8 @@ void ss_waitfor_init(void);
 void ss_note_waker(const void *object, uint32_t tid, int broadcast);
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken);
 void ss_futex_init(void);
+/* A futex call of the interposer's own for the program (lock steps): bare, errno kept (futex.c). */
+long ss_futex_quiet(int *word, int op, int val);
 /* The slot of a lock in the thread's table (locks.c), found or claimed. */
 uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kind);
 /* OpenMP (omp.c, ompt.c): one run of a parallel region recorded in the master's lock table (kind
