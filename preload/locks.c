@@ -313,32 +313,36 @@ static SS_NOINLINE int ss_slow_pthread_mutex_lock(pthread_mutex_t *m, struct ss_
     SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
 }
 
-/* A steppable mutex whose step failed: glibc's next steps at once, in its order (lock_steps.h),
- * and the bookkeeping of a wait only where the thread is about to sleep anyway. A lock taken by
- * the exchange is an acquisition without a wait, as glibc's own path makes it (the lock word left
- * at 2, so that its release wakes, as glibc's does). `t` is known, with a thread id. Measured by
- * benches/faithfulness.sh (docs/PERFORMANCE.md, "Faithfulness"): a slow part between the failed
- * step and glibc's next atomic (a peek, the count, a clock read) let the lock be taken with 1
- * instead of 2 more often, and the program made 13-18% fewer futex wakes profiled. */
+/* A steppable mutex whose step failed: glibc's next steps at once, in its order (lock_steps.h).
+ * A lock taken by the exchange is an acquisition without a wait, as glibc's own path makes it (the
+ * lock word left at 2, so that its release wakes, as glibc's does). Between the exchange that
+ * tells the holder a thread waits and the sleep, only the clock is read: the longer a waiter that
+ * has set 2 stays awake, the more often the holder's wake finds nobody asleep and the waiter's
+ * sleep fails at once (EAGAIN), and both are counted by the kernel. So the owner (the wait-for
+ * edge) is read before, one load of the line the failed step just touched, and the slot, the stack
+ * and the records after the wait. `t` is known, with a thread id. Measured by
+ * benches/faithfulness.sh (docs/PERFORMANCE.md, "Faithfulness"). */
 static int ss_mutex_contended(pthread_mutex_t *m, struct ss_thread *t, int timed) {
+    uint32_t owner = (uint32_t)__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
     if (ss_mutex_grab_step(m)) {
         ss_mutex_owned_step(m, t->rec.tid);
         uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
         if (timed) ss_hold_begin(t, m, slot, ss_ticks());
         return 0;
     }
-    uint32_t slot = ss_lock_slot_cached(t, m, SS_LOCK_MUTEX);
-    uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX) : 0;
-    uint32_t owner = ss_wait_owner(m, SS_LOCK_MUTEX); /* wait-for edge (waitfor.c) */
+    if (!owner) owner = (uint32_t)__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED); /* mid-hand-over */
     uint64_t start = ss_ticks();
     ss_mutex_sleep_step(m);
     uint64_t end = ss_ticks();
     ss_mutex_owned_step(m, t->rec.tid);
-    ss_wait_lock(t, m, SS_LOCK_MUTEX, owner, end - start);
+    uint32_t slot = ss_lock_slot_cached(t, m, SS_LOCK_MUTEX);
     SS_INC(t->locks.table[slot].acquisitions, 1);
     ss_waited(t, slot, end - start, 1);
-    if (site) ss_lock_waiter_done(site, end - start);
+    ss_wait_lock(t, m, SS_LOCK_MUTEX, owner, end - start);
     if (timed) ss_hold_begin(t, m, slot, end);
+    /* the waiter's stack, taken after the wait (the same call chain) */
+    uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX) : 0;
+    if (site) ss_lock_waiter_done(site, end - start);
     return 0;
 }
 
