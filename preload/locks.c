@@ -132,6 +132,7 @@ void ss_locks_thread_reset(struct ss_thread *t) {
     l->last_cond = 0;
     l->last_cond_slot = 0;
     l->last_cond_acquisitions = 0;
+    l->pending_lock = 0;
 }
 
 /* ---- timed holds ---- */
@@ -313,15 +314,28 @@ static SS_NOINLINE int ss_slow_pthread_mutex_lock(pthread_mutex_t *m, struct ss_
     SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
 }
 
+/* Records the mutex wait the thread has pending (ss_mutex_contended): its contention and wait
+ * time, the wait-for edge; called after the release, or before anything that must see it. */
+static SS_NOINLINE void ss_mutex_wait_record(struct ss_thread *t) {
+    struct ss_locks_thread *l = &t->locks;
+    const void *m = (const void *)l->pending_lock;
+    l->pending_lock = 0;
+    ss_waited(t, l->pending_slot, l->pending_ticks, 1);
+    ss_wait_lock_ago(t, m, SS_LOCK_MUTEX, l->pending_owner, l->pending_ticks, ss_ticks() - l->pending_end);
+}
+
 /* A steppable mutex whose step failed: glibc's next steps at once, in its order (lock_steps.h).
  * A lock taken by the exchange is an acquisition without a wait, as glibc's own path makes it (the
  * lock word left at 2, so that its release wakes, as glibc's does). Between the exchange that
  * tells the holder a thread waits and the sleep, only the clock is read: the longer a waiter that
  * has set 2 stays awake, the more often the holder's wake finds nobody asleep and the waiter's
- * sleep fails at once (EAGAIN), and both are counted by the kernel. So the owner (the wait-for
- * edge) is read before, one load of the line the failed step just touched, and the slot, the stack
- * and the records after the wait. `t` is known, with a thread id. Measured by
- * benches/faithfulness.sh (docs/PERFORMANCE.md, "Faithfulness"). */
+ * sleep fails at once (EAGAIN). After the sleep the thread holds the lock, and work there makes
+ * the other thread find it taken more often: only the acquisition is counted, and the wait is
+ * recorded after the release (the lock word is 2 until then, so the release takes the hook's slow
+ * part, which records it; a condition wait records it first). The owner (the wait-for edge) is
+ * read before, one load of the line the failed step just touched. A waiter's stack is taken (at
+ * most 100 a second) in the hold, the call chain being the lock call's. `t` is known, with a
+ * thread id. Measured by benches/faithfulness.sh (docs/PERFORMANCE.md, "Faithfulness"). */
 static int ss_mutex_contended(pthread_mutex_t *m, struct ss_thread *t, int timed) {
     uint32_t owner = (uint32_t)__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
     if (ss_mutex_grab_step(m)) {
@@ -335,14 +349,19 @@ static int ss_mutex_contended(pthread_mutex_t *m, struct ss_thread *t, int timed
     ss_mutex_sleep_step(m);
     uint64_t end = ss_ticks();
     ss_mutex_owned_step(m, t->rec.tid);
-    uint32_t slot = ss_lock_slot_cached(t, m, SS_LOCK_MUTEX);
-    SS_INC(t->locks.table[slot].acquisitions, 1);
-    ss_waited(t, slot, end - start, 1);
-    ss_wait_lock(t, m, SS_LOCK_MUTEX, owner, end - start);
+    uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
+    if (SS_UNLIKELY(t->locks.pending_lock != 0)) ss_mutex_wait_record(t); /* an earlier one, still held */
+    struct ss_locks_thread *l = &t->locks;
+    l->pending_lock = (uintptr_t)m;
+    l->pending_slot = slot;
+    l->pending_owner = owner;
+    l->pending_ticks = end - start;
+    l->pending_end = end;
     if (timed) ss_hold_begin(t, m, slot, end);
-    /* the waiter's stack, taken after the wait (the same call chain) */
-    uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX) : 0;
-    if (site) ss_lock_waiter_done(site, end - start);
+    if (SS_UNLIKELY(ss_stacks_on) && ss_lock_waiter_stack_due(t, end)) {
+        uint32_t site = ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX);
+        if (site) ss_lock_waiter_done(site, end - start);
+    }
     return 0;
 }
 
@@ -428,9 +447,12 @@ static SS_NOINLINE int ss_slow_pthread_mutex_unlock(pthread_mutex_t *m, struct s
         t->locks.holder_skip = 63;
         int rc = ss_mutex_release(m); /* release first: the waiters must not wait for our stack */
         ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
+        if (t->locks.pending_lock == (uintptr_t)m) ss_mutex_wait_record(t);
         return rc;
     }
-    return ss_mutex_release(m);
+    int rc = ss_mutex_release(m);
+    if (t->locks.pending_lock == (uintptr_t)m) ss_mutex_wait_record(t); /* after the release */
+    return rc;
 }
 
 /* Releases that may have waiters take the slow part, which considers a holder stack: a lock word
@@ -456,6 +478,7 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
 #define SS_COND_HOOK(t, m, wait_call)                                                                        \
     do {                                                                                                    \
         if (t->locks.nheld != 0) ss_release_hold(t, m);                                                           \
+        if (t->locks.pending_lock != 0) ss_mutex_wait_record(t); /* glibc releases the mutex */            \
         /* no acquisition of the mutex since the last wait on `c` returned: woken for nothing */            \
         int rewait_ = t->locks.last_cond == (uintptr_t)c &&                                                       \
                       SS_LOAD(t->locks.table[t->locks.last_cond_slot].acquisitions) == t->locks.last_cond_acquisitions;       \

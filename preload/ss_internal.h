@@ -147,6 +147,12 @@ struct ss_locks_thread {
     uintptr_t last_cond;
     uint32_t last_cond_slot;
     uint64_t last_cond_acquisitions;
+    /* A mutex wait the thread slept through and has not recorded yet (locks.c,
+     * ss_mutex_contended): recorded after the mutex's release, so that the hold the wait ended in
+     * is not made longer. pending_lock 0: none. */
+    uintptr_t pending_lock;
+    uint32_t pending_slot, pending_owner;
+    uint64_t pending_ticks, pending_end;
     struct ss_lock_stats table[SS_LOCK_SLOTS + 1]; /* cleared slot by slot, only where used */
 };
 
@@ -551,6 +557,8 @@ int ss_stacks_write(int with_samples);
 /* Lock stacks, rate-limited per thread: a waiter's before it blocks (returns a site, 0 if none),
  * and a holder's when it releases a lock that others wait for. */
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind);
+/* Whether a waiter's stack would be taken at `now` (the rate limit alone, without reading the clock). */
+int ss_lock_waiter_stack_due(struct ss_thread *t, uint64_t now);
 /* The same, past the rate limit when `first` (the thread's first wait on a futex word: every word
  * gets a stack that says what it is). */
 uint32_t ss_lock_waiter_stack_of(struct ss_thread *t, const void *lock, uint32_t kind, int first);
@@ -591,6 +599,9 @@ int ss_sampler_write(void); /* returns the samples written, or -1 */
  * once the lock is acquired. */
 uint32_t ss_wait_owner(const void *lock, uint32_t kind);
 void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks);
+/* The same for a wait that ended `ago_ticks` before now. */
+void ss_wait_lock_ago(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks,
+                      uint64_t ago_ticks);
 /* A condition variable's wait: the waker slot's stamp before, and the wait recorded after. */
 uint64_t ss_wait_cond_begin(const void *cond);
 void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns, int rewait);
