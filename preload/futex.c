@@ -35,26 +35,17 @@ static ss_syscall_fn ss_syscall_resolve(void) {
 
 void ss_futex_init(void) { (void)ss_syscall_resolve(); }
 
-/* A futex call the interposer makes for the program (a lock step's wait or wake, lock_steps.c),
- * as glibc makes its own: a bare system call, not through the hook above, errno unchanged;
- * returns the kernel's result (a negative errno on failure). */
-long ss_futex_quiet(int *word, int op, int val) {
-#if defined(__x86_64__)
-    long rc;
-    register void *timeout __asm__("r10") = NULL;
-    __asm__ volatile("syscall"
-                     : "=a"(rc)
-                     : "0"((long)SYS_futex), "D"(word), "S"((long)op), "d"((long)val), "r"(timeout)
-                     : "rcx", "r11", "memory");
-    return rc;
-#else
+#if !defined(__x86_64__)
+/* ss_futex_quiet's system call where it is not inline (ss_internal.h): through the C library's
+ * syscall(), not this file's hook, errno unchanged. */
+long ss_futex_quiet_call(int *word, int op, int val) {
     int saved = errno;
     long rc = ss_syscall_resolve()(SYS_futex, (long)word, (long)op, (long)val, 0L, 0L, 0L);
     if (rc < 0) rc = -errno;
     errno = saved;
     return rc;
-#endif
 }
+#endif
 
 #define SS_FUTEX_CMD(op) ((int)(op) & ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME))
 

@@ -17,14 +17,6 @@ void ss_futex_wake_one(int *word) {
     (void)ss_futex_quiet(word, FUTEX_WAKE_PRIVATE, 1);
 }
 
-/* glibc's __lll_lock_wait after its first look (lock_steps.h): its futex_wait returns on a wake, a
- * word that was no longer 2 (EAGAIN) or a signal (EINTR), and each is followed by the exchange. */
-void ss_mutex_sleep_step(pthread_mutex_t *m) {
-    int *w = &m->__data.__lock;
-    do (void)ss_futex_quiet(w, FUTEX_WAIT_PRIVATE, 2);
-    while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0);
-}
-
 /* glibc's rwlock changes __readers as the read steps assume, takes back a reader the steps
  * registered, and the steps refuse a lock a writer holds (and the write phase it leaves). */
 static int ss_rwlock_steps_work(void) {

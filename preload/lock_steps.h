@@ -31,6 +31,7 @@
 #ifndef SS_LOCK_STEPS_H
 #define SS_LOCK_STEPS_H
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -96,8 +97,14 @@ static inline int ss_mutex_grab_step(pthread_mutex_t *m) {
 }
 
 /* The rest of glibc's __lll_lock_wait: sleep while the word is 2 (FUTEX_WAIT_PRIVATE), exchange it
- * with 2 on waking, until the exchange finds it 0 (taken). */
-void ss_mutex_sleep_step(pthread_mutex_t *m);
+ * with 2 on waking, until the exchange finds it 0 (taken). Its futex_wait returns on a wake, a
+ * word that was no longer 2 (EAGAIN) or a signal (EINTR), and each is followed by the exchange.
+ * Inline: the sleeping thread's pc is in the hook's slow part (ss_futex_quiet). */
+static inline void ss_mutex_sleep_step(pthread_mutex_t *m) {
+    int *w = &m->__data.__lock;
+    do (void)ss_futex_quiet(w, FUTEX_WAIT_PRIVATE, 2);
+    while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0);
+}
 
 void ss_futex_wake_one(int *word);
 

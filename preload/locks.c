@@ -309,11 +309,6 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
         SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
     }
 
-static SS_NOINLINE int ss_slow_pthread_mutex_lock(pthread_mutex_t *m, struct ss_thread *t) {
-    if (t == SS_NO_THREAD && !ss_real.mutex_lock) return 0; /* while the interposer resolves the real functions */
-    SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
-}
-
 /* Records the mutex wait the thread has pending (ss_mutex_contended): its contention and wait
  * time, the wait-for edge; called after the release, or before anything that must see it. */
 static SS_NOINLINE void ss_mutex_wait_record(struct ss_thread *t) {
@@ -336,7 +331,7 @@ static SS_NOINLINE void ss_mutex_wait_record(struct ss_thread *t) {
  * read before, one load of the line the failed step just touched. A waiter's stack is taken (at
  * most 100 a second) in the hold, the call chain being the lock call's. `t` is known, with a
  * thread id. Measured by benches/faithfulness.sh (docs/PERFORMANCE.md, "Faithfulness"). */
-static int ss_mutex_contended(pthread_mutex_t *m, struct ss_thread *t, int timed) {
+static inline __attribute__((always_inline)) int ss_mutex_contended(pthread_mutex_t *m, struct ss_thread *t, int timed) {
     uint32_t owner = (uint32_t)__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
     if (ss_mutex_grab_step(m)) {
         ss_mutex_owned_step(m, t->rec.tid);
@@ -365,26 +360,33 @@ static int ss_mutex_contended(pthread_mutex_t *m, struct ss_thread *t, int timed
     return 0;
 }
 
-/* The slow part of a lock call on a steppable mutex: after its step failed (`failed`: straight to
- * glibc's next steps), or untried (the lock's slot not at hand, a timed hold, a thread not known
- * yet): the step, then glibc's next steps if it fails. A thread without an id (see
- * ss_mutex_lock_step) goes to glibc's function. */
-static SS_NOINLINE int ss_slow_mutex_step(pthread_mutex_t *m, struct ss_thread *t, int failed) {
-    t = ss_known(t);
-    if (!t) {
-        t = ss_enter_slow();
-        if (!t) return ss_real.mutex_lock ? ss_real.mutex_lock(m) : 0;
-        t->locks.countdown--;
+/* The slow part of a mutex lock call. On a steppable mutex with the steps on: after its step
+ * failed (`failed`: straight to glibc's next steps), or untried (the lock's slot not at hand, a
+ * timed hold, a thread not known yet): the step, then glibc's next steps if it fails; a thread
+ * without an id (see ss_mutex_lock_step) goes to glibc's function. Any other mutex: glibc's
+ * function, with a look at the word first. Named after the hook (ss_slow_<symbol>), which
+ * tail-calls it: a stack taken in a wait here shows pthread_mutex_lock. */
+static SS_NOINLINE int ss_slow_pthread_mutex_lock(pthread_mutex_t *m, struct ss_thread *t, int failed) {
+    if (t == SS_NO_THREAD && !ss_real.mutex_lock) return 0; /* while the interposer resolves the real functions */
+    if (ss_config.mutex_steps && ss_mutex_steppable(m)) {
+        t = ss_known(t);
+        if (!t) {
+            t = ss_enter_slow();
+            if (!t) return ss_real.mutex_lock(m);
+            t->locks.countdown--;
+        }
+        if (SS_LIKELY(t->rec.tid != 0)) {
+            int timed = t->locks.countdown == 0;
+            if (timed) t->locks.countdown = ss_next_lock_interval(t);
+            if (!failed && ss_mutex_lock_step(m, t->rec.tid)) {
+                uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
+                if (timed) ss_hold_begin(t, m, slot, ss_ticks());
+                return 0;
+            }
+            return ss_mutex_contended(m, t, timed);
+        }
     }
-    if (SS_UNLIKELY(t->rec.tid == 0)) return ss_slow_pthread_mutex_lock(m, t);
-    int timed = t->locks.countdown == 0;
-    if (timed) t->locks.countdown = ss_next_lock_interval(t);
-    if (!failed && ss_mutex_lock_step(m, t->rec.tid)) {
-        uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
-        if (timed) ss_hold_begin(t, m, slot, ss_ticks());
-        return 0;
-    }
-    return ss_mutex_contended(m, t, timed);
+    SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
 }
 
 /* A free private normal mutex is locked by glibc's own step (lock_steps.h), others forwarded.
@@ -398,17 +400,17 @@ SS_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
             l = t->locks.last[SS_LOCK_MUTEX].slot;
         } else if (SS_UNLIKELY((l = ss_lock_slot_probe(t, m, SS_LOCK_MUTEX)) == NULL)) {
             if (t != SS_NO_THREAD) t->locks.countdown--;
-            return ss_slow_mutex_step(m, t, 0);
+            return ss_slow_pthread_mutex_lock(m, t, 0);
         }
-        if (SS_UNLIKELY(ss_dec_is_zero(&t->locks.countdown))) return ss_slow_mutex_step(m, t, 0);
+        if (SS_UNLIKELY(ss_dec_is_zero(&t->locks.countdown))) return ss_slow_pthread_mutex_lock(m, t, 0);
         uint32_t tid = t->rec.tid;
         if (SS_LIKELY(ss_mutex_lock_step(m, tid))) {
             SS_INC(l->acquisitions, 1);
             return 0;
         }
-        return ss_slow_mutex_step(m, t, tid != 0);
+        return ss_slow_pthread_mutex_lock(m, t, tid != 0);
     }
-    SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), ss_real.mutex_lock(m), ss_slow_pthread_mutex_lock(m, t));
+    SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), ss_real.mutex_lock(m), ss_slow_pthread_mutex_lock(m, t, 0));
 }
 SS_TIMED_LOCK_HOOK(pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *abstime), (m, abstime), m,
                    SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_timedlock(m, abstime))

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include "ss_format.h"
@@ -612,8 +613,25 @@ void ss_waitfor_init(void);
 void ss_note_waker(const void *object, uint32_t tid, int broadcast);
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken);
 void ss_futex_init(void);
-/* A futex call of the interposer's own for the program (lock steps): bare, errno kept (futex.c). */
-long ss_futex_quiet(int *word, int op, int val);
+/* A futex call the interposer makes for the program (a lock step's wait or wake, lock_steps.h),
+ * as glibc makes its own: a bare system call, not through the syscall() hook (futex.c), errno
+ * unchanged; the kernel's result (a negative errno on failure). Inline, so that a thread asleep
+ * in it is in the function that called it (a wait in ss_slow_pthread_mutex_lock shows as
+ * pthread_mutex_lock, not as the interposer's own work). */
+#if defined(__x86_64__)
+static inline long ss_futex_quiet(int *word, int op, int val) {
+    long rc;
+    register void *timeout __asm__("r10") = NULL;
+    __asm__ volatile("syscall"
+                     : "=a"(rc)
+                     : "0"((long)SYS_futex), "D"(word), "S"((long)op), "d"((long)val), "r"(timeout)
+                     : "rcx", "r11", "memory");
+    return rc;
+}
+#else
+long ss_futex_quiet_call(int *word, int op, int val);
+static inline long ss_futex_quiet(int *word, int op, int val) { return ss_futex_quiet_call(word, op, val); }
+#endif
 /* The slot of a lock in the thread's table (locks.c), found or claimed. */
 uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kind);
 /* OpenMP (omp.c, ompt.c): one run of a parallel region recorded in the master's lock table (kind
