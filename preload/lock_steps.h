@@ -18,7 +18,10 @@
  *     writes the word plainly instead: the same state). Any other kind (recursive,
  *     error-checking, adaptive, robust, priority, process-shared, elided) goes to glibc, by the
  *     hooks' forwarding fast part.
- * A compare-and-swap that fails (another thread changed the word) goes to glibc too.
+ * A read step whose compare-and-swap fails (another thread changed the word) goes to glibc too;
+ * a mutex step whose compare-and-swap fails goes on with glibc's next steps (ss_mutex_grab_step,
+ * ss_mutex_sleep_step: its __lll_lock_wait), taken by the hook at once, so that the contended
+ * hand-over is glibc's (benches/faithfulness.sh; docs/PERFORMANCE.md, "Faithfulness").
  *
  * Taken only after a check at start (lock_steps.c) has seen glibc's own functions be the C
  * library's (not another interposer's, which the steps would go around) and make exactly these

@@ -15,7 +15,9 @@
  * priority-protected one never reads 0, so a free-looking mutex cannot fail), a spin lock's int,
  * a read-write lock's __readers (glibc 2.25 and later: no writer holds it or waits for it, so
  * neither EDEADLK nor a wait for one). A lock taken in the instant between the look and the
- * acquisition is missed as contention: a small undercount, never a false wait. */
+ * acquisition is missed as contention: a small undercount, never a false wait. A stepped mutex
+ * (lock_steps.h) looks at nothing: its failed step goes on with glibc's own wait in the hook, and
+ * a contended acquisition is one that slept (ss_mutex_contended). */
 #include "ss_internal.h"
 
 #include "lock_steps.h"
