@@ -315,10 +315,15 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
  * time, the wait-for edge; called after the release, or before anything that must see it. */
 static SS_NOINLINE void ss_mutex_wait_record(struct ss_thread *t) {
     struct ss_locks_thread *l = &t->locks;
+    /* read, then cleared: a signal handler's lock call in between sees none, or all of it */
     const void *m = (const void *)l->pending_lock;
+    uint32_t slot = l->pending_slot, owner = l->pending_owner;
+    uint64_t ticks = l->pending_ticks, end = l->pending_end;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     l->pending_lock = 0;
-    ss_waited(t, l->pending_slot, l->pending_ticks, 1);
-    ss_wait_lock_ago(t, m, SS_LOCK_MUTEX, l->pending_owner, l->pending_ticks, ss_ticks() - l->pending_end);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ss_waited(t, slot, ticks, 1);
+    ss_wait_lock_ago(t, m, SS_LOCK_MUTEX, owner, ticks, ss_ticks() - end);
 }
 
 /* A steppable mutex whose step failed: glibc's next steps at once, in its order (lock_steps.h).
@@ -349,11 +354,12 @@ static inline __attribute__((always_inline)) int ss_mutex_contended(pthread_mute
     uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
     if (SS_UNLIKELY(t->locks.pending_lock != 0)) ss_mutex_wait_record(t); /* an earlier one, still held */
     struct ss_locks_thread *l = &t->locks;
-    l->pending_lock = (uintptr_t)m;
     l->pending_slot = slot;
     l->pending_owner = owner;
     l->pending_ticks = end - start;
     l->pending_end = end;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the fields before the lock that says they are there */
+    l->pending_lock = (uintptr_t)m;
     if (timed) ss_hold_begin(t, m, slot, end);
     if (SS_UNLIKELY(ss_stacks_on) && ss_lock_waiter_stack_due(t, end)) {
         uint32_t site = ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX);
