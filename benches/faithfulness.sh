@@ -7,29 +7,34 @@
 #             filtered on the word's address: a thread that went to sleep for the lock)
 #   wakes     the kernel's FUTEX_WAKE_PRIVATE calls on it (a release that woke, or tried to)
 #   contended the profile's contended acquisitions (profiled runs only)
-# for the unprofiled program, `stallscope run` (lock steps on, the default) and `stallscope run`
-# with STALLSCOPE_LOCK_STEPS=0 (the hooks forward to glibc), interleaved (the mode that starts
-# rotates per round). The table gives each figure's median over the rounds with its min-max.
+# for the unprofiled program, `stallscope run` (lock steps on, the default), `stallscope run
+# --no-sampling` (the lock hooks without the thread-state sampler's signals and /proc reads) and
+# `stallscope run` with STALLSCOPE_LOCK_STEPS=0 (the hooks forward to glibc), interleaved (the mode
+# that starts rotates per round). The table gives each figure's median over the rounds with its min-max.
 # Needs perf and root (or perf_event_paranoid -1 and tracefs access).
 #
-# Usage: benches/faithfulness.sh [--rounds N] [--cpus LIST] [--rt]
+# Usage: benches/faithfulness.sh [--rounds N] [--cpus LIST] [--rt] [--baseline-lib PATH]
 #   --cpus LIST  run every mode under taskset -c LIST
 #   --rt         run every mode at real-time priority (chrt -f 10, root): the two threads run
 #                together whenever there are two CPUs, whatever else the machine runs. Without
 #                it, on a machine busy with other work, whether they overlap at all decides the
 #                figures (hand-offs from 10 to 30,000 from run to run at load 6).
+#   --baseline-lib PATH  add a mode "baseline": `stallscope run` with that interposer
+#                (STALLSCOPE_PRELOAD_LIB; an A/B of two builds, interleaved with the others)
 # This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in it.
 set -euo pipefail
 
 rounds=7
 cpus=""
 rt=0
+baseline_lib=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
         --cpus) cpus="$2"; shift ;;
         --rt) rt=1 ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        --baseline-lib) baseline_lib="$(realpath "$2")"; shift ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -49,7 +54,8 @@ word=$(nm "$work/mh" | awk '$3 == "lock" { print "0x" $1 }')
 pin=()
 [ -z "$cpus" ] || pin=(taskset -c "$cpus")
 [ "$rt" = 0 ] || pin+=(chrt -f 10)
-modes=(plain steps forwarded)
+modes=(plain steps nosampling forwarded)
+[ -z "$baseline_lib" ] || modes+=(baseline)
 
 # run_one MODE: prints "handoffs waits wakes contended".
 run_one() {
@@ -58,7 +64,9 @@ run_one() {
     case "$mode" in
         plain) cmd=("$work/mh") ;;
         steps) cmd=("$stallscope" run -q -o "$prof" -- "$work/mh") ;;
+        nosampling) cmd=("$stallscope" run -q --no-sampling -o "$prof" -- "$work/mh") ;;
         forwarded) cmd=(env STALLSCOPE_LOCK_STEPS=0 "$stallscope" run -q -o "$prof" -- "$work/mh") ;;
+        baseline) cmd=(env STALLSCOPE_PRELOAD_LIB="$baseline_lib" "$stallscope" run -q -o "$prof" -- "$work/mh") ;;
     esac
     local out
     out=$(perf stat -x, -o "$work/stat" \
@@ -79,8 +87,8 @@ run_one() {
 declare -A figs
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r/$rounds ($(cut -d' ' -f1-3 /proc/loadavg))..." >&2
-    for ((k = 0; k < 3; k++)); do
-        mode=${modes[$(((k + r - 1) % 3))]}
+    for ((k = 0; k < ${#modes[@]}; k++)); do
+        mode=${modes[$(((k + r - 1) % ${#modes[@]}))]}
         figs[$mode]+="$(run_one "$mode");"
     done
 done
@@ -99,7 +107,42 @@ for mode in "${modes[@]}"; do
     case "$mode" in
         plain) name="unprofiled" ;;
         steps) name="stallscope run (lock steps)" ;;
+        nosampling) name="run --no-sampling (lock steps)" ;;
         forwarded) name="STALLSCOPE_LOCK_STEPS=0" ;;
+        baseline) name="lock steps, $(basename "$baseline_lib")" ;;
     esac
     echo "| $name | $(stat "$mode" 1) | $(stat "$mode" 2) | $(stat "$mode" 3) | $(stat "$mode" 4) |"
+done
+
+# The same rounds as ratios to the unprofiled run of the same round (the machine's drift between
+# rounds cancels): median and the middle half (quartiles) of the per-round ratios.
+echo
+echo "Per round, each figure over the unprofiled run's of the same round: median (quartiles)."
+echo
+echo "| mode | hand-offs | futex waits | futex wakes |"
+echo "|---|---|---|---|"
+for mode in "${modes[@]}"; do
+    [ "$mode" != plain ] || continue
+    case "$mode" in
+        steps) name="stallscope run (lock steps)" ;;
+        nosampling) name="run --no-sampling (lock steps)" ;;
+        forwarded) name="STALLSCOPE_LOCK_STEPS=0" ;;
+        baseline) name="lock steps, $(basename "$baseline_lib")" ;;
+    esac
+    row=$(python3 - "${figs[plain]}" "${figs[$mode]}" <<'PY'
+import statistics, sys
+plain = [r.split() for r in sys.argv[1].split(";") if r]
+mode = [r.split() for r in sys.argv[2].split(";") if r]
+cells = []
+for c in range(3):
+    ratios = sorted(float(m[c]) / float(p[c]) for p, m in zip(plain, mode) if float(p[c]) > 0)
+    if len(ratios) < 2:
+        cells.append("-")
+        continue
+    q = statistics.quantiles(ratios, n=4)
+    cells.append("%.2f (%.2f-%.2f)" % (statistics.median(ratios), q[0], q[2]))
+print(" | ".join(cells))
+PY
+)
+    echo "| $name | $row |"
 done

@@ -35,6 +35,18 @@ static ss_syscall_fn ss_syscall_resolve(void) {
 
 void ss_futex_init(void) { (void)ss_syscall_resolve(); }
 
+#if !defined(__x86_64__)
+/* ss_futex_quiet's system call where it is not inline (ss_internal.h): through the C library's
+ * syscall(), not this file's hook, errno unchanged. */
+long ss_futex_quiet_call(int *word, int op, int val) {
+    int saved = errno;
+    long rc = ss_syscall_resolve()(SYS_futex, (long)word, (long)op, (long)val, 0L, 0L, 0L);
+    if (rc < 0) rc = -errno;
+    errno = saved;
+    return rc;
+}
+#endif
+
 #define SS_FUTEX_CMD(op) ((int)(op) & ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME))
 
 /* Operations that put the caller to sleep on the word at the first argument. */

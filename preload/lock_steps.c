@@ -11,9 +11,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* glibc's wake of one waiter of a private lock word (its __lll_lock_wake_private). */
+/* glibc's wake of one waiter of a private lock word (its __lll_lock_wake_private): a bare system
+ * call as glibc's, not through the syscall() hook. */
 void ss_futex_wake_one(int *word) {
-    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    (void)ss_futex_quiet(word, FUTEX_WAKE_PRIVATE, 1);
 }
 
 /* glibc's rwlock changes __readers as the read steps assume, takes back a reader the steps
@@ -53,6 +54,19 @@ static int ss_mutex_steps_work_on(pthread_mutex_t *m, uint32_t tid) {
     if (ss_mutex_lock_step(m, tid) || ss_real.mutex_trylock(m) != EBUSY) return 0; /* taken is taken */
     if (ss_real.mutex_unlock(m) != 0 || !SS_MUTEX_IS(0, 0, 0u)) return 0;
     if (ss_real.mutex_trylock(m) != 0 || !SS_MUTEX_IS(1, (int)tid, 1u)) return 0;
+    ss_mutex_unlock_step(m);
+    if (!SS_MUTEX_IS(0, 0, 0u)) return 0;
+    /* the contended steps: a held lock is marked as having waiters (2) and not taken, glibc's
+     * release clears that; a free one is taken with 2, which glibc's release and the step's
+     * clear alike */
+    if (ss_real.mutex_lock(m) != 0 || ss_mutex_grab_step(m) || !SS_MUTEX_IS(2, (int)tid, 1u)) return 0;
+    if (ss_mutex_grab_step(m) || ss_real.mutex_trylock(m) != EBUSY || !SS_MUTEX_IS(2, (int)tid, 1u)) return 0;
+    if (ss_real.mutex_unlock(m) != 0 || !SS_MUTEX_IS(0, 0, 0u)) return 0;
+    if (!ss_mutex_grab_step(m) || d->__lock != 2) return 0;
+    ss_mutex_owned_step(m, tid);
+    if (ss_real.mutex_trylock(m) != EBUSY || ss_real.mutex_unlock(m) != 0 || !SS_MUTEX_IS(0, 0, 0u)) return 0;
+    if (!ss_mutex_grab_step(m)) return 0;
+    ss_mutex_owned_step(m, tid);
     ss_mutex_unlock_step(m);
     return SS_MUTEX_IS(0, 0, 0u);
 #undef SS_MUTEX_IS

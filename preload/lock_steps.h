@@ -18,7 +18,10 @@
  *     writes the word plainly instead: the same state). Any other kind (recursive,
  *     error-checking, adaptive, robust, priority, process-shared, elided) goes to glibc, by the
  *     hooks' forwarding fast part.
- * A compare-and-swap that fails (another thread changed the word) goes to glibc too.
+ * A read step whose compare-and-swap fails (another thread changed the word) goes to glibc too;
+ * a mutex step whose compare-and-swap fails goes on with glibc's next steps (ss_mutex_grab_step,
+ * ss_mutex_sleep_step: its __lll_lock_wait), taken by the hook at once, so that the contended
+ * hand-over is glibc's (benches/faithfulness.sh; docs/PERFORMANCE.md, "Faithfulness").
  *
  * Taken only after a check at start (lock_steps.c) has seen glibc's own functions be the C
  * library's (not another interposer's, which the steps would go around) and make exactly these
@@ -31,6 +34,7 @@
 #ifndef SS_LOCK_STEPS_H
 #define SS_LOCK_STEPS_H
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -66,6 +70,12 @@ static inline int ss_rwlock_unread_step(pthread_rwlock_t *l) {
                                        __ATOMIC_RELAXED);
 }
 
+/* What glibc's lock does once it has the word: the owner and one more user. */
+static inline void ss_mutex_owned_step(pthread_mutex_t *m, uint32_t tid) {
+    m->__data.__owner = (int)tid;
+    m->__data.__nusers++;
+}
+
 /* Locks a free steppable mutex for thread `tid` (the kernel's id, as glibc records it): 1 if done.
  * A tid of 0 is a thread record wiped in a child that fork's handler did not reach (_Fork, raw
  * clone): left to glibc, which knows the id. */
@@ -74,9 +84,29 @@ static inline int ss_mutex_lock_step(pthread_mutex_t *m, uint32_t tid) {
     if (__builtin_expect(tid == 0, 0) ||
         !__atomic_compare_exchange_n(&m->__data.__lock, &free_word, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return 0;
-    m->__data.__owner = (int)tid;
-    m->__data.__nusers++;
+    ss_mutex_owned_step(m, tid);
     return 1;
+}
+
+/* glibc's next step after a failed lock step on a private normal mutex (the start of its
+ * __lll_lock_wait, which its lock calls at once when its own compare-and-swap fails): a word of 2
+ * (waiters) is left alone, any other is exchanged with 2, which takes a lock released meanwhile
+ * (leaving 2, as glibc does: its holder's release then wakes one, perhaps nobody). 1 if that took
+ * the lock; 0 if the thread is to sleep (ss_mutex_sleep_step). The caller then records the owner
+ * as ss_mutex_owned_step does. */
+static inline int ss_mutex_grab_step(pthread_mutex_t *m) {
+    int *w = &m->__data.__lock;
+    return __atomic_load_n(w, __ATOMIC_RELAXED) != 2 && __atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* The rest of glibc's __lll_lock_wait: sleep while the word is 2 (FUTEX_WAIT_PRIVATE), exchange it
+ * with 2 on waking, until the exchange finds it 0 (taken). Its futex_wait returns on a wake, a
+ * word that was no longer 2 (EAGAIN) or a signal (EINTR), and each is followed by the exchange.
+ * Inline: the sleeping thread's pc is in the hook's slow part (ss_futex_quiet). */
+static inline void ss_mutex_sleep_step(pthread_mutex_t *m) {
+    int *w = &m->__data.__lock;
+    do (void)ss_futex_quiet(w, FUTEX_WAIT_PRIVATE, 2);
+    while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0);
 }
 
 void ss_futex_wake_one(int *word);

@@ -15,7 +15,9 @@
  * priority-protected one never reads 0, so a free-looking mutex cannot fail), a spin lock's int,
  * a read-write lock's __readers (glibc 2.25 and later: no writer holds it or waits for it, so
  * neither EDEADLK nor a wait for one). A lock taken in the instant between the look and the
- * acquisition is missed as contention: a small undercount, never a false wait. */
+ * acquisition is missed as contention: a small undercount, never a false wait. A stepped mutex
+ * (lock_steps.h) looks at nothing: its failed step goes on with glibc's own wait in the hook, and
+ * a contended acquisition is one that slept (ss_mutex_contended). */
 #include "ss_internal.h"
 
 #include "lock_steps.h"
@@ -132,6 +134,7 @@ void ss_locks_thread_reset(struct ss_thread *t) {
     l->last_cond = 0;
     l->last_cond_slot = 0;
     l->last_cond_acquisitions = 0;
+    l->pending_lock = 0;
 }
 
 /* ---- timed holds ---- */
@@ -308,17 +311,114 @@ static inline int ss_mutex_has_waiters(pthread_mutex_t *m) {
         SS_LOCK_SLOW(t, lock, kind, looks_free, try_call, block_call);                                      \
     }
 
-static SS_NOINLINE int ss_slow_pthread_mutex_lock(pthread_mutex_t *m, struct ss_thread *t) {
+/* Records the mutex wait the thread has pending (ss_mutex_contended): its contention and wait
+ * time, the wait-for edge; called after the release, or before anything that must see it. */
+static SS_NOINLINE void ss_mutex_wait_record(struct ss_thread *t) {
+    struct ss_locks_thread *l = &t->locks;
+    /* read, then cleared: a signal handler's lock call in between sees none, or all of it */
+    const void *m = (const void *)l->pending_lock;
+    uint32_t slot = l->pending_slot, owner = l->pending_owner;
+    uint64_t ticks = l->pending_ticks, end = l->pending_end;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    l->pending_lock = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ss_waited(t, slot, ticks, 1);
+    ss_wait_lock_ago(t, m, SS_LOCK_MUTEX, owner, ticks, ss_ticks() - end);
+}
+
+/* A steppable mutex whose step failed: glibc's next steps at once, in its order (lock_steps.h).
+ * A lock taken by the exchange is an acquisition without a wait, as glibc's own path makes it (the
+ * lock word left at 2, so that its release wakes, as glibc's does). Between the exchange that
+ * tells the holder a thread waits and the sleep, only the clock is read: the longer a waiter that
+ * has set 2 stays awake, the more often the holder's wake finds nobody asleep and the waiter's
+ * sleep fails at once (EAGAIN). After the sleep the thread holds the lock, and work there makes
+ * the other thread find it taken more often: only the acquisition is counted, and the wait is
+ * recorded after the release (the lock word is 2 until then, so the release takes the hook's slow
+ * part, which records it; a condition wait records it first). The owner (the wait-for edge) is
+ * read before, one load of the line the failed step just touched. A waiter's stack is taken (at
+ * most 100 a second) in the hold, the call chain being the lock call's. `t` is known, with a
+ * thread id. Measured by benches/faithfulness.sh (docs/PERFORMANCE.md, "Faithfulness"). */
+static inline __attribute__((always_inline)) int ss_mutex_contended(pthread_mutex_t *m, struct ss_thread *t, int timed) {
+    uint32_t owner = (uint32_t)__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
+    if (ss_mutex_grab_step(m)) {
+        ss_mutex_owned_step(m, t->rec.tid);
+        uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
+        if (timed) ss_hold_begin(t, m, slot, ss_ticks());
+        return 0;
+    }
+    if (!owner) owner = (uint32_t)__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED); /* mid-hand-over */
+    uint64_t start = ss_ticks();
+    ss_mutex_sleep_step(m);
+    uint64_t end = ss_ticks();
+    ss_mutex_owned_step(m, t->rec.tid);
+    uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
+    if (SS_UNLIKELY(t->locks.pending_lock != 0)) ss_mutex_wait_record(t); /* an earlier one, still held */
+    struct ss_locks_thread *l = &t->locks;
+    l->pending_slot = slot;
+    l->pending_owner = owner;
+    l->pending_ticks = end - start;
+    l->pending_end = end;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the fields before the lock that says they are there */
+    l->pending_lock = (uintptr_t)m;
+    if (timed) ss_hold_begin(t, m, slot, end);
+    if (SS_UNLIKELY(ss_stacks_on) && ss_lock_waiter_stack_due(t, end)) {
+        uint32_t site = ss_lock_waiter_stack(t, m, SS_LOCK_MUTEX);
+        if (site) ss_lock_waiter_done(site, end - start);
+    }
+    return 0;
+}
+
+/* The slow part of a mutex lock call. On a steppable mutex with the steps on: after its step
+ * failed (`failed`: straight to glibc's next steps), or untried (the lock's slot not at hand, a
+ * timed hold, a thread not known yet): the step, then glibc's next steps if it fails; a thread
+ * without an id (see ss_mutex_lock_step) goes to glibc's function. Any other mutex: glibc's
+ * function, with a look at the word first. Named after the hook (ss_slow_<symbol>), which
+ * tail-calls it: a stack taken in a wait here shows pthread_mutex_lock. */
+static SS_NOINLINE int ss_slow_pthread_mutex_lock(pthread_mutex_t *m, struct ss_thread *t, int failed) {
     if (t == SS_NO_THREAD && !ss_real.mutex_lock) return 0; /* while the interposer resolves the real functions */
+    if (ss_config.mutex_steps && ss_mutex_steppable(m)) {
+        t = ss_known(t);
+        if (!t) {
+            t = ss_enter_slow();
+            if (!t) return ss_real.mutex_lock(m);
+            t->locks.countdown--;
+        }
+        if (SS_LIKELY(t->rec.tid != 0)) {
+            int timed = t->locks.countdown == 0;
+            if (timed) t->locks.countdown = ss_next_lock_interval(t);
+            if (!failed && ss_mutex_lock_step(m, t->rec.tid)) {
+                uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
+                if (timed) ss_hold_begin(t, m, slot, ss_ticks());
+                return 0;
+            }
+            return ss_mutex_contended(m, t, timed);
+        }
+    }
     SS_LOCK_SLOW(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_lock(m));
 }
 
-/* A free private normal mutex is locked by glibc's own step (lock_steps.h), others forwarded. */
+/* A free private normal mutex is locked by glibc's own step (lock_steps.h), others forwarded.
+ * The steppable case is SS_LOCK_FAST spelt out, so that a failed step goes on to glibc's next
+ * steps without trying the word again. */
 SS_EXPORT int pthread_mutex_lock(pthread_mutex_t *m) {
     struct ss_thread *t = ss_self;
-    if (SS_LIKELY(ss_config.mutex_steps) && SS_LIKELY(ss_mutex_steppable(m)))
-        SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_lock_step(m, t->rec.tid), 0, ss_slow_pthread_mutex_lock(m, t));
-    SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), ss_real.mutex_lock(m), ss_slow_pthread_mutex_lock(m, t));
+    if (SS_LIKELY(ss_config.mutex_steps) && SS_LIKELY(ss_mutex_steppable(m))) {
+        struct ss_lock_stats *l;
+        if (SS_LIKELY(t->locks.last[SS_LOCK_MUTEX].address == (uintptr_t)m)) {
+            l = t->locks.last[SS_LOCK_MUTEX].slot;
+        } else if (SS_UNLIKELY((l = ss_lock_slot_probe(t, m, SS_LOCK_MUTEX)) == NULL)) {
+            if (t != SS_NO_THREAD) t->locks.countdown--;
+            return ss_slow_pthread_mutex_lock(m, t, 0);
+        }
+        if (SS_UNLIKELY(ss_dec_is_zero(&t->locks.countdown))) return ss_slow_pthread_mutex_lock(m, t, 0);
+        uint32_t tid = t->rec.tid;
+        if (SS_LIKELY(ss_mutex_lock_step(m, tid))) {
+            SS_INC(l->acquisitions, 1);
+            return 0;
+        }
+        return ss_slow_pthread_mutex_lock(m, t, tid != 0);
+    }
+    SS_LOCK_FAST(t, m, SS_LOCK_MUTEX, ss_mutex_looks_free(m), ss_real.mutex_lock(m), ss_slow_pthread_mutex_lock(m, t, 0));
 }
 SS_TIMED_LOCK_HOOK(pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *abstime), (m, abstime), m,
                    SS_LOCK_MUTEX, ss_mutex_looks_free(m), EBUSY, ss_real.mutex_timedlock(m, abstime))
@@ -328,6 +428,16 @@ SS_TIMED_LOCK_HOOK(pthread_mutex_clocklock, (pthread_mutex_t * m, clockid_t cloc
 
 SS_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
     SS_TRYLOCK(m, SS_LOCK_MUTEX, ss_real.mutex_trylock ? ss_real.mutex_trylock(m) : 0);
+}
+
+/* A release by the step where it applies (also with waiters: the same exchange and wake as
+ * glibc's release), else by glibc. */
+static inline int ss_mutex_release(pthread_mutex_t *m) {
+    if (SS_LIKELY(ss_config.mutex_steps) && SS_LIKELY(ss_mutex_steppable(m))) {
+        ss_mutex_unlock_step(m);
+        return 0;
+    }
+    return ss_real.mutex_unlock(m);
 }
 
 /* Measured on two threads ping-ponging a mutex: any work after the unlock or inside the critical
@@ -345,11 +455,14 @@ static SS_NOINLINE int ss_slow_pthread_mutex_unlock(pthread_mutex_t *m, struct s
      * changes the hand-over between the threads and costs more than the rest of the hook. */
     if (SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m)) && t->locks.holder_skip-- == 0) {
         t->locks.holder_skip = 63;
-        int rc = ss_real.mutex_unlock(m); /* release first: the waiters must not wait for our stack */
+        int rc = ss_mutex_release(m); /* release first: the waiters must not wait for our stack */
         ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
+        if (t->locks.pending_lock == (uintptr_t)m) ss_mutex_wait_record(t);
         return rc;
     }
-    return ss_real.mutex_unlock(m);
+    int rc = ss_mutex_release(m);
+    if (t->locks.pending_lock == (uintptr_t)m) ss_mutex_wait_record(t); /* after the release */
+    return rc;
 }
 
 /* Releases that may have waiters take the slow part, which considers a holder stack: a lock word
@@ -375,6 +488,7 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
 #define SS_COND_HOOK(t, m, wait_call)                                                                        \
     do {                                                                                                    \
         if (t->locks.nheld != 0) ss_release_hold(t, m);                                                           \
+        if (t->locks.pending_lock != 0) ss_mutex_wait_record(t); /* glibc releases the mutex */            \
         /* no acquisition of the mutex since the last wait on `c` returned: woken for nothing */            \
         int rewait_ = t->locks.last_cond == (uintptr_t)c &&                                                       \
                       SS_LOAD(t->locks.table[t->locks.last_cond_slot].acquisitions) == t->locks.last_cond_acquisitions;       \

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include "ss_format.h"
@@ -150,6 +151,12 @@ struct ss_locks_thread {
     uintptr_t last_cond;
     uint32_t last_cond_slot;
     uint64_t last_cond_acquisitions;
+    /* A mutex wait the thread slept through and has not recorded yet (locks.c,
+     * ss_mutex_contended): recorded after the mutex's release, so that the hold the wait ended in
+     * is not made longer. pending_lock 0: none. */
+    uintptr_t pending_lock;
+    uint32_t pending_slot, pending_owner;
+    uint64_t pending_ticks, pending_end;
     struct ss_lock_stats table[SS_LOCK_SLOTS + 1]; /* cleared slot by slot, only where used */
 };
 
@@ -554,6 +561,8 @@ int ss_stacks_write(int with_samples);
 /* Lock stacks, rate-limited per thread: a waiter's before it blocks (returns a site, 0 if none),
  * and a holder's when it releases a lock that others wait for. */
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind);
+/* Whether a waiter's stack would be taken at `now` (the rate limit alone, without reading the clock). */
+int ss_lock_waiter_stack_due(struct ss_thread *t, uint64_t now);
 /* The same, past the rate limit when `first` (the thread's first wait on a futex word: every word
  * gets a stack that says what it is). */
 uint32_t ss_lock_waiter_stack_of(struct ss_thread *t, const void *lock, uint32_t kind, int first);
@@ -594,6 +603,9 @@ int ss_sampler_write(void); /* returns the samples written, or -1 */
  * once the lock is acquired. */
 uint32_t ss_wait_owner(const void *lock, uint32_t kind);
 void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks);
+/* The same for a wait that ended `ago_ticks` before now. */
+void ss_wait_lock_ago(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks,
+                      uint64_t ago_ticks);
 /* A condition variable's wait: the waker slot's stamp before, and the wait recorded after. */
 uint64_t ss_wait_cond_begin(const void *cond);
 void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns, int rewait);
@@ -604,6 +616,25 @@ void ss_waitfor_init(void);
 void ss_note_waker(const void *object, uint32_t tid, int broadcast);
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken);
 void ss_futex_init(void);
+/* A futex call the interposer makes for the program (a lock step's wait or wake, lock_steps.h),
+ * as glibc makes its own: a bare system call, not through the syscall() hook (futex.c), errno
+ * unchanged; the kernel's result (a negative errno on failure). Inline, so that a thread asleep
+ * in it is in the function that called it (a wait in ss_slow_pthread_mutex_lock shows as
+ * pthread_mutex_lock, not as the interposer's own work). */
+#if defined(__x86_64__)
+static inline long ss_futex_quiet(int *word, int op, int val) {
+    long rc;
+    register void *timeout __asm__("r10") = NULL;
+    __asm__ volatile("syscall"
+                     : "=a"(rc)
+                     : "0"((long)SYS_futex), "D"(word), "S"((long)op), "d"((long)val), "r"(timeout)
+                     : "rcx", "r11", "memory");
+    return rc;
+}
+#else
+long ss_futex_quiet_call(int *word, int op, int val);
+static inline long ss_futex_quiet(int *word, int op, int val) { return ss_futex_quiet_call(word, op, val); }
+#endif
 /* The slot of a lock in the thread's table (locks.c), found or claimed. */
 uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kind);
 /* OpenMP (omp.c, ompt.c): one run of a parallel region recorded in the master's lock table (kind

@@ -298,6 +298,11 @@ static int ss_lock_rate_ok(uint64_t *last) {
     return 1;
 }
 
+int ss_lock_waiter_stack_due(struct ss_thread *t, uint64_t now) {
+    uint64_t last = t->stacks.last_waiter;
+    return ss_lock_sites && (last == 0 || now - last >= ss_lock_interval_ticks);
+}
+
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind) {
     return ss_lock_waiter_stack_of(t, lock, kind, 0);
 }

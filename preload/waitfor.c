@@ -114,7 +114,13 @@ uint32_t ss_wait_owner(const void *lock, uint32_t kind) {
 }
 
 void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks) {
-    uint64_t end = ss_mono_ns(), ns = ss_ticks_to_ns(wait_ticks);
+    ss_wait_lock_ago(t, lock, kind, owner, wait_ticks, 0);
+}
+
+void ss_wait_lock_ago(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks,
+                      uint64_t ago_ticks) {
+    uint64_t now = ss_mono_ns(), ago = ss_ticks_to_ns(ago_ticks), ns = ss_ticks_to_ns(wait_ticks);
+    uint64_t end = now > ago ? now - ago : 0;
     struct ss_wait w = {end > ns ? end - ns : 0, end, (uintptr_t)lock, owner, SS_WAIT_LOCK, (uint8_t)kind, 0};
     ss_wait_push(t, &w);
 }
