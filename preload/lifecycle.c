@@ -21,7 +21,10 @@ SS_FORK_STATE static int ss_is_fork_child;
 SS_FORK_STATE uint64_t ss_child_flusher_due; /* when a fork child that lives on starts its flusher (0: not pending) */
 #define SS_CHILD_FLUSHER_DELAY_NS 100000000ull
 SS_FORK_STATE static struct ss_thread *ss_fork_pending;
-static uint64_t ss_last_got; /* the flusher's last pointing of PLT slots at the hooks (0: none yet) */
+/* The child was adopted at its end (ss_own_process), not by fork's handler: its thread may
+ * have recorded into its node since. */
+SS_FORK_STATE static int ss_fork_late;
+SS_FORK_STATE static uint64_t ss_last_got; /* the flusher's last pointing of PLT slots at the hooks (0: none yet) */
 static int ss_exit_status_known;
 static int ss_exit_status;
 
@@ -179,6 +182,10 @@ struct ss_thread *ss_enter_slow(void) {
 /* The final flush of a fork child that made no call we interpose: its thread's record first. */
 void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
 
+/* A fork child that has made no call we interpose (its thread not attached again since fork's
+ * handler ran). */
+int ss_fork_child_untouched(void) { return ss_fork_pending != NULL && !ss_fork_late; }
+
 /* After fork the child has only the calling thread: start afresh with its record alone. Kept to a
  * few stores (fork's cost is the child's): what the child needs only if it goes on to record or
  * write is set up then (ss_writer_child_setup), and the big tables are zeroed by the kernel
@@ -191,8 +198,7 @@ static void ss_after_fork_child(void) {
         ss_self = SS_NO_THREAD;
         ss_me = NULL;
         __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
-        ss_config.output[0] = 0;
-        ss_writer_after_fork_child();
+        ss_writer_after_fork_child(); /* the child's file is not the launched process's */
         ss_sampler_after_fork_child();
         ss_threads_after_fork_child();
         ss_phases_after_fork_child();
@@ -208,13 +214,13 @@ static void ss_after_fork_child(void) {
     ss_is_fork_child = 1;
     struct ss_thread *self = ss_self != SS_NO_THREAD ? ss_self : ss_me;
     ss_self = SS_NO_THREAD;
-    if (ss_config.output[0]) ss_config.output[0] = 0; /* the launched process's own path */
-    ss_writer_after_fork_child();
+    ss_writer_after_fork_child(); /* the child's file is not the launched process's */
     ss_sampler_after_fork_child();
     ss_threads_after_fork_child();
     ss_phases_after_fork_child();
     ss_child_flusher_due = 0;
     ss_last_got = 0;
+    ss_fork_late = 0;
     ss_fork_pending = self; /* the next hook takes the slow path, which attaches it again */
 }
 
@@ -237,6 +243,7 @@ static int ss_own_process(void) {
     }
     if (!copied) return 0;
     ss_after_fork_child();
+    ss_fork_late = 1;
     return 1;
 }
 

@@ -585,6 +585,7 @@ struct ss_sample *ss_node_rings(struct ss_thread *t);
 size_t ss_node_size(void);
 void ss_sampler_tick(void);
 int ss_sampler_write(void); /* returns the samples written, or -1 */
+int ss_sampling_now(struct ss_sampling_record *r);
 
 /* Wait-for edges (waitfor.c): called from the lock hooks' slow paths only. ss_wait_owner reads
  * the owner of a lock that looks taken (before the blocking call), ss_wait_lock records the wait
@@ -627,6 +628,7 @@ void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint6
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_child_node(struct ss_thread *t);
+void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now);
 uint64_t ss_thread_cpu_ns(pid_t tid);
 void ss_threads_init(void);
 void ss_threads_after_fork_child(void);
@@ -667,6 +669,7 @@ int ss_batch_records(int final, int had_fold_samples);
 /* Writing (writer.c). */
 void ss_writer_init(void);
 void ss_attach_pending_for_final(void);
+int ss_fork_child_untouched(void);
 void ss_final_flush(uint32_t how, int32_t status);
 void ss_writer_after_fork_child(void);
 void ss_writer_child_setup(void);
@@ -715,6 +718,7 @@ void ss_phases_start(void);
 void ss_phases_at_exit(void);
 void ss_phases_tick(uint32_t elapsed_ms);
 void ss_phases_append_pending(void);
+int ss_phases_pending(void); /* records waiting for the next flush */
 void ss_phases_after_fork_child(void);
 void ss_start_flusher(void);
 int ss_flusher_pause(void);  /* before a credential change (creds.c): 1 if the flusher left */

@@ -498,6 +498,21 @@ void ss_thread_child_node(struct ss_thread *t) {
     t->state = SS_NODE_CLAIMED;
 }
 
+/* The THREAD record of a fork child's one thread that made no call we interpose, at its end:
+ * what ss_thread_attach and ss_out_thread write for it (met now, so no CPU time counted yet, its
+ * name, nothing recorded), without its node, whose pages the child would have to get. */
+void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now) {
+    memset(rec, 0, sizeof *rec);
+    rec->serial = __atomic_load_n(&ss_next_serial, __ATOMIC_RELAXED);
+    rec->tid = (uint32_t)syscall(SYS_gettid);
+    rec->flags = SS_THREAD_MAIN;
+    rec->start_mono_ns = now;
+    char name[32] = {0};
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    size_t len = strlen(name);
+    memcpy(rec->name, name, len < 15 ? len : 15);
+}
+
 /* A new window (attach.c): the nodes of the last one are left behind, never written or reused
  * (their threads drop them at their next slow part; a thread blocked in a call it began then
  * finishes it in the old node), and the list starts empty, as in a fork child. */
