@@ -116,7 +116,7 @@ static void ss_init(void) {
     __atomic_store_n(&ss_state, SS_READY, __ATOMIC_RELEASE);
 }
 
-void ss_ensure_resolved(void) {
+SS_FORK_TEXT void ss_ensure_resolved(void) {
     if (SS_UNLIKELY(__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) == SS_UNINIT)) ss_init();
 }
 
@@ -184,13 +184,13 @@ void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
 
 /* A fork child that has made no call we interpose (its thread not attached again since fork's
  * handler ran). */
-int ss_fork_child_untouched(void) { return ss_fork_pending != NULL && !ss_fork_late; }
+SS_FORK_TEXT int ss_fork_child_untouched(void) { return ss_fork_pending != NULL && !ss_fork_late; }
 
 /* After fork the child has only the calling thread: start afresh with its record alone. Kept to a
  * few stores (fork's cost is the child's): what the child needs only if it goes on to record or
  * write is set up then (ss_writer_child_setup), and the big tables are zeroed by the kernel
  * (MADV_WIPEONFORK). */
-static void ss_after_fork_child(void) {
+SS_FORK_TEXT static void ss_after_fork_child(void) {
     if (ss_paused) { /* the child is paused too, whatever its parent was doing: it listens for attach */
         ss_parent_pid = ss_pid;
         ss_pid = getpid();
@@ -224,13 +224,13 @@ static void ss_after_fork_child(void) {
     ss_fork_pending = self; /* the next hook takes the slow path, which attaches it again */
 }
 
-int ss_process_is_fork_child(void) { return ss_is_fork_child; }
+SS_FORK_TEXT int ss_process_is_fork_child(void) { return ss_is_fork_child; }
 
 /* Whether the calling process may write the profile state it holds: the process it belongs to,
  * or a child made without fork's handlers (raw clone or clone3) that has its own copy of our
  * memory, which is then adopted as fork's handler would have. A child that shares our memory
  * (vfork, CLONE_VM) must never write it: its parent's state is the same memory. */
-static int ss_own_process(void) {
+SS_FORK_TEXT static int ss_own_process(void) {
     pid_t pid = getpid();
     if (pid == ss_pid) return 1;
     struct ss_thread *t = ss_me;
@@ -295,7 +295,7 @@ SS_EXPORT void exit(int status) {
     ss_real.exit(status);
 }
 
-static void ss_before_underscore_exit(int status) {
+SS_FORK_TEXT static void ss_before_underscore_exit(int status) {
     if (ss_active && ss_own_process()) { /* never in a vfork child, which shares our memory */
         ss_omp_run_close(ss_self_known());
         ss_self = SS_NO_THREAD;
@@ -304,7 +304,7 @@ static void ss_before_underscore_exit(int status) {
     }
 }
 
-SS_EXPORT void _exit(int status) {
+SS_FORK_TEXT SS_EXPORT void _exit(int status) {
     ss_ensure_resolved();
     ss_before_underscore_exit(status);
     ss_real.underscore_exit(status);

@@ -391,7 +391,7 @@ void ss_sampler_init(void) {
     __atomic_store_n(&ss_sample_signal, sig, __ATOMIC_RELEASE);
 }
 
-void ss_sampler_after_fork_child(void) {
+SS_FORK_TEXT void ss_sampler_after_fork_child(void) {
     ss_cpu_samples = ss_wall_samples = ss_dropped_samples = 0;
     ss_last_wall_pass = 0;
     /* Timers are not inherited; the child's thread gets a new one when it is attached again. Its
@@ -726,7 +726,7 @@ int ss_sampler_write(void) {
 }
 
 /* The SAMPLING record as it stands (0 when sampling is off: no record). */
-int ss_sampling_now(struct ss_sampling_record *r) {
+SS_FORK_TEXT int ss_sampling_now(struct ss_sampling_record *r) {
     *r = (struct ss_sampling_record){ss_config.cpu_hz,
                                      ss_config.wall_hz,
                                      __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE),

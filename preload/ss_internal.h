@@ -25,6 +25,10 @@
 /* State a fork child writes in fork's handlers or at its exit, kept together (the linker merges
  * the section from every file): each page a child writes is a page the kernel copies for it. */
 #define SS_FORK_STATE __attribute__((section("ss_fork_state")))
+/* The code a fork child runs between fork and an exit or exec, kept together for the same reason:
+ * each page of code a child runs is faulted in again in it. (The linker places .text.hot.* at the
+ * start of .text, as one group; this is placement only, not the `hot` attribute.) */
+#define SS_FORK_TEXT __attribute__((section(".text.hot.ss_fork")))
 /* A hook's slow part, which the hook tail-calls, is named ss_slow_<the symbol it interposes>:
  * its frame stands in for the hook's in a stack, and the symbolizer names it so
  * (src/symbols/mod.rs, SLOW_PART_PREFIX). */

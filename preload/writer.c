@@ -73,7 +73,7 @@ static long ss_futex(uint32_t *word, int op, uint32_t val, const struct timespec
     return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, timeout, NULL, 0);
 }
 
-uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
+SS_FORK_TEXT uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
     const unsigned char *p = data;
     crc = ~crc;
     while (len--) crc = ss_crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
@@ -94,7 +94,7 @@ static uint32_t ss_crc_mulmod(uint32_t a, uint32_t b) {
 /* ss_crc32(crc, n zero bytes), without reading them: each zero byte multiplies the CRC's
  * register by x^8 modulo the polynomial, so n of them multiply it by x^(8n), a product of
  * squarings of x^8 (about 40 steps of 32 bits for a 3 KB record instead of 3,000 of a byte). */
-uint32_t ss_crc32_zeros(uint32_t crc, size_t n) {
+SS_FORK_TEXT uint32_t ss_crc32_zeros(uint32_t crc, size_t n) {
     uint32_t reg = ~crc, power = 1u << 23; /* x^8 */
     for (; n; n >>= 1) {
         if (n & 1) reg = ss_crc_mulmod(power, reg);
@@ -292,7 +292,7 @@ static struct ss_buf *ss_build_head(void);
 /* Creates the profile file exclusively, never overwriting, and writes its header; returns its
  * descriptor (in the calling thread's table) or -1. */
 /* The profile's path for the given attempt (0: the first choice); 0 if it does not fit. */
-static int ss_profile_path(char *path, size_t cap, int attempt) {
+SS_FORK_TEXT static int ss_profile_path(char *path, size_t cap, int attempt) {
     struct ss_str s = {path, 0, cap};
     if (ss_output()[0]) {
         ss_str_cat(&s, ss_output());
@@ -371,7 +371,7 @@ static ssize_t ss_exe_len = -1;
 static uint32_t ss_ncpus;
 
 /* The process record's fields known when its file is made. */
-static void ss_process_fields(struct ss_process_record *p, size_t cmd_len) {
+SS_FORK_TEXT static void ss_process_fields(struct ss_process_record *p, size_t cmd_len) {
     p->ncpus = ss_ncpus;
     p->flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) |
                (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
@@ -496,7 +496,7 @@ void ss_writer_exec_failed(void) {
 
 /* After fork the child writes its own file (created at its first flush) and has no flusher. Only
  * a few stores here: the rest waits until the child records or writes (ss_writer_child_setup). */
-void ss_writer_after_fork_child(void) {
+SS_FORK_TEXT void ss_writer_after_fork_child(void) {
     if (ss_fd >= 0 && ss_fd_mode == SS_FD_SHARED) close(ss_fd); /* our copy in the program's table */
     /* A descriptor of the parent's flusher's own table is no descriptor here: never close it. */
     ss_fd = -1;
@@ -532,12 +532,12 @@ void ss_writer_child_setup(void) {
 
 /* ---- flushing ---- */
 
-int ss_flush_try_lock(void) {
+SS_FORK_TEXT int ss_flush_try_lock(void) {
     int expected = 0;
     return __atomic_compare_exchange_n(&ss_flushing, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE); }
+SS_FORK_TEXT void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE); }
 
 /* A fork child that ends before it has a file (one that only exits, or lived too briefly for its
  * flusher's first write) under `stallscope run` creates none: making a file is most of what such
@@ -547,7 +547,7 @@ void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE)
  * writes the file at PATH (or PATH's next free name) when the launched process has ended
  * (src/run.rs, Session::unpack). No pack (it is gone once the supervisor has read it, or there
  * is no supervisor): the child creates its file as before. */
-static int ss_packable(void) {
+SS_FORK_TEXT static int ss_packable(void) {
     return ss_process_is_fork_child() && !ss_path[0] && ss_fd < 0 && !ss_file_failed && ss_config.index[0] &&
            !ss_output()[0] && !ss_pack_short;
 }
@@ -590,7 +590,7 @@ static void *ss_bare_payload(struct ss_buf *b, size_t size) {
     return p;
 }
 
-static void ss_bare_seal(struct ss_buf *b, uint32_t type, size_t size) {
+SS_FORK_TEXT static void ss_bare_seal(struct ss_buf *b, uint32_t type, size_t size) {
     struct ss_record_header h = {type, (uint32_t)size, 0, 0};
     const unsigned char *payload = b->p + b->len + sizeof h;
     size_t nonzero = size; /* a thread record is mostly zeros: their part of the CRC is computed */
@@ -606,7 +606,7 @@ static void ss_bare_seal(struct ss_buf *b, uint32_t type, size_t size) {
  * path would attach its thread, reset its node and assemble in the output buffers: pages of the
  * interposer's that the kernel must give the child (copied or zeroed) for one write, about twenty
  * of a child's sixty page faults. Returns -1 when it cannot (the full path then runs). */
-static int ss_pack_bare(uint32_t how, int32_t status) {
+SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     if (ss_argv_len == 0 || ss_exe_len < 0 || !ss_ncpus || ss_attach_on || ss_fold_out.len || ss_phases_pending())
         return -1;
     char pack[1200], line[1400];
@@ -681,7 +681,7 @@ static int ss_pack_bare(uint32_t how, int32_t status) {
 }
 
 /* Assembles one batch and writes it. The caller holds the flush lock. */
-static void ss_flush_now(int final, uint32_t how, int32_t status) {
+SS_FORK_TEXT static void ss_flush_now(int final, uint32_t how, int32_t status) {
     if (ss_finished && !final) return;
     if (final && how != SS_END_EXEC && ss_child_pending && ss_packable() && ss_fork_child_untouched() &&
         ss_pack_bare(how, status) == 0) {
@@ -736,7 +736,7 @@ static void ss_flush_locked(int final, uint32_t how, int32_t status) {
     ss_flush_unlock();
 }
 
-int ss_flusher_running(void) { return ss_flusher_pid != 0 && ss_flusher_pid == ss_pid; }
+SS_FORK_TEXT int ss_flusher_running(void) { return ss_flusher_pid != 0 && ss_flusher_pid == ss_pid; }
 
 void ss_wake_flusher(void) {
     if (!ss_flusher_running()) return;
@@ -746,7 +746,7 @@ void ss_wake_flusher(void) {
 
 /* The last flush of this image (exit, _exit, exec): the flusher writes it, in its own descriptor
  * table, while the caller waits; without a flusher the caller writes it. */
-void ss_final_flush(uint32_t how, int32_t status) {
+SS_FORK_TEXT void ss_final_flush(uint32_t how, int32_t status) {
     if (ss_flusher_running() && !ss_is_flusher) {
         uint32_t expected = 0; /* 3 while this thread fills in the request, then 1 */
         if (__atomic_compare_exchange_n(&ss_final_state, &expected, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
