@@ -633,8 +633,12 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     head.h.crc = ss_crc32(ss_crc32(ss_crc32(ss_crc32(0, &head.h, 8), &head.p, sizeof head.p), ss_argv, ss_argv_len),
                           ss_exe, (size_t)ss_exe_len);
 
-    /* The process record's padding, then the other records. */
-    uint64_t tail_words[512];
+    /* The process record's padding, then the other records (their payloads are multiples of 8). */
+    uint64_t tail_words[384];
+    _Static_assert(sizeof tail_words >= 7 + 4 * sizeof(struct ss_record_header) + sizeof(struct ss_flush_record) +
+                                            sizeof(struct ss_sampling_record) + sizeof(struct ss_thread_record) +
+                                            sizeof(struct ss_end_record),
+                   "the bare pack's records fit");
     struct ss_buf tail = {(unsigned char *)tail_words, ((psize + 7) & ~(size_t)7) - psize, sizeof tail_words};
     memset(tail.p, 0, tail.len);
     struct ss_flush_record *fl = ss_bare_payload(&tail, sizeof *fl);
