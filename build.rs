@@ -41,6 +41,10 @@ fn build_interposer(compiler: &cc::Tool, out: &Path) {
         "-Werror",
         "-Iinclude",
         "-Wl,-z,nodelete",
+        // Every symbol bound at load: a fork child then binds none of the C library's functions
+        // the interposer first calls in it (each lazy binding writes the GOT, a page copied for
+        // the child, and runs the dynamic linker's lookup; docs/PERFORMANCE.md, Fork children).
+        "-Wl,-z,now",
     ]);
     cmd.args(&sources)
         .arg("-o")

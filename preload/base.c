@@ -33,13 +33,13 @@ int ss_wipe_works = 1;
 
 /* ---- clocks ---- */
 
-uint64_t ss_mono_ns(void) {
+SS_FORK_TEXT uint64_t ss_mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t ss_realtime_ns(void) {
+SS_FORK_TEXT uint64_t ss_realtime_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -266,12 +266,12 @@ void *ss_map_wiped(size_t size) {
     return p;
 }
 
-void ss_str_cat(struct ss_str *s, const char *text) {
+SS_FORK_TEXT void ss_str_cat(struct ss_str *s, const char *text) {
     while (*text && s->len + 1 < s->cap) s->p[s->len++] = *text++;
     s->p[s->len] = 0;
 }
 
-void ss_str_u64(struct ss_str *s, uint64_t v) {
+SS_FORK_TEXT void ss_str_u64(struct ss_str *s, uint64_t v) {
     char digits[24];
     int n = 0;
     do {

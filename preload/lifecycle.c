@@ -21,7 +21,10 @@ SS_FORK_STATE static int ss_is_fork_child;
 SS_FORK_STATE uint64_t ss_child_flusher_due; /* when a fork child that lives on starts its flusher (0: not pending) */
 #define SS_CHILD_FLUSHER_DELAY_NS 100000000ull
 SS_FORK_STATE static struct ss_thread *ss_fork_pending;
-static uint64_t ss_last_got; /* the flusher's last pointing of PLT slots at the hooks (0: none yet) */
+/* The child was adopted at its end (ss_own_process), not by fork's handler: its thread may
+ * have recorded into its node since. */
+SS_FORK_STATE static int ss_fork_late;
+SS_FORK_STATE static uint64_t ss_last_got; /* the flusher's last pointing of PLT slots at the hooks (0: none yet) */
 static int ss_exit_status_known;
 static int ss_exit_status;
 
@@ -113,7 +116,7 @@ static void ss_init(void) {
     __atomic_store_n(&ss_state, SS_READY, __ATOMIC_RELEASE);
 }
 
-void ss_ensure_resolved(void) {
+SS_FORK_TEXT void ss_ensure_resolved(void) {
     if (SS_UNLIKELY(__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) == SS_UNINIT)) ss_init();
 }
 
@@ -179,11 +182,15 @@ struct ss_thread *ss_enter_slow(void) {
 /* The final flush of a fork child that made no call we interpose: its thread's record first. */
 void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
 
+/* A fork child that has made no call we interpose (its thread not attached again since fork's
+ * handler ran). */
+SS_FORK_TEXT int ss_fork_child_untouched(void) { return ss_fork_pending != NULL && !ss_fork_late; }
+
 /* After fork the child has only the calling thread: start afresh with its record alone. Kept to a
  * few stores (fork's cost is the child's): what the child needs only if it goes on to record or
  * write is set up then (ss_writer_child_setup), and the big tables are zeroed by the kernel
  * (MADV_WIPEONFORK). */
-static void ss_after_fork_child(void) {
+SS_FORK_TEXT static void ss_after_fork_child(void) {
     if (ss_paused) { /* the child is paused too, whatever its parent was doing: it listens for attach */
         ss_parent_pid = ss_pid;
         ss_pid = getpid();
@@ -191,8 +198,7 @@ static void ss_after_fork_child(void) {
         ss_self = SS_NO_THREAD;
         ss_me = NULL;
         __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
-        ss_config.output[0] = 0;
-        ss_writer_after_fork_child();
+        ss_writer_after_fork_child(); /* the child's file is not the launched process's */
         ss_sampler_after_fork_child();
         ss_threads_after_fork_child();
         ss_phases_after_fork_child();
@@ -208,23 +214,23 @@ static void ss_after_fork_child(void) {
     ss_is_fork_child = 1;
     struct ss_thread *self = ss_self != SS_NO_THREAD ? ss_self : ss_me;
     ss_self = SS_NO_THREAD;
-    if (ss_config.output[0]) ss_config.output[0] = 0; /* the launched process's own path */
-    ss_writer_after_fork_child();
+    ss_writer_after_fork_child(); /* the child's file is not the launched process's */
     ss_sampler_after_fork_child();
     ss_threads_after_fork_child();
     ss_phases_after_fork_child();
     ss_child_flusher_due = 0;
     ss_last_got = 0;
+    ss_fork_late = 0;
     ss_fork_pending = self; /* the next hook takes the slow path, which attaches it again */
 }
 
-int ss_process_is_fork_child(void) { return ss_is_fork_child; }
+SS_FORK_TEXT int ss_process_is_fork_child(void) { return ss_is_fork_child; }
 
 /* Whether the calling process may write the profile state it holds: the process it belongs to,
  * or a child made without fork's handlers (raw clone or clone3) that has its own copy of our
  * memory, which is then adopted as fork's handler would have. A child that shares our memory
  * (vfork, CLONE_VM) must never write it: its parent's state is the same memory. */
-static int ss_own_process(void) {
+SS_FORK_TEXT static int ss_own_process(void) {
     pid_t pid = getpid();
     if (pid == ss_pid) return 1;
     struct ss_thread *t = ss_me;
@@ -237,6 +243,7 @@ static int ss_own_process(void) {
     }
     if (!copied) return 0;
     ss_after_fork_child();
+    ss_fork_late = 1;
     return 1;
 }
 
@@ -288,7 +295,7 @@ SS_EXPORT void exit(int status) {
     ss_real.exit(status);
 }
 
-static void ss_before_underscore_exit(int status) {
+SS_FORK_TEXT static void ss_before_underscore_exit(int status) {
     if (ss_active && ss_own_process()) { /* never in a vfork child, which shares our memory */
         ss_omp_run_close(ss_self_known());
         ss_self = SS_NO_THREAD;
@@ -297,7 +304,7 @@ static void ss_before_underscore_exit(int status) {
     }
 }
 
-SS_EXPORT void _exit(int status) {
+SS_FORK_TEXT SS_EXPORT void _exit(int status) {
     ss_ensure_resolved();
     ss_before_underscore_exit(status);
     ss_real.underscore_exit(status);

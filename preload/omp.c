@@ -107,7 +107,7 @@ static void ss_run_close(struct ss_thread *t, struct ss_omp_run *run) {
     run->count = 0;
 }
 
-void ss_omp_run_close(struct ss_thread *t) {
+SS_FORK_TEXT void ss_omp_run_close(struct ss_thread *t) {
     if (!t) return;
     ss_run_close(t, &t->omp.run);
     ss_run_close(t, &t->itt.tbb_run);

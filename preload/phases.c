@@ -72,7 +72,9 @@ void ss_phases_append_pending(void) {
     }
 }
 
-void ss_phases_after_fork_child(void) {
+SS_FORK_TEXT int ss_phases_pending(void) { return __atomic_load_n(&ss_pending_head, __ATOMIC_ACQUIRE) != NULL; }
+
+SS_FORK_TEXT void ss_phases_after_fork_child(void) {
     ss_pending_head = NULL; /* the parent's records: its own flush writes them */
     ss_heap_seq = 0;
 }

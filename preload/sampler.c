@@ -391,11 +391,12 @@ void ss_sampler_init(void) {
     __atomic_store_n(&ss_sample_signal, sig, __ATOMIC_RELEASE);
 }
 
-void ss_sampler_after_fork_child(void) {
+SS_FORK_TEXT void ss_sampler_after_fork_child(void) {
     ss_cpu_samples = ss_wall_samples = ss_dropped_samples = 0;
     ss_last_wall_pass = 0;
-    /* Timers are not inherited; the child's thread gets a new one when it is attached again. */
-    if (ss_me) ss_me->sampler.has_timer = 0;
+    /* Timers are not inherited; the child's thread gets a new one when it is attached again. Its
+     * node is zeros already where the kernel wipes it (and writing would give the child its page). */
+    if (ss_me && !ss_wipe_works) ss_me->sampler.has_timer = 0;
 }
 
 /* ---- wall samples (the flusher thread) ---- */
@@ -719,16 +720,23 @@ int ss_sampler_write(void) {
         if (a + b + w + c > 0) t->written = 1; /* its serial is in the file now */
         written += a + b;
     }
-    struct ss_sampling_record r = {ss_config.cpu_hz,
-                                   ss_config.wall_hz,
-                                   __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE),
-                                   ss_moved_from,
-                                   __atomic_load_n(&ss_sampling_flags, __ATOMIC_RELAXED),
-                                   0,
-                                   __atomic_load_n(&ss_cpu_samples, __ATOMIC_RELAXED),
-                                   __atomic_load_n(&ss_wall_samples, __ATOMIC_RELAXED),
-                                   __atomic_load_n(&ss_dropped_samples, __ATOMIC_RELAXED)};
+    struct ss_sampling_record r;
+    ss_sampling_now(&r);
     return ss_out_record(SS_REC_SAMPLING, &r, sizeof r, NULL, 0) != 0 ? -1 : written;
+}
+
+/* The SAMPLING record as it stands (0 when sampling is off: no record). */
+SS_FORK_TEXT int ss_sampling_now(struct ss_sampling_record *r) {
+    *r = (struct ss_sampling_record){ss_config.cpu_hz,
+                                     ss_config.wall_hz,
+                                     __atomic_load_n(&ss_sample_signal, __ATOMIC_ACQUIRE),
+                                     ss_moved_from,
+                                     __atomic_load_n(&ss_sampling_flags, __ATOMIC_RELAXED),
+                                     0,
+                                     __atomic_load_n(&ss_cpu_samples, __ATOMIC_RELAXED),
+                                     __atomic_load_n(&ss_wall_samples, __ATOMIC_RELAXED),
+                                     __atomic_load_n(&ss_dropped_samples, __ATOMIC_RELAXED)};
+    return ss_config.cpu_hz || ss_config.wall_hz;
 }
 
 /* The end of a window (attach.c): every timer of the window's threads is deleted (a signal

@@ -26,6 +26,10 @@
 /* State a fork child writes in fork's handlers or at its exit, kept together (the linker merges
  * the section from every file): each page a child writes is a page the kernel copies for it. */
 #define SS_FORK_STATE __attribute__((section("ss_fork_state")))
+/* The code a fork child runs between fork and an exit or exec, kept together for the same reason:
+ * each page of code a child runs is faulted in again in it. (The linker places .text.hot.* at the
+ * start of .text, as one group; this is placement only, not the `hot` attribute.) */
+#define SS_FORK_TEXT __attribute__((section(".text.hot.ss_fork")))
 /* A hook's slow part, which the hook tail-calls, is named ss_slow_<the symbol it interposes>:
  * its frame stands in for the hook's in a stack, and the symbolizer names it so
  * (src/symbols/mod.rs, SLOW_PART_PREFIX). */
@@ -597,6 +601,7 @@ struct ss_sample *ss_node_rings(struct ss_thread *t);
 size_t ss_node_size(void);
 void ss_sampler_tick(void);
 int ss_sampler_write(void); /* returns the samples written, or -1 */
+int ss_sampling_now(struct ss_sampling_record *r);
 
 /* Wait-for edges (waitfor.c): called from the lock hooks' slow paths only. ss_wait_owner reads
  * the owner of a lock that looks taken (before the blocking call), ss_wait_lock records the wait
@@ -662,6 +667,7 @@ void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint6
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_child_node(struct ss_thread *t);
+void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now);
 uint64_t ss_thread_cpu_ns(pid_t tid);
 void ss_threads_init(void);
 void ss_threads_after_fork_child(void);
@@ -702,6 +708,7 @@ int ss_batch_records(int final, int had_fold_samples);
 /* Writing (writer.c). */
 void ss_writer_init(void);
 void ss_attach_pending_for_final(void);
+int ss_fork_child_untouched(void);
 void ss_final_flush(uint32_t how, int32_t status);
 void ss_writer_after_fork_child(void);
 void ss_writer_child_setup(void);
@@ -750,11 +757,13 @@ void ss_phases_start(void);
 void ss_phases_at_exit(void);
 void ss_phases_tick(uint32_t elapsed_ms);
 void ss_phases_append_pending(void);
+int ss_phases_pending(void); /* records waiting for the next flush */
 void ss_phases_after_fork_child(void);
 void ss_start_flusher(void);
 int ss_flusher_pause(void);  /* before a credential change (creds.c): 1 if the flusher left */
 void ss_flusher_resume(void); /* after it: a new flusher with the caller's credentials */
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);
+uint32_t ss_crc32_zeros(uint32_t crc, size_t n); /* as ss_crc32 over n zero bytes */
 int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 int ss_out_record3(uint32_t type, const void *a, size_t alen, const void *b, size_t blen, const void *c,
                    size_t clen);

@@ -480,7 +480,7 @@ uint32_t ss_threads_cross_frees(struct ss_cross_frees_entry *buf, uint32_t cap) 
 }
 
 /* In a fork child: the list starts empty (the child has one thread, attached again lazily). */
-void ss_threads_after_fork_child(void) {
+SS_FORK_TEXT void ss_threads_after_fork_child(void) {
     ss_threads = NULL;
     ss_free_nodes = 0;
     ss_ended_pending = 0;
@@ -496,6 +496,21 @@ void ss_thread_child_node(struct ss_thread *t) {
     ss_thread_reset(t);
     t->listed = 0;
     t->state = SS_NODE_CLAIMED;
+}
+
+/* The THREAD record of a fork child's one thread that made no call we interpose, at its end:
+ * what ss_thread_attach and ss_out_thread write for it (met now, so no CPU time counted yet, its
+ * name, nothing recorded), without its node, whose pages the child would have to get. */
+SS_FORK_TEXT void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now) {
+    memset(rec, 0, sizeof *rec);
+    rec->serial = __atomic_load_n(&ss_next_serial, __ATOMIC_RELAXED);
+    rec->tid = (uint32_t)syscall(SYS_gettid);
+    rec->flags = SS_THREAD_MAIN;
+    rec->start_mono_ns = now;
+    char name[32] = {0};
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    size_t len = strlen(name);
+    memcpy(rec->name, name, len < 15 ? len : 15);
 }
 
 /* A new window (attach.c): the nodes of the last one are left behind, never written or reused

@@ -57,6 +57,12 @@ static pid_t ss_flusher_tid;
 static int ss_handover_fd = -1;    /* the profile, in the program's table, for the next flusher */
 SS_FORK_STATE static int ss_child_pending; /* a fork child whose lazy set-up has not run yet */
 SS_FORK_STATE static uint64_t ss_child_start[3]; /* realtime, mono, ticks at fork */
+SS_FORK_STATE static int ss_pack_short; /* an entry of ours in the pack is cut short */
+/* A fork child: the launched process's own path (ss_config.output) is not its own. A flag here
+ * rather than a store into ss_config: the child writes no page it need not (copied for it). */
+SS_FORK_STATE static int ss_output_dropped;
+
+static const char *ss_output(void) { return ss_output_dropped ? "" : ss_config.output; }
 static uint32_t ss_crc_table[256];
 static struct ss_process_record ss_process;
 extern uint64_t ss_process_start_mono_ns;
@@ -67,11 +73,34 @@ static long ss_futex(uint32_t *word, int op, uint32_t val, const struct timespec
     return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, timeout, NULL, 0);
 }
 
-uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
+SS_FORK_TEXT uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
     const unsigned char *p = data;
     crc = ~crc;
     while (len--) crc = ss_crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
     return ~crc;
+}
+
+/* The product of two polynomials modulo CRC-32's, each in the CRC's bit order (bit 31 the
+ * coefficient of x^0, bit 0 that of x^31). */
+static uint32_t ss_crc_mulmod(uint32_t a, uint32_t b) {
+    uint32_t product = 0;
+    for (uint32_t bit = 1u << 31; bit; bit >>= 1) {
+        if (a & bit) product ^= b;
+        b = (b & 1) ? (b >> 1) ^ 0xEDB88320u : b >> 1; /* b * x */
+    }
+    return product;
+}
+
+/* ss_crc32(crc, n zero bytes), without reading them: each zero byte multiplies the CRC's
+ * register by x^8 modulo the polynomial, so n of them multiply it by x^(8n), a product of
+ * squarings of x^8 (about 40 steps of 32 bits for a 3 KB record instead of 3,000 of a byte). */
+SS_FORK_TEXT uint32_t ss_crc32_zeros(uint32_t crc, size_t n) {
+    uint32_t reg = ~crc, power = 1u << 23; /* x^8 */
+    for (; n; n >>= 1) {
+        if (n & 1) reg = ss_crc_mulmod(power, reg);
+        power = ss_crc_mulmod(power, power);
+    }
+    return ~reg;
 }
 
 /* Programs close or reuse descriptors they did not open (daemons close them all at start-up). Before
@@ -263,10 +292,10 @@ static struct ss_buf *ss_build_head(void);
 /* Creates the profile file exclusively, never overwriting, and writes its header; returns its
  * descriptor (in the calling thread's table) or -1. */
 /* The profile's path for the given attempt (0: the first choice); 0 if it does not fit. */
-static int ss_profile_path(char *path, size_t cap, int attempt) {
+SS_FORK_TEXT static int ss_profile_path(char *path, size_t cap, int attempt) {
     struct ss_str s = {path, 0, cap};
-    if (ss_config.output[0]) {
-        ss_str_cat(&s, ss_config.output);
+    if (ss_output()[0]) {
+        ss_str_cat(&s, ss_output());
         if (attempt > 0) { /* an exec'd image of the launched process: FILE.1, FILE.2, ... */
             ss_str_cat(&s, ".");
             ss_str_u64(&s, (uint64_t)attempt);
@@ -327,56 +356,67 @@ static int ss_attach_on;
 
 /* The file header and the first batch (PROCESS, ATTACH in a window's file, FLUSH), assembled in
  * a buffer of its own (a flush may be under way in ss_out); NULL if it cannot be. */
+static void ss_file_header(struct ss_file_header *fh) {
+    memset(fh, 0, sizeof *fh);
+    memcpy(fh->magic, SS_MAGIC, 8);
+    fh->version = SS_VERSION;
+    fh->header_size = sizeof *fh;
+    fh->byte_order = SS_BYTE_ORDER_MARK;
+    fh->crc = ss_crc32(0, fh, offsetof(struct ss_file_header, crc));
+}
+
+/* The executable and the CPUs, found at the first head (a fork child's are its parent's). */
+static char ss_exe[4096];
+static ssize_t ss_exe_len = -1;
+static uint32_t ss_ncpus;
+
+/* The process record's fields known when its file is made. */
+SS_FORK_TEXT static void ss_process_fields(struct ss_process_record *p, size_t cmd_len) {
+    p->ncpus = ss_ncpus;
+    p->flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) |
+               (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
+               (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
+               (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u) | (ss_attach_on ? SS_PROCESS_ATTACHED : 0u) |
+               (ss_heap_unchecked ? SS_PROCESS_HEAP_UNCHECKED : 0u) |
+               (ss_arena_reads_off ? SS_PROCESS_ARENAS_UNREAD : 0u) | (ss_fast_bytes ? SS_PROCESS_SMALL_BY_COUNT : 0u);
+    p->pid = (uint32_t)getpid();
+    p->ppid = (uint32_t)ss_parent_pid;
+    p->cmdline_len = (uint32_t)cmd_len;
+    p->exe_len = (uint32_t)ss_exe_len;
+}
+
 static struct ss_buf *ss_build_head(void) {
     struct ss_file_header fh;
-    memset(&fh, 0, sizeof fh);
-    memcpy(fh.magic, SS_MAGIC, 8);
-    fh.version = SS_VERSION;
-    fh.header_size = sizeof fh;
-    fh.byte_order = SS_BYTE_ORDER_MARK;
-    fh.crc = ss_crc32(0, &fh, offsetof(struct ss_file_header, crc));
+    ss_file_header(&fh);
 
     /* The command line as the program started (ss_argv), or without /proc then, as it is now;
      * the executable and the CPUs are the same until exec: a fork child reuses them. */
-    static char cmdline[65536], exe[4096];
-    static ssize_t exe_len = -1;
-    static uint32_t ncpus;
+    static char cmdline[65536];
     const char *cmd = ss_argv;
     size_t cmd_len = ss_argv_len;
     if (cmd_len == 0) {
         cmd_len = ss_read_cmdline(cmdline, sizeof cmdline, 1);
         cmd = cmdline;
     }
-    if (exe_len < 0) exe_len = (ssize_t)ss_main_program(exe, sizeof exe);
-    if (exe_len < 0) exe_len = 0;
-    if (!ncpus) {
+    if (ss_exe_len < 0) ss_exe_len = (ssize_t)ss_main_program(ss_exe, sizeof ss_exe);
+    if (ss_exe_len < 0) ss_exe_len = 0;
+    if (!ss_ncpus) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        ncpus = n > 0 ? (uint32_t)n : 1;
+        ss_ncpus = n > 0 ? (uint32_t)n : 1;
     }
-    ss_process.ncpus = ncpus;
-    ss_process.flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) |
-                       (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
-                       (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
-                       (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u) |
-                       (ss_attach_on ? SS_PROCESS_ATTACHED : 0u) | (ss_heap_unchecked ? SS_PROCESS_HEAP_UNCHECKED : 0u) |
-                       (ss_arena_reads_off ? SS_PROCESS_ARENAS_UNREAD : 0u) |
-                       (ss_fast_bytes ? SS_PROCESS_SMALL_BY_COUNT : 0u);
-    ss_process.pid = (uint32_t)getpid();
-    ss_process.ppid = (uint32_t)ss_parent_pid;
-    ss_process.cmdline_len = (uint32_t)cmd_len;
-    ss_process.exe_len = (uint32_t)exe_len;
+    ss_process_fields(&ss_process, cmd_len);
 
     static struct ss_buf head;
     head.len = 0;
     static unsigned char strings[65536 + 4096];
     memcpy(strings, cmd, cmd_len);
-    memcpy(strings + cmd_len, exe, (size_t)exe_len);
+    memcpy(strings + cmd_len, ss_exe, (size_t)ss_exe_len);
     /* A flush record ends even this first batch, so that a file cut short is never taken whole. */
     struct ss_flush_record fl = {0, ss_mono_ns(), ss_ticks(), 0};
     if (ss_buf_reserve(&head, sizeof fh) != 0) return NULL;
     memcpy(head.p, &fh, sizeof fh);
     head.len = sizeof fh;
-    if (ss_buf_record3(&head, SS_REC_PROCESS, &ss_process, sizeof ss_process, strings, cmd_len + (size_t)exe_len,
+    if (ss_buf_record3(&head, SS_REC_PROCESS, &ss_process, sizeof ss_process, strings, cmd_len + (size_t)ss_exe_len,
                        NULL, 0) != 0 ||
         (ss_attach_on &&
          ss_buf_record3(&head, SS_REC_ATTACH, &ss_attach_rec, sizeof ss_attach_rec, NULL, 0, NULL, 0) != 0) ||
@@ -430,11 +470,11 @@ static int ss_profile_fd(int *transient) {
 /* Before exec: the launched process's explicit output path belongs to its last image, which the
  * user asked about; an earlier image (a wrapper script that execs) moves to PATH.exec-N. */
 void ss_writer_before_exec(void) {
-    if (!ss_path[0] || !ss_config.output[0] || strcmp(ss_path, ss_config.output) != 0) return;
+    if (!ss_path[0] || !ss_output()[0] || strcmp(ss_path, ss_output()) != 0) return;
     for (uint64_t n = 1; n < 100; n++) {
         char moved[1200];
         struct ss_str s = {moved, 0, sizeof moved};
-        ss_str_cat(&s, ss_config.output);
+        ss_str_cat(&s, ss_output());
         ss_str_cat(&s, ".exec-");
         ss_str_u64(&s, n);
         if (s.len + 1 >= s.cap) return;
@@ -456,7 +496,7 @@ void ss_writer_exec_failed(void) {
 
 /* After fork the child writes its own file (created at its first flush) and has no flusher. Only
  * a few stores here: the rest waits until the child records or writes (ss_writer_child_setup). */
-void ss_writer_after_fork_child(void) {
+SS_FORK_TEXT void ss_writer_after_fork_child(void) {
     if (ss_fd >= 0 && ss_fd_mode == SS_FD_SHARED) close(ss_fd); /* our copy in the program's table */
     /* A descriptor of the parent's flusher's own table is no descriptor here: never close it. */
     ss_fd = -1;
@@ -471,6 +511,8 @@ void ss_writer_after_fork_child(void) {
     ss_final_state = 0;
     ss_out.len = 0;
     ss_fold_out.len = 0;
+    ss_pack_short = 0;
+    ss_output_dropped = 1; /* the launched process's own path */
     ss_child_start[0] = ss_realtime_ns();
     ss_child_start[1] = ss_mono_ns();
     ss_child_start[2] = ss_ticks();
@@ -490,12 +532,12 @@ void ss_writer_child_setup(void) {
 
 /* ---- flushing ---- */
 
-int ss_flush_try_lock(void) {
+SS_FORK_TEXT int ss_flush_try_lock(void) {
     int expected = 0;
     return __atomic_compare_exchange_n(&ss_flushing, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE); }
+SS_FORK_TEXT void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE); }
 
 /* A fork child that ends before it has a file (one that only exits, or lived too briefly for its
  * flusher's first write) under `stallscope run` creates none: making a file is most of what such
@@ -505,9 +547,9 @@ void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __ATOMIC_RELEASE)
  * writes the file at PATH (or PATH's next free name) when the launched process has ended
  * (src/run.rs, Session::unpack). No pack (it is gone once the supervisor has read it, or there
  * is no supervisor): the child creates its file as before. */
-static int ss_packable(void) {
+SS_FORK_TEXT static int ss_packable(void) {
     return ss_process_is_fork_child() && !ss_path[0] && ss_fd < 0 && !ss_file_failed && ss_config.index[0] &&
-           !ss_config.output[0];
+           !ss_output()[0] && !ss_pack_short;
 }
 
 static int ss_pack_write(void) {
@@ -538,12 +580,121 @@ static int ss_pack_write(void) {
     return n == want ? 0 : -1; /* a short entry is one the supervisor drops */
 }
 
+/* A record appended in place to `b`, a buffer of the caller's that never grows: its payload is
+ * written at the pointer returned (zeroed, NULL when it does not fit), then sealed. */
+static void *ss_bare_payload(struct ss_buf *b, size_t size) {
+    size_t padded = (size + 7) & ~(size_t)7;
+    if (b->len + sizeof(struct ss_record_header) + padded > b->cap) return NULL;
+    unsigned char *p = b->p + b->len + sizeof(struct ss_record_header);
+    memset(p, 0, padded);
+    return p;
+}
+
+SS_FORK_TEXT static void ss_bare_seal(struct ss_buf *b, uint32_t type, size_t size) {
+    struct ss_record_header h = {type, (uint32_t)size, 0, 0};
+    const unsigned char *payload = b->p + b->len + sizeof h;
+    size_t nonzero = size; /* a thread record is mostly zeros: their part of the CRC is computed */
+    while (nonzero > 0 && payload[nonzero - 1] == 0) nonzero--;
+    h.crc = ss_crc32_zeros(ss_crc32(ss_crc32(0, &h, 8), payload, nonzero), size - nonzero);
+    memcpy(b->p + b->len, &h, sizeof h);
+    b->len += sizeof h + ((size + 7) & ~(size_t)7);
+}
+
+/* The whole profile of a packable fork child that made no call we interpose (one that only
+ * exits): the records the full path writes for it (PROCESS, FLUSH, SAMPLING, its one THREAD,
+ * END), assembled on this stack from what its parent left, and written into the pack. The full
+ * path would attach its thread, reset its node and assemble in the output buffers: pages of the
+ * interposer's that the kernel must give the child (copied or zeroed) for one write, about twenty
+ * of a child's sixty page faults. Returns -1 when it cannot (the full path then runs). */
+SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
+    if (ss_argv_len == 0 || ss_exe_len < 0 || !ss_ncpus || ss_attach_on || ss_fold_out.len || ss_phases_pending())
+        return -1;
+    char pack[1200], line[1400];
+    struct ss_str ps = {pack, 0, sizeof pack};
+    ss_str_cat(&ps, ss_config.index);
+    ss_str_cat(&ps, "-pack");
+    if (ps.len + 1 >= ps.cap) return -1;
+    uint64_t now = ss_mono_ns(), ticks = ss_ticks();
+
+    struct {
+        struct ss_file_header fh;
+        struct ss_record_header h;
+        struct ss_process_record p;
+    } head;
+    _Static_assert(sizeof head == sizeof head.fh + sizeof head.h + sizeof head.p, "no padding in the head");
+    ss_file_header(&head.fh);
+    head.p = ss_process;
+    head.p.start_realtime_ns = ss_child_start[0];
+    head.p.start_mono_ns = ss_child_start[1];
+    head.p.start_ticks = ss_child_start[2];
+    ss_process_fields(&head.p, ss_argv_len);
+    size_t psize = sizeof head.p + ss_argv_len + (size_t)ss_exe_len;
+    head.h = (struct ss_record_header){SS_REC_PROCESS, (uint32_t)psize, 0, 0};
+    head.h.crc = ss_crc32(ss_crc32(ss_crc32(ss_crc32(0, &head.h, 8), &head.p, sizeof head.p), ss_argv, ss_argv_len),
+                          ss_exe, (size_t)ss_exe_len);
+
+    /* The process record's padding, then the other records (their payloads are multiples of 8). */
+    uint64_t tail_words[384];
+    _Static_assert(sizeof tail_words >= 7 + 4 * sizeof(struct ss_record_header) + sizeof(struct ss_flush_record) +
+                                            sizeof(struct ss_sampling_record) + sizeof(struct ss_thread_record) +
+                                            sizeof(struct ss_end_record),
+                   "the bare pack's records fit");
+    struct ss_buf tail = {(unsigned char *)tail_words, ((psize + 7) & ~(size_t)7) - psize, sizeof tail_words};
+    memset(tail.p, 0, tail.len);
+    struct ss_flush_record *fl = ss_bare_payload(&tail, sizeof *fl);
+    if (!fl) return -1;
+    *fl = (struct ss_flush_record){0, now, ticks, 0};
+    ss_bare_seal(&tail, SS_REC_FLUSH, sizeof *fl);
+    struct ss_sampling_record sampling;
+    if (ss_sampling_now(&sampling)) {
+        struct ss_sampling_record *r = ss_bare_payload(&tail, sizeof *r);
+        if (!r) return -1;
+        *r = sampling;
+        ss_bare_seal(&tail, SS_REC_SAMPLING, sizeof *r);
+    }
+    struct ss_thread_record *rec = ss_bare_payload(&tail, sizeof *rec);
+    if (!rec) return -1;
+    ss_thread_bare_record(rec, now);
+    ss_bare_seal(&tail, SS_REC_THREAD, sizeof *rec);
+    struct ss_end_record *end = ss_bare_payload(&tail, sizeof *end);
+    if (!end) return -1;
+    *end = (struct ss_end_record){how, status, now, ticks};
+    ss_bare_seal(&tail, SS_REC_END, sizeof *end);
+
+    size_t len = sizeof head + ss_argv_len + (size_t)ss_exe_len + tail.len;
+    struct ss_str l = {line, 0, sizeof line};
+    ss_str_u64(&l, (uint64_t)getpid());
+    ss_str_cat(&l, " ");
+    ss_str_u64(&l, (uint64_t)ss_parent_pid);
+    ss_str_cat(&l, " ");
+    ss_str_u64(&l, (uint64_t)len);
+    ss_str_cat(&l, " ");
+    if (!ss_profile_path(line + l.len, l.cap - l.len - 1, 0) || strchr(line + l.len, '\n')) return -1;
+    l.len += strlen(line + l.len);
+    line[l.len++] = '\n';
+    int fd = open(pack, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct iovec iov[5] = {{line, l.len}, {&head, sizeof head}, {ss_argv, ss_argv_len}, {ss_exe, (size_t)ss_exe_len},
+                           {tail.p, tail.len}};
+    ssize_t want = (ssize_t)(l.len + len), n;
+    do n = writev(fd, iov, 5); /* one write: entries from processes never interleave */
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n >= 0 && n != want) ss_pack_short = 1; /* the supervisor drops it: the full path makes a file */
+    return n == want ? 0 : -1;
+}
+
 /* Assembles one batch and writes it. The caller holds the flush lock. */
-static void ss_flush_now(int final, uint32_t how, int32_t status) {
+SS_FORK_TEXT static void ss_flush_now(int final, uint32_t how, int32_t status) {
     if (ss_finished && !final) return;
-    ss_writer_child_setup();
+    if (final && how != SS_END_EXEC && ss_child_pending && ss_packable() && ss_fork_child_untouched() &&
+        ss_pack_bare(how, status) == 0) {
+        ss_finished = 1;
+        return;
+    }
     /* A fork child's first image that execs (the usual fork-exec) leaves no profile. */
     if (final && how == SS_END_EXEC && !ss_path[0]) return;
+    ss_writer_child_setup();
     if (final) ss_attach_pending_for_final(); /* a fork child that made no call we interpose */
     int transient = 0, packed = final && ss_packable();
     int fd = packed ? -1 : ss_profile_fd(&transient);
@@ -589,7 +740,7 @@ static void ss_flush_locked(int final, uint32_t how, int32_t status) {
     ss_flush_unlock();
 }
 
-int ss_flusher_running(void) { return ss_flusher_pid != 0 && ss_flusher_pid == ss_pid; }
+SS_FORK_TEXT int ss_flusher_running(void) { return ss_flusher_pid != 0 && ss_flusher_pid == ss_pid; }
 
 void ss_wake_flusher(void) {
     if (!ss_flusher_running()) return;
@@ -599,7 +750,7 @@ void ss_wake_flusher(void) {
 
 /* The last flush of this image (exit, _exit, exec): the flusher writes it, in its own descriptor
  * table, while the caller waits; without a flusher the caller writes it. */
-void ss_final_flush(uint32_t how, int32_t status) {
+SS_FORK_TEXT void ss_final_flush(uint32_t how, int32_t status) {
     if (ss_flusher_running() && !ss_is_flusher) {
         uint32_t expected = 0; /* 3 while this thread fills in the request, then 1 */
         if (__atomic_compare_exchange_n(&ss_final_state, &expected, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
