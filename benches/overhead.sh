@@ -115,7 +115,7 @@ for c in "${cases[@]}"; do
     elif [ "$c" = tbb ]; then
         c++ -O2 -g -std=c++17 -o "$work/$c" "$root/tests/tbb_programs/balanced_reduce.cpp" -ltbb
     elif [ "$c" = startup ]; then
-        ln -s "$(command -v true)" "$work/$c"
+        ln -s "$(type -P true)" "$work/$c"
     elif [ "$c" = stream ]; then
         g++ -std=c++17 -O2 -g -pthread -I "$root/demos" -o "$work/$c" "$root/demos/stream_parse.cpp"
     elif [ -n "${source[$c]:-}" ]; then

@@ -103,6 +103,7 @@ static uint32_t ss_draw_interval(struct ss_thread *t, uint32_t period) {
 }
 
 uint32_t ss_next_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.period); }
+uint32_t ss_next_interval_of(struct ss_thread *t, uint32_t period) { return ss_draw_interval(t, period); }
 uint32_t ss_next_lock_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.lock_period); }
 
 /* ---- configuration ---- */

@@ -188,7 +188,7 @@ static void ss_ompt_parallel_end(ss_ompt_data *parallel, ss_ompt_data *task, int
     struct ss_thread *t = ss_self_known();
     if (!t || !ss_active || overflow || seen == 0) return;
     ss_omp_region_record(t, where, SS_LOCK_OMP_REGION_SITE, seen, wall, barrier, wall > longest ? wall - longest : 0,
-                         end);
+                         end, 1);
 }
 
 static int ss_ompt_initialize(ss_ompt_lookup lookup, int initial_device_num, ss_ompt_data *tool_data) {

@@ -188,6 +188,8 @@ struct ss_omp_run {
 struct ss_omp_thread {
     struct ss_omp_run run;
     uint64_t region_seq; /* tags the members' slots of the thread's regions (omp.c) */
+    uint32_t countdown;  /* short regions until the next timed one */
+    uint32_t last_team;  /* the team of the last timed region */
 };
 
 /* itt.c */
@@ -468,6 +470,8 @@ static inline uint64_t ss_ticks_to_ns(uint64_t ticks) {
 
 /* Whether this call is timed: a random 1-in-period sample, unbiased for totals. */
 uint32_t ss_next_interval(struct ss_thread *t);
+/* The same with mean `period`. */
+uint32_t ss_next_interval_of(struct ss_thread *t, uint32_t period);
 /* The same for lock holds (on ss_config.lock_period). */
 uint32_t ss_next_lock_interval(struct ss_thread *t);
 static inline int ss_take_timed_hold(struct ss_thread *t) {
@@ -646,7 +650,7 @@ uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kin
  * SS_LOCK_OMP_REGION: by its body; SS_LOCK_OMP_REGION_SITE: by its call site), ended at `end`
  * (ticks). */
 void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind, uint32_t members, uint64_t wall,
-                          uint64_t barrier, uint64_t fork_join, uint64_t end);
+                          uint64_t barrier, uint64_t fork_join, uint64_t end, uint32_t weight);
 #define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
 void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 /* Locks a runtime reports (locks.c): an acquisition timed by the caller, and its release. */

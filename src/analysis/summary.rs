@@ -788,7 +788,20 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
                 l.kind.name()
             };
             let hold = estimate(l.hold_ticks, l.timed_holds, l.acquisitions);
-            let hold_ns = (hold * 1e9 / p.ticks_per_sec).round() as u64;
+            let mut hold_ns = (hold * 1e9 / p.ticks_per_sec).round() as u64;
+            if matches!(kind, "omp-region" | "omp-region-site") && t.folded.is_none() {
+                // Short regions are timed on a sample (preload/omp.c): their summed wall is an
+                // estimate, which must not exceed the master's life, as the real sum cannot.
+                let end = if t.end_mono_ns > 0 {
+                    t.end_mono_ns
+                } else {
+                    p.last_mono_ns
+                };
+                let life = end.saturating_sub(t.start_mono_ns);
+                if life > 0 {
+                    hold_ns = hold_ns.min(life);
+                }
+            }
             let wait_ns = p.ticks_to_ns(l.wait_ticks);
             let max_wait_ns = p.ticks_to_ns(l.max_wait_ticks);
             match locks
