@@ -101,10 +101,12 @@ declare -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute [c
 declare -A args=([churn]="2 1.5" [prodcons]="1 1 1.5" [sizes]="2 1.5" [stream]="slow --threads 2"
     [rustmutex]="2 400000" [omp]=300000 [tbb]=2 [fork]="0 exit 500" [forkexec]="0 exec 500")
 declare -A kind=([churn]=throughput [prodcons]=throughput [sizes]=throughput)
-declare -A target=([alloc]="≤ 1.25x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x" [churn]="≥ 0.8"
-    [prodcons]="≥ 0.8" [sizes]="≥ 0.8" [pell]="≤ 1.25x" [stress]="≤ 1.25x" [rwlock]="≤ 1.15x"
-    [stream]="≤ 1.05x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x" [omp]="-" [tbb]="≤ 1.10x" [fork]="≤ 1.5x" [forkexec]="-"
-    [startup]="-")
+# Issue 27's targets where it set them (alloc, pell, stream, omp, rustmutex, fork), issue 17's
+# for the others.
+declare -A target=([alloc]="≤ 1.10x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x" [churn]="≥ 0.8"
+    [prodcons]="≥ 0.8" [sizes]="≥ 0.8" [pell]="≤ 1.10x" [stress]="≤ 1.25x" [rwlock]="≤ 1.15x"
+    [stream]="≤ 1.03x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x" [omp]="≤ 1.10x" [tbb]="≤ 1.10x" [fork]="≤ 1.5x"
+    [forkexec]="-" [startup]="-")
 for c in "${cases[@]}"; do
     if [ "$c" = rustmutex ]; then
         cargo build --release --quiet --manifest-path "$root/tests/rust_programs/Cargo.toml" \

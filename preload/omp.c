@@ -22,6 +22,7 @@
 typedef void (*ss_omp_body_fn)(void *);
 
 #define SS_OMP_SAMPLE_PERIOD 16u /* one short region in this many is timed (ss_omp_region_weight) */
+#define SS_OMP_SAMPLED_CAP_NS 160000u /* a sampled run's times are capped at this (ss_omp_region_done) */
 
 /* The runtime's own function. A library loaded with dlopen(RTLD_LOCAL) that needs libgomp binds to
  * these hooks (the preloaded library comes first in the global scope) while its libgomp is not in
@@ -150,9 +151,21 @@ static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *
         if (ticks > longest) longest = ticks;
     }
     uint64_t team = (uint64_t)members * wall;
+    uint64_t barrier = team > body ? team - body : 0, fork_join = wall > longest ? wall - longest : 0;
     t->omp.last_team = members;
-    ss_omp_region_record(t, (const void *)r->fn, SS_LOCK_OMP_REGION, members, wall, team > body ? team - body : 0,
-                         wall > longest ? wall - longest : 0, end, weight);
+    /* A sampled run stands for SS_OMP_SAMPLE_PERIOD runs of a short body: one that lasted many
+     * times the short bound was almost certainly preempted, and would count that many times
+     * over. Its times are scaled down to the cap, keeping their proportions (so the shares are
+     * the run's own): a bias for a body whose runs really vary that much, which is accepted, as
+     * for sampled allocator calls (alloc.c, ss_sampled_ticks). */
+    uint64_t cap = SS_OMP_SAMPLED_CAP_NS * (ss_ticks_per_sec / 1000000u) / 1000u;
+    if (weight > 1 && wall > cap && cap > 0) {
+        barrier = (uint64_t)((unsigned __int128)barrier * cap / wall);
+        fork_join = (uint64_t)((unsigned __int128)fork_join * cap / wall);
+        end -= wall - cap; /* the run's time on the timeline as timed, its start kept */
+        wall = cap;
+    }
+    ss_omp_region_record(t, (const void *)r->fn, SS_LOCK_OMP_REGION, members, wall, barrier, fork_join, end, weight);
 }
 
 /* One run of a region, in the master's lock table (kind SS_LOCK_OMP_REGION by its body, or

@@ -789,21 +789,31 @@ fn merge_locks(p: &Profile) -> Vec<LockSummary> {
             };
             let hold = estimate(l.hold_ticks, l.timed_holds, l.acquisitions);
             let mut hold_ns = (hold * 1e9 / p.ticks_per_sec).round() as u64;
-            if matches!(kind, "omp-region" | "omp-region-site") && t.folded.is_none() {
-                // Short regions are timed on a sample (preload/omp.c): their summed wall is an
-                // estimate, which must not exceed the master's life, as the real sum cannot.
+            let mut wait_ns = p.ticks_to_ns(l.wait_ticks);
+            let mut max_wait_ns = p.ticks_to_ns(l.max_wait_ticks);
+            if matches!(kind, "omp-region" | "omp-region-site") {
+                // Short regions are timed on a sample, weighted (preload/omp.c): the barrier and
+                // fork-join sums are scaled as the wall is, so that their shares of it stay those
+                // of the sample; and the summed wall, an estimate, must not exceed the master's
+                // life, as the real sum cannot.
+                let mut scale = if l.timed_holds > 0 {
+                    l.acquisitions as f64 / l.timed_holds as f64
+                } else {
+                    1.0
+                };
                 let end = if t.end_mono_ns > 0 {
                     t.end_mono_ns
                 } else {
                     p.last_mono_ns
                 };
                 let life = end.saturating_sub(t.start_mono_ns);
-                if life > 0 {
-                    hold_ns = hold_ns.min(life);
+                if t.folded.is_none() && life > 0 && hold_ns > life {
+                    scale *= life as f64 / hold_ns as f64;
+                    hold_ns = life;
                 }
+                wait_ns = (wait_ns as f64 * scale).round() as u64;
+                max_wait_ns = (max_wait_ns as f64 * scale).round() as u64;
             }
-            let wait_ns = p.ticks_to_ns(l.wait_ticks);
-            let max_wait_ns = p.ticks_to_ns(l.max_wait_ticks);
             match locks
                 .iter_mut()
                 .find(|x| x.address == l.address && x.kind == kind)
