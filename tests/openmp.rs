@@ -477,6 +477,21 @@ fn many_tiny_regions_are_too_small_for_their_fork_join() {
     let runs = region_runs(&r, 300_000);
     assert!(runs.len() < 3_000, "{} runs", runs.len());
     assert!(f["stake_ns"].as_u64().unwrap() <= r["wall_ns"].as_u64().unwrap_or(u64::MAX));
+    // Short regions are timed one in 16 and weighted (preload/omp.c): every run is counted, and
+    // the estimated wall of back-to-back regions is most of the process's, never more (a weight
+    // applied to the times and not to the count of timed runs, or the other way, puts it 16
+    // times off).
+    let region = &r["omp_regions"][0];
+    assert_eq!(region["runs"], 300_000, "{region:#}");
+    assert_eq!(region["team"].as_f64(), Some(2.0), "{region:#}");
+    let (wall, process) = (
+        region["wall_ns"].as_f64().unwrap(),
+        r["wall_ns"].as_f64().unwrap(),
+    );
+    assert!(
+        wall <= process && wall >= 0.4 * process,
+        "{region:#}: process wall {process}"
+    );
     // Its members' uneven ends are wake-up jitter, not an imbalance of the work.
     assert!(
         finding(&r, "omp-load-imbalance").is_none(),
