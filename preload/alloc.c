@@ -256,7 +256,7 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
     do {                                                                                                    \
         struct ss_thread *t = ss_self;                                                                      \
         int route_ = 0;                                                                                     \
-        /* t may be SS_NO_THREAD, whose byte countdown routes every call to the slow part */               \
+        /* t may be SS_NO_THREAD, whose next timed counts (0) route every call to the slow part */        \
         if (SS_LIKELY((route_ = ss_alloc_route(t, fn, bytes)) == 0)) return real_call;                      \
         return slow_call;                                                                                   \
     } while (0)

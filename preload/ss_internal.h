@@ -484,7 +484,8 @@ static inline int ss_take_timed_hold(struct ss_thread *t) {
  * (a thread not known yet, the interposer's own code and guarded calls, which also set ss_busy to
  * 1, and a thread after the final flush). SS_NO_THREAD is a record whose fields send every fast
  * part to its slow part without a test of its own (no lock is in its table or last used, it has a
- * timed hold, its byte countdown is far below 0, its frees are never fast); the slow parts read it
+ * timed hold, its next timed allocator calls are at count 0, its byte countdown is far below 0, its
+ * frees are never fast); the slow parts read it
  * as NULL (ss_known). So the fast part has no NULL test. It is shared by all threads and written
  * without care by fast parts that count before they decide (an allocation's counts and
  * countdowns): it is never read as counts. ss_enter_slow makes sure the interposer is initialised
