@@ -346,7 +346,7 @@ struct ss_lock_stats {
     uint32_t kind;    /* enum ss_lock_kind */
     uint32_t threads; /* in a FOLDED record: how many of the group's threads took it; else 0 */
     uint64_t acquisitions;
-    uint64_t contended; /* acquisitions that had to wait */
+    uint64_t contended; /* acquisitions that had to wait (a stepped mutex's: that slept, issue 27) */
     uint64_t wait_ticks;
     uint64_t max_wait_ticks;
     uint64_t timed_holds; /* holds whose length was measured */
