@@ -59,14 +59,6 @@ static inline uint32_t ss_latency_bucket(uint64_t ns) {
     return b < SS_LAT_BUCKETS ? b : SS_LAT_BUCKETS - 1;
 }
 
-static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
-    SS_INC(t->rec.fn[fn].calls, 1);
-    if (fn != SS_FN_FREE) {
-        SS_INC(t->rec.fn[fn].bytes, bytes);
-        SS_INC(t->rec.size_hist[ss_size_bucket(bytes)], 1);
-    }
-}
-
 /* Records a measured call: one always timed (it stands for itself in the histogram) or one of the
  * random sample (it stands for `period` calls). */
 static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group grp, uint64_t ticks, int exact) {
@@ -174,6 +166,20 @@ static inline int ss_count_call(struct ss_thread *t, enum ss_fn fn) {
     return n >= t->alloc.timed_at[fn];
 }
 
+/* The requested bytes and size bucket of an allocating call. */
+static inline void ss_count_size(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
+    if (fn != SS_FN_FREE) {
+        SS_INC(t->rec.fn[fn].bytes, bytes);
+        SS_INC(t->rec.size_hist[ss_size_bucket(bytes)], 1);
+    }
+}
+
+/* A call counted without a route (reallocarray's overflow: never timed). */
+static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
+    (void)ss_count_call(t, fn);
+    ss_count_size(t, fn, bytes);
+}
+
 /* In the slow part: whether this call is the timed one, drawing the next if so. */
 static inline int ss_take_timed_call(struct ss_thread *t, enum ss_fn fn) {
     uint64_t n = t->rec.fn[fn].calls;
@@ -197,10 +203,7 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
         return SS_UNLIKELY(timed) ? SS_ROUTE_SLOW : 0;
     }
     int timed = ss_count_call(t, fn);
-    if (fn != SS_FN_FREE) {
-        SS_INC(t->rec.fn[fn].bytes, bytes);
-        SS_INC(t->rec.size_hist[ss_size_bucket(bytes)], 1);
-    }
+    ss_count_size(t, fn, bytes);
     /* Each byte countdown is decremented in memory and tested by the flags of that one
      * instruction (a load, a subtraction, a store and a test otherwise). */
     int bytes_fired = ss_sub_is_negative(&t->stacks.bytes_left, bytes);

@@ -22,7 +22,8 @@
 typedef void (*ss_omp_body_fn)(void *);
 
 #define SS_OMP_SAMPLE_PERIOD 16u /* one short region in this many is timed (ss_omp_region_weight) */
-#define SS_OMP_SAMPLED_CAP_NS 160000u /* a sampled run's times are capped at this (ss_omp_region_done) */
+#define SS_OMP_SHORT_US 20u       /* a body shorter than this on average is sampled */
+#define SS_OMP_SAMPLED_CAP_US (8u * SS_OMP_SHORT_US) /* a sampled run's times are capped at this */
 
 /* The runtime's own function. A library loaded with dlopen(RTLD_LOCAL) that needs libgomp binds to
  * these hooks (the preloaded library comes first in the global scope) while its libgomp is not in
@@ -104,7 +105,7 @@ static void ss_omp_body(void *p) {
 
 /* Regions closer than this in time are one run on the timeline: a run per region would flood the
  * wait ring (and lose real waits) in a program of many tiny regions. */
-#define SS_OMP_RUN_GAP_NS 1000000ull
+#define SS_OMP_RUN_GAP_US 1000u
 
 static void ss_run_close(struct ss_thread *t, struct ss_omp_run *run) {
     if (!run->count) return;
@@ -123,8 +124,8 @@ SS_FORK_TEXT void ss_omp_run_close(struct ss_thread *t) {
 void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start,
                 uint64_t end, uint64_t team_ticks, uint64_t body_ticks) {
     uint64_t wall = end > start ? end - start : 0;
-    uint64_t gap = ss_ticks_per_sec / (1000000000ull / SS_OMP_RUN_GAP_NS);
-    if (run->count && (start > run->end_ticks + gap || run->count == UINT32_MAX)) ss_run_close(t, run);
+    if (run->count && (start > run->end_ticks + ss_us_to_ticks(SS_OMP_RUN_GAP_US) || run->count == UINT32_MAX))
+        ss_run_close(t, run);
     if (!run->count) *run = (struct ss_omp_run){body, start, end, 0, 0, 0, 0, kind};
     if (wall >= run->longest_ticks) {
         run->longest_ticks = wall;
@@ -136,10 +137,13 @@ void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint6
     run->count++;
 }
 
+static void ss_omp_region_into(struct ss_thread *t, struct ss_lock_stats *l, const void *region, uint32_t members,
+                               uint64_t wall, uint64_t barrier, uint64_t fork_join, uint64_t end, uint32_t weight);
+
 /* The master records a region that ended at `end`, `wall` ticks from its start, timed with
- * `weight` (ss_omp_region_weight). */
-static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *r, uint64_t wall, uint64_t end,
-                               uint32_t weight) {
+ * `weight` (ss_omp_region_weight), into its body's entry `l`. */
+static void ss_omp_region_done(struct ss_thread *t, struct ss_lock_stats *l, const struct ss_omp_region *r,
+                               uint64_t wall, uint64_t end, uint32_t weight) {
     uint32_t members = __atomic_load_n(&r->members, __ATOMIC_RELAXED);
     uint64_t body = __atomic_load_n(&r->body_ticks, __ATOMIC_RELAXED);
     uint64_t longest = __atomic_load_n(&r->longest, __ATOMIC_RELAXED);
@@ -158,14 +162,14 @@ static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *
      * over. Its times are scaled down to the cap, keeping their proportions (so the shares are
      * the run's own): a bias for a body whose runs really vary that much, which is accepted, as
      * for sampled allocator calls (alloc.c, ss_sampled_ticks). */
-    uint64_t cap = SS_OMP_SAMPLED_CAP_NS * (ss_ticks_per_sec / 1000000u) / 1000u;
+    uint64_t cap = ss_us_to_ticks(SS_OMP_SAMPLED_CAP_US);
     if (weight > 1 && wall > cap && cap > 0) {
         barrier = (uint64_t)((unsigned __int128)barrier * cap / wall);
         fork_join = (uint64_t)((unsigned __int128)fork_join * cap / wall);
         end -= wall - cap; /* the run's time on the timeline as timed, its start kept */
         wall = cap;
     }
-    ss_omp_region_record(t, (const void *)r->fn, SS_LOCK_OMP_REGION, members, wall, barrier, fork_join, end, weight);
+    ss_omp_region_into(t, l, (const void *)r->fn, members, wall, barrier, fork_join, end, weight);
 }
 
 /* One run of a region, in the master's lock table (kind SS_LOCK_OMP_REGION by its body, or
@@ -173,8 +177,13 @@ static void ss_omp_region_done(struct ss_thread *t, const struct ss_omp_region *
  * the closing barrier and its fork-join cost. Shared with the OMPT tool (ompt.c). */
 void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind, uint32_t members, uint64_t wall,
                           uint64_t barrier, uint64_t fork_join, uint64_t end, uint32_t weight) {
-    uint32_t slot = ss_lock_slot_for(t, region, kind);
-    struct ss_lock_stats *l = &t->locks.table[slot];
+    ss_omp_region_into(t, &t->locks.table[ss_lock_slot_for(t, region, kind)], region, members, wall, barrier,
+                       fork_join, end, weight);
+}
+
+/* The same, into the region's entry `l` of the master's lock table. */
+static void ss_omp_region_into(struct ss_thread *t, struct ss_lock_stats *l, const void *region, uint32_t members,
+                               uint64_t wall, uint64_t barrier, uint64_t fork_join, uint64_t end, uint32_t weight) {
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, members);
     SS_ADD(l->wait_ticks, barrier * weight);
@@ -190,7 +199,7 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
  * its slot, and the master's record: about 100 ns, which a program of regions of a microsecond
  * pays in full (issue 27: 1.17x on 300,000 regions of 0.7 us). So a region is timed (weight 1)
  * while its body has run fewer than SS_OMP_ALWAYS_RUNS times on this master or has lasted
- * SS_OMP_SHORT_NS or more on average, and otherwise one in SS_OMP_SAMPLE_PERIOD is timed (at
+ * SS_OMP_SHORT_US or more on average, and otherwise one in SS_OMP_SAMPLE_PERIOD is timed (at
  * random intervals) and stands for that many (its wall, barrier and fork-join times are
  * multiplied by the weight, and its hold count is the weight: the report's estimates are then
  * sums over the sample, as for lock holds). Which stratum a run falls in depends only on the
@@ -199,14 +208,22 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
  * no time of its own). With `--timing exact` every region is timed. Returns the weight, 0 for a
  * region run untimed. */
 #define SS_OMP_ALWAYS_RUNS 64u
-#define SS_OMP_SHORT_NS 20000u
 static inline uint32_t ss_omp_region_weight(struct ss_thread *t, const struct ss_lock_stats *l) {
     if (ss_config.timing == SS_TIMING_EXACT || l->acquisitions < SS_OMP_ALWAYS_RUNS ||
-        l->hold_ticks >= l->timed_holds * (ss_ticks_per_sec / (1000000000u / SS_OMP_SHORT_NS)))
+        l->hold_ticks >= l->timed_holds * ss_us_to_ticks(SS_OMP_SHORT_US))
         return 1;
     if (--t->omp.countdown != 0) return 0;
     t->omp.countdown = ss_next_interval_of(t, SS_OMP_SAMPLE_PERIOD);
     return SS_OMP_SAMPLE_PERIOD;
+}
+
+/* A region run untimed (weight 0): counted in its entry `l`, with the last timed team, and on
+ * the timeline at its start. */
+static void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_stats *l, const void *region) {
+    SS_ADD(l->acquisitions, 1);
+    SS_ADD(l->contended, t->omp.last_team);
+    uint64_t at = ss_ticks();
+    ss_run_add(t, &t->omp.run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)region, at, at, 0, 0);
 }
 
 /* A region entry point: the body through the trampoline, the region recorded at its end. LLVM's
@@ -225,10 +242,7 @@ static inline uint32_t ss_omp_region_weight(struct ss_thread *t, const struct ss
         struct ss_lock_stats *slot_ = &t->locks.table[ss_lock_slot_for(t, (const void *)fn, SS_LOCK_OMP_REGION)]; \
         uint32_t weight_ = ss_omp_region_weight(t, slot_);                                                    \
         if (!weight_) { /* counted, run as it is */                                                           \
-            SS_ADD(slot_->acquisitions, 1);                                                                   \
-            SS_ADD(slot_->contended, t->omp.last_team);                                                       \
-            uint64_t at_ = ss_ticks();                                                                        \
-            ss_run_add(t, &t->omp.run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)fn, at_, at_, 0, 0);          \
+            ss_omp_region_untimed(t, slot_, (const void *)fn);                                                \
             ss_real_##name args;                                                                              \
             return;                                                                                           \
         }                                                                                                     \
@@ -246,7 +260,7 @@ static inline uint32_t ss_omp_region_weight(struct ss_thread *t, const struct ss
         ss_real_##name args;                                                                                  \
         uint64_t end_ = ss_ticks();                                                                           \
         r.fn = body;                                                                                          \
-        ss_omp_region_done(t, &r, end_ - start, end_, weight_);                                               \
+        ss_omp_region_done(t, slot_, &r, end_ - start, end_, weight_);                                        \
     }
 
 SS_OMP_PARALLEL(GOMP_parallel, (ss_omp_body_fn fn, void *data, unsigned n, unsigned flags), (fn, data, n, flags))

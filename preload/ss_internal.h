@@ -171,7 +171,7 @@ struct ss_phases_thread {
 };
 
 /* The run of parallel regions the thread started last (omp.c): a region within
- * SS_OMP_RUN_GAP_NS of the last extends it; a gap or the thread's end pushes it on the wait ring
+ * SS_OMP_RUN_GAP_US of the last extends it; a gap or the thread's end pushes it on the wait ring
  * (SS_WAIT_REGION), so the timeline gets a band per run rather than per region. The same for
  * the TBB algorithms the thread ran (itt.c: __itt_task_begin/end). */
 struct ss_omp_run {
@@ -467,6 +467,8 @@ static inline uint64_t ss_ticks(void) {
 static inline uint64_t ss_ticks_to_ns(uint64_t ticks) {
     return (uint64_t)(((unsigned __int128)ticks * ss_ns_per_tick_q32) >> 32);
 }
+/* Microseconds as ticks (to a microsecond's worth of ticks: bounds, not measurements). */
+static inline uint64_t ss_us_to_ticks(uint64_t us) { return us * (ss_ticks_per_sec / 1000000u); }
 
 /* Whether this call is timed: a random 1-in-period sample, unbiased for totals. */
 uint32_t ss_next_interval(struct ss_thread *t);
