@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What fork costs under `stallscope run`: a program forks children that only call _exit, for about
 # a second, and reports its forks per second (benches/programs/fork_rate.c). Each round runs it
-# unprofiled, under `stallscope run` (defaults) and under `stallscope run --no-sampling`,
-# interleaved (the starting mode rotates per round); the table gives the median rate and its
+# unprofiled, under `stallscope run` (defaults), under `stallscope run --no-sampling`, and with
+# STALLSCOPE_KEEP_SINGLE=0 (the flusher makes the program multi-threaded in glibc's eyes, so fork
+# takes glibc's multi-threaded path, as before preload/single.c), interleaved (the starting mode rotates per round); the table gives the median rate and its
 # ratio to the unprofiled one, with their spread. Every child gets its own profile: one that only
 # exits hands its bytes to the supervisor in one write (the pack, preload/writer.c), which makes
 # its file after the run; the rates include that write, not the file's creation.
@@ -38,7 +39,7 @@ stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-fork.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/fork_rate" "$root/benches/programs/fork_rate.c"
-modes=(plain sampled nosampling)
+modes=(plain sampled nosampling multithreaded)
 [ -n "$against" ] && modes+=(against)
 
 # run_one MODE ROUND: prints forks per second.
@@ -49,6 +50,7 @@ run_one() {
         plain) (cd "$dir" && "$work/fork_rate" "$seconds" $exec_arg) ;;
         sampled) (cd "$dir" && "$stallscope" run -q -- "$work/fork_rate" "$seconds" $exec_arg) ;;
         nosampling) (cd "$dir" && "$stallscope" run -q --no-sampling -- "$work/fork_rate" "$seconds" $exec_arg) ;;
+        multithreaded) (cd "$dir" && STALLSCOPE_KEEP_SINGLE=0 "$stallscope" run -q -- "$work/fork_rate" "$seconds" $exec_arg) ;;
         against) (cd "$dir" && "$against" run -q -- "$work/fork_rate" "$seconds" $exec_arg) ;;
     esac
     rm -rf "$dir"
@@ -82,12 +84,13 @@ echo
 echo "| mode | forks/s | per fork | slowdown |"
 echo "|---|---|---|---|"
 echo "| unprofiled | $plain ($(echo "${rates[plain]}" | range)) | $(us "$plain") | 1.00x |"
-for mode in sampled nosampling against; do
+for mode in sampled nosampling multithreaded against; do
     [ -z "${rates[$mode]:-}" ] && continue
     rate=$(echo "${rates[$mode]}" | median)
     case "$mode" in
         sampled) name="stallscope run" ;;
         nosampling) name="stallscope run --no-sampling" ;;
+        multithreaded) name="STALLSCOPE_KEEP_SINGLE=0 stallscope run" ;;
         against) name="$against run" ;;
     esac
     echo "| $name | $rate ($(echo "${rates[$mode]}" | range)) | $(us "$rate") | $(ratios "$mode") |"

@@ -91,6 +91,7 @@ static void ss_init(void) {
     ss_sampler_init();
     ss_locks_init();
     ss_futex_init();
+    ss_single_init();
     int ok = ss_real.malloc && ss_real.free && ss_real.pthread_create && ss_real.mutex_lock &&
              ss_real.mutex_trylock && ss_real.mutex_unlock;
     if (ok && !ss_config.dormant) {
@@ -536,7 +537,7 @@ void ss_flusher_tick(uint64_t now, uint32_t elapsed_ms) {
  * when memory ran out. */
 int ss_batch_records(int final, int had_fold_samples) {
     int samples = ss_sampler_write();
-    if (samples < 0 || ss_stacks_write(samples > 0 || had_fold_samples) != 0 || ss_alloc_write() != 0 ||
+    if (samples < 0 || ss_stacks_write(samples > 0 || had_fold_samples, final) != 0 || ss_alloc_write() != 0 ||
         ss_threads_write(final) != 0)
         return -1;
     ss_phases_append_pending();

@@ -568,7 +568,7 @@ static inline uint32_t ss_stack_sample_if(struct ss_thread *t, enum ss_fn fn, si
 void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks);
 void ss_stacks_init(void);
 void ss_stacks_child_setup(void);
-int ss_stacks_write(int with_samples);
+int ss_stacks_write(int with_samples, int final);
 /* Lock stacks, rate-limited per thread: a waiter's before it blocks (returns a site, 0 if none),
  * and a holder's when it releases a lock that others wait for. */
 uint32_t ss_lock_waiter_stack(struct ss_thread *t, const void *lock, uint32_t kind);
@@ -767,6 +767,12 @@ void ss_phases_append_pending(void);
 int ss_phases_pending(void); /* records waiting for the next flush */
 void ss_phases_after_fork_child(void);
 void ss_start_flusher(void);
+/* glibc's single-threaded flag across the flusher's creation (single.c). */
+void ss_single_init(void);
+int ss_single_before_create(void);
+void ss_single_after_create(int keep);
+int ss_single_kept(void);
+int ss_on_flusher(void); /* the calling thread is the flusher (writer.c) */
 int ss_flusher_pause(void);  /* before a credential change (creds.c): 1 if the flusher left */
 void ss_flusher_resume(void); /* after it: a new flusher with the caller's credentials */
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);

@@ -712,8 +712,11 @@ void ss_stacks_child_setup(void) {
 
 /* Appends MODULE records for new objects, STACK records for new stacks and the ALLOC_SITES
  * record to the flush being assembled (called by ss_flush, which runs one at a time). */
-int ss_stacks_write(int with_samples) {
+int ss_stacks_write(int with_samples, int final) {
     if (!ss_stacks_on) return 0;
+    /* The flusher of a process glibc believes single-threaded takes the loader's lock (the scan)
+     * only while the program's thread waits for it: at the final flush (single.c). */
+    int may_scan = final || !ss_on_flusher() || !ss_single_kept();
     /* Loaded objects are written once something in the file needs them (a stack, or a sample's
      * pc): a fork child that only exits needs none. Written in their order in the table, so
      * that a MODULE_GONE index is also their index in the file. */
@@ -724,7 +727,7 @@ int ss_stacks_write(int with_samples) {
             ss_modules_stale = 0;
             for (uint32_t i = 0; i < ss_nmodules; i++) ss_modules[i].written = ss_modules[i].gone_written = 0;
         }
-        ss_modules_scan();
+        if (may_scan) ss_modules_scan();
         for (uint32_t i = 0; i < ss_nmodules; i++) {
             struct ss_module *m = &ss_modules[i];
             if (m->written) continue;

@@ -740,6 +740,8 @@ static void ss_flush_locked(int final, uint32_t how, int32_t status) {
     ss_flush_unlock();
 }
 
+int ss_on_flusher(void) { return ss_is_flusher; }
+
 SS_FORK_TEXT int ss_flusher_running(void) { return ss_flusher_pid != 0 && ss_flusher_pid == ss_pid; }
 
 void ss_wake_flusher(void) {
@@ -911,7 +913,9 @@ static void ss_start_flusher_waiting(int wait) {
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
+    int keep_single = ss_single_before_create();
     int started = ss_real.pthread_create(&th, &attr, ss_flusher_main, NULL) == 0;
+    ss_single_after_create(started && keep_single);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!started) {

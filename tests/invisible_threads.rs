@@ -173,3 +173,56 @@ fn threads_that_block_every_signal_are_still_accounted_for() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("blocks the sampling signal"), "{text}");
 }
+
+/// A single-threaded program stays single-threaded in glibc's eyes although the flusher runs
+/// (preload/single.c): `__libc_single_threaded`, which libstdc++ reads to pick plain or atomic
+/// reference counts and glibc to skip malloc's and mutexes' locking, reads as without stallscope
+/// at start, after a periodic flush, in a fork child and after the program's own first thread.
+/// CPU samples in a library loaded meanwhile (the flusher scans the loaded objects only at the
+/// end then) still resolve to it. With STALLSCOPE_KEEP_SINGLE=0 the flag reads 0 from the start,
+/// as it did before: the check can fail.
+#[test]
+fn a_single_threaded_program_stays_single_threaded_for_glibc() {
+    let dir = TempDir::new("inv-single");
+    let exe = hostile(dir.path(), "single_threaded_flag");
+    let (out, prof) = same_as_plain(dir.path(), "single.prof", &[], &[exe.to_str().unwrap()]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "start 1\nafter dlopen 1\nchild 1\nafter a thread 0\n",
+        "{}",
+        describe(&out)
+    );
+    let report = report_json(&prof);
+    let in_libm: u64 = report["hot"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| {
+            h["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["module"].as_str().is_some_and(|m| m.contains("/libm.so")))
+        })
+        .map(|h| h["samples"].as_u64().unwrap())
+        .sum();
+    assert!(
+        in_libm >= 5,
+        "0.3 s computing in libm: its samples resolve to it ({in_libm}): {:#}",
+        report["hot"]
+    );
+
+    let forced = stallscope_run_with(
+        dir.path(),
+        &["-o", dir.join("multi.prof").to_str().unwrap()],
+        &[exe.to_str().unwrap()],
+        |c| {
+            c.env("STALLSCOPE_KEEP_SINGLE", "0");
+        },
+    );
+    assert!(
+        String::from_utf8_lossy(&forced.stdout).starts_with("start 0\n"),
+        "{}",
+        describe(&forced)
+    );
+}
