@@ -4,6 +4,7 @@
  * and the reset of a thread's node (one part per module). The modules never call one another
  * for these: this file calls each. */
 #include "ss_internal.h"
+#include "ss_raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -194,7 +195,7 @@ SS_FORK_TEXT int ss_fork_child_untouched(void) { return ss_fork_pending != NULL 
 SS_FORK_TEXT static void ss_after_fork_child(void) {
     if (ss_paused) { /* the child is paused too, whatever its parent was doing: it listens for attach */
         ss_parent_pid = ss_pid;
-        ss_pid = getpid();
+        ss_pid = (pid_t)SS_RAW(SYS_getpid, 0, 0, 0);
         ss_is_fork_child = 1;
         ss_self = SS_NO_THREAD;
         ss_me = NULL;
@@ -211,7 +212,7 @@ SS_FORK_TEXT static void ss_after_fork_child(void) {
     }
     if (!ss_active) return;
     ss_parent_pid = ss_pid; /* known now, whatever happens to the parent later */
-    ss_pid = getpid();
+    ss_pid = (pid_t)SS_RAW(SYS_getpid, 0, 0, 0);
     ss_is_fork_child = 1;
     struct ss_thread *self = ss_self != SS_NO_THREAD ? ss_self : ss_me;
     ss_self = SS_NO_THREAD;

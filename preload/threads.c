@@ -16,6 +16,7 @@
  * Nodes live in memory the kernel wipes in a fork child (MADV_WIPEONFORK): fork copies none of
  * it, and the child starts with zeroed nodes. */
 #include "ss_internal.h"
+#include "ss_raw.h"
 
 #include <fcntl.h>
 #include <string.h>
@@ -502,15 +503,16 @@ void ss_thread_child_node(struct ss_thread *t) {
  * what ss_thread_attach and ss_out_thread write for it (met now, so no CPU time counted yet, its
  * name, nothing recorded), without its node, whose pages the child would have to get. */
 SS_FORK_TEXT void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now) {
-    memset(rec, 0, sizeof *rec);
+    ss_raw_zero(rec, sizeof *rec); /* no libc call here: ss_raw.h */
     rec->serial = __atomic_load_n(&ss_next_serial, __ATOMIC_RELAXED);
-    rec->tid = (uint32_t)syscall(SYS_gettid);
+    rec->tid = (uint32_t)SS_RAW(SYS_gettid, 0, 0, 0);
     rec->flags = SS_THREAD_MAIN;
     rec->start_mono_ns = now;
-    char name[32] = {0};
-    prctl(PR_GET_NAME, name, 0, 0, 0);
-    size_t len = strlen(name);
-    memcpy(rec->name, name, len < 15 ? len : 15);
+    char name[32];
+    ss_raw_zero(name, sizeof name);
+    SS_RAW(SYS_prctl, PR_GET_NAME, name, 0);
+    size_t len = ss_raw_strlen(name);
+    ss_raw_copy(rec->name, name, len < 15 ? len : 15);
 }
 
 /* A new window (attach.c): the nodes of the last one are left behind, never written or reused

@@ -10,6 +10,7 @@
  * writes and closes it at once. If the kernel refuses a table of its own, the flusher keeps one
  * descriptor in the program's table, moved high and checked before each write. */
 #include "ss_internal.h"
+#include "ss_raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -320,7 +321,7 @@ SS_FORK_TEXT static int ss_profile_path(char *path, size_t cap, int attempt) {
         }
         ss_append_name(&s, name);
         ss_str_cat(&s, "-");
-        ss_str_u64(&s, (uint64_t)getpid());
+        ss_str_u64(&s, (uint64_t)SS_RAW(SYS_getpid, 0, 0, 0));
         if (attempt > 0) {
             ss_str_cat(&s, ".");
             ss_str_u64(&s, (uint64_t)attempt);
@@ -379,7 +380,7 @@ SS_FORK_TEXT static void ss_process_fields(struct ss_process_record *p, size_t c
                (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u) | (ss_attach_on ? SS_PROCESS_ATTACHED : 0u) |
                (ss_heap_unchecked ? SS_PROCESS_HEAP_UNCHECKED : 0u) |
                (ss_arena_reads_off ? SS_PROCESS_ARENAS_UNREAD : 0u) | (ss_fast_bytes ? SS_PROCESS_SMALL_BY_COUNT : 0u);
-    p->pid = (uint32_t)getpid();
+    p->pid = (uint32_t)SS_RAW(SYS_getpid, 0, 0, 0);
     p->ppid = (uint32_t)ss_parent_pid;
     p->cmdline_len = (uint32_t)cmd_len;
     p->exe_len = (uint32_t)ss_exe_len;
@@ -513,8 +514,8 @@ SS_FORK_TEXT void ss_writer_after_fork_child(void) {
     ss_fold_out.len = 0;
     ss_pack_short = 0;
     ss_output_dropped = 1; /* the launched process's own path */
-    ss_child_start[0] = ss_realtime_ns();
-    ss_child_start[1] = ss_mono_ns();
+    ss_child_start[0] = ss_raw_clock_ns(CLOCK_REALTIME);
+    ss_child_start[1] = ss_raw_clock_ns(CLOCK_MONOTONIC);
     ss_child_start[2] = ss_ticks();
     ss_child_pending = 1;
 }
@@ -586,7 +587,7 @@ static void *ss_bare_payload(struct ss_buf *b, size_t size) {
     size_t padded = (size + 7) & ~(size_t)7;
     if (b->len + sizeof(struct ss_record_header) + padded > b->cap) return NULL;
     unsigned char *p = b->p + b->len + sizeof(struct ss_record_header);
-    memset(p, 0, padded);
+    ss_raw_zero(p, padded);
     return p;
 }
 
@@ -614,7 +615,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     ss_str_cat(&ps, ss_config.index);
     ss_str_cat(&ps, "-pack");
     if (ps.len + 1 >= ps.cap) return -1;
-    uint64_t now = ss_mono_ns(), ticks = ss_ticks();
+    uint64_t now = ss_raw_clock_ns(CLOCK_MONOTONIC), ticks = ss_ticks();
 
     struct {
         struct ss_file_header fh;
@@ -640,7 +641,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
                                             sizeof(struct ss_end_record),
                    "the bare pack's records fit");
     struct ss_buf tail = {(unsigned char *)tail_words, ((psize + 7) & ~(size_t)7) - psize, sizeof tail_words};
-    memset(tail.p, 0, tail.len);
+    ss_raw_zero(tail.p, tail.len);
     struct ss_flush_record *fl = ss_bare_payload(&tail, sizeof *fl);
     if (!fl) return -1;
     *fl = (struct ss_flush_record){0, now, ticks, 0};
@@ -663,23 +664,24 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
 
     size_t len = sizeof head + ss_argv_len + (size_t)ss_exe_len + tail.len;
     struct ss_str l = {line, 0, sizeof line};
-    ss_str_u64(&l, (uint64_t)getpid());
+    ss_str_u64(&l, (uint64_t)SS_RAW(SYS_getpid, 0, 0, 0));
     ss_str_cat(&l, " ");
     ss_str_u64(&l, (uint64_t)ss_parent_pid);
     ss_str_cat(&l, " ");
     ss_str_u64(&l, (uint64_t)len);
     ss_str_cat(&l, " ");
-    if (!ss_profile_path(line + l.len, l.cap - l.len - 1, 0) || strchr(line + l.len, '\n')) return -1;
-    l.len += strlen(line + l.len);
+    if (!ss_profile_path(line + l.len, l.cap - l.len - 1, 0) || ss_raw_has_newline(line + l.len)) return -1;
+    l.len += ss_raw_strlen(line + l.len);
     line[l.len++] = '\n';
-    int fd = open(pack, O_WRONLY | O_APPEND | O_CLOEXEC);
+    /* System calls of its own, not libc's: see ss_raw.h. */
+    int fd = (int)SS_RAW(SYS_open, pack, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
     if (fd < 0) return -1;
     struct iovec iov[5] = {{line, l.len}, {&head, sizeof head}, {ss_argv, ss_argv_len}, {ss_exe, (size_t)ss_exe_len},
                            {tail.p, tail.len}};
     ssize_t want = (ssize_t)(l.len + len), n;
-    do n = writev(fd, iov, 5); /* one write: entries from processes never interleave */
-    while (n < 0 && errno == EINTR);
-    close(fd);
+    do n = SS_RAW(SYS_writev, fd, iov, 5); /* one write: entries from processes never interleave */
+    while (n == -EINTR);
+    SS_RAW(SYS_close, fd, 0, 0);
     if (n >= 0 && n != want) ss_pack_short = 1; /* the supervisor drops it: the full path makes a file */
     return n == want ? 0 : -1;
 }
