@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -686,7 +687,29 @@ static int ss_wall_sampled(const struct ss_thread *t) {
     return t->sampler.wall_ring && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE;
 }
 
+/* The flusher is not real-time. It inherits the scheduling of the thread that made it: in a
+ * program run at real-time priority (chrt -f), a flusher at the program's priority that wakes for
+ * a tick takes a CPU and keeps it until it sleeps again (threads of equal real-time priority do not
+ * preempt one another), so a program thread woken meanwhile waits for it: two threads handing a
+ * mutex over went to sleep and woke less often (docs/PERFORMANCE.md, "Faithfulness: the sampler").
+ * At normal priority it runs when a CPU is free of the program's real-time threads, or in the share
+ * the kernel keeps for other threads (sched_rt_runtime_us). A look it takes late weighs the time
+ * since the previous one (wall samples lose no time, only resolution); CPU samples wait in their
+ * threads' rings meanwhile (a full ring drops samples and counts them). Once per flusher thread, at
+ * its first tick (a fork child's flusher, and a new one after a credential change, are new threads). */
+static SS_TLS int ss_flusher_scheduled;
+
+static void ss_flusher_leave_realtime(void) {
+    if (ss_flusher_scheduled) return;
+    ss_flusher_scheduled = 1;
+    int policy = sched_getscheduler(0); /* 0: the calling thread */
+    if (policy != SCHED_FIFO && policy != SCHED_RR) return;
+    struct sched_param normal = {0};
+    sched_setscheduler(0, SCHED_OTHER, &normal);
+}
+
 void ss_sampler_tick(void) {
+    ss_flusher_leave_realtime();
     if (__atomic_load_n(&ss_sample_signal, __ATOMIC_RELAXED)) ss_watch_main();
     if (!ss_wall_interval_ns) return;
     uint64_t now = ss_mono_ns();
