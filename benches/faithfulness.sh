@@ -13,28 +13,40 @@
 # that starts rotates per round). The table gives each figure's median over the rounds with its min-max.
 # Needs perf and root (or perf_event_paranoid -1 and tracefs access).
 #
-# Usage: benches/faithfulness.sh [--rounds N] [--cpus LIST] [--rt] [--baseline-lib PATH]
+# Usage: benches/faithfulness.sh [--rounds N] [--cpus LIST] [--rt] [--modes LIST] [--baseline-lib PATH]...
 #   --cpus LIST  run every mode under taskset -c LIST
 #   --rt         run every mode at real-time priority (chrt -f 10, root): the two threads run
 #                together whenever there are two CPUs, whatever else the machine runs. Without
 #                it, on a machine busy with other work, whether they overlap at all decides the
 #                figures (hand-offs from 10 to 30,000 from run to run at load 6).
-#   --baseline-lib PATH  add a mode "baseline": `stallscope run` with that interposer
-#                (STALLSCOPE_PRELOAD_LIB; an A/B of two builds, interleaved with the others)
+#   --baseline-lib PATH  add a mode: `stallscope run` with that interposer (STALLSCOPE_PRELOAD_LIB;
+#                an A/B of two builds, interleaved with the others); may be given more than once
+#   --modes LIST which modes to run, comma-separated (plain is always run: the ratios need it);
+#                default plain,steps,nosampling,forwarded. Besides those four:
+#                  cpuonly   `stallscope run --wall-hz 0`: the CPU samples' signals, no /proc reads
+#                  wallonly  `stallscope run --sample-hz 0`: the flusher's /proc reads, no signals
+#                  again     the unprofiled program again: an A/A control, whose ratios to
+#                            `plain` are the run-to-run spread alone
+#                  perfrec   the unprofiled program under `perf record -F 1000 -g`: what a
+#                            kernel sampling profiler at stallscope's CPU sample rate costs it
+#                            (with --rt, perf itself is not real-time, only the program)
+#                (--baseline-lib adds its modes, whatever the list)
 # This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in it.
 set -euo pipefail
 
 rounds=7
 cpus=""
 rt=0
-baseline_lib=""
+baseline_libs=()
+mode_list="steps,nosampling,forwarded"
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
         --cpus) cpus="$2"; shift ;;
         --rt) rt=1 ;;
-        --baseline-lib) baseline_lib="$(realpath "$2")"; shift ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        --baseline-lib) baseline_libs+=("$(realpath "$2")"); shift ;;
+        --modes) mode_list="$2"; shift ;;
+        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -53,31 +65,42 @@ word=$(nm "$work/mh" | awk '$3 == "lock" { print "0x" $1 }')
 [ -n "$word" ] || { echo "no address for the lock" >&2; exit 1; }
 pin=()
 [ -z "$cpus" ] || pin=(taskset -c "$cpus")
-[ "$rt" = 0 ] || pin+=(chrt -f 10)
-modes=(plain steps nosampling forwarded)
-[ -z "$baseline_lib" ] || modes+=(baseline)
+rtprio=()
+[ "$rt" = 0 ] || rtprio=(chrt -f 10)
+modes=(plain)
+for m in ${mode_list//,/ }; do
+    case "$m" in
+        plain) ;;
+        steps|nosampling|forwarded|cpuonly|wallonly|again|perfrec) modes+=("$m") ;;
+        *) echo "unknown mode: $m" >&2; exit 2 ;;
+    esac
+done
+for ((b = 0; b < ${#baseline_libs[@]}; b++)); do modes+=("baseline$b"); done
 
 # run_one MODE: prints "handoffs waits wakes contended".
 run_one() {
     local mode="$1" prof="$work/p.prof" cmd
     rm -f "$prof"
     case "$mode" in
-        plain) cmd=("$work/mh") ;;
+        plain|again) cmd=("$work/mh") ;;
         steps) cmd=("$stallscope" run -q -o "$prof" -- "$work/mh") ;;
         nosampling) cmd=("$stallscope" run -q --no-sampling -o "$prof" -- "$work/mh") ;;
         forwarded) cmd=(env STALLSCOPE_LOCK_STEPS=0 "$stallscope" run -q -o "$prof" -- "$work/mh") ;;
-        baseline) cmd=(env STALLSCOPE_PRELOAD_LIB="$baseline_lib" "$stallscope" run -q -o "$prof" -- "$work/mh") ;;
+        cpuonly) cmd=("$stallscope" run -q --wall-hz 0 -o "$prof" -- "$work/mh") ;;
+        wallonly) cmd=("$stallscope" run -q --sample-hz 0 -o "$prof" -- "$work/mh") ;;
+        perfrec) cmd=(perf record -q -B -F 1000 -g -o "$work/perf.data" -- "${rtprio[@]}" "$work/mh") ;;
+        baseline*) cmd=(env STALLSCOPE_PRELOAD_LIB="${baseline_libs[${mode#baseline}]}" "$stallscope" run -q -o "$prof" -- "$work/mh") ;;
     esac
     local out
     out=$(perf stat -x, -o "$work/stat" \
         -e syscalls:sys_enter_futex --filter "uaddr == $word && op == 128" \
         -e syscalls:sys_enter_futex --filter "uaddr == $word && op == 129" \
-        -- "${pin[@]}" "${cmd[@]}")
+        -- "${pin[@]}" $([ "$mode" = perfrec ] || echo "${rtprio[@]}") "${cmd[@]}")
     local handoffs waits wakes contended=-
     handoffs=$(echo "$out" | awk '{ print $3 }')
     waits=$(grep sys_enter_futex "$work/stat" | sed -n 1p | cut -d, -f1)
     wakes=$(grep sys_enter_futex "$work/stat" | sed -n 2p | cut -d, -f1)
-    if [ "$mode" != plain ]; then
+    if [ "$mode" != plain ] && [ "$mode" != again ] && [ "$mode" != perfrec ]; then
         contended=$("$stallscope" report --json "$prof" |
             python3 -c 'import json,sys; print(sum(l["contended"] for l in json.load(sys.stdin)["locks"] if l["kind"] == "mutex"))')
     fi
@@ -109,7 +132,11 @@ for mode in "${modes[@]}"; do
         steps) name="stallscope run (lock steps)" ;;
         nosampling) name="run --no-sampling (lock steps)" ;;
         forwarded) name="STALLSCOPE_LOCK_STEPS=0" ;;
-        baseline) name="lock steps, $(basename "$baseline_lib")" ;;
+        cpuonly) name="run --wall-hz 0 (CPU samples only)" ;;
+        wallonly) name="run --sample-hz 0 (wall samples only)" ;;
+        again) name="unprofiled again (A/A)" ;;
+        perfrec) name="unprofiled under perf record -F 1000 -g" ;;
+        baseline*) name="lock steps, $(basename "${baseline_libs[${mode#baseline}]}")" ;;
     esac
     echo "| $name | $(stat "$mode" 1) | $(stat "$mode" 2) | $(stat "$mode" 3) | $(stat "$mode" 4) |"
 done
@@ -127,7 +154,11 @@ for mode in "${modes[@]}"; do
         steps) name="stallscope run (lock steps)" ;;
         nosampling) name="run --no-sampling (lock steps)" ;;
         forwarded) name="STALLSCOPE_LOCK_STEPS=0" ;;
-        baseline) name="lock steps, $(basename "$baseline_lib")" ;;
+        cpuonly) name="run --wall-hz 0 (CPU samples only)" ;;
+        wallonly) name="run --sample-hz 0 (wall samples only)" ;;
+        again) name="unprofiled again (A/A)" ;;
+        perfrec) name="unprofiled under perf record -F 1000 -g" ;;
+        baseline*) name="lock steps, $(basename "${baseline_libs[${mode#baseline}]}")" ;;
     esac
     row=$(python3 - "${figs[plain]}" "${figs[$mode]}" <<'PY'
 import statistics, sys

@@ -809,10 +809,28 @@ static void ss_flusher_serve_final(void) {
     ss_futex(&ss_final_state, FUTEX_WAKE, 1 << 30, NULL);
 }
 
+/* The flusher is not real-time. It inherits the scheduling of the thread that made it: in a
+ * program run at real-time priority (chrt -f), a flusher at the program's priority that wakes for
+ * a tick takes a CPU and keeps it until it sleeps again (threads of equal real-time priority do not
+ * preempt one another), so a program thread woken meanwhile waits for it: two threads handing a
+ * mutex over went to sleep and woke less often (docs/PERFORMANCE.md, "Faithfulness: the sampler").
+ * At normal priority it runs when a CPU is free of the program's real-time threads, or in the share
+ * the kernel keeps for other threads (sched_rt_runtime_us). A look it takes late weighs the time
+ * since the previous one (wall samples lose no time, only resolution); CPU samples wait in their
+ * threads' rings meanwhile (a full ring drops samples and counts them). Each flusher thread leaves
+ * it as it starts (a fork child's flusher, and a new one after a credential change, are new threads). */
+static void ss_flusher_leave_realtime(void) {
+    int policy = sched_getscheduler(0); /* 0: the calling thread */
+    if (policy != SCHED_FIFO && policy != SCHED_RR) return;
+    struct sched_param normal = {0};
+    sched_setscheduler(0, SCHED_OTHER, &normal);
+}
+
 static void *ss_flusher_main(void *arg) {
     (void)arg;
     ss_busy = 1; /* this thread is invisible: its own calls are never recorded */
     ss_is_flusher = 1;
+    ss_flusher_leave_realtime();
     prctl(PR_SET_NAME, "stallscope", 0, 0, 0);
     ss_flusher_tid = (pid_t)syscall(SYS_gettid);
     int handover = ss_handover_fd;

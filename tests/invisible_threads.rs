@@ -226,3 +226,31 @@ fn a_single_threaded_program_stays_single_threaded_for_glibc() {
         describe(&forced)
     );
 }
+
+/// A program run at real-time priority keeps its policy in every thread of its own, and the
+/// flusher leaves it as it starts: at the program's SCHED_FIFO priority it held a CPU that
+/// the program's woken threads waited for (docs/PERFORMANCE.md, "Faithfulness: the sampler").
+#[test]
+fn a_realtime_program_keeps_its_policy_and_the_flusher_leaves_it() {
+    let dir = TempDir::new("inv-realtime");
+    let exe = hostile(dir.path(), "realtime_threads");
+    let (out, _) = same_as_plain(dir.path(), "rt.prof", &[], &[exe.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout == "no realtime\n" {
+        eprintln!("skipped: no real-time priority here (needs root or CAP_SYS_NICE)");
+        return;
+    }
+    assert_eq!(stdout, "main 1 worker 1\n", "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("flusher policy ").count(),
+        1,
+        "one flusher\n{}",
+        describe(&out)
+    );
+    assert!(
+        stderr.contains("flusher policy 0\n"),
+        "the flusher is SCHED_OTHER (0)\n{}",
+        describe(&out)
+    );
+}
