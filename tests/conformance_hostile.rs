@@ -43,6 +43,14 @@ const SPECIAL: &[Special] = &[
         known: None,
     },
     Special {
+        program: "realtime_threads.c",
+        args: &[],
+        skip: Some(
+            "looks for the interposer's flusher by its name on purpose, to print its scheduling policy: invisible_threads.rs checks it",
+        ),
+        known: None,
+    },
+    Special {
         program: "process_signal.c",
         args: &[],
         skip: Some(
