@@ -674,7 +674,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     l.len += ss_raw_strlen(line + l.len);
     line[l.len++] = '\n';
     /* System calls of its own, not libc's: see ss_raw.h. */
-    int fd = (int)SS_RAW(SYS_open, pack, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+    int fd = (int)SS_RAW(SYS_openat, AT_FDCWD, pack, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0) return -1;
     struct iovec iov[5] = {{line, l.len}, {&head, sizeof head}, {ss_argv, ss_argv_len}, {ss_exe, (size_t)ss_exe_len},
                            {tail.p, tail.len}};
