@@ -614,6 +614,53 @@ static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fi
     __atomic_store_n(&t->sampler.sched_head, h + 1, __ATOMIC_RELEASE);
 }
 
+/* Threads' stat files kept open by the flusher: each look is one pread instead of an open, a read
+ * and a close (the path walk through /proc was half a look's cost). Only in a descriptor table of
+ * the flusher's own, never in the program's; at most SS_STAT_FDS of them. A descriptor names the
+ * thread, not its number: once the thread is gone the read fails, and a node that a new thread
+ * took has another tid; either way it is closed and the file opened again. */
+#define SS_STAT_FDS 256u
+static uint32_t ss_stat_gen; /* the current flusher's generation (0: none yet) */
+static uint32_t ss_stat_open;
+static int ss_stat_cache;
+
+void ss_sampler_flusher_start(int own_table) {
+    ss_stat_gen++;
+    ss_stat_open = 0; /* the last flusher's descriptors went with its table */
+    ss_stat_cache = own_table;
+}
+
+static size_t ss_read_stat(struct ss_thread *t, const char *path, char *buf, size_t cap) {
+    struct ss_sampler_thread *s = &t->sampler;
+    int mine = ss_stat_cache && ss_stat_gen && s->stat_gen == ss_stat_gen;
+    if (mine && s->stat_fd >= 0) {
+        if (s->stat_tid == t->rec.tid) {
+            ssize_t n = pread(s->stat_fd, buf, cap - 1, 0);
+            if (n > 0) {
+                buf[n] = 0;
+                return (size_t)n;
+            }
+        }
+        close(s->stat_fd);
+        s->stat_fd = -1;
+        ss_stat_open--;
+    }
+    if (!ss_stat_cache || ss_stat_open >= SS_STAT_FDS) return ss_read_small(path, buf, cap);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = pread(fd, buf, cap - 1, 0);
+    if (n <= 0) {
+        close(fd);
+        return 0;
+    }
+    buf[n] = 0;
+    s->stat_fd = fd;
+    s->stat_tid = t->rec.tid;
+    s->stat_gen = ss_stat_gen;
+    ss_stat_open++;
+    return (size_t)n;
+}
+
 static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     char path[64], buf[512];
     struct ss_str s = {path, 0, sizeof path};
@@ -621,7 +668,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     ss_str_u64(&s, t->rec.tid);
     size_t base = s.len;
     ss_str_cat(&s, "/stat");
-    size_t len = ss_read_small(path, buf, sizeof buf);
+    size_t len = ss_read_stat(t, path, buf, sizeof buf);
     size_t i = len;
     while (i > 0 && buf[i - 1] != ')') i--;
     if (len == 0 || i == 0 || i + 1 >= len) return;

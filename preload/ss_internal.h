@@ -224,6 +224,11 @@ struct ss_sampler_thread {
     } still[4];
     uint32_t still_next;
     uint32_t cpu_head_seen; /* the flusher's last look at cpu_head */
+    /* The thread's /proc stat file, kept open in the flusher's own descriptor table: valid only
+     * for the flusher of generation `stat_gen` and thread `stat_tid` (never reset by the thread:
+     * only the flusher may close it). */
+    int stat_fd;
+    uint32_t stat_tid, stat_gen;
     uint32_t sig_blocked;   /* the thread blocks the sampling signal: the flusher samples its CPU clock */
     /* The kernel's figures for the thread: points pushed by the flusher at each look, drained by
      * the flush (one producer, one consumer), and the cumulative figures of the last point pushed
@@ -773,6 +778,7 @@ int ss_single_before_create(void);
 void ss_single_after_create(int keep);
 int ss_single_kept(void);
 int ss_on_flusher(void); /* the calling thread is the flusher (writer.c) */
+void ss_sampler_flusher_start(int own_table); /* a new flusher thread (sampler.c) */
 int ss_flusher_pause(void);  /* before a credential change (creds.c): 1 if the flusher left */
 void ss_flusher_resume(void); /* after it: a new flusher with the caller's credentials */
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);

@@ -835,6 +835,7 @@ static void *ss_flusher_main(void *arg) {
     ss_flusher_tid = (pid_t)syscall(SYS_gettid);
     int handover = ss_handover_fd;
     ss_fd_mode = ss_own_descriptor_table(handover) ? SS_FD_PRIVATE : SS_FD_SHARED;
+    ss_sampler_flusher_start(ss_fd_mode == SS_FD_PRIVATE);
     if (handover >= 0) ss_fd = handover; /* the same number in this table (or the program's) */
     uint32_t ready = 1;
     if (ss_paused) { /* no file until `stallscope attach` opens a window (attach.c) */
