@@ -35,6 +35,14 @@ static ss_syscall_fn ss_syscall_resolve(void) {
 
 void ss_futex_init(void) { (void)ss_syscall_resolve(); }
 
+/* The interposer's own futex calls (the flusher's hand-overs: ready, left, the final flush)
+ * through the real syscall(), never this file's hook: a thread waiting for the flusher is not a
+ * wait of the program's (memcached's main showed "waited for an unknown thread on futex word
+ * ss_flusher_ready" after its setuid, which pauses and restarts the flusher). */
+long ss_futex_own(uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
+    return ss_syscall_resolve()(SYS_futex, (long)word, (long)op, (long)val, (long)timeout, 0L, 0L);
+}
+
 #if !defined(__x86_64__)
 /* ss_futex_quiet's system call where it is not inline (ss_internal.h): through the C library's
  * syscall(), not this file's hook, errno unchanged. */

@@ -633,6 +633,7 @@ void ss_waitfor_init(void);
 void ss_note_waker(const void *object, uint32_t tid, int broadcast);
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken);
 void ss_futex_init(void);
+long ss_futex_own(uint32_t *word, int op, uint32_t val, const struct timespec *timeout); /* futex.c */
 /* A futex call the interposer makes for the program (a lock step's wait or wake, lock_steps.h),
  * as glibc makes its own: a bare system call, not through the syscall() hook (futex.c), errno
  * unchanged; the kernel's result (a negative errno on failure). Inline, so that a thread asleep

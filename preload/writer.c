@@ -71,7 +71,7 @@ SS_FORK_STATE static struct ss_buf ss_out;
 SS_FORK_STATE struct ss_buf ss_fold_out;
 
 static long ss_futex(uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
-    return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, timeout, NULL, 0);
+    return ss_futex_own(word, op | FUTEX_PRIVATE_FLAG, val, timeout);
 }
 
 SS_FORK_TEXT uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {

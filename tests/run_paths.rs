@@ -90,6 +90,17 @@ fn a_thread_changes_the_user_of_every_thread_under_stallscope() {
         "{}",
         pair.describe()
     );
+    // The interposer's own waits around each change (the flusher leaves and a new one starts)
+    // are not the program's: no lock, wait or edge names one of its words (they did, as
+    // "ss_flusher_ready" and "ss_flusher_left", before the interposer's futex calls bypassed its
+    // own syscall() hook).
+    let report = report_json(&pair.profile);
+    let text = report.to_string();
+    assert!(
+        !text.contains("ss_flusher_"),
+        "the interposer's own futex words in the report: {:#}",
+        report["wait_for"]
+    );
 }
 
 /// `stallscope run ARGS` in `dir`, as user nobody when this test is root (root may write
