@@ -488,10 +488,19 @@ fn many_tiny_regions_are_too_small_for_their_fork_join() {
         region["wall_ns"].as_f64().unwrap(),
         r["wall_ns"].as_f64().unwrap(),
     );
-    assert!(
-        wall <= process && wall >= 0.4 * process,
-        "{region:#}: process wall {process}"
-    );
+    assert!(wall <= process, "{region:#}: process wall {process}");
+    // The lower bound holds when the team had its CPUs. On a machine busy with other work the
+    // process's wall is mostly preemption, which a sampled run longer than the cap (160 us) does
+    // not count (preload/omp.c): under three CPU hogs the estimate was 0.12-0.90 of the process's
+    // wall, its CPU time 0.8 of it (the full suite's other tests did the same once, at 0.32).
+    let cpu = r["cpu_ns"].as_f64().unwrap();
+    if cpu >= 1.5 * process {
+        assert!(wall >= 0.4 * process, "{region:#}: process wall {process}");
+    } else {
+        eprintln!(
+            "the team did not have its CPUs (CPU {cpu} ns in {process} ns): lower bound not checked"
+        );
+    }
     // Its members' uneven ends are wake-up jitter, not an imbalance of the work.
     assert!(
         finding(&r, "omp-load-imbalance").is_none(),
