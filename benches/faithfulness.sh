@@ -121,24 +121,27 @@ stat() {
     echo "${figs[$1]}" | tr ';' '\n' | grep . | awk -v c="$2" '{ print $c }' | grep -v '^-$' | sort -n |
         awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit } m = NR % 2 ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2); printf "%d (%d-%d)", m, v[1], v[NR] }'
 }
+# mode_name MODE: the mode as the tables name it.
+mode_name() {
+    case "$1" in
+        plain) echo "unprofiled" ;;
+        steps) echo "stallscope run (lock steps)" ;;
+        nosampling) echo "run --no-sampling (lock steps)" ;;
+        forwarded) echo "STALLSCOPE_LOCK_STEPS=0" ;;
+        cpuonly) echo "run --wall-hz 0 (CPU samples only)" ;;
+        wallonly) echo "run --sample-hz 0 (wall samples only)" ;;
+        again) echo "unprofiled again (A/A)" ;;
+        perfrec) echo "unprofiled under perf record -F 1000 -g" ;;
+        baseline*) echo "lock steps, $(basename "${baseline_libs[${1#baseline}]}")" ;;
+    esac
+}
 echo
 echo "mutex_handoffs (2 threads, 5,000,000 acquisitions), $rounds interleaved rounds${cpus:+, taskset -c $cpus}$([ "$rt" = 0 ] || echo ", chrt -f 10"); median (min-max)."
 echo
 echo "| mode | hand-offs (program) | futex waits (kernel) | futex wakes (kernel) | contended (profile) |"
 echo "|---|---|---|---|---|"
 for mode in "${modes[@]}"; do
-    case "$mode" in
-        plain) name="unprofiled" ;;
-        steps) name="stallscope run (lock steps)" ;;
-        nosampling) name="run --no-sampling (lock steps)" ;;
-        forwarded) name="STALLSCOPE_LOCK_STEPS=0" ;;
-        cpuonly) name="run --wall-hz 0 (CPU samples only)" ;;
-        wallonly) name="run --sample-hz 0 (wall samples only)" ;;
-        again) name="unprofiled again (A/A)" ;;
-        perfrec) name="unprofiled under perf record -F 1000 -g" ;;
-        baseline*) name="lock steps, $(basename "${baseline_libs[${mode#baseline}]}")" ;;
-    esac
-    echo "| $name | $(stat "$mode" 1) | $(stat "$mode" 2) | $(stat "$mode" 3) | $(stat "$mode" 4) |"
+    echo "| $(mode_name "$mode") | $(stat "$mode" 1) | $(stat "$mode" 2) | $(stat "$mode" 3) | $(stat "$mode" 4) |"
 done
 
 # The same rounds as ratios to the unprofiled run of the same round (the machine's drift between
@@ -150,16 +153,6 @@ echo "| mode | hand-offs | futex waits | futex wakes |"
 echo "|---|---|---|---|"
 for mode in "${modes[@]}"; do
     [ "$mode" != plain ] || continue
-    case "$mode" in
-        steps) name="stallscope run (lock steps)" ;;
-        nosampling) name="run --no-sampling (lock steps)" ;;
-        forwarded) name="STALLSCOPE_LOCK_STEPS=0" ;;
-        cpuonly) name="run --wall-hz 0 (CPU samples only)" ;;
-        wallonly) name="run --sample-hz 0 (wall samples only)" ;;
-        again) name="unprofiled again (A/A)" ;;
-        perfrec) name="unprofiled under perf record -F 1000 -g" ;;
-        baseline*) name="lock steps, $(basename "${baseline_libs[${mode#baseline}]}")" ;;
-    esac
     row=$(python3 - "${figs[plain]}" "${figs[$mode]}" <<'PY'
 import statistics, sys
 plain = [r.split() for r in sys.argv[1].split(";") if r]
@@ -175,5 +168,5 @@ for c in range(3):
 print(" | ".join(cells))
 PY
 )
-    echo "| $name | $row |"
+    echo "| $(mode_name "$mode") | $row |"
 done

@@ -48,7 +48,7 @@ long ss_futex_own(uint32_t *word, int op, uint32_t val, const struct timespec *t
  * syscall(), not this file's hook, errno unchanged. */
 long ss_futex_quiet_call(int *word, int op, int val) {
     int saved = errno;
-    long rc = ss_syscall_resolve()(SYS_futex, (long)word, (long)op, (long)val, 0L, 0L, 0L);
+    long rc = ss_futex_own((uint32_t *)word, op, (uint32_t)val, NULL);
     if (rc < 0) rc = -errno;
     errno = saved;
     return rc;

@@ -632,7 +632,7 @@ void ss_sampler_flusher_start(int own_table) {
 
 static size_t ss_read_stat(struct ss_thread *t, const char *path, char *buf, size_t cap) {
     struct ss_sampler_thread *s = &t->sampler;
-    int mine = ss_stat_cache && ss_stat_gen && s->stat_gen == ss_stat_gen;
+    int mine = ss_stat_cache && s->stat_gen == ss_stat_gen; /* a cache means a flusher: gen >= 1 */
     if (mine && s->stat_fd >= 0) {
         if (s->stat_tid == t->rec.tid) {
             ssize_t n = pread(s->stat_fd, buf, cap - 1, 0);

@@ -29,7 +29,6 @@
 
 static char *ss_single_libc; /* glibc's own flag (what malloc, fork and the mutexes read) */
 static char *ss_single_seen; /* the flag as the program and its libraries see it */
-static int ss_single_kept_once; /* the flag was set back after a thread of ours was created */
 
 void ss_single_init(void) {
     if (!ss_option_num(SS_OPT_KEEP_SINGLE)) return;
@@ -50,11 +49,9 @@ void ss_single_after_create(int keep) {
     if (!keep) return;
     __atomic_store_n(ss_single_libc, 1, __ATOMIC_RELAXED);
     if (ss_single_seen && ss_single_seen != ss_single_libc) __atomic_store_n(ss_single_seen, 1, __ATOMIC_RELAXED);
-    ss_single_kept_once = 1;
 }
 
-/* Whether glibc still believes the process single-threaded after a thread of ours was made: the
- * flusher must then take no glibc lock a program thread may hold. */
-int ss_single_kept(void) {
-    return ss_single_kept_once && __atomic_load_n(ss_single_libc, __ATOMIC_RELAXED) != 0;
-}
+/* Whether glibc believes the process single-threaded: asked by the flusher, which then must take
+ * no glibc lock a program thread may hold (whoever set the flag: glibc clears it when it makes a
+ * thread, so the flusher finds it set only where it was set back). */
+int ss_single_kept(void) { return ss_single_libc && __atomic_load_n(ss_single_libc, __ATOMIC_RELAXED) != 0; }
