@@ -259,12 +259,52 @@ void *ss_map(size_t size) {
     return p == MAP_FAILED ? NULL : p;
 }
 
-void ss_unmap(void *p, size_t size) { munmap(p, size); }
+/* The wiped memory (nodes, stack and unwind tables, output buffers) is carved from one reservation,
+ * so that it is one mapping: fork copies each mapping of a process and a child unmaps each at exit,
+ * about 1.5-2 us a fork for each (docs/PERFORMANCE.md, Fork children). The reservation holds what
+ * a process maps at start-up and some threads' nodes; what does not fit is mapped on its own.
+ * Pages are touched as they are used; a block given back is emptied (MADV_DONTNEED), its
+ * addresses not reused. */
+#define SS_WIPED_ARENA (32ul << 20)
+static char *ss_wiped_arena;
+static size_t ss_wiped_used;
 
-void *ss_map_wiped(size_t size) {
+static void *ss_map_wiped_alone(size_t size) {
     void *p = ss_map(size);
     if (p && madvise(p, size, MADV_WIPEONFORK) != 0) ss_wipe_works = 0; /* before Linux 4.14 */
     return p;
+}
+
+static int ss_in_wiped_arena(const void *p) {
+    const char *a = __atomic_load_n(&ss_wiped_arena, __ATOMIC_ACQUIRE);
+    return a && (const char *)p >= a && (const char *)p < a + SS_WIPED_ARENA;
+}
+
+void ss_unmap(void *p, size_t size) {
+    if (ss_in_wiped_arena(p)) madvise(p, size, MADV_DONTNEED);
+    else munmap(p, size);
+}
+
+void *ss_map_wiped(size_t size) {
+    char *a = __atomic_load_n(&ss_wiped_arena, __ATOMIC_ACQUIRE);
+    if (!a) {
+        char *fresh = ss_map_wiped_alone(SS_WIPED_ARENA);
+        if (fresh) {
+            char *none = NULL;
+            if (__atomic_compare_exchange_n(&ss_wiped_arena, &none, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                a = fresh;
+            else {
+                munmap(fresh, SS_WIPED_ARENA);
+                a = none;
+            }
+        }
+    }
+    size_t pages = (size + 4095) & ~(size_t)4095;
+    if (a && pages <= SS_WIPED_ARENA) {
+        size_t at = __atomic_fetch_add(&ss_wiped_used, pages, __ATOMIC_RELAXED);
+        if (at + pages <= SS_WIPED_ARENA) return a + at;
+    }
+    return ss_map_wiped_alone(size);
 }
 
 SS_FORK_TEXT void ss_str_cat(struct ss_str *s, const char *text) {

@@ -783,7 +783,6 @@ void ss_sampler_flusher_start(int own_table); /* a new flusher thread (sampler.c
 int ss_flusher_pause(void);  /* before a credential change (creds.c): 1 if the flusher left */
 void ss_flusher_resume(void); /* after it: a new flusher with the caller's credentials */
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);
-uint32_t ss_crc32_zeros(uint32_t crc, size_t n); /* as ss_crc32 over n zero bytes */
 int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 int ss_out_record3(uint32_t type, const void *a, size_t alen, const void *b, size_t blen, const void *c,
                    size_t clen);

@@ -64,6 +64,8 @@ SS_FORK_STATE static int ss_pack_short; /* an entry of ours in the pack is cut s
 SS_FORK_STATE static int ss_output_dropped;
 
 static const char *ss_output(void) { return ss_output_dropped ? "" : ss_config.output; }
+static void ss_file_header(struct ss_file_header *fh);
+static struct ss_file_header ss_header_template; /* the same for every file: a fork child's bare pack copies it */
 static uint32_t ss_crc_table[256];
 static struct ss_process_record ss_process;
 extern uint64_t ss_process_start_mono_ns;
@@ -74,34 +76,11 @@ static long ss_futex(uint32_t *word, int op, uint32_t val, const struct timespec
     return ss_futex_own(word, op | FUTEX_PRIVATE_FLAG, val, timeout);
 }
 
-SS_FORK_TEXT uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
+uint32_t ss_crc32(uint32_t crc, const void *data, size_t len) {
     const unsigned char *p = data;
     crc = ~crc;
     while (len--) crc = ss_crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
     return ~crc;
-}
-
-/* The product of two polynomials modulo CRC-32's, each in the CRC's bit order (bit 31 the
- * coefficient of x^0, bit 0 that of x^31). */
-static uint32_t ss_crc_mulmod(uint32_t a, uint32_t b) {
-    uint32_t product = 0;
-    for (uint32_t bit = 1u << 31; bit; bit >>= 1) {
-        if (a & bit) product ^= b;
-        b = (b & 1) ? (b >> 1) ^ 0xEDB88320u : b >> 1; /* b * x */
-    }
-    return product;
-}
-
-/* ss_crc32(crc, n zero bytes), without reading them: each zero byte multiplies the CRC's
- * register by x^8 modulo the polynomial, so n of them multiply it by x^(8n), a product of
- * squarings of x^8 (about 40 steps of 32 bits for a 3 KB record instead of 3,000 of a byte). */
-SS_FORK_TEXT uint32_t ss_crc32_zeros(uint32_t crc, size_t n) {
-    uint32_t reg = ~crc, power = 1u << 23; /* x^8 */
-    for (; n; n >>= 1) {
-        if (n & 1) reg = ss_crc_mulmod(power, reg);
-        power = ss_crc_mulmod(power, power);
-    }
-    return ~reg;
 }
 
 /* Programs close or reuse descriptors they did not open (daemons close them all at start-up). Before
@@ -237,6 +216,7 @@ void ss_writer_init(void) {
         for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         ss_crc_table[i] = c;
     }
+    ss_file_header(&ss_header_template);
     ss_fill_process(ss_realtime_ns(), ss_mono_ns(), ss_ticks());
     ss_process_start_mono_ns = ss_process.start_mono_ns;
 }
@@ -592,18 +572,15 @@ static void *ss_bare_payload(struct ss_buf *b, size_t size) {
 }
 
 SS_FORK_TEXT static void ss_bare_seal(struct ss_buf *b, uint32_t type, size_t size) {
-    struct ss_record_header h = {type, (uint32_t)size, 0, 0};
-    const unsigned char *payload = b->p + b->len + sizeof h;
-    size_t nonzero = size; /* a thread record is mostly zeros: their part of the CRC is computed */
-    while (nonzero > 0 && payload[nonzero - 1] == 0) nonzero--;
-    h.crc = ss_crc32_zeros(ss_crc32(ss_crc32(0, &h, 8), payload, nonzero), size - nonzero);
-    memcpy(b->p + b->len, &h, sizeof h);
+    struct ss_record_header h = {type, (uint32_t)size, 0, 0}; /* the supervisor computes the CRC */
+    ss_raw_copy(b->p + b->len, &h, sizeof h);
     b->len += sizeof h + ((size + 7) & ~(size_t)7);
 }
 
 /* The whole profile of a packable fork child that made no call we interpose (one that only
  * exits): the records the full path writes for it (PROCESS, FLUSH, SAMPLING, its one THREAD,
- * END), assembled on this stack from what its parent left, and written into the pack. The full
+ * END), assembled on this stack from what its parent left, and written into the pack, their
+ * checksums left to the supervisor (src/run.rs; they were a tenth of such a child's CPU time). The full
  * path would attach its thread, reset its node and assemble in the output buffers: pages of the
  * interposer's that the kernel must give the child (copied or zeroed) for one write, about twenty
  * of a child's sixty page faults. Returns -1 when it cannot (the full path then runs). */
@@ -623,7 +600,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
         struct ss_process_record p;
     } head;
     _Static_assert(sizeof head == sizeof head.fh + sizeof head.h + sizeof head.p, "no padding in the head");
-    ss_file_header(&head.fh);
+    head.fh = ss_header_template;
     head.p = ss_process;
     head.p.start_realtime_ns = ss_child_start[0];
     head.p.start_mono_ns = ss_child_start[1];
@@ -631,8 +608,6 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     ss_process_fields(&head.p, ss_argv_len);
     size_t psize = sizeof head.p + ss_argv_len + (size_t)ss_exe_len;
     head.h = (struct ss_record_header){SS_REC_PROCESS, (uint32_t)psize, 0, 0};
-    head.h.crc = ss_crc32(ss_crc32(ss_crc32(ss_crc32(0, &head.h, 8), &head.p, sizeof head.p), ss_argv, ss_argv_len),
-                          ss_exe, (size_t)ss_exe_len);
 
     /* The process record's padding, then the other records (their payloads are multiples of 8). */
     uint64_t tail_words[384];
@@ -669,7 +644,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     ss_str_u64(&l, (uint64_t)ss_parent_pid);
     ss_str_cat(&l, " ");
     ss_str_u64(&l, (uint64_t)len);
-    ss_str_cat(&l, " ");
+    ss_str_cat(&l, "+ "); /* "+": the records' checksums are the supervisor's to compute (src/run.rs) */
     if (!ss_profile_path(line + l.len, l.cap - l.len - 1, 0) || ss_raw_has_newline(line + l.len)) return -1;
     l.len += ss_raw_strlen(line + l.len);
     line[l.len++] = '\n';

@@ -400,7 +400,8 @@ struct Session {
     dir: PathBuf,
     index: PathBuf,
     /// INDEX-pack: the whole profiles of fork children that ended before they made a file
-    /// (preload/writer.c, ss_pack_write), as "PID PPID LEN PATH\n" and LEN bytes each.
+    /// (preload/writer.c, ss_pack_write), as "PID PPID LEN PATH\n" and LEN bytes each ("LEN+":
+    /// the records' checksums are left to the supervisor, ss_pack_bare).
     pack: PathBuf,
     /// How far the pack has been read (it is renamed to PACK.read at the first read).
     pack_read: std::cell::Cell<usize>,
@@ -455,13 +456,19 @@ impl Session {
             }
             let text = String::from_utf8_lossy(&line[..n - 1]).into_owned();
             let mut parts = text.splitn(4, ' ');
-            let (Some(pid), Some(ppid), Some(Ok(len)), Some(path)) = (
-                parts.next(),
-                parts.next(),
-                parts.next().map(str::parse::<usize>),
-                parts.next(),
-            ) else {
+            let (Some(pid), Some(ppid), Some(len), Some(path)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
                 break; // after an entry cut short (a full disk) what follows cannot be told apart
+            };
+            // "LEN+": a child that only exited left its records' checksums to us (its CPU time
+            // is the program's; ss_pack_bare), computed here as the interposer would have.
+            let (len, unsealed) = match len.strip_suffix('+') {
+                Some(len) => (len, true),
+                None => (len, false),
+            };
+            let Ok(len) = len.parse::<usize>() else {
+                break;
             };
             let mut bytes = vec![0u8; len.min(1 << 28)];
             if len > 1 << 28
@@ -469,6 +476,9 @@ impl Session {
                 || !bytes.starts_with(b"STALLSCP")
             {
                 break;
+            }
+            if unsealed {
+                crate::profile::fix_checksums(&mut bytes);
             }
             at += n + len;
             if let Some(written) = write_new(Path::new(path), &bytes) {
@@ -981,6 +991,43 @@ mod tests {
         assert_eq!(
             loader_runs_no_program(Path::new("/usr/bin/env"), &words(&["--list"])),
             None
+        );
+    }
+
+    /// A child that only exited leaves its records' checksums to the supervisor ("LEN+"): the
+    /// file gets them as the interposer computes them; an entry without the mark is written as
+    /// it came.
+    #[test]
+    fn unpack_seals_the_records_of_an_unsealed_entry() {
+        let session = Session::create().unwrap();
+        let out = session.dir.join("out");
+        std::fs::create_dir(&out).unwrap();
+        // A file header (24 bytes) and one record of 5 payload bytes (padded to 8), checksums 0.
+        let mut body = b"STALLSCP".to_vec();
+        body.resize(24, 0);
+        body.extend_from_slice(&[3, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        body.extend_from_slice(b"hello\0\0\0");
+        let mut pack = Vec::new();
+        for (pid, mark) in [(7, "+"), (8, "")] {
+            let path = out.join(format!("stallscope-c-{pid}.prof"));
+            pack.extend(format!("{pid} 1 {}{mark} {}\n", body.len(), path.display()).bytes());
+            pack.extend_from_slice(&body);
+        }
+        std::fs::write(&session.pack, &pack).unwrap();
+        session.unpack();
+        let sealed = std::fs::read(out.join("stallscope-c-7.prof")).unwrap();
+        let mut expected = body.clone();
+        crate::profile::fix_checksums(&mut expected);
+        assert_ne!(expected, body);
+        assert_eq!(sealed, expected);
+        let record_crc = u32::from_le_bytes(sealed[32..36].try_into().unwrap());
+        assert_eq!(
+            record_crc,
+            crate::profile::record_crc(&sealed[24..32], b"hello")
+        );
+        assert_eq!(
+            std::fs::read(out.join("stallscope-c-8.prof")).unwrap(),
+            body
         );
     }
 
