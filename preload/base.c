@@ -289,6 +289,8 @@ void *ss_map_wiped(size_t size) {
     char *a = __atomic_load_n(&ss_wiped_arena, __ATOMIC_ACQUIRE);
     if (!a) {
         char *fresh = ss_map_wiped_alone(SS_WIPED_ARENA);
+        /* Touched a page at a time, sparsely (hash tables): never backed by huge pages. */
+        if (fresh) madvise(fresh, SS_WIPED_ARENA, MADV_NOHUGEPAGE);
         if (fresh) {
             char *none = NULL;
             if (__atomic_compare_exchange_n(&ss_wiped_arena, &none, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
