@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
 # Does the profile change what it measures? A program's lock behaviour counted without stallscope
-# and under it, by counters that are not stallscope's: two threads take one mutex 5 million times
-# (benches/programs/mutex_handoffs.c, mutex_shared.c's loop), and per run
-#   handoffs  the program's own count of acquisitions by the thread that did not hold it last
-#   waits     the kernel's FUTEX_WAIT_PRIVATE calls on the lock's word (perf, syscalls tracepoint
-#             filtered on the word's address: a thread that went to sleep for the lock)
-#   wakes     the kernel's FUTEX_WAKE_PRIVATE calls on it (a release that woke, or tried to)
+# and under it, by counters that are not stallscope's. The programs (--program):
+#   mutex   two threads take one mutex 5 million times (benches/programs/mutex_handoffs.c,
+#           mutex_shared.c's loop); the program counts its hand-offs (acquisitions by the thread
+#           that did not hold it last)
+#   cond    a producer and a consumer pass 400,000 items through a 16-slot queue under a mutex and
+#           two condition variables (cond_handoffs.c); the program counts the mutex's hand-offs
+#           and its condition waits (a consumer that found the queue empty, a producer that found
+#           it full)
+#   cond4   the same with two producers and two consumers
+#   rwlock  a reader and a writer share a read-write lock (rwlock_handoffs.c 1); the program
+#           counts the acquisitions that had to wait (a failed try before it blocked), the
+#           writer's and the reader's
+# and per run the kernel's counts, from perf's syscalls tracepoints filtered on the addresses of
+# the program's lock words:
+#   waits     futex waits (FUTEX_WAIT, FUTEX_WAIT_BITSET, private): a thread that went to sleep
+#   wakes     futex wakes (FUTEX_WAKE, FUTEX_WAKE_BITSET, private): a release or signal that woke,
+#             or tried to
 #   contended the profile's contended acquisitions (profiled runs only)
 # for the unprofiled program, `stallscope run` (lock steps on, the default), `stallscope run
 # --no-sampling` (the lock hooks without the thread-state sampler's signals and /proc reads) and
@@ -13,7 +24,8 @@
 # that starts rotates per round). The table gives each figure's median over the rounds with its min-max.
 # Needs perf and root (or perf_event_paranoid -1 and tracefs access).
 #
-# Usage: benches/faithfulness.sh [--rounds N] [--cpus LIST] [--rt] [--modes LIST] [--baseline-lib PATH]...
+# Usage: benches/faithfulness.sh [--program NAME] [--rounds N] [--cpus LIST] [--rt] [--modes LIST] [--baseline-lib PATH]...
+#   --program NAME  mutex (default), cond, cond4 or rwlock (above)
 #   --cpus LIST  run every mode under taskset -c LIST
 #   --rt         run every mode at real-time priority (chrt -f 10, root): the two threads run
 #                together whenever there are two CPUs, whatever else the machine runs. Without
@@ -35,6 +47,7 @@
 set -euo pipefail
 
 rounds=7
+program=mutex
 cpus=""
 rt=0
 baseline_libs=()
@@ -42,11 +55,12 @@ mode_list="steps,nosampling,forwarded"
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
+        --program) program="$2"; shift ;;
         --cpus) cpus="$2"; shift ;;
         --rt) rt=1 ;;
         --baseline-lib) baseline_libs+=("$(realpath "$2")"); shift ;;
         --modes) mode_list="$2"; shift ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -60,9 +74,22 @@ cargo build --release --quiet
 stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-faith.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-cc -O2 -g -pthread -no-pie -o "$work/mh" benches/programs/mutex_handoffs.c
-word=$(nm "$work/mh" | awk '$3 == "lock" { print "0x" $1 }')
+# The program, its arguments, its title and the global holding its lock words.
+case "$program" in
+    mutex) source=mutex_handoffs; args=(); symbol=lock; title="mutex_handoffs (2 threads, 5,000,000 acquisitions)" ;;
+    cond) source=cond_handoffs; args=(1); symbol=words; title="cond_handoffs (a producer and a consumer, 400,000 items)" ;;
+    cond4) source=cond_handoffs; args=(2); symbol=words; title="cond_handoffs 2 (two producers and two consumers, 400,000 items)" ;;
+    rwlock) source=rwlock_handoffs; args=(1); symbol=lock; title="rwlock_handoffs 1 (a reader, 300,000 reads, and a writer, 100,000 writes)" ;;
+    *) echo "unknown program: $program" >&2; exit 2 ;;
+esac
+cc -O2 -g -pthread -no-pie -o "$work/mh" "benches/programs/$source.c"
+read -r word size < <(nm -S "$work/mh" | awk -v s="$symbol" '$4 == s { print "0x" $1, "0x" $2 }')
 [ -n "$word" ] || { echo "no address for the lock" >&2; exit 1; }
+end=$(printf '0x%x' $((word + size)))
+# Private futex operations: WAIT 128, WAIT_BITSET 137 (and with CLOCK_REALTIME 393); WAKE 129,
+# WAKE_BITSET 138.
+wait_filter="uaddr >= $word && uaddr < $end && (op == 128 || op == 137 || op == 393)"
+wake_filter="uaddr >= $word && uaddr < $end && (op == 129 || op == 138)"
 pin=()
 [ -z "$cpus" ] || pin=(taskset -c "$cpus")
 rtprio=()
@@ -82,30 +109,35 @@ run_one() {
     local mode="$1" prof="$work/p.prof" cmd
     rm -f "$prof"
     case "$mode" in
-        plain|again) cmd=("$work/mh") ;;
-        steps) cmd=("$stallscope" run -q -o "$prof" -- "$work/mh") ;;
-        nosampling) cmd=("$stallscope" run -q --no-sampling -o "$prof" -- "$work/mh") ;;
-        forwarded) cmd=(env STALLSCOPE_LOCK_STEPS=0 "$stallscope" run -q -o "$prof" -- "$work/mh") ;;
-        cpuonly) cmd=("$stallscope" run -q --wall-hz 0 -o "$prof" -- "$work/mh") ;;
-        wallonly) cmd=("$stallscope" run -q --sample-hz 0 -o "$prof" -- "$work/mh") ;;
-        perfrec) cmd=(perf record -q -B -F 1000 -g -o "$work/perf.data" -- "${rtprio[@]}" "$work/mh") ;;
-        baseline*) cmd=(env STALLSCOPE_PRELOAD_LIB="${baseline_libs[${mode#baseline}]}" "$stallscope" run -q -o "$prof" -- "$work/mh") ;;
+        plain|again) cmd=("$work/mh" "${args[@]}") ;;
+        steps) cmd=("$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
+        nosampling) cmd=("$stallscope" run -q --no-sampling -o "$prof" -- "$work/mh" "${args[@]}") ;;
+        forwarded) cmd=(env STALLSCOPE_LOCK_STEPS=0 "$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
+        cpuonly) cmd=("$stallscope" run -q --wall-hz 0 -o "$prof" -- "$work/mh" "${args[@]}") ;;
+        wallonly) cmd=("$stallscope" run -q --sample-hz 0 -o "$prof" -- "$work/mh" "${args[@]}") ;;
+        perfrec) cmd=(perf record -q -B -F 1000 -g -o "$work/perf.data" -- "${rtprio[@]}" "$work/mh" "${args[@]}") ;;
+        baseline*) cmd=(env STALLSCOPE_PRELOAD_LIB="${baseline_libs[${mode#baseline}]}" "$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
     esac
     local out
     out=$(perf stat -x, -o "$work/stat" \
-        -e syscalls:sys_enter_futex --filter "uaddr == $word && op == 128" \
-        -e syscalls:sys_enter_futex --filter "uaddr == $word && op == 129" \
+        -e syscalls:sys_enter_futex --filter "$wait_filter" \
+        -e syscalls:sys_enter_futex --filter "$wake_filter" \
         -- "${pin[@]}" $([ "$mode" = perfrec ] || echo "${rtprio[@]}") "${cmd[@]}")
-    local handoffs waits wakes contended=-
-    handoffs=$(echo "$out" | awk '{ print $3 }')
+    local counts waits wakes contended=-
+    # The program's counters: the values of its output's "NAME VALUE" pairs (after the first word).
+    counts=$(echo "$out" | awk '{ for (i = 3; i <= NF; i += 2) printf "%s ", $i }')
     waits=$(grep sys_enter_futex "$work/stat" | sed -n 1p | cut -d, -f1)
     wakes=$(grep sys_enter_futex "$work/stat" | sed -n 2p | cut -d, -f1)
     if [ "$mode" != plain ] && [ "$mode" != again ] && [ "$mode" != perfrec ]; then
         contended=$("$stallscope" report --json "$prof" |
-            python3 -c 'import json,sys; print(sum(l["contended"] for l in json.load(sys.stdin)["locks"] if l["kind"] == "mutex"))')
+            python3 -c 'import json,sys; print(sum(l["contended"] for l in json.load(sys.stdin)["locks"] if l["kind"] == "mutex" or l["kind"].startswith("rwlock")))')
     fi
-    echo "$handoffs $waits $wakes $contended"
+    echo "$counts$waits $wakes $contended"
 }
+# The program's counters' names, from one run of it.
+names=$("$work/mh" "${args[@]}" | awk '{ for (i = 2; i <= NF; i += 2) printf "%s ", $i }')
+read -r -a names <<<"$names"
+ncounts=${#names[@]}
 
 declare -A figs
 for ((r = 1; r <= rounds; r++)); do
@@ -118,7 +150,7 @@ done
 
 # stat MODE COLUMN: median (min-max) of one figure over the rounds.
 stat() {
-    echo "${figs[$1]}" | tr ';' '\n' | grep . | awk -v c="$2" '{ print $c }' | grep -v '^-$' | sort -n |
+    echo "${figs[$1]}" | tr ';' '\n' | grep . | awk -v c="$2" '{ print $c }' | { grep -v '^-$' || true; } | sort -n |
         awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit } m = NR % 2 ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2); printf "%d (%d-%d)", m, v[1], v[NR] }'
 }
 # mode_name MODE: the mode as the tables name it.
@@ -136,12 +168,17 @@ mode_name() {
     esac
 }
 echo
-echo "mutex_handoffs (2 threads, 5,000,000 acquisitions), $rounds interleaved rounds${cpus:+, taskset -c $cpus}$([ "$rt" = 0 ] || echo ", chrt -f 10"); median (min-max)."
+echo "$title, $rounds interleaved rounds${cpus:+, taskset -c $cpus}$([ "$rt" = 0 ] || echo ", chrt -f 10"); median (min-max)."
 echo
-echo "| mode | hand-offs (program) | futex waits (kernel) | futex wakes (kernel) | contended (profile) |"
-echo "|---|---|---|---|---|"
+header="| mode |"
+rule="|---|"
+for n in "${names[@]}"; do header+=" $n (program) |"; rule+="---|"; done
+echo "$header futex waits (kernel) | futex wakes (kernel) | contended (profile) |"
+echo "$rule---|---|---|"
 for mode in "${modes[@]}"; do
-    echo "| $(mode_name "$mode") | $(stat "$mode" 1) | $(stat "$mode" 2) | $(stat "$mode" 3) | $(stat "$mode" 4) |"
+    row="| $(mode_name "$mode") |"
+    for ((c = 1; c <= ncounts + 3; c++)); do row+=" $(stat "$mode" "$c") |"; done
+    echo "$row"
 done
 
 # The same rounds as ratios to the unprofiled run of the same round (the machine's drift between
@@ -149,16 +186,18 @@ done
 echo
 echo "Per round, each figure over the unprofiled run's of the same round: median (quartiles)."
 echo
-echo "| mode | hand-offs | futex waits | futex wakes |"
-echo "|---|---|---|---|"
+header="| mode |"
+for n in "${names[@]}"; do header+=" $n |"; done
+echo "$header futex waits | futex wakes |"
+echo "$rule---|---|"
 for mode in "${modes[@]}"; do
     [ "$mode" != plain ] || continue
-    row=$(python3 - "${figs[plain]}" "${figs[$mode]}" <<'PY'
+    row=$(python3 - "${figs[plain]}" "${figs[$mode]}" "$((ncounts + 2))" <<'PY'
 import statistics, sys
 plain = [r.split() for r in sys.argv[1].split(";") if r]
 mode = [r.split() for r in sys.argv[2].split(";") if r]
 cells = []
-for c in range(3):
+for c in range(int(sys.argv[3])):
     ratios = sorted(float(m[c]) / float(p[c]) for p, m in zip(plain, mode) if float(p[c]) > 0)
     if len(ratios) < 2:
         cells.append("-")
