@@ -39,6 +39,9 @@
 #                  wallonly  `stallscope run --sample-hz 0`: the flusher's /proc reads, no signals
 #                  again     the unprofiled program again: an A/A control, whose ratios to
 #                            `plain` are the run-to-run spread alone
+#                  passthrough  the program with an LD_PRELOAD library whose lock functions only
+#                            call glibc's (benches/programs/lock_passthrough.c): what
+#                            interposing at all changes
 #                  perfrec   the unprofiled program under `perf record -F 1000 -g`: what a
 #                            kernel sampling profiler at stallscope's CPU sample rate costs it
 #                            (with --rt, perf itself is not real-time, only the program)
@@ -83,6 +86,7 @@ case "$program" in
     *) echo "unknown program: $program" >&2; exit 2 ;;
 esac
 cc -O2 -g -pthread -no-pie -o "$work/mh" "benches/programs/$source.c"
+cc -O2 -shared -fPIC -o "$work/passthrough.so" benches/programs/lock_passthrough.c -ldl
 read -r word size < <(nm -S "$work/mh" | awk -v s="$symbol" '$4 == s { print "0x" $1, "0x" $2 }')
 [ -n "$word" ] || { echo "no address for the lock" >&2; exit 1; }
 end=$(printf '0x%x' $((word + size)))
@@ -98,7 +102,7 @@ modes=(plain)
 for m in ${mode_list//,/ }; do
     case "$m" in
         plain) ;;
-        steps|nosampling|forwarded|cpuonly|wallonly|again|perfrec) modes+=("$m") ;;
+        steps|nosampling|forwarded|cpuonly|wallonly|again|perfrec|passthrough) modes+=("$m") ;;
         *) echo "unknown mode: $m" >&2; exit 2 ;;
     esac
 done
@@ -110,6 +114,7 @@ run_one() {
     rm -f "$prof"
     case "$mode" in
         plain|again) cmd=("$work/mh" "${args[@]}") ;;
+        passthrough) cmd=(env LD_PRELOAD="$work/passthrough.so" "$work/mh" "${args[@]}") ;;
         steps) cmd=("$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
         nosampling) cmd=("$stallscope" run -q --no-sampling -o "$prof" -- "$work/mh" "${args[@]}") ;;
         forwarded) cmd=(env STALLSCOPE_LOCK_STEPS=0 "$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
@@ -128,7 +133,7 @@ run_one() {
     counts=$(echo "$out" | awk '{ for (i = 3; i <= NF; i += 2) printf "%s ", $i }')
     waits=$(grep sys_enter_futex "$work/stat" | sed -n 1p | cut -d, -f1)
     wakes=$(grep sys_enter_futex "$work/stat" | sed -n 2p | cut -d, -f1)
-    if [ "$mode" != plain ] && [ "$mode" != again ] && [ "$mode" != perfrec ]; then
+    if [ "$mode" != plain ] && [ "$mode" != again ] && [ "$mode" != perfrec ] && [ "$mode" != passthrough ]; then
         contended=$("$stallscope" report --json "$prof" |
             python3 -c 'import json,sys; print(sum(l["contended"] for l in json.load(sys.stdin)["locks"] if l["kind"] == "mutex" or l["kind"].startswith("rwlock")))')
     fi
@@ -163,6 +168,7 @@ mode_name() {
         cpuonly) echo "run --wall-hz 0 (CPU samples only)" ;;
         wallonly) echo "run --sample-hz 0 (wall samples only)" ;;
         again) echo "unprofiled again (A/A)" ;;
+        passthrough) echo "pass-through LD_PRELOAD (control)" ;;
         perfrec) echo "unprofiled under perf record -F 1000 -g" ;;
         baseline*) echo "lock steps, $(basename "${baseline_libs[${1#baseline}]}")" ;;
     esac

@@ -2,7 +2,8 @@
 # How much of the allocator hooks' cost is the floor of any hook: allocation-bound programs
 # (benches/programs alloc_churn and bignum_pell) unprofiled, under LD_PRELOAD libraries that do
 # less than the interposer (benches/programs/hook_floor.c: a pass-through, one countdown, the
-# interposer's exact counts before and after issue 27) and under the interposer itself
+# interposer's exact counts before and after issue 27, and those counts with their record in a
+# mapping of its own rather than static TLS) and under the interposer itself
 # (LD_PRELOAD, thread-state sampling off and on), interleaved (the starting mode rotates per
 # round). Prints each mode's median CPU time (perf stat's task-clock, the program's threads on a
 # CPU: steadier than wall time on a shared machine) over the rounds and its ratio to the unprofiled median, with the per-round ratios'
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
         --lib) lib="$2"; shift ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -31,14 +32,14 @@ lib="$(bench_interposer "$root" "$lib")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-floor.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 for p in alloc_churn bignum_pell; do cc -O2 -pthread -o "$work/$p" "$root/benches/programs/$p.c"; done
-for f in 0 1 2 3; do
+for f in 0 1 2 3 4; do
     cc -O2 -shared -fPIC -DFLOOR=$f -o "$work/floor$f.so" "$root/benches/programs/hook_floor.c" -ldl
 done
 mkdir -p "$work/prof"
 
-modes=(plain floor0 floor1 floor2 floor3 interposer nosampling)
+modes=(plain floor0 floor1 floor2 floor3 floor4 interposer nosampling)
 declare -A title=([plain]=unprofiled [floor0]="pass-through" [floor1]="one countdown"
-    [floor2]="counts (issue 27)" [floor3]="counts (before)" [interposer]="interposer"
+    [floor2]="counts (issue 27)" [floor3]="counts (before)" [floor4]="counts, record in a mapping" [interposer]="interposer"
     [nosampling]="interposer, no sampling")
 
 run_one() { # PROGRAM MODE: prints the CPU time in ms

@@ -2,11 +2,12 @@
  * condition variables, argv[1] producers (default 1) putting 400,000 items in all and as many
  * consumers taking them. The program counts the waits it asked for: a consumer that found the
  * queue empty, a producer that found it full (each a pthread_cond_wait), and how often the mutex
- * changed hands. A profiler must not change them. The threads start together (a spin, no futex).
+ * changed hands. A profiler must not change them. The threads start together (yielding, no futex).
  * The mutex and the condition variables are one global of a non-PIE build, so that a kernel
  * tracepoint filter can name their futex words (benches/faithfulness.sh --program cond).
  * Prints "ITEMS-CHECKSUM handoffs H waits W". */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ static void take_mutex(int me) {
 
 static void start_together(void) {
     __atomic_add_fetch(&arrived, 1, __ATOMIC_ACQ_REL);
-    while (__atomic_load_n(&arrived, __ATOMIC_ACQUIRE) < threads) __builtin_ia32_pause();
+    while (__atomic_load_n(&arrived, __ATOMIC_ACQUIRE) < threads) sched_yield(); /* more threads than CPUs, real-time */
 }
 
 struct role {

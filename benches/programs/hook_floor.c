@@ -6,9 +6,12 @@
  *   2  + exact counts as the interposer keeps them: malloc's calls, bytes and size bucket, free's
  *        calls, each call's count compared with the thread's next timed one (issue 27's layout)
  *   3  the same counts, as before issue 27: five increments per malloc, two per free
- * Nothing is recorded or written; the record lives in static TLS. */
+ *   4  2's counts with the record in a mapping of its own (as the interposer's thread nodes)
+ *        instead of static TLS
+ * Nothing is recorded or written; the record lives in static TLS (but for 4). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,7 +36,12 @@ __attribute__((constructor)) static void init(void) {
 static struct record *record(void) {
     struct record *t = self;
     if (__builtin_expect(!t, 0)) {
+#if FLOOR == 4
+        void *p = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        t = self = p == MAP_FAILED ? &own : p;
+#else
         t = self = &own;
+#endif
         t->countdown = t->free_countdown = 1u << 30;
         t->timed_at = t->free_timed_at = UINT64_MAX;
         t->bytes_left = INT64_MAX;
@@ -52,7 +60,7 @@ void *malloc(size_t n) {
     if (n >= 1000) return slow_malloc(n);
 #if FLOOR == 1
     if (__builtin_expect(--t->countdown == 0, 0)) return slow_malloc(n);
-#elif FLOOR == 2
+#elif FLOOR == 2 || FLOOR == 4
     uint64_t c = ++t->calls;
     t->bytes += n;
     t->hist[bucket[(n + 7) >> 3]]++;
@@ -75,7 +83,7 @@ void free(void *p) {
     struct record *t = record();
 #if FLOOR == 1
     if (__builtin_expect(--t->free_countdown == 0, 0)) return slow_free(p);
-#elif FLOOR == 2
+#elif FLOOR == 2 || FLOOR == 4
     if (__builtin_expect(++t->free_calls >= t->free_timed_at, 0)) return slow_free(p);
 #else
     t->free_calls++;

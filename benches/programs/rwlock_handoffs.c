@@ -2,10 +2,11 @@
  * a pthread_rwlock_t; each reader takes it for reading 300,000 times, the writer for writing
  * 100,000 times, each holding it for a short loop. Each thread first tries the lock and counts a
  * failed try before it blocks: the program's own count of the acquisitions that had to wait,
- * which a profiler must not change. The threads start together (a spin, no futex). The lock is a
+ * which a profiler must not change. The threads start together (yielding, no futex). The lock is a
  * global of a non-PIE build, so that a kernel tracepoint filter can name its futex words
  * (benches/faithfulness.sh --program rwlock). Prints "VALUE writer_waits W reader_waits R". */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@ static int arrived, threads;
 
 static void start_together(void) {
     __atomic_add_fetch(&arrived, 1, __ATOMIC_ACQ_REL);
-    while (__atomic_load_n(&arrived, __ATOMIC_ACQUIRE) < threads) __builtin_ia32_pause();
+    while (__atomic_load_n(&arrived, __ATOMIC_ACQUIRE) < threads) sched_yield(); /* more threads than CPUs, real-time */
 }
 
 static void *reader(void *arg) {
