@@ -268,6 +268,7 @@ void *ss_map(size_t size) {
 #define SS_WIPED_ARENA (32ul << 20)
 static char *ss_wiped_arena;
 static size_t ss_wiped_used;
+static int ss_wiped_arena_refused; /* the reservation failed (an address-space limit): not retried */
 
 static void *ss_map_wiped_alone(size_t size) {
     void *p = ss_map(size);
@@ -287,10 +288,16 @@ void ss_unmap(void *p, size_t size) {
 
 void *ss_map_wiped(size_t size) {
     char *a = __atomic_load_n(&ss_wiped_arena, __ATOMIC_ACQUIRE);
-    if (!a) {
-        char *fresh = ss_map_wiped_alone(SS_WIPED_ARENA);
-        /* Touched a page at a time, sparsely (hash tables): never backed by huge pages. */
-        if (fresh) madvise(fresh, SS_WIPED_ARENA, MADV_NOHUGEPAGE);
+    if (!a && !__atomic_load_n(&ss_wiped_arena_refused, __ATOMIC_RELAXED)) {
+        char *fresh = mmap(NULL, SS_WIPED_ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (fresh == MAP_FAILED) {
+            fresh = NULL;
+            __atomic_store_n(&ss_wiped_arena_refused, 1, __ATOMIC_RELAXED);
+        } else {
+            if (madvise(fresh, SS_WIPED_ARENA, MADV_WIPEONFORK) != 0) ss_wipe_works = 0; /* before Linux 4.14 */
+            /* Touched a page at a time, sparsely (hash tables): never backed by huge pages. */
+            madvise(fresh, SS_WIPED_ARENA, MADV_NOHUGEPAGE);
+        }
         if (fresh) {
             char *none = NULL;
             if (__atomic_compare_exchange_n(&ss_wiped_arena, &none, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
