@@ -455,17 +455,20 @@ static uint32_t ss_scan_stack(uint64_t sp, uint64_t pc) {
  * said; `cpu_before`: its CPU time before that read). A thread that woke meanwhile may have run
  * on and written over its stack (log_fsync's worker, back in its loop, read as waiting in
  * fdatasync called from the loop's other call), so the stack is trusted only if the thread did
- * not run since (a long sleep: one clock read) or still sleeps in the same call at the same place
- * after the scan. Otherwise a stack trusted earlier for the same call, pc and stack pointer stands
- * in (a short sleep repeated in a loop), else the sample has no stack: none rather than a wrong
- * one. */
+ * not run since (a long sleep: one clock read) or, after the scan, still sleeps in a call with the
+ * same line and a second scan reads the same frames. The line alone cannot tell the same call
+ * from the next one made at the same place (a loop), and a flusher preempted between its reads
+ * (a loaded machine) gave the thread time to go round the loop and be scanned elsewhere.
+ * Otherwise a stack trusted earlier for the same call, pc and stack pointer stands in (a short
+ * sleep repeated in a loop), else the sample has no stack: none rather than a wrong one. */
 static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const char *line, size_t len,
                                     uint64_t sp, uint64_t pc, uint16_t nr, uint64_t cpu_before) {
     uint32_t stack = ss_scan_stack(sp, pc);
     int still = ss_thread_cpu_ns((pid_t)t->rec.tid) == cpu_before;
     if (!still) {
         char again[512];
-        still = ss_read_small(path, again, sizeof again) == len && memcmp(again, line, len) == 0;
+        still = ss_read_small(path, again, sizeof again) == len && memcmp(again, line, len) == 0 &&
+                ss_scan_stack(sp, pc) == stack;
     }
     struct ss_still_stack *seen = t->sampler.still;
     uint32_t k = 0;
