@@ -262,10 +262,11 @@ void *ss_map(size_t size) {
 /* The wiped memory (nodes, stack and unwind tables, output buffers) is carved from one reservation,
  * so that it is one mapping: fork copies each mapping of a process and a child unmaps each at exit,
  * about 1.5-2 us a fork for each (docs/PERFORMANCE.md, Fork children). The reservation holds what
- * a process maps at start-up and some threads' nodes; what does not fit is mapped on its own.
+ * a process maps at start-up (about 20 MiB, most of it the stack tables, as when they were
+ * mapped one by one) and a dozen more threads' nodes; what does not fit is mapped on its own.
  * Pages are touched as they are used; a block given back is emptied (MADV_DONTNEED), its
  * addresses not reused. */
-#define SS_WIPED_ARENA (32ul << 20)
+#define SS_WIPED_ARENA (24ul << 20)
 static char *ss_wiped_arena;
 static size_t ss_wiped_used;
 static int ss_wiped_arena_refused; /* the reservation failed (an address-space limit): not retried */
