@@ -63,7 +63,7 @@ while [ $# -gt 0 ]; do
         --rt) rt=1 ;;
         --baseline-lib) baseline_libs+=("$(realpath "$2")"); shift ;;
         --modes) mode_list="$2"; shift ;;
-        -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
