@@ -271,9 +271,13 @@ static char *ss_wiped_arena;
 static size_t ss_wiped_used;
 static int ss_wiped_arena_refused; /* the reservation failed (an address-space limit): not retried */
 
+static void ss_mark_wiped(void *p, size_t size) {
+    if (madvise(p, size, MADV_WIPEONFORK) != 0) ss_wipe_works = 0; /* before Linux 4.14 */
+}
+
 static void *ss_map_wiped_alone(size_t size) {
     void *p = ss_map(size);
-    if (p && madvise(p, size, MADV_WIPEONFORK) != 0) ss_wipe_works = 0; /* before Linux 4.14 */
+    if (p) ss_mark_wiped(p, size);
     return p;
 }
 
@@ -295,7 +299,7 @@ void *ss_map_wiped(size_t size) {
             fresh = NULL;
             __atomic_store_n(&ss_wiped_arena_refused, 1, __ATOMIC_RELAXED);
         } else {
-            if (madvise(fresh, SS_WIPED_ARENA, MADV_WIPEONFORK) != 0) ss_wipe_works = 0; /* before Linux 4.14 */
+            ss_mark_wiped(fresh, SS_WIPED_ARENA);
             /* Touched a page at a time, sparsely (hash tables): never backed by huge pages. */
             madvise(fresh, SS_WIPED_ARENA, MADV_NOHUGEPAGE);
         }

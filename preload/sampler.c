@@ -433,10 +433,10 @@ static uint64_t ss_parse_num(const char *p) { /* decimal, or hexadecimal after 0
 #define SS_SCAN_BYTES 2048u
 #define SS_SCAN_FRAMES 24u
 
-/* Words near the top of a blocked thread's stack that point into loaded code. */
-static uint32_t ss_scan_stack(uint64_t sp, uint64_t pc) {
+/* Words near the top of a blocked thread's stack that point into loaded code, after `pc`, into
+ * `frames` (SS_SCAN_FRAMES of them at most); returns how many. */
+static uint32_t ss_scan_stack(uint64_t sp, uint64_t pc, uint64_t *frames) {
     static uint64_t words[SS_SCAN_BYTES / 8];
-    uint64_t frames[SS_SCAN_FRAMES];
     uint32_t n = 0;
     frames[n++] = pc;
     size_t want = SS_SCAN_BYTES;
@@ -448,7 +448,7 @@ static uint32_t ss_scan_stack(uint64_t sp, uint64_t pc) {
     }
     for (ssize_t i = 0; got > 0 && i < got / 8 && n < SS_SCAN_FRAMES; i++)
         if (ss_modules_contain(words[i])) frames[n++] = words[i];
-    return ss_stack_intern(frames, n, SS_STACK_KIND_SCAN);
+    return n;
 }
 
 /* The scanned stack of a thread found asleep in a system call (`line`: what its syscall file
@@ -463,20 +463,21 @@ static uint32_t ss_scan_stack(uint64_t sp, uint64_t pc) {
  * sleep repeated in a loop), else the sample has no stack: none rather than a wrong one. */
 static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const char *line, size_t len,
                                     uint64_t sp, uint64_t pc, uint16_t nr, uint64_t cpu_before) {
-    uint32_t stack = ss_scan_stack(sp, pc);
+    uint64_t frames[SS_SCAN_FRAMES], again_frames[SS_SCAN_FRAMES];
+    uint32_t n = ss_scan_stack(sp, pc, frames);
     int still = ss_thread_cpu_ns((pid_t)t->rec.tid) == cpu_before;
     if (!still) {
         char again[512];
         still = ss_read_small(path, again, sizeof again) == len && memcmp(again, line, len) == 0 &&
-                ss_scan_stack(sp, pc) == stack;
+                ss_scan_stack(sp, pc, again_frames) == n && memcmp(again_frames, frames, n * sizeof *frames) == 0;
     }
     struct ss_still_stack *seen = t->sampler.still;
     uint32_t k = 0;
     while (k < 4 && !(seen[k].syscall == nr && seen[k].pc == pc && seen[k].sp == sp)) k++;
-    if (still) {
+    if (still) { /* interned only now: a scan not trusted makes no stack */
         if (k == 4) k = t->sampler.still_next++ % 4;
-        seen[k] = (struct ss_still_stack){pc, sp, stack, nr};
-        return stack;
+        seen[k] = (struct ss_still_stack){pc, sp, ss_stack_intern(frames, n, SS_STACK_KIND_SCAN), nr};
+        return seen[k].stack;
     }
     return k < 4 ? seen[k].stack : 0;
 }
