@@ -22,6 +22,9 @@ int ss_use_tsc;
 uint64_t ss_ns_per_tick_q32 = 1ull << 32;
 uint64_t ss_ticks_per_sec = 1000000000ull;
 uint64_t ss_sample_cap_ticks = 50000ull;
+/* The first clock pair of the calibration: the base from which the flush works out the rate
+ * that turns a wait's ticks into CLOCK_MONOTONIC (ss_tick_clock_now). */
+static uint64_t ss_calib_ns, ss_calib_ticks;
 SS_FORK_STATE pid_t ss_pid;
 /* A fast part that reaches its slow part with it is sent there by one of these fields (see
  * ss_enter in ss_internal.h); nothing else in it is ever read. */
@@ -82,9 +85,34 @@ void ss_calibrate(void) {
         ss_use_tsc = 0;
         return;
     }
+    ss_calib_ns = n0;
+    ss_calib_ticks = t0;
     ss_ticks_per_sec = (uint64_t)((unsigned __int128)(t1 - t0) * 1000000000ull / (n1 - n0));
     ss_ns_per_tick_q32 = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
     ss_sample_cap_ticks = ss_ticks_per_sec / 20000; /* 50 us */
+}
+
+/* A clock pair read now, with the rate over everything since the calibration: 50 us gave the
+ * rate to 0.1%, which over a second between flushes would put a wait a millisecond off; after a
+ * second of the process's life the pair gives it to some 40 ns a second. Before 10 ms have passed
+ * the calibration's rate is kept. Without a TSC, ticks are nanoseconds already. */
+void ss_tick_clock_now(struct ss_tick_clock *c) {
+    if (!ss_use_tsc) {
+        c->ns = c->ticks = 0;
+        c->ns_per_tick_q32 = 0;
+        return;
+    }
+    ss_clock_pair(&c->ns, &c->ticks);
+    c->ns_per_tick_q32 = ss_ns_per_tick_q32;
+    if (c->ns > ss_calib_ns + 10000000ull && c->ticks > ss_calib_ticks)
+        c->ns_per_tick_q32 = (uint64_t)(((unsigned __int128)(c->ns - ss_calib_ns) << 32) / (c->ticks - ss_calib_ticks));
+}
+
+uint64_t ss_tick_clock_mono(const struct ss_tick_clock *c, uint64_t ticks) {
+    if (!c->ns_per_tick_q32) return ticks;
+    if (ticks >= c->ticks) return c->ns + (uint64_t)(((unsigned __int128)(ticks - c->ticks) * c->ns_per_tick_q32) >> 32);
+    uint64_t ago = (uint64_t)(((unsigned __int128)(c->ticks - ticks) * c->ns_per_tick_q32) >> 32);
+    return c->ns > ago ? c->ns - ago : 0;
 }
 
 /* ---- sampling ---- */

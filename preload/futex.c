@@ -88,17 +88,17 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
     uint32_t slot = ss_lock_slot_for(t, word, SS_LOCK_FUTEX);
     int first = SS_LOAD(t->locks.table[slot].contended) == 0;
     uint32_t site = ss_stacks_on ? ss_lock_waiter_stack_of(t, word, SS_LOCK_FUTEX, first) : 0;
-    uint64_t stamp = ss_wait_cond_begin(word), start_ns = ss_mono_ns(), start = ss_ticks();
+    uint64_t stamp = ss_wait_cond_begin(word), start = ss_ticks();
     long rc = real(SYS_futex, a1, a2, a3, a4, a5, a6);
     int saved = errno;
-    uint64_t ticks = ss_ticks() - start;
+    uint64_t end = ss_ticks(), ticks = end - start;
     struct ss_lock_stats *l = &t->locks.table[slot];
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, 1);
     SS_ADD(l->wait_ticks, ticks);
     if (ticks > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, ticks);
     if (site) ss_lock_waiter_done(site, ticks);
-    ss_wait_futex_end(t, word, stamp, start_ns, rc == 0);
+    ss_wait_futex_end(t, word, stamp, start, end, rc == 0);
     errno = saved;
     return rc;
 }

@@ -213,7 +213,7 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
         rc_ = block_call;                                                                                   \
         uint64_t end_ = ss_ticks();                                                                         \
         int acquired_ = rc_ == 0 || rc_ == EOWNERDEAD;                                                      \
-        if (acquired_) ss_wait_lock(t, lock, kind, owner_, end_ - start_);                                  \
+        if (acquired_) ss_wait_lock(t, lock, kind, owner_, start_, end_);                                   \
         if (acquired_) SS_INC(t->locks.table[slot_].acquisitions, 1);                                             \
         ss_waited(t, slot_, end_ - start_, acquired_);                                                      \
         if (site_ && acquired_) ss_lock_waiter_done(site_, end_ - start_);                                  \
@@ -323,7 +323,7 @@ static SS_NOINLINE void ss_mutex_wait_record(struct ss_thread *t) {
     l->pending_lock = 0;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ss_waited(t, slot, ticks, 1);
-    ss_wait_lock_ago(t, m, SS_LOCK_MUTEX, owner, ticks, ss_ticks() - end);
+    ss_wait_lock(t, m, SS_LOCK_MUTEX, owner, end - ticks, end);
 }
 
 /* A steppable mutex whose step failed: glibc's next steps at once, in its order (lock_steps.h).
@@ -492,9 +492,9 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
         /* no acquisition of the mutex since the last wait on `c` returned: woken for nothing */            \
         int rewait_ = t->locks.last_cond == (uintptr_t)c &&                                                       \
                       SS_LOAD(t->locks.table[t->locks.last_cond_slot].acquisitions) == t->locks.last_cond_acquisitions;       \
-        uint64_t stamp_ = ss_wait_cond_begin(c), start_ns_ = ss_mono_ns(); /* its waker (waitfor.c) */      \
+        uint64_t stamp_ = ss_wait_cond_begin(c), start_ = ss_ticks(); /* its waker (waitfor.c) */          \
         int rc_ = wait_call;                                                                                \
-        if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_ns_, rewait_);                                   \
+        if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_, ss_ticks(), rewait_);                          \
         t->locks.last_cond = 0;                                                                                   \
         if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
             uint32_t slot_ = ss_count_acquisition(t, m, SS_LOCK_MUTEX);                                     \

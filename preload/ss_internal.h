@@ -472,6 +472,15 @@ static inline uint64_t ss_ticks(void) {
 static inline uint64_t ss_ticks_to_ns(uint64_t ticks) {
     return (uint64_t)(((unsigned __int128)ticks * ss_ns_per_tick_q32) >> 32);
 }
+/* Ticks as CLOCK_MONOTONIC nanoseconds, for the times a hook keeps in ticks (a clock_gettime is
+ * two rdtsc's worth, and around a lock or condition wait every nanosecond shifts how the program's
+ * threads meet: docs/PERFORMANCE.md, "Issue 27's fifth stop"): a clock pair read once by the
+ * flush (ss_tick_clock_now), then converted (ss_tick_clock_mono). */
+struct ss_tick_clock {
+    uint64_t ns, ticks, ns_per_tick_q32; /* ns_per_tick_q32 0: ticks are nanoseconds */
+};
+void ss_tick_clock_now(struct ss_tick_clock *c);
+uint64_t ss_tick_clock_mono(const struct ss_tick_clock *c, uint64_t ticks);
 /* Microseconds as ticks (to a microsecond's worth of ticks: bounds, not measurements). */
 static inline uint64_t ss_us_to_ticks(uint64_t us) { return us * (ss_ticks_per_sec / 1000000u); }
 
@@ -619,19 +628,20 @@ int ss_sampling_now(struct ss_sampling_record *r);
  * the owner of a lock that looks taken (before the blocking call), ss_wait_lock records the wait
  * once the lock is acquired. */
 uint32_t ss_wait_owner(const void *lock, uint32_t kind);
-void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks);
-/* The same for a wait that ended `ago_ticks` before now. */
-void ss_wait_lock_ago(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks,
-                      uint64_t ago_ticks);
-/* A condition variable's wait: the waker slot's stamp before, and the wait recorded after. */
+void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t start_ticks,
+                  uint64_t end_ticks);
+/* A condition variable's wait: the waker slot's stamp before, and the wait recorded after (its
+ * times in ticks). */
 uint64_t ss_wait_cond_begin(const void *cond);
-void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns, int rewait);
+void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ticks,
+                      uint64_t end_ticks, int rewait);
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t);
 void ss_waitfor_init(void);
 /* Futex waits through syscall() (futex.c): a wake that woke someone stamps the word's waker slot;
  * a wait is recorded with the waker that stamped it meanwhile (woken: the call returned 0). */
 void ss_note_waker(const void *object, uint32_t tid, int broadcast);
-void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken);
+void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ticks,
+                       uint64_t end_ticks, int woken);
 void ss_futex_init(void);
 long ss_futex_own(uint32_t *word, int op, uint32_t val, const struct timespec *timeout); /* futex.c */
 /* A futex call the interposer makes for the program (a lock step's wait or wake, lock_steps.h),

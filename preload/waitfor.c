@@ -20,7 +20,11 @@
 #include <semaphore.h>
 #include <time.h>
 
-/* ---- the ring ---- */
+/* ---- the ring ----
+ * A wait a hook records is timed in ticks (ss_ticks: an rdtsc, not a clock_gettime, around the
+ * wait) and marked so in its kind; the flush makes its times CLOCK_MONOTONIC before it writes it
+ * (ss_waits_to_mono). The mark never reaches a file. */
+#define SS_WAIT_IN_TICKS 0x80u
 
 static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
     if (!t->waits.ring) return;
@@ -50,11 +54,30 @@ void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run) {
 
 /* Appends the thread's waits to `out` as one WAITS record under `serial` and empties its ring
  * (flushes run one at a time). Returns the waits written, or -1 when out of memory. */
+/* Makes the times of the waits in [tail, head) that are in ticks CLOCK_MONOTONIC, in place: the
+ * flush owns those slots until it moves the tail past them. */
+static void ss_waits_to_mono(struct ss_thread *t, uint32_t tail, uint32_t head) {
+    struct ss_tick_clock clock;
+    int have_clock = 0;
+    for (uint32_t i = tail; i != head; i++) {
+        struct ss_wait *w = &t->waits.ring[i & (SS_WAIT_RING - 1)];
+        if (!(w->kind & SS_WAIT_IN_TICKS)) continue;
+        if (!have_clock) {
+            ss_tick_clock_now(&clock);
+            have_clock = 1;
+        }
+        w->start_mono_ns = ss_tick_clock_mono(&clock, w->start_mono_ns);
+        w->end_mono_ns = ss_tick_clock_mono(&clock, w->end_mono_ns);
+        w->kind &= (uint8_t)~SS_WAIT_IN_TICKS;
+    }
+}
+
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t) {
     if (!t->waits.ring) return 0;
     uint32_t h = __atomic_load_n(&t->waits.head, __ATOMIC_ACQUIRE), tail = t->waits.tail;
     uint64_t dropped = SS_LOAD(t->waits.dropped), new_dropped = dropped - t->waits.reported;
     if (h == tail && new_dropped == 0) return 0;
+    ss_waits_to_mono(t, tail, h);
     uint32_t n = h - tail, first = tail & (SS_WAIT_RING - 1);
     uint32_t run = n < SS_WAIT_RING - first ? n : SS_WAIT_RING - first;
     struct ss_waits_record r = {serial, n, new_dropped};
@@ -113,15 +136,9 @@ uint32_t ss_wait_owner(const void *lock, uint32_t kind) {
     return 0; /* a spin lock keeps no owner */
 }
 
-void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks) {
-    ss_wait_lock_ago(t, lock, kind, owner, wait_ticks, 0);
-}
-
-void ss_wait_lock_ago(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t wait_ticks,
-                      uint64_t ago_ticks) {
-    uint64_t now = ss_mono_ns(), ago = ss_ticks_to_ns(ago_ticks), ns = ss_ticks_to_ns(wait_ticks);
-    uint64_t end = now > ago ? now - ago : 0;
-    struct ss_wait w = {end > ns ? end - ns : 0, end, (uintptr_t)lock, owner, SS_WAIT_LOCK, (uint8_t)kind, 0};
+void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t start_ticks,
+                  uint64_t end_ticks) {
+    struct ss_wait w = {start_ticks, end_ticks, (uintptr_t)lock, owner, SS_WAIT_LOCK | SS_WAIT_IN_TICKS, (uint8_t)kind, 0};
     ss_wait_push(t, &w);
 }
 
@@ -175,23 +192,25 @@ static uint16_t ss_notification(uint64_t now) {
 }
 
 static void ss_wait_woken(struct ss_thread *t, uint32_t kind, const void *object, uint64_t stamp,
-                          uint64_t start_ns, uint16_t flags) {
+                          uint64_t start_ticks, uint64_t end_ticks, uint16_t flags) {
     uint64_t now = ss_waker_of(object, stamp);
-    struct ss_wait w = {start_ns,      ss_mono_ns(), (uintptr_t)object, (uint32_t)now & ~SS_STAMP_BROADCAST,
-                        (uint8_t)kind, 0,            (uint16_t)(ss_notification(now) | flags)};
+    struct ss_wait w = {start_ticks, end_ticks, (uintptr_t)object, (uint32_t)now & ~SS_STAMP_BROADCAST,
+                        (uint8_t)(kind | SS_WAIT_IN_TICKS), 0, (uint16_t)(ss_notification(now) | flags)};
     ss_wait_push(t, &w);
 }
 
-void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ns, int rewait) {
-    ss_wait_woken(t, SS_WAIT_CONDITION, cond, stamp, start_ns, rewait ? SS_NOTIFY_REWAIT : 0);
+void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ticks,
+                      uint64_t end_ticks, int rewait) {
+    ss_wait_woken(t, SS_WAIT_CONDITION, cond, stamp, start_ticks, end_ticks, rewait ? SS_NOTIFY_REWAIT : 0);
 }
 
 /* A futex wait (futex.c): woken by a FUTEX_WAKE on its word, the waker is named; a wait that
  * returned otherwise (a timeout, a value that had changed, a signal) names none. */
-void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ns, int woken) {
+void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ticks,
+                       uint64_t end_ticks, int woken) {
     uint64_t now = woken ? ss_waker_of(word, stamp) : 0;
-    struct ss_wait w = {start_ns, ss_mono_ns(), (uintptr_t)word, (uint32_t)now & ~SS_STAMP_BROADCAST,
-                        SS_WAIT_FUTEX, SS_LOCK_FUTEX, 0};
+    struct ss_wait w = {start_ticks, end_ticks, (uintptr_t)word, (uint32_t)now & ~SS_STAMP_BROADCAST,
+                        SS_WAIT_FUTEX | SS_WAIT_IN_TICKS, SS_LOCK_FUTEX, 0};
     ss_wait_push(t, &w);
 }
 
@@ -246,9 +265,9 @@ SS_EXPORT int sem_post(sem_t *s) {
 }
 
 static SS_NOINLINE int ss_sem_wait_slow(struct ss_thread *t, sem_t *s, const struct timespec *abstime) {
-    uint64_t stamp = ss_wait_cond_begin(s), start = ss_mono_ns();
+    uint64_t stamp = ss_wait_cond_begin(s), start = ss_ticks();
     int rc = abstime ? ss_real_sem_timedwait(s, abstime) : ss_real_sem_wait(s);
-    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, stamp, start, 0);
+    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, stamp, start, ss_ticks(), 0);
     return rc;
 }
 
