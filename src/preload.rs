@@ -42,7 +42,16 @@ fn cache_dirs() -> Vec<PathBuf> {
 /// private). Otherwise the first place that works.
 pub fn library_path() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("STALLSCOPE_PRELOAD_LIB").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(path));
+        let path = PathBuf::from(path);
+        // The dynamic linker would only print a warning into the program's stderr and run it
+        // unprofiled: a comparison of two builds would then compare one with nothing.
+        if !path.is_file() {
+            anyhow::bail!(
+                "STALLSCOPE_PRELOAD_LIB: {} is not a file (the interposer library to load)",
+                path.display()
+            );
+        }
+        return Ok(path);
     }
     let name = format!("libstallscope-{LIBRARY_HASH}.so");
     let dirs = cache_dirs();

@@ -205,6 +205,27 @@ fn an_unwritable_output_directory_is_named_too() {
 }
 
 #[test]
+fn a_missing_interposer_override_is_an_error_not_an_unprofiled_run() {
+    // STALLSCOPE_PRELOAD_LIB names another build (benches compare two): a path that is not there
+    // used to run the program unprofiled, with only the dynamic linker's warning on its stderr.
+    let dir = TempDir::new("preload-lib-missing");
+    let missing = dir.join("no-such-libstallscope.so");
+    let prof = dir.join("p.prof");
+    let out = Command::new(stallscope())
+        .env("STALLSCOPE_PRELOAD_LIB", &missing)
+        .args(["run", "-q", "-o", prof.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(exit_code(&out), 2, "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("STALLSCOPE_PRELOAD_LIB") && stderr.contains(missing.to_str().unwrap()),
+        "{stderr}"
+    );
+    assert!(!prof.exists(), "{}", describe(&out));
+}
+
+#[test]
 fn the_command_in_a_report_keeps_its_quoting() {
     // An empty last argument, spaces and quotes: `--save ""` used to show as `--save`.
     let dir = TempDir::new("quoting");
