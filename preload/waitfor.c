@@ -52,8 +52,6 @@ void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run) {
     ss_wait_push(t, &w);
 }
 
-/* Appends the thread's waits to `out` as one WAITS record under `serial` and empties its ring
- * (flushes run one at a time). Returns the waits written, or -1 when out of memory. */
 /* Makes the times of the waits in [tail, head) that are in ticks CLOCK_MONOTONIC, in place: the
  * flush owns those slots until it moves the tail past them. */
 static void ss_waits_to_mono(struct ss_thread *t, uint32_t tail, uint32_t head) {
@@ -72,6 +70,8 @@ static void ss_waits_to_mono(struct ss_thread *t, uint32_t tail, uint32_t head) 
     }
 }
 
+/* Appends the thread's waits to `out` as one WAITS record under `serial` and empties its ring
+ * (flushes run one at a time). Returns the waits written, or -1 when out of memory. */
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t) {
     if (!t->waits.ring) return 0;
     uint32_t h = __atomic_load_n(&t->waits.head, __ATOMIC_ACQUIRE), tail = t->waits.tail;
