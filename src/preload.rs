@@ -51,6 +51,15 @@ pub fn library_path() -> Result<PathBuf> {
                 path.display()
             );
         }
+        // Reports know the interposer's own frames by its file name (symbols::is_own_module):
+        // under another name they would read its lock steps as the program's code.
+        if !crate::symbols::is_own_module(&path.to_string_lossy()) {
+            eprintln!(
+                "stallscope: warning: STALLSCOPE_PRELOAD_LIB: {} is not named libstallscope*.so; \
+                 reports of this run will take the interposer's frames for the program's",
+                path.display()
+            );
+        }
         return Ok(path);
     }
     let name = format!("libstallscope-{LIBRARY_HASH}.so");
