@@ -93,9 +93,11 @@ void ss_calibrate(void) {
 }
 
 /* A clock pair read now, with the rate over everything since the calibration: 50 us gave the
- * rate to 0.1%, which over a second between flushes would put a wait a millisecond off; after a
- * second of the process's life the pair gives it to some 40 ns a second. Before 10 ms have passed
- * the calibration's rate is kept. Without a TSC, ticks are nanoseconds already. */
+ * rate to 0.1%, which over a second between flushes would put a wait a millisecond off, while
+ * two pairs each good to some 20 ns, a millisecond or more apart, give it to 40 ppm or better: a
+ * wait converted at most as long after it ended as the process has lived is then placed to under
+ * 40 ns. Before a millisecond has passed the calibration's rate is kept (a wait is then less
+ * than a millisecond old: under a microsecond off). Without a TSC, ticks are nanoseconds already. */
 void ss_tick_clock_now(struct ss_tick_clock *c) {
     if (!ss_use_tsc) {
         c->ns = c->ticks = 0;
@@ -104,7 +106,7 @@ void ss_tick_clock_now(struct ss_tick_clock *c) {
     }
     ss_clock_pair(&c->ns, &c->ticks);
     c->ns_per_tick_q32 = ss_ns_per_tick_q32;
-    if (c->ns > ss_calib_ns + 10000000ull && c->ticks > ss_calib_ticks)
+    if (c->ns > ss_calib_ns + 1000000ull && c->ticks > ss_calib_ticks)
         c->ns_per_tick_q32 = (uint64_t)(((unsigned __int128)(c->ns - ss_calib_ns) << 32) / (c->ticks - ss_calib_ticks));
 }
 
