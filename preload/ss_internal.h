@@ -176,8 +176,8 @@ struct ss_phases_thread {
  * the TBB algorithms the thread ran (itt.c: __itt_task_begin/end). */
 struct ss_omp_run {
     uint64_t body; /* the body of its longest region; TBB: its caller's stack (itt.c) */
-    /* In ticks (one clock read per region, not a clock_gettime too): made ns when the run is
-     * pushed (ss_wait_region). */
+    /* In ticks (one clock read per region, not a clock_gettime too): made ns by the flush, as
+     * every wait on the ring is (waitfor.c). */
     uint64_t start_ticks, end_ticks, longest_ticks;
     uint64_t team_ticks, body_ticks;
     uint32_t count;

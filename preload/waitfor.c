@@ -21,9 +21,9 @@
 #include <time.h>
 
 /* ---- the ring ----
- * A wait a hook records is timed in ticks (ss_ticks: an rdtsc, not a clock_gettime, around the
- * wait) and marked so in its kind; the flush makes its times CLOCK_MONOTONIC before it writes it
- * (ss_waits_to_mono). The mark never reaches a file. */
+ * Every entry is timed in ticks (ss_ticks: an rdtsc, not a clock_gettime, around the wait) and
+ * marked so in its kind; the flush makes its times CLOCK_MONOTONIC before it writes it
+ * (ss_waits_to_mono), once: the mark is cleared then and never reaches a file. */
 #define SS_WAIT_IN_TICKS 0x80u
 
 static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
@@ -43,12 +43,8 @@ static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run) {
     uint64_t idle = run->team_ticks > run->body_ticks ? run->team_ticks - run->body_ticks : 0;
     uint64_t share = run->team_ticks ? idle * 10000 / run->team_ticks : 0;
-    /* The run's ticks as the clock the timeline is in: once per run, not per region. */
-    uint64_t now_ticks = ss_ticks(), now_ns = ss_mono_ns();
-    uint64_t end_ns = now_ns - ss_ticks_to_ns(now_ticks > run->end_ticks ? now_ticks - run->end_ticks : 0);
-    uint64_t start_ns = end_ns - ss_ticks_to_ns(run->end_ticks > run->start_ticks ? run->end_ticks - run->start_ticks : 0);
-    struct ss_wait w = {start_ns, end_ns, run->body, run->count, SS_WAIT_REGION, run->kind,
-                        (uint16_t)(share > 10000 ? 10000 : share)};
+    struct ss_wait w = {run->start_ticks, run->end_ticks, run->body, run->count, SS_WAIT_REGION | SS_WAIT_IN_TICKS,
+                        run->kind, (uint16_t)(share > 10000 ? 10000 : share)};
     ss_wait_push(t, &w);
 }
 
@@ -303,11 +299,12 @@ SS_EXPORT int pthread_join(pthread_t th, void **ret) {
     struct ss_thread *t = ss_self_known();
     if (!t) return ss_real_join(th, ret);
     uint32_t tid = ss_tid_of(th);
-    uint64_t start = ss_mono_ns();
+    uint64_t start = ss_ticks();
     int rc = ss_real_join(th, ret);
+    uint64_t end = ss_ticks();
     if (rc == 0 && tid == 0) tid = ss_tid_of(th); /* it had not started yet: its node is there now */
     if (rc == 0) {
-        struct ss_wait w = {start, ss_mono_ns(), 0, tid, SS_WAIT_JOIN, 0, 0};
+        struct ss_wait w = {start, end, 0, tid, SS_WAIT_JOIN | SS_WAIT_IN_TICKS, 0, 0};
         ss_wait_push(t, &w);
     }
     return rc;
