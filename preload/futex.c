@@ -89,9 +89,11 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
     int first = SS_LOAD(t->locks.table[slot].contended) == 0;
     uint32_t site = ss_stacks_on ? ss_lock_waiter_stack_of(t, word, SS_LOCK_FUTEX, first) : 0;
     uint64_t stamp = ss_wait_cond_begin(word), start = ss_ticks();
+    ss_wait_enter(t, start);
     long rc = real(SYS_futex, a1, a2, a3, a4, a5, a6);
     int saved = errno;
     uint64_t end = ss_ticks(), ticks = end - start;
+    ss_wait_leave(t, start, end);
     struct ss_lock_stats *l = &t->locks.table[slot];
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, 1);

@@ -210,8 +210,10 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
         uint32_t site_ = ss_stacks_on ? ss_lock_waiter_stack(t, lock, kind) : 0;                            \
         uint32_t owner_ = ss_wait_owner(lock, kind); /* wait-for edge (waitfor.c) */                         \
         uint64_t start_ = ss_ticks();                                                                       \
+        if ((kind) != SS_LOCK_SPIN) ss_wait_enter(t, start_); /* a spin lock waits on a CPU */              \
         rc_ = block_call;                                                                                   \
         uint64_t end_ = ss_ticks();                                                                         \
+        if ((kind) != SS_LOCK_SPIN) ss_wait_leave(t, start_, end_);                                         \
         int acquired_ = rc_ == 0 || rc_ == EOWNERDEAD;                                                      \
         if (acquired_) ss_wait_lock(t, lock, kind, owner_, start_, end_);                                   \
         if (acquired_) SS_INC(t->locks.table[slot_].acquisitions, 1);                                             \
@@ -348,8 +350,10 @@ static inline __attribute__((always_inline)) int ss_mutex_contended(pthread_mute
     }
     if (!owner) owner = (uint32_t)__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED); /* mid-hand-over */
     uint64_t start = ss_ticks();
+    ss_wait_enter(t, start);
     ss_mutex_sleep_step(m);
     uint64_t end = ss_ticks();
+    ss_wait_leave(t, start, end);
     ss_mutex_owned_step(m, t->rec.tid);
     uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
     if (SS_UNLIKELY(t->locks.pending_lock != 0)) ss_mutex_wait_record(t); /* an earlier one, still held */
@@ -493,8 +497,11 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
         int rewait_ = t->locks.last_cond == (uintptr_t)c &&                                                       \
                       SS_LOAD(t->locks.table[t->locks.last_cond_slot].acquisitions) == t->locks.last_cond_acquisitions;       \
         uint64_t stamp_ = ss_wait_cond_begin(c), start_ = ss_ticks(); /* its waker (waitfor.c) */          \
+        ss_wait_enter(t, start_);                                                                           \
         int rc_ = wait_call;                                                                                \
-        if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_, ss_ticks(), rewait_);                          \
+        uint64_t end_ = ss_ticks();                                                                         \
+        ss_wait_leave(t, start_, end_);                                                                     \
+        if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_, end_, rewait_);                                \
         t->locks.last_cond = 0;                                                                                   \
         if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
             uint32_t slot_ = ss_count_acquisition(t, m, SS_LOCK_MUTEX);                                     \

@@ -74,6 +74,10 @@ void ss_sampler_thread_reset(struct ss_thread *t) {
     s->sig_blocked = 0;
     s->sched_head = s->sched_tail = 0;
     memset(&s->sched_last, 0, sizeof s->sched_last);
+    memset(&s->last_recorded, 0, sizeof s->last_recorded);
+    memset(&s->last_other, 0, sizeof s->last_other);
+    s->look_ticks = s->ended_seen = 0;
+    s->last_wall_recorded = 0;
 }
 
 /* ---- the rings ---- */
@@ -483,9 +487,10 @@ static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const
 }
 
 /* A copy of the thread's last wall sample, at `now`, standing for `weight` ns. */
-static void ss_wall_push(struct ss_thread *t, uint64_t now, uint64_t weight) {
-    struct ss_sample smp = t->sampler.last_wall;
-    smp.mono_ns = now;
+static void ss_wall_push(struct ss_thread *t, const struct ss_sample *like, uint64_t at, uint64_t weight) {
+    if (weight < 1000) return; /* under a microsecond: nothing a sample would carry */
+    struct ss_sample smp = *like;
+    smp.mono_ns = at;
     smp.weight_us = (uint32_t)(weight / 1000);
     if (ss_ring_push(t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail, &smp))
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
@@ -665,6 +670,28 @@ static size_t ss_read_stat(struct ss_thread *t, const char *path, char *buf, siz
     return (size_t)n;
 }
 
+/* The monotonic time of `tick`, read at `look` (time `now`), no earlier than the interval. */
+static uint64_t ss_wall_before(uint64_t now, uint64_t interval, uint64_t look, uint64_t tick) {
+    uint64_t ago = tick && look > tick ? ss_ticks_to_ns(look - tick) : 0;
+    return now - (ago < interval ? ago : interval);
+}
+
+/* Whether wall sample `s` was taken in the last four looks. */
+static int ss_wall_lately(const struct ss_sample *s, uint64_t now) {
+    return s->mono_ns && now - s->mono_ns <= 4 * ss_wall_interval_ns;
+}
+
+/* A thread found running after `weight` ns off the CPU since the last look, `recorded` of them in
+ * waits its hooks recorded: those go to the last sample seen inside such a wait, the rest to the
+ * last seen outside one; each only if seen lately (docs/STATES.md). Time in waits of one kind is
+ * never given to a sample of the other: a thread that alternates a lock wait and a disk flush
+ * had its flushes read as lock waits when the whole interval went to the last sample. */
+static void ss_wall_reuse(struct ss_thread *t, uint64_t now, uint64_t weight, uint64_t recorded, uint64_t recorded_at) {
+    const struct ss_sample *in = &t->sampler.last_recorded, *out = &t->sampler.last_other;
+    if (ss_wall_lately(in, now)) ss_wall_push(t, in, recorded_at, recorded);
+    if (ss_wall_lately(out, now)) ss_wall_push(t, out, now, weight - recorded);
+}
+
 static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     char path[64], buf[512];
     struct ss_str s = {path, 0, sizeof path};
@@ -685,6 +712,23 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     int idle = cpu == t->sampler.last_wall_cpu_ns && t->sampler.last_wall.mono_ns == t->sampler.last_wall_ns;
     t->sampler.last_wall_ns = now;
     t->sampler.last_wall_cpu_ns = cpu;
+    /* The thread's recorded waits since the last look (ss_wait_leave), read before the look's
+     * time is published: a wait that ends in between counts from the last look, at the next. */
+    uint64_t ended = SS_LOAD(t->waits.ended_ticks), since = SS_LOAD(t->waits.blocked_since);
+    uint64_t look = ss_ticks(), last_look = t->sampler.look_ticks;
+    SS_STORE(t->sampler.look_ticks, look);
+    /* ... and the one it is in, since the last look */
+    uint64_t from = since > last_look ? since : last_look, current = since && look > from ? look - from : 0;
+    uint64_t recorded = ss_ticks_to_ns(ended - t->sampler.ended_seen + current);
+    t->sampler.ended_seen = ended;
+    if (recorded > weight) recorded = weight;
+    int in_recorded = since != 0;
+    /* Where the time split off a look is placed: the end of the last recorded wait, or the start
+     * of the one the thread is in (within the interval), so that it falls among the other
+     * threads' waits it overlapped rather than at the look. */
+    uint64_t last_end = SS_LOAD(t->waits.last_end);
+    uint64_t recorded_at = in_recorded ? now : ss_wall_before(now, interval, look, last_end);
+    uint64_t other_at = in_recorded ? ss_wall_before(now, interval, look, since) : now;
     if (state == 'Z' || state == 'X') return;
     /* Asleep now and at the last look, and not one nanosecond on a CPU in between: it still
      * sleeps in the same call at the same place, and its kernel figures cannot have moved. The
@@ -692,17 +736,22 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
      * read again (an idle pool of 64 threads cost the flusher a quarter of a CPU). */
     if (idle && (state == 'S' || state == 'D') && t->sampler.last_wall.state == (uint8_t)state) {
         t->sampler.last_wall.mono_ns = now;
-        ss_wall_push(t, now, weight);
+        ss_wall_push(t, &t->sampler.last_wall, now, weight);
         return;
     }
     ss_sched_look(t, now, buf + i + 1);
     ss_kernel_clock(t, now, cpu);
+    /* The last wall sample is over (the thread ran or sleeps elsewhere now): kept by the kind of
+     * wait it was in. */
+    if (t->sampler.last_wall.mono_ns) {
+        if (t->sampler.last_wall_recorded) t->sampler.last_recorded = t->sampler.last_wall;
+        else t->sampler.last_other = t->sampler.last_wall;
+    }
     /* Found running (or woken before its system call could be read), yet off the CPU for most of
-     * the interval: a thread that sleeps and wakes many times between two looks. Its off-CPU
-     * time goes where its last wait went, if that was seen lately. */
-    int reuse = ran * 2 < interval && t->sampler.last_wall.mono_ns && now - t->sampler.last_wall.mono_ns <= 4 * ss_wall_interval_ns;
+     * the interval: a thread that sleeps and wakes many times between two looks. */
+    int reuse = ran * 2 < interval && t->sampler.last_wall.mono_ns && ss_wall_lately(&t->sampler.last_wall, now);
     if (state == 'R') {
-        if (reuse) ss_wall_push(t, now, weight);
+        if (reuse) ss_wall_reuse(t, now, weight, recorded, recorded_at);
         return; /* otherwise the CPU samples (or the kernel clock's) cover it */
     }
     s.len = base;
@@ -715,7 +764,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     /* "nr a1 a2 a3 a4 a5 a6 sp pc", "-1 sp pc" (blocked outside a system call) or "running" */
     size_t got = ss_read_small(path, buf, sizeof buf);
     if (got > 0 && buf[0] == 'r') { /* it woke up meanwhile */
-        if (reuse) ss_wall_push(t, now, weight);
+        if (reuse) ss_wall_reuse(t, now, weight, recorded, recorded_at);
         return;
     }
     if (got == 0) smp.syscall = (uint16_t)SS_SYSCALL_UNKNOWN; /* unreadable: not "outside a system call" */
@@ -735,8 +784,18 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
         smp.pc = ss_parse_num(ss_skip_field(p));
         if (ss_stacks_on && sp && smp.pc) smp.stack = ss_scan_stack_still(t, path, buf, got, sp, smp.pc, smp.syscall, cpu);
     }
+    /* Asleep: the interval's time in waits of the other kind (recorded or not) goes to the last
+     * sample seen in one, if lately, and only the rest to this one (a log writer that waits for
+     * a lock, then for a disk flush under it, was not in the flush all the time it did not run). */
+    const struct ss_sample *other = in_recorded ? &t->sampler.last_other : &t->sampler.last_recorded;
+    uint64_t other_ns = in_recorded ? weight - recorded : recorded;
+    if (other_ns && ss_wall_lately(other, now)) {
+        ss_wall_push(t, other, in_recorded ? other_at : recorded_at, other_ns);
+        smp.weight_us = (uint32_t)((weight - other_ns) / 1000);
+    }
     t->sampler.last_wall = smp;
-    if (ss_ring_push(t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail, &smp))
+    t->sampler.last_wall_recorded = (uint8_t)in_recorded;
+    if (smp.weight_us && ss_ring_push(t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail, &smp))
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
 }
 

@@ -215,6 +215,13 @@ struct ss_sampler_thread {
     uint64_t last_wall_ns;     /* when the flusher last looked at it */
     uint64_t last_wall_cpu_ns; /* and the thread's CPU time then */
     struct ss_sample last_wall; /* its last wall sample (mono_ns 0: none) */
+    /* The last wall samples of the thread asleep inside a wait its hooks record (a lock, a
+     * condition, a futex through syscall(), ...) and outside one: a look that finds it running
+     * after many short waits splits the time between them by the recorded waits' time. */
+    struct ss_sample last_recorded, last_other;
+    uint64_t look_ticks;     /* when the flusher last looked (ticks; read by the thread's waits) */
+    uint64_t ended_seen;     /* waits.ended_ticks at that look */
+    uint8_t last_wall_recorded; /* last_wall was taken inside a recorded wait */
     /* The last stacks the flusher read of the thread asleep and found it still asleep after: by
      * system call, pc and stack pointer, for the looks that catch it waking. */
     struct ss_still_stack {
@@ -247,6 +254,12 @@ struct ss_waits_thread {
     uint32_t head, tail;
     uint64_t dropped;  /* since the last WAITS record (written by the thread, read by the flush) */
     uint64_t reported; /* what the flush has already reported of it */
+    /* For the wall sampler (sampler.c), written by the thread around each wait it records, read
+     * by the flusher: when the wait it is in began (ticks; 0: in none), and the time its ended
+     * waits lasted since the flusher's look before each one ended (ticks, cumulative). */
+    uint64_t blocked_since;
+    uint64_t ended_ticks;
+    uint64_t last_end; /* when the last one ended (ticks) */
 };
 
 /* The node itself (threads.c): its place on the list, its record and its identity. */
@@ -471,6 +484,18 @@ static inline uint64_t ss_ticks(void) {
 }
 static inline uint64_t ss_ticks_to_ns(uint64_t ticks) {
     return (uint64_t)(((unsigned __int128)ticks * ss_ns_per_tick_q32) >> 32);
+}
+/* Around the blocking call of a wait the hooks record (waitfor.c), for the wall sampler: the
+ * thread is in a recorded wait, then the part of it since the sampler's last look is added to the
+ * thread's recorded waiting. A store before, two loads and three stores after: no more. */
+static inline void ss_wait_enter(struct ss_thread *t, uint64_t start_ticks) {
+    SS_STORE(t->waits.blocked_since, start_ticks | 1); /* never 0 */
+}
+static inline void ss_wait_leave(struct ss_thread *t, uint64_t start_ticks, uint64_t end_ticks) {
+    uint64_t look = SS_LOAD(t->sampler.look_ticks), from = start_ticks > look ? start_ticks : look;
+    if (end_ticks > from) SS_ADD(t->waits.ended_ticks, end_ticks - from);
+    SS_STORE(t->waits.last_end, end_ticks);
+    SS_STORE(t->waits.blocked_since, 0);
 }
 /* Ticks as CLOCK_MONOTONIC nanoseconds, for the times a hook keeps in ticks (a clock_gettime is
  * two rdtsc's worth, and around a lock or condition wait every nanosecond shifts how the program's

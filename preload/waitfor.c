@@ -98,6 +98,7 @@ void ss_waitfor_thread_reset(struct ss_thread *t) {
     t->waits.ring = rings ? (struct ss_wait *)(rings + SS_CPU_RING + SS_WALL_RING) : NULL;
     t->waits.head = t->waits.tail = 0;
     t->waits.dropped = t->waits.reported = 0;
+    t->waits.blocked_since = t->waits.ended_ticks = t->waits.last_end = 0;
 }
 
 /* ---- lock waits ---- */
@@ -262,8 +263,11 @@ SS_EXPORT int sem_post(sem_t *s) {
 
 static SS_NOINLINE int ss_sem_wait_slow(struct ss_thread *t, sem_t *s, const struct timespec *abstime) {
     uint64_t stamp = ss_wait_cond_begin(s), start = ss_ticks();
+    ss_wait_enter(t, start);
     int rc = abstime ? ss_real_sem_timedwait(s, abstime) : ss_real_sem_wait(s);
-    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, stamp, start, ss_ticks(), 0);
+    uint64_t end = ss_ticks();
+    ss_wait_leave(t, start, end);
+    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, stamp, start, end, 0);
     return rc;
 }
 
@@ -300,8 +304,10 @@ SS_EXPORT int pthread_join(pthread_t th, void **ret) {
     if (!t) return ss_real_join(th, ret);
     uint32_t tid = ss_tid_of(th);
     uint64_t start = ss_ticks();
+    ss_wait_enter(t, start);
     int rc = ss_real_join(th, ret);
     uint64_t end = ss_ticks();
+    ss_wait_leave(t, start, end);
     if (rc == 0 && tid == 0) tid = ss_tid_of(th); /* it had not started yet: its node is there now */
     if (rc == 0) {
         struct ss_wait w = {start, end, 0, tid, SS_WAIT_JOIN | SS_WAIT_IN_TICKS, 0, 0};
