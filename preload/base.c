@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -208,10 +209,38 @@ static void *ss_vsym(const char *name, const char *version) {
     return p ? p : dlsym(RTLD_NEXT, name);
 }
 
+/* The path of the loaded object whose segments hold `addr` ("" for the program itself), or NULL.
+ * Not dladdr: it also looks for the nearest symbol, a walk of every symbol of the object (the C
+ * library's 3,000), about 20 us a call here; the start-up asked it a dozen times (docs/PERFORMANCE.md,
+ * "Issue 27's sixth stop"). A loaded object's name stays while it is loaded. */
+struct ss_object_query {
+    uintptr_t addr;
+    const char *path;
+};
+
+static int ss_object_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct ss_object_query *q = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && q->addr >= lo && q->addr - lo < ph->p_memsz) {
+            q->path = info->dlpi_name ? info->dlpi_name : "";
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *ss_object_path(const void *addr) {
+    struct ss_object_query q = {(uintptr_t)addr, NULL};
+    if (addr) dl_iterate_phdr(ss_object_cb, &q);
+    return q.path;
+}
+
 int ss_in_libc(const void *fn) {
-    Dl_info info;
-    return fn && dladdr(fn, &info) && info.dli_fname &&
-           (strstr(info.dli_fname, "/libc.so") || strstr(info.dli_fname, "/libpthread.so"));
+    const char *path = ss_object_path(fn);
+    return path && (strstr(path, "/libc.so") || strstr(path, "/libpthread.so"));
 }
 
 void ss_resolve(void) {

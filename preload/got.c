@@ -107,9 +107,9 @@ int ss_got_init(void) {
         void *hook = dlsym(self, ss_got_names[i].name);
         void *real = ss_got_names[i].version ? dlvsym(RTLD_NEXT, ss_got_names[i].name, ss_got_names[i].version) : NULL;
         if (!real) real = dlsym(RTLD_NEXT, ss_got_names[i].name);
-        Dl_info h;
-        /* Only a hook of ours, and a function elsewhere. */
-        if (hook && real && hook != real && dladdr(hook, &h) && (uintptr_t)h.dli_fbase == ss_own_base) {
+        /* Only a hook of ours (the loader's name of our object: the same string), and a function
+         * elsewhere. */
+        if (hook && real && hook != real && ss_object_path(hook) == info.dli_fname) {
             ss_got_hook[i] = (uintptr_t)hook;
             ss_got_real[i] = (uintptr_t)real;
         }

@@ -574,6 +574,7 @@ void ss_ensure_resolved(void);
 /* Whether `fn` is the C library's own, not another library's that the program or an interposer
  * put before it (glibc before 2.34 kept the pthread functions in libpthread). */
 int ss_in_libc(const void *fn);
+const char *ss_object_path(const void *addr);
 /* glibc's chunk size word: the word before a block holds its chunk's size, with flags in the low
  * 3 bits (alloc.c reads it; glibc_check.c checks at start that it reads so). */
 #define SS_CHUNK_FLAG_BITS 7u

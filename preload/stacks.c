@@ -607,12 +607,12 @@ static void *ss_open_libgcc(void) {
     void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
     if (gcc) return gcc;
     char path[1024];
-    Dl_info info;
-    if (dladdr((void *)getpid, &info) && info.dli_fname) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        size_t dir = slash ? (size_t)(slash - info.dli_fname) : 0;
+    const char *libc = ss_object_path((void *)getpid);
+    if (libc) {
+        const char *slash = strrchr(libc, '/');
+        size_t dir = slash ? (size_t)(slash - libc) : 0;
         if (dir && dir + sizeof "/libgcc_s.so.1" < sizeof path) {
-            memcpy(path, info.dli_fname, dir);
+            memcpy(path, libc, dir);
             memcpy(path + dir, "/libgcc_s.so.1", sizeof "/libgcc_s.so.1");
             if ((gcc = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != NULL) return gcc;
         }

@@ -181,8 +181,10 @@ static void ss_fill_process(uint64_t realtime_ns, uint64_t mono_ns, uint64_t tic
     ss_process.timing_period = ss_config.period;
     strncpy(ss_process.libc_version, gnu_get_libc_version(), sizeof ss_process.libc_version - 1);
     Dl_info info;
-    const char *allocator = "unknown";
-    if (ss_real.malloc && dladdr((void *)ss_real.malloc, &info) && info.dli_fname) allocator = info.dli_fname;
+    const char *allocator = ss_object_path((void *)ss_real.malloc);
+    if (allocator && !*allocator && dladdr((void *)ss_real.malloc, &info) && info.dli_fname)
+        allocator = info.dli_fname; /* the program's own: dladdr names it as the loader does */
+    if (!allocator) allocator = "unknown";
     strncpy(ss_process.allocator, allocator, sizeof ss_process.allocator - 1);
 }
 
