@@ -106,43 +106,40 @@ static uint64_t ss_rss_bytes(void) {
  * analysis puts in the state `profiler` (stallscope's own work, not the program's). */
 SS_TLS int ss_walking_heap;
 
-/* malloc_info writes to a FILE; a memory file keeps it off the disk. The FILE itself is allocated
- * by stdio: a few hundred bytes (a small-bin request, taken and given back under the guard, never
- * counted). Its buffer must not be: a 4 KiB request is a large-bin one, which makes glibc
- * consolidate the fast bins, destroying the very state the snapshot is there to see. Snapshots are
- * taken by one thread at a time in practice; the buffer is per thread to be sure. */
+/* malloc_info writes to a FILE: one over a mapping of ours (fmemopen), unbuffered, so that the
+ * only allocation is the FILE itself (a few hundred bytes, a small-bin request, taken and given
+ * back under the guard, never counted). A stdio buffer must not be allocated: a 4 KiB request is
+ * a large-bin one, which makes glibc consolidate the fast bins, destroying the very state the
+ * snapshot is there to see. A mapping too small for the text (many arenas) is tried again 16
+ * times larger; only the pages written are touched. (It was a memory file, seven system calls
+ * more, its creation the dearest: docs/PERFORMANCE.md, "Issue 27's sixth stop".) Returns the
+ * mapping, `*map_size` long, `*len` bytes of it written. */
 static unsigned char *ss_malloc_info_xml(size_t *len, size_t *map_size) {
     *len = 0;
     *map_size = 0;
-    int fd = (int)syscall(SYS_memfd_create, "stallscope-heap", 1u /* MFD_CLOEXEC */);
-    if (fd < 0) return NULL;
-    int keep = dup(fd);
-    FILE *f = keep >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        close(fd);
-        if (keep >= 0) close(keep);
-        return NULL;
+    for (size_t cap = 64u << 10; cap <= 64u << 20; cap *= 16) {
+        unsigned char *buf = ss_map(cap);
+        if (!buf) return NULL;
+        FILE *f = fmemopen(buf, cap, "w");
+        if (!f) {
+            ss_unmap(buf, cap);
+            return NULL;
+        }
+        setvbuf(f, NULL, _IONBF, 0);
+        ss_walking_heap = 1;
+        malloc_info(0, f);
+        ss_walking_heap = 0;
+        long n = ftell(f);
+        fclose(f);
+        if (n > 0 && (size_t)n < cap - 1) { /* fmemopen keeps a byte for its terminating NUL */
+            *len = (size_t)n;
+            *map_size = cap;
+            return buf;
+        }
+        ss_unmap(buf, cap);
+        if (n <= 0) return NULL;
     }
-    /* Mapped for the call, not thread-local: the interposer's TLS stays a few words, which a
-     * library loaded by dlopen into a running process can still get (docs/ARCHITECTURE.md). */
-    char *buffer = ss_map(4096);
-    if (buffer) setvbuf(f, buffer, _IOFBF, 4096);
-    ss_walking_heap = 1;
-    malloc_info(0, f);
-    ss_walking_heap = 0;
-    fclose(f);
-    if (buffer) ss_unmap(buffer, 4096);
-    off_t size = lseek(keep, 0, SEEK_END);
-    unsigned char *xml = size > 0 ? ss_map((size_t)size) : NULL;
-    if (xml && pread(keep, xml, (size_t)size, 0) == size) {
-        *len = (size_t)size;
-        *map_size = (size_t)size;
-    } else if (xml) {
-        ss_unmap(xml, (size_t)size);
-        xml = NULL;
-    }
-    close(keep);
-    return xml;
+    return NULL;
 }
 
 /* Takes a snapshot now; returns its sequence number. The caller holds the guard. */
