@@ -246,7 +246,8 @@ static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
         if ((ss_walking_heap || (ss_self == t && !ss_busy)) && ss_stacks_on) {
             int was_busy = ss_busy; /* the guard's end clears it: the snapshot had it set */
             SS_GUARD_BEGIN(saved);
-            s.stack = ss_stack_of_signal(s.pc);
+            s.stack = ss_stack_of_signal(s.pc, (uint64_t)uc->uc_mcontext.gregs[REG_RSP],
+                                         (uint64_t)uc->uc_mcontext.gregs[REG_RBP]);
             SS_GUARD_END(saved);
             ss_busy = was_busy;
         }

@@ -623,15 +623,17 @@ void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 /* The fast unwinder (unwind.c): the caller's return addresses, the interposer's frames left out;
  * -1 when the stack needs libgcc's unwinder. */
 extern int ss_fast_unwind_on;
-void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi);
+int ss_fast_unwind_possible(void);
+void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi, int alone);
 void ss_fast_unwind_forget(void);
 int ss_fast_backtrace(uint64_t *pcs, uint32_t max);
+int ss_fast_backtrace_from(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, uint32_t max);
 
 /* Stacks of thread-state samples: the callers of an instruction interrupted by a signal (called
  * from the handler), a list of pcs found otherwise, and whether an address is in loaded code. */
 #define SS_STACK_KIND_CPU (SS_FN_COUNT + 3)
 #define SS_STACK_KIND_SCAN (SS_FN_COUNT + 4)
-uint32_t ss_stack_of_signal(uint64_t pc);
+uint32_t ss_stack_of_signal(uint64_t pc, uint64_t sp, uint64_t rbp);
 uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind);
 uint32_t ss_stack_here(void);
 int ss_modules_contain(uint64_t address);

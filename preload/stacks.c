@@ -6,9 +6,10 @@
  * that small calls are represented by count. A call of size s is thus taken with probability
  * p(s) = 1 - (1 - 1/(N*K)) * exp(-s/mean), and each sample carries the weight 1/p(s).
  *
- * Unwinding uses libgcc's _Unwind_Backtrace (the .eh_frame tables), found with dlopen at start-up
- * so that the interposer needs nothing but glibc: without libgcc_s there are no stacks. It only
- * ever runs on sampled calls, under the reentrancy guard.
+ * Unwinding uses the interposer's own unwinder (unwind.c: the .eh_frame rules of each pc, cached),
+ * with libgcc's _Unwind_Backtrace behind it where the program has libgcc_s loaded (or where the
+ * fast one cannot work: then it is opened at start-up). It only ever runs on sampled calls, under
+ * the reentrancy guard, and in the CPU samples' signal handler.
  *
  * Stacks are deduplicated in one global open-addressing table whose slots are claimed with a CAS
  * on the hash word; counters are atomic adds (sampled calls only). Nothing here allocates. */
@@ -196,7 +197,7 @@ static uint32_t ss_capture(uint32_t fn) {
             uintptr_t ip = (uintptr_t)raw[i];
             if (ip != 0 && (ip < ss_self_lo || ip >= ss_self_hi)) pcs[u.n++] = ip;
         }
-    } else {
+    } else if (ss_unwind_backtrace) {
         ss_unwind_backtrace(ss_unwind_cb, &u);
     }
     SS_GUARD_END(saved);
@@ -221,15 +222,19 @@ uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind) {
  * The callers are kept, the interposer's hooks among them (a sample inside a hook belongs to the
  * call it wraps), deduplicated without the interrupted pc (the sample carries it), so that
  * samples along one call chain share a stack. */
-uint32_t ss_stack_of_signal(uint64_t pc) {
+uint32_t ss_stack_of_signal(uint64_t pc, uint64_t sp, uint64_t rbp) {
     uint64_t pcs[SS_STACK_MAX_FRAMES];
+    /* From the interrupted registers by the cached rules when it can (docs/STACKS.md): a few
+     * loads a frame against libgcc's 2,000 instructions, in a handler that pauses the thread. */
+    int fast = ss_fast_unwind_on ? ss_fast_backtrace_from(pc, sp, rbp, pcs, SS_STACK_MAX_FRAMES) : -1;
+    if (fast >= 0) return fast > 0 ? ss_site_for(pcs, (uint32_t)fast, SS_STACK_KIND_CPU) : 0;
     struct ss_unwind u = {pcs, 0, 1};
     if (ss_unw_backtrace) {
         void *raw[SS_STACK_MAX_FRAMES + 8];
         int n = ss_unw_backtrace(raw, SS_STACK_MAX_FRAMES + 8);
         for (int i = 0; i < n && u.n < SS_STACK_MAX_FRAMES; i++)
             if (raw[i]) pcs[u.n++] = (uintptr_t)raw[i];
-    } else {
+    } else if (ss_unwind_backtrace) {
         ss_unwind_backtrace(ss_unwind_cb, &u);
     }
     for (uint32_t i = 0; i < u.n; i++)
@@ -625,6 +630,13 @@ static void *ss_open_libgcc(void) {
     return NULL;
 }
 
+/* Takes libgcc's unwinder from `gcc` (a handle, or NULL: none). */
+static void ss_use_libgcc(void *gcc) {
+    if (!gcc) return;
+    *(void **)&ss_unwind_getip = dlsym(gcc, "_Unwind_GetIP");
+    if (ss_unwind_getip) *(void **)&ss_unwind_backtrace = dlsym(gcc, "_Unwind_Backtrace");
+}
+
 void ss_stacks_init(void) {
     uint64_t period = ss_config.stack_period, bytes = ss_config.stack_bytes;
     if (period == 0 && bytes == 0 && !ss_config.cpu_hz && !ss_config.wall_hz) return;
@@ -640,12 +652,18 @@ void ss_stacks_init(void) {
         if (space && policy && ss_unw_backtrace) policy(*(void **)space, 2 /* UNW_CACHE_PER_THREAD */);
         else ss_unw_backtrace = NULL; /* libgcc's, then */
     }
-    void *gcc = ss_open_libgcc();
-    if (gcc) {
-        *(void **)&ss_unwind_backtrace = dlsym(gcc, "_Unwind_Backtrace");
-        *(void **)&ss_unwind_getip = dlsym(gcc, "_Unwind_GetIP");
+    /* libgcc's unwinder, behind the fast one (unwind.c) for the frames it does not understand:
+     * taken where the program has it loaded already; mapped for it only where the fast one cannot
+     * work (no _dl_find_object, or STALLSCOPE_FAST_UNWIND=0). Opening it cost a program without
+     * it (a C program) a third of the interposer's start-up, and six mappings every fork copies
+     * (docs/PERFORMANCE.md, "Issue 27's sixth stop"). */
+    int fast = !ss_unw_backtrace && ss_fast_unwind_possible();
+    if (!ss_unw_backtrace) {
+        void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (!gcc && !fast) gcc = ss_open_libgcc();
+        ss_use_libgcc(gcc);
     }
-    if (!ss_unw_backtrace && (!ss_unwind_backtrace || !ss_unwind_getip)) {
+    if (!ss_unw_backtrace && !ss_unwind_backtrace && !fast) {
         ss_stacks_no_unwinder = 1;
         return;
     }
@@ -663,7 +681,14 @@ void ss_stacks_init(void) {
     }
     ss_self_lo = lo;
     ss_self_hi = hi;
-    if (!ss_unw_backtrace) ss_fast_unwind_init(lo, hi); /* libgcc's unwinder stays for what it cannot do */
+    if (fast) ss_fast_unwind_init(lo, hi, !ss_unwind_backtrace); /* libgcc's, if there, for what it cannot do */
+    if (!ss_unw_backtrace && !ss_unwind_backtrace && !ss_fast_unwind_on) { /* its tables could not be mapped */
+        ss_use_libgcc(ss_open_libgcc());
+        if (!ss_unwind_backtrace) {
+            ss_stacks_no_unwinder = 1;
+            return;
+        }
+    }
     ss_sites = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_sites);
     ss_site_pcs = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_pcs);
     ss_lock_sites = ss_map_wiped(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites); /* no lock stacks without it */
@@ -679,7 +704,7 @@ void ss_stacks_init(void) {
     if (ss_unw_backtrace) {
         void *raw[SS_STACK_MAX_FRAMES];
         ss_unw_backtrace(raw, SS_STACK_MAX_FRAMES);
-    } else {
+    } else if (ss_unwind_backtrace) {
         uint64_t pcs[SS_STACK_MAX_FRAMES];
         struct ss_unwind u = {pcs, 0, 0};
         ss_unwind_backtrace(ss_unwind_cb, &u);

@@ -1,4 +1,4 @@
-/* A fast unwinder for the stacks of sampled allocation calls and lock waits (x86-64).
+/* A fast unwinder for the stacks of sampled allocation calls, lock waits and CPU samples (x86-64).
  *
  * libgcc's _Unwind_Backtrace finds each frame's FDE, parses its CIE, runs its call-frame
  * instructions and updates a context of every register: about 2,000 instructions a frame, 4 us
@@ -12,18 +12,23 @@
  * sorted table gives the FDE; the CIE's and the FDE's instructions are run up to the pc. Only what
  * compilers emit for ordinary code is understood: a CFA of rsp or rbp plus an offset, the return
  * address and rbp saved at an offset from the CFA. Anything else (a signal frame, a CFA computed
- * by an expression, a realigned stack) makes the caller fall back to libgcc for the whole stack,
- * as does any address that is not inside the thread's stack: every load this unwinder makes is
- * checked against the stack's bounds first. A pc without unwind information ends the stack, as it
- * does for libgcc.
+ * by an expression, a realigned stack, a PLT stub) makes the caller fall back to libgcc for the
+ * whole stack, as does any address that is not inside the thread's stack: every load this
+ * unwinder makes is checked against the stack's bounds first. A pc without unwind information
+ * ends the stack, as it does for libgcc. libgcc's unwinder is there only where the program has
+ * it loaded already (every C++ and Rust program); elsewhere (a C program) the interposer maps no
+ * library for it, and such a stack is kept as far as this unwinder got (docs/STACKS.md).
  *
  * The interposer's own frames (compiled with frame pointers) are walked through rbp and left out.
  * Cached rules are forgotten when an object is unloaded (ss_fast_unwind_forget). */
 #include "ss_internal.h"
 
 #include <dlfcn.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 int ss_fast_unwind_on;
 
@@ -467,14 +472,23 @@ void ss_fast_unwind_forget(void) {
     }
 }
 
-void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi) {
-    if (!ss_option_num(SS_OPT_FAST_UNWIND)) return; /* 0: libgcc for every stack (comparisons) */
-    *(void **)&ss_find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
-    if (!ss_find_object) return;
+/* Without another unwinder behind it, a stack this one cannot finish is kept as far as it went
+ * rather than left to libgcc's. */
+static int ss_walk_partial;
+
+int ss_fast_unwind_possible(void) {
+    if (!ss_option_num(SS_OPT_FAST_UNWIND)) return 0; /* 0: libgcc for every stack (comparisons) */
+    if (!ss_find_object) *(void **)&ss_find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
+    return ss_find_object != NULL;
+}
+
+void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi, int alone) {
+    if (!ss_fast_unwind_possible()) return;
     ss_rules = ss_map_wiped(SS_RULE_SLOTS * sizeof *ss_rules);
     if (!ss_rules) return;
     ss_own_lo = own_lo;
     ss_own_hi = own_hi;
+    ss_walk_partial = alone;
     ss_fast_unwind_on = 1;
 }
 
@@ -492,6 +506,9 @@ static uintptr_t ss_stack_top(uintptr_t sp) {
     if (main_end > sp && main_end - sp < (1ull << 30)) return main_end;
     return 0;
 }
+
+static int ss_walk_frames(uintptr_t pc, uintptr_t sp, uintptr_t rbp, uintptr_t top, int returned, uint64_t *pcs,
+                          uint32_t max);
 
 /* Fills `pcs` with the return addresses of the caller's frames, innermost first, the interposer's
  * own frames left out; returns how many, or -1 when the stack needs libgcc's unwinder. */
@@ -516,20 +533,82 @@ SS_NOINLINE int ss_fast_backtrace(uint64_t *pcs, uint32_t max) {
     }
     /* The program's frames, by their rules (the interposer's frames among them, such as the
      * trampoline that starts a thread, are unwound but left out). */
+    return ss_walk_frames(pc, sp, rbp, top, 1, pcs, max);
+}
+
+/* Fills `pcs` with the return addresses of the frames above the frame at `pc` (a return address
+ * if `returned`, else the instruction a signal interrupted), whose stack pointer and rbp are `sp`
+ * and `rbp` below `top`, the interposer's own frames left out if `returned`; returns how many,
+ * or -1 when a frame needs libgcc's unwinder. */
+/* ---- signal frames ----
+ * A return into the C library's signal return trampoline (__restore_rt: `mov $15, %rax; syscall`,
+ * not exported) has the kernel's signal frame above it, whose ucontext holds the registers of the
+ * instruction the signal interrupted; libgcc reads them through the trampoline's expression rules,
+ * which this unwinder does not run. Known by its code, once its rule is found not understood. */
+static uintptr_t ss_sigreturn;
+
+static int ss_is_sigreturn(uintptr_t pc) {
+    static const uint8_t code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    struct dl_find_object obj;
+    if (ss_find_object((void *)pc, &obj) != 0) return 0;
+    if (pc < (uintptr_t)obj.dlfo_map_start || (uintptr_t)obj.dlfo_map_end - pc < sizeof code) return 0;
+    return memcmp((const void *)pc, code, sizeof code) == 0; /* inside a loaded object's text */
+}
+
+/* Moves to the interrupted registers of the signal frame at `*sp`; 0 if they are not on this
+ * stack (an alternate signal stack, a corrupt frame). */
+static int ss_signal_frame(uintptr_t *pc, uintptr_t *sp, uintptr_t *rbp, uintptr_t top) {
+    uintptr_t regs = *sp + offsetof(ucontext_t, uc_mcontext.gregs);
+    if (regs + sizeof(greg_t) * NGREG > top || (regs & 7)) return 0;
+    const greg_t *g = (const greg_t *)regs;
+    uintptr_t next_sp = (uintptr_t)g[REG_RSP];
+    if (next_sp <= *sp || next_sp >= top) return 0;
+    *pc = (uintptr_t)g[REG_RIP];
+    *rbp = (uintptr_t)g[REG_RBP];
+    *sp = next_sp;
+    return 1;
+}
+
+static int ss_walk_frames(uintptr_t pc, uintptr_t sp, uintptr_t rbp, uintptr_t top, int returned, uint64_t *pcs,
+                          uint32_t max) {
     uint32_t n = 0;
+    int first = 1, exact = !returned; /* exact: pc is an interrupted instruction, not a return address */
     while (pc != 0 && n < max) {
-        if (pc < ss_own_lo || pc >= ss_own_hi) pcs[n++] = pc;
-        uint64_t rule = ss_rule(pc - 1);
+        /* (The instruction a signal interrupted is the sample's own pc, not a caller.) */
+        if (returned ? (pc < ss_own_lo || pc >= ss_own_hi) : !first) pcs[n++] = pc;
+        int interrupted = exact;
+        first = 0;
+        exact = 0;
+        int stuck = ss_walk_partial ? (int)n : -1;
+        if (pc == __atomic_load_n(&ss_sigreturn, __ATOMIC_RELAXED) && !interrupted) {
+            if (!ss_signal_frame(&pc, &sp, &rbp, top)) return stuck;
+            exact = 1;
+            continue;
+        }
+        /* A return address is one past its call: its rule is the call's. An interrupted
+         * instruction's is its own. */
+        uint64_t rule = ss_rule(interrupted ? pc : pc - 1);
         uint32_t kind = rule & 3u;
         if (kind == SS_RULE_END) break;
-        if (kind != SS_RULE_FRAME) return -1;
+        if (kind == SS_RULE_UNKNOWN && !interrupted && ss_is_sigreturn(pc)) {
+            __atomic_store_n(&ss_sigreturn, pc, __ATOMIC_RELAXED);
+            if (!ss_signal_frame(&pc, &sp, &rbp, top)) return stuck;
+            exact = 1;
+            continue;
+        }
+        if (kind != SS_RULE_FRAME) return stuck;
         uintptr_t cfa = ((rule & SS_RULE_CFA_RBP) ? rbp : sp) + (uintptr_t)ss_rule_cfa_off(rule);
         uintptr_t ra_at = cfa + (uintptr_t)ss_rule_ra_off(rule);
-        if (cfa <= sp || cfa > top || ra_at < sp || ra_at > top - 8 || (ra_at & 7)) return -1;
+        if (cfa <= sp || cfa > top || ra_at < sp || ra_at > top - 8 || (ra_at & 7)) return stuck;
         if (rule & SS_RULE_RBP_SAVED) {
             uintptr_t rbp_at = cfa + (uintptr_t)ss_rule_rbp_off(rule);
-            if (rbp_at < sp || rbp_at > top - 8 || (rbp_at & 7)) return -1;
-            rbp = *(const uintptr_t *)rbp_at;
+            /* Interrupted between an epilogue's `pop %rbp` and its `ret`, where compilers leave
+             * the rule saying rbp is saved: its slot is below the stack pointer, popped back into
+             * the register already, which holds the caller's value. */
+            if (!(interrupted && rbp_at < sp)) {
+                if (rbp_at < sp || rbp_at > top - 8 || (rbp_at & 7)) return stuck;
+                rbp = *(const uintptr_t *)rbp_at;
+            }
         }
         pc = *(const uintptr_t *)ra_at;
         sp = cfa;
@@ -537,14 +616,35 @@ SS_NOINLINE int ss_fast_backtrace(uint64_t *pcs, uint32_t max) {
     return (int)n;
 }
 
+/* The callers of the instruction a signal interrupted at `pc`, with its thread's stack pointer
+ * and rbp, innermost first, the interposer's own frames kept (a CPU sample inside a hook belongs
+ * to the call it wraps); -1 when libgcc's unwinder is needed (a frame this one does not
+ * understand, a stack that is not the thread's own, such as a coroutine's). Async-signal-safe:
+ * _dl_find_object is, and the rule cache takes no lock. */
+int ss_fast_backtrace_from(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, uint32_t max) {
+    uintptr_t top = ss_stack_top((uintptr_t)sp);
+    if (!top || sp >= top) return -1;
+    return ss_walk_frames((uintptr_t)pc, (uintptr_t)sp, (uintptr_t)rbp, top, 0, pcs, max);
+}
+
 #else /* no _dl_find_object: libgcc's unwinder for every stack */
 
-void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi) {
+int ss_fast_unwind_possible(void) { return 0; }
+void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi, int alone) {
     (void)own_lo;
     (void)own_hi;
+    (void)alone;
 }
 void ss_fast_unwind_forget(void) {}
 int ss_fast_backtrace(uint64_t *pcs, uint32_t max) {
+    (void)pcs;
+    (void)max;
+    return -1;
+}
+int ss_fast_backtrace_from(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs, uint32_t max) {
+    (void)pc;
+    (void)sp;
+    (void)rbp;
     (void)pcs;
     (void)max;
     return -1;

@@ -94,9 +94,12 @@ fn a_program_started_through_its_loader_is_profiled_as_itself() {
 
 /// Runs `stallscope run -o PROFILE -- PROGRAM` in a mount namespace where the system's
 /// libgcc_s.so.1 is /dev/null: stallscope itself starts through the loader with a private copy,
-/// the program (a C program, which needs none) finds none anywhere.
+/// the program (a C program, which needs none) finds none anywhere. The interposer's own unwinder
+/// needs no libgcc: the stacks are there (a C program is never given libgcc). With it turned off
+/// (`STALLSCOPE_FAST_UNWIND=0`, libgcc's unwinder for every stack) there is no unwinder at all,
+/// and the profile and the report say so.
 #[test]
-fn without_any_unwinder_the_profile_and_report_say_so() {
+fn without_libgcc_the_own_unwinder_takes_the_stacks_and_without_any_the_report_says_so() {
     let dir = TempDir::new("no-unwinder");
     let exe = program(dir.path());
     let system_gcc = Path::new("/usr/lib/x86_64-linux-gnu/libgcc_s.so.1");
@@ -114,21 +117,24 @@ fn without_any_unwinder_the_profile_and_report_say_so() {
     let private = dir.join("private");
     std::fs::create_dir_all(&private).unwrap();
     std::fs::copy(system_gcc, private.join("libgcc_s.so.1")).unwrap();
-    let profile = dir.join("bare.prof");
-    let script = format!(
-        "mount --bind /dev/null {gcc} && exec {LOADER} --library-path {private} {stallscope} run -o {profile} -- {exe}",
-        gcc = system_gcc.display(),
-        private = private.display(),
-        stallscope = stallscope(),
-        profile = profile.display(),
-        exe = exe.display(),
-    );
-    let mut c = Command::new("unshare");
-    c.args(["-m", "sh", "-c", &script]).current_dir(dir.path());
-    let out = output_within(c, RUN_TIMEOUT);
-    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "200000\n");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let run_without_libgcc = |name: &str, fast: &str| {
+        let profile = dir.join(name);
+        let script = format!(
+            "mount --bind /dev/null {gcc} && STALLSCOPE_FAST_UNWIND={fast} exec {LOADER} --library-path {private} {stallscope} run -o {profile} -- {exe}",
+            gcc = system_gcc.display(),
+            private = private.display(),
+            stallscope = stallscope(),
+            profile = profile.display(),
+            exe = exe.display(),
+        );
+        let mut c = Command::new("unshare");
+        c.args(["-m", "sh", "-c", &script]).current_dir(dir.path());
+        let out = output_within(c, RUN_TIMEOUT);
+        assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "200000\n");
+        (profile, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (profile, stderr) = run_without_libgcc("bare.prof", "0");
     assert!(stderr.contains("stacks:       NONE"), "{stderr}");
     let report = report_json(&profile);
     assert_eq!(report["no_unwinder"], true, "the profile says so");
@@ -144,6 +150,16 @@ fn without_any_unwinder_the_profile_and_report_say_so() {
     assert!(
         String::from_utf8_lossy(&text.stdout).contains("NO STACKS"),
         "the report says so"
+    );
+    // The interposer's own unwinder, libgcc still nowhere: stacks, and no such note.
+    let (own, stderr) = run_without_libgcc("own.prof", "1");
+    assert!(!stderr.contains("NONE"), "{stderr}");
+    let report = report_json(&own);
+    assert!(report.get("no_unwinder").is_none());
+    assert!(
+        site_names(&report, "make_item", &exe),
+        "{}",
+        report["alloc"]["sites"]
     );
     // The same run with libgcc_s where it belongs has stacks and no such note.
     let (_, normal) = common::profile(dir.path(), "normal.prof", &[], &[exe.to_str().unwrap()], 0);

@@ -102,3 +102,80 @@ fn libstdcxx_chains_unwind_as_with_libgcc() {
         "{sites:#?}"
     );
 }
+
+/// CPU samples start from an interrupted instruction, anywhere in a function: in a prologue that
+/// pushes registers or moves the stack pointer by more than a page, between an epilogue's
+/// `pop %rbp` and its `ret`, in a leaf without a frame. Every sampled stack of
+/// `interrupted_frames.c` must follow its call graph and reach `main`, whether unwound by the
+/// interposer's own unwinder (the default; a C program is given no libgcc) or by libgcc's alone.
+#[test]
+fn cpu_samples_unwind_from_any_interrupted_instruction_along_the_call_graph() {
+    let dir = TempDir::new("unwind-interrupted");
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stack_programs/interrupted_frames.c");
+    let exe = compile_file(dir.path(), &src, &["-O2", "-g"]);
+    let ours = ["main", "with_fp", "big_frame", "pushes", "leaf"];
+    let calls: &[(&str, &str)] = &[
+        ("main", "with_fp"),
+        ("main", "pushes"),
+        ("main", "big_frame"),
+        ("with_fp", "big_frame"),
+        ("big_frame", "pushes"),
+        ("pushes", "leaf"),
+    ];
+    for fast in [true, false] {
+        let name = if fast { "fast.prof" } else { "libgcc.prof" };
+        let (_, prof) = profile_with(
+            dir.path(),
+            name,
+            &["-q", "--sample-hz", "1000"],
+            &[exe.to_str().unwrap(), "150000000"],
+            0,
+            |c| {
+                if !fast {
+                    c.env("STALLSCOPE_FAST_UNWIND", "0");
+                }
+            },
+        );
+        let out = std::process::Command::new(stallscope())
+            .args(["export", "-f", "collapsed", "--weight", "cpu"])
+            .arg(&prof)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (mut in_ours, mut complete, mut stacks) = (0u64, 0u64, 0usize);
+        for line in text.lines() {
+            let (stack, value) = line.rsplit_once(' ').unwrap();
+            let value: u64 = value.parse().unwrap();
+            let frames: Vec<&str> = stack.split(';').collect();
+            let Some(leaf) = frames.last() else { continue };
+            if !ours.contains(leaf) {
+                continue; // the C library's start, the interposer's own work at exit
+            }
+            in_ours += value;
+            stacks += 1;
+            // Root first: from main down, every frame is called by the one before it.
+            if let Some(m) = frames.iter().position(|f| *f == "main") {
+                complete += value;
+                for pair in frames[m..].windows(2) {
+                    assert!(
+                        calls.contains(&(pair[0], pair[1])),
+                        "{name}: {} does not call {} in {stack}",
+                        pair[0],
+                        pair[1]
+                    );
+                }
+            }
+        }
+        assert!(stacks >= 6, "{name}: every path sampled: {text}");
+        assert!(
+            complete * 100 >= in_ours * 99,
+            "{name}: stacks short of main: {complete} of {in_ours}\n{text}"
+        );
+    }
+}
