@@ -796,7 +796,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     }
     t->sampler.last_wall = smp;
     t->sampler.last_wall_recorded = (uint8_t)in_recorded;
-    if (smp.weight_us && ss_ring_push(t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail, &smp))
+    if (ss_ring_push(t->sampler.wall_ring, SS_WALL_RING, &t->sampler.wall_head, &t->sampler.wall_tail, &smp))
         __atomic_fetch_add(&ss_wall_samples, 1, __ATOMIC_RELAXED);
 }
 

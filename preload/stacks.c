@@ -655,7 +655,7 @@ void ss_stacks_init(void) {
     /* libgcc's unwinder, behind the fast one (unwind.c) for the frames it does not understand:
      * taken where the program has it loaded already; mapped for it only where the fast one cannot
      * work (no _dl_find_object, or STALLSCOPE_FAST_UNWIND=0). Opening it cost a program without
-     * it (a C program) a third of the interposer's start-up, and six mappings every fork copies
+     * it (a C program) a third of the interposer's start-up, and five mappings every fork copies
      * (docs/PERFORMANCE.md, "Issue 27's sixth stop"). */
     int fast = !ss_unw_backtrace && ss_fast_unwind_possible();
     if (!ss_unw_backtrace) {
