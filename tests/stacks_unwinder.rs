@@ -142,11 +142,7 @@ fn cpu_samples_unwind_from_any_interrupted_instruction_along_the_call_graph() {
             .arg(&prof)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         let text = String::from_utf8_lossy(&out.stdout);
         let (mut in_ours, mut complete, mut stacks) = (0u64, 0u64, 0usize);
         for line in text.lines() {
