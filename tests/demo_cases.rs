@@ -469,16 +469,41 @@ fn findings_stream_parse_slow_has_the_extraction_hot_spot() {
     let dir = TempDir::new("demo-findings-stream");
     let exe = build_case(dir.path(), "stream_parse");
     // The full input (0.6 s): the finding's severity follows the allocator's sampled share of
-    // CPU time, which --quick's few dozen CPU samples put anywhere from 2% to 13%.
-    let slow = findings_of(dir.path(), &exe, &["slow", "--threads", "2"]);
-    let hot = with_id(&slow, "library-allocation-hotspot");
-    assert!(
-        hot.iter().any(|f| {
-            let t = text_of(f);
-            t.contains("operator>>") && t.contains("parse_stream")
-        }),
-        "{slow:#?}"
-    );
+    // CPU time, which --quick's few dozen CPU samples put anywhere from 2% to 13%. Even so the
+    // allocator holds only about 5% of the program's CPU time (perf), and the finding needs 3%
+    // of the CPU samples: with some ten samples in the allocator (the kernel's 250 Hz tick), one
+    // run in thirty or so falls under the bar (twice in the suite's runs). Such a run, its
+    // sampled share under the bar, is run again once; a finding missing otherwise, or twice,
+    // fails.
+    let extraction_hot_spot = |findings: &[Value]| {
+        with_id(findings, "library-allocation-hotspot")
+            .iter()
+            .any(|f| {
+                let t = text_of(f);
+                t.contains("operator>>") && t.contains("parse_stream")
+            })
+    };
+    for attempt in 0..2 {
+        let run_dir = dir.join(&format!("slow-{attempt}"));
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let report = profile_args(&run_dir, &exe, &["slow", "--threads", "2"]);
+        let slow = report["findings"].as_array().expect("findings").clone();
+        if extraction_hot_spot(&slow) {
+            break;
+        }
+        let threads = report["threads"].as_array().expect("threads");
+        let total = |key: &str| {
+            threads
+                .iter()
+                .map(|t| t[key].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        let share = total("alloc_cpu_ns") as f64 / total("cpu_ns") as f64;
+        assert!(
+            attempt == 0 && share < 0.035,
+            "no extraction hot spot (the allocator's sampled share {share:.3}): {slow:#?}"
+        );
+    }
     let fixed = findings_of(dir.path(), &exe, &["fixed", "--quick", "--threads", "2"]);
     assert!(
         with_id(&fixed, "library-allocation-hotspot").is_empty(),
