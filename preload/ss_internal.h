@@ -620,10 +620,11 @@ uint32_t ss_lock_waiter_stack_of(struct ss_thread *t, const void *lock, uint32_t
 void ss_lock_waiter_done(uint32_t lock_site, uint64_t wait_ticks);
 void ss_lock_holder_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 
-/* The fast unwinder (unwind.c): the caller's return addresses, the interposer's frames left out;
- * -1 when the stack needs libgcc's unwinder. */
+/* The fast unwinder (unwind.c): the caller's return addresses, the interposer's frames left out
+ * (ss_fast_backtrace), or the callers of an instruction a signal interrupted (_from); -1 when the
+ * stack needs libgcc's unwinder. Set up only where it can work; `alone`: no unwinder behind it, a
+ * stack it cannot finish is kept as far as it got. */
 extern int ss_fast_unwind_on;
-int ss_fast_unwind_possible(void);
 void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi, int alone);
 void ss_fast_unwind_forget(void);
 int ss_fast_backtrace(uint64_t *pcs, uint32_t max);

@@ -652,21 +652,6 @@ void ss_stacks_init(void) {
         if (space && policy && ss_unw_backtrace) policy(*(void **)space, 2 /* UNW_CACHE_PER_THREAD */);
         else ss_unw_backtrace = NULL; /* libgcc's, then */
     }
-    /* libgcc's unwinder, behind the fast one (unwind.c) for the frames it does not understand:
-     * taken where the program has it loaded already; mapped for it only where the fast one cannot
-     * work (no _dl_find_object, or STALLSCOPE_FAST_UNWIND=0). Opening it cost a program without
-     * it (a C program) a third of the interposer's start-up, and five mappings every fork copies
-     * (docs/PERFORMANCE.md, "Issue 27's sixth stop"). */
-    int fast = !ss_unw_backtrace && ss_fast_unwind_possible();
-    if (!ss_unw_backtrace) {
-        void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-        if (!gcc && !fast) gcc = ss_open_libgcc();
-        ss_use_libgcc(gcc);
-    }
-    if (!ss_unw_backtrace && !ss_unwind_backtrace && !fast) {
-        ss_stacks_no_unwinder = 1;
-        return;
-    }
     Dl_info info;
     if (!dladdr((void *)ss_stack_sample, &info) || !info.dli_fbase) return;
     const ElfW(Ehdr) *eh = info.dli_fbase;
@@ -681,10 +666,17 @@ void ss_stacks_init(void) {
     }
     ss_self_lo = lo;
     ss_self_hi = hi;
-    if (fast) ss_fast_unwind_init(lo, hi, !ss_unwind_backtrace); /* libgcc's, if there, for what it cannot do */
-    if (!ss_unw_backtrace && !ss_unwind_backtrace && !ss_fast_unwind_on) { /* its tables could not be mapped */
-        ss_use_libgcc(ss_open_libgcc());
-        if (!ss_unwind_backtrace) {
+    /* The fast unwinder (unwind.c), with libgcc's behind it for the frames it does not
+     * understand where the program has libgcc loaded already. libgcc is mapped for the
+     * interposer only where the fast one cannot work (no _dl_find_object, its tables not mapped,
+     * or STALLSCOPE_FAST_UNWIND=0): opening it cost a program without it (a C program) a third of
+     * the interposer's start-up, and five mappings every fork copies (docs/PERFORMANCE.md,
+     * "Issue 27's sixth stop"). */
+    if (!ss_unw_backtrace) {
+        ss_use_libgcc(dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD));
+        ss_fast_unwind_init(lo, hi, !ss_unwind_backtrace);
+        if (!ss_fast_unwind_on && !ss_unwind_backtrace) ss_use_libgcc(ss_open_libgcc());
+        if (!ss_fast_unwind_on && !ss_unwind_backtrace) {
             ss_stacks_no_unwinder = 1;
             return;
         }

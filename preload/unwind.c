@@ -476,14 +476,10 @@ void ss_fast_unwind_forget(void) {
  * rather than left to libgcc's. */
 static int ss_walk_partial;
 
-int ss_fast_unwind_possible(void) {
-    if (!ss_option_num(SS_OPT_FAST_UNWIND)) return 0; /* 0: libgcc for every stack (comparisons) */
-    if (!ss_find_object) *(void **)&ss_find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
-    return ss_find_object != NULL;
-}
-
 void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi, int alone) {
-    if (!ss_fast_unwind_possible()) return;
+    if (!ss_option_num(SS_OPT_FAST_UNWIND)) return; /* 0: libgcc for every stack (comparisons) */
+    *(void **)&ss_find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
+    if (!ss_find_object) return;
     ss_rules = ss_map_wiped(SS_RULE_SLOTS * sizeof *ss_rules);
     if (!ss_rules) return;
     ss_own_lo = own_lo;
@@ -539,7 +535,8 @@ SS_NOINLINE int ss_fast_backtrace(uint64_t *pcs, uint32_t max) {
 /* Fills `pcs` with the return addresses of the frames above the frame at `pc` (a return address
  * if `returned`, else the instruction a signal interrupted), whose stack pointer and rbp are `sp`
  * and `rbp` below `top`, the interposer's own frames left out if `returned`; returns how many,
- * or -1 when a frame needs libgcc's unwinder. */
+ * or, at a frame it cannot unwind, -1 (for libgcc's unwinder) or how many so far where there is
+ * none behind it (ss_walk_partial). */
 /* ---- signal frames ----
  * A return into the C library's signal return trampoline (__restore_rt: `mov $15, %rax; syscall`,
  * not exported) has the kernel's signal frame above it, whose ucontext holds the registers of the
@@ -629,7 +626,6 @@ int ss_fast_backtrace_from(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t *pcs
 
 #else /* no _dl_find_object: libgcc's unwinder for every stack */
 
-int ss_fast_unwind_possible(void) { return 0; }
 void ss_fast_unwind_init(uintptr_t own_lo, uintptr_t own_hi, int alone) {
     (void)own_lo;
     (void)own_hi;
