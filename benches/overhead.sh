@@ -44,9 +44,10 @@
 #   --extra             also the other side of each trade-off: `stallscope run --no-sampling`,
 #                       `--timing exact`, `--no-stacks`, and stacks by libgcc's unwinder alone
 #                       (STALLSCOPE_FAST_UNWIND=0)
-#   --cpu               fixed-work cases report the CPU time (user + system) of the whole command
-#                       instead of its wall time: on a machine loaded by other work, time spent
-#                       waiting for a CPU is left out (the throughput cases are unchanged)
+#   --cpu               fixed-work cases report the CPU time (user + system, from wait4, to the
+#                       microsecond: benches/cpu_time.py) of the whole command instead of its wall
+#                       time: on a machine loaded by other work, time spent waiting for a CPU is
+#                       left out (the throughput cases are unchanged)
 #   --cases a,b,...     a subset of the cases
 #   --lib PATH          profile with this build of the interposer (STALLSCOPE_PRELOAD_LIB)
 #   --baseline-lib PATH add a mode "baseline": stallscope with that interposer (A/B of two builds)
@@ -72,7 +73,7 @@ while [ $# -gt 0 ]; do
         --cases) only="$2"; shift ;;
         --lib) lib="$2"; shift ;;
         --baseline-lib) baseline_lib="$2"; shift ;;
-        -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -156,12 +157,12 @@ run_one() {
     local c="$1" mode="$2" round="$3" out="$work/$c.$2.$3.out" prof="$work/$c.$3.$2.prof" start end
     # shellcheck disable=SC2086
     local cmd=("$work/$c" ${args[$c]:-})
-    # With --cpu the whole command runs under /usr/bin/time, which reports its CPU time with its
-    # children's (the profiler's supervisor and recording processes included).
+    # With --cpu the whole command runs under cpu_time.py, which reports its CPU time (wait4, to the
+    # microsecond) with its children's (the profiler's supervisor and recording processes included).
     # `run -q`: the closing summary is the report's analysis of the finished profile (about 70 ms
     # on these programs, symbols read once), done after the program ended: not the program's cost.
     local tm=()
-    [ "$cpu" = 1 ] && tm=(/usr/bin/time -f "%U %S" -o "$work/cpu")
+    [ "$cpu" = 1 ] && tm=(python3 "$root/benches/cpu_time.py" "$work/cpu")
     mkdir -p "$work/pre"
     start=$(now_ns)
     case "$mode" in
