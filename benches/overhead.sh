@@ -73,7 +73,7 @@ while [ $# -gt 0 ]; do
         --cases) only="$2"; shift ;;
         --lib) lib="$2"; shift ;;
         --baseline-lib) baseline_lib="$2"; shift ;;
-        -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
