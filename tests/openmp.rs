@@ -57,11 +57,13 @@ fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
 
 /// A balanced loop gets none of the alarms an OpenMP wait could be mistaken for, nor `also`.
 fn assert_quiet_balanced_loop(r: &Value, also: &[&str]) {
-    const ALARMS: [&str; 6] = [
+    const ALARMS: [&str; 8] = [
         "omp-load-imbalance",
         "glibc-lock-contention",
         "lock-contention",
         "runtime-lock-contention",
+        "lock-held-while-asleep",
+        "lock-held-across-io",
         "spinning",
         "serial-section",
     ];
@@ -245,7 +247,11 @@ fn clang_an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
         assert!(
             !matches!(
                 id.as_str(),
-                "spinning" | "lock-contention" | "glibc-lock-contention" | "serial-section"
+                "spinning"
+                    | "lock-contention"
+                    | "lock-held-while-asleep"
+                    | "glibc-lock-contention"
+                    | "serial-section"
             ),
             "{id}: {:#}",
             r["findings"]

@@ -203,6 +203,7 @@ fn a_balanced_rayon_program_stays_quiet_and_its_idle_workers_are_idle() {
                 id.as_str(),
                 "lock-contention"
                     | "runtime-lock-contention"
+                    | "lock-held-while-asleep"
                     | "glibc-lock-contention"
                     | "spinning"
                     | "allocator-time"

@@ -266,6 +266,7 @@ fn a_balanced_parallel_reduce_stays_quiet() {
                     | "page-faults"
                     | "lock-contention"
                     | "runtime-lock-contention"
+                    | "lock-held-while-asleep"
                     | "glibc-lock-contention"
                     | "parallel-efficiency"
             ),

@@ -33,6 +33,16 @@ pub struct Activity {
 }
 
 impl Activity {
+    /// The state it counts in wherever a holder's time is told apart: I/O for time on a CPU inside
+    /// an I/O call too (what the thread does for the I/O), else its category.
+    pub fn state(&self) -> Category {
+        if self.in_io_call {
+            Category::Io
+        } else {
+            self.category
+        }
+    }
+
     /// `fdatasync in log_line at log_fsync.cpp:34`.
     pub fn text(&self) -> String {
         match &self.frame {
@@ -60,17 +70,41 @@ pub struct Edge {
     pub activities: Vec<Activity>,
 }
 
-impl Edge {
-    /// The other thread's time in category `c` inside the waits, as a share of its sampled time
-    /// there.
-    pub fn other_share(&self, c: Category) -> f64 {
-        let ns: u64 = self
-            .activities
-            .iter()
-            .filter(|a| a.category == c || (c == Category::Io && a.in_io_call))
-            .map(|a| a.ns)
-            .sum();
-        crate::util::ratio(ns, self.other_sampled_ns)
+/// What the holders of one lock did while other threads waited for it (their own samples inside
+/// the waits), summed over the lock's wait-for edges: the one set of figures every finding about
+/// the lock reads.
+#[derive(Debug, Clone, Default)]
+pub struct HolderTime {
+    pub waits: u64,
+    pub wait_ns: u64,
+    /// The holders' sampled time inside the waits.
+    pub sampled_ns: u64,
+    /// Of it, in I/O: off a CPU waiting for it, or on one inside an I/O call.
+    pub io_ns: u64,
+    /// Of it, asleep outside I/O: sleeps, condition variables, joins, waits for events
+    /// (`epoll_wait`, `poll`), idle.
+    pub asleep_ns: u64,
+    /// The waiting that overlapped the holders' I/O, and their sleep: each edge's waits times
+    /// the holder's share of that state in them (what taking it out of the critical section could
+    /// remove).
+    pub io_stake_ns: f64,
+    pub asleep_stake_ns: f64,
+    /// Each activity once (by its text and state), most time first.
+    pub activities: Vec<Activity>,
+    /// Thread indexes (`profile.threads`), in the order first seen.
+    pub waiters: Vec<usize>,
+    pub holders: Vec<usize>,
+}
+
+impl HolderTime {
+    /// A share of the holders' sampled time inside the waits (0 without samples).
+    pub fn share(&self, ns: u64) -> f64 {
+        crate::util::ratio(ns, self.sampled_ns)
+    }
+
+    /// Whether a holder's state is asleep outside I/O.
+    pub fn is_asleep(state: Category) -> bool {
+        matches!(state, Category::Blocked | Category::Idle)
     }
 }
 
@@ -140,6 +174,53 @@ impl WaitFor {
         self.edges.iter().filter(move |e| {
             matches!(e.kind, Some(WaitKind::Lock | WaitKind::Futex)) && e.object == object
         })
+    }
+
+    /// What the holders of the lock at `object` did while others waited for it (its edges whose
+    /// other end is known).
+    pub fn holder_time(&self, object: u64) -> HolderTime {
+        let mut h = HolderTime::default();
+        for e in self.lock_edges(object) {
+            let Some(other) = e.other else { continue };
+            h.waits += e.waits;
+            h.wait_ns = h.wait_ns.saturating_add(e.wait_ns);
+            h.sampled_ns = h.sampled_ns.saturating_add(e.other_sampled_ns);
+            if !h.waiters.contains(&e.waiter) {
+                h.waiters.push(e.waiter);
+            }
+            if !h.holders.contains(&other) {
+                h.holders.push(other);
+            }
+            let (mut io, mut asleep) = (0u64, 0u64);
+            for act in &e.activities {
+                let state = act.state();
+                if state == Category::Io {
+                    io = io.saturating_add(act.ns);
+                } else if HolderTime::is_asleep(state) {
+                    asleep = asleep.saturating_add(act.ns);
+                }
+                let text = act.text();
+                match h
+                    .activities
+                    .iter_mut()
+                    .find(|x| x.state() == state && x.text() == text)
+                {
+                    Some(x) => x.ns = x.ns.saturating_add(act.ns),
+                    None => h.activities.push(Activity {
+                        category: state,
+                        in_io_call: false,
+                        ..act.clone()
+                    }),
+                }
+            }
+            h.io_ns = h.io_ns.saturating_add(io);
+            h.asleep_ns = h.asleep_ns.saturating_add(asleep);
+            let wait = e.wait_ns as f64;
+            h.io_stake_ns += wait * crate::util::ratio(io, e.other_sampled_ns);
+            h.asleep_stake_ns += wait * crate::util::ratio(asleep, e.other_sampled_ns);
+        }
+        h.activities.sort_by_key(|x| std::cmp::Reverse(x.ns));
+        h
     }
 }
 

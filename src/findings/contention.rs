@@ -49,6 +49,16 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         let Some(severity) = rule.severity_of(share) else {
             continue;
         };
+        // What the holders did while this lock was waited for (the wait-for edges). A lock whose
+        // holders were mostly in I/O or asleep is reported as such (lock-held-across-io,
+        // lock-held-while-asleep), not as the contention of a holder at work.
+        let holder = a.waitfor.as_ref().map(|w| w.holder_time(lock.address));
+        if holder
+            .as_ref()
+            .is_some_and(|h| super::waitfor::holders_away(h, rule.param("max_holder_away_share")))
+        {
+            continue;
+        }
         let kind = match &lock.runtime {
             Some(r) => r.object.clone(),
             None => format!("pthread {}", lock.kind),
@@ -77,31 +87,21 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
                 lock_site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into())
             ));
         }
-        // What the holders were doing while this lock was waited for (the wait-for edges).
-        if let Some(w) = &a.waitfor {
-            let mut acts: Vec<(String, u64)> = Vec::new();
-            let mut sampled = 0u64;
-            for e in w.lock_edges(lock.address) {
-                sampled = sampled.saturating_add(e.other_sampled_ns);
-                for act in &e.activities {
-                    let text = format!("{} ({})", act.text(), act.category.words());
-                    match acts.iter_mut().find(|x| x.0 == text) {
-                        Some(x) => x.1 = x.1.saturating_add(act.ns),
-                        None => acts.push((text, act.ns)),
-                    }
-                }
-            }
-            acts.sort_by_key(|x| std::cmp::Reverse(x.1));
-            if !acts.is_empty() {
-                evidence.push(format!(
-                    "while threads waited, the holder was in: {}",
-                    acts.iter()
-                        .take(max_sites)
-                        .map(|(t, ns)| format!("{t} {}", fmt_pct(ratio(*ns, sampled))))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
+        if let Some(h) = holder.filter(|h| !h.activities.is_empty()) {
+            evidence.push(format!(
+                "while threads waited, the holder was in: {}",
+                h.activities
+                    .iter()
+                    .take(max_sites)
+                    .map(|x| format!(
+                        "{} ({}) {}",
+                        x.text(),
+                        x.state().words(),
+                        fmt_pct(h.share(x.ns))
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         for site in lock.holder_sites.iter().take(max_sites) {
             if let Some(user) = lock_site_user_text(site) {

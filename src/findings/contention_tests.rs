@@ -266,3 +266,139 @@ fn unnamed_libc_functions_are_one_finding_that_says_what_would_name_them() {
         f.evidence
     );
 }
+
+/// `locked`, with wait-for edges: each of the two threads waited half the time for the other,
+/// which spent its sampled time inside the waits as `holder` says (category, ns, in an I/O call).
+fn locked_with_holder(wait_ns: f64, holder: &[(Category, u64, bool)]) -> Analysis {
+    use crate::analysis::waitfor::{Activity, Edge, WaitFor};
+    use crate::profile::samples::WaitKind;
+    let mut a = locked(wait_ns);
+    a.profile.threads = (1..=3)
+        .map(|tid| crate::profile::ThreadStats::quiet(tid, tid, "bank", 0, 100_000_000))
+        .collect();
+    let activities: Vec<Activity> = holder
+        .iter()
+        .map(|&(category, ns, in_io_call)| Activity {
+            category,
+            function: if category == Category::Compute && !in_io_call {
+                "audit".into()
+            } else {
+                "epoll_wait".into()
+            },
+            ns,
+            in_io_call,
+            ..Activity::default()
+        })
+        .collect();
+    let sampled = holder.iter().map(|x| x.1).sum();
+    let edges = [(0, 1), (1, 0)]
+        .into_iter()
+        .map(|(waiter, other)| Edge {
+            waiter,
+            other: Some(other),
+            kind: Some(WaitKind::Lock),
+            object: 0x1000,
+            waits: 150,
+            wait_ns: (wait_ns / 2.0) as u64,
+            other_sampled_ns: sampled,
+            activities: activities.clone(),
+            ..Edge::default()
+        })
+        .collect();
+    a.waitfor = Some(WaitFor {
+        edges,
+        ..WaitFor::default()
+    });
+    a
+}
+
+fn ids(a: &Analysis) -> Vec<String> {
+    crate::findings::evaluate(a)
+        .into_iter()
+        .map(|f| f.id)
+        .filter(|id| id.starts_with("lock-"))
+        .collect()
+}
+
+#[test]
+fn a_lock_is_reported_by_what_its_holder_did_while_others_waited() {
+    let wait = 100_000_000.0;
+    // At work: contention.
+    let work = locked_with_holder(
+        wait,
+        &[(Category::Compute, 9, false), (Category::Blocked, 1, false)],
+    );
+    assert_eq!(ids(&work), ["lock-contention"]);
+    let f = &pthread_locks(rule("lock-contention"), &work)[0];
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("audit (computation) 90.0%")),
+        "{f:?}"
+    );
+    // Asleep (a lock kept while waiting for events): held while asleep, capped at medium.
+    let asleep = locked_with_holder(
+        wait,
+        &[(Category::Compute, 2, false), (Category::Blocked, 8, false)],
+    );
+    let found = crate::findings::evaluate(&asleep);
+    let f = found
+        .iter()
+        .find(|f| f.id == "lock-held-while-asleep")
+        .unwrap_or_else(|| panic!("{found:#?}"));
+    assert_eq!(f.severity, Severity::Medium, "{f:?}");
+    assert!(f.title.contains("waited in epoll_wait"), "{}", f.title);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("80.0% of their sampled time asleep")),
+        "{f:?}"
+    );
+    assert_eq!(ids(&asleep), ["lock-held-while-asleep"]);
+    // In I/O, on a CPU inside the call or off it: held across I/O, and the I/O counted once.
+    let io = locked_with_holder(
+        wait,
+        &[
+            (Category::Compute, 3, true),
+            (Category::Io, 4, false),
+            (Category::Compute, 3, false),
+        ],
+    );
+    assert_eq!(ids(&io), ["lock-held-across-io"]);
+    // Half away, half at work: the holder's work is the contention's.
+    let half = locked_with_holder(
+        wait,
+        &[(Category::Compute, 6, false), (Category::Blocked, 4, false)],
+    );
+    assert_eq!(ids(&half), ["lock-contention"]);
+    // Without wait-for edges (no waits recorded): contention, as before.
+    assert_eq!(ids(&locked(wait)), ["lock-contention"]);
+}
+
+/// Each lock is reported once: the contention rules leave a lock exactly where the rules of a
+/// holder away from its work take it (the same share, no stricter gates).
+#[test]
+fn locks_left_by_the_contention_rules_are_taken_by_the_holder_away_rules() {
+    let low = |r: &crate::findings::rules::Rule| {
+        crate::findings::test_support::levels(r)
+            .into_iter()
+            .map(|x| x.0)
+            .fold(f64::INFINITY, f64::min)
+    };
+    for contention in ["lock-contention", "runtime-lock-contention"] {
+        let c = rule(contention);
+        for away in ["lock-held-across-io", "lock-held-while-asleep"] {
+            let r = rule(away);
+            assert_eq!(
+                r.param("min_away_share"),
+                c.param("max_holder_away_share"),
+                "{away} {contention}"
+            );
+            assert!(
+                r.param("min_wait_ns") <= c.param("min_wait_ns"),
+                "{away} {contention}"
+            );
+            assert!(low(r) <= low(c), "{away} {contention}");
+        }
+    }
+}

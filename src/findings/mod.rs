@@ -80,6 +80,7 @@ fn detector(name: &str) -> Option<Detector> {
         "atomic" => contention::atomics,
         "parallel_efficiency" => efficiency::parallel_efficiency,
         "lock_across_io" => waitfor::lock_across_io,
+        "lock_while_asleep" => waitfor::lock_while_asleep,
         "serial_section" => scaling::serial_section,
         "load_imbalance" => scaling::load_imbalance,
         "spinning" => scaling::spinning,

@@ -1,84 +1,88 @@
-//! Detectors over the wait-for edges (docs/WAITFOR.md): a lock held across I/O.
+//! Detectors over the wait-for edges (docs/WAITFOR.md): a lock held while its holder is away from
+//! its work, in I/O or asleep.
 
 use super::rules::Rule;
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::states::Category;
-use crate::analysis::waitfor::Activity;
+use crate::analysis::waitfor::HolderTime;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
-use std::collections::BTreeMap;
+
+/// Where a lock's holders were while others waited for it.
+#[derive(Clone, Copy, PartialEq)]
+enum Away {
+    /// In I/O calls (the disk, the network, a pipe), on a CPU or off it.
+    Io,
+    /// Asleep outside I/O: a sleep, a condition variable, a join, a wait for events.
+    Asleep,
+}
 
 /// A lock whose holders were in I/O (their own samples inside the waits of others) for at least
-/// `min_io_share` of the time others waited for it. The measure is the waiting threads' share of
-/// their lives spent waiting for that lock; the stake is the waiting that overlapped the
-/// holder's I/O (the waits times the holder's I/O share in them): what moving the I/O out of the
-/// critical section could remove.
+/// `min_away_share` of the time others waited for it, with I/O the larger part of it.
 pub fn lock_across_io(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    lock_held_away(rule, a, Away::Io)
+}
+
+/// A lock whose holders slept (not in I/O) for at least `min_away_share` of the time others
+/// waited for it, with sleep the larger part: a lock held across a blocking call, or used to park
+/// threads.
+pub fn lock_while_asleep(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    lock_held_away(rule, a, Away::Asleep)
+}
+
+/// Whether the holders of a lock were away from their work (in I/O or asleep) for at least
+/// `share` of their sampled time in the waits: such a lock is reported by the two rules above
+/// (whichever part is larger), not as the contention of a holder at work.
+pub fn holders_away(h: &HolderTime, share: f64) -> bool {
+    h.sampled_ns > 0 && h.share(h.io_ns.saturating_add(h.asleep_ns)) >= share
+}
+
+/// The measure is the waiting threads' share of their lives spent waiting for the lock; the stake
+/// is the waiting that overlapped the holders' I/O or sleep (each edge's waits times the holder's
+/// share in them): what taking it out of the critical section could remove.
+fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
     let Some(w) = &a.waitfor else {
         return Vec::new();
     };
-    #[derive(Default)]
-    struct PerLock {
-        wait_ns: u64,
-        waits: u64,
-        sampled_ns: u64,
-        io_ns: u64,
-        stake_ns: f64,
-        waiters: Vec<usize>,
-        holders: Vec<usize>,
-        io: BTreeMap<String, Activity>,
-    }
-    let mut locks: BTreeMap<u64, PerLock> = BTreeMap::new();
-    for e in w
-        .edges
-        .iter()
-        .filter(|e| e.kind == Some(crate::profile::format::WaitKind::Lock) && e.other.is_some())
-    {
-        let l = locks.entry(e.object).or_default();
-        l.wait_ns = l.wait_ns.saturating_add(e.wait_ns);
-        l.waits += e.waits;
-        l.sampled_ns = l.sampled_ns.saturating_add(e.other_sampled_ns);
-        l.stake_ns += e.wait_ns as f64 * e.other_share(Category::Io);
-        if !l.waiters.contains(&e.waiter) {
-            l.waiters.push(e.waiter);
-        }
-        if let Some(o) = e.other
-            && !l.holders.contains(&o)
-        {
-            l.holders.push(o);
-        }
-        for act in e
-            .activities
-            .iter()
-            .filter(|x| x.category == Category::Io || x.in_io_call)
-        {
-            l.io_ns = l.io_ns.saturating_add(act.ns);
-            let entry = l.io.entry(act.text()).or_insert_with(|| Activity {
-                ns: 0,
-                ..act.clone()
-            });
-            entry.ns = entry.ns.saturating_add(act.ns);
-        }
-    }
+    // The locks the report lists (pthread locks, runtimes' locks): a futex word that is no lock
+    // (a condition variable's) has a waker, not a holder.
+    let mut objects: Vec<u64> = a.summary.locks.iter().map(|l| l.address).collect();
+    objects.sort_unstable();
+    objects.dedup();
     let mut found: Vec<(f64, Finding)> = Vec::new();
-    for (object, l) in locks {
-        let io_share = ratio(l.io_ns, l.sampled_ns);
-        if (l.wait_ns as f64) < rule.param("min_wait_ns") || io_share < rule.param("min_io_share") {
+    for object in objects {
+        let h = w.holder_time(object);
+        let (part_ns, stake_ns) = match away {
+            Away::Io => (h.io_ns, h.io_stake_ns),
+            Away::Asleep => (h.asleep_ns, h.asleep_stake_ns),
+        };
+        // The larger of the two parts names the finding (I/O on a tie), so a lock gets one.
+        let larger = match away {
+            Away::Io => h.io_ns >= h.asleep_ns,
+            Away::Asleep => h.asleep_ns > h.io_ns,
+        };
+        if (h.wait_ns as f64) < rule.param("min_wait_ns")
+            || !larger
+            || !holders_away(&h, rule.param("min_away_share"))
+        {
             continue;
         }
-        let waiter_life: u64 = l
+        let waiter_life: u64 = h
             .waiters
             .iter()
             .filter_map(|&i| a.profile.threads.get(i))
             .map(|t| t.life_ns(a.profile.thread_end_ns(t)))
             .sum();
-        let share = ratio(l.wait_ns, waiter_life).min(1.0);
+        let share = ratio(h.wait_ns, waiter_life).min(1.0);
         let Some(severity) = rule.severity_of(share) else {
             continue;
         };
-        let mut io: Vec<Activity> = l.io.into_values().collect();
-        io.sort_by_key(|x| std::cmp::Reverse(x.ns));
-        let Some(top) = io.first() else {
+        let in_part = |state: Category| match away {
+            Away::Io => state == Category::Io,
+            Away::Asleep => HolderTime::is_asleep(state),
+        };
+        let calls: Vec<_> = h.activities.iter().filter(|x| in_part(x.state())).collect();
+        let Some(top) = calls.first() else {
             continue;
         };
         let lock = a.object_name(object);
@@ -90,56 +94,66 @@ pub fn lock_across_io(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             .and_then(|s| s.sites.first())
             .and_then(|s| s.user_frame())
             .map_or_else(|| super::view::UNKNOWN_FRAME.into(), |f| f.short_text());
+        let plural = h.holders.len() > 1;
         let mut evidence = vec![
             format!(
                 "{} waits for {lock} took {} ({} of the waiting threads' time); the waiters were at {waiter}",
-                fmt_count(l.waits),
-                fmt_ns(l.wait_ns),
+                fmt_count(h.waits),
+                fmt_ns(h.wait_ns),
                 fmt_pct(share)
             ),
             format!(
-                "while they waited, the holder{} spent {} of {} sampled time in I/O: {}",
-                if l.holders.len() > 1 { "s" } else { "" },
-                fmt_pct(io_share),
-                if l.holders.len() > 1 { "their" } else { "its" },
-                io.iter()
+                "while they waited, the holder{} spent {} of {} sampled time {}: {}",
+                if plural { "s" } else { "" },
+                fmt_pct(h.share(part_ns)),
+                if plural { "their" } else { "its" },
+                match away {
+                    Away::Io => "in I/O",
+                    Away::Asleep => "asleep",
+                },
+                calls
+                    .iter()
                     .take(3)
-                    .map(|x| format!("{} {}", x.text(), fmt_pct(ratio(x.ns, l.sampled_ns))))
+                    .map(|x| format!("{} {}", x.text(), fmt_pct(h.share(x.ns))))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
             format!(
                 "holders: {}",
-                l.holders
+                h.holders
                     .iter()
                     .map(|&i| a.label_at(i))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
             format!(
-                "stake (estimated): up to {} of waiting removable, the waits times the holder's I/O share in them",
-                fmt_ns(l.stake_ns)
+                "stake (estimated): up to {} of waiting removable, the waits times the holder's {} share in them",
+                fmt_ns(stake_ns),
+                match away {
+                    Away::Io => "I/O",
+                    Away::Asleep => "sleep",
+                }
             ),
         ];
         evidence.dedup();
-        found.push((
-            share,
-            build(
-                rule,
-                a,
-                severity,
-                &[
-                    ("lock", lock),
-                    ("io", top.text()),
-                    ("syscall", top.function.clone()),
-                    ("wait", fmt_ns(l.wait_ns)),
-                    ("share", fmt_pct(share)),
-                    ("io_share", fmt_pct(io_share)),
-                    ("stake", fmt_ns(l.stake_ns)),
-                ],
-                evidence,
-            ),
-        ));
+        let finding = build(
+            rule,
+            a,
+            severity,
+            &[
+                ("lock", lock),
+                ("io", top.text()),
+                ("call", top.text()),
+                ("syscall", top.function.clone()),
+                ("wait", fmt_ns(h.wait_ns)),
+                ("share", fmt_pct(share)),
+                ("io_share", fmt_pct(h.share(part_ns))),
+                ("asleep_share", fmt_pct(h.share(part_ns))),
+                ("stake", fmt_ns(stake_ns)),
+            ],
+            evidence,
+        );
+        found.push((share, finding));
     }
     found.sort_by(|x, y| y.0.total_cmp(&x.0));
     found.into_iter().take(3).map(|(_, f)| f).collect()

@@ -1,6 +1,7 @@
 // Two threads fight over one pthread mutex held across a short sleep, as code holding a lock
-// across I/O does: whatever the CPUs are doing, each thread waits while the other holds it, and
-// the lock finding names the waiter's user function, update_shared_counter.
+// across a blocking call does: whatever the CPUs are doing, each thread waits while the other
+// holds it asleep. The lock finding (lock-held-while-asleep) names the sleep at its line and the
+// waiters' user function, update_shared_counter.
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
