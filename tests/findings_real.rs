@@ -135,6 +135,41 @@ fn a_mutex_held_across_a_sleep_names_the_sleep_and_the_waiter() {
     );
 }
 
+/// sleepy_workers.c releases its mutex, then sleeps: its holders are seen asleep in the tails of
+/// the waits (the waiter's wake-up after the release), not while holding. The lock is not
+/// reported as held while asleep (nor across I/O).
+#[test]
+fn a_lock_released_before_a_sleep_is_not_held_while_asleep() {
+    let dir = TempDir::new("findings-sleepy");
+    let (report, _) = profiled(&dir, "sleepy_workers.c");
+    assert_well_formed(&report);
+    // The trap is there: many short waits, in which the previous holder was often asleep.
+    let (mut waits, mut sampled, mut asleep) = (0u64, 0.0, 0.0);
+    for e in report["wait_for"]["edges"].as_array().unwrap() {
+        if e["kind"] != "lock" {
+            continue;
+        }
+        waits += e["waits"].as_u64().unwrap();
+        let other = e["other_sampled_ns"].as_f64().unwrap();
+        sampled += other;
+        for m in e["meanwhile"].as_array().unwrap() {
+            if m["category"] == "blocked" {
+                asleep += m["share"].as_f64().unwrap() * other;
+            }
+        }
+    }
+    assert!(
+        waits >= 1000 && asleep > 0.1 * sampled,
+        "{waits} waits, asleep {asleep} of {sampled}"
+    );
+    for f in findings(&report) {
+        assert!(
+            f["id"] != "lock-held-while-asleep" && f["id"] != "lock-held-across-io",
+            "{f:#}"
+        );
+    }
+}
+
 /// glibc's sprintf does not allocate for plain conversions (the profile of sprintf_loop.c holds a
 /// single allocator call, stdout's buffer), so the library hot spot is shown with stream
 /// extraction, which allocates in every `>>` into a long std::string.

@@ -53,10 +53,13 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         // holders were mostly in I/O or asleep is reported as such (lock-held-across-io,
         // lock-held-while-asleep), not as the contention of a holder at work.
         let holder = a.waitfor.as_ref().map(|w| w.holder_time(lock.address));
-        if holder
-            .as_ref()
-            .is_some_and(|h| super::waitfor::holders_away(h, rule.param("max_holder_away_share")))
-        {
+        if holder.as_ref().is_some_and(|h| {
+            super::waitfor::holders_away(
+                h,
+                rule.param("max_holder_away_share"),
+                rule.param("holder_away_min_mean_wait_ns"),
+            )
+        }) {
             continue;
         }
         let kind = match &lock.runtime {

@@ -371,6 +371,13 @@ fn a_lock_is_reported_by_what_its_holder_did_while_others_waited() {
         &[(Category::Compute, 6, false), (Category::Blocked, 4, false)],
     );
     assert_eq!(ids(&half), ["lock-contention"]);
+    // Short waits, whose tails (the waiter's wake-up after the release) hold the sleep of a
+    // holder that has let go: contention.
+    let mut tails = asleep.clone();
+    for e in &mut tails.waitfor.as_mut().unwrap().edges {
+        e.waits = e.wait_ns / 50_000;
+    }
+    assert_eq!(ids(&tails), ["lock-contention"]);
     // Without wait-for edges (no waits recorded): contention, as before.
     assert_eq!(ids(&locked(wait)), ["lock-contention"]);
 }
@@ -392,6 +399,11 @@ fn locks_left_by_the_contention_rules_are_taken_by_the_holder_away_rules() {
             assert_eq!(
                 r.param("min_away_share"),
                 c.param("max_holder_away_share"),
+                "{away} {contention}"
+            );
+            assert_eq!(
+                r.param("min_mean_wait_ns"),
+                c.param("holder_away_min_mean_wait_ns"),
                 "{away} {contention}"
             );
             assert!(

@@ -13,7 +13,7 @@ static void __attribute__((noinline)) update_shared_counter(int i) {
     pthread_mutex_lock(&counter_lock);
     for (int k = 0; k < 200; k++)
         shared_counter += (double)(i ^ k) * 0.5;
-    usleep(50);
+    usleep(200);
     pthread_mutex_unlock(&counter_lock);
 }
 
