@@ -169,19 +169,50 @@ pub struct Symbolizer<'a> {
     debug_root: PathBuf,
     /// Open modules' files and debug files (false: every frame is `module+offset`).
     read_files: bool,
+    /// The program's file by the name it was run as, where that is a link to it: (the file's
+    /// path, the link's). Frames of the program are named as the user knows it.
+    run_as: Option<(String, String)>,
+}
+
+/// The path `command` (a command's first word) names through a symbolic link to `exe`, as the
+/// shell would find it (in `PATH` unless it has a `/`), if it is one. redis-server in Debian is a
+/// link to redis-check-rdb, the file the kernel and /proc name: frames of the server read
+/// `(redis-server)`, as its threads' names do. None where the link is not here (a profile read on
+/// another machine), or leads elsewhere.
+fn run_as_link(command: &str, exe: &str) -> Option<String> {
+    if command.is_empty() || exe.is_empty() || file_name(command) == file_name(exe) {
+        return None;
+    }
+    let candidates: Vec<PathBuf> = if command.contains('/') {
+        vec![PathBuf::from(command)]
+    } else {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).map(|d| d.join(command)).collect())
+            .unwrap_or_default()
+    };
+    let target = std::fs::canonicalize(exe).ok()?;
+    let found = candidates.into_iter().find(|c| c.is_file())?;
+    let is_link = std::fs::symlink_metadata(&found)
+        .ok()?
+        .file_type()
+        .is_symlink();
+    (is_link && found.is_absolute() && std::fs::canonicalize(&found).ok()? == target)
+        .then(|| found.to_string_lossy().into_owned())
 }
 
 impl<'a> Symbolizer<'a> {
     pub fn new(profile: &'a Profile) -> Self {
+        let exe = &profile.process.exe;
+        let run_as = profile
+            .process
+            .command
+            .first()
+            .and_then(|c| run_as_link(c, exe))
+            .map(|link| (exe.clone(), link));
         Symbolizer {
-            modules: &profile.modules,
-            loaders: HashMap::new(),
-            cache: HashMap::new(),
-            started: Instant::now(),
-            progress_shown: false,
-            debug_root: std::env::var_os("STALLSCOPE_DEBUG_ROOT")
-                .map_or_else(|| PathBuf::from("/usr/lib/debug"), PathBuf::from),
+            run_as,
             read_files: true,
+            ..Symbolizer::offline(profile)
         }
     }
 
@@ -190,8 +221,15 @@ impl<'a> Symbolizer<'a> {
     /// may name any file.
     pub fn offline(profile: &'a Profile) -> Self {
         Symbolizer {
+            run_as: None,
+            modules: &profile.modules,
+            loaders: HashMap::new(),
+            cache: HashMap::new(),
+            started: Instant::now(),
+            progress_shown: false,
+            debug_root: std::env::var_os("STALLSCOPE_DEBUG_ROOT")
+                .map_or_else(|| PathBuf::from("/usr/lib/debug"), PathBuf::from),
             read_files: false,
-            ..Symbolizer::new(profile)
         }
     }
 
@@ -263,7 +301,10 @@ impl<'a> Symbolizer<'a> {
         };
         let module = &self.modules[mi];
         let offset = pc - module.bias;
-        let path = module.path.clone();
+        let path = match &self.run_as {
+            Some((exe, link)) if *exe == module.path => link.clone(),
+            _ => module.path.clone(),
+        };
         let debug_root = self.debug_root.clone();
         let read_files = self.read_files;
         let dbg = self
@@ -701,6 +742,34 @@ mod tests {
             offset: 0x10,
             inlined: false,
         }
+    }
+
+    /// A program run through a link to it (Debian's redis-server -> redis-check-rdb) is named by
+    /// the link; a copy, a link to another file or the file's own name are not aliases.
+    #[test]
+    fn a_program_run_through_a_link_is_named_by_the_link() {
+        let dir = std::env::temp_dir().join(format!("stallscope-run-as-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let real = dir.join("redis-check-rdb");
+        let other = dir.join("other");
+        std::fs::write(&real, b"x").unwrap();
+        std::fs::write(&other, b"y").unwrap();
+        std::fs::copy(&real, dir.join("copy")).unwrap();
+        std::os::unix::fs::symlink("redis-check-rdb", dir.join("redis-server")).unwrap();
+        std::os::unix::fs::symlink(&other, dir.join("elsewhere")).unwrap();
+        let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+        let exe = path("redis-check-rdb");
+        assert_eq!(
+            run_as_link(&path("redis-server"), &exe),
+            Some(path("redis-server"))
+        );
+        assert_eq!(run_as_link(&path("copy"), &exe), None);
+        assert_eq!(run_as_link(&path("elsewhere"), &exe), None);
+        assert_eq!(run_as_link(&exe, &exe), None);
+        assert_eq!(run_as_link(&path("missing"), &exe), None);
+        assert_eq!(run_as_link("", &exe), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
