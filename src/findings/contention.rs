@@ -30,6 +30,24 @@ pub fn runtime_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     lock_contention(rule, a, true)
 }
 
+/// A lock's kind (`pthread mutex`, `parking_lot::Mutex`) and its name: its symbol, where it was
+/// initialised, or, for a runtime that parks each thread on its own word, where it was taken
+/// (not an address).
+pub fn lock_kind_and_name(
+    a: &Analysis,
+    lock: &crate::analysis::summary::LockSummary,
+) -> (String, String) {
+    let kind = match &lock.runtime {
+        Some(r) => r.object.clone(),
+        None => format!("pthread {}", lock.kind),
+    };
+    let name = match lock.runtime.as_ref().and_then(|r| r.taken_at.as_ref()) {
+        Some(f) => format!("taken in {}", f.short_text()),
+        None => a.object_name(lock.address),
+    };
+    (kind, name)
+}
+
 fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
     let s = &a.summary;
     let waiter_wall: f64 = s
@@ -62,16 +80,7 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         }) {
             continue;
         }
-        let kind = match &lock.runtime {
-            Some(r) => r.object.clone(),
-            None => format!("pthread {}", lock.kind),
-        };
-        // A runtime that parks each thread on its own word: the lock is known by where it was
-        // taken, not by an address.
-        let address = match lock.runtime.as_ref().and_then(|r| r.taken_at.as_ref()) {
-            Some(f) => format!("taken in {}", f.short_text()),
-            None => a.object_name(lock.address),
-        };
+        let (kind, address) = lock_kind_and_name(a, lock);
         let mut evidence = vec![format!(
             "{} of waiting in {} contended of {} acquisitions by {} threads (longest wait {})",
             fmt_ns(wait),

@@ -97,12 +97,17 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
         let Some(top) = calls.first() else {
             continue;
         };
-        let lock = a.object_name(object);
-        let waiter = a
-            .summary
-            .locks
-            .iter()
-            .find(|s| s.address == object)
+        let summary = a.summary.locks.iter().find(|s| s.address == object);
+        // Named as the contention rules name it: a runtime's lock by its kind and where it was
+        // taken (`parking_lot::Mutex taken in count_word at pl_mutex.rs:12`), not by an address.
+        let lock = match summary {
+            Some(l) if l.runtime.is_some() => {
+                let (kind, name) = super::contention::lock_kind_and_name(a, l);
+                format!("{kind} {name}")
+            }
+            _ => a.object_name(object),
+        };
+        let waiter = summary
             .and_then(|s| s.sites.first())
             .and_then(|s| s.user_frame())
             .map_or_else(|| super::view::UNKNOWN_FRAME.into(), |f| f.short_text());
