@@ -21,11 +21,17 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+/* The /proc files of a thread the flusher keeps open (ss_read_proc, below). */
+enum ss_proc_file { SS_PROC_STAT, SS_PROC_SCHEDSTAT, SS_PROC_SYSCALL, SS_PROC_STATUS };
+_Static_assert(SS_PROC_STATUS + 1 == SS_PROC_FILES, "a kept descriptor for each file");
+static size_t ss_read_proc(struct ss_thread *t, enum ss_proc_file f, const char *path, char *buf, size_t cap);
 
 SS_TLS struct ss_thread *ss_me; /* the calling thread's record; unlike ss_self never cleared by the guard */
 
@@ -195,7 +201,7 @@ static void ss_watch_main(void) {
         ss_str_cat(&s, "/proc/self/task/");
         ss_str_u64(&s, t->rec.tid);
         ss_str_cat(&s, "/status");
-        const char *p = ss_read_small(path, buf, sizeof buf) ? strstr(buf, "\nSigBlk:") : NULL;
+        const char *p = ss_read_proc(t, SS_PROC_STATUS, path, buf, sizeof buf) ? strstr(buf, "\nSigBlk:") : NULL;
         if (!p) break;
         for (p += 8; *p == ' ' || *p == '\t'; p++) {}
         __atomic_store_n(&ss_main_blocked, ss_parse_hex(p), __ATOMIC_RELAXED);
@@ -319,7 +325,7 @@ static int ss_timer_create(struct ss_thread *t, int sig) {
     return 0;
 }
 
-static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_totals *out);
+static int ss_sched_read(struct ss_thread *flusher_reads, uint32_t tid, const char *stat_fields, struct ss_sched_totals *out);
 
 SS_TLS int ss_attach_untimed;
 
@@ -329,7 +335,7 @@ void ss_sampler_thread_start(struct ss_thread *t) {
      * instruction is part of its life); the main thread's from now, as its record does. */
     /* (Not for a thread attached only for its process's final flush: no flusher looks at it.) */
     if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz && !ss_attach_untimed)
-        ss_sched_read(t->rec.tid, NULL, &t->sampler.sched_last);
+        ss_sched_read(NULL, t->rec.tid, NULL, &t->sampler.sched_last);
     t->sampler.last_cpu_ns = ss_self_cpu_ns();
     t->sampler.last_wall_ns = ss_mono_ns();
     t->sampler.last_wall_cpu_ns = t->sampler.last_cpu_ns;
@@ -473,7 +479,7 @@ static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const
     int still = ss_thread_cpu_ns((pid_t)t->rec.tid) == cpu_before;
     if (!still) {
         char again[512];
-        still = ss_read_small(path, again, sizeof again) == len && memcmp(again, line, len) == 0 &&
+        still = ss_read_proc(t, SS_PROC_SYSCALL, path, again, sizeof again) == len && memcmp(again, line, len) == 0 &&
                 ss_scan_stack(sp, pc, again_frames) == n && memcmp(again_frames, frames, n * sizeof *frames) == 0;
     }
     struct ss_still_stack *seen = t->sampler.still;
@@ -573,8 +579,10 @@ static void ss_parse_stat_fields(const char *p, struct ss_sched_totals *out) {
 }
 
 /* Reads thread `tid`'s cumulative figures; `stat_fields` is its stat line from field 3, if the
- * caller has read it. Returns 0 when schedstat could be read. */
-static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_totals *out) {
+ * caller has read it. `flusher_reads`: the thread's node when the flusher reads (through its kept
+ * descriptors), NULL in the thread itself. Returns 0 when schedstat could be read. */
+static int ss_sched_read(struct ss_thread *flusher_reads, uint32_t tid, const char *stat_fields,
+                         struct ss_sched_totals *out) {
     char path[64], buf[512];
     struct ss_str s = {path, 0, sizeof path};
     ss_str_cat(&s, "/proc/self/task/");
@@ -582,7 +590,9 @@ static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_
     size_t base = s.len;
     if (!stat_fields) {
         ss_str_cat(&s, "/stat");
-        size_t len = ss_read_small(path, buf, sizeof buf), i = len;
+        size_t len = flusher_reads ? ss_read_proc(flusher_reads, SS_PROC_STAT, path, buf, sizeof buf)
+                                   : ss_read_small(path, buf, sizeof buf);
+        size_t i = len;
         while (i > 0 && buf[i - 1] != ')') i--;
         if (len && i && i + 1 < len) ss_parse_stat_fields(buf + i + 1, out);
         s.len = base;
@@ -590,7 +600,9 @@ static int ss_sched_read(uint32_t tid, const char *stat_fields, struct ss_sched_
         ss_parse_stat_fields(stat_fields, out);
     }
     ss_str_cat(&s, "/schedstat");
-    if (ss_read_small(path, buf, sizeof buf) == 0 || buf[0] < '0' || buf[0] > '9') return -1;
+    size_t got = flusher_reads ? ss_read_proc(flusher_reads, SS_PROC_SCHEDSTAT, path, buf, sizeof buf)
+                               : ss_read_small(path, buf, sizeof buf);
+    if (got == 0 || buf[0] < '0' || buf[0] > '9') return -1;
     const char *p = buf;
     out->exec_ns = ss_parse_num(p);
     p = ss_skip_field(p);
@@ -608,7 +620,7 @@ static uint32_t ss_u32_delta(uint64_t now, uint64_t before) {
  * figures unchanged, so the next point carries the difference and nothing is lost. */
 static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fields) {
     struct ss_sched_totals cur = {0};
-    if (ss_sched_read(t->rec.tid, stat_fields, &cur) != 0) return;
+    if (ss_sched_read(t, t->rec.tid, stat_fields, &cur) != 0) return;
     const struct ss_sched_totals *last = &t->sampler.sched_last;
     uint32_t h = t->sampler.sched_head, tl = __atomic_load_n(&t->sampler.sched_tail, __ATOMIC_ACQUIRE);
     if (h - tl >= SS_SCHED_RING) return;
@@ -624,38 +636,45 @@ static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fi
     __atomic_store_n(&t->sampler.sched_head, h + 1, __ATOMIC_RELEASE);
 }
 
-/* Threads' stat files kept open by the flusher: each look is one pread instead of an open, a read
- * and a close (the path walk through /proc was half a look's cost). Only in a descriptor table of
- * the flusher's own, never in the program's; at most SS_STAT_FDS of them. A descriptor names the
- * thread, not its number: once the thread is gone the read fails, and a node that a new thread
- * took has another tid; either way it is closed and the file opened again. */
-#define SS_STAT_FDS 256u
+/* Threads' /proc files kept open by the flusher: each read is one pread instead of an open, a
+ * read and a close (the path walk through /proc was half a look's cost, and a third of the
+ * flusher's time on four threads that block and wake all the time). Only in a descriptor table of
+ * the flusher's own, never in the program's; at most ss_proc_fd_max of them, well under the
+ * process's limit on open files (which counts descriptor numbers in every table). A descriptor
+ * names the thread, not its number: once the thread is gone the read fails, and a node that a new
+ * thread took has another tid; either way it is closed and the file opened again. Only the flusher
+ * reads through it (a program thread has the program's table). */
+#define SS_PROC_FDS_MAX 768u
 static uint32_t ss_stat_gen; /* the current flusher's generation (0: none yet) */
-static uint32_t ss_stat_open;
-static int ss_stat_cache;
+static uint32_t ss_stat_open, ss_proc_fd_max;
 
 void ss_sampler_flusher_start(int own_table) {
     ss_stat_gen++;
     ss_stat_open = 0; /* the last flusher's descriptors went with its table */
-    ss_stat_cache = own_table;
+    /* Room for the flusher's other files (the profile, snapshots, /proc reads not kept): a
+     * quarter of the limit, and at least 64 descriptors. */
+    struct rlimit rl;
+    uint64_t limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (uint64_t)rl.rlim_cur : 0;
+    uint64_t room = limit > 128 ? limit - (limit / 4 > 64 ? limit / 4 : 64) : 0;
+    ss_proc_fd_max = !own_table ? 0 : room < SS_PROC_FDS_MAX ? (uint32_t)room : SS_PROC_FDS_MAX;
 }
 
-static size_t ss_read_stat(struct ss_thread *t, const char *path, char *buf, size_t cap) {
+static size_t ss_read_proc(struct ss_thread *t, enum ss_proc_file f, const char *path, char *buf, size_t cap) {
     struct ss_sampler_thread *s = &t->sampler;
-    int mine = ss_stat_cache && s->stat_gen == ss_stat_gen; /* a cache means a flusher: gen >= 1 */
-    if (mine && s->stat_fd >= 0) {
-        if (s->stat_tid == t->rec.tid) {
-            ssize_t n = pread(s->stat_fd, buf, cap - 1, 0);
+    int mine = ss_proc_fd_max && s->proc_gen[f] == ss_stat_gen; /* a cache means a flusher: gen >= 1 */
+    if (mine && s->proc_fd[f] >= 0) {
+        if (s->proc_tid[f] == t->rec.tid) {
+            ssize_t n = pread(s->proc_fd[f], buf, cap - 1, 0);
             if (n > 0) {
                 buf[n] = 0;
                 return (size_t)n;
             }
         }
-        close(s->stat_fd);
-        s->stat_fd = -1;
+        close(s->proc_fd[f]);
+        s->proc_fd[f] = -1;
         ss_stat_open--;
     }
-    if (!ss_stat_cache || ss_stat_open >= SS_STAT_FDS) return ss_read_small(path, buf, cap);
+    if (ss_stat_open >= ss_proc_fd_max) return ss_read_small(path, buf, cap);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     ssize_t n = pread(fd, buf, cap - 1, 0);
@@ -664,9 +683,9 @@ static size_t ss_read_stat(struct ss_thread *t, const char *path, char *buf, siz
         return 0;
     }
     buf[n] = 0;
-    s->stat_fd = fd;
-    s->stat_tid = t->rec.tid;
-    s->stat_gen = ss_stat_gen;
+    s->proc_fd[f] = fd;
+    s->proc_tid[f] = t->rec.tid;
+    s->proc_gen[f] = ss_stat_gen;
     ss_stat_open++;
     return (size_t)n;
 }
@@ -700,7 +719,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     ss_str_u64(&s, t->rec.tid);
     size_t base = s.len;
     ss_str_cat(&s, "/stat");
-    size_t len = ss_read_stat(t, path, buf, sizeof buf);
+    size_t len = ss_read_proc(t, SS_PROC_STAT, path, buf, sizeof buf);
     size_t i = len;
     while (i > 0 && buf[i - 1] != ')') i--;
     if (len == 0 || i == 0 || i + 1 >= len) return;
@@ -763,7 +782,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
     smp.kind = SS_SAMPLE_WALL;
     smp.state = (uint8_t)state;
     /* "nr a1 a2 a3 a4 a5 a6 sp pc", "-1 sp pc" (blocked outside a system call) or "running" */
-    size_t got = ss_read_small(path, buf, sizeof buf);
+    size_t got = ss_read_proc(t, SS_PROC_SYSCALL, path, buf, sizeof buf);
     if (got > 0 && buf[0] == 'r') { /* it woke up meanwhile */
         if (reuse) ss_wall_reuse(t, now, weight, recorded, recorded_at);
         return;
@@ -890,7 +909,7 @@ void ss_sampler_window_reset(void) {
  * timer, armed from the flusher (any thread may arm a thread's CPU clock). */
 void ss_sampler_cover(struct ss_thread *t) {
     /* A node just made (its part reset by ss_sampler_thread_reset): rings empty, no timer. */
-    if (ss_config.wall_hz) ss_sched_read(t->rec.tid, NULL, &t->sampler.sched_last);
+    if (ss_config.wall_hz) ss_sched_read(t, t->rec.tid, NULL, &t->sampler.sched_last);
     t->sampler.last_cpu_ns = ss_thread_cpu_ns((pid_t)t->rec.tid);
     t->sampler.last_wall_ns = ss_mono_ns();
     t->sampler.last_wall_cpu_ns = t->sampler.last_cpu_ns;

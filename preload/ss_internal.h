@@ -207,6 +207,7 @@ struct ss_itt_thread {
 /* sampler.c: thread-state samples. CPU samples pushed by the thread's own signal handler, wall
  * samples by the flusher; each ring has one producer and is drained by the flush. The rings live
  * in the node's own mapping, after the structure (ss_node_rings). */
+#define SS_PROC_FILES 4 /* enum ss_proc_file (sampler.c) */
 struct ss_sampler_thread {
     struct ss_sample *cpu_ring, *wall_ring;
     uint32_t cpu_head, cpu_tail, wall_head, wall_tail;
@@ -231,11 +232,11 @@ struct ss_sampler_thread {
     } still[4];
     uint32_t still_next;
     uint32_t cpu_head_seen; /* the flusher's last look at cpu_head */
-    /* The thread's /proc stat file, kept open in the flusher's own descriptor table: valid only
-     * for the flusher of generation `stat_gen` and thread `stat_tid` (never reset by the thread:
-     * only the flusher may close it). */
-    int stat_fd;
-    uint32_t stat_tid, stat_gen;
+    /* The thread's /proc files (enum ss_proc_file, sampler.c), kept open in the flusher's own
+     * descriptor table: each valid only for the flusher of generation `proc_gen` and thread
+     * `proc_tid` (never reset by the thread: only the flusher may close them). */
+    int proc_fd[SS_PROC_FILES];
+    uint32_t proc_tid[SS_PROC_FILES], proc_gen[SS_PROC_FILES];
     uint32_t sig_blocked;   /* the thread blocks the sampling signal: the flusher samples its CPU clock */
     /* The kernel's figures for the thread: points pushed by the flusher at each look, drained by
      * the flush (one producer, one consumer), and the cumulative figures of the last point pushed
