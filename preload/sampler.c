@@ -643,7 +643,7 @@ static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fi
  * process's limit on open files (which counts descriptor numbers in every table). A descriptor
  * names the thread, not its number: once the thread is gone the read fails, and a node that a new
  * thread took has another tid; either way it is closed and the file opened again. Only the flusher
- * reads through it (a program thread has the program's table). */
+ * reads through them (a program thread has the program's table, and reads the plain way). */
 #define SS_PROC_FDS_MAX 768u
 static uint32_t ss_stat_gen; /* the current flusher's generation (0: none yet) */
 static uint32_t ss_stat_open, ss_proc_fd_max;
@@ -661,7 +661,9 @@ void ss_sampler_flusher_start(int own_table) {
 
 static size_t ss_read_proc(struct ss_thread *t, enum ss_proc_file f, const char *path, char *buf, size_t cap) {
     struct ss_sampler_thread *s = &t->sampler;
-    int mine = ss_proc_fd_max && s->proc_gen[f] == ss_stat_gen; /* a cache means a flusher: gen >= 1 */
+    /* Kept descriptors are in the flusher's table: any other thread reads the plain way. */
+    if (!ss_proc_fd_max || !ss_on_flusher()) return ss_read_small(path, buf, cap);
+    int mine = s->proc_gen[f] == ss_stat_gen; /* a cache means a flusher: gen >= 1 */
     if (mine && s->proc_fd[f] >= 0) {
         if (s->proc_tid[f] == t->rec.tid) {
             ssize_t n = pread(s->proc_fd[f], buf, cap - 1, 0);
