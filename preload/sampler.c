@@ -325,7 +325,7 @@ static int ss_timer_create(struct ss_thread *t, int sig) {
     return 0;
 }
 
-static int ss_sched_read(struct ss_thread *flusher_reads, uint32_t tid, const char *stat_fields, struct ss_sched_totals *out);
+static int ss_sched_read(struct ss_thread *t, const char *stat_fields, struct ss_sched_totals *out);
 
 SS_TLS int ss_attach_untimed;
 
@@ -335,7 +335,7 @@ void ss_sampler_thread_start(struct ss_thread *t) {
      * instruction is part of its life); the main thread's from now, as its record does. */
     /* (Not for a thread attached only for its process's final flush: no flusher looks at it.) */
     if ((t->rec.flags & SS_THREAD_MAIN) && ss_config.wall_hz && !ss_attach_untimed)
-        ss_sched_read(NULL, t->rec.tid, NULL, &t->sampler.sched_last);
+        ss_sched_read(t, NULL, &t->sampler.sched_last);
     t->sampler.last_cpu_ns = ss_self_cpu_ns();
     t->sampler.last_wall_ns = ss_mono_ns();
     t->sampler.last_wall_cpu_ns = t->sampler.last_cpu_ns;
@@ -578,21 +578,18 @@ static void ss_parse_stat_fields(const char *p, struct ss_sched_totals *out) {
     }
 }
 
-/* Reads thread `tid`'s cumulative figures; `stat_fields` is its stat line from field 3, if the
- * caller has read it. `flusher_reads`: the thread's node when the flusher reads (through its kept
- * descriptors), NULL in the thread itself. Returns 0 when schedstat could be read. */
-static int ss_sched_read(struct ss_thread *flusher_reads, uint32_t tid, const char *stat_fields,
-                         struct ss_sched_totals *out) {
+/* Reads thread `t`'s cumulative figures (from the thread itself or the flusher: ss_read_proc);
+ * `stat_fields` is its stat line from field 3, if the caller has read it. Returns 0 when
+ * schedstat could be read. */
+static int ss_sched_read(struct ss_thread *t, const char *stat_fields, struct ss_sched_totals *out) {
     char path[64], buf[512];
     struct ss_str s = {path, 0, sizeof path};
     ss_str_cat(&s, "/proc/self/task/");
-    ss_str_u64(&s, tid);
+    ss_str_u64(&s, t->rec.tid);
     size_t base = s.len;
     if (!stat_fields) {
         ss_str_cat(&s, "/stat");
-        size_t len = flusher_reads ? ss_read_proc(flusher_reads, SS_PROC_STAT, path, buf, sizeof buf)
-                                   : ss_read_small(path, buf, sizeof buf);
-        size_t i = len;
+        size_t len = ss_read_proc(t, SS_PROC_STAT, path, buf, sizeof buf), i = len;
         while (i > 0 && buf[i - 1] != ')') i--;
         if (len && i && i + 1 < len) ss_parse_stat_fields(buf + i + 1, out);
         s.len = base;
@@ -600,9 +597,7 @@ static int ss_sched_read(struct ss_thread *flusher_reads, uint32_t tid, const ch
         ss_parse_stat_fields(stat_fields, out);
     }
     ss_str_cat(&s, "/schedstat");
-    size_t got = flusher_reads ? ss_read_proc(flusher_reads, SS_PROC_SCHEDSTAT, path, buf, sizeof buf)
-                               : ss_read_small(path, buf, sizeof buf);
-    if (got == 0 || buf[0] < '0' || buf[0] > '9') return -1;
+    if (ss_read_proc(t, SS_PROC_SCHEDSTAT, path, buf, sizeof buf) == 0 || buf[0] < '0' || buf[0] > '9') return -1;
     const char *p = buf;
     out->exec_ns = ss_parse_num(p);
     p = ss_skip_field(p);
@@ -620,7 +615,7 @@ static uint32_t ss_u32_delta(uint64_t now, uint64_t before) {
  * figures unchanged, so the next point carries the difference and nothing is lost. */
 static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fields) {
     struct ss_sched_totals cur = {0};
-    if (ss_sched_read(t, t->rec.tid, stat_fields, &cur) != 0) return;
+    if (ss_sched_read(t, stat_fields, &cur) != 0) return;
     const struct ss_sched_totals *last = &t->sampler.sched_last;
     uint32_t h = t->sampler.sched_head, tl = __atomic_load_n(&t->sampler.sched_tail, __ATOMIC_ACQUIRE);
     if (h - tl >= SS_SCHED_RING) return;
@@ -645,12 +640,12 @@ static void ss_sched_look(struct ss_thread *t, uint64_t now, const char *stat_fi
  * thread took has another tid; either way it is closed and the file opened again. Only the flusher
  * reads through them (a program thread has the program's table, and reads the plain way). */
 #define SS_PROC_FDS_MAX 768u
-static uint32_t ss_stat_gen; /* the current flusher's generation (0: none yet) */
-static uint32_t ss_stat_open, ss_proc_fd_max;
+static uint32_t ss_proc_gen; /* the current flusher's generation (0: none yet) */
+static uint32_t ss_proc_open, ss_proc_fd_max;
 
 void ss_sampler_flusher_start(int own_table) {
-    ss_stat_gen++;
-    ss_stat_open = 0; /* the last flusher's descriptors went with its table */
+    ss_proc_gen++;
+    ss_proc_open = 0; /* the last flusher's descriptors went with its table */
     /* Room for the flusher's other files (the profile, snapshots, /proc reads not kept): a
      * quarter of the limit, and at least 64 descriptors. */
     struct rlimit rl;
@@ -663,7 +658,7 @@ static size_t ss_read_proc(struct ss_thread *t, enum ss_proc_file f, const char 
     struct ss_sampler_thread *s = &t->sampler;
     /* Kept descriptors are in the flusher's table: any other thread reads the plain way. */
     if (!ss_proc_fd_max || !ss_on_flusher()) return ss_read_small(path, buf, cap);
-    int mine = s->proc_gen[f] == ss_stat_gen; /* a cache means a flusher: gen >= 1 */
+    int mine = s->proc_gen[f] == ss_proc_gen; /* a cache means a flusher: gen >= 1 */
     if (mine && s->proc_fd[f] >= 0) {
         if (s->proc_tid[f] == t->rec.tid) {
             ssize_t n = pread(s->proc_fd[f], buf, cap - 1, 0);
@@ -674,9 +669,9 @@ static size_t ss_read_proc(struct ss_thread *t, enum ss_proc_file f, const char 
         }
         close(s->proc_fd[f]);
         s->proc_fd[f] = -1;
-        ss_stat_open--;
+        ss_proc_open--;
     }
-    if (ss_stat_open >= ss_proc_fd_max) return ss_read_small(path, buf, cap);
+    if (ss_proc_open >= ss_proc_fd_max) return ss_read_small(path, buf, cap);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     ssize_t n = pread(fd, buf, cap - 1, 0);
@@ -687,8 +682,8 @@ static size_t ss_read_proc(struct ss_thread *t, enum ss_proc_file f, const char 
     buf[n] = 0;
     s->proc_fd[f] = fd;
     s->proc_tid[f] = t->rec.tid;
-    s->proc_gen[f] = ss_stat_gen;
-    ss_stat_open++;
+    s->proc_gen[f] = ss_proc_gen;
+    ss_proc_open++;
     return (size_t)n;
 }
 
@@ -911,7 +906,7 @@ void ss_sampler_window_reset(void) {
  * timer, armed from the flusher (any thread may arm a thread's CPU clock). */
 void ss_sampler_cover(struct ss_thread *t) {
     /* A node just made (its part reset by ss_sampler_thread_reset): rings empty, no timer. */
-    if (ss_config.wall_hz) ss_sched_read(t, t->rec.tid, NULL, &t->sampler.sched_last);
+    if (ss_config.wall_hz) ss_sched_read(t, NULL, &t->sampler.sched_last);
     t->sampler.last_cpu_ns = ss_thread_cpu_ns((pid_t)t->rec.tid);
     t->sampler.last_wall_ns = ss_mono_ns();
     t->sampler.last_wall_cpu_ns = t->sampler.last_cpu_ns;
