@@ -162,6 +162,9 @@ pub struct WaitFor {
     pub knots: Vec<Knot>,
     pub waits: u64,
     pub dropped: u64,
+    /// What each lock's holders did while others waited for it, by the lock's address
+    /// (`holder_times`): computed once, read by every finding about the lock.
+    pub holders: BTreeMap<u64, HolderTime>,
 }
 
 impl WaitFor {
@@ -176,52 +179,64 @@ impl WaitFor {
         })
     }
 
-    /// What the holders of the lock at `object` did while others waited for it (its edges whose
-    /// other end is known).
-    pub fn holder_time(&self, object: u64) -> HolderTime {
-        let mut h = HolderTime::default();
-        for e in self.lock_edges(object) {
-            let Some(other) = e.other else { continue };
-            h.waits += e.waits;
-            h.wait_ns = h.wait_ns.saturating_add(e.wait_ns);
-            h.sampled_ns = h.sampled_ns.saturating_add(e.other_sampled_ns);
-            if !h.waiters.contains(&e.waiter) {
-                h.waiters.push(e.waiter);
-            }
-            if !h.holders.contains(&other) {
-                h.holders.push(other);
-            }
-            let (mut io, mut asleep) = (0u64, 0u64);
-            for act in &e.activities {
-                let state = act.state();
-                if state == Category::Io {
-                    io = io.saturating_add(act.ns);
-                } else if HolderTime::is_asleep(state) {
-                    asleep = asleep.saturating_add(act.ns);
-                }
-                let text = act.text();
-                match h
-                    .activities
-                    .iter_mut()
-                    .find(|x| x.state() == state && x.text() == text)
-                {
-                    Some(x) => x.ns = x.ns.saturating_add(act.ns),
-                    None => h.activities.push(Activity {
-                        category: state,
-                        in_io_call: false,
-                        ..act.clone()
-                    }),
-                }
-            }
-            h.io_ns = h.io_ns.saturating_add(io);
-            h.asleep_ns = h.asleep_ns.saturating_add(asleep);
-            let wait = e.wait_ns as f64;
-            h.io_stake_ns += wait * crate::util::ratio(io, e.other_sampled_ns);
-            h.asleep_stake_ns += wait * crate::util::ratio(asleep, e.other_sampled_ns);
-        }
-        h.activities.sort_by_key(|x| std::cmp::Reverse(x.ns));
-        h
+    /// What the holders of the lock at `object` did while others waited for it (None: no wait
+    /// for it whose other end is known).
+    pub fn holder_time(&self, object: u64) -> Option<&HolderTime> {
+        self.holders.get(&object)
     }
+}
+
+/// What the holders of each lock did while other threads waited for it: the lock-wait edges
+/// (pthread locks, futex words) whose other end is known, summed by the lock's address.
+pub fn holder_times(edges: &[Edge]) -> BTreeMap<u64, HolderTime> {
+    let mut all: BTreeMap<u64, HolderTime> = BTreeMap::new();
+    for e in edges
+        .iter()
+        .filter(|e| matches!(e.kind, Some(WaitKind::Lock | WaitKind::Futex)))
+    {
+        let Some(other) = e.other else { continue };
+        let h = all.entry(e.object).or_default();
+        h.waits += e.waits;
+        h.wait_ns = h.wait_ns.saturating_add(e.wait_ns);
+        h.sampled_ns = h.sampled_ns.saturating_add(e.other_sampled_ns);
+        if !h.waiters.contains(&e.waiter) {
+            h.waiters.push(e.waiter);
+        }
+        if !h.holders.contains(&other) {
+            h.holders.push(other);
+        }
+        let (mut io, mut asleep) = (0u64, 0u64);
+        for act in &e.activities {
+            let state = act.state();
+            if state == Category::Io {
+                io = io.saturating_add(act.ns);
+            } else if HolderTime::is_asleep(state) {
+                asleep = asleep.saturating_add(act.ns);
+            }
+            let text = act.text();
+            match h
+                .activities
+                .iter_mut()
+                .find(|x| x.state() == state && x.text() == text)
+            {
+                Some(x) => x.ns = x.ns.saturating_add(act.ns),
+                None => h.activities.push(Activity {
+                    category: state,
+                    in_io_call: false,
+                    ..act.clone()
+                }),
+            }
+        }
+        h.io_ns = h.io_ns.saturating_add(io);
+        h.asleep_ns = h.asleep_ns.saturating_add(asleep);
+        let wait = e.wait_ns as f64;
+        h.io_stake_ns += wait * crate::util::ratio(io, e.other_sampled_ns);
+        h.asleep_stake_ns += wait * crate::util::ratio(asleep, e.other_sampled_ns);
+    }
+    for h in all.values_mut() {
+        h.activities.sort_by_key(|x| std::cmp::Reverse(x.ns));
+    }
+    all
 }
 
 /// The label (`ThreadId::label`) of the profile's thread `i`: wait-for edges name threads by their
@@ -401,6 +416,7 @@ pub fn build(
         wall / KNOT_EDGE_SHARE_OF_WALL,
     );
     Some(WaitFor {
+        holders: holder_times(&edges),
         edges,
         names,
         knots,

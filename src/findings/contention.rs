@@ -70,7 +70,7 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         // What the holders did while this lock was waited for (the wait-for edges). A lock whose
         // holders were mostly in I/O or asleep is reported as such (lock-held-across-io,
         // lock-held-while-asleep), not as the contention of a holder at work.
-        let holder = a.waitfor.as_ref().map(|w| w.holder_time(lock.address));
+        let holder = a.waitfor.as_ref().and_then(|w| w.holder_time(lock.address));
         if holder.as_ref().is_some_and(|h| {
             super::waitfor::holders_away(
                 h,

@@ -291,7 +291,7 @@ fn locked_with_holder(wait_ns: f64, holder: &[(Category, u64, bool)]) -> Analysi
         })
         .collect();
     let sampled = holder.iter().map(|x| x.1).sum();
-    let edges = [(0, 1), (1, 0)]
+    let edges: Vec<Edge> = [(0, 1), (1, 0)]
         .into_iter()
         .map(|(waiter, other)| Edge {
             waiter,
@@ -306,6 +306,7 @@ fn locked_with_holder(wait_ns: f64, holder: &[(Category, u64, bool)]) -> Analysi
         })
         .collect();
     a.waitfor = Some(WaitFor {
+        holders: crate::analysis::waitfor::holder_times(&edges),
         edges,
         ..WaitFor::default()
     });
@@ -374,9 +375,11 @@ fn a_lock_is_reported_by_what_its_holder_did_while_others_waited() {
     // Short waits, whose tails (the waiter's wake-up after the release) hold the sleep of a
     // holder that has let go: contention.
     let mut tails = asleep.clone();
-    for e in &mut tails.waitfor.as_mut().unwrap().edges {
+    let w = tails.waitfor.as_mut().unwrap();
+    for e in &mut w.edges {
         e.waits = e.wait_ns / 50_000;
     }
+    w.holders = crate::analysis::waitfor::holder_times(&w.edges);
     assert_eq!(ids(&tails), ["lock-contention"]);
     // Without wait-for edges (no waits recorded): contention, as before.
     assert_eq!(ids(&locked(wait)), ["lock-contention"]);

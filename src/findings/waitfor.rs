@@ -59,7 +59,9 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
     objects.dedup();
     let mut found: Vec<(f64, Finding)> = Vec::new();
     for object in objects {
-        let h = w.holder_time(object);
+        let Some(h) = w.holder_time(object) else {
+            continue;
+        };
         let (part_ns, stake_ns) = match away {
             Away::Io => (h.io_ns, h.io_stake_ns),
             Away::Asleep => (h.asleep_ns, h.asleep_stake_ns),
@@ -72,7 +74,7 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
         if (h.wait_ns as f64) < rule.param("min_wait_ns")
             || !larger
             || !holders_away(
-                &h,
+                h,
                 rule.param("min_away_share"),
                 rule.param("min_mean_wait_ns"),
             )
@@ -159,13 +161,11 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
             severity,
             &[
                 ("lock", lock),
-                ("io", top.text()),
                 ("call", top.text()),
                 ("syscall", top.function.clone()),
                 ("wait", fmt_ns(h.wait_ns)),
                 ("share", fmt_pct(share)),
-                ("io_share", fmt_pct(h.share(part_ns))),
-                ("asleep_share", fmt_pct(h.share(part_ns))),
+                ("away_share", fmt_pct(h.share(part_ns))),
                 ("stake", fmt_ns(stake_ns)),
             ],
             evidence,
