@@ -135,6 +135,7 @@ void ss_locks_thread_reset(struct ss_thread *t) {
     l->last_cond_slot = 0;
     l->last_cond_acquisitions = 0;
     l->pending_lock = 0;
+    l->pending_cond = 0;
 }
 
 /* ---- timed holds ---- */
@@ -444,6 +445,14 @@ static inline int ss_mutex_release(pthread_mutex_t *m) {
     return ss_real.mutex_unlock(m);
 }
 
+/* What a thread had left to record until it released `m`: a wait for it, a condition wait that
+ * returned into its hold (in the order they happened: a wait's push records the condition wait
+ * first). */
+static inline void ss_after_mutex_release(struct ss_thread *t, pthread_mutex_t *m) {
+    if (t->locks.pending_cond != 0 && t->locks.pending_cond_mutex == (uintptr_t)m) ss_cond_wait_record(t);
+    if (t->locks.pending_lock == (uintptr_t)m) ss_mutex_wait_record(t);
+}
+
 /* Measured on two threads ping-ponging a mutex: any work after the unlock or inside the critical
  * section shifts the hand-over between the threads (docs/PERFORMANCE.md), so a release does as
  * little as it can before its tail call. */
@@ -461,11 +470,11 @@ static SS_NOINLINE int ss_slow_pthread_mutex_unlock(pthread_mutex_t *m, struct s
         t->locks.holder_skip = 63;
         int rc = ss_mutex_release(m); /* release first: the waiters must not wait for our stack */
         ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
-        if (t->locks.pending_lock == (uintptr_t)m) ss_mutex_wait_record(t);
+        ss_after_mutex_release(t, m);
         return rc;
     }
     int rc = ss_mutex_release(m);
-    if (t->locks.pending_lock == (uintptr_t)m) ss_mutex_wait_record(t); /* after the release */
+    ss_after_mutex_release(t, m);
     return rc;
 }
 
@@ -489,27 +498,72 @@ SS_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m) {
 /* ---- condition variables: the mutex is released while waiting and re-acquired before return
  * (also on a timeout), which counts as an acquisition. ---- */
 
+/* Marks of a pending condition wait (pending_cond_flags). */
+#define SS_COND_WOKEN 1u  /* returned 0: recorded as a wait, with its waker */
+#define SS_COND_REWAIT 2u /* began without an acquisition of the mutex since the last wake-up */
+
+/* Records the condition wait the thread has pending (ss_cond_wait_done): the wait, the mutex's
+ * re-acquisition and the marks a later wait on the same condition variable reads. */
+SS_NOINLINE void ss_cond_wait_record(struct ss_thread *t) {
+    struct ss_locks_thread *l = &t->locks;
+    /* read, then cleared: a signal handler's lock call in between sees none, or all of it */
+    const void *c = (const void *)l->pending_cond, *m = (const void *)l->pending_cond_mutex;
+    uint64_t waker = l->pending_cond_waker, start = l->pending_cond_start, end = l->pending_cond_end;
+    uint32_t flags = l->pending_cond_flags;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    l->pending_cond = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (flags & SS_COND_WOKEN) ss_wait_cond_end(t, c, waker, start, end, (flags & SS_COND_REWAIT) != 0);
+    uint32_t slot = ss_count_acquisition(t, m, SS_LOCK_MUTEX);
+    l->last_cond = flags & SS_COND_WOKEN ? (uintptr_t)c : 0; /* after a timeout: not a wake-up */
+    l->last_cond_slot = slot;
+    l->last_cond_acquisitions = SS_LOAD(l->table[slot].acquisitions);
+}
+
+/* The thread's end: what it had left to record (a mutex held to the end). */
+void ss_locks_thread_end(struct ss_thread *t) {
+    if (t->locks.pending_cond != 0) ss_cond_wait_record(t);
+    if (t->locks.pending_lock != 0) ss_mutex_wait_record(t);
+}
+
+/* After a condition wait returned `rc`, with the mutex held again: the clock was read; the
+ * waker slot is read now, before another notification can move it; the rest waits until the
+ * mutex is released (pending_cond: measured by benches/faithfulness.sh --program cond4). A hold
+ * to time starts at once, its re-acquisition counted with it. */
+static inline void ss_cond_wait_done(struct ss_thread *t, const void *c, const void *m, int rc, uint64_t stamp,
+                                     uint64_t start, uint64_t end, int rewait) {
+    struct ss_locks_thread *l = &t->locks;
+    l->last_cond = 0;
+    if (rc != 0 && rc != ETIMEDOUT && rc != EOWNERDEAD) return; /* the mutex not acquired again */
+    l->pending_cond_mutex = (uintptr_t)m;
+    l->pending_cond_waker = rc == 0 ? ss_wait_cond_waker(c, stamp) : 0;
+    l->pending_cond_start = start;
+    l->pending_cond_end = end;
+    l->pending_cond_flags = (rc == 0 ? SS_COND_WOKEN : 0) | (rewait ? SS_COND_REWAIT : 0);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the fields before the mark that says they are there */
+    l->pending_cond = (uintptr_t)c;
+    if (SS_UNLIKELY(ss_take_timed_hold(t))) {
+        ss_cond_wait_record(t);
+        ss_hold_begin(t, m, l->last_cond_slot, ss_ticks());
+    }
+}
+
+/* A condition wait. What it records before the call is read while the thread holds the mutex, and
+ * kept to a few loads and a clock read; what it records after, once the mutex is released. */
 #define SS_COND_HOOK(t, m, wait_call)                                                                        \
     do {                                                                                                    \
-        if (t->locks.nheld != 0) ss_release_hold(t, m);                                                           \
+        if (t->locks.pending_cond != 0) ss_cond_wait_record(t); /* an earlier wait, the mutex held since */ \
+        if (t->locks.nheld != 0) ss_release_hold(t, m);                                                     \
         if (t->locks.pending_lock != 0) ss_mutex_wait_record(t); /* glibc releases the mutex */            \
         /* no acquisition of the mutex since the last wait on `c` returned: woken for nothing */            \
-        int rewait_ = t->locks.last_cond == (uintptr_t)c &&                                                       \
-                      SS_LOAD(t->locks.table[t->locks.last_cond_slot].acquisitions) == t->locks.last_cond_acquisitions;       \
+        int rewait_ = t->locks.last_cond == (uintptr_t)c &&                                                 \
+                      SS_LOAD(t->locks.table[t->locks.last_cond_slot].acquisitions) == t->locks.last_cond_acquisitions; \
         uint64_t stamp_ = ss_wait_cond_begin(c), start_ = ss_ticks(); /* its waker (waitfor.c) */          \
         ss_wait_enter(t, start_);                                                                           \
         int rc_ = wait_call;                                                                                \
         uint64_t end_ = ss_ticks();                                                                         \
         ss_wait_leave(t, start_, end_);                                                                     \
-        if (rc_ == 0) ss_wait_cond_end(t, c, stamp_, start_, end_, rewait_);                                \
-        t->locks.last_cond = 0;                                                                                   \
-        if (rc_ == 0 || rc_ == ETIMEDOUT || rc_ == EOWNERDEAD) {                                            \
-            uint32_t slot_ = ss_count_acquisition(t, m, SS_LOCK_MUTEX);                                     \
-            if (ss_take_timed_hold(t)) ss_hold_begin(t, m, slot_, ss_ticks());                              \
-            t->locks.last_cond = rc_ == 0 ? (uintptr_t)c : 0; /* after a timeout: not a wake-up */                \
-            t->locks.last_cond_slot = slot_;                                                                      \
-            t->locks.last_cond_acquisitions = SS_LOAD(t->locks.table[slot_].acquisitions);                              \
-        }                                                                                                   \
+        ss_cond_wait_done(t, c, m, rc_, stamp_, start_, end_, rewait_);                                     \
         return rc_;                                                                                         \
     } while (0)
 

@@ -161,6 +161,17 @@ struct ss_locks_thread {
     uintptr_t pending_lock;
     uint32_t pending_slot, pending_owner;
     uint64_t pending_ticks, pending_end;
+    /* A condition wait that returned and has not been recorded yet (locks.c, ss_cond_wait_done):
+     * its re-acquisition counted, its wait pushed and the rewait marks set after the mutex's
+     * release, or before anything that must come after it (another wait's record, the next
+     * condition wait, the thread's end). Work there would lengthen the hold the wait returned
+     * into, and make the other threads find the mutex taken more often (docs/PERFORMANCE.md,
+     * "Issue 27's eighth stop"). pending_cond 0: none. */
+    uintptr_t pending_cond;
+    uintptr_t pending_cond_mutex;
+    uint64_t pending_cond_waker; /* the waker slot's stamp read at the return (0: unknown) */
+    uint64_t pending_cond_start, pending_cond_end;
+    uint32_t pending_cond_flags; /* SS_COND_WOKEN, SS_COND_REWAIT */
     struct ss_lock_stats table[SS_LOCK_SLOTS + 1]; /* cleared slot by slot, only where used */
 };
 
@@ -663,8 +674,14 @@ void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t
 /* A condition variable's wait: the waker slot's stamp before, and the wait recorded after (its
  * times in ticks). */
 uint64_t ss_wait_cond_begin(const void *cond);
-void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ticks,
+/* The waker slot's stamp of the notification that woke the wait, read as soon as it returns
+ * (`stamp`: ss_wait_cond_begin's); 0 when not known. */
+uint64_t ss_wait_cond_waker(const void *cond, uint64_t stamp);
+void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t waker, uint64_t start_ticks,
                       uint64_t end_ticks, int rewait);
+/* Records the condition wait the thread has pending (locks.c), before a later wait is pushed. */
+void ss_cond_wait_record(struct ss_thread *t);
+void ss_locks_thread_end(struct ss_thread *t);
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t);
 void ss_waitfor_init(void);
 /* Futex waits through syscall() (futex.c): a wake that woke someone stamps the word's waker slot;

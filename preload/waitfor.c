@@ -27,6 +27,8 @@
 #define SS_WAIT_IN_TICKS 0x80u
 
 static void ss_wait_push(struct ss_thread *t, const struct ss_wait *w) {
+    /* a condition wait before this one, not recorded yet: first, so that the ring stays in order */
+    if (SS_UNLIKELY(t->locks.pending_cond != 0)) ss_cond_wait_record(t);
     if (!t->waits.ring) return;
     uint32_t h = t->waits.head, tail = __atomic_load_n(&t->waits.tail, __ATOMIC_ACQUIRE);
     if (h - tail >= SS_WAIT_RING) {
@@ -188,17 +190,19 @@ static uint16_t ss_notification(uint64_t now) {
     return (uint16_t)(seq | ((uint32_t)now & SS_STAMP_BROADCAST ? SS_NOTIFY_BROADCAST : 0));
 }
 
-static void ss_wait_woken(struct ss_thread *t, uint32_t kind, const void *object, uint64_t stamp,
+/* A wait woken by a notification whose stamp (ss_waker_of) is `now`. */
+static void ss_wait_woken(struct ss_thread *t, uint32_t kind, const void *object, uint64_t now,
                           uint64_t start_ticks, uint64_t end_ticks, uint16_t flags) {
-    uint64_t now = ss_waker_of(object, stamp);
     struct ss_wait w = {start_ticks, end_ticks, (uintptr_t)object, (uint32_t)now & ~SS_STAMP_BROADCAST,
                         (uint8_t)(kind | SS_WAIT_IN_TICKS), 0, (uint16_t)(ss_notification(now) | flags)};
     ss_wait_push(t, &w);
 }
 
-void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t stamp, uint64_t start_ticks,
+uint64_t ss_wait_cond_waker(const void *cond, uint64_t stamp) { return ss_waker_of(cond, stamp); }
+
+void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t waker, uint64_t start_ticks,
                       uint64_t end_ticks, int rewait) {
-    ss_wait_woken(t, SS_WAIT_CONDITION, cond, stamp, start_ticks, end_ticks, rewait ? SS_NOTIFY_REWAIT : 0);
+    ss_wait_woken(t, SS_WAIT_CONDITION, cond, waker, start_ticks, end_ticks, rewait ? SS_NOTIFY_REWAIT : 0);
 }
 
 /* A futex wait (futex.c): woken by a FUTEX_WAKE on its word, the waker is named; a wait that
@@ -267,7 +271,7 @@ static SS_NOINLINE int ss_sem_wait_slow(struct ss_thread *t, sem_t *s, const str
     int rc = abstime ? ss_real_sem_timedwait(s, abstime) : ss_real_sem_wait(s);
     uint64_t end = ss_ticks();
     ss_wait_leave(t, start, end);
-    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, stamp, start, end, 0);
+    if (rc == 0) ss_wait_woken(t, SS_WAIT_SEMAPHORE, s, ss_waker_of(s, stamp), start, end, 0);
     return rc;
 }
 
