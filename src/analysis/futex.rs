@@ -51,6 +51,17 @@ impl Words {
     pub fn get(&self, address: u64) -> Option<&Word> {
         self.by_address.get(&address)
     }
+
+    /// Whether a recorded wait is a lock wait the hooks timed, one that counts in the thread's
+    /// lock wait exactly: a pthread lock's, or a futex wait on a word that is a lock.
+    pub fn is_timed_lock_wait(&self, w: &crate::profile::samples::Wait) -> bool {
+        use crate::profile::samples::WaitKind;
+        match w.kind {
+            WaitKind::Lock => true,
+            WaitKind::Futex => self.get(w.object).is_some_and(|x| x.role == Role::Lock),
+            _ => false,
+        }
+    }
 }
 
 const FUTEX: &str = "futex";

@@ -547,6 +547,10 @@ pub struct ThreadStates {
     /// samples of the thread off a CPU inside the allocator (preempted, or asleep in a page fault
     /// or on the memory map's lock).
     pub allocator_on_cpu_ns: u64,
+    /// The part of `ns[Lock]` from samples whose interval meets a lock wait the hooks recorded
+    /// (and timed exactly): the rest is of locks no hook saw (the C library's own, a recorded
+    /// wait lost to a full ring). The summary puts the exact time in place of this part.
+    pub lock_in_recorded_ns: u64,
     pub samples: u64,
     /// Per time slice, the time of each category in it.
     pub slices: Vec<PerCategory<u64>>,
@@ -1127,6 +1131,8 @@ struct Tallies {
     /// Per sample of the profile: its classified stack, or `NO_STACK`.
     sample_stacks: Vec<u32>,
     signs: KernelSigns,
+    /// Per thread: the weight of its lock samples, and of those that meet a recorded lock wait.
+    lock_weight: Vec<(u64, u64)>,
 }
 
 /// Per thread: what the kernel's figures are read against (`add_kernel_states`).
@@ -1185,6 +1191,15 @@ pub fn build(
         clock.start_ns,
         clock.slice_ns,
     );
+    for (t, &(all, met)) in threads.iter_mut().zip(&tallies.lock_weight) {
+        // The kernel's figures have rescaled the lock time since: its met share is kept.
+        let lock = t.ns[Category::Lock.index()];
+        t.lock_in_recorded_ns = if all > 0 {
+            (lock as u128 * met as u128 / all as u128) as u64
+        } else {
+            0
+        };
+    }
     let hot = merge_sites(tallies.groups, &classified, &mut threads, &index);
     for (t, list) in threads.iter_mut().zip(tallies.intervals) {
         t.sites
@@ -1252,7 +1267,9 @@ fn tally_samples(
             wall_seen: vec![0; n],
             io_call_ns: vec![0; n],
         },
+        lock_weight: vec![(0, 0); n],
     };
+    let recorded = RecordedLockWaits::new(profile, classifier.words, index, n, clock.start_ns);
     let total = profile.samples.len();
     for (i, s) in profile.samples.iter().enumerate() {
         classifier.sym.progress(i, total);
@@ -1268,6 +1285,13 @@ fn tally_samples(
         let end = s.mono_ns.saturating_sub(clock.start_ns);
         out.intervals[ti].push((end.saturating_sub(s.weight_ns), end, category));
         let weight = scale[ti].weight(s);
+        if category == Category::Lock {
+            let (all, met) = &mut out.lock_weight[ti];
+            *all = all.saturating_add(weight);
+            if recorded.meets(ti, end.saturating_sub(s.weight_ns), end) {
+                *met = met.saturating_add(weight);
+            }
+        }
         let signs = &mut out.signs;
         if stack.yielding {
             signs.yield_ns[ti] = signs.yield_ns[ti].saturating_add(weight);
@@ -1298,6 +1322,56 @@ fn tally_samples(
         }
     }
     out
+}
+
+/// Per thread, the lock waits the hooks recorded (ns from the process's start), to tell a lock
+/// sample the hooks timed from one they did not see.
+struct RecordedLockWaits {
+    /// Per thread: (begin, end) sorted by begin, and the largest end up to each.
+    waits: Vec<Vec<(u64, u64)>>,
+    max_end: Vec<Vec<u64>>,
+}
+
+impl RecordedLockWaits {
+    fn new(
+        profile: &Profile,
+        words: &super::futex::Words,
+        index: &HashMap<u32, usize>,
+        n: usize,
+        start_ns: u64,
+    ) -> Self {
+        let mut waits = vec![Vec::new(); n];
+        for w in &profile.waits {
+            if !words.is_timed_lock_wait(w) {
+                continue;
+            }
+            if let Some(&ti) = index.get(&w.serial) {
+                waits[ti].push((
+                    w.start_mono_ns.saturating_sub(start_ns),
+                    w.end_mono_ns.saturating_sub(start_ns),
+                ));
+            }
+        }
+        let max_end = waits
+            .iter_mut()
+            .map(|list: &mut Vec<(u64, u64)>| {
+                list.sort_unstable();
+                list.iter()
+                    .scan(0u64, |m, &(_, end)| {
+                        *m = (*m).max(end);
+                        Some(*m)
+                    })
+                    .collect()
+            })
+            .collect();
+        RecordedLockWaits { waits, max_end }
+    }
+
+    /// Whether [begin, end) meets a recorded wait of thread `ti`.
+    fn meets(&self, ti: usize, begin: u64, end: u64) -> bool {
+        let before_end = self.waits[ti].partition_point(|w| w.0 < end);
+        before_end > 0 && self.max_end[ti][before_end - 1] > begin
+    }
 }
 
 /// A lock word is a 4-byte aligned user address, and not one of the interposer's own words (its
@@ -1770,6 +1844,23 @@ mod tests {
             offset: 0,
             inlined: false,
         }
+    }
+
+    #[test]
+    fn a_sample_meets_a_recorded_wait_where_their_intervals_overlap() {
+        let waits = vec![(100, 200), (150, 160), (300, 400)];
+        let recorded = RecordedLockWaits {
+            max_end: vec![vec![200, 200, 400], vec![]],
+            waits: vec![waits, vec![]],
+        };
+        assert!(recorded.meets(0, 50, 101)); // reaches into the first
+        assert!(recorded.meets(0, 190, 250)); // starts in it
+        assert!(recorded.meets(0, 170, 180)); // past the nested one's end, in the longer one
+        assert!(recorded.meets(0, 350, 360));
+        assert!(!recorded.meets(0, 200, 300)); // between, touching neither's inside
+        assert!(!recorded.meets(0, 0, 100));
+        assert!(!recorded.meets(0, 400, 500));
+        assert!(!recorded.meets(1, 0, 1000)); // a thread with none
     }
 
     #[test]
