@@ -264,7 +264,8 @@ __attribute__((constructor)) static void ss_constructor(void) {
 
 __attribute__((destructor)) static void ss_destructor(void) {
     if (!ss_active || !ss_own_process()) return;
-    ss_omp_run_close(ss_self_known()); /* its own ring, while it still records into it */
+    ss_locks_flush_pending(ss_self_known()); /* its own ring, while it still records into it */
+    ss_omp_run_close(ss_self_known());
     ss_self = SS_NO_THREAD; /* for good: nothing after the final flush is recorded */
     ss_busy = 1;
     ss_phases_at_exit();
@@ -299,6 +300,7 @@ SS_EXPORT void exit(int status) {
 
 SS_FORK_TEXT static void ss_before_underscore_exit(int status) {
     if (ss_active && ss_own_process()) { /* never in a vfork child, which shares our memory */
+        ss_locks_flush_pending(ss_self_known());
         ss_omp_run_close(ss_self_known());
         ss_self = SS_NO_THREAD;
         ss_busy = 1;
@@ -325,6 +327,7 @@ static void ss_before_exec(int profiled) {
     ss_ensure_resolved();
     if (ss_active && ss_pid == getpid() && !ss_busy) {
         SS_GUARD_BEGIN(saved);
+        ss_locks_flush_pending(ss_self_known());
         ss_omp_run_close(ss_self_known());
         ss_final_flush(SS_END_EXEC, 0);
         if (profiled) ss_writer_before_exec();

@@ -520,8 +520,7 @@ SS_NOINLINE void ss_cond_wait_record(struct ss_thread *t) {
     l->last_cond_acquisitions = SS_LOAD(l->table[slot].acquisitions);
 }
 
-/* The thread's end: what it had left to record (a mutex held to the end). */
-void ss_locks_thread_end(struct ss_thread *t) {
+void ss_locks_record_pending(struct ss_thread *t) {
     if (t->locks.pending_cond != 0) ss_cond_wait_record(t);
     if (t->locks.pending_lock != 0) ss_mutex_wait_record(t);
 }

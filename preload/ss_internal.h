@@ -681,7 +681,12 @@ void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t waker, uin
                       uint64_t end_ticks, int rewait);
 /* Records the condition wait the thread has pending (locks.c), before a later wait is pushed. */
 void ss_cond_wait_record(struct ss_thread *t);
-void ss_locks_thread_end(struct ss_thread *t);
+/* What the thread left to record at a release that will not come (its end, exit, exec): its
+ * pending waits, pushed while its ring is still written. */
+void ss_locks_record_pending(struct ss_thread *t);
+static inline void ss_locks_flush_pending(struct ss_thread *t) {
+    if (t && (t->locks.pending_cond != 0 || t->locks.pending_lock != 0)) ss_locks_record_pending(t);
+}
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t);
 void ss_waitfor_init(void);
 /* Futex waits through syscall() (futex.c): a wake that woke someone stamps the word's waker slot;

@@ -144,8 +144,8 @@ static int ss_thread_gone(const struct ss_thread *t) {
 
 /* Ends the calling thread's record (its TSD destructor, or pthread_exit of the main thread). */
 void ss_thread_end(struct ss_thread *t) {
+    ss_locks_flush_pending(t);
     ss_omp_run_close(t);
-    ss_locks_thread_end(t);
     ss_sampler_thread_end(t);
     ss_alloc_thread_end(t);
     char name[16] = {0};

@@ -282,3 +282,49 @@ fn consumers_are_woken_by_the_producer_which_is_the_critical_path() {
         "one thread (the producer) wakes both consumers: {targets_of:?}"
     );
 }
+
+/// A condition wait is recorded after its mutex's release (docs/PERFORMANCE.md, "Issue 27's
+/// eighth stop"); a thread that never releases it (it ends, or the process exits, holding the
+/// mutex) still has the wait, with its waker, in the profile.
+#[test]
+fn a_condition_wait_whose_mutex_is_never_released_is_recorded() {
+    let _machine = common::machine();
+    let dir = TempDir::new("waitfor-exit-in-hold");
+    let exe = cause_program(&dir, "exit_in_hold.c");
+    for how in ["main", "thread"] {
+        let (_, prof) = profile(
+            dir.path(),
+            &format!("{how}.prof"),
+            &[],
+            &[exe.to_str().unwrap(), how],
+            0,
+        );
+        let r = report_json(&prof);
+        let ready: Vec<&Value> = edges(&r, "condition")
+            .into_iter()
+            .filter(|e| e["object_name"].as_str().unwrap().starts_with("ready"))
+            .collect();
+        assert!(
+            ready.len() == 1 && ready[0]["waits"] == 1 && !ready[0]["other"].is_null(),
+            "{how}: one wait on `ready`, its waker named: {:#?}",
+            edges(&r, "condition")
+        );
+        // Its wait began before the signaller's sleep of 30 ms ended.
+        assert!(
+            ready[0]["wait_ns"].as_u64().unwrap() >= 10_000_000,
+            "{ready:#?}"
+        );
+        // The re-acquisition counts: the program's one mutex was taken by the waiter, again at
+        // its wake-up, and by the signaller.
+        let mutexes: Vec<&Value> = r["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["kind"] == "mutex")
+            .collect();
+        assert!(
+            mutexes.len() == 1 && mutexes[0]["acquisitions"] == 3,
+            "{how}: {mutexes:#?}"
+        );
+    }
+}
