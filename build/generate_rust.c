@@ -111,6 +111,7 @@ static void format(void) {
            SS_PHASE_NAME);
     printf("pub const NOTIFY_SEQ_MASK: u16 = %u;\npub const NOTIFY_REWAIT: u16 = %u;\npub const NOTIFY_BROADCAST: u16 = %u;\n",
            SS_NOTIFY_SEQ_MASK, SS_NOTIFY_REWAIT, SS_NOTIFY_BROADCAST);
+    printf("pub const WOKEN_US_MAX: u16 = %u;\n", SS_WOKEN_US_MAX);
     printf("pub const HEAP_LABEL_SIZE: usize = %u;\n\n", SS_HEAP_LABEL);
 
     static const char *fn_names[] = {

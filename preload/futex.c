@@ -78,9 +78,10 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
     if (!t || !ss_active || a1 == 0) return real(SYS_futex, a1, a2, a3, a4, a5, a6);
     const void *word = (const void *)a1;
     if (ss_futex_is_wake(cmd)) {
+        uint64_t at = ss_ticks(); /* the release before it is a store or two earlier */
         long rc = real(SYS_futex, a1, a2, a3, a4, a5, a6);
         int saved = errno;
-        if (rc > 0) ss_note_waker(word, t->rec.tid, 0);
+        if (rc > 0) ss_note_waker(word, t->rec.tid, 0, at);
         errno = saved;
         return rc;
     }

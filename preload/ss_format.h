@@ -601,13 +601,18 @@ struct ss_wait {
                               pthread_cond_broadcast; condition: plus SS_NOTIFY_REWAIT when the
                               thread began this wait without having released the mutex since its
                               previous wait on the same condition variable returned (that wake-up
-                              found no work); lock, join: 0 */
+                              found no work); futex: how long before the wait's end its waker's
+                              FUTEX_WAKE began, in microseconds, 1 to SS_WOKEN_US_MAX (that or
+                              more), 0 when unknown (and in profiles written before 2026-11-26);
+                              lock, join: 0 */
 };
 
 /* struct ss_wait's notification: the sequence part and the flags. */
 #define SS_NOTIFY_SEQ_MASK 0x3fffu
 #define SS_NOTIFY_REWAIT 0x4000u
 #define SS_NOTIFY_BROADCAST 0x8000u
+/* A futex wait's notification field: microseconds from its waker's wake to its end, at most. */
+#define SS_WOKEN_US_MAX 0xffffu
 
 /* SS_REC_ATTACH: the profile holds one window of a process that ran before it (flag ATTACHED);
  * written once, right after the PROCESS record, whose start is the window's. The window ends

@@ -691,7 +691,9 @@ int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t);
 void ss_waitfor_init(void);
 /* Futex waits through syscall() (futex.c): a wake that woke someone stamps the word's waker slot;
  * a wait is recorded with the waker that stamped it meanwhile (woken: the call returned 0). */
-void ss_note_waker(const void *object, uint32_t tid, int broadcast);
+/* `wake_ticks`: when the wake began (before its call), for the waiter to know how long it took
+ * to wake; 0 where the waiter's record has no room for it (condition variables, semaphores). */
+void ss_note_waker(const void *object, uint32_t tid, int broadcast, uint64_t wake_ticks);
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ticks,
                        uint64_t end_ticks, int woken);
 void ss_futex_init(void);

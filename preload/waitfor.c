@@ -145,11 +145,13 @@ void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t
 
 #define SS_WAKER_SLOTS 1024u
 
-/* A slot: the object last woken through it, and the stamp (sequence << 32 | SS_STAMP_BROADCAST
- * when it was a broadcast | the waker's tid: tids stay below 2^22, pid_max's limit). */
+/* A slot: the object last woken through it, the stamp (sequence << 32 | SS_STAMP_BROADCAST when
+ * it was a broadcast | the waker's tid: tids stay below 2^22, pid_max's limit), and when the wake
+ * began (ticks, read before the wake call; 0: not known), written before the stamp. */
 struct ss_waker_slot {
     uint64_t object;
     uint64_t stamp;
+    uint64_t wake_ticks;
 };
 
 static struct ss_waker_slot ss_wakers[SS_WAKER_SLOTS];
@@ -161,10 +163,11 @@ static inline struct ss_waker_slot *ss_waker_slot(const void *object) {
 
 #define SS_STAMP_BROADCAST 0x80000000u
 
-SS_NOINLINE void ss_note_waker(const void *object, uint32_t tid, int broadcast) {
+SS_NOINLINE void ss_note_waker(const void *object, uint32_t tid, int broadcast, uint64_t wake_ticks) {
     struct ss_waker_slot *s = ss_waker_slot(object);
     uint64_t seq = (SS_LOAD(s->stamp) >> 32) + 1;
     SS_STORE(s->object, (uint64_t)(uintptr_t)object);
+    SS_STORE(s->wake_ticks, wake_ticks);
     __atomic_store_n(&s->stamp, seq << 32 | (broadcast ? SS_STAMP_BROADCAST : 0) | (tid & ~SS_STAMP_BROADCAST),
                      __ATOMIC_RELEASE);
 }
@@ -205,13 +208,27 @@ void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t waker, uin
     ss_wait_woken(t, SS_WAIT_CONDITION, cond, waker, start_ticks, end_ticks, rewait ? SS_NOTIFY_REWAIT : 0);
 }
 
-/* A futex wait (futex.c): woken by a FUTEX_WAKE on its word, the waker is named; a wait that
- * returned otherwise (a timeout, a value that had changed, a signal) names none. */
+/* How long before `end_ticks` the wake whose stamp is `now` began, in microseconds (1 to
+ * SS_WOKEN_US_MAX), or 0 when not known: the slot moved on meanwhile, the waker did not say, or
+ * the two CPUs' clocks disagree. */
+static uint16_t ss_woken_us_before(const void *object, uint64_t now, uint64_t end_ticks) {
+    struct ss_waker_slot *s = ss_waker_slot(object);
+    uint64_t at = SS_LOAD(s->wake_ticks);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the ticks read, then the stamp checked unchanged */
+    if (!now || !at || at > end_ticks || SS_LOAD(s->stamp) != now || !ss_ticks_per_sec) return 0;
+    uint64_t us = (uint64_t)((unsigned __int128)(end_ticks - at) * 1000000u / ss_ticks_per_sec);
+    return (uint16_t)(us < 1 ? 1 : us > SS_WOKEN_US_MAX ? SS_WOKEN_US_MAX : us);
+}
+
+/* A futex wait (futex.c): woken by a FUTEX_WAKE on its word, the waker is named, with how long
+ * before the wait's end its wake began (the wait's tail after the release: the waiter's wake-up,
+ * when the waker already does something else); a wait that returned otherwise (a timeout, a value
+ * that had changed, a signal) names none. */
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ticks,
                        uint64_t end_ticks, int woken) {
     uint64_t now = woken ? ss_waker_of(word, stamp) : 0;
     struct ss_wait w = {start_ticks, end_ticks, (uintptr_t)word, (uint32_t)now & ~SS_STAMP_BROADCAST,
-                        SS_WAIT_FUTEX | SS_WAIT_IN_TICKS, SS_LOCK_FUTEX, 0};
+                        SS_WAIT_FUTEX | SS_WAIT_IN_TICKS, SS_LOCK_FUTEX, ss_woken_us_before(word, now, end_ticks)};
     ss_wait_push(t, &w);
 }
 
@@ -241,14 +258,14 @@ static inline int ss_cond_has_waiters(pthread_cond_t *c) {
 SS_EXPORT int pthread_cond_signal(pthread_cond_t *c) {
     SS_REAL(ss_real_cond_signal, "pthread_cond_signal", "GLIBC_2.3.2");
     struct ss_thread *t = ss_self_known();
-    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid, 0);
+    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid, 0, 0);
     return ss_real_cond_signal(c);
 }
 
 SS_EXPORT int pthread_cond_broadcast(pthread_cond_t *c) {
     SS_REAL(ss_real_cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2");
     struct ss_thread *t = ss_self_known();
-    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid, 1);
+    if (t && ss_cond_has_waiters(c)) ss_note_waker(c, t->rec.tid, 1, 0);
     return ss_real_cond_broadcast(c);
 }
 
@@ -261,7 +278,7 @@ static inline uint64_t ss_sem_word(sem_t *s) {
 SS_EXPORT int sem_post(sem_t *s) {
     SS_REAL(ss_real_sem_post, "sem_post", NULL);
     struct ss_thread *t = ss_self_known();
-    if (t && sizeof(void *) == 8 && (ss_sem_word(s) >> 32) != 0) ss_note_waker(s, t->rec.tid, 0);
+    if (t && sizeof(void *) == 8 && (ss_sem_word(s) >> 32) != 0) ss_note_waker(s, t->rec.tid, 0, 0);
     return ss_real_sem_post(s);
 }
 

@@ -65,6 +65,10 @@ pub struct Edge {
     pub object: u64,
     pub waits: u64,
     pub wait_ns: u64,
+    /// Of `wait_ns`, the waits' tails after their waker's wake (futex waits whose wake time is
+    /// known): the waiters waking up, the other thread already gone on. What it did then is not
+    /// in `activities`.
+    pub woken_tail_ns: u64,
     /// The other thread's sampled time inside the waits, and what it was, most first.
     pub other_sampled_ns: u64,
     pub activities: Vec<Activity>,
@@ -77,6 +81,8 @@ pub struct Edge {
 pub struct HolderTime {
     pub waits: u64,
     pub wait_ns: u64,
+    /// Of it, the waits' tails after the holder's wake (Edge::woken_tail_ns).
+    pub woken_tail_ns: u64,
     /// The holders' sampled time inside the waits.
     pub sampled_ns: u64,
     /// Of it, in I/O: off a CPU waiting for it, or on one inside an I/O call.
@@ -198,6 +204,7 @@ pub fn holder_times(edges: &[Edge]) -> BTreeMap<u64, HolderTime> {
         let h = all.entry(e.object).or_default();
         h.waits += e.waits;
         h.wait_ns = h.wait_ns.saturating_add(e.wait_ns);
+        h.woken_tail_ns = h.woken_tail_ns.saturating_add(e.woken_tail_ns);
         h.sampled_ns = h.sampled_ns.saturating_add(e.other_sampled_ns);
         if !h.waiters.contains(&e.waiter) {
             h.waiters.push(e.waiter);
@@ -374,6 +381,13 @@ pub fn build(
             .iter()
             .map(|&i| resolved[i].wait.duration_ns())
             .sum();
+        let woken_tail_ns: u64 = members
+            .iter()
+            .map(|&i| {
+                let w = &resolved[i].wait;
+                w.end_mono_ns.saturating_sub(w.woken_at_ns())
+            })
+            .sum();
         let mut edge = Edge {
             waiter,
             other,
@@ -382,6 +396,7 @@ pub fn build(
             object,
             waits: members.len() as u64,
             wait_ns,
+            woken_tail_ns,
             ..Edge::default()
         };
         if let Some(o) = other {
@@ -448,10 +463,13 @@ fn activities<'a>(
     let mut sampled_ns = 0u64;
     let mut acts: BTreeMap<(Category, String, String), Activity> = BTreeMap::new();
     for w in waits {
+        // Up to its waker's wake, where known: after it the waiter only wakes up, while the
+        // thread that released goes on with other work (a futex wait's tail, 10-50 µs here).
+        let end = w.woken_at_ns();
         let first = samples.partition_point(|&s| profile.samples[s].mono_ns < w.start_mono_ns);
         for &si in &samples[first..] {
             let s = &profile.samples[si];
-            if s.mono_ns > w.end_mono_ns {
+            if s.mono_ns > end {
                 break;
             }
             // The sample's category and frames as the thread states classified it: one

@@ -350,6 +350,7 @@ fn storm(waiters: u32, useful: u32, broadcasts: u64, notify_ns: u64, lock_ns: u6
                 }),
                 // This wait follows the previous wake-up: futile for all but the first `useful`.
                 rewait: b > 0 && w >= useful,
+                woken_before_end_ns: None,
             });
         }
     }

@@ -99,6 +99,14 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
                 lock_site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into())
             ));
         }
+        if let Some(h) = holder.filter(|h| h.woken_tail_ns > 0 && h.wait_ns > 0) {
+            evidence.push(format!(
+                "{} of the waiting whose waker is known was the waiters waking up after the \
+                 holder woke them, the lock already released (the holder's work then is not \
+                 counted below)",
+                fmt_pct(ratio(h.woken_tail_ns, h.wait_ns))
+            ));
+        }
         if let Some(h) = holder.filter(|h| !h.activities.is_empty()) {
             evidence.push(format!(
                 "while threads waited, the holder was in: {}",

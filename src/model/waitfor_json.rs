@@ -51,6 +51,9 @@ struct EdgeJson {
     object_name: Option<String>,
     waits: u64,
     wait_ns: u64,
+    /// Of wait_ns, the tails after the waker's wake (futex waits that know it): the waiters'
+    /// wake-up, outside `meanwhile`'s window.
+    woken_tail_ns: u64,
     other_sampled_ns: u64,
     meanwhile: Vec<ActivityJson>,
 }
@@ -110,6 +113,7 @@ impl WaitForJson {
             object_name: (e.object != 0).then(|| a.object_name(e.object)),
             waits: e.waits,
             wait_ns: e.wait_ns,
+            woken_tail_ns: e.woken_tail_ns,
             other_sampled_ns: e.other_sampled_ns,
             meanwhile: e
                 .activities

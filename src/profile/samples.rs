@@ -60,6 +60,20 @@ pub struct Wait {
     /// Condition waits: the thread began it without having released the mutex since its previous
     /// wait on the same condition variable returned: that wake-up found no work.
     pub rewait: bool,
+    /// Futex waits: how long before the wait's end its waker's wake began (the wait's tail after
+    /// the release, while the waiter woke), to the microsecond; None when unknown or in profiles
+    /// written before 2026-11-26.
+    pub woken_before_end_ns: Option<u64>,
+}
+
+impl Wait {
+    /// The end of the part of the wait before its waker's wake: where what the other thread did
+    /// stops being what the waiter waited for.
+    pub fn woken_at_ns(&self) -> u64 {
+        self.end_mono_ns
+            .saturating_sub(self.woken_before_end_ns.unwrap_or(0))
+            .max(self.start_mono_ns)
+    }
 }
 
 /// A run of parallel regions one thread started (an OpenMP region entered again and again within
@@ -145,7 +159,8 @@ pub fn parse_waits(
             Some(WaitKind::Lock) => {
                 lock_kind.is_some_and(|k| k != LockKind::Futex) && notification == 0
             }
-            Some(WaitKind::Futex) => lock_kind == Some(LockKind::Futex) && notification == 0,
+            // A futex wait's field is the microseconds from its waker's wake to its end.
+            Some(WaitKind::Futex) => lock_kind == Some(LockKind::Futex),
             Some(WaitKind::Join) => rest[1] == 0 && notification == 0,
             Some(WaitKind::Semaphore) => {
                 rest[1] == 0 && notification & (NOTIFY_BROADCAST | NOTIFY_REWAIT) == 0
@@ -189,8 +204,12 @@ pub fn parse_waits(
             other_tid: (other_tid != 0).then_some(other_tid),
             kind: kind.expect("checked"),
             lock_kind,
-            notification: Notification::from_field(notification),
-            rewait: notification & NOTIFY_REWAIT != 0,
+            notification: (kind != Some(WaitKind::Futex))
+                .then(|| Notification::from_field(notification))
+                .flatten(),
+            rewait: kind == Some(WaitKind::Condition) && notification & NOTIFY_REWAIT != 0,
+            woken_before_end_ns: (kind == Some(WaitKind::Futex) && notification != 0)
+                .then(|| u64::from(notification) * 1000),
         });
     }
     Ok(())
@@ -365,6 +384,28 @@ mod tests {
         )
         .ok()?;
         out.pop()
+    }
+
+    #[test]
+    fn a_futex_wait_carries_how_long_before_its_end_its_waker_woke_it() {
+        let (futex, lock_kind) = (5, LockKind::Futex as u8);
+        // The wait of wait_record runs from 100 to 200 ns: the tail is cut at its start at most.
+        let w = parse_one(futex, lock_kind, 22).unwrap();
+        assert_eq!(w.woken_before_end_ns, Some(22_000));
+        assert_eq!((w.notification, w.rewait), (None, false));
+        assert_eq!(w.woken_at_ns(), 100);
+        // Profiles before the field, or a wake not known: the whole wait.
+        let w = parse_one(futex, lock_kind, 0).unwrap();
+        assert_eq!((w.woken_before_end_ns, w.woken_at_ns()), (None, 200));
+        // Any value is one: the flags' bits mean nothing here.
+        let most = crate::profile::format::WOKEN_US_MAX;
+        let w = parse_one(futex, lock_kind, most).unwrap();
+        assert_eq!(
+            (w.woken_before_end_ns, w.rewait),
+            (Some(u64::from(most) * 1000), false)
+        );
+        // Other waits have no such field.
+        assert_eq!(parse_one(2, 0, 5).unwrap().woken_before_end_ns, None);
     }
 
     #[test]

@@ -37,9 +37,17 @@ pub fn render(a: &Analysis, style: Style) -> String {
             None => "an unknown thread".into(),
         };
         let on = edge_object_words(a, e);
+        let tail = if e.woken_tail_ns.saturating_mul(100) >= e.wait_ns && e.woken_tail_ns > 0 {
+            format!(
+                " ({} of it waking up after the wake)",
+                fmt_pct(ratio(e.woken_tail_ns, e.wait_ns))
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "  {} waited for {other} on {on}: {} waits, {}",
+            "  {} waited for {other} on {on}: {} waits, {}{tail}",
             a.label_at(e.waiter),
             fmt_count(e.waits),
             fmt_ns(e.wait_ns)

@@ -77,6 +77,7 @@ fn profile() -> Profile {
         lock_kind: None,
         notification: None,
         rewait: false,
+        woken_before_end_ns: None,
     }];
     p
 }
