@@ -132,6 +132,20 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
             .first()
             .and_then(|s| lock_site_user_text(s))
             .unwrap_or_else(|| UNKNOWN_FRAME.into());
+        // Where much of the waiting is the waiters' wake-up after the release, the lock changes
+        // hands too often for a shorter hold to help much: each hand-off costs a wake-up.
+        let tail_share = holder.map_or(0.0, |h| ratio(h.woken_tail_ns, h.wait_ns));
+        let handoff = if tail_share >= rule.param("handoff_tail_share") {
+            format!(
+                " And {} of that waiting was the waiters waking up after the holder had \
+                 released it and woken them: each hand-off of the lock costs a wake-up, so fewer \
+                 hand-offs (more work per acquisition, or per-thread accumulation merged at the \
+                 end) shorten it where a shorter hold cannot.",
+                fmt_pct(tail_share)
+            )
+        } else {
+            String::new()
+        };
         found.push((
             wait,
             build(
@@ -153,6 +167,7 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
                     ("hold", fmt_ns(lock.hold_ns)),
                     ("wait", fmt_ns(wait)),
                     ("contended", fmt_count(lock.contended)),
+                    ("handoff", handoff),
                 ],
                 evidence,
             ),

@@ -417,3 +417,39 @@ fn locks_left_by_the_contention_rules_are_taken_by_the_holder_away_rules() {
         }
     }
 }
+
+/// `locked_with_holder` at work, with `tail_share` of each edge's waiting after the holder's wake.
+fn locked_with_tails(tail_share: f64) -> Analysis {
+    let mut a = locked_with_holder(100_000_000.0, &[(Category::Compute, 9, false)]);
+    let w = a.waitfor.as_mut().unwrap();
+    for e in &mut w.edges {
+        e.woken_tail_ns = (e.wait_ns as f64 * tail_share) as u64;
+    }
+    w.holders = crate::analysis::waitfor::holder_times(&w.edges);
+    a
+}
+
+#[test]
+fn a_lock_whose_waiting_is_mostly_wake_ups_says_its_hand_offs_cost() {
+    let r = rule("lock-contention");
+    let f = &pthread_locks(r, &locked_with_tails(0.6))[0];
+    assert!(
+        f.cause
+            .contains("60.0% of that waiting was the waiters waking up")
+            && f.cause.contains("fewer hand-offs"),
+        "{}",
+        f.cause
+    );
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.starts_with("60.0% of the waiting whose waker is known")),
+        "{:?}",
+        f.evidence
+    );
+    // Below the rule's share, or no tail known: the cause says nothing of hand-offs.
+    for share in [0.1, 0.0] {
+        let f = &pthread_locks(r, &locked_with_tails(share))[0];
+        assert!(!f.cause.contains("hand-off"), "{share}: {}", f.cause);
+    }
+}
