@@ -45,6 +45,9 @@ pub struct Words {
     /// A TBB mutex reported its acquisitions through ITT (lock kind `itt-sync`): CPU time inside
     /// such an acquisition is waiting for that lock, not spinning of its own.
     pub itt_tbb_locks: bool,
+    /// A parked thread's own word (parking_lot, abseil) -> the address of the lock it stands for
+    /// in the lock list, where its words were grouped by the user's frame.
+    pub lock_of: HashMap<u64, u64>,
 }
 
 impl Words {
@@ -169,6 +172,7 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
     let mut kept: Vec<LockSummary> = Vec::with_capacity(locks.len());
     // Per-thread words of one runtime object, keyed by (object, user frame).
     let mut grouped: BTreeMap<(String, String), LockSummary> = BTreeMap::new();
+    let mut members: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
     for mut lock in locks {
         match lock.kind {
             "omp-region" | "omp-region-site" => {
@@ -253,6 +257,7 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
             word.object.clone(),
             taken_at.as_ref().map(Frame::display).unwrap_or_default(),
         );
+        members.entry(key.clone()).or_default().push(lock.address);
         match grouped.get_mut(&key) {
             None => {
                 grouped.insert(key, lock);
@@ -271,7 +276,10 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
             }
         }
     }
-    for mut g in grouped.into_values() {
+    for (key, mut g) in grouped {
+        for &word in members.get(&key).into_iter().flatten() {
+            words.lock_of.insert(word, g.address);
+        }
         g.sites
             .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(b.samples.cmp(&a.samples)));
         kept.push(g);

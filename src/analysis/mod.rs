@@ -144,6 +144,7 @@ impl Analysis {
                 &mut sym,
                 &summary,
                 states.as_ref(),
+                &futex_words.lock_of,
                 options.read_modules,
             );
             // Without waits there is no wait-for graph, but the locks still have names.

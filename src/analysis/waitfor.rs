@@ -193,15 +193,17 @@ impl WaitFor {
 }
 
 /// What the holders of each lock did while other threads waited for it: the lock-wait edges
-/// (pthread locks, futex words) whose other end is known, summed by the lock's address.
-pub fn holder_times(edges: &[Edge]) -> BTreeMap<u64, HolderTime> {
+/// (pthread locks, futex words) whose other end is known, summed by the lock's address (that of
+/// the lock a parked thread's own word stands for, `lock_of`: all its words' waits together).
+pub fn holder_times(edges: &[Edge], lock_of: &HashMap<u64, u64>) -> BTreeMap<u64, HolderTime> {
     let mut all: BTreeMap<u64, HolderTime> = BTreeMap::new();
     for e in edges
         .iter()
         .filter(|e| matches!(e.kind, Some(WaitKind::Lock | WaitKind::Futex)))
     {
         let Some(other) = e.other else { continue };
-        let h = all.entry(e.object).or_default();
+        let lock = lock_of.get(&e.object).copied().unwrap_or(e.object);
+        let h = all.entry(lock).or_default();
         h.waits += e.waits;
         h.wait_ns = h.wait_ns.saturating_add(e.wait_ns);
         h.woken_tail_ns = h.woken_tail_ns.saturating_add(e.woken_tail_ns);
@@ -313,6 +315,7 @@ pub fn build(
     sym: &mut Symbolizer,
     summary: &Summary,
     states: Option<&super::states::StateReport>,
+    lock_of: &HashMap<u64, u64>,
     read_modules: bool,
 ) -> Option<WaitFor> {
     if profile.waits.is_empty() {
@@ -431,7 +434,7 @@ pub fn build(
         wall / KNOT_EDGE_SHARE_OF_WALL,
     );
     Some(WaitFor {
-        holders: holder_times(&edges),
+        holders: holder_times(&edges, lock_of),
         edges,
         names,
         knots,
@@ -945,6 +948,32 @@ pub fn critical_path(threads: &[PathThread], waits: &[PathWait]) -> CriticalPath
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parked_threads_own_words_count_for_the_lock_they_stand_for() {
+        let edge = |waiter, other, object, wait_ns| Edge {
+            waiter,
+            other: Some(other),
+            kind: Some(WaitKind::Futex),
+            object,
+            waits: 10,
+            wait_ns,
+            woken_tail_ns: wait_ns / 2,
+            ..Edge::default()
+        };
+        // Two threads parked on their own words (0x20, 0x30) for the lock listed at 0x20.
+        let edges = [edge(0, 1, 0x20, 100), edge(1, 0, 0x30, 300)];
+        let lock_of: HashMap<u64, u64> = [(0x20, 0x20), (0x30, 0x20)].into();
+        let all = holder_times(&edges, &lock_of);
+        let h = &all[&0x20];
+        assert_eq!(
+            (all.len(), h.waits, h.wait_ns, h.woken_tail_ns),
+            (1, 20, 400, 200)
+        );
+        assert_eq!((h.waiters.len(), h.holders.len()), (2, 2));
+        // Without the map, each word on its own.
+        assert_eq!(holder_times(&edges, &HashMap::new()).len(), 2);
+    }
 
     fn edge(waiter: usize, other: usize, kind: WaitKind, wait_ns: u64) -> Edge {
         Edge {

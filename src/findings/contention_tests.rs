@@ -306,7 +306,7 @@ fn locked_with_holder(wait_ns: f64, holder: &[(Category, u64, bool)]) -> Analysi
         })
         .collect();
     a.waitfor = Some(WaitFor {
-        holders: crate::analysis::waitfor::holder_times(&edges),
+        holders: crate::analysis::waitfor::holder_times(&edges, &Default::default()),
         edges,
         ..WaitFor::default()
     });
@@ -379,7 +379,7 @@ fn a_lock_is_reported_by_what_its_holder_did_while_others_waited() {
     for e in &mut w.edges {
         e.waits = e.wait_ns / 50_000;
     }
-    w.holders = crate::analysis::waitfor::holder_times(&w.edges);
+    w.holders = crate::analysis::waitfor::holder_times(&w.edges, &Default::default());
     assert_eq!(ids(&tails), ["lock-contention"]);
     // Without wait-for edges (no waits recorded): contention, as before.
     assert_eq!(ids(&locked(wait)), ["lock-contention"]);
@@ -425,7 +425,7 @@ fn locked_with_tails(tail_share: f64) -> Analysis {
     for e in &mut w.edges {
         e.woken_tail_ns = (e.wait_ns as f64 * tail_share) as u64;
     }
-    w.holders = crate::analysis::waitfor::holder_times(&w.edges);
+    w.holders = crate::analysis::waitfor::holder_times(&w.edges, &Default::default());
     a
 }
 

@@ -95,6 +95,7 @@ fn words() -> Words {
         ]
         .into(),
         itt_tbb_locks: false,
+        lock_of: Default::default(),
     }
 }
 
@@ -134,9 +135,15 @@ fn a_sample_is_one_category_in_states_wait_for_and_scale() {
 
     // Wait-for: main's edge to the worker sees the worker's samples in their categories.
     let summary = crate::analysis::summary::Summary::default();
-    let waitfor =
-        crate::analysis::waitfor::build(&profile, &mut sym, &summary, Some(&states), false)
-            .unwrap();
+    let waitfor = crate::analysis::waitfor::build(
+        &profile,
+        &mut sym,
+        &summary,
+        Some(&states),
+        &Default::default(),
+        false,
+    )
+    .unwrap();
     let edge = &waitfor.edges[0];
     assert_eq!(edge.other, Some(1));
     let mut seen = [0u64; CATEGORY_COUNT];
