@@ -535,7 +535,7 @@ static inline void ss_cond_wait_done(struct ss_thread *t, const void *c, const v
     l->last_cond = 0;
     if (rc != 0 && rc != ETIMEDOUT && rc != EOWNERDEAD) return; /* the mutex not acquired again */
     l->pending_cond_mutex = (uintptr_t)m;
-    l->pending_cond_waker = rc == 0 ? ss_wait_cond_waker(c, stamp) : 0;
+    l->pending_cond_waker = rc == 0 ? ss_waker_of(c, stamp) : 0;
     l->pending_cond_start = start;
     l->pending_cond_end = end;
     l->pending_cond_flags = (rc == 0 ? SS_COND_WOKEN : 0) | (rewait ? SS_COND_REWAIT : 0);

@@ -674,9 +674,9 @@ void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t
 /* A condition variable's wait: the waker slot's stamp before, and the wait recorded after (its
  * times in ticks). */
 uint64_t ss_wait_cond_begin(const void *cond);
-/* The waker slot's stamp of the notification that woke the wait, read as soon as it returns
- * (`stamp`: ss_wait_cond_begin's); 0 when not known. */
-uint64_t ss_wait_cond_waker(const void *cond, uint64_t stamp);
+/* The waker slot's stamp of the notification that woke a wait on `object`, read as soon as it
+ * returns (`stamp`: ss_wait_cond_begin's, read before it); 0 when not known. */
+uint64_t ss_waker_of(const void *object, uint64_t stamp);
 void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t waker, uint64_t start_ticks,
                       uint64_t end_ticks, int rewait);
 /* Records the condition wait the thread has pending (locks.c), before a later wait is pushed. */

@@ -178,7 +178,7 @@ uint64_t ss_wait_cond_begin(const void *cond) {
 
 /* The stamp of the notification that woke a wait on `object` whose slot read `stamp` before it,
  * or 0. */
-static uint64_t ss_waker_of(const void *object, uint64_t stamp) {
+uint64_t ss_waker_of(const void *object, uint64_t stamp) {
     struct ss_waker_slot *s = ss_waker_slot(object);
     uint64_t now = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
     if (now >> 32 == stamp >> 32 || SS_LOAD(s->object) != (uint64_t)(uintptr_t)object) return 0;
@@ -201,8 +201,6 @@ static void ss_wait_woken(struct ss_thread *t, uint32_t kind, const void *object
     ss_wait_push(t, &w);
 }
 
-uint64_t ss_wait_cond_waker(const void *cond, uint64_t stamp) { return ss_waker_of(cond, stamp); }
-
 void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t waker, uint64_t start_ticks,
                       uint64_t end_ticks, int rewait) {
     ss_wait_woken(t, SS_WAIT_CONDITION, cond, waker, start_ticks, end_ticks, rewait ? SS_NOTIFY_REWAIT : 0);
@@ -215,8 +213,8 @@ static uint16_t ss_woken_us_before(const void *object, uint64_t now, uint64_t en
     struct ss_waker_slot *s = ss_waker_slot(object);
     uint64_t at = SS_LOAD(s->wake_ticks);
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the ticks read, then the stamp checked unchanged */
-    if (!now || !at || at > end_ticks || SS_LOAD(s->stamp) != now || !ss_ticks_per_sec) return 0;
-    uint64_t us = (uint64_t)((unsigned __int128)(end_ticks - at) * 1000000u / ss_ticks_per_sec);
+    if (!now || !at || at > end_ticks || SS_LOAD(s->stamp) != now) return 0;
+    uint64_t us = ss_ticks_to_ns(end_ticks - at) / 1000u;
     return (uint16_t)(us < 1 ? 1 : us > SS_WOKEN_US_MAX ? SS_WOKEN_US_MAX : us);
 }
 

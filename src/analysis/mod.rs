@@ -138,7 +138,7 @@ impl Analysis {
                 );
             }
             summary::net_allocator_time(&mut summary, states.as_ref());
-            summary::sampled_lock_waits(&mut summary, states.as_ref(), &profile, &futex_words);
+            summary::sampled_lock_waits(&mut summary, states.as_ref());
             let waitfor = waitfor::build(
                 &profile,
                 &mut sym,

@@ -551,6 +551,8 @@ pub struct ThreadStates {
     /// (and timed exactly): the rest is of locks no hook saw (the C library's own, a recorded
     /// wait lost to a full ring). The summary puts the exact time in place of this part.
     pub lock_in_recorded_ns: u64,
+    /// That exact time: the length of the lock waits the hooks recorded.
+    pub lock_recorded_ns: u64,
     pub samples: u64,
     /// Per time slice, the time of each category in it.
     pub slices: Vec<PerCategory<u64>>,
@@ -1133,6 +1135,8 @@ struct Tallies {
     signs: KernelSigns,
     /// Per thread: the weight of its lock samples, and of those that meet a recorded lock wait.
     lock_weight: Vec<(u64, u64)>,
+    /// Per thread: the recorded lock waits' length.
+    lock_recorded_ns: Vec<u64>,
 }
 
 /// Per thread: what the kernel's figures are read against (`add_kernel_states`).
@@ -1191,7 +1195,8 @@ pub fn build(
         clock.start_ns,
         clock.slice_ns,
     );
-    for (t, &(all, met)) in threads.iter_mut().zip(&tallies.lock_weight) {
+    for (ti, (t, &(all, met))) in threads.iter_mut().zip(&tallies.lock_weight).enumerate() {
+        t.lock_recorded_ns = tallies.lock_recorded_ns[ti];
         // The kernel's figures have rescaled the lock time since: its met share is kept.
         let lock = t.ns[Category::Lock.index()];
         t.lock_in_recorded_ns = if all > 0 {
@@ -1268,8 +1273,10 @@ fn tally_samples(
             io_call_ns: vec![0; n],
         },
         lock_weight: vec![(0, 0); n],
+        lock_recorded_ns: Vec::new(),
     };
     let recorded = RecordedLockWaits::new(profile, classifier.words, index, n, clock.start_ns);
+    out.lock_recorded_ns = recorded.total_ns.clone();
     let total = profile.samples.len();
     for (i, s) in profile.samples.iter().enumerate() {
         classifier.sym.progress(i, total);
@@ -1330,6 +1337,8 @@ struct RecordedLockWaits {
     /// Per thread: (begin, end) sorted by begin, and the largest end up to each.
     waits: Vec<Vec<(u64, u64)>>,
     max_end: Vec<Vec<u64>>,
+    /// Per thread: the waits' length.
+    total_ns: Vec<u64>,
 }
 
 impl RecordedLockWaits {
@@ -1341,11 +1350,14 @@ impl RecordedLockWaits {
         start_ns: u64,
     ) -> Self {
         let mut waits = vec![Vec::new(); n];
+        let mut total_ns = vec![0u64; n];
         for w in &profile.waits {
             if !words.is_timed_lock_wait(w) {
                 continue;
             }
             if let Some(&ti) = index.get(&w.serial) {
+                total_ns[ti] =
+                    total_ns[ti].saturating_add(w.end_mono_ns.saturating_sub(w.start_mono_ns));
                 waits[ti].push((
                     w.start_mono_ns.saturating_sub(start_ns),
                     w.end_mono_ns.saturating_sub(start_ns),
@@ -1364,7 +1376,11 @@ impl RecordedLockWaits {
                     .collect()
             })
             .collect();
-        RecordedLockWaits { waits, max_end }
+        RecordedLockWaits {
+            waits,
+            max_end,
+            total_ns,
+        }
     }
 
     /// Whether [begin, end) meets a recorded wait of thread `ti`.
@@ -1852,6 +1868,7 @@ mod tests {
         let recorded = RecordedLockWaits {
             max_end: vec![vec![200, 200, 400], vec![]],
             waits: vec![waits, vec![]],
+            total_ns: vec![210, 0],
         };
         assert!(recorded.meets(0, 50, 101)); // reaches into the first
         assert!(recorded.meets(0, 190, 250)); // starts in it

@@ -768,24 +768,15 @@ pub fn net_allocator_time(
 pub fn sampled_lock_waits(
     summary: &mut Summary,
     states: Option<&crate::analysis::states::StateReport>,
-    profile: &Profile,
-    words: &super::futex::Words,
 ) {
     let Some(r) = states else { return };
     let lock = crate::analysis::states::Category::Lock.index();
     let states_of = super::threads::by_serial(&r.threads, |t| t.serial);
-    let mut recorded: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
-    for w in &profile.waits {
-        if words.is_timed_lock_wait(w) {
-            let ns = recorded.entry(w.serial).or_default();
-            *ns = ns.saturating_add(w.end_mono_ns.saturating_sub(w.start_mono_ns));
-        }
-    }
     for t in summary.threads.iter_mut() {
         if let Some(st) = states_of.get(&t.serial) {
             let unseen = st.ns[lock].saturating_sub(st.lock_in_recorded_ns);
-            let timed = recorded.get(&t.serial).copied().unwrap_or(0);
-            t.lock_wait_ns = lock_wait_ns(t.lock_wait_ns, timed, unseen).min(t.wall_ns);
+            t.lock_wait_ns =
+                lock_wait_ns(t.lock_wait_ns, st.lock_recorded_ns, unseen).min(t.wall_ns);
         }
     }
 }

@@ -99,12 +99,15 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
                 lock_site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into())
             ));
         }
-        if let Some(h) = holder.filter(|h| h.woken_tail_ns > 0 && h.wait_ns > 0) {
+        // Of the waits whose waker is known, the share that was the waiters' wake-up after the
+        // release (futex waits that know when they were woken).
+        let tail_share = holder.map_or(0.0, |h| ratio(h.woken_tail_ns, h.wait_ns));
+        if tail_share > 0.0 {
             evidence.push(format!(
                 "{} of the waiting whose waker is known was the waiters waking up after the \
                  holder woke them, the lock already released (the holder's work then is not \
                  counted below)",
-                fmt_pct(ratio(h.woken_tail_ns, h.wait_ns))
+                fmt_pct(tail_share)
             ));
         }
         if let Some(h) = holder.filter(|h| !h.activities.is_empty()) {
@@ -134,7 +137,6 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
             .unwrap_or_else(|| UNKNOWN_FRAME.into());
         // Where much of the waiting is the waiters' wake-up after the release, the lock changes
         // hands too often for a shorter hold to help much: each hand-off costs a wake-up.
-        let tail_share = holder.map_or(0.0, |h| ratio(h.woken_tail_ns, h.wait_ns));
         let handoff = if tail_share >= rule.param("handoff_tail_share") {
             format!(
                 " And {} of that waiting was the waiters waking up after the holder had \
