@@ -524,8 +524,13 @@ fn data_symbol_table(module: &Module, debug_root: &Path) -> cache::DataTable {
         .collect()
 }
 
-/// Demangles a C++ or Rust symbol name; other names are returned as they are.
+/// Demangles a C++ or Rust symbol name; other names are returned as they are. Only a mangled
+/// name (`_Z`, `_R`) is demangled: a C name such as `m` or `i` also parses as a mangled builtin
+/// type (`m` read "unsigned long", and a mutex named `m` was called "long").
 pub fn demangle(name: &str) -> String {
+    if !(name.starts_with("_Z") || name.starts_with("_R")) {
+        return name.to_string();
+    }
     addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
 }
 
@@ -818,5 +823,9 @@ mod tests {
         assert_eq!(demangle("_Z6helperm"), "helper(unsigned long)");
         assert!(demangle("_ZN4core3fmt5write17h0123456789abcdefE").starts_with("core::fmt::write"));
         assert_eq!(demangle("malloc"), "malloc");
+        // C names that also parse as mangled builtin types (unsigned long, int, long).
+        for c in ["m", "i", "l", "lock"] {
+            assert_eq!(short_function(&demangle(c)), c);
+        }
     }
 }
