@@ -13,9 +13,7 @@
 
 /* glibc's wake of one waiter of a private lock word (its __lll_lock_wake_private): a bare system
  * call as glibc's, not through the syscall() hook. */
-void ss_futex_wake_one(int *word) {
-    (void)ss_futex_quiet(word, FUTEX_WAKE_PRIVATE, 1);
-}
+long ss_futex_wake_one(int *word) { return ss_futex_quiet(word, FUTEX_WAKE_PRIVATE, 1); }
 
 /* glibc's rwlock changes __readers as the read steps assume, takes back a reader the steps
  * registered, and the steps refuse a lock a writer holds (and the write phase it leaves). */

@@ -109,14 +109,20 @@ static inline void ss_mutex_sleep_step(pthread_mutex_t *m) {
     while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0);
 }
 
-void ss_futex_wake_one(int *word);
+/* Wakes one waiter of the word (FUTEX_WAKE_PRIVATE): how many it woke (0 or 1), or -errno. */
+long ss_futex_wake_one(int *word);
+
+/* The release of a steppable mutex up to its wake: 1 if the word was 2 (waiters), when glibc's
+ * release wakes one at once (ss_futex_wake_one). */
+static inline int ss_mutex_unlock_step_begin(pthread_mutex_t *m) {
+    m->__data.__owner = 0;
+    m->__data.__nusers--;
+    return __builtin_expect(__atomic_exchange_n(&m->__data.__lock, 0, __ATOMIC_RELEASE) > 1, 0);
+}
 
 /* Releases a steppable mutex. */
 static inline void ss_mutex_unlock_step(pthread_mutex_t *m) {
-    m->__data.__owner = 0;
-    m->__data.__nusers--;
-    if (__builtin_expect(__atomic_exchange_n(&m->__data.__lock, 0, __ATOMIC_RELEASE) > 1, 0))
-        ss_futex_wake_one(&m->__data.__lock);
+    if (ss_mutex_unlock_step_begin(m)) ss_futex_wake_one(&m->__data.__lock);
 }
 
 /* Decides at start which steps the hooks take (ss_config.rwlock_steps, ss_config.mutex_steps). */

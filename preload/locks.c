@@ -216,7 +216,9 @@ static inline uint32_t ss_count_acquisition(struct ss_thread *t, const void *loc
         uint64_t end_ = ss_ticks();                                                                         \
         if ((kind) != SS_LOCK_SPIN) ss_wait_leave(t, start_, end_);                                         \
         int acquired_ = rc_ == 0 || rc_ == EOWNERDEAD;                                                      \
-        if (acquired_) ss_wait_lock(t, lock, kind, owner_, start_, end_);                                   \
+        if (acquired_)                                                                                      \
+            ss_wait_lock(t, lock, kind, owner_, start_, end_,                                               \
+                         (kind) == SS_LOCK_MUTEX ? ss_lock_woken_us(lock, start_, end_) : 0);               \
         if (acquired_) SS_INC(t->locks.table[slot_].acquisitions, 1);                                             \
         ss_waited(t, slot_, end_ - start_, acquired_);                                                      \
         if (site_ && acquired_) ss_lock_waiter_done(site_, end_ - start_);                                  \
@@ -326,7 +328,7 @@ static SS_NOINLINE void ss_mutex_wait_record(struct ss_thread *t) {
     l->pending_lock = 0;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ss_waited(t, slot, ticks, 1);
-    ss_wait_lock(t, m, SS_LOCK_MUTEX, owner, end - ticks, end);
+    ss_wait_lock(t, m, SS_LOCK_MUTEX, owner, end - ticks, end, ss_lock_woken_us(m, end - ticks, end));
 }
 
 /* A steppable mutex whose step failed: glibc's next steps at once, in its order (lock_steps.h).
@@ -435,14 +437,31 @@ SS_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) {
     SS_TRYLOCK(m, SS_LOCK_MUTEX, ss_real.mutex_trylock ? ss_real.mutex_trylock(m) : 0);
 }
 
-/* A release by the step where it applies (also with waiters: the same exchange and wake as
- * glibc's release), else by glibc. */
-static inline int ss_mutex_release(pthread_mutex_t *m) {
+/* The release in the unlock's slow part (the mutex may have waiters): by the step where it
+ * applies (the same exchange and wake as glibc's release), else by glibc. `woke_at` gets the
+ * clock read before a wake that woke a waiter (else 0), for that waiter's record of how much of
+ * its wait was its own wake-up after the release (ss_lock_woken_us): read once the lock word is
+ * free, not in the hold. A forwarded release reads it before the call, where glibc's release of
+ * a mutex with waiters (not a recursive mutex's inner release) wakes one. */
+static inline int ss_mutex_release_waking(pthread_mutex_t *m, uint64_t *woke_at) {
+    *woke_at = 0;
     if (SS_LIKELY(ss_config.mutex_steps) && SS_LIKELY(ss_mutex_steppable(m))) {
-        ss_mutex_unlock_step(m);
+        if (ss_mutex_unlock_step_begin(m)) {
+            uint64_t at = ss_ticks();
+            if (ss_futex_wake_one(&m->__data.__lock) > 0) *woke_at = at;
+        }
         return 0;
     }
-    return ss_real.mutex_unlock(m);
+    uint64_t at = ss_mutex_has_waiters(m) && m->__data.__count <= 1 ? ss_ticks() : 0;
+    int rc = ss_real.mutex_unlock(m);
+    if (rc == 0) *woke_at = at;
+    return rc;
+}
+
+/* After a release that woke a waiter at `woke_at`: noted for it, after this thread's own pending
+ * wait for the mutex has read the note of the release that let it in (ss_after_mutex_release). */
+static inline void ss_note_mutex_wake(struct ss_thread *t, pthread_mutex_t *m, uint64_t woke_at) {
+    if (woke_at) ss_note_waker(m, t->rec.tid, 0, woke_at);
 }
 
 /* What a thread had left to record until it released `m`: a wait for it, a condition wait that
@@ -468,13 +487,17 @@ static SS_NOINLINE int ss_slow_pthread_mutex_unlock(pthread_mutex_t *m, struct s
      * changes the hand-over between the threads and costs more than the rest of the hook. */
     if (SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m)) && t->locks.holder_skip-- == 0) {
         t->locks.holder_skip = 63;
-        int rc = ss_mutex_release(m); /* release first: the waiters must not wait for our stack */
+        uint64_t woke_at;
+        int rc = ss_mutex_release_waking(m, &woke_at); /* first: the waiters must not wait for our stack */
         ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
         ss_after_mutex_release(t, m);
+        ss_note_mutex_wake(t, m, woke_at);
         return rc;
     }
-    int rc = ss_mutex_release(m);
+    uint64_t woke_at;
+    int rc = ss_mutex_release_waking(m, &woke_at);
     ss_after_mutex_release(t, m);
+    ss_note_mutex_wake(t, m, woke_at);
     return rc;
 }
 

@@ -669,8 +669,15 @@ int ss_sampling_now(struct ss_sampling_record *r);
  * the owner of a lock that looks taken (before the blocking call), ss_wait_lock records the wait
  * once the lock is acquired. */
 uint32_t ss_wait_owner(const void *lock, uint32_t kind);
+/* `woken_us`: how long before the wait's end the release that let it in woke it (ss_lock_woken_us;
+ * 0: not known). */
 void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t start_ticks,
-                  uint64_t end_ticks);
+                  uint64_t end_ticks, uint16_t woken_us);
+/* A mutex wait from `start_ticks` to `end_ticks`: how long before that end the last release that
+ * woke a waiter began its wake (noted by the unlock's slow part, ss_note_waker), in microseconds
+ * (1 to SS_WOKEN_US_MAX); 0 when not known (no such release within the wait, the slot another
+ * object's). Read before the thread's own release notes the slot. */
+uint16_t ss_lock_woken_us(const void *lock, uint64_t start_ticks, uint64_t end_ticks);
 /* A condition variable's wait: the waker slot's stamp before, and the wait recorded after (its
  * times in ticks). */
 uint64_t ss_wait_cond_begin(const void *cond);
@@ -692,7 +699,8 @@ void ss_waitfor_init(void);
 /* Futex waits through syscall() (futex.c): a wake that woke someone stamps the word's waker slot;
  * a wait is recorded with the waker that stamped it meanwhile (woken: the call returned 0). */
 /* `wake_ticks`: when the wake began (before its call), for the waiter to know how long it took
- * to wake; 0 where the waiter's record has no room for it (condition variables, semaphores). */
+ * to wake; 0 where the waiter's record has no room for it (condition variables, semaphores). A
+ * mutex's release that woke a waiter notes it too (locks.c), for ss_lock_woken_us. */
 void ss_note_waker(const void *object, uint32_t tid, int broadcast, uint64_t wake_ticks);
 void ss_wait_futex_end(struct ss_thread *t, const void *word, uint64_t stamp, uint64_t start_ticks,
                        uint64_t end_ticks, int woken);

@@ -136,8 +136,9 @@ uint32_t ss_wait_owner(const void *lock, uint32_t kind) {
 }
 
 void ss_wait_lock(struct ss_thread *t, const void *lock, uint32_t kind, uint32_t owner, uint64_t start_ticks,
-                  uint64_t end_ticks) {
-    struct ss_wait w = {start_ticks, end_ticks, (uintptr_t)lock, owner, SS_WAIT_LOCK | SS_WAIT_IN_TICKS, (uint8_t)kind, 0};
+                  uint64_t end_ticks, uint16_t woken_us) {
+    struct ss_wait w = {start_ticks, end_ticks, (uintptr_t)lock, owner, SS_WAIT_LOCK | SS_WAIT_IN_TICKS, (uint8_t)kind,
+                        woken_us};
     ss_wait_push(t, &w);
 }
 
@@ -206,6 +207,12 @@ void ss_wait_cond_end(struct ss_thread *t, const void *cond, uint64_t waker, uin
     ss_wait_woken(t, SS_WAIT_CONDITION, cond, waker, start_ticks, end_ticks, rewait ? SS_NOTIFY_REWAIT : 0);
 }
 
+/* Microseconds from `at` to `end_ticks`, 1 to SS_WOKEN_US_MAX. */
+static uint16_t ss_us_between(uint64_t at, uint64_t end_ticks) {
+    uint64_t us = ss_ticks_to_ns(end_ticks - at) / 1000u;
+    return (uint16_t)(us < 1 ? 1 : us > SS_WOKEN_US_MAX ? SS_WOKEN_US_MAX : us);
+}
+
 /* How long before `end_ticks` the wake whose stamp is `now` began, in microseconds (1 to
  * SS_WOKEN_US_MAX), or 0 when not known: the slot moved on meanwhile, the waker did not say, or
  * the two CPUs' clocks disagree. */
@@ -214,8 +221,24 @@ static uint16_t ss_woken_us_before(const void *object, uint64_t now, uint64_t en
     uint64_t at = SS_LOAD(s->wake_ticks);
     __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the ticks read, then the stamp checked unchanged */
     if (!now || !at || at > end_ticks || SS_LOAD(s->stamp) != now) return 0;
-    uint64_t us = ss_ticks_to_ns(end_ticks - at) / 1000u;
-    return (uint16_t)(us < 1 ? 1 : us > SS_WOKEN_US_MAX ? SS_WOKEN_US_MAX : us);
+    return ss_us_between(at, end_ticks);
+}
+
+/* While the thread holds the mutex nobody else releases it, so the last release noted within the
+ * wait is the one that woke this thread (a release that woke nobody notes nothing). A wake that
+ * began before the wait is not this wait's, nor one after its end (the mutex released by this
+ * thread and released again by another before this read): both left unknown. */
+uint16_t ss_lock_woken_us(const void *lock, uint64_t start_ticks, uint64_t end_ticks) {
+    struct ss_waker_slot *s = ss_waker_slot(lock);
+    /* In the reverse order of the note's stores: ticks seen new come with their object. */
+    uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
+    uint64_t at = __atomic_load_n(&s->wake_ticks, __ATOMIC_ACQUIRE);
+    uint64_t object = __atomic_load_n(&s->object, __ATOMIC_ACQUIRE);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the fields read, then the stamp checked unchanged */
+    if (stamp == 0 || object != (uint64_t)(uintptr_t)lock || at < start_ticks || at > end_ticks ||
+        SS_LOAD(s->stamp) != stamp)
+        return 0;
+    return ss_us_between(at, end_ticks);
 }
 
 /* A futex wait (futex.c): woken by a FUTEX_WAKE on its word, the waker is named, with how long

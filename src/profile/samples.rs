@@ -60,9 +60,9 @@ pub struct Wait {
     /// Condition waits: the thread began it without having released the mutex since its previous
     /// wait on the same condition variable returned: that wake-up found no work.
     pub rewait: bool,
-    /// Futex waits: how long before the wait's end its waker's wake began (the wait's tail after
-    /// the release, while the waiter woke), to the microsecond; None when unknown or in profiles
-    /// written before 2026-11-26.
+    /// Futex and mutex waits: how long before the wait's end its waker's wake began (the wait's
+    /// tail after the release, while the waiter woke), to the microsecond; None when unknown or in
+    /// profiles written before 2026-11-26 (futex waits) or 2026-11-27 (mutex waits).
     pub woken_before_end_ns: Option<u64>,
 }
 
@@ -156,10 +156,12 @@ pub fn parse_waits(
         let broadcast_alone =
             notification & NOTIFY_BROADCAST != 0 && notification & NOTIFY_SEQ_MASK == 0;
         let consistent = match kind {
+            // A mutex wait's field is the microseconds from the wake of the release that let it
+            // in to its end, as a futex wait's is from its waker's wake; other locks' is 0.
             Some(WaitKind::Lock) => {
-                lock_kind.is_some_and(|k| k != LockKind::Futex) && notification == 0
+                lock_kind.is_some_and(|k| k != LockKind::Futex)
+                    && (notification == 0 || lock_kind == Some(LockKind::Mutex))
             }
-            // A futex wait's field is the microseconds from its waker's wake to its end.
             Some(WaitKind::Futex) => lock_kind == Some(LockKind::Futex),
             Some(WaitKind::Join) => rest[1] == 0 && notification == 0,
             Some(WaitKind::Semaphore) => {
@@ -204,11 +206,12 @@ pub fn parse_waits(
             other_tid: (other_tid != 0).then_some(other_tid),
             kind: kind.expect("checked"),
             lock_kind,
-            notification: (kind != Some(WaitKind::Futex))
+            notification: matches!(kind, Some(WaitKind::Condition | WaitKind::Semaphore))
                 .then(|| Notification::from_field(notification))
                 .flatten(),
             rewait: kind == Some(WaitKind::Condition) && notification & NOTIFY_REWAIT != 0,
-            woken_before_end_ns: (kind == Some(WaitKind::Futex) && notification != 0)
+            woken_before_end_ns: (matches!(kind, Some(WaitKind::Futex | WaitKind::Lock))
+                && notification != 0)
                 .then(|| u64::from(notification) * 1000),
         });
     }
@@ -409,6 +412,20 @@ mod tests {
     }
 
     #[test]
+    fn a_mutex_wait_carries_how_long_before_its_end_the_release_woke_it() {
+        let (lock, mutex, rwlock) = (1, LockKind::Mutex as u8, LockKind::RwlockWrite as u8);
+        let w = parse_one(lock, mutex, 30).unwrap();
+        assert_eq!(
+            (w.woken_before_end_ns, w.notification, w.woken_at_ns()),
+            (Some(30_000), None, 100)
+        );
+        assert_eq!(parse_one(lock, mutex, 0).unwrap().woken_before_end_ns, None);
+        // Only a mutex's waits have it: another lock's field is still 0 or the record is damaged.
+        assert!(parse_one(lock, rwlock, 0).is_some());
+        assert!(parse_one(lock, rwlock, 30).is_none());
+    }
+
+    #[test]
     fn waits_carry_the_notification_that_woke_them() {
         let (condition, semaphore, lock, join) = (2, 3, 1, 4);
         // Profiles before the field: 0, nothing known.
@@ -432,11 +449,13 @@ mod tests {
             Some((9, false))
         );
         // Inconsistent: a broadcast without its sequence, a semaphore broadcast or re-wait, a
-        // lock or join with any notification.
+        // join or a lock other than a mutex with any notification (a mutex's field is its
+        // wake-up tail).
         assert!(parse_one(condition, 0, NOTIFY_BROADCAST).is_none());
         assert!(parse_one(semaphore, 0, 9 | NOTIFY_BROADCAST).is_none());
         assert!(parse_one(semaphore, 0, NOTIFY_REWAIT).is_none());
-        assert!(parse_one(lock, 1, 3).is_none());
+        assert!(parse_one(lock, LockKind::RwlockWrite as u8, 3).is_none());
+        assert_eq!(parse_one(lock, 1, 3).unwrap().notification, None);
         assert!(parse_one(join, 0, 3).is_none());
         assert!(parse_one(lock, 1, 0).is_some());
     }
