@@ -400,6 +400,43 @@ fn clean_programs_get_no_medium_or_high_finding() {
     }
 }
 
+/// Two workers of equal work, one kept off its CPU by another process (starved_twin.c): the
+/// stretch where the late one runs alone at the end is other load's, neither a serial section
+/// (it read "Serial section: 51.0% of the wall time", high) nor a load imbalance.
+#[test]
+fn a_worker_kept_off_its_cpu_by_other_load_is_not_a_serial_section() {
+    let run = run_cause("starved_twin.c", &["2"]);
+    check_states(&run);
+    let r = &run.report;
+    // The trap is there: one worker lived about twice as long as the other, for want of a CPU
+    // (pinned beside the spinning child; a machine of one CPU cannot pin them apart).
+    let mut lives: Vec<f64> = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["main"] != true)
+        .map(|t| t["wall_ns"].as_f64().unwrap())
+        .collect();
+    lives.sort_by(f64::total_cmp);
+    if lives.len() != 2 || lives[1] < 1.4 * lives[0] {
+        println!("SKIPPED: the workers were not kept apart (lives {lives:?})");
+        return;
+    }
+    let other = r["concurrency"]["other_runnable_ns"].as_f64().unwrap();
+    assert!(
+        other >= 0.3 * (lives[1] - lives[0]),
+        "the late worker's wait for a CPU ({other} ns) is not seen: {lives:?}"
+    );
+    for f in findings(r) {
+        assert!(
+            f["id"] != "serial-section"
+                && f["id"] != "load-imbalance"
+                && f["id"] != "mostly-serial",
+            "{f:#}"
+        );
+    }
+}
+
 /// Heap snapshots walking a heap of 100,000 free chunks, while main runs alone: stallscope's own
 /// work, in the state `profiler`, never a serial section or a page-fault finding of the program.
 #[test]

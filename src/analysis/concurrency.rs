@@ -362,7 +362,7 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
         imbalance: None,
         bins,
     };
-    c.imbalance = imbalance(profile, states, th, wall, &exec, &delay, &last_exec, cpus);
+    let finish = sibling_finish(profile, states, th, wall, &exec, &delay, &last_exec, cpus);
     let parallel = c.parallel_ns;
     if (parallel as f64) < th.parallel_share * wall as f64 || parallel < th.parallel_min_ns {
         // A program that never runs in parallel (long enough) has no serial section; its
@@ -371,13 +371,16 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
     } else {
         c.serial = serial_sections(&c, states, th, wall);
     }
-    if let Some(im) = &c.imbalance {
-        // The stretch where siblings had finished and one still ran is the imbalance's.
-        let first = im.finish_ns.iter().copied().min().unwrap_or(im.last_end_ns);
+    if let Some(f) = finish {
+        // The stretch where siblings had finished and one still ran is the imbalance's, or, when
+        // the last one did no more work but waited longer for a CPU, other load's: not a serial
+        // part of the program either way (two equal workers, one of them kept off a CPU for a
+        // while by other load, had read "Serial section: 24.9% of the wall time").
         let outside =
-            |s: &SerialSection| s.end_ns <= first || s.begin_ns >= im.last_end_ns + c.bin_ns;
+            |s: &SerialSection| s.end_ns <= f.first_end || s.begin_ns >= f.last_end + c.bin_ns;
         c.serial.retain(outside);
         c.lone.retain(outside);
+        c.imbalance = f.imbalance;
     }
     Some(c)
 }
@@ -460,8 +463,17 @@ fn serial_sections(
     out
 }
 
+/// How a group of sibling workers finished, where the first ended well before the last: that
+/// stretch, and the imbalance when the last one did more work than the others (else it was kept
+/// off the CPUs by other load).
+struct SiblingFinish {
+    first_end: u64,
+    last_end: u64,
+    imbalance: Option<Imbalance>,
+}
+
 #[allow(clippy::too_many_arguments)]
-fn imbalance(
+fn sibling_finish(
     profile: &Profile,
     states: &StateReport,
     th: &Thresholds,
@@ -470,7 +482,7 @@ fn imbalance(
     delay: &[u64],
     last_exec: &[u64],
     cpus: u32,
-) -> Option<Imbalance> {
+) -> Option<SiblingFinish> {
     let start = profile.process.start_mono_ns;
     // Sibling workers: threads other than main that ran a fair share, started close together.
     let mut members: Vec<usize> = (0..profile.threads.len())
@@ -504,7 +516,17 @@ fn imbalance(
     // Uneven work, not uneven luck with the CPUs: the lagging member did more work.
     let mean_exec = members.iter().map(|&i| exec[i]).sum::<u64>() as f64 / members.len() as f64;
     if (exec[lagging] as f64) < (1.0 + th.work_excess) * mean_exec {
-        return None;
+        // Late for want of a CPU (its run delay beyond the others' covers half the lag): other
+        // load's doing. Late otherwise (it slept or waited longer): left to the serial sections.
+        let others = members.iter().filter(|&&i| i != lagging);
+        let others_delay =
+            others.clone().map(|&i| delay[i]).sum::<u64>() / (members.len() as u64 - 1);
+        let starved = delay[lagging].saturating_sub(others_delay) as f64 >= 0.5 * early as f64;
+        return starved.then_some(SiblingFinish {
+            first_end,
+            last_end,
+            imbalance: None,
+        });
     }
     let mean_wanted =
         members.iter().map(|&i| exec[i] + delay[i]).sum::<u64>() / members.len() as u64;
@@ -513,7 +535,7 @@ fn imbalance(
     let user_frame = states
         .top_user_frame(lagging, group_start, last_end + 1)
         .map(|x| x.0);
-    Some(Imbalance {
+    let imbalance = Some(Imbalance {
         idle_ns: finish.iter().map(|&f| last_end - f).sum(),
         members,
         start_ns: group_start,
@@ -522,5 +544,10 @@ fn imbalance(
         last_end_ns: last_end,
         lagging,
         user_frame,
+    });
+    Some(SiblingFinish {
+        first_end,
+        last_end,
+        imbalance,
     })
 }
