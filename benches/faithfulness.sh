@@ -32,7 +32,8 @@
 #                it, on a machine busy with other work, whether they overlap at all decides the
 #                figures (hand-offs from 10 to 30,000 from run to run at load 6).
 #   --baseline-lib PATH  add a mode: `stallscope run` with that interposer (STALLSCOPE_PRELOAD_LIB;
-#                an A/B of two builds, interleaved with the others); may be given more than once
+#                an A/B of two builds, interleaved with the others; benches/interposer_at.sh builds
+#                a revision's with the product's flags); may be given more than once
 #   --modes LIST which modes to run, comma-separated (plain is always run: the ratios need it);
 #                default plain,steps,nosampling,forwarded. Besides those four:
 #                  cpuonly   `stallscope run --wall-hz 0`: the CPU samples' signals, no /proc reads
@@ -63,7 +64,7 @@ while [ $# -gt 0 ]; do
         --rt) rt=1 ;;
         --baseline-lib) baseline_libs+=("$(realpath "$2")"); shift ;;
         --modes) mode_list="$2"; shift ;;
-        -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift

@@ -50,7 +50,8 @@
 #                       left out (the throughput cases are unchanged)
 #   --cases a,b,...     a subset of the cases
 #   --lib PATH          profile with this build of the interposer (STALLSCOPE_PRELOAD_LIB)
-#   --baseline-lib PATH add a mode "baseline": stallscope with that interposer (A/B of two builds)
+#   --baseline-lib PATH add a mode "baseline": stallscope with that interposer (A/B of two builds;
+#                       build it with benches/interposer_at.sh REVISION PATH, the product's flags)
 # This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in the ranges.
 set -euo pipefail
 
@@ -73,7 +74,7 @@ while [ $# -gt 0 ]; do
         --cases) only="$2"; shift ;;
         --lib) lib="$2"; shift ;;
         --baseline-lib) baseline_lib="$2"; shift ;;
-        -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
