@@ -180,7 +180,7 @@ fn locks_are_named_by_symbol_and_by_the_site_that_initialised_them() {
         );
     }
     // A mutex wait knows when the release that let it in woke it: the tail after that is the
-    // waiter waking up, not the holder's work (0 for every mutex wait before; 3-34% here).
+    // waiter waking up, not the holder's work (0 for every mutex wait before; 3-10% here).
     let known: Vec<&Value> = locks
         .iter()
         .copied()

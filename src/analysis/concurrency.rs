@@ -518,9 +518,12 @@ fn sibling_finish(
     if (exec[lagging] as f64) < (1.0 + th.work_excess) * mean_exec {
         // Late for want of a CPU (its run delay beyond the others' covers half the lag): other
         // load's doing. Late otherwise (it slept or waited longer): left to the serial sections.
-        let others = members.iter().filter(|&&i| i != lagging);
-        let others_delay =
-            others.clone().map(|&i| delay[i]).sum::<u64>() / (members.len() as u64 - 1);
+        let others_delay = members
+            .iter()
+            .filter(|&&i| i != lagging)
+            .map(|&i| delay[i])
+            .sum::<u64>()
+            / (members.len() as u64 - 1);
         let starved = delay[lagging].saturating_sub(others_delay) as f64 >= 0.5 * early as f64;
         return starved.then_some(SiblingFinish {
             first_end,

@@ -62,7 +62,7 @@ pub struct Wait {
     pub rewait: bool,
     /// Futex and mutex waits: how long before the wait's end its waker's wake began (the wait's
     /// tail after the release, while the waiter woke), to the microsecond; None when unknown or in
-    /// profiles written before 2026-11-26 (futex waits) or 2026-11-27 (mutex waits).
+    /// profiles written before 2026-11-26 (mutex waits: before that day's 19:00 UTC).
     pub woken_before_end_ns: Option<u64>,
 }
 
