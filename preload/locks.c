@@ -458,12 +458,6 @@ static inline int ss_mutex_release_waking(pthread_mutex_t *m, uint64_t *woke_at)
     return rc;
 }
 
-/* After a release that woke a waiter at `woke_at`: noted for it, after this thread's own pending
- * wait for the mutex has read the note of the release that let it in (ss_after_mutex_release). */
-static inline void ss_note_mutex_wake(struct ss_thread *t, pthread_mutex_t *m, uint64_t woke_at) {
-    if (woke_at) ss_note_waker(m, t->rec.tid, 0, woke_at);
-}
-
 /* What a thread had left to record until it released `m`: a wait for it, a condition wait that
  * returned into its hold (in the order they happened: a wait's push records the condition wait
  * first). */
@@ -485,19 +479,14 @@ static SS_NOINLINE int ss_slow_pthread_mutex_unlock(pthread_mutex_t *m, struct s
     /* A holder stack is considered on one release with waiters in 64 (and then rate-limited by
      * time): on a hot lock, leaving the tail call or reading the clock on every such release
      * changes the hand-over between the threads and costs more than the rest of the hook. */
-    if (SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m)) && t->locks.holder_skip-- == 0) {
-        t->locks.holder_skip = 63;
-        uint64_t woke_at;
-        int rc = ss_mutex_release_waking(m, &woke_at); /* first: the waiters must not wait for our stack */
-        ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
-        ss_after_mutex_release(t, m);
-        ss_note_mutex_wake(t, m, woke_at);
-        return rc;
-    }
+    int holder_stack = SS_UNLIKELY(ss_stacks_on && ss_mutex_has_waiters(m)) && t->locks.holder_skip-- == 0;
+    if (holder_stack) t->locks.holder_skip = 63;
     uint64_t woke_at;
-    int rc = ss_mutex_release_waking(m, &woke_at);
+    int rc = ss_mutex_release_waking(m, &woke_at); /* first: the waiters must not wait for our stack */
+    if (holder_stack) ss_lock_holder_stack(t, m, SS_LOCK_MUTEX);
     ss_after_mutex_release(t, m);
-    ss_note_mutex_wake(t, m, woke_at);
+    /* after this thread's own pending wait has read the note of the release that let it in */
+    if (woke_at) ss_note_waker(m, t->rec.tid, 0, woke_at);
     return rc;
 }
 

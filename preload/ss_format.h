@@ -604,14 +604,17 @@ struct ss_wait {
                               found no work); futex: how long before the wait's end its waker's
                               FUTEX_WAKE began, in microseconds, 1 to SS_WOKEN_US_MAX (that or
                               more), 0 when unknown (and in profiles written before 2026-11-26);
-                              lock, join: 0 */
+                              lock of kind mutex: the same for the wake of the release that let it
+                              in (0 also in profiles written before 2026-11-26 19:00 UTC); other
+                              locks, join: 0 */
 };
 
 /* struct ss_wait's notification: the sequence part and the flags. */
 #define SS_NOTIFY_SEQ_MASK 0x3fffu
 #define SS_NOTIFY_REWAIT 0x4000u
 #define SS_NOTIFY_BROADCAST 0x8000u
-/* A futex wait's notification field: microseconds from its waker's wake to its end, at most. */
+/* A futex or mutex wait's notification field: microseconds from its waker's wake to its end, at
+ * most. */
 #define SS_WOKEN_US_MAX 0xffffu
 
 /* SS_REC_ATTACH: the profile holds one window of a process that ran before it (flag ATTACHED);

@@ -1195,8 +1195,9 @@ pub fn build(
         clock.start_ns,
         clock.slice_ns,
     );
-    for (ti, (t, &(all, met))) in threads.iter_mut().zip(&tallies.lock_weight).enumerate() {
-        t.lock_recorded_ns = tallies.lock_recorded_ns[ti];
+    let recorded = tallies.lock_weight.iter().zip(&tallies.lock_recorded_ns);
+    for (t, (&(all, met), &recorded_ns)) in threads.iter_mut().zip(recorded) {
+        t.lock_recorded_ns = recorded_ns;
         // The kernel's figures have rescaled the lock time since: its met share is kept.
         let lock = t.ns[Category::Lock.index()];
         t.lock_in_recorded_ns = if all > 0 {
@@ -1276,7 +1277,6 @@ fn tally_samples(
         lock_recorded_ns: Vec::new(),
     };
     let recorded = RecordedLockWaits::new(profile, classifier.words, index, n, clock.start_ns);
-    out.lock_recorded_ns = recorded.total_ns.clone();
     let total = profile.samples.len();
     for (i, s) in profile.samples.iter().enumerate() {
         classifier.sym.progress(i, total);
@@ -1328,6 +1328,7 @@ fn tally_samples(
             g.objects.entry(word).or_default().add(1, weight);
         }
     }
+    out.lock_recorded_ns = recorded.total_ns;
     out
 }
 

@@ -65,8 +65,8 @@ pub struct Edge {
     pub object: u64,
     pub waits: u64,
     pub wait_ns: u64,
-    /// Of `wait_ns`, the waits' tails after their waker's wake (futex waits whose wake time is
-    /// known): the waiters waking up, the other thread already gone on. What it did then is not
+    /// Of `wait_ns`, the waits' tails after their waker's wake (futex and mutex waits whose wake
+    /// time is known): the waiters waking up, the other thread already gone on. What it did then is not
     /// in `activities`.
     pub woken_tail_ns: u64,
     /// The other thread's sampled time inside the waits, and what it was, most first.
@@ -467,7 +467,8 @@ fn activities<'a>(
     let mut acts: BTreeMap<(Category, String, String), Activity> = BTreeMap::new();
     for w in waits {
         // Up to its waker's wake, where known: after it the waiter only wakes up, while the
-        // thread that released goes on with other work (a futex wait's tail, 10-50 µs here).
+        // thread that released goes on with other work (a futex or mutex wait's tail, 10-50 µs
+        // here).
         let end = w.woken_at_ns();
         let first = samples.partition_point(|&s| profile.samples[s].mono_ns < w.start_mono_ns);
         for &si in &samples[first..] {

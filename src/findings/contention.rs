@@ -100,7 +100,7 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
             ));
         }
         // Of the waits whose waker is known, the share that was the waiters' wake-up after the
-        // release (futex waits that know when they were woken).
+        // release (futex and mutex waits that know when they were woken).
         let tail_share = holder.map_or(0.0, |h| ratio(h.woken_tail_ns, h.wait_ns));
         if tail_share > 0.0 {
             evidence.push(format!(
