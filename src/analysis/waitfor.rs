@@ -3,13 +3,15 @@
 //!
 //! Each blocking wait the interposer recorded (SS_REC_WAITS) has a waiter, an object and the
 //! thread at the other end: a lock's owner when the wait began, the thread that signalled a
-//! condition variable or posted a semaphore, the joined thread. Waits are summed into edges
-//! (waiter, other, kind, object); an edge's activity is the other thread's own samples that fall
-//! inside the waits ("held across `fdatasync` in `log_line` at log_fsync.cpp:34").
+//! condition variable or posted a semaphore, the joined thread. A mutex wait that outlasted its
+//! first holder is cut where other waiters took the mutex (holder_pieces). Waits, or their parts,
+//! are summed into edges (waiter, other, kind, object); an edge's activity is the other thread's
+//! own samples that fall inside them ("held across `fdatasync` in `log_line` at
+//! log_fsync.cpp:34").
 
 use super::states::{Category, public_libc_name, syscall_name};
 use super::summary::Summary;
-use crate::profile::format::{LockRole, THREAD_MAIN, WaitKind};
+use crate::profile::format::{LockKind, LockRole, THREAD_MAIN, WaitKind};
 use crate::profile::samples::{Sample, SampleKind, Wait};
 use crate::profile::{Profile, ThreadStats};
 use crate::symbols::{
@@ -63,7 +65,12 @@ pub struct Edge {
     pub other_tid: Option<u32>,
     pub kind: Option<WaitKind>,
     pub object: u64,
+    /// The waits with a part on this edge: a mutex wait that outlasted its first holder has a
+    /// part on the edge of each thread that held the mutex after it (holder_pieces).
     pub waits: u64,
+    /// Of `waits`, those that began on this edge (one edge each: their sum is the number of waits).
+    pub waits_begun: u64,
+    /// The parts' time (a wait's parts add up to the wait).
     pub wait_ns: u64,
     /// Of `wait_ns`, the waits' tails after their waker's wake (futex and mutex waits whose wake
     /// time is known): the waiters waking up, the other thread already gone on. What it did then is not
@@ -204,7 +211,7 @@ pub fn holder_times(edges: &[Edge], lock_of: &HashMap<u64, u64>) -> BTreeMap<u64
         let Some(other) = e.other else { continue };
         let lock = lock_of.get(&e.object).copied().unwrap_or(e.object);
         let h = all.entry(lock).or_default();
-        h.waits += e.waits;
+        h.waits += e.waits_begun;
         h.wait_ns = h.wait_ns.saturating_add(e.wait_ns);
         h.woken_tail_ns = h.woken_tail_ns.saturating_add(e.woken_tail_ns);
         h.sampled_ns = h.sampled_ns.saturating_add(e.other_sampled_ns);
@@ -361,51 +368,50 @@ pub fn build(
         });
     }
 
-    // Edges.
+    // Edges: each wait's parts (one per holder of a mutex it outlasted), summed per (waiter,
+    // other thread, kind, object).
+    let pieces = holder_pieces(&resolved, |i| profile.threads.get(i).map(|t| t.tid));
     type Key = (usize, Option<usize>, Option<u32>, u32, u64);
-    let mut groups: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
-    for (i, r) in resolved.iter().enumerate() {
-        let tid = if r.other.is_some() {
-            r.wait.other_tid
-        } else {
-            None
-        };
+    let mut groups: BTreeMap<Key, Vec<&Piece>> = BTreeMap::new();
+    for p in &pieces {
+        let r = &resolved[p.wait];
         groups
-            .entry((r.waiter, r.other, tid, r.wait.kind as u32, r.wait.object))
+            .entry((
+                r.waiter,
+                p.other,
+                p.other_tid,
+                r.wait.kind as u32,
+                r.wait.object,
+            ))
             .or_default()
-            .push(i);
+            .push(p);
     }
     // Per classified stack of the thread states, what its samples were doing.
     let mut described: HashMap<u32, Described> = HashMap::new();
     let mut edges = Vec::new();
     for ((waiter, other, other_tid, _, object), members) in groups {
-        let kind = resolved[members[0]].wait.kind;
-        let wait_ns: u64 = members
-            .iter()
-            .map(|&i| resolved[i].wait.duration_ns())
-            .sum();
-        let woken_tail_ns: u64 = members
-            .iter()
-            .map(|&i| {
-                let w = &resolved[i].wait;
-                w.end_mono_ns.saturating_sub(w.woken_at_ns())
-            })
-            .sum();
+        let kind = resolved[members[0].wait].wait.kind;
+        // A wait's parts on one edge are consecutive in `pieces`: counted once.
+        let waits = 1 + members
+            .windows(2)
+            .filter(|w| w[0].wait != w[1].wait)
+            .count() as u64;
         let mut edge = Edge {
             waiter,
             other,
             other_tid,
             kind: Some(kind),
             object,
-            waits: members.len() as u64,
-            wait_ns,
-            woken_tail_ns,
+            waits,
+            waits_begun: members.iter().filter(|p| p.first).count() as u64,
+            wait_ns: members.iter().map(|p| p.span_ns).sum(),
+            woken_tail_ns: members.iter().map(|p| p.tail_ns).sum(),
             ..Edge::default()
         };
         if let Some(o) = other {
-            let waits = members.iter().map(|&i| &resolved[i].wait);
+            let windows = members.iter().map(|p| p.window);
             (edge.other_sampled_ns, edge.activities) =
-                activities(profile, states, &samples_of[o], waits, &mut described);
+                activities(profile, states, &samples_of[o], windows, &mut described);
         }
         edges.push(edge);
     }
@@ -417,13 +423,20 @@ pub fn build(
         .iter()
         .map(|t| PathThread::of(profile, t))
         .collect();
+    // The thread that let a wait end: the holder of its last part (the one that handed the
+    // mutex over), else the other end as recorded.
+    let mut released_by: Vec<Option<usize>> = resolved.iter().map(|r| r.other).collect();
+    for p in &pieces {
+        released_by[p.wait] = p.other;
+    }
     let path_waits: Vec<PathWait> = resolved
         .iter()
-        .map(|r| PathWait {
+        .zip(released_by)
+        .map(|(r, other)| PathWait {
             thread: r.waiter,
             start_ns: r.wait.start_mono_ns,
             end_ns: r.wait.end_mono_ns,
-            other: r.other,
+            other,
             kind: r.wait.kind,
         })
         .collect();
@@ -455,22 +468,19 @@ struct Described {
 }
 
 /// What the other thread's samples (`samples`: indices into `profile.samples`, in time order)
-/// inside `waits` were doing: their sampled time, and their activities, most first.
-fn activities<'a>(
+/// inside `windows` (from, to: the parts of the waits it stood for, Piece::window) were doing:
+/// their sampled time, and their activities, most first.
+fn activities(
     profile: &Profile,
     states: Option<&super::states::StateReport>,
     samples: &[usize],
-    waits: impl Iterator<Item = &'a Wait>,
+    windows: impl Iterator<Item = (u64, u64)>,
     described: &mut HashMap<u32, Described>,
 ) -> (u64, Vec<Activity>) {
     let mut sampled_ns = 0u64;
     let mut acts: BTreeMap<(Category, String, String), Activity> = BTreeMap::new();
-    for w in waits {
-        // Up to its waker's wake, where known: after it the waiter only wakes up, while the
-        // thread that released goes on with other work (a futex or mutex wait's tail, 10-50 µs
-        // here).
-        let end = w.woken_at_ns();
-        let first = samples.partition_point(|&s| profile.samples[s].mono_ns < w.start_mono_ns);
+    for (start, end) in windows {
+        let first = samples.partition_point(|&s| profile.samples[s].mono_ns < start);
         for &si in &samples[first..] {
             let s = &profile.samples[si];
             if s.mono_ns > end {
@@ -510,14 +520,141 @@ struct ResolvedWait {
     wait: Wait,
 }
 
-trait Duration {
-    fn duration_ns(&self) -> u64;
+/// One part of a wait: the stretch of it that the waiter waited for one thread. A wait has one
+/// part, except a mutex wait that outlasted its first holder (holder_pieces).
+#[derive(Debug, Clone, PartialEq)]
+struct Piece {
+    /// Index of the wait in the resolved waits.
+    wait: usize,
+    other: Option<usize>,
+    other_tid: Option<u32>,
+    /// Its share of the wait's time: the parts of a wait add up to the wait.
+    span_ns: u64,
+    /// Where the other thread's samples stand for what the waiter waited for (from, to): while
+    /// it held the lock, up to its release's wake.
+    window: (u64, u64),
+    /// Of `span_ns`, the waiter's own wake-up after the release that let it in (its last part).
+    tail_ns: u64,
+    /// The wait's first part (one per wait: their count is the number of waits).
+    first: bool,
 }
 
-impl Duration for Wait {
-    fn duration_ns(&self) -> u64 {
-        self.end_mono_ns.saturating_sub(self.start_mono_ns)
+/// Whether a wait passes a lock from one holder to the next: a pthread mutex's, whose other
+/// waiters' acquisitions say who held it after its first holder.
+fn hands_over(w: &Wait) -> bool {
+    w.kind == WaitKind::Lock && w.lock_kind == Some(LockKind::Mutex) && w.object != 0
+}
+
+/// The waits' parts. A wait records the mutex's owner when it began; with more than two threads
+/// the mutex often changes hands before it ends, and the first holder may be long gone (asleep,
+/// writing outside the lock) while the waiter still waits. Every contended acquisition of the
+/// mutex is itself a recorded wait whose end is the acquisition and whose wake (where known) is
+/// the release before it, so a wait that other threads' acquisitions fall inside is cut there:
+/// its first holder up to the release that let the next one in, each next one from its
+/// acquisition to the release after it, the last up to the wake that let the waiter in. The
+/// wake-up between a release and the next acquisition goes with the part of the thread that
+/// took the lock then (the waiter waited for it to take and release it), outside its window.
+/// An acquisition that did not wait (the lock free at that instant) is not recorded: its hold
+/// stays with the holder before it.
+fn holder_pieces(resolved: &[ResolvedWait], tid_of: impl Fn(usize) -> Option<u32>) -> Vec<Piece> {
+    let mut acquired: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, r) in resolved.iter().enumerate() {
+        if hands_over(&r.wait) {
+            acquired.entry(r.wait.object).or_default().push(i);
+        }
     }
+    for list in acquired.values_mut() {
+        list.sort_by_key(|&i| (resolved[i].wait.end_mono_ns, i));
+    }
+    // A thread that waits for the mutex does not hold it: a holder's window ends at the latest
+    // where its own next wait for the mutex begins (what the holder did after it let go, until
+    // a thread that found the lock free released it to the next waiter, is not known).
+    let mut waits_of: HashMap<(u64, usize), Vec<u64>> = HashMap::new();
+    for list in acquired.values() {
+        for &i in list {
+            let r = &resolved[i];
+            waits_of
+                .entry((r.wait.object, r.waiter))
+                .or_default()
+                .push(r.wait.start_mono_ns);
+        }
+    }
+    for starts in waits_of.values_mut() {
+        starts.sort_unstable();
+    }
+    let held_until = |object: u64, holder: Option<usize>, (from, to): (u64, u64)| {
+        let next = holder
+            .and_then(|h| waits_of.get(&(object, h)))
+            .and_then(|starts| starts.get(starts.partition_point(|&t| t < from)).copied());
+        (from, next.map_or(to, |n| to.min(n)).max(from))
+    };
+    let mut out = Vec::with_capacity(resolved.len());
+    for (i, r) in resolved.iter().enumerate() {
+        let w = &r.wait;
+        let (start, end) = (w.start_mono_ns, w.end_mono_ns.max(w.start_mono_ns));
+        let woken = w.woken_at_ns().min(end);
+        let recorded = (r.other, r.other.and(w.other_tid));
+        let takers: Vec<usize> = match acquired.get(&w.object).filter(|_| hands_over(w)) {
+            Some(list) => {
+                let from = list.partition_point(|&j| resolved[j].wait.end_mono_ns <= start);
+                list[from..]
+                    .iter()
+                    .copied()
+                    .take_while(|&j| resolved[j].wait.end_mono_ns < end)
+                    .filter(|&j| resolved[j].waiter != r.waiter)
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let object = w.object;
+        let mut parts: Vec<Piece> = Vec::with_capacity(takers.len() + 1);
+        let (mut holder, mut part_from, mut held_from) = (recorded, start, start);
+        for &j in &takers {
+            let x = &resolved[j].wait;
+            let released = x.woken_at_ns().clamp(part_from, end);
+            parts.push(Piece {
+                wait: i,
+                other: holder.0,
+                other_tid: holder.1,
+                span_ns: released - part_from,
+                window: held_until(object, holder.0, (held_from, released.max(held_from))),
+                tail_ns: 0,
+                first: false,
+            });
+            let taker = resolved[j].waiter;
+            holder = (Some(taker), tid_of(taker));
+            part_from = released;
+            held_from = x.end_mono_ns;
+        }
+        let span_ns = end - part_from;
+        parts.push(Piece {
+            wait: i,
+            other: holder.0,
+            other_tid: holder.1,
+            span_ns,
+            window: if takers.is_empty() {
+                (held_from, woken.max(held_from))
+            } else {
+                held_until(object, holder.0, (held_from, woken.max(held_from)))
+            },
+            tail_ns: (end - woken).min(span_ns),
+            first: false,
+        });
+        // A holder whose release came before the wait began (the next one took the lock as it
+        // began) held none of it: no part. The last part stays, the wait's end being its.
+        let last = parts.len() - 1;
+        let mut kept = parts
+            .into_iter()
+            .enumerate()
+            .filter(|(k, p)| p.span_ns > 0 || *k == last)
+            .map(|(_, p)| p);
+        if let Some(mut p) = kept.next() {
+            p.first = true;
+            out.push(p);
+        }
+        out.extend(kept);
+    }
+    out
 }
 
 /// A sample's category (as the thread states classified it), what it was doing (the system
@@ -958,6 +1095,7 @@ mod tests {
             kind: Some(WaitKind::Futex),
             object,
             waits: 10,
+            waits_begun: 10,
             wait_ns,
             woken_tail_ns: wait_ns / 2,
             ..Edge::default()
@@ -974,6 +1112,111 @@ mod tests {
         assert_eq!((h.waiters.len(), h.holders.len()), (2, 2));
         // Without the map, each word on its own.
         assert_eq!(holder_times(&edges, &HashMap::new()).len(), 2);
+    }
+
+    /// A mutex wait of `thread` (ResolvedWait), woken `tail` ns before its end (0: unknown).
+    fn mutex_wait(
+        thread: usize,
+        start: u64,
+        end: u64,
+        owner: Option<usize>,
+        tail: u64,
+    ) -> ResolvedWait {
+        ResolvedWait {
+            waiter: thread,
+            other: owner,
+            wait: Wait {
+                serial: thread as u32 + 1,
+                start_mono_ns: start,
+                end_mono_ns: end,
+                object: 0x40,
+                other_tid: owner.map(|o| 100 + o as u32),
+                kind: WaitKind::Lock,
+                lock_kind: Some(LockKind::Mutex),
+                notification: None,
+                rewait: false,
+                woken_before_end_ns: (tail > 0).then_some(tail),
+            },
+        }
+    }
+
+    /// A part as (wait, other, span, window, tail, first).
+    type Part = (usize, Option<usize>, u64, (u64, u64), u64, bool);
+
+    fn parts(resolved: &[ResolvedWait]) -> Vec<Part> {
+        holder_pieces(resolved, |i| Some(100 + i as u32))
+            .into_iter()
+            .map(|p| (p.wait, p.other, p.span_ns, p.window, p.tail_ns, p.first))
+            .collect()
+    }
+
+    #[test]
+    fn a_mutex_wait_is_cut_where_other_waiters_took_the_lock() {
+        // Thread 0 waits 100-1000 while 1 holds the mutex; 1 releases at 400, waking 2 (which
+        // waited 200-500); 2 releases at 950, waking 0. 1's time after 400 (asleep, elsewhere) is
+        // not what 0 waited for; 2's hold from 500 is, the wake-up 400-500 with it.
+        let waits = [
+            mutex_wait(0, 100, 1000, Some(1), 50),
+            mutex_wait(2, 200, 500, Some(1), 100),
+        ];
+        assert_eq!(
+            parts(&waits),
+            [
+                (0, Some(1), 300, (100, 400), 0, true),
+                (0, Some(2), 600, (500, 950), 50, false),
+                (1, Some(1), 300, (200, 400), 100, true),
+            ]
+        );
+        // The parts of a wait add up to it, and the critical path's releaser is the last holder.
+        let p = holder_pieces(&waits, |i| Some(i as u32));
+        assert_eq!(
+            p.iter()
+                .filter(|p| p.wait == 0)
+                .map(|p| p.span_ns)
+                .sum::<u64>(),
+            900
+        );
+        assert_eq!(p.iter().rfind(|p| p.wait == 0).unwrap().other_tid, Some(2));
+    }
+
+    #[test]
+    fn a_holder_waiting_for_the_mutex_again_no_longer_holds_it() {
+        // As above, but 1 waits for the mutex again from 300: it let go before then.
+        let waits = [
+            mutex_wait(0, 100, 1000, Some(1), 50),
+            mutex_wait(2, 200, 500, Some(1), 100),
+            mutex_wait(1, 300, 1100, Some(2), 0),
+        ];
+        let p = parts(&waits);
+        assert_eq!(p[0], (0, Some(1), 300, (100, 300), 0, true));
+        assert_eq!(p[1], (0, Some(2), 600, (500, 950), 50, false));
+    }
+
+    #[test]
+    fn a_wait_is_cut_only_by_other_threads_acquisitions_of_the_same_mutex() {
+        let mut other_lock = mutex_wait(2, 200, 500, Some(1), 0);
+        other_lock.wait.object = 0x80;
+        let mut rwlock = mutex_wait(3, 200, 600, Some(1), 0);
+        rwlock.wait.lock_kind = Some(LockKind::RwlockWrite);
+        let waits = [mutex_wait(0, 100, 1000, Some(1), 0), other_lock, rwlock];
+        assert_eq!(parts(&waits)[0], (0, Some(1), 900, (100, 1000), 0, true));
+        assert_eq!(parts(&waits).len(), 3);
+        // The waiter's own earlier acquisition (another wait of thread 0) does not cut it.
+        let waits = [
+            mutex_wait(0, 100, 1000, Some(1), 0),
+            mutex_wait(0, 10, 150, Some(1), 0),
+        ];
+        assert_eq!(parts(&waits)[0], (0, Some(1), 900, (100, 1000), 0, true));
+    }
+
+    #[test]
+    fn a_holder_that_released_before_the_wait_began_holds_no_part_of_it() {
+        // 2's wait ended at 150, woken at 90: the lock was already on its way to 2 when 0 began.
+        let waits = [
+            mutex_wait(0, 100, 1000, Some(1), 0),
+            mutex_wait(2, 50, 150, Some(1), 60),
+        ];
+        assert_eq!(parts(&waits)[0], (0, Some(2), 900, (150, 1000), 0, true));
     }
 
     fn edge(waiter: usize, other: usize, kind: WaitKind, wait_ns: u64) -> Edge {

@@ -554,7 +554,8 @@ pub(super) fn turns(a: &Analysis) -> Vec<Turns> {
         let among = edges.iter().filter(|e| {
             members.contains(&e.waiter) && e.other.is_some_and(|o| members.contains(&o))
         });
-        let (waits, wait_ns) = among.fold((0, 0), |acc, e| (acc.0 + e.waits, acc.1 + e.wait_ns));
+        let (waits, wait_ns) =
+            among.fold((0, 0), |acc, e| (acc.0 + e.waits_begun, acc.1 + e.wait_ns));
         out.push(Turns {
             object,
             members,

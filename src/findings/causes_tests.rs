@@ -512,6 +512,7 @@ fn turning_for(life: u64, n: usize, waits: u64, exec_share: f64, delay_share: f6
             kind: Some(WaitKind::Condition),
             object: 0x7000,
             waits: waits / n as u64,
+            waits_begun: waits / n as u64,
             wait_ns: 1_000_000,
             ..Edge::default()
         })

@@ -299,6 +299,7 @@ fn locked_with_holder(wait_ns: f64, holder: &[(Category, u64, bool)]) -> Analysi
             kind: Some(WaitKind::Lock),
             object: 0x1000,
             waits: 150,
+            waits_begun: 150,
             wait_ns: (wait_ns / 2.0) as u64,
             other_sampled_ns: sampled,
             activities: activities.clone(),
@@ -378,6 +379,7 @@ fn a_lock_is_reported_by_what_its_holder_did_while_others_waited() {
     let w = tails.waitfor.as_mut().unwrap();
     for e in &mut w.edges {
         e.waits = e.wait_ns / 50_000;
+        e.waits_begun = e.waits;
     }
     w.holders = crate::analysis::waitfor::holder_times(&w.edges, &Default::default());
     assert_eq!(ids(&tails), ["lock-contention"]);

@@ -61,6 +61,24 @@ pub fn violations(m: &Model) -> Vec<String> {
             }
         }
     }
+    if let Some(w) = &m.analysis.waitfor {
+        // Each wait begins on one edge; its parts on the others add up to it.
+        let begun: u64 = w.edges.iter().map(|e| e.waits_begun).sum();
+        if begun > w.waits {
+            out.push(format!(
+                "{begun} waits begun on the wait-for edges, {} recorded",
+                w.waits
+            ));
+        }
+        for e in &w.edges {
+            if e.waits_begun > e.waits || e.woken_tail_ns > e.wait_ns {
+                out.push(format!(
+                    "a wait-for edge of thread {}: {} waits begun of {}, a tail of {} ns in {} ns",
+                    e.waiter, e.waits_begun, e.waits, e.woken_tail_ns, e.wait_ns
+                ));
+            }
+        }
+    }
     let mut share = |what: &str, v: f64| {
         if !(0.0..=1.0 + SHARE_SLACK).contains(&v) {
             out.push(format!("{what}: share {v} outside 0-1"));
@@ -108,8 +126,26 @@ mod tests {
             remedy: String::new(),
             stake_ns: Some(1_001),
         });
+        m.analysis.waitfor = Some(crate::analysis::waitfor::WaitFor {
+            waits: 1,
+            edges: vec![crate::analysis::waitfor::Edge {
+                waits: 2,
+                waits_begun: 2,
+                wait_ns: 10,
+                woken_tail_ns: 11,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
         let v = violations(&m);
-        for words in ["allocator time", "lock wait", "allocator CPU time", "stake"] {
+        for words in [
+            "allocator time",
+            "lock wait",
+            "allocator CPU time",
+            "stake",
+            "waits begun",
+            "a tail of",
+        ] {
             assert!(v.iter().any(|l| l.contains(words)), "{words}: {v:?}");
         }
     }

@@ -49,10 +49,15 @@ struct EdgeJson {
     /// "0x..." (null for a join).
     object: Option<String>,
     object_name: Option<String>,
+    /// The waits with a part on this edge (a mutex wait that outlasted its first holder has a
+    /// part with each later holder), and of them those that began on it (summed over the edges:
+    /// the number of waits).
     waits: u64,
+    waits_begun: u64,
+    /// The parts' time.
     wait_ns: u64,
-    /// Of wait_ns, the tails after the waker's wake (futex waits that know it): the waiters'
-    /// wake-up, outside `meanwhile`'s window.
+    /// Of wait_ns, the tails after the waker's wake (futex and mutex waits that know it): the
+    /// waiters' wake-up, outside `meanwhile`'s window.
     woken_tail_ns: u64,
     other_sampled_ns: u64,
     meanwhile: Vec<ActivityJson>,
@@ -112,6 +117,7 @@ impl WaitForJson {
             object: (e.object != 0).then(|| format!("{:#x}", e.object)),
             object_name: (e.object != 0).then(|| a.object_name(e.object)),
             waits: e.waits,
+            waits_begun: e.waits_begun,
             wait_ns: e.wait_ns,
             woken_tail_ns: e.woken_tail_ns,
             other_sampled_ns: e.other_sampled_ns,

@@ -512,6 +512,21 @@ pub fn assert_invariants(r: &Value, file: &Path) {
             }
         }
     }
+    if let Some(edges) = r["wait_for"]["edges"].as_array() {
+        let n = |e: &Value, k: &str| e[k].as_u64().unwrap_or(0);
+        let begun: u64 = edges.iter().map(|e| n(e, "waits_begun")).sum();
+        assert!(
+            begun <= n(&r["wait_for"], "waits"),
+            "{at}: {begun} waits begun on the edges, more than recorded: {:#}",
+            r["wait_for"]["waits"]
+        );
+        for e in edges {
+            assert!(
+                n(e, "waits_begun") <= n(e, "waits") && n(e, "woken_tail_ns") <= n(e, "wait_ns"),
+                "{at}: {e:#}"
+            );
+        }
+    }
     let share_ok = |v: &Value| v.as_f64().is_none_or(|x| (0.0..=1.0 + 1e-9).contains(&x));
     assert!(
         share_ok(&r["parallel_efficiency"]["value"]),
