@@ -951,7 +951,74 @@ struct Shape {
     /// The futex operation (0 outside futex calls).
     op: u32,
     role: Option<super::runtime::Role>,
+    /// A CPU sample in a pthread lock call that met none of its thread's recorded lock waits
+    /// (`Classifier::unwaited`), in a thread that takes only its own locks or shares one.
+    unwaited: Option<Sharing>,
 }
+
+/// Whether a thread takes only locks no other thread takes (a lock call's atomic instruction then
+/// finds the lock word's cache line in its own CPU's cache), or shares one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Sharing {
+    Own,
+    Shared,
+}
+
+/// Per thread (index into `profile.threads`): whether it takes a pthread lock another thread
+/// takes too (or one its table could not keep apart: the overflow entry, a folded group's).
+fn lock_sharing(profile: &Profile) -> Vec<Sharing> {
+    // A lock appears once per kind of use in a thread's table (a read-write lock's reads and
+    // writes): counted once per thread, or per folded group's threads.
+    let mut takers: HashMap<u64, u32> = HashMap::new();
+    for t in &profile.threads {
+        let mut own: HashMap<u64, u32> = HashMap::new();
+        for l in &t.locks {
+            let n = own.entry(l.address).or_default();
+            *n = (*n).max(l.threads.max(1));
+        }
+        for (address, n) in own {
+            *takers.entry(address).or_default() += n;
+        }
+    }
+    profile
+        .threads
+        .iter()
+        .map(|t| {
+            let shared = t
+                .locks
+                .iter()
+                .any(|l| l.address == 0 || takers[&l.address] > 1);
+            if shared {
+                Sharing::Shared
+            } else {
+                Sharing::Own
+            }
+        })
+        .collect()
+}
+
+/// The pthread lock functions whose every call the interposer's hooks see, and record as a wait
+/// when it waited: a CPU sample in one outside its thread's recorded waits is the call's own
+/// work (its atomic instruction on the lock word), not a wait.
+const HOOKED_LOCK_FUNCTIONS: &[&str] = &[
+    "pthread_mutex_lock",
+    "pthread_mutex_trylock",
+    "pthread_mutex_timedlock",
+    "pthread_mutex_clocklock",
+    "pthread_mutex_unlock",
+    "pthread_rwlock_rdlock",
+    "pthread_rwlock_tryrdlock",
+    "pthread_rwlock_timedrdlock",
+    "pthread_rwlock_clockrdlock",
+    "pthread_rwlock_wrlock",
+    "pthread_rwlock_trywrlock",
+    "pthread_rwlock_timedwrlock",
+    "pthread_rwlock_clockwrlock",
+    "pthread_rwlock_unlock",
+    "pthread_spin_lock",
+    "pthread_spin_trylock",
+    "pthread_spin_unlock",
+];
 
 /// A shape within one thread (by serial).
 type GroupKey = (u32, Shape);
@@ -986,6 +1053,8 @@ struct ClassifiedStack {
     yielding: bool,
     /// Where its samples' lock word comes from.
     lock_word: LockWord,
+    /// A lock sample on a CPU decided by a pthread lock function the hooks see (HOOKED_LOCK_FUNCTIONS).
+    in_hooked_lock_call: bool,
 }
 
 /// The one classification of thread-state samples: each distinct shape classified once, by its
@@ -1017,7 +1086,41 @@ impl Classifier<'_, '_> {
             syscall: s.syscall,
             op: if s.syscall == Some(FUTEX) { s.arg } else { 0 },
             role: self.word(s).map(|w| w.role),
+            unwaited: None,
         }
+    }
+
+    /// The stack of a sample of `shape` (classified `i`) in a hooked pthread lock call that met no
+    /// recorded wait of its thread: the call's own work, which the hooks saw not wait (their
+    /// uncontended step, or glibc's fast path), never a lock wait. At or just after a locked
+    /// instruction in a thread that shares a lock with others it is atomic (the lock word's cache
+    /// line comes from another CPU); else computation: an uncontended atomic instruction costs
+    /// the same with one thread as with many, and a thread that takes only its own locks has no
+    /// other taker to wait for the line (its false sharing with other data is not seen here).
+    fn unwaited(&mut self, shape: Shape, i: usize, s: &Sample, sharing: Sharing) -> (Shape, usize) {
+        let shape = Shape {
+            unwaited: Some(sharing),
+            ..shape
+        };
+        if let Some(&j) = self.by_shape.get(&shape) {
+            return (shape, j);
+        }
+        let atomic =
+            sharing == Sharing::Shared && self.code.at_or_after_atomic(&self.profile.modules, s.pc);
+        let stack = ClassifiedStack {
+            category: if atomic {
+                Category::Atomic
+            } else {
+                Category::Compute
+            },
+            lock_word: LockWord::None,
+            in_hooked_lock_call: false,
+            ..self.stacks[i].clone()
+        };
+        self.stacks.push(stack);
+        let j = self.stacks.len() - 1;
+        self.by_shape.insert(shape, j);
+        (shape, j)
     }
 
     /// The index of sample `s`'s classified stack (classifying its shape the first time).
@@ -1067,6 +1170,13 @@ impl Classifier<'_, '_> {
                 .and_then(|f| f.function.as_deref())
                 .is_some_and(|f| f.contains("yield"));
         let lock_word = self.lock_word(s, category, &frames, deciding);
+        let in_hooked_lock_call = s.kind == SampleKind::Cpu
+            && category == Category::Lock
+            && deciding
+                .and_then(|f| f.function.as_deref())
+                .is_some_and(|n| {
+                    HOOKED_LOCK_FUNCTIONS.contains(&public_libc_name(qualified_name(n)))
+                });
         ClassifiedStack {
             category,
             frames,
@@ -1075,6 +1185,7 @@ impl Classifier<'_, '_> {
             in_io_call,
             yielding,
             lock_word,
+            in_hooked_lock_call,
         }
     }
 
@@ -1277,6 +1388,7 @@ fn tally_samples(
         lock_recorded_ns: Vec::new(),
     };
     let recorded = RecordedLockWaits::new(profile, classifier.words, index, n, clock.start_ns);
+    let sharing = lock_sharing(profile);
     let total = profile.samples.len();
     for (i, s) in profile.samples.iter().enumerate() {
         classifier.sym.progress(i, total);
@@ -1284,12 +1396,20 @@ fn tally_samples(
             out.sample_stacks.push(NO_STACK);
             continue;
         };
-        let (shape, ci) = classifier.stack_of(s);
+        let (mut shape, mut ci) = classifier.stack_of(s);
+        let end = s.mono_ns.saturating_sub(clock.start_ns);
+        // Every wait of a hooked lock call is recorded (unless some were lost to a full ring):
+        // a CPU sample in one that meets none did not wait.
+        if classifier.stacks[ci].in_hooked_lock_call
+            && profile.waits_dropped == 0
+            && !recorded.meets(ti, end.saturating_sub(s.weight_ns), end)
+        {
+            (shape, ci) = classifier.unwaited(shape, ci, s, sharing[ti]);
+        }
         let stack = &classifier.stacks[ci];
         let category = stack.category;
         out.sample_stacks
             .push(u32::try_from(ci).unwrap_or(NO_STACK));
-        let end = s.mono_ns.saturating_sub(clock.start_ns);
         out.intervals[ti].push((end.saturating_sub(s.weight_ns), end, category));
         let weight = scale[ti].weight(s);
         if category == Category::Lock {
