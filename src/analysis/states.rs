@@ -1049,6 +1049,8 @@ struct ClassifiedStack {
     on_cpu: bool,
     /// A CPU sample decided by an I/O call's wrapper.
     in_io_call: bool,
+    /// A CPU sample at or just after a `syscall` instruction: the thread was in a system call.
+    in_syscall: bool,
     /// A spinning sample decided by a yielding function (`sched_yield`).
     yielding: bool,
     /// Where its samples' lock word comes from.
@@ -1177,12 +1179,15 @@ impl Classifier<'_, '_> {
                 .is_some_and(|n| {
                     HOOKED_LOCK_FUNCTIONS.contains(&public_libc_name(qualified_name(n)))
                 });
+        let in_syscall =
+            s.kind == SampleKind::Cpu && self.code.at_or_after_syscall(&profile.modules, s.pc);
         ClassifiedStack {
             category,
             frames,
             decided_by: decided,
             on_cpu: s.kind != SampleKind::Wall,
             in_io_call,
+            in_syscall,
             yielding,
             lock_word,
             in_hooked_lock_call,
@@ -1258,6 +1263,9 @@ struct KernelSigns {
     wall_seen: Vec<u64>,
     /// CPU samples inside an I/O call's wrapper (the kernel's work for it).
     io_call_ns: Vec<u64>,
+    /// Other CPU samples in a system call (a futex wait or wake, any call not already counted as
+    /// I/O or kernel memory work): the kernel's work for it, not page faults.
+    syscall_ns: Vec<u64>,
 }
 
 /// The run's clock: where the timeline starts and how long a slice is.
@@ -1302,7 +1310,7 @@ pub fn build(
         profile,
         &mut threads,
         &index,
-        (&signs.yield_ns, &signs.wall_seen, &signs.io_call_ns),
+        &signs,
         clock.start_ns,
         clock.slice_ns,
     );
@@ -1383,6 +1391,7 @@ fn tally_samples(
             yield_ns: vec![0; n],
             wall_seen: vec![0; n],
             io_call_ns: vec![0; n],
+            syscall_ns: vec![0; n],
         },
         lock_weight: vec![(0, 0); n],
         lock_recorded_ns: Vec::new(),
@@ -1425,6 +1434,11 @@ fn tally_samples(
         }
         if stack.in_io_call {
             signs.io_call_ns[ti] = signs.io_call_ns[ti].saturating_add(weight);
+        } else if stack.in_syscall
+            && !stack.yielding
+            && !matches!(category, Category::KernelMemory | Category::Io)
+        {
+            signs.syscall_ns[ti] = signs.syscall_ns[ti].saturating_add(weight);
         }
         if s.kind == SampleKind::Wall {
             signs.wall_seen[ti] += 1;
@@ -1762,7 +1776,7 @@ fn add_kernel_states(
     profile: &Profile,
     threads: &mut [ThreadStates],
     index: &HashMap<u32, usize>,
-    (yield_ns, wall_seen, io_call_ns): (&[u64], &[u64], &[u64]),
+    kernel_signs: &KernelSigns,
     start_ns: u64,
     slice_ns: u64,
 ) {
@@ -1776,7 +1790,7 @@ fn add_kernel_states(
     for (ti, t) in threads.iter_mut().enumerate() {
         let Some(k) = t.kernel else { continue };
         let on_cpu = t.awake_ns();
-        let yielding = yield_ns[ti] * 2 > on_cpu && on_cpu > 0;
+        let yielding = kernel_signs.yield_ns[ti] * 2 > on_cpu && on_cpu > 0;
         let waiting = if yielding {
             Category::Spinning
         } else {
@@ -1788,7 +1802,7 @@ fn add_kernel_states(
         // sleep is that, in the same proportions; only without any such sign does it stay
         // runnable (the last stretch after the sampler's last look). Before, all of it was
         // runnable: 530 ms against Linux's 60 ms run delay for a worker on malloc's arena lock.
-        let missed = if t.samples > 0 && wall_seen[ti] == 0 {
+        let missed = if t.samples > 0 && kernel_signs.wall_seen[ti] == 0 {
             k.off_ns
         } else {
             0
@@ -1817,13 +1831,17 @@ fn add_kernel_states(
         t.ns[waiting.index()] =
             t.ns[waiting.index()].saturating_add(k.run_delay_ns + missed_runnable);
         // Page faults: system time the CPU samples saw as the user's own stores. System time the
-        // samples explain otherwise (the kernel's work inside an I/O call, or a sched_yield
-        // back-off: TBB's spin_mutex) is not page faults.
+        // samples explain otherwise (the kernel's work inside an I/O call or another system call,
+        // such as the futex calls of a lock handed back and forth, or a sched_yield back-off:
+        // TBB's spin_mutex) is not page faults. Before the other system calls counted, two
+        // Python threads handing the GIL over had all their system time read as page faults
+        // (2,500 faults, 730 ms).
         let compute = t.ns[Category::Compute.index()];
         let seen = t.ns[Category::KernelMemory.index()]
             + t.ns[Category::Io.index()]
-            + io_call_ns[ti]
-            + yield_ns[ti];
+            + kernel_signs.io_call_ns[ti]
+            + kernel_signs.syscall_ns[ti]
+            + kernel_signs.yield_ns[ti];
         let faults = k.fault_stime_ns.saturating_sub(seen).min(compute);
         if faults > 0 && compute > 0 {
             let share = faults as f64 / compute as f64;

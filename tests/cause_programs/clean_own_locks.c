@@ -1,4 +1,4 @@
-/* Clean case: each thread takes a mutex of its own, on a cache line of its own, millions of times
+/* Clean case: each thread takes a mutex of its own, on a cache line of its own, tens of millions of times
  * (a per-object lock that is never shared). Scales to the CPUs.
  *
  * Demonstrates: nothing wrong. Every acquisition is uncontended: the lock call's atomic
@@ -8,7 +8,7 @@
  * the lock calls computation, NO finding at medium or high (no lock contention, no atomic
  * contention, no poor parallel efficiency). It read "lock waits 88.9%" (high) when a CPU sample
  * in a lock call was taken for a wait.
- * Usage: clean_own_locks [threads=2] [acquisitions per thread=30000000] */
+ * Usage: clean_own_locks [threads=2] [acquisitions per thread=60000000] */
 #include <pthread.h>
 #include <stdio.h>
 #include "truth.h"
@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
     truth_start();
     int threads = (int)arg_or(argc, argv, 1, 2);
     if (threads > 256) threads = 256;
-    per_thread = arg_or(argc, argv, 2, 30000000);
+    per_thread = arg_or(argc, argv, 2, 60000000);
     pthread_t t[256];
     for (int i = 0; i < threads; i++) {
         pthread_mutex_init(&owns[i].lock, NULL);
