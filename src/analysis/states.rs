@@ -1310,7 +1310,7 @@ pub fn build(
         profile,
         &mut threads,
         &index,
-        &signs,
+        signs,
         clock.start_ns,
         clock.slice_ns,
     );
