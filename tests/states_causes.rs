@@ -250,7 +250,9 @@ fn sched_yield_loop_is_spinning() {
 
 #[test]
 fn serial_preparation_is_a_serial_section_and_join_is_no_cause() {
-    let run = run_cause("serial_prep.c", &["2"]);
+    // A parallel part of 170-210 ms, well above the 100 ms a serial section needs beside it
+    // (thread_use_causes.rs says why).
+    let run = run_cause("serial_prep.c", &["2", "8000000"]);
     check_states(&run);
     let f = finding(&run.report, "serial-section");
     assert!(

@@ -4,7 +4,7 @@
 //! (`runtime_waits.json`); its patterns name functions in the runtimes' own namespaces only, so
 //! no user function can match one.
 
-use crate::symbols::{Frame, qualified_name, user_frame};
+use crate::symbols::{Frame, qualified_name};
 use serde::Deserialize;
 use std::sync::OnceLock;
 
@@ -115,17 +115,19 @@ pub fn entry_for_frame(f: &Frame) -> Option<&'static RuntimeWait> {
     })
 }
 
-/// The runtime wait a stack is in: among the frames inside the user's frame (innermost first),
-/// the outermost one the table knows decides, so that a condition variable used by rayon to put
-/// an idle worker to sleep is rayon's idle worker, and a mutex re-taken inside a condition wait
-/// stays the wait it serves. Returns the entry and the index of its frame.
+/// The runtime wait a stack is in: among the frames inside the program's innermost own frame
+/// (innermost first), the outermost one the table knows decides, so that a condition variable
+/// used by rayon to put an idle worker to sleep is rayon's idle worker, and a mutex re-taken
+/// inside a condition wait stays the wait it serves. The program's own frame ends the search
+/// whether it has a name or not: in a stripped library, the body of an OpenMP region (called by
+/// `GOMP_parallel` through the interposer's trampoline) is the program's work, not the idle
+/// team of the `GOMP_parallel` further out (the master's body read as idle, and its states summed
+/// to 147% of its life). Returns the entry and the index of its frame.
 pub fn wait_of(frames: &[Frame]) -> Option<(&'static RuntimeWait, usize)> {
-    let user = user_frame(frames);
-    let end = if user + 1 == frames.len() && frames.iter().all(crate::symbols::is_runtime_frame) {
-        frames.len()
-    } else {
-        user
-    };
+    let end = frames
+        .iter()
+        .position(|f| !crate::symbols::is_runtime_frame(f) && entry_for_frame(f).is_none())
+        .unwrap_or(frames.len());
     frames[..end]
         .iter()
         .enumerate()
@@ -186,5 +188,29 @@ mod tests {
         );
         // A user function named like a runtime's is never taken for it.
         assert!(wait_of(&[frame("my_lock_contended"), frame("main")]).is_none());
+        // The program's own frame ends the search, named or not: the body of an OpenMP region in
+        // a stripped library is work, not the idle team of the GOMP_parallel that called it.
+        let unnamed = |module: &str| Frame {
+            function: None,
+            module: module.into(),
+            ..frame("")
+        };
+        let body = [
+            unnamed("/lib/libwork.so"),
+            Frame {
+                module: "/tmp/libstallscope.so".into(),
+                ..frame("ss_omp_body")
+            },
+            Frame {
+                module: "/lib/x86_64-linux-gnu/libgomp.so.1".into(),
+                ..frame("GOMP_parallel")
+            },
+            unnamed("/lib/libwork.so"),
+            frame("main"),
+        ];
+        assert!(wait_of(&body).is_none());
+        // The master at the region's closing barrier is in the runtime: idle.
+        let (e, i) = wait_of(&body[2..]).unwrap();
+        assert_eq!((e.role, i), (Role::Idle, 0));
     }
 }

@@ -1263,6 +1263,8 @@ struct KernelSigns {
     wall_seen: Vec<u64>,
     /// CPU samples inside an I/O call's wrapper (the kernel's work for it).
     io_call_ns: Vec<u64>,
+    /// The time the CPU samples stand for, whatever their state (idle included).
+    cpu_sampled_ns: Vec<u64>,
     /// Other CPU samples in a system call (a futex wait or wake, any call not already counted as
     /// I/O or kernel memory work): the kernel's work for it, not page faults.
     syscall_ns: Vec<u64>,
@@ -1392,6 +1394,7 @@ fn tally_samples(
             wall_seen: vec![0; n],
             io_call_ns: vec![0; n],
             syscall_ns: vec![0; n],
+            cpu_sampled_ns: vec![0; n],
         },
         lock_weight: vec![(0, 0); n],
         lock_recorded_ns: Vec::new(),
@@ -1442,6 +1445,8 @@ fn tally_samples(
         }
         if s.kind == SampleKind::Wall {
             signs.wall_seen[ti] += 1;
+        } else {
+            signs.cpu_sampled_ns[ti] = signs.cpu_sampled_ns[ti].saturating_add(weight);
         }
         add_to_thread(&mut threads[ti], s, ci, category, weight, clock);
         let g = out
@@ -1853,9 +1858,12 @@ fn add_kernel_states(
                 slice[Category::KernelMemory.index()] += moved;
             }
         }
-        // Running time without a CPU sample (sampling off, or a signal the thread blocks).
+        // Running time without a CPU sample (sampling off, or a signal the thread blocks). A
+        // thread whose CPU samples were all idle (a runtime's spinning worker) had them: its
+        // running time counted twice, once idle and once computation, and its states summed to
+        // 147% of its life.
         let unsampled = k.exec_ns.saturating_sub(on_cpu);
-        if unsampled > k.exec_ns / 20 && on_cpu == 0 {
+        if unsampled > k.exec_ns / 20 && on_cpu == 0 && kernel_signs.cpu_sampled_ns[ti] == 0 {
             t.ns[Category::Compute.index()] += unsampled;
         }
         last_look[ti] = starts.get(&t.serial).copied();
