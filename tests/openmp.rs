@@ -559,3 +559,77 @@ fn parallel_regions_are_bands_on_the_text_and_html_timelines() {
     );
     assert!(html.contains("class=\"region\""), "no band for the regions");
 }
+
+/// A region's body in a stripped shared library (no name for the body nor for the library
+/// function around GOMP_parallel): the master's share of the loop is computation, as the other
+/// member's is, and its states add up to its life (it read idle, its states 147% of its life).
+#[test]
+fn a_region_in_a_stripped_library_is_the_masters_work_not_idle() {
+    let dir = TempDir::new("openmp-stripped");
+    let lib = dir.join("libstripped_work.so");
+    let run = |cmd: &mut Command| {
+        let out = cmd.output().expect("running the compiler or strip");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(Command::new("cc")
+        .args(["-O2", "-g", "-fopenmp", "-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(test_source("omp_programs", "stripped_lib.c")));
+    run(Command::new("strip").arg("--strip-unneeded").arg(&lib));
+    let exe = dir.join("stripped_lib_main");
+    run(Command::new("cc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&exe)
+        .arg(test_source("omp_programs", "stripped_lib_main.c"))
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", dir.display())));
+    let _machine = common::machine();
+    let (_, prof) = profile_with(
+        &dir,
+        "omp.prof",
+        &["-q"],
+        &[exe.display().to_string()],
+        0,
+        |c| {
+            c.env("OMP_NUM_THREADS", "2");
+        },
+    );
+    let r = report_json(&prof);
+    let main = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["main"] == true)
+        .expect("the main thread");
+    let (states, life) = (&main["states"], main["wall_ns"].as_f64().unwrap());
+    let ns = |k: &str| states[format!("{k}_ns")].as_f64().unwrap_or(0.0);
+    let sum: f64 = [
+        "compute",
+        "allocator",
+        "lock",
+        "atomic",
+        "io",
+        "blocked",
+        "kernel_memory",
+        "spinning",
+        "runnable",
+        "profiler",
+        "idle",
+        "unaccounted",
+    ]
+    .iter()
+    .map(|k| ns(k))
+    .sum();
+    assert!(
+        sum <= 1.02 * life + 2e6,
+        "states sum to {sum} of {life}: {states:#}"
+    );
+    assert!(
+        ns("compute") > 2.0 * ns("idle") && ns("compute") > 0.25 * life,
+        "the master's loop is not computation: {states:#}"
+    );
+}

@@ -1,6 +1,6 @@
 //! What no model may say, whatever the profile (issue 24: one number per concept): a thread
-//! spends at most its life in the allocator or waiting for locks, and at most its CPU time on a
-//! CPU in the allocator; no share above 100%; no stake above the wall time; at least as many
+//! spends at most its life in the allocator or waiting for locks, and at most its CPU time (and
+//! its allocator calls' measured time) on a CPU in the allocator; no share above 100%; no stake above the wall time; at least as many
 //! threads counted as threads listed. Checked on the typed model, so that the fuzz corpus (and
 //! the fuzz targets) hold every view to it; `tests/common::assert_invariants` checks the same on
 //! every report the integration tests read.
@@ -25,6 +25,12 @@ pub fn violations(m: &Model) -> Vec<String> {
             out.push(format!(
                 "thread {}: lock wait {} ns above its life {} ns",
                 t.tid, t.lock_wait_ns, t.wall_ns
+            ));
+        }
+        if t.alloc_ns > 0 && t.alloc_cpu_ns > t.alloc_ns {
+            out.push(format!(
+                "thread {}: allocator CPU time {} ns above the calls' time {} ns",
+                t.tid, t.alloc_cpu_ns, t.alloc_ns
             ));
         }
         if t.alloc_cpu_ns > t.cpu_ns {
@@ -117,6 +123,14 @@ mod tests {
             lock_wait_ns: 101,
             ..Default::default()
         });
+        m.analysis.summary.threads.push(ThreadSummary {
+            tid: 8,
+            wall_ns: 100,
+            cpu_ns: 50,
+            alloc_ns: 10,
+            alloc_cpu_ns: 20,
+            ..Default::default()
+        });
         m.findings.push(crate::findings::Finding {
             id: "x".into(),
             severity: crate::findings::Severity::Low,
@@ -145,6 +159,7 @@ mod tests {
             "stake",
             "waits begun",
             "a tail of",
+            "the calls' time",
         ] {
             assert!(v.iter().any(|l| l.contains(words)), "{words}: {v:?}");
         }

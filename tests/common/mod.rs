@@ -488,6 +488,10 @@ pub fn assert_invariants(r: &Value, file: &Path) {
             n("alloc_cpu_ns") <= n("cpu_ns"),
             "{at}: allocator CPU time above the thread's: {t:#}"
         );
+        assert!(
+            n("alloc_ns") == 0 || n("alloc_cpu_ns") <= n("alloc_ns"),
+            "{at}: allocator CPU time above the calls' time: {t:#}"
+        );
     }
     if let Some(count) = r["thread_count"].as_u64() {
         assert!(

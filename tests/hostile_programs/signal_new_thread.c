@@ -24,11 +24,13 @@ static double now(void) {
 }
 
 static void *worker(void *arg) {
-    (void)arg;
-    /* Burn CPU for a while so that per-thread CPU timers fire. */
+    int before = (int)(long)arg;
+    /* Burn CPU for a while so that per-thread CPU timers fire, and until the signal was handled
+     * (at most 2 s): a thread that ended first would drop it, pending, at its exit (on a busy
+     * machine main can be kept off its CPU past the 30 ms; the plain run then printed 29 of 30). */
     volatile unsigned long x = 0;
-    double end = now() + 0.03;
-    while (now() < end)
+    double start = now();
+    while (now() < start + 0.03 || (handled == before && now() < start + 2.0))
         for (int i = 0; i < 10000; i++) x += i;
     return NULL;
 }
@@ -41,7 +43,7 @@ int main(int argc, char **argv) {
     sigaction(SIGUSR1, &sa, NULL);
     for (int r = 0; r < rounds; r++) {
         pthread_t th;
-        if (pthread_create(&th, NULL, worker, NULL) != 0) return 2;
+        if (pthread_create(&th, NULL, worker, (void *)(long)handled) != 0) return 2;
         pthread_kill(th, SIGUSR1);
         pthread_join(th, NULL);
     }
