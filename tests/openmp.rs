@@ -607,23 +607,7 @@ fn a_region_in_a_stripped_library_is_the_masters_work_not_idle() {
         .expect("the main thread");
     let (states, life) = (&main["states"], main["wall_ns"].as_f64().unwrap());
     let ns = |k: &str| states[format!("{k}_ns")].as_f64().unwrap_or(0.0);
-    let sum: f64 = [
-        "compute",
-        "allocator",
-        "lock",
-        "atomic",
-        "io",
-        "blocked",
-        "kernel_memory",
-        "spinning",
-        "runnable",
-        "profiler",
-        "idle",
-        "unaccounted",
-    ]
-    .iter()
-    .map(|k| ns(k))
-    .sum();
+    let sum: f64 = common::STATE_KEYS.iter().map(|k| ns(k)).sum::<f64>() + ns("unaccounted");
     assert!(
         sum <= 1.02 * life + 2e6,
         "states sum to {sum} of {life}: {states:#}"

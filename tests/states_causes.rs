@@ -11,18 +11,9 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-const CATEGORIES: [&str; 10] = [
-    "compute",
-    "allocator",
-    "lock",
-    "atomic",
-    "io",
-    "blocked",
-    "kernel_memory",
-    "spinning",
-    "runnable",
-    "profiler",
-];
+/// Every category: `idle` too, so that a thread's states are checked to add up to its life
+/// whatever they are.
+const CATEGORIES: [&str; 11] = common::STATE_KEYS;
 const ON_CPU: [&str; 8] = [
     "compute",
     "allocator",

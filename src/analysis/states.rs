@@ -999,7 +999,8 @@ fn lock_sharing(profile: &Profile) -> Vec<Sharing> {
 
 /// The pthread lock functions whose every call the interposer's hooks see, and record as a wait
 /// when it waited: a CPU sample in one outside its thread's recorded waits is the call's own
-/// work (its atomic instruction on the lock word), not a wait.
+/// work (its atomic instruction on the lock word), not a wait. (`pthread_spin_lock` and
+/// `pthread_spin_trylock` are not here: a sample in them is `spinning` by the state rules.)
 const HOOKED_LOCK_FUNCTIONS: &[&str] = &[
     "pthread_mutex_lock",
     "pthread_mutex_trylock",
@@ -1015,8 +1016,6 @@ const HOOKED_LOCK_FUNCTIONS: &[&str] = &[
     "pthread_rwlock_timedwrlock",
     "pthread_rwlock_clockwrlock",
     "pthread_rwlock_unlock",
-    "pthread_spin_lock",
-    "pthread_spin_trylock",
     "pthread_spin_unlock",
 ];
 

@@ -470,6 +470,22 @@ pub fn report_json(file: &Path) -> Value {
 /// spends at most its life in the allocator or waiting for locks, and at most its CPU time on a
 /// CPU in the allocator; no share above 100%; no stake above the wall time; at least as many
 /// threads counted as rows shown, and as took any one lock. Checked on every report the tests read.
+/// Every thread-state category's key in the report's `threads[].states` (`<key>_ns`): with
+/// `unaccounted_ns` they add up to the thread's life (docs/STATES.md).
+pub const STATE_KEYS: [&str; 11] = [
+    "compute",
+    "allocator",
+    "lock",
+    "atomic",
+    "io",
+    "blocked",
+    "kernel_memory",
+    "spinning",
+    "runnable",
+    "profiler",
+    "idle",
+];
+
 pub fn assert_invariants(r: &Value, file: &Path) {
     let at = file.display();
     let wall = r["wall_ns"].as_u64().unwrap_or(0);
