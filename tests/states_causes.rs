@@ -386,7 +386,6 @@ fn clean_programs_get_no_medium_or_high_finding() {
         ("clean_scaling.c", &["2"][..]),
         ("clean_pool.c", &["2"][..]),
         ("clean_single.c", &["1"][..]),
-        ("clean_own_locks.c", &["2"][..]),
     ] {
         let run = run_cause(program, args);
         check_states(&run);
@@ -413,6 +412,17 @@ fn uncontended_lock_calls_are_not_lock_waits() {
     }
     for t in threads(r) {
         assert_eq!(t["lock_wait_ns"].as_u64(), Some(0), "{t:#}");
+    }
+    // No finding about locks or atomics, nor a parallel efficiency blamed on them. (Not "no
+    // finding at all": with the suite's other work on the machine one worker once finished 171
+    // ms after the other, a load imbalance of other load that this program cannot rule out.)
+    for f in findings(r) {
+        let (id, title) = (f["id"].as_str().unwrap(), f["title"].as_str().unwrap());
+        assert!(!id.contains("lock") && !id.contains("atomic"), "{f:#}");
+        assert!(
+            !title.contains("lock waits") && !title.contains("atomic operations"),
+            "{f:#}"
+        );
     }
 }
 

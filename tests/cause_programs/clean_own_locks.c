@@ -1,13 +1,12 @@
-/* Clean case: each thread takes a mutex of its own, on a cache line of its own, tens of millions of times
- * (a per-object lock that is never shared). Scales to the CPUs.
+/* Clean case: each thread takes a mutex of its own, on a cache line of its own, tens of millions
+ * of times (a per-object lock that is never shared). Scales to the CPUs.
  *
  * Demonstrates: nothing wrong. Every acquisition is uncontended: the lock call's atomic
  * instruction finds the lock word in the thread's own cache, as it would with one thread; the
  * lock calls are a large share of each worker's CPU time, but no thread waits.
  * Correct diagnosis: no lock wait (the lock table: 0 contended, 0 ns), the workers' CPU samples in
- * the lock calls computation, NO finding at medium or high (no lock contention, no atomic
- * contention, no poor parallel efficiency). It read "lock waits 88.9%" (high) when a CPU sample
- * in a lock call was taken for a wait.
+ * the lock calls computation; no finding about locks or atomics, no parallel efficiency blamed on
+ * them. It read "lock waits 88.9%" (high) when a CPU sample in a lock call was taken for a wait.
  * Usage: clean_own_locks [threads=2] [acquisitions per thread=60000000] */
 #include <pthread.h>
 #include <stdio.h>
