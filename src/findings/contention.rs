@@ -166,7 +166,10 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
                             .unwrap_or_default(),
                     ),
                     ("waiter", waiter),
-                    ("hold", fmt_ns(lock.hold_ns)),
+                    (
+                        "hold",
+                        hold_words(lock.hold_ns, a.summary.lock_timing_period),
+                    ),
                     ("wait", fmt_ns(wait)),
                     ("contended", fmt_count(lock.contended)),
                     ("handoff", handoff),
@@ -177,6 +180,17 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
     }
     found.sort_by(|a, b| b.0.total_cmp(&a.0));
     found.into_iter().take(3).map(|(_, f)| f).collect()
+}
+
+/// How long a lock was held in all, as the timed holds estimate it; with none of them timed (a
+/// lock taken fewer times than the timing period, such as GNU sort's 94 acquisitions) it is not
+/// known, which "0 ns held in total" had said.
+fn hold_words(hold_ns: u64, period: u32) -> String {
+    if hold_ns == 0 && period > 1 {
+        format!("how long is not known: none of its holds was among the 1 in {period} timed")
+    } else {
+        format!("{} held in total", fmt_ns(hold_ns))
+    }
 }
 
 /// Sampled time in one state category at one innermost function, over all threads.
