@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{TempDir, profile_with, report_json, test_source};
+use common::{TempDir, compile_file, profile_with, report_json, test_source};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -567,26 +567,24 @@ fn parallel_regions_are_bands_on_the_text_and_html_timelines() {
 fn a_region_in_a_stripped_library_is_the_masters_work_not_idle() {
     let dir = TempDir::new("openmp-stripped");
     let lib = dir.join("libstripped_work.so");
-    let run = |cmd: &mut Command| {
-        let out = cmd.output().expect("running the compiler or strip");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    run(Command::new("cc")
-        .args(["-O2", "-g", "-fopenmp", "-shared", "-fPIC", "-o"])
+    let built = compile_file(
+        &dir,
+        &test_source("omp_programs", "stripped_lib.c"),
+        &["-O2", "-g", "-fopenmp", "-shared", "-fPIC"],
+    );
+    std::fs::rename(&built, &lib).expect("naming the library");
+    let strip = Command::new("strip")
+        .arg("--strip-unneeded")
         .arg(&lib)
-        .arg(test_source("omp_programs", "stripped_lib.c")));
-    run(Command::new("strip").arg("--strip-unneeded").arg(&lib));
-    let exe = dir.join("stripped_lib_main");
-    run(Command::new("cc")
-        .args(["-O2", "-g", "-o"])
-        .arg(&exe)
-        .arg(test_source("omp_programs", "stripped_lib_main.c"))
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", dir.display())));
+        .status()
+        .expect("running strip (Debian package binutils)");
+    assert!(strip.success(), "strip failed on {}", lib.display());
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let exe = compile_file(
+        &dir,
+        &test_source("omp_programs", "stripped_lib_main.c"),
+        &[lib.to_str().unwrap(), &rpath],
+    );
     let _machine = common::machine();
     let (_, prof) = profile_with(
         &dir,
@@ -599,12 +597,7 @@ fn a_region_in_a_stripped_library_is_the_masters_work_not_idle() {
         },
     );
     let r = report_json(&prof);
-    let main = r["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["main"] == true)
-        .expect("the main thread");
+    let main = common::main_thread(&r);
     let (states, life) = (&main["states"], main["wall_ns"].as_f64().unwrap());
     let ns = |k: &str| states[format!("{k}_ns")].as_f64().unwrap_or(0.0);
     let sum: f64 = common::STATE_KEYS.iter().map(|k| ns(k)).sum::<f64>() + ns("unaccounted");

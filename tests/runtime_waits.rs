@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{TempDir, compile_file, profile, report_json, test_source};
+use common::{TempDir, compile_file, main_thread, profile, report_json, test_source};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -100,15 +100,6 @@ fn share(t: &Value, category: &str) -> f64 {
         .as_f64()
         .unwrap_or(0.0)
         / life
-}
-
-fn main_thread(r: &Value) -> &Value {
-    r["threads"]
-        .as_array()
-        .expect("threads")
-        .iter()
-        .find(|t| t["main"] == true)
-        .expect("a main thread")
 }
 
 fn profile_rust(dir: &Path, name: &str, args: &[&str]) -> Value {

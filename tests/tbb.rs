@@ -233,12 +233,7 @@ fn a_balanced_parallel_reduce_stays_quiet() {
     // parallel_reduce runs, 20 ms apart, each its own band, inside the process's life.
     let runs = r["omp_runs"].as_array().expect("omp_runs");
     let wall = r["wall_ns"].as_u64().unwrap();
-    let main = r["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["main"] == true)
-        .expect("a main thread");
+    let main = common::main_thread(&r);
     assert!(!runs.is_empty(), "no band for TBB's algorithms");
     let counted: u64 = runs.iter().map(|x| x["regions"].as_u64().unwrap()).sum();
     assert_eq!(counted, 8, "{runs:#?}");

@@ -239,13 +239,7 @@ impl Rules {
     }
 
     fn match_function(&self, name: &str) -> Option<Category> {
-        let name = qualified_name(name);
-        let bare = name.split('(').next().unwrap_or(name).trim();
-        // A compiler's clone of a function (`_int_free.isra.0`, `unlink_chunk.constprop.0`).
-        let bare = bare.split('.').next().unwrap_or(bare);
-        // glibc's internal names (`__GI___sched_yield`, `__libc_sendmsg`) match the rules of
-        // their public functions too.
-        let public = public_libc_name(bare);
+        let (bare, public) = rule_names(name);
         self.rules
             .iter()
             .filter(|r| r.kind == RuleKind::Function)
@@ -956,6 +950,17 @@ struct Shape {
     unwaited: Option<Sharing>,
 }
 
+/// The names a function's rules match: its bare name, without arguments, return type or a
+/// compiler's clone suffix (`_int_free.isra.0`, `unlink_chunk.constprop.0`), and the public name
+/// of a glibc internal one (`__GI___sched_yield`, `__libc_sendmsg` match the rules of their
+/// public functions too).
+fn rule_names(name: &str) -> (&str, &str) {
+    let name = qualified_name(name);
+    let bare = name.split('(').next().unwrap_or(name).trim();
+    let bare = bare.split('.').next().unwrap_or(bare);
+    (bare, public_libc_name(bare))
+}
+
 /// Whether a thread takes only locks no other thread takes (a lock call's atomic instruction then
 /// finds the lock word's cache line in its own CPU's cache), or shares one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -1175,9 +1180,7 @@ impl Classifier<'_, '_> {
             && category == Category::Lock
             && deciding
                 .and_then(|f| f.function.as_deref())
-                .is_some_and(|n| {
-                    HOOKED_LOCK_FUNCTIONS.contains(&public_libc_name(qualified_name(n)))
-                });
+                .is_some_and(|n| HOOKED_LOCK_FUNCTIONS.contains(&rule_names(n).1));
         let in_syscall =
             s.kind == SampleKind::Cpu && self.code.at_or_after_syscall(&profile.modules, s.pc);
         ClassifiedStack {
@@ -1262,8 +1265,6 @@ struct KernelSigns {
     wall_seen: Vec<u64>,
     /// CPU samples inside an I/O call's wrapper (the kernel's work for it).
     io_call_ns: Vec<u64>,
-    /// The time the CPU samples stand for, whatever their state (idle included).
-    cpu_sampled_ns: Vec<u64>,
     /// Other CPU samples in a system call (a futex wait or wake, any call not already counted as
     /// I/O or kernel memory work): the kernel's work for it, not page faults.
     syscall_ns: Vec<u64>,
@@ -1393,7 +1394,6 @@ fn tally_samples(
             wall_seen: vec![0; n],
             io_call_ns: vec![0; n],
             syscall_ns: vec![0; n],
-            cpu_sampled_ns: vec![0; n],
         },
         lock_weight: vec![(0, 0); n],
         lock_recorded_ns: Vec::new(),
@@ -1444,8 +1444,6 @@ fn tally_samples(
         }
         if s.kind == SampleKind::Wall {
             signs.wall_seen[ti] += 1;
-        } else {
-            signs.cpu_sampled_ns[ti] = signs.cpu_sampled_ns[ti].saturating_add(weight);
         }
         add_to_thread(&mut threads[ti], s, ci, category, weight, clock);
         let g = out
@@ -1862,7 +1860,7 @@ fn add_kernel_states(
         // running time counted twice, once idle and once computation, and its states summed to
         // 147% of its life.
         let unsampled = k.exec_ns.saturating_sub(on_cpu);
-        if unsampled > k.exec_ns / 20 && on_cpu == 0 && kernel_signs.cpu_sampled_ns[ti] == 0 {
+        if unsampled > k.exec_ns / 20 && on_cpu == 0 && t.cpu_marks.is_empty() {
             t.ns[Category::Compute.index()] += unsampled;
         }
         last_look[ti] = starts.get(&t.serial).copied();

@@ -472,19 +472,18 @@ pub fn report_json(file: &Path) -> Value {
 /// threads counted as rows shown, and as took any one lock. Checked on every report the tests read.
 /// Every thread-state category's key in the report's `threads[].states` (`<key>_ns`): with
 /// `unaccounted_ns` they add up to the thread's life (docs/STATES.md).
-pub const STATE_KEYS: [&str; 11] = [
-    "compute",
-    "allocator",
-    "lock",
-    "atomic",
-    "io",
-    "blocked",
-    "kernel_memory",
-    "spinning",
-    "runnable",
-    "profiler",
-    "idle",
-];
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use stallscope::analysis::states::CATEGORY_KEYS as STATE_KEYS;
+
+/// The report's main thread.
+pub fn main_thread(r: &Value) -> &Value {
+    r["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .find(|t| t["main"] == true)
+        .expect("a main thread")
+}
 
 pub fn assert_invariants(r: &Value, file: &Path) {
     let at = file.display();
