@@ -47,6 +47,11 @@
 #                            kernel sampling profiler at stallscope's CPU sample rate costs it
 #                            (with --rt, perf itself is not real-time, only the program)
 #                (--baseline-lib adds its modes, whatever the list)
+#   --no-perf    without perf (a machine that has none): the program's own counters and the
+#                profile's, the kernel's columns left empty
+#   --prebuilt DIR  build nothing: stallscope, the programs and the pass-through library are
+#                DIR/stallscope, DIR/PROGRAM (mutex_handoffs, cond_handoffs, rwlock_handoffs, built
+#                with -no-pie) and DIR/lock_passthrough.so, as benches/prebuild.sh DIR leaves them
 # This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in it.
 set -euo pipefail
 
@@ -56,6 +61,8 @@ cpus=""
 rt=0
 baseline_libs=()
 mode_list="steps,nosampling,forwarded"
+use_perf=1
+prebuilt=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
@@ -64,18 +71,25 @@ while [ $# -gt 0 ]; do
         --rt) rt=1 ;;
         --baseline-lib) baseline_libs+=("$(realpath "$2")"); shift ;;
         --modes) mode_list="$2"; shift ;;
-        -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
+        --no-perf) use_perf=0 ;;
+        --prebuilt) prebuilt="$(cd "$2" && pwd)"; shift ;;
+        -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
 done
-command -v perf >/dev/null || { echo "perf not found (Debian package linux-perf)" >&2; exit 1; }
+[ "$use_perf" = 0 ] || command -v perf >/dev/null ||
+    { echo "perf not found (Debian package linux-perf; or --no-perf)" >&2; exit 1; }
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-echo "building stallscope (cargo build --release)..." >&2
-cargo build --release --quiet
-stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
+if [ -n "$prebuilt" ]; then
+    stallscope="$prebuilt/stallscope"
+else
+    echo "building stallscope (cargo build --release)..." >&2
+    cargo build --release --quiet
+    stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
+fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-faith.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 # The program, its arguments, its title and the global holding its lock words.
@@ -86,10 +100,18 @@ case "$program" in
     rwlock) source=rwlock_handoffs; args=(1); symbol=lock; title="rwlock_handoffs 1 (a reader, 300,000 reads, and a writer, 100,000 writes)" ;;
     *) echo "unknown program: $program" >&2; exit 2 ;;
 esac
-cc -O2 -g -pthread -no-pie -o "$work/mh" "benches/programs/$source.c"
-cc -O2 -shared -fPIC -o "$work/passthrough.so" benches/programs/lock_passthrough.c -ldl
-read -r word size < <(nm -S "$work/mh" | awk -v s="$symbol" '$4 == s { print "0x" $1, "0x" $2 }')
-[ -n "$word" ] || { echo "no address for the lock" >&2; exit 1; }
+if [ -n "$prebuilt" ]; then
+    cp "$prebuilt/$source" "$work/mh"
+    cp "$prebuilt/lock_passthrough.so" "$work/passthrough.so"
+else
+    cc -O2 -g -pthread -no-pie -o "$work/mh" "benches/programs/$source.c"
+    cc -O2 -shared -fPIC -o "$work/passthrough.so" benches/programs/lock_passthrough.c -ldl
+fi
+word=0 size=0
+if [ "$use_perf" = 1 ]; then
+    read -r word size < <(nm -S "$work/mh" | awk -v s="$symbol" '$4 == s { print "0x" $1, "0x" $2 }')
+    [ -n "$word" ] || { echo "no address for the lock" >&2; exit 1; }
+fi
 end=$(printf '0x%x' $((word + size)))
 # Private futex operations: WAIT 128, WAIT_BITSET 137 (and with CLOCK_REALTIME 393); WAKE 129,
 # WAKE_BITSET 138.
@@ -124,16 +146,20 @@ run_one() {
         perfrec) cmd=(perf record -q -B -F 1000 -g -o "$work/perf.data" -- "${rtprio[@]}" "$work/mh" "${args[@]}") ;;
         baseline*) cmd=(env STALLSCOPE_PRELOAD_LIB="${baseline_libs[${mode#baseline}]}" "$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
     esac
-    local out
-    out=$(perf stat -x, -o "$work/stat" \
-        -e syscalls:sys_enter_futex --filter "$wait_filter" \
-        -e syscalls:sys_enter_futex --filter "$wake_filter" \
-        -- "${pin[@]}" $([ "$mode" = perfrec ] || echo "${rtprio[@]}") "${cmd[@]}")
-    local counts waits wakes contended=-
+    local out waits=- wakes=-
+    if [ "$use_perf" = 1 ]; then
+        out=$(perf stat -x, -o "$work/stat" \
+            -e syscalls:sys_enter_futex --filter "$wait_filter" \
+            -e syscalls:sys_enter_futex --filter "$wake_filter" \
+            -- "${pin[@]}" $([ "$mode" = perfrec ] || echo "${rtprio[@]}") "${cmd[@]}")
+        waits=$(grep sys_enter_futex "$work/stat" | sed -n 1p | cut -d, -f1)
+        wakes=$(grep sys_enter_futex "$work/stat" | sed -n 2p | cut -d, -f1)
+    else
+        out=$("${pin[@]}" "${rtprio[@]}" "${cmd[@]}")
+    fi
+    local counts contended=-
     # The program's counters: the values of its output's "NAME VALUE" pairs (after the first word).
     counts=$(echo "$out" | awk '{ for (i = 3; i <= NF; i += 2) printf "%s ", $i }')
-    waits=$(grep sys_enter_futex "$work/stat" | sed -n 1p | cut -d, -f1)
-    wakes=$(grep sys_enter_futex "$work/stat" | sed -n 2p | cut -d, -f1)
     if [ "$mode" != plain ] && [ "$mode" != again ] && [ "$mode" != perfrec ] && [ "$mode" != passthrough ]; then
         contended=$("$stallscope" report --json "$prof" |
             python3 -c 'import json,sys; print(sum(l["contended"] for l in json.load(sys.stdin)["locks"] if l["kind"] == "mutex" or l["kind"].startswith("rwlock")))')
@@ -205,7 +231,9 @@ plain = [r.split() for r in sys.argv[1].split(";") if r]
 mode = [r.split() for r in sys.argv[2].split(";") if r]
 cells = []
 for c in range(int(sys.argv[3])):
-    ratios = sorted(float(m[c]) / float(p[c]) for p, m in zip(plain, mode) if float(p[c]) > 0)
+    # "-": a figure this run has not (the kernel's without perf)
+    ratios = sorted(float(m[c]) / float(p[c]) for p, m in zip(plain, mode)
+                    if "-" not in (p[c], m[c]) and float(p[c]) > 0)
     if len(ratios) < 2:
         cells.append("-")
         continue

@@ -52,6 +52,9 @@
 #   --lib PATH          profile with this build of the interposer (STALLSCOPE_PRELOAD_LIB)
 #   --baseline-lib PATH add a mode "baseline": stallscope with that interposer (A/B of two builds;
 #                       build it with benches/interposer_at.sh REVISION PATH, the product's flags)
+#   --prebuilt DIR      build nothing: stallscope and the cases' programs are DIR/stallscope and
+#                       DIR/CASE, as benches/prebuild.sh DIR leaves them (for a machine without
+#                       cargo or compilers; its libgomp and libtbb from DIR/lib where it has none)
 # This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in the ranges.
 set -euo pipefail
 
@@ -63,6 +66,7 @@ cpu=0
 only=""
 lib=""
 baseline_lib=""
+prebuilt=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) rounds=3; use_heaptrack=0 ;;
@@ -74,7 +78,8 @@ while [ $# -gt 0 ]; do
         --cases) only="$2"; shift ;;
         --lib) lib="$2"; shift ;;
         --baseline-lib) baseline_lib="$2"; shift ;;
-        -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
+        --prebuilt) prebuilt="$2"; shift ;;
+        -h|--help) sed -n '2,58p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -82,11 +87,17 @@ done
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-echo "building stallscope (cargo build --release)..." >&2
-cargo build --release --quiet
-stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
-[ -x "$stallscope" ] || { echo "no $stallscope" >&2; exit 1; }
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+if [ -n "$prebuilt" ]; then
+    prebuilt="$(cd "$prebuilt" && pwd)"
+    stallscope="$prebuilt/stallscope"
+    [ -d "$prebuilt/lib" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$prebuilt/lib"
+else
+    echo "building stallscope (cargo build --release)..." >&2
+    cargo build --release --quiet
+    stallscope="${CARGO_TARGET_DIR:-$root/target}/release/stallscope"
+fi
+[ -x "$stallscope" ] || { echo "no $stallscope" >&2; exit 1; }
 [ -z "$lib" ] || lib="$(abs "$lib")"
 [ -z "$baseline_lib" ] || baseline_lib="$(abs "$baseline_lib")"
 if [ "$use_heaptrack" = 1 ] && ! command -v heaptrack >/dev/null; then
@@ -116,7 +127,9 @@ declare -A target=([alloc]="≤ 1.10x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x"
     [stream]="≤ 1.03x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x" [omp]="≤ 1.10x" [tbb]="≤ 1.10x" [forkcpu]="≤ 1.5x"
     [fork]="-" [forkexec]="-" [startup]="-")
 for c in "${cases[@]}"; do
-    if [ "$c" = rustmutex ]; then
+    if [ -n "$prebuilt" ] && [ "$c" != startup ]; then
+        cp "$prebuilt/$c" "$work/$c" || { echo "no prebuilt $c in $prebuilt" >&2; exit 2; }
+    elif [ "$c" = rustmutex ]; then
         cargo build --release --quiet --manifest-path "$root/tests/rust_programs/Cargo.toml" \
             --target-dir "$root/target/rust_programs"
         cp "$root/target/rust_programs/release/std_mutex" "$work/$c"
@@ -141,7 +154,7 @@ if [ "$preload" = 1 ]; then
     modes+=(preload)
     # shellcheck source=benches/common.sh
     . "$root/benches/common.sh"
-    preload_lib="$(bench_interposer "$root" "$lib")"
+    preload_lib="$(bench_interposer "$root" "${lib:-${prebuilt:+$prebuilt/libstallscope.so}}")"
 fi
 [ "$extra" = 1 ] && modes+=(nosampling exact nostacks libgcc)
 [ "$use_heaptrack" = 1 ] && modes+=(heaptrack)
