@@ -229,6 +229,25 @@ fn spinlock_spinning_is_found_at_the_spin_loop() {
 }
 
 #[test]
+fn equal_work_behind_a_spin_lock_is_spinning_not_load_imbalance() {
+    // The second worker spins while the first holds the lock through its whole part, then does
+    // its own: it ends last, on a CPU twice as long, with the same work. Read by CPU time alone
+    // that was "Load imbalance ... the work was split unevenly" (medium), which it is not.
+    let run = run_cause("spin_turns.c", &["2"]);
+    check_states(&run);
+    let ids = common::finding_ids(&run.report);
+    assert!(
+        !ids.iter().any(|id| id == "load-imbalance"),
+        "an even split read as load imbalance: {ids:?}\n{:#}",
+        run.report["findings"]
+    );
+    let Some(f) = contention_finding(&run.report, "spinning") else {
+        return;
+    };
+    assert!(text(f).contains("spin_lock"), "{f:#}");
+}
+
+#[test]
 fn sched_yield_loop_is_spinning() {
     let run = run_cause("yield_spin.c", &["2"]);
     check_states(&run);

@@ -146,6 +146,10 @@ pub struct Imbalance {
     pub user_frame: Option<Frame>,
     /// Members' time between their finish and the last finish, summed.
     pub idle_ns: u64,
+    /// The lagging member's time on a CPU and the other members' mean: the same work on a
+    /// slower CPU takes more of it too, so this says "more CPU time", not "more work".
+    pub lagging_exec_ns: u64,
+    pub others_exec_ns: u64,
 }
 
 impl Imbalance {
@@ -513,9 +517,27 @@ fn sibling_finish(
     }
     let lag_pos = finish.iter().position(|&f| f == last_end)?;
     let lagging = members[lag_pos];
-    // Uneven work, not uneven luck with the CPUs: the lagging member did more work.
-    let mean_exec = members.iter().map(|&i| exec[i]).sum::<u64>() as f64 / members.len() as f64;
-    if (exec[lagging] as f64) < (1.0 + th.work_excess) * mean_exec {
+    // Uneven work, not uneven luck with the CPUs: the lagging member did more work. Its work
+    // from its sampled states where every member has them (time spinning or waiting for a lock
+    // on a CPU is not work: 16 threads taking turns on a spin lock end at different times, the
+    // last having spun longest), else its time on a CPU.
+    let sampled = |i: usize| states.threads.get(i).filter(|t| t.sampled_ns() > 0);
+    let work: Vec<u64> = if members.iter().all(|&i| sampled(i).is_some()) {
+        members
+            .iter()
+            .map(|&i| states.threads[i].work_ns())
+            .collect()
+    } else {
+        members.iter().map(|&i| exec[i]).collect()
+    };
+    let mean_work = work.iter().sum::<u64>() as f64 / members.len() as f64;
+    let others_exec = members
+        .iter()
+        .filter(|&&i| i != lagging)
+        .map(|&i| exec[i])
+        .sum::<u64>()
+        / (members.len() as u64 - 1);
+    if (work[lag_pos] as f64) < (1.0 + th.work_excess) * mean_work {
         // Late for want of a CPU (its run delay beyond the others' covers half the lag): other
         // load's doing. Late otherwise (it slept or waited longer): left to the serial sections.
         let others_delay = members
@@ -547,6 +569,8 @@ fn sibling_finish(
         last_end_ns: last_end,
         lagging,
         user_frame,
+        lagging_exec_ns: exec[lagging],
+        others_exec_ns: others_exec,
     });
     Some(SiblingFinish {
         first_end,

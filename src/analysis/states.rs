@@ -596,6 +596,20 @@ impl ThreadStates {
             .fold(0u64, |a, c| a.saturating_add(self.ns[c.index()]))
     }
 
+    /// Time doing the program's own work: computation, the allocator, the kernel's memory work
+    /// and I/O. Not spinning, lock waits, contended atomics or a runtime's idle wait, which a
+    /// thread spends on a CPU too (a thread that spun longer for a lock did no more work).
+    pub fn work_ns(&self) -> u64 {
+        [
+            Category::Compute,
+            Category::Allocator,
+            Category::KernelMemory,
+            Category::Io,
+        ]
+        .iter()
+        .fold(0u64, |a, c| a.saturating_add(self.ns[c.index()]))
+    }
+
     /// The share of the thread's life in category `c`.
     pub fn share(&self, c: Category) -> f64 {
         ratio(self.ns[c.index()], self.life_ns)

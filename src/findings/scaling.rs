@@ -154,6 +154,12 @@ pub fn load_imbalance(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_ns(im.last_end_ns as f64)
         ),
         format!(
+            "{} was on a CPU for {}, the other siblings {} on average",
+            lag,
+            fmt_ns(im.lagging_exec_ns as f64),
+            fmt_ns(im.others_exec_ns as f64)
+        ),
+        format!(
             "with the work spread evenly the group would have ended at {}, {} earlier",
             fmt_ns(im.ideal_end_ns as f64),
             fmt_ns(stake as f64)

@@ -156,6 +156,8 @@ struct ImbalanceJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     user_frame: Option<String>,
     idle_ns: u64,
+    lagging_exec_ns: u64,
+    others_exec_ns: u64,
 }
 
 fn concurrency_json(a: &Analysis) -> Option<ConcurrencyJson> {
@@ -191,6 +193,8 @@ fn concurrency_json(a: &Analysis) -> Option<ConcurrencyJson> {
             lagging_tid: tid(im.lagging),
             user_frame: im.user_frame.as_ref().map(|f| f.display()),
             idle_ns: im.idle_ns,
+            lagging_exec_ns: im.lagging_exec_ns,
+            others_exec_ns: im.others_exec_ns,
         }),
     })
 }

@@ -84,7 +84,8 @@ impl Cause {
             Cause::Lock => "lock waits",
             Cause::Allocator => "allocator and arena locks",
             Cause::Atomics => "atomic operations",
-            Cause::CacheLine => "cache-line contention",
+            // CPU time per unit of work grows for both, and nothing in a profile tells them apart
+            Cause::CacheLine => "cache-line contention or slower CPUs",
             Cause::KernelMemory => "kernel memory work",
             Cause::Oversubscription => "oversubscription",
             Cause::Io => "I/O waits",
