@@ -15,6 +15,7 @@
 
 pub mod collapsed;
 pub mod concurrency;
+pub mod efficiency;
 pub mod futex;
 pub mod locknames;
 pub mod phases;
@@ -62,6 +63,8 @@ pub struct Analysis {
     pub waitfor: Option<waitfor::WaitFor>,
     /// Concurrency over time, when the profile has the kernel's per-thread figures.
     pub concurrency: Option<concurrency::Concurrency>,
+    /// The working threads' efficiency, when two or more threads worked.
+    pub efficiency: Option<efficiency::WorkingEfficiency>,
     /// What each futex word the interposer saw waits on is (a runtime's lock, condition, idle
     /// worker): one classification for the lock list, the thread states and the findings.
     pub futex_words: futex::Words,
@@ -160,6 +163,7 @@ impl Analysis {
         let concurrency = states
             .as_ref()
             .and_then(|s| concurrency::build(&profile, s));
+        let efficiency = efficiency::build(&summary, states.as_ref(), concurrency.is_some());
         let mut analysis = Analysis {
             path,
             profile,
@@ -168,6 +172,7 @@ impl Analysis {
             states,
             waitfor,
             concurrency,
+            efficiency,
             futex_words,
             lock_names,
         };

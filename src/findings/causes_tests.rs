@@ -5,7 +5,7 @@ use crate::analysis::states::{
     CATEGORY_COUNT, Category, KernelFigures, SampledStack, StateReport, StateSite, ThreadStates,
 };
 use crate::analysis::summary::{LockSummary, Summary, ThreadSummary};
-use crate::findings::test_support::{check_levels, frame, rule};
+use crate::findings::test_support::{check_levels, frame, refresh_efficiency, rule};
 use crate::findings::{Finding, Severity};
 
 const WALL: u64 = 1_000_000_000;
@@ -460,6 +460,7 @@ fn parallel_efficiency_names_the_reader_count_not_lock_waits() {
     let r = rule("parallel-efficiency");
     let mut a = readers(2, "pthread_rwlock_rdlock", 0.8, 100, 0);
     a.states.as_mut().unwrap().peak_threads = 2;
+    refresh_efficiency(&mut a);
     let f = super::efficiency::parallel_efficiency(r, &a);
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(f[0].title.contains("reader count"), "{}", f[0].title);
@@ -468,6 +469,7 @@ fn parallel_efficiency_names_the_reader_count_not_lock_waits() {
     let waited = readers(2, "pthread_rwlock_rdlock", 0.8, 100, 1_000_000_000);
     let mut waited = waited;
     waited.states.as_mut().unwrap().peak_threads = 2;
+    refresh_efficiency(&mut waited);
     let f = super::efficiency::parallel_efficiency(r, &waited);
     assert!(f[0].title.contains("is lock waits"), "{}", f[0].title);
 }

@@ -5,19 +5,8 @@ use super::rules::Rule;
 use super::view::{UNKNOWN_FRAME, caught_locks_evidence, frame_text, lock_site_user_text};
 use super::{Finding, build};
 use crate::analysis::Analysis;
-use crate::analysis::states::{CATEGORIES, Category};
+use crate::analysis::states::Category;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
-
-/// The thread-state categories that are the program's time but not its own computation (every
-/// state but computation, waiting for a CPU, and stallscope's own work).
-pub fn not_compute() -> impl Iterator<Item = Category> {
-    CATEGORIES.into_iter().filter(|c| {
-        !matches!(
-            c,
-            Category::Compute | Category::Runnable | Category::Profiler
-        )
-    })
-}
 
 /// Contention on pthread locks.
 pub fn pthread_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {

@@ -1,162 +1,30 @@
-//! Parallel efficiency with its main cause: from the sampled thread states when present
-//! (docs/STATES.md), else from the threads' CPU time, allocator time and lock waits.
+//! The `parallel-efficiency` finding: the working threads' efficiency (the model's,
+//! `analysis::efficiency`) when it is low, with its main cause.
 
-use super::contention::not_compute;
 use super::rules::Rule;
 use super::{Finding, build};
 use crate::analysis::Analysis;
-use crate::analysis::states::{Category, ThreadStates};
+use crate::analysis::efficiency::WorkingEfficiency;
+use crate::analysis::states::Category;
 use crate::util::{fmt_ns, fmt_pct, ratio};
-
-/// Efficiency with the time of each non-compute part the profile can attribute, and the time it
-/// cannot (off-CPU for a reason it does not record).
-struct Efficiency {
-    value: f64,
-    threads: f64,
-    cpus: f64,
-    /// The time `value` is a share of.
-    basis: f64,
-    /// The time the parts are shares of: `basis`, or the threads' summed life where the parts
-    /// can add up to more than `basis` (blocked threads beyond the CPUs).
-    parts_basis: f64,
-    parts: Vec<(&'static str, f64)>,
-    unattributed: f64,
-    /// Whether `value` counts the unattributed time as lost (the sampled states' definition).
-    value_counts_unattributed: bool,
-}
 
 const UNATTRIBUTED_MEANING: &str = "not counted as a cause: the profile cannot attribute it (sleep, I/O or \
      waits it does not intercept, or waiting for a CPU on a busy machine)";
 
-fn from_states(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
-    let r = a.states.as_ref()?;
-    let (threads, cpus, wall) = (r.peak_threads as f64, r.cpus as f64, r.wall_ns as f64);
-    if threads < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
-        return None;
-    }
-    // Threads that work: a thread blocked nearly all its sampled time (a main thread waiting in
-    // join, an idle pool thread) is waiting for the others, not a cause of their inefficiency.
-    let all: Vec<&ThreadStates> = r
-        .threads
-        .iter()
-        .filter(|t| {
-            let total = t.sampled_ns() as f64;
-            total > 0.0
-                && ((t.ns[Category::Blocked.index()] + t.ns[Category::Idle.index()]) as f64)
-                    < rule.param("waiting_thread_blocked_share") * total
-        })
-        .collect();
-    let working = all.len() as f64;
-    if working < rule.param("min_threads") {
-        return None;
-    }
-    if a.concurrency.is_some() {
-        // Threads that worked: on a CPU for a part of their fair share of the CPUs (an idle
-        // pool's threads, waiting for requests, are not). Of the share, not of the wall time:
-        // 60 threads on 2 CPUs get 3% of it each, and had read as "3 threads".
-        let fair = (cpus / working).min(1.0);
-        let worked = |t: &&ThreadStates| {
-            t.kernel
-                .is_some_and(|k| k.exec_ns as f64 >= rule.param("active_cpu_share") * fair * wall)
-        };
-        let all: Vec<&ThreadStates> = all.iter().copied().filter(worked).collect();
-        if (all.len() as f64) < rule.param("min_threads") {
-            return None;
-        }
-        let in_category = |c: Category| all.iter().map(|t| t.ns[c.index()] as f64).sum::<f64>();
-        // With the kernel's figures the threads' time is fully split: the basis is the time
-        // they were awake and not waiting (a thread waiting in join, for a condition or for
-        // input waits for others, never a cause by itself; waiting for a CPU is the machine's
-        // or the oversubscription finding's).
-        // stallscope's own work (heap snapshots) is left out of the basis too: not the program's.
-        let waiting = in_category(Category::Blocked)
-            + in_category(Category::Idle)
-            + in_category(Category::Runnable)
-            + in_category(Category::Profiler);
-        let life: f64 = all.iter().map(|t| t.life_ns as f64).sum();
-        let capacity = (life - waiting).max(1.0);
-        let parts: Vec<(&'static str, f64)> = not_compute()
-            .filter(|&c| c != Category::Blocked && c != Category::Idle)
-            .map(|c| (c.words(), in_category(c)))
-            .collect();
-        return Some(Efficiency {
-            value: ratio(in_category(Category::Compute), capacity),
-            threads: all.len() as f64,
-            cpus,
-            basis: capacity,
-            parts_basis: capacity,
-            parts,
-            unattributed: 0.0,
-            value_counts_unattributed: true,
-        });
-    }
-    let in_category = |c: Category| all.iter().map(|t| t.ns[c.index()] as f64).sum::<f64>();
-    let compute = in_category(Category::Compute);
-    let capacity = wall * working.min(cpus);
-    let parts: Vec<(&'static str, f64)> =
-        not_compute().map(|c| (c.words(), in_category(c))).collect();
-    let sampled: f64 = all.iter().map(|t| t.sampled_ns() as f64).sum();
-    let life: f64 = all.iter().map(|t| t.life_ns as f64).sum();
-    let value = ratio(compute, capacity);
-    Some(Efficiency {
-        value,
-        threads: working,
-        cpus,
-        basis: capacity,
-        // More threads than CPUs can be blocked for longer than the CPUs' capacity (16 threads
-        // on 2 CPUs showed "blocking 4.921 s (135.4%)"): the parts are shares of their lives.
-        parts_basis: life.max(capacity),
-        parts,
-        unattributed: (capacity - sampled).max(0.0),
-        value_counts_unattributed: true,
-    })
-}
-
-/// Without sampled states: computation (CPU time outside the allocator) against computation plus
-/// the allocator and lock waits. Other off-CPU time is left out: from CPU and wall times alone,
-/// waiting for a CPU on a loaded machine looks exactly like a program that sleeps.
-fn from_cpu_time(rule: &Rule, a: &Analysis) -> Option<Efficiency> {
-    let s = &a.summary;
-    let (wall, cpus) = (s.wall_ns as f64, s.ncpus as f64);
-    // Threads that worked or waited for a lock to work, for a part of their fair share of the
-    // CPUs; a main thread waiting in join is not one.
-    let busy = s.threads.iter().filter(|t| t.cpu_ns > 0).count().max(1) as f64;
-    let fair = (cpus / busy).min(1.0);
-    let active = s
-        .threads
-        .iter()
-        .filter(|t| {
-            t.cpu_ns as f64 + t.lock_wait_ns as f64 >= rule.param("active_cpu_share") * fair * wall
-        })
-        .count() as f64;
-    if active < rule.param("min_threads") || cpus < 2.0 || wall < rule.param("min_wall_ns") {
-        return None;
-    }
-    let cpu: f64 = s.threads.iter().map(|t| t.cpu_ns as f64).sum();
-    let alloc: f64 = s.threads.iter().map(|t| t.alloc_cpu_ns as f64).sum();
-    let lock: f64 = s.threads.iter().map(|t| t.lock_wait_ns as f64).sum();
-    let compute = cpu - alloc;
-    let basis = compute + alloc + lock;
-    Some(Efficiency {
-        value: ratio(compute, basis),
-        threads: active,
-        cpus,
-        basis,
-        parts_basis: basis,
-        parts: vec![
-            (Category::Allocator.words(), alloc),
-            (Category::Lock.words(), lock),
-        ],
-        unattributed: (wall * active.min(cpus) - cpu - lock).max(0.0),
-        value_counts_unattributed: false,
-    })
-}
-
 pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
-    let Some(e) = from_states(rule, a).or_else(|| from_cpu_time(rule, a)) else {
+    finding(rule, a, a.efficiency.as_ref())
+}
+
+fn finding(rule: &Rule, a: &Analysis, e: Option<&WorkingEfficiency>) -> Vec<Finding> {
+    let Some(e) = e else {
         return vec![];
     };
-    let mut parts = e.parts.clone();
+    // A parallel program's, run long enough for thread start and exit not to decide it.
+    if e.cpus < 2 || (e.wall_ns as f64) < rule.param("min_wall_ns") {
+        return vec![];
+    }
+    let mut parts: Vec<(&'static str, f64)> =
+        e.parts.iter().map(|&(c, ns)| (c.words(), ns)).collect();
     // Time in an rwlock's read side that never waited is the reader count's cache line moving
     // between CPUs, not lock waits (the rwlock-reader-count finding).
     let reader = super::causes::reader_count_lock_ns(a) as f64;
@@ -175,30 +43,31 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     // the known causes together, the loss may be the machine's (other load), not the program's:
     // no finding.
     let known: f64 = parts.iter().map(|p| p.1).sum();
-    if cause_ns <= 0.0 || (e.value_counts_unattributed && e.unattributed > known) {
+    if cause_ns <= 0.0 || (e.counts_unattributed && e.unattributed_ns > known) {
         return vec![];
     }
     let Some(severity) = rule.severity_of(e.value) else {
         return vec![];
     };
     let mut evidence = vec![format!(
-        "{} threads on {} CPUs: computation {}, {} of the threads' time",
+        "{} working threads on {} CPUs: computation {}, {} of the threads' time {}",
         e.threads,
         e.cpus,
-        fmt_ns(e.value * e.basis),
-        fmt_pct(e.value)
+        fmt_ns(e.compute_ns),
+        fmt_pct(e.value),
+        e.basis.words()
     )];
     for (name, ns) in parts.iter().filter(|p| p.1 > 0.0).take(3) {
         evidence.push(format!(
             "{name}: {} ({})",
             fmt_ns(*ns),
-            fmt_pct(ratio(*ns, e.parts_basis))
+            fmt_pct(e.part_share(*ns))
         ));
     }
-    if e.unattributed > 0.0 {
+    if e.unattributed_ns > 0.0 {
         evidence.push(format!(
             "{} more off-CPU, {UNATTRIBUTED_MEANING}",
-            fmt_ns(e.unattributed)
+            fmt_ns(e.unattributed_ns)
         ));
     }
     vec![build(
@@ -208,7 +77,7 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         &[
             ("efficiency", fmt_pct(e.value)),
             ("cause_name", cause_name.to_string()),
-            ("cause_share", fmt_pct(ratio(cause_ns, e.parts_basis))),
+            ("cause_share", fmt_pct(ratio(cause_ns, e.parts_basis_ns))),
             ("thread_count", e.threads.to_string()),
             ("cpus", e.cpus.to_string()),
         ],
@@ -219,10 +88,21 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::states::{CATEGORY_COUNT, StateReport};
+    use crate::analysis::states::{CATEGORY_COUNT, StateReport, ThreadStates};
     use crate::analysis::summary::{Summary, ThreadSummary};
     use crate::findings::Severity;
+    use crate::findings::rules::Rule;
     use crate::findings::test_support::{check_levels, rule};
+
+    /// The finding on `a` with the model's efficiency worked out from `a` as it is now.
+    fn parallel_efficiency(r: &Rule, a: &Analysis) -> Vec<Finding> {
+        let e = crate::analysis::efficiency::build(
+            &a.summary,
+            a.states.as_ref(),
+            a.concurrency.is_some(),
+        );
+        finding(r, a, e.as_ref())
+    }
 
     fn severity(findings: &[Finding]) -> Option<Severity> {
         assert!(findings.len() <= 1, "{findings:?}");

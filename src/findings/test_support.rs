@@ -71,3 +71,9 @@ pub fn sized_hist(buckets: &[(u64, u64)]) -> Vec<u64> {
     }
     hist
 }
+
+/// Works out the model's efficiency of a test analysis again, after the test changed its states.
+pub fn refresh_efficiency(a: &mut crate::analysis::Analysis) {
+    a.efficiency =
+        crate::analysis::efficiency::build(&a.summary, a.states.as_ref(), a.concurrency.is_some());
+}

@@ -346,6 +346,9 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
             &fmt_pct(r.parallel_efficiency()),
         );
     }
+    if let Some(e) = &p.efficiency {
+        card(&mut o, "working threads' efficiency", &fmt_pct(e.value));
+    }
     if let Some(c) = &p.concurrency {
         card(&mut o, "CPU demand", c.offered.verdict());
     }

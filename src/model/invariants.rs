@@ -94,6 +94,9 @@ pub fn violations(m: &Model) -> Vec<String> {
     if let Some(r) = &m.states {
         share("parallel efficiency", r.parallel_efficiency());
     }
+    if let Some(e) = &m.efficiency {
+        share("working threads' efficiency", e.value);
+    }
     for r in &s.omp_regions {
         share("an OpenMP region's barrier", r.barrier_share());
     }

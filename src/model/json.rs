@@ -85,6 +85,8 @@ pub struct Report<'a> {
     timeline: Option<Timeline<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel_efficiency: Option<Efficiency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    working_efficiency: Option<WorkingEfficiencyJson>,
     /// Who waited for whom, on what (docs/WAITFOR.md); absent when the profile recorded no wait.
     #[serde(skip_serializing_if = "Option::is_none")]
     wait_for: Option<super::waitfor_json::WaitForJson>,
@@ -359,6 +361,7 @@ pub fn report(a: &Model) -> Report<'_> {
             cpus: r.cpus,
             value: r.parallel_efficiency(),
         }),
+        working_efficiency: a.efficiency.as_ref().map(WorkingEfficiencyJson::of),
         wait_for: super::waitfor_json::WaitForJson::of(a),
         concurrency: concurrency_json(a),
         findings: &a.findings,
@@ -1047,4 +1050,43 @@ struct Efficiency {
     threads: usize,
     cpus: u32,
     value: f64,
+}
+
+/// The working threads' efficiency (`analysis::efficiency`), the figure the parallel-efficiency
+/// finding reads.
+#[derive(Serialize)]
+struct WorkingEfficiencyJson {
+    value: f64,
+    compute_ns: u64,
+    basis_ns: u64,
+    /// What `basis_ns` is: `awake_not_waiting`, `wall_x_threads` or `cpu_alloc_lock`.
+    basis: &'static str,
+    threads: usize,
+    cpus: u32,
+    /// The time each part is a share of.
+    parts_basis_ns: u64,
+    /// Each state's time that is not computation.
+    parts: Named<u64>,
+    unattributed_ns: u64,
+}
+
+impl WorkingEfficiencyJson {
+    fn of(e: &crate::analysis::efficiency::WorkingEfficiency) -> Self {
+        WorkingEfficiencyJson {
+            value: e.value,
+            compute_ns: e.compute_ns as u64,
+            basis_ns: e.basis_ns as u64,
+            basis: e.basis.key(),
+            threads: e.threads,
+            cpus: e.cpus,
+            parts_basis_ns: e.parts_basis_ns as u64,
+            parts: Named(
+                e.parts
+                    .iter()
+                    .map(|&(c, ns)| (c.key(), ns as u64))
+                    .collect(),
+            ),
+            unattributed_ns: e.unattributed_ns as u64,
+        }
+    }
 }

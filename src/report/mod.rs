@@ -38,7 +38,12 @@ pub fn render_text(a: &Model, style: Style, stacks: bool) -> String {
     out.push_str(&text::render(a, style, stacks));
     out.push_str(&phases_text::render(&a.phases, style));
     if let Some(r) = &a.states {
-        out.push_str(&states_text::render(r, &a.summary, style));
+        out.push_str(&states_text::render(
+            r,
+            &a.summary,
+            a.efficiency.as_ref(),
+            style,
+        ));
     }
     out.push_str(&waitfor_text::render(a, style));
     if let Some(c) = &a.concurrency {

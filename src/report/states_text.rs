@@ -1,6 +1,7 @@
 //! Thread states as terminal text: shares per thread, a timeline, the lock and allocator stacks of
 //! each thread, parallel efficiency and the hottest functions.
 
+use crate::analysis::efficiency::WorkingEfficiency;
 use crate::analysis::states::{
     CATEGORIES, Category, PerCategory, SITE_CATEGORIES, StateReport, StateSite, ThreadStates,
     sampling_note,
@@ -144,7 +145,12 @@ fn regions_row(
     (row, legend)
 }
 
-pub fn render(r: &StateReport, summary: &Summary, style: Style) -> String {
+pub fn render(
+    r: &StateReport,
+    summary: &Summary,
+    efficiency: Option<&WorkingEfficiency>,
+    style: Style,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\n{}", style.bold("Thread states (sampled)"));
     if let Some(note) = sampling_note(&r.sampling) {
@@ -302,6 +308,17 @@ pub fn render(r: &StateReport, summary: &Summary, style: Style) -> String {
         fmt_ns(r.wall_ns),
         r.width()
     );
+    if let Some(e) = efficiency {
+        let _ = writeln!(
+            out,
+            "  working threads' efficiency: {} (compute {} of {} working threads' {} {})",
+            fmt_pct(e.value),
+            fmt_ns(e.compute_ns),
+            e.threads,
+            fmt_ns(e.basis_ns),
+            e.basis.words()
+        );
+    }
     let total = sum(r.hot.iter().map(|h| h.samples));
     if total > 0 {
         let _ = writeln!(out, "  hottest functions (CPU samples):");

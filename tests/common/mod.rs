@@ -553,6 +553,26 @@ pub fn assert_invariants(r: &Value, file: &Path) {
         r["parallel_efficiency"]
     );
     assert!(
+        share_ok(&r["working_efficiency"]["value"]),
+        "{at}: {:#}",
+        r["working_efficiency"]
+    );
+    // One number for one concept: the parallel-efficiency finding states the model's working
+    // threads' efficiency, not a figure of its own.
+    if let Some(f) = r["findings"]
+        .as_array()
+        .and_then(|fs| fs.iter().find(|f| f["id"] == "parallel-efficiency"))
+    {
+        let value = r["working_efficiency"]["value"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{at}: a parallel-efficiency finding without the figure"));
+        let pct = format!("{:.1}%", value * 100.0);
+        assert!(
+            f["title"].as_str().unwrap_or("").contains(&pct),
+            "{at}: the finding does not state the working threads' efficiency {pct}: {f:#}"
+        );
+    }
+    assert!(
         share_ok(&r["alloc"]["share_of_thread_time"]),
         "{at}: {:#}",
         r["alloc"]
