@@ -41,7 +41,8 @@ pub struct Thresholds {
     /// `imbalance_min_ns`) before the last.
     pub imbalance_share: f64,
     pub imbalance_min_ns: u64,
-    /// ... and the lagging member's CPU time exceeds the members' mean by this share.
+    /// ... and the lagging member's work (`ThreadStates::work_ns`, else its CPU time) exceeds the
+    /// members' mean by this share.
     pub work_excess: f64,
     /// Bins averaged together before the classes are counted.
     pub smooth_bins: usize,
@@ -531,21 +532,20 @@ fn sibling_finish(
         members.iter().map(|&i| exec[i]).collect()
     };
     let mean_work = work.iter().sum::<u64>() as f64 / members.len() as f64;
-    let others_exec = members
-        .iter()
-        .filter(|&&i| i != lagging)
-        .map(|&i| exec[i])
-        .sum::<u64>()
-        / (members.len() as u64 - 1);
+    // The mean of a per-thread figure over the members other than the lagging one.
+    let others_mean = |v: &[u64]| {
+        members
+            .iter()
+            .filter(|&&i| i != lagging)
+            .map(|&i| v[i])
+            .sum::<u64>()
+            / (members.len() as u64 - 1)
+    };
+    let others_exec = others_mean(exec);
     if (work[lag_pos] as f64) < (1.0 + th.work_excess) * mean_work {
         // Late for want of a CPU (its run delay beyond the others' covers half the lag): other
         // load's doing. Late otherwise (it slept or waited longer): left to the serial sections.
-        let others_delay = members
-            .iter()
-            .filter(|&&i| i != lagging)
-            .map(|&i| delay[i])
-            .sum::<u64>()
-            / (members.len() as u64 - 1);
+        let others_delay = others_mean(delay);
         let starved = delay[lagging].saturating_sub(others_delay) as f64 >= 0.5 * early as f64;
         return starved.then_some(SiblingFinish {
             first_end,
