@@ -71,6 +71,9 @@ pub struct WorkingEfficiency {
     /// The time `value` is a share of.
     pub basis_ns: f64,
     pub basis: Basis,
+    /// The thread-state samples the figure comes from (0: not from samples): a figure from few
+    /// of them may be far from the truth.
+    pub samples: u64,
     /// The working threads, and the CPUs.
     pub threads: usize,
     pub cpus: u32,
@@ -170,6 +173,7 @@ fn from_states(th: &Thresholds, r: &StateReport, kernel: bool) -> Option<Working
             compute_ns: compute,
             basis_ns: capacity,
             basis: Basis::KernelStates,
+            samples: all.iter().map(|t| t.samples).sum(),
             threads: all.len(),
             cpus: r.cpus,
             wall_ns: r.wall_ns,
@@ -192,6 +196,7 @@ fn from_states(th: &Thresholds, r: &StateReport, kernel: bool) -> Option<Working
         compute_ns: compute,
         basis_ns: capacity,
         basis: Basis::States,
+        samples: all.iter().map(|t| t.samples).sum(),
         threads: all.len(),
         cpus: r.cpus,
         wall_ns: r.wall_ns,
@@ -231,6 +236,7 @@ fn from_cpu_time(th: &Thresholds, s: &Summary) -> Option<WorkingEfficiency> {
         compute_ns: compute,
         basis_ns: basis,
         basis: Basis::CpuTime,
+        samples: 0,
         threads: active,
         cpus: s.ncpus,
         wall_ns: s.wall_ns,

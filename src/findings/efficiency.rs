@@ -1,12 +1,12 @@
 //! The `parallel-efficiency` finding: the working threads' efficiency (the model's,
 //! `analysis::efficiency`) when it is low, with its main cause.
 
-use super::rules::Rule;
+use super::rules::{Rule, SampledShare};
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::efficiency::WorkingEfficiency;
 use crate::analysis::states::Category;
-use crate::util::{fmt_ns, fmt_pct, ratio};
+use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 
 const UNATTRIBUTED_MEANING: &str = "not counted as a cause: the profile cannot attribute it (sleep, I/O or \
      waits it does not intercept, or waiting for a CPU on a busy machine)";
@@ -46,16 +46,28 @@ fn finding(rule: &Rule, a: &Analysis, e: Option<&WorkingEfficiency>) -> Vec<Find
     if cause_ns <= 0.0 || (e.counts_unattributed && e.unattributed_ns > known) {
         return vec![];
     }
-    let Some(severity) = rule.severity_of(e.value) else {
+    // From few samples the figure may be far from the truth: the severity follows how high it
+    // may be (a short rustc process, 5 CPU samples, read high).
+    let share = SampledShare::new(e.value, e.samples);
+    let Some(severity) = rule.severity_of_sampled(share) else {
         return vec![];
     };
     let mut evidence = vec![format!(
-        "{} working threads on {} CPUs: computation {}, {} of the threads' time {}",
+        "{} working threads on {} CPUs: computation {}, {} of the threads' time {}{}",
         e.threads,
         e.cpus,
         fmt_ns(e.compute_ns),
         fmt_pct(e.value),
-        e.basis.words()
+        e.basis.words(),
+        if share.high() - share.estimate >= 0.005 {
+            format!(
+                " (from {} samples, so possibly as much as {}: the severity follows that)",
+                fmt_count(share.samples),
+                fmt_pct(share.high())
+            )
+        } else {
+            String::new()
+        }
     )];
     for (name, ns) in parts.iter().filter(|p| p.1 > 0.0).take(3) {
         evidence.push(format!(
@@ -157,6 +169,37 @@ mod tests {
             .find(|e| e.starts_with("blocking"))
             .expect("the blocked part");
         assert!(line.contains("(70.4%)"), "{line}");
+    }
+
+    #[test]
+    fn an_efficiency_from_few_samples_is_rated_by_how_high_it_may_be() {
+        // 20% computation over 4 threads: high from many samples; from 8 it may be 48% (the
+        // loss's lower bound, two standard errors), medium; the evidence says so.
+        let r = rule("parallel-efficiency");
+        let with_samples = |n: u64| {
+            let mut a = efficient(0.2, 4, Category::Lock);
+            for t in &mut a.states.as_mut().unwrap().threads {
+                t.samples = n;
+            }
+            a
+        };
+        assert_eq!(
+            severity(&parallel_efficiency(r, &with_samples(1000))),
+            Some(Severity::High)
+        );
+        let few = parallel_efficiency(r, &with_samples(2));
+        assert_eq!(severity(&few), Some(Severity::Medium));
+        assert!(
+            few[0].evidence[0].contains("from 8 samples, so possibly as much as 48.3%"),
+            "{:?}",
+            few[0].evidence
+        );
+        // One sample each: it may be anything, but the estimate alone reaches a level, so the
+        // least severe one (not hidden by the noise either).
+        assert_eq!(
+            severity(&parallel_efficiency(r, &with_samples(1))),
+            Some(Severity::Medium)
+        );
     }
 
     #[test]

@@ -90,17 +90,14 @@ impl Rule {
         match &self.cost_severity {
             None => Some(severity),
             // Severity orders High first: the less severe of the two is the larger.
-            Some(cap) => sampled_level(cap, cost).map(|c| c.max(severity)),
+            Some(cap) => sampled_level(cap, Direction::Above, cost).map(|c| c.max(severity)),
         }
     }
 
     /// The severity a share measured on a sample reaches (a rule whose measure grows with the
     /// severity): see `sampled_level`.
     pub fn severity_of_sampled(&self, share: SampledShare) -> Option<Severity> {
-        match self.direction {
-            Direction::Above => sampled_level(&self.severity, share),
-            Direction::Below => self.severity_of(share.estimate),
-        }
+        sampled_level(&self.severity, self.direction, share)
     }
 }
 
@@ -122,20 +119,33 @@ impl SampledShare {
             samples,
         }
     }
+
+    /// About two standard errors above the estimate: the complement's lower bound.
+    pub fn high(&self) -> f64 {
+        1.0 - crate::util::share_lower_bound(1.0 - self.estimate, self.samples as f64)
+    }
 }
 
-/// The level a sampled share reaches at its lower bound; when only its estimate reaches a level,
-/// the lowest level of `s`: a share from few samples is not raised by its noise (on a short run
-/// the allocator's share of CPU time measured 2.3%, 8.1% and 13.1% in three runs of one
-/// program), nor hidden by it.
-fn sampled_level(s: &Thresholds, share: SampledShare) -> Option<Severity> {
-    level(s, Direction::Above, share.low).or_else(|| {
-        level(s, Direction::Above, share.estimate)?;
-        let lowest = [s.info, s.low, s.medium, s.high]
-            .into_iter()
-            .flatten()
-            .fold(f64::INFINITY, f64::min);
-        level(s, Direction::Above, lowest)
+/// The level a sampled share reaches at the bound nearest to no level (its lower bound for a rule
+/// on large shares, its upper bound for one on small shares); when only its estimate reaches a
+/// level, the least severe level of `s`: a share from few samples is not raised by its noise (on
+/// a short run the allocator's share of CPU time measured 2.3%, 8.1% and 13.1% in three runs of
+/// one program), nor hidden by it.
+fn sampled_level(s: &Thresholds, direction: Direction, share: SampledShare) -> Option<Severity> {
+    let (bound, least) = match direction {
+        Direction::Above => (share.low, f64::min as fn(f64, f64) -> f64),
+        Direction::Below => (share.high(), f64::max as fn(f64, f64) -> f64),
+    };
+    level(s, direction, bound).or_else(|| {
+        level(s, direction, share.estimate)?;
+        let thresholds = [s.info, s.low, s.medium, s.high].into_iter().flatten();
+        let easiest = thresholds.reduce(least)?;
+        // The threshold itself, just inside it for a rule on small shares (`measure < t`).
+        let at = match direction {
+            Direction::Above => easiest,
+            Direction::Below => easiest - f64::EPSILON,
+        };
+        level(s, direction, at)
     })
 }
 

@@ -1061,6 +1061,8 @@ struct WorkingEfficiencyJson {
     basis_ns: u64,
     /// What `basis_ns` is: `awake_not_waiting`, `wall_x_threads` or `cpu_alloc_lock`.
     basis: &'static str,
+    /// The thread-state samples it comes from (0: from CPU times, not samples).
+    samples: u64,
     threads: usize,
     cpus: u32,
     /// The time each part is a share of.
@@ -1077,6 +1079,7 @@ impl WorkingEfficiencyJson {
             compute_ns: e.compute_ns as u64,
             basis_ns: e.basis_ns as u64,
             basis: e.basis.key(),
+            samples: e.samples,
             threads: e.threads,
             cpus: e.cpus,
             parts_basis_ns: e.parts_basis_ns as u64,
