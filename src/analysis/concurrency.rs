@@ -522,15 +522,14 @@ fn sibling_finish(
     // from its sampled states where every member has them (time spinning or waiting for a lock
     // on a CPU is not work: 16 threads taking turns on a spin lock end at different times, the
     // last having spun longest), else its time on a CPU.
-    let sampled = |i: usize| states.threads.get(i).filter(|t| t.sampled_ns() > 0);
-    let work: Vec<u64> = if members.iter().all(|&i| sampled(i).is_some()) {
-        members
-            .iter()
-            .map(|&i| states.threads[i].work_ns())
-            .collect()
-    } else {
-        members.iter().map(|&i| exec[i]).collect()
-    };
+    let sampled_work: Option<Vec<u64>> = members
+        .iter()
+        .map(|&i| {
+            let t = states.threads.get(i).filter(|t| t.sampled_ns() > 0)?;
+            Some(t.work_ns())
+        })
+        .collect();
+    let work = sampled_work.unwrap_or_else(|| members.iter().map(|&i| exec[i]).collect());
     let mean_work = work.iter().sum::<u64>() as f64 / members.len() as f64;
     // The mean of a per-thread figure over the members other than the lagging one.
     let others_mean = |v: &[u64]| {

@@ -167,46 +167,66 @@ fn from_states(th: &Thresholds, r: &StateReport, kernel: bool) -> Option<Working
             + in_category(Category::Profiler);
         let life: f64 = all.iter().map(|t| t.life_ns as f64).sum();
         let capacity = (life - waiting).max(1.0);
-        let compute = in_category(Category::Compute);
-        return Some(WorkingEfficiency {
-            value: ratio(compute, capacity).min(1.0),
-            compute_ns: compute,
-            basis_ns: capacity,
-            basis: Basis::KernelStates,
-            samples: all.iter().map(|t| t.samples).sum(),
-            threads: all.len(),
-            cpus: r.cpus,
-            wall_ns: r.wall_ns,
-            parts_basis_ns: capacity,
-            parts: not_compute()
-                .filter(|&c| c != Category::Blocked && c != Category::Idle)
-                .map(|c| (c, in_category(c)))
-                .collect(),
-            unattributed_ns: 0.0,
-            counts_unattributed: true,
-        });
+        let parts = not_compute()
+            .filter(|&c| c != Category::Blocked && c != Category::Idle)
+            .map(|c| (c, in_category(c)))
+            .collect();
+        return Some(of_threads(
+            &all,
+            r,
+            Basis::KernelStates,
+            capacity,
+            capacity,
+            parts,
+            0.0,
+        ));
     }
     let in_category = |c: Category| all.iter().map(|t| t.ns[c.index()] as f64).sum::<f64>();
-    let compute = in_category(Category::Compute);
     let capacity = wall * working.min(cpus);
     let sampled: f64 = all.iter().map(|t| t.sampled_ns() as f64).sum();
     let life: f64 = all.iter().map(|t| t.life_ns as f64).sum();
-    Some(WorkingEfficiency {
+    let parts = not_compute().map(|c| (c, in_category(c))).collect();
+    // More threads than CPUs can be blocked for longer than the CPUs' capacity (16 threads on 2
+    // CPUs showed "blocking 4.921 s (135.4%)"): the parts are shares of their lives.
+    Some(of_threads(
+        &all,
+        r,
+        Basis::States,
+        capacity,
+        life.max(capacity),
+        parts,
+        (capacity - sampled).max(0.0),
+    ))
+}
+
+/// The working threads' computation over `capacity`, with the rest of the figure.
+fn of_threads(
+    threads: &[&ThreadStates],
+    r: &StateReport,
+    basis: Basis,
+    capacity: f64,
+    parts_basis_ns: f64,
+    parts: Vec<(Category, f64)>,
+    unattributed_ns: f64,
+) -> WorkingEfficiency {
+    let compute: f64 = threads
+        .iter()
+        .map(|t| t.ns[Category::Compute.index()] as f64)
+        .sum();
+    WorkingEfficiency {
         value: ratio(compute, capacity).min(1.0),
         compute_ns: compute,
         basis_ns: capacity,
-        basis: Basis::States,
-        samples: all.iter().map(|t| t.samples).sum(),
-        threads: all.len(),
+        basis,
+        samples: threads.iter().map(|t| t.samples).sum(),
+        threads: threads.len(),
         cpus: r.cpus,
         wall_ns: r.wall_ns,
-        // More threads than CPUs can be blocked for longer than the CPUs' capacity (16 threads
-        // on 2 CPUs showed "blocking 4.921 s (135.4%)"): the parts are shares of their lives.
-        parts_basis_ns: life.max(capacity),
-        parts: not_compute().map(|c| (c, in_category(c))).collect(),
-        unattributed_ns: (capacity - sampled).max(0.0),
+        parts_basis_ns,
+        parts,
+        unattributed_ns,
         counts_unattributed: true,
-    })
+    }
 }
 
 /// Without sampled states: computation (CPU time outside the allocator) against computation plus
