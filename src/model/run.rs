@@ -38,6 +38,8 @@ pub struct ProcessFigures {
     pub findings: Option<Vec<Finding>>,
     /// Time on a CPU over time: (begin, end, CPU ns) in wall-clock ns since the epoch.
     pub cpu_spans: Vec<(u64, u64, u64)>,
+    /// Time runnable, waiting for a CPU, over time: the same spans of the run delay.
+    pub delay_spans: Vec<(u64, u64, u64)>,
 }
 
 /// The CPUs the run's processes kept busy over time, together.
@@ -71,10 +73,14 @@ const SERIAL_ABOVE: f64 = 0.5;
 /// A process's finding is shown only if its stake is at least this share of the run's wall time.
 const FINDING_MIN_RUN_SHARE: f64 = 0.01;
 
-/// The time on a CPU of a profile's threads, from its SCHED points (each covers the time since
-/// its thread's previous point); CPU time no point covers (a process too short for the sampler)
-/// is spread over the image's life.
-fn cpu_spans(p: &crate::profile::Profile, cpu_ns: u64) -> Vec<(u64, u64, u64)> {
+/// The time on a CPU of a profile's threads, and their time runnable, from its SCHED points (each
+/// covers the time since its thread's previous point); CPU time no point covers (a process too
+/// short for the sampler) is spread over the image's life.
+#[allow(clippy::type_complexity)]
+fn sched_spans(
+    p: &crate::profile::Profile,
+    cpu_ns: u64,
+) -> (Vec<(u64, u64, u64)>, Vec<(u64, u64, u64)>) {
     let start_mono = p.process.start_mono_ns;
     let start_real = p.process.start_realtime_ns;
     let real = |mono: u64| start_real.saturating_add(mono.saturating_sub(start_mono));
@@ -84,6 +90,7 @@ fn cpu_spans(p: &crate::profile::Profile, cpu_ns: u64) -> Vec<(u64, u64, u64)> {
         .map(|t| (t.serial, t.start_mono_ns.max(start_mono)))
         .collect();
     let mut out = Vec::new();
+    let mut delay = Vec::new();
     let mut covered = 0u64;
     for s in &p.sched {
         let Some(from) = last.get_mut(&s.serial) else {
@@ -95,6 +102,10 @@ fn cpu_spans(p: &crate::profile::Profile, cpu_ns: u64) -> Vec<(u64, u64, u64)> {
             out.push((real(begin), real(s.mono_ns), exec));
             covered += exec;
         }
+        let runnable = s.run_delay_ns.min(s.mono_ns - begin - exec);
+        if runnable > 0 {
+            delay.push((real(begin), real(s.mono_ns), runnable));
+        }
         *from = s.mono_ns;
     }
     let rest = cpu_ns.saturating_sub(covered);
@@ -105,7 +116,7 @@ fn cpu_spans(p: &crate::profile::Profile, cpu_ns: u64) -> Vec<(u64, u64, u64)> {
             rest,
         ));
     }
-    out
+    (out, delay)
 }
 
 /// CPUs busy over the run, from every process's time on a CPU, and its longest serial stretch.
@@ -127,39 +138,29 @@ fn run_concurrency(
     // Bins of at least 10 ms (the sampler looks every few ms), at most 2000 of them.
     let bin_ns = 10_000_000u64.max(wall.div_ceil(2000));
     let nbins = wall.div_ceil(bin_ns) as usize;
-    let mut bins = vec![0f64; nbins];
-    for p in processes {
-        for &(b, e, v) in &p.cpu_spans {
-            let b = b.saturating_sub(start).min(wall);
-            let e = e.saturating_sub(start).min(wall).max(b + 1);
-            let span = (e - b) as f64;
-            let mut t = b;
-            while t < e {
-                let i = (t / bin_ns) as usize;
-                if i >= nbins {
-                    break;
-                }
-                let bin_end = ((i as u64 + 1) * bin_ns).min(e);
-                bins[i] += v as f64 * (bin_end - t) as f64 / span / bin_ns as f64;
-                t = bin_end;
-            }
-        }
-    }
-    // The last bin may be short: its figure is over its own length.
-    let last_len = wall - (nbins as u64 - 1) * bin_ns;
-    if let Some(last) = bins.last_mut() {
-        *last *= bin_ns as f64 / last_len.max(1) as f64;
-    }
+    let mut bins = binned(processes.iter().map(|p| &p.cpu_spans), start, wall, bin_ns);
     for b in bins.iter_mut() {
         *b = b.min(cpus as f64);
     }
+    // Processes waiting for a CPU meanwhile: a bin with one CPU busy while others wanted one
+    // (other load took the CPUs: cc1 processes of `make -j4` runnable 75% of the time) is not
+    // serial.
+    let runnable = binned(
+        processes.iter().map(|p| &p.delay_spans),
+        start,
+        wall,
+        bin_ns,
+    );
+    let serial = |i: usize| {
+        bins[i] >= SERIAL_ABOVE && bins[i] < SERIAL_BELOW && bins[i] + runnable[i] < SERIAL_BELOW
+    };
     if cpus > 1 {
         let mut best: Option<(usize, usize)> = None;
         let mut i = 0;
         while i < nbins {
-            if bins[i] >= SERIAL_ABOVE && bins[i] < SERIAL_BELOW {
+            if serial(i) {
                 let from = i;
-                while i < nbins && bins[i] >= SERIAL_ABOVE && bins[i] < SERIAL_BELOW {
+                while i < nbins && serial(i) {
                     i += 1;
                 }
                 if best.is_none_or(|(f, t)| t - f < i - from) {
@@ -190,6 +191,39 @@ fn run_concurrency(
     c.bin_ns = bin_ns;
     c.bins = bins;
     c
+}
+
+/// Spans of time (CPU time, run delay) in bins of `bin_ns` from `start`: each bin's time over its
+/// length (the threads at it on average), each span's time taken as even over it.
+fn binned<'a>(
+    spans: impl Iterator<Item = &'a Vec<(u64, u64, u64)>>,
+    start: u64,
+    wall: u64,
+    bin_ns: u64,
+) -> Vec<f64> {
+    let nbins = wall.div_ceil(bin_ns) as usize;
+    let mut bins = vec![0f64; nbins];
+    for &(b, e, v) in spans.flatten() {
+        let b = b.saturating_sub(start).min(wall);
+        let e = e.saturating_sub(start).min(wall).max(b + 1);
+        let span = (e - b) as f64;
+        let mut t = b;
+        while t < e {
+            let i = (t / bin_ns) as usize;
+            if i >= nbins {
+                break;
+            }
+            let bin_end = ((i as u64 + 1) * bin_ns).min(e);
+            bins[i] += v as f64 * (bin_end - t) as f64 / span / bin_ns as f64;
+            t = bin_end;
+        }
+    }
+    // The last bin may be short: its figure is over its own length.
+    let last_len = wall - (nbins as u64).saturating_sub(1) * bin_ns;
+    if let Some(last) = bins.last_mut() {
+        *last *= bin_ns as f64 / last_len.max(1) as f64;
+    }
+    bins
 }
 
 /// The CPU time of `spans` within [begin, end), each span's time taken as even over it.
@@ -337,7 +371,7 @@ impl Run {
                     }
                     images.push(tree::Image::of(&path, &p));
                     let s = summary::summarize(&p);
-                    spans.push(cpu_spans(&p, s.cpu_ns()));
+                    spans.push(sched_spans(&p, s.cpu_ns()));
                     summaries.push(s);
                     profiles.push(Some(p));
                 }
@@ -383,7 +417,12 @@ impl Run {
                     cpu_spans: proc_
                         .images
                         .iter()
-                        .flat_map(|&i| spans[i].iter().copied())
+                        .flat_map(|&i| spans[i].0.iter().copied())
+                        .collect(),
+                    delay_spans: proc_
+                        .images
+                        .iter()
+                        .flat_map(|&i| spans[i].1.iter().copied())
                         .collect(),
                 }
             })
@@ -575,6 +614,54 @@ mod tests {
             remedy: String::new(),
             stake_ns: None,
         }
+    }
+
+    /// A process with `cpu` ns on a CPU and `runnable` ns waiting for one, each spread evenly
+    /// over [0, 1 s).
+    fn busy_process(cpu: u64, runnable: u64) -> ProcessFigures {
+        let spans = |ns: u64| {
+            if ns > 0 {
+                vec![(0, 1_000_000_000, ns)]
+            } else {
+                Vec::new()
+            }
+        };
+        ProcessFigures {
+            command: words(&["cc1"]),
+            program: "cc1".into(),
+            name: "cc1".into(),
+            paths: Vec::new(),
+            wall_ns: 1_000_000_000,
+            cpu_ns: cpu,
+            alloc_calls: 0,
+            lock_wait_ns: 0,
+            exit_code: Some(0),
+            signal: None,
+            complete: true,
+            findings: None,
+            cpu_spans: spans(cpu),
+            delay_spans: spans(runnable),
+        }
+    }
+
+    #[test]
+    fn one_cpu_busy_while_others_wait_for_one_is_not_a_serial_stretch() {
+        // Two compilers on 2 CPUs, each on a CPU half the time and runnable the other half: one
+        // CPU's worth busy, the other taken by other load. Read by busy CPUs alone, a serial
+        // stretch of the whole run.
+        let contended = [
+            busy_process(500_000_000, 500_000_000),
+            busy_process(500_000_000, 500_000_000),
+        ];
+        let c = run_concurrency(&contended, 2, 0, 1_000_000_000);
+        assert!((c.mean_busy - 1.0).abs() < 1e-9, "{}", c.mean_busy);
+        assert!(c.serial.is_none(), "{:?}", c.serial);
+        // One process alone on a CPU, now and then runnable: serial it is.
+        let alone = [busy_process(900_000_000, 100_000_000)];
+        let c = run_concurrency(&alone, 2, 0, 1_000_000_000);
+        let s = c.serial.expect("a serial stretch");
+        assert_eq!((s.begin_ns, s.end_ns), (0, 1_000_000_000));
+        assert_eq!(s.process, Some(0));
     }
 
     fn words(a: &[&str]) -> Vec<String> {
