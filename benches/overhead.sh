@@ -108,11 +108,9 @@ fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-overhead.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-all_cases=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp tbb forkcpu fork forkexec startup)
-if [ -n "$only" ]; then IFS=, read -r -a cases <<<"$only"; else cases=("${all_cases[@]}"); fi
-declare -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute [churn]=churn_threads
-    [prodcons]=producer_consumer [sizes]=random_sizes [pell]=bignum_pell [stress]=stress_threads
-    [rwlock]=rwlock_read [syscalls]=syscall_loop [forkcpu]=fork_rate [fork]=fork_rate [forkexec]=fork_rate)
+# shellcheck source=benches/common.sh
+. "$root/benches/common.sh"
+if [ -n "$only" ]; then IFS=, read -r -a cases <<<"$only"; else cases=("${BENCH_CASES[@]}"); fi
 declare -A args=([churn]="2 1.5" [prodcons]="1 1 1.5" [sizes]="2 1.5" [stream]="slow --threads 2"
     [rustmutex]="2 400000" [omp]=300000 [tbb]=2 [forkcpu]="0 exit 500" [fork]="0 exit 500" [forkexec]="0 exec 500")
 # forkcpu: the program's own CPU time per fork (its and its children's getrusage over the loop, as
@@ -129,22 +127,8 @@ declare -A target=([alloc]="≤ 1.10x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x"
 for c in "${cases[@]}"; do
     if [ -n "$prebuilt" ] && [ "$c" != startup ]; then
         cp "$prebuilt/$c" "$work/$c" || { echo "no prebuilt $c in $prebuilt" >&2; exit 2; }
-    elif [ "$c" = rustmutex ]; then
-        cargo build --release --quiet --manifest-path "$root/tests/rust_programs/Cargo.toml" \
-            --target-dir "$root/target/rust_programs"
-        cp "$root/target/rust_programs/release/std_mutex" "$work/$c"
-    elif [ "$c" = omp ]; then
-        cc -O2 -g -fopenmp -o "$work/$c" "$root/tests/omp_programs/small_regions.c"
-    elif [ "$c" = tbb ]; then
-        c++ -O2 -g -std=c++17 -o "$work/$c" "$root/tests/tbb_programs/balanced_reduce.cpp" -ltbb
-    elif [ "$c" = startup ]; then
-        ln -s "$(type -P true)" "$work/$c"
-    elif [ "$c" = stream ]; then
-        g++ -std=c++17 -O2 -g -pthread -I "$root/demos" -o "$work/$c" "$root/demos/stream_parse.cpp"
-    elif [ -n "${source[$c]:-}" ]; then
-        cc -O2 -g -pthread -o "$work/$c" "$root/benches/programs/${source[$c]}.c"
     else
-        echo "unknown case: $c" >&2; exit 2
+        bench_build_case "$root" "$c" "$work/$c" || exit 2
     fi
 done
 
@@ -152,8 +136,6 @@ modes=(plain sampled)
 [ -n "$baseline_lib" ] && modes+=(baseline)
 if [ "$preload" = 1 ]; then
     modes+=(preload)
-    # shellcheck source=benches/common.sh
-    . "$root/benches/common.sh"
     preload_lib="$(bench_interposer "$root" "${lib:-${prebuilt:+$prebuilt/libstallscope.so}}")"
 fi
 [ "$extra" = 1 ] && modes+=(nosampling exact nostacks libgcc)

@@ -16,17 +16,9 @@ cd "$root"
 . "$root/benches/common.sh"
 cp "$(bench_interposer "$root")" "$out/libstallscope.so"
 cp "${CARGO_TARGET_DIR:-$root/target}/release/stallscope" "$out/stallscope"
-declare -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute [churn]=churn_threads
-    [prodcons]=producer_consumer [sizes]=random_sizes [pell]=bignum_pell [stress]=stress_threads
-    [rwlock]=rwlock_read [syscalls]=syscall_loop [forkcpu]=fork_rate [fork]=fork_rate [forkexec]=fork_rate)
-for c in "${!source[@]}"; do
-    cc -O2 -g -pthread -o "$out/$c" "benches/programs/${source[$c]}.c"
+for c in "${BENCH_CASES[@]}"; do
+    [ "$c" = startup ] || bench_build_case "$root" "$c" "$out/$c"
 done
-g++ -std=c++17 -O2 -g -pthread -I demos -o "$out/stream" demos/stream_parse.cpp
-cc -O2 -g -fopenmp -o "$out/omp" tests/omp_programs/small_regions.c
-c++ -O2 -g -std=c++17 -o "$out/tbb" tests/tbb_programs/balanced_reduce.cpp -ltbb
-cargo build --release --quiet --manifest-path tests/rust_programs/Cargo.toml --target-dir target/rust_programs
-cp target/rust_programs/release/std_mutex "$out/rustmutex"
 for p in mutex_handoffs cond_handoffs rwlock_handoffs; do
     cc -O2 -g -pthread -no-pie -o "$out/$p" "benches/programs/$p.c"
 done

@@ -4,19 +4,14 @@
 use super::rules::{Rule, SampledShare};
 use super::{Finding, build};
 use crate::analysis::Analysis;
-use crate::analysis::efficiency::WorkingEfficiency;
 use crate::analysis::states::Category;
-use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
+use crate::util::{fmt_count, fmt_ns, fmt_pct};
 
 const UNATTRIBUTED_MEANING: &str = "not counted as a cause: the profile cannot attribute it (sleep, I/O or \
      waits it does not intercept, or waiting for a CPU on a busy machine)";
 
 pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
-    finding(rule, a, a.efficiency.as_ref())
-}
-
-fn finding(rule: &Rule, a: &Analysis, e: Option<&WorkingEfficiency>) -> Vec<Finding> {
-    let Some(e) = e else {
+    let Some(e) = a.efficiency.as_ref() else {
         return vec![];
     };
     // A parallel program's, run long enough for thread start and exit not to decide it.
@@ -89,7 +84,7 @@ fn finding(rule: &Rule, a: &Analysis, e: Option<&WorkingEfficiency>) -> Vec<Find
         &[
             ("efficiency", fmt_pct(e.value)),
             ("cause_name", cause_name.to_string()),
-            ("cause_share", fmt_pct(ratio(cause_ns, e.parts_basis_ns))),
+            ("cause_share", fmt_pct(e.part_share(cause_ns))),
             ("thread_count", e.threads.to_string()),
             ("cpus", e.cpus.to_string()),
         ],
@@ -104,16 +99,13 @@ mod tests {
     use crate::analysis::summary::{Summary, ThreadSummary};
     use crate::findings::Severity;
     use crate::findings::rules::Rule;
-    use crate::findings::test_support::{check_levels, rule};
+    use crate::findings::test_support::{check_levels, refresh_efficiency, rule};
 
     /// The finding on `a` with the model's efficiency worked out from `a` as it is now.
     fn parallel_efficiency(r: &Rule, a: &Analysis) -> Vec<Finding> {
-        let e = crate::analysis::efficiency::build(
-            &a.summary,
-            a.states.as_ref(),
-            a.concurrency.is_some(),
-        );
-        finding(r, a, e.as_ref())
+        let mut a = a.clone();
+        refresh_efficiency(&mut a);
+        super::parallel_efficiency(r, &a)
     }
 
     fn severity(findings: &[Finding]) -> Option<Severity> {

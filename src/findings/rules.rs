@@ -132,20 +132,20 @@ impl SampledShare {
 /// a short run the allocator's share of CPU time measured 2.3%, 8.1% and 13.1% in three runs of
 /// one program), nor hidden by it.
 fn sampled_level(s: &Thresholds, direction: Direction, share: SampledShare) -> Option<Severity> {
-    let (bound, least) = match direction {
-        Direction::Above => (share.low, f64::min as fn(f64, f64) -> f64),
-        Direction::Below => (share.high(), f64::max as fn(f64, f64) -> f64),
+    let bound = match direction {
+        Direction::Above => share.low,
+        Direction::Below => share.high(),
     };
     level(s, direction, bound).or_else(|| {
         level(s, direction, share.estimate)?;
-        let thresholds = [s.info, s.low, s.medium, s.high].into_iter().flatten();
-        let easiest = thresholds.reduce(least)?;
-        // The threshold itself, just inside it for a rule on small shares (`measure < t`).
-        let at = match direction {
-            Direction::Above => easiest,
-            Direction::Below => easiest - f64::EPSILON,
-        };
-        level(s, direction, at)
+        [
+            (s.info, Severity::Info),
+            (s.low, Severity::Low),
+            (s.medium, Severity::Medium),
+            (s.high, Severity::High),
+        ]
+        .into_iter()
+        .find_map(|(t, severity)| t.map(|_| severity))
     })
 }
 

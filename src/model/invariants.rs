@@ -1,7 +1,7 @@
 //! What no model may say, whatever the profile (issue 24: one number per concept): a thread
 //! spends at most its life in the allocator or waiting for locks, and at most its CPU time (and
-//! its allocator calls' measured time) on a CPU in the allocator; no share above 100%; no stake above the wall time; at least as many
-//! threads counted as threads listed. Checked on the typed model, so that the fuzz corpus (and
+//! its allocator calls' measured time) on a CPU in the allocator; no share above 100%; no stake
+//! above the wall time; at least as many threads counted as threads listed. Checked on the typed model, so that the fuzz corpus (and
 //! the fuzz targets) hold every view to it; `tests/common::assert_invariants` checks the same on
 //! every report the integration tests read.
 

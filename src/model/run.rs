@@ -36,10 +36,10 @@ pub struct ProcessFigures {
     pub complete: bool,
     /// None: not worked out (see FINDINGS_FOR_AT_MOST).
     pub findings: Option<Vec<Finding>>,
-    /// Time on a CPU over time: (begin, end, CPU ns) in wall-clock ns since the epoch.
-    pub cpu_spans: Vec<(u64, u64, u64)>,
-    /// Time runnable, waiting for a CPU, over time: the same spans of the run delay.
-    pub delay_spans: Vec<(u64, u64, u64)>,
+    /// Time on a CPU over time.
+    pub cpu_spans: Spans,
+    /// Time runnable, waiting for a CPU, over time.
+    pub delay_spans: Spans,
 }
 
 /// The CPUs the run's processes kept busy over time, together.
@@ -73,14 +73,14 @@ const SERIAL_ABOVE: f64 = 0.5;
 /// A process's finding is shown only if its stake is at least this share of the run's wall time.
 const FINDING_MIN_RUN_SHARE: f64 = 0.01;
 
+/// Time over time: (begin, end, ns) in wall-clock ns since the epoch, the ns taken as even over
+/// the span.
+type Spans = Vec<(u64, u64, u64)>;
+
 /// The time on a CPU of a profile's threads, and their time runnable, from its SCHED points (each
 /// covers the time since its thread's previous point); CPU time no point covers (a process too
 /// short for the sampler) is spread over the image's life.
-#[allow(clippy::type_complexity)]
-fn sched_spans(
-    p: &crate::profile::Profile,
-    cpu_ns: u64,
-) -> (Vec<(u64, u64, u64)>, Vec<(u64, u64, u64)>) {
+fn sched_spans(p: &crate::profile::Profile, cpu_ns: u64) -> (Spans, Spans) {
     let start_mono = p.process.start_mono_ns;
     let start_real = p.process.start_realtime_ns;
     let real = |mono: u64| start_real.saturating_add(mono.saturating_sub(start_mono));
@@ -137,7 +137,6 @@ fn run_concurrency(
     c.mean_busy = total as f64 / wall as f64;
     // Bins of at least 10 ms (the sampler looks every few ms), at most 2000 of them.
     let bin_ns = 10_000_000u64.max(wall.div_ceil(2000));
-    let nbins = wall.div_ceil(bin_ns) as usize;
     let mut bins = binned(processes.iter().map(|p| &p.cpu_spans), start, wall, bin_ns);
     for b in bins.iter_mut() {
         *b = b.min(cpus as f64);
@@ -154,6 +153,7 @@ fn run_concurrency(
     let serial = |i: usize| {
         bins[i] >= SERIAL_ABOVE && bins[i] < SERIAL_BELOW && bins[i] + runnable[i] < SERIAL_BELOW
     };
+    let nbins = bins.len();
     if cpus > 1 {
         let mut best: Option<(usize, usize)> = None;
         let mut i = 0;
@@ -196,7 +196,7 @@ fn run_concurrency(
 /// Spans of time (CPU time, run delay) in bins of `bin_ns` from `start`: each bin's time over its
 /// length (the threads at it on average), each span's time taken as even over it.
 fn binned<'a>(
-    spans: impl Iterator<Item = &'a Vec<(u64, u64, u64)>>,
+    spans: impl Iterator<Item = &'a Spans>,
     start: u64,
     wall: u64,
     bin_ns: u64,

@@ -466,10 +466,6 @@ pub fn report_json(file: &Path) -> Value {
     report
 }
 
-/// What no report may say, whatever the program (issue 24: one number per concept): a thread
-/// spends at most its life in the allocator or waiting for locks, and at most its CPU time on a
-/// CPU in the allocator; no share above 100%; no stake above the wall time; at least as many
-/// threads counted as rows shown, and as took any one lock. Checked on every report the tests read.
 /// Every thread-state category's key in the report's `threads[].states` (`<key>_ns`): with
 /// `unaccounted_ns` they add up to the thread's life (docs/STATES.md).
 #[allow(unused_imports)] // each test binary uses a different subset
@@ -485,6 +481,12 @@ pub fn main_thread(r: &Value) -> &Value {
         .expect("a main thread")
 }
 
+/// What no report may say, whatever the program (issue 24: one number per concept): a thread
+/// spends at most its life in the allocator or waiting for locks, and at most its CPU time (and
+/// its allocator calls' measured time) on a CPU in the allocator; no share above 100%; no stake
+/// above the wall time; at least as many threads counted as rows shown, and as took any one lock;
+/// the parallel-efficiency finding states the working threads' efficiency. Checked on every
+/// report the tests read.
 pub fn assert_invariants(r: &Value, file: &Path) {
     let at = file.display();
     let wall = r["wall_ns"].as_u64().unwrap_or(0);
