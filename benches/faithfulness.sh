@@ -49,6 +49,9 @@
 #                (--baseline-lib adds its modes, whatever the list)
 #   --no-perf    without perf (a machine that has none): the program's own counters and the
 #                profile's, the kernel's columns left empty
+#   --glibc DIR  run the program through another C library's loader (DIR holds its
+#                ld-linux-x86-64.so.2 and libc.so.6: `DIR/ld-linux-x86-64.so.2 --library-path DIR`), as
+#                benches/glibc_versions.sh --fetch extracts them: another glibc's lock code on this machine
 #   --prebuilt DIR  build nothing: stallscope, the programs and the pass-through library are
 #                DIR/stallscope, DIR/PROGRAM (mutex_handoffs, cond_handoffs, rwlock_handoffs, built
 #                with -no-pie) and DIR/lock_passthrough.so, as benches/prebuild.sh DIR leaves them
@@ -63,6 +66,7 @@ baseline_libs=()
 mode_list="steps,nosampling,forwarded"
 use_perf=1
 prebuilt=""
+glibc=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
@@ -73,7 +77,8 @@ while [ $# -gt 0 ]; do
         --modes) mode_list="$2"; shift ;;
         --no-perf) use_perf=0 ;;
         --prebuilt) prebuilt="$(cd "$2" && pwd)"; shift ;;
-        -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
+        --glibc) glibc="$(cd "$2" && pwd)"; shift ;;
+        -h|--help) sed -n '2,59p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -117,6 +122,9 @@ end=$(printf '0x%x' $((word + size)))
 # WAKE_BITSET 138.
 wait_filter="uaddr >= $word && uaddr < $end && (op == 128 || op == 137 || op == 393)"
 wake_filter="uaddr >= $word && uaddr < $end && (op == 129 || op == 138)"
+# The program as every mode starts it: itself, or through the other glibc's loader.
+prog=("$work/mh")
+[ -z "$glibc" ] || prog=("$glibc/ld-linux-x86-64.so.2" --library-path "$glibc" "$work/mh")
 pin=()
 [ -z "$cpus" ] || pin=(taskset -c "$cpus")
 rtprio=()
@@ -136,15 +144,15 @@ run_one() {
     local mode="$1" prof="$work/p.prof" cmd
     rm -f "$prof"
     case "$mode" in
-        plain|again) cmd=("$work/mh" "${args[@]}") ;;
-        passthrough) cmd=(env LD_PRELOAD="$work/passthrough.so" "$work/mh" "${args[@]}") ;;
-        steps) cmd=("$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
-        nosampling) cmd=("$stallscope" run -q --no-sampling -o "$prof" -- "$work/mh" "${args[@]}") ;;
-        forwarded) cmd=(env STALLSCOPE_LOCK_STEPS=0 "$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
-        cpuonly) cmd=("$stallscope" run -q --wall-hz 0 -o "$prof" -- "$work/mh" "${args[@]}") ;;
-        wallonly) cmd=("$stallscope" run -q --sample-hz 0 -o "$prof" -- "$work/mh" "${args[@]}") ;;
-        perfrec) cmd=(perf record -q -B -F 1000 -g -o "$work/perf.data" -- "${rtprio[@]}" "$work/mh" "${args[@]}") ;;
-        baseline*) cmd=(env STALLSCOPE_PRELOAD_LIB="${baseline_libs[${mode#baseline}]}" "$stallscope" run -q -o "$prof" -- "$work/mh" "${args[@]}") ;;
+        plain|again) cmd=("${prog[@]}" "${args[@]}") ;;
+        passthrough) cmd=(env LD_PRELOAD="$work/passthrough.so" "${prog[@]}" "${args[@]}") ;;
+        steps) cmd=("$stallscope" run -q -o "$prof" -- "${prog[@]}" "${args[@]}") ;;
+        nosampling) cmd=("$stallscope" run -q --no-sampling -o "$prof" -- "${prog[@]}" "${args[@]}") ;;
+        forwarded) cmd=(env STALLSCOPE_LOCK_STEPS=0 "$stallscope" run -q -o "$prof" -- "${prog[@]}" "${args[@]}") ;;
+        cpuonly) cmd=("$stallscope" run -q --wall-hz 0 -o "$prof" -- "${prog[@]}" "${args[@]}") ;;
+        wallonly) cmd=("$stallscope" run -q --sample-hz 0 -o "$prof" -- "${prog[@]}" "${args[@]}") ;;
+        perfrec) cmd=(perf record -q -B -F 1000 -g -o "$work/perf.data" -- "${rtprio[@]}" "${prog[@]}" "${args[@]}") ;;
+        baseline*) cmd=(env STALLSCOPE_PRELOAD_LIB="${baseline_libs[${mode#baseline}]}" "$stallscope" run -q -o "$prof" -- "${prog[@]}" "${args[@]}") ;;
     esac
     local out waits=- wakes=-
     if [ "$use_perf" = 1 ]; then
@@ -167,7 +175,7 @@ run_one() {
     echo "$counts$waits $wakes $contended"
 }
 # The program's counters' names, from one run of it.
-names=$("$work/mh" "${args[@]}" | awk '{ for (i = 2; i <= NF; i += 2) printf "%s ", $i }')
+names=$("${prog[@]}" "${args[@]}" | awk '{ for (i = 2; i <= NF; i += 2) printf "%s ", $i }')
 read -r -a names <<<"$names"
 ncounts=${#names[@]}
 
