@@ -33,7 +33,11 @@ pub struct Thresholds {
     pub parallel_min_ns: u64,
     /// Serial stretches shorter than this are not listed (start-up, polling jitter).
     pub min_section_ns: u64,
-    /// Sibling threads: started within this time of the group's first.
+    /// Sibling threads: started after the group's first within `sibling_start_share` of its run
+    /// (from its start to its last time on a CPU), at least `sibling_start_min_ns` and at most
+    /// `sibling_start_ns`.
+    pub sibling_start_share: f64,
+    pub sibling_start_min_ns: u64,
     pub sibling_start_ns: u64,
     /// A thread counts in a group when it ran at least this share of the wall time.
     pub member_min_share: f64,
@@ -468,6 +472,31 @@ fn serial_sections(
     out
 }
 
+/// The sibling workers among `candidates` (thread index, start, last time on a CPU; ns from the
+/// process's start; by start): the largest set of threads started together, each within a share
+/// of the first one's run after it (`Thresholds::sibling_start_share`). A thread started once
+/// another was well into its work is not its sibling but work handed on: rustc's compiler thread
+/// and an LLVM worker it started 40 ms into its 84 ms had read "load imbalance" between the two.
+/// Of equal sets, the earliest.
+fn sibling_group(candidates: &[(usize, u64, u64)], th: &Thresholds) -> Vec<usize> {
+    let mut best: &[(usize, u64, u64)] = &[];
+    for (k, &(_, start, finish)) in candidates.iter().enumerate() {
+        let run = finish.saturating_sub(start) as f64;
+        let window = ((run * th.sibling_start_share) as u64).clamp(
+            th.sibling_start_min_ns,
+            th.sibling_start_ns.max(th.sibling_start_min_ns),
+        );
+        let n = candidates[k..]
+            .iter()
+            .take_while(|c| c.1.saturating_sub(start) <= window)
+            .count();
+        if n > best.len() {
+            best = &candidates[k..k + n];
+        }
+    }
+    best.iter().map(|c| c.0).collect()
+}
+
 /// How a group of sibling workers finished, where the first ended well before the last: that
 /// stretch, and the imbalance when the last one did more work than the others (else it was kept
 /// off the CPUs by other load).
@@ -499,13 +528,20 @@ fn sibling_finish(
         })
         .collect();
     members.sort_by_key(|&i| profile.threads[i].start_mono_ns);
-    let first = *members.first()?;
-    let first_start = profile.threads[first].start_mono_ns;
-    members.retain(|&i| profile.threads[i].start_mono_ns - first_start <= th.sibling_start_ns);
+    let candidates: Vec<(usize, u64, u64)> = members
+        .iter()
+        .map(|&i| {
+            let begin = profile.threads[i].start_mono_ns.saturating_sub(start);
+            (i, begin, last_exec[i].max(begin))
+        })
+        .collect();
+    let members = sibling_group(&candidates, th);
     if members.len() < 2 {
         return None;
     }
-    let group_start = first_start.saturating_sub(start);
+    let group_start = profile.threads[members[0]]
+        .start_mono_ns
+        .saturating_sub(start);
     let work: u64 = members.iter().map(|&i| exec[i] + delay[i]).sum();
     let width = (members.len() as u64).min(cpus.max(1) as u64);
     let ideal_end = group_start + work / width;
@@ -576,4 +612,40 @@ fn sibling_finish(
         last_end,
         imbalance,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_thread_started_well_into_anothers_run_is_not_its_sibling() {
+        let th = thresholds();
+        // rustc: its compiler thread (3-87 ms) and an LLVM worker started 40 ms into it.
+        assert!(sibling_group(&[(1, 3 * MS, 87 * MS), (5, 43 * MS, 53 * MS)], th).len() < 2);
+        // Workers started together (thread creation one after the other) are siblings.
+        let pool = [
+            (1, 3 * MS, 90 * MS),
+            (2, 4 * MS, 60 * MS),
+            (3, 5 * MS, 91 * MS),
+        ];
+        assert_eq!(sibling_group(&pool, th), vec![1, 2, 3]);
+        // A helper started first does not hide a pool started later, nor join it.
+        let helper_then_pool = [
+            (0, MS, 900 * MS),
+            (4, 300 * MS, 500 * MS),
+            (6, 301 * MS, 420 * MS),
+            (7, 302 * MS, 480 * MS),
+        ];
+        assert_eq!(sibling_group(&helper_then_pool, th), vec![4, 6, 7]);
+        // Short workers get the least window, long ones the most.
+        assert_eq!(
+            sibling_group(&[(1, 0, MS), (2, th.sibling_start_min_ns, 2 * MS)], th),
+            vec![1, 2]
+        );
+        let late = th.sibling_start_ns + 1;
+        assert!(sibling_group(&[(1, 0, 10_000 * MS), (2, late, 10_000 * MS)], th).len() < 2);
+    }
 }
