@@ -18,8 +18,8 @@ bench_median() {
 }
 
 # The cases of benches/overhead.sh (its header says what each measures), in its table's order.
-BENCH_CASES=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp tbb
-    forkcpu fork forkexec startup)
+BENCH_CASES=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp ompcrit
+    tbb forkcpu fork forkexec startup)
 
 # bench_build_case ROOT CASE OUT: builds the program of one of BENCH_CASES as OUT (`startup`: a
 # link to `true`); an unknown case returns 2.
@@ -34,6 +34,7 @@ bench_build_case() {
                 --target-dir "$root/target/rust_programs"
             cp "$root/target/rust_programs/release/std_mutex" "$out" ;;
         omp) cc -O2 -g -fopenmp -o "$out" "$root/tests/omp_programs/small_regions.c" ;;
+        ompcrit) cc -O2 -g -fopenmp -o "$out" "$root/tests/omp_programs/short_locks.c" ;;
         tbb) c++ -O2 -g -std=c++17 -o "$out" "$root/tests/tbb_programs/balanced_reduce.cpp" -ltbb ;;
         startup) ln -s "$(type -P true)" "$out" ;;
         stream) g++ -std=c++17 -O2 -g -pthread -I "$root/demos" -o "$out" "$root/demos/stream_parse.cpp" ;;

@@ -144,7 +144,7 @@ static void ss_itt_sync_acquired(void *object) {
     } else if (!ss_itt_known((uintptr_t)object)) {
         return;
     }
-    if (ss_active) ss_runtime_acquired(t, object, SS_LOCK_ITT_SYNC, wait, now);
+    if (ss_active) ss_runtime_acquired(t, object, SS_LOCK_ITT_SYNC, wait, now, 0);
 }
 
 static void ss_itt_sync_releasing(void *object) {

@@ -702,17 +702,21 @@ SS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
 
 static uint64_t ss_runtime_wait_min; /* ticks: an acquisition that took longer waited */
 
-/* An acquisition of `object` that took `wait` ticks and ended at `now`: counted in the thread's
- * table under `kind`; over a microsecond it waited (its stack taken after the wait: the call chain
- * is the same); its hold opens in the thread's table of open holds (whose pthread locks never
- * share an address with these objects), so no thread-local storage of its own is needed, which a
- * process attached to later could not spare. */
-void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now) {
+/* An acquisition of `object` that took `wait` ticks and ended at `now` (0: the clock was not read):
+ * counted in the thread's table under `kind`; it waited when the caller found the object held
+ * (`found_held`), else when it took over a microsecond (its stack taken after the wait: the call
+ * chain is the same). Its hold is timed on the lock hooks' period (one acquisition in 256 on
+ * average, as pthread locks' holds): a clock read at each end of every hold had cost a critical
+ * section of a few nanoseconds 20 ns more (issue 27). A timed hold opens in the thread's table of
+ * open holds (whose pthread locks never share an address with these objects), so no thread-local
+ * storage of its own is needed, which a process attached to later could not spare. */
+void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now,
+                         int found_held) {
     uint32_t slot = ss_lock_slot_for(t, object, kind);
     struct ss_lock_stats *l = &t->locks.table[slot];
     SS_ADD(l->acquisitions, 1);
     if (SS_UNLIKELY(ss_runtime_wait_min == 0)) ss_runtime_wait_min = ss_ticks_per_sec / 1000000 + 1;
-    if (wait > ss_runtime_wait_min) {
+    if (found_held || wait > ss_runtime_wait_min) {
         SS_ADD(l->contended, 1);
         SS_ADD(l->wait_ticks, wait);
         if (wait > l->max_wait_ticks) SS_STORE(l->max_wait_ticks, wait);
@@ -720,7 +724,10 @@ void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind,
         uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, object, kind) : 0;
         if (site) ss_lock_waiter_done(site, wait);
     }
-    if (t->locks.nheld < SS_HELD_MAX) t->locks.held[t->locks.nheld++] = (struct ss_held){(uintptr_t)object, slot, now};
+    if (SS_LIKELY(!ss_dec_is_zero(&t->locks.countdown))) return;
+    t->locks.countdown = ss_next_lock_interval(t);
+    if (t->locks.nheld < SS_HELD_MAX)
+        t->locks.held[t->locks.nheld++] = (struct ss_held){(uintptr_t)object, slot, now ? now : ss_ticks()};
 }
 
 /* The release of an object ss_runtime_acquired opened a hold of (none: nothing to do). */

@@ -8,9 +8,10 @@
  *   team's time at the closing barrier is the team size times the region's wall time less the
  *   members' body time, which is the loop's load imbalance; the region's wall less the longest
  *   body is its fork-join cost.
- * - Critical sections and omp locks: each acquisition timed (a wait is one that took over a
- *   microsecond), each hold timed, a waiter's stack taken; by the program's own
- *   .gomp_critical_user_<name> variable for a named section.
+ * - Critical sections and omp locks: each acquisition counted, its first step the hook's own
+ *   where it is known to be the runtime's (a wait: the step found it taken; timed then, with the
+ *   waiter's stack), else timed (a wait: over a microsecond); holds timed on the lock hooks'
+ *   period; by the program's own .gomp_critical_user_<name> variable for a named section.
  *
  * An entry point the program never calls costs nothing; libomp (LLVM) exports the same GOMP_
  * names for GCC-built programs and is forwarded the same way. Nothing here allocates, locks or
@@ -18,6 +19,7 @@
 #include "ss_internal.h"
 
 #include <dlfcn.h>
+#include <string.h>
 
 typedef void (*ss_omp_body_fn)(void *);
 
@@ -55,6 +57,7 @@ void ss_omp_thread_reset(struct ss_thread *t) {
     t->omp.region_seq = t->rng << 16;
     t->omp.countdown = ss_next_interval_of(t, SS_OMP_SAMPLE_PERIOD);
     t->omp.last_team = 0;
+    t->omp.in_gomp_call = 0;
 }
 
 /* ---- parallel regions ---- */
@@ -289,13 +292,34 @@ SS_OMP_LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
 /* The object of the unnamed critical section (libgomp's own lock, whose address is private). */
 #define SS_OMP_UNNAMED ((const void *)1)
 
-/* Times an acquisition made by `call` of `object` (locks.c's ss_runtime_acquired records it). */
-#define SS_OMP_ACQUIRE(t, object, kind, call)                                                                 \
+/* An acquisition made by `call` of `object`, timed (locks.c's ss_runtime_acquired records it). */
+#define SS_OMP_ACQUIRE(t, object, kind, call, found_held)                                                     \
     do {                                                                                                      \
         uint64_t start_ = ss_ticks();                                                                         \
         call;                                                                                                 \
         uint64_t end_ = ss_ticks();                                                                           \
-        ss_runtime_acquired(t, object, kind, end_ - start_, end_);                                            \
+        ss_runtime_acquired(t, object, kind, end_ - start_, end_, found_held);                                \
+    } while (0)
+
+/* The same, after a first step `try` (nonzero: taken): taken, the acquisition waited for nothing
+ * and reads no clock; found taken, the runtime's call that follows (its own step again, its spin
+ * and sleep) is a contended acquisition, timed however short. Returns from the hook either way. */
+#define SS_OMP_ACQUIRE_STEPPED(t, object, kind, try, call)                                                    \
+    do {                                                                                                      \
+        if (try) {                                                                                            \
+            ss_runtime_acquired(t, object, kind, 0, 0, 0);                                                    \
+            return;                                                                                           \
+        }                                                                                                     \
+        SS_OMP_ACQUIRE(t, object, kind, call, 1);                                                             \
+        return;                                                                                               \
+    } while (0)
+
+/* A GOMP_critical_* hook's call of the runtime (t->omp.in_gomp_call). */
+#define SS_GOMP_CALL(t, call)                                                                                 \
+    do {                                                                                                      \
+        (t)->omp.in_gomp_call = 1;                                                                            \
+        call;                                                                                                 \
+        (t)->omp.in_gomp_call = 0;                                                                            \
     } while (0)
 
 static void (*ss_real_critical_start)(void);
@@ -303,53 +327,137 @@ static void (*ss_real_critical_end)(void);
 static void (*ss_real_critical_name_start)(void **);
 static void (*ss_real_critical_name_end)(void **);
 
+/* libgomp's critical sections are its mutexes (an int: 0 free, 1 taken, -1 taken with waiters),
+ * and its acquisition's first step is a compare-and-swap of 0 to 1: GOMP_critical_start's on its
+ * private default lock, GOMP_critical_name_start's on the program's pointer slot, where the word
+ * lives when it fits. The hooks take that step themselves (issue 27: two clock reads around every
+ * acquisition had made a program of short critical sections 5x slower), only where checked once:
+ * the default lock's address is the one GOMP_critical_start's compare-and-swap names and
+ * GOMP_critical_end's exchange names too; a named section's word is checked by libgomp taking and
+ * releasing a zeroed slot of our own (64 bytes: libomp, which answers these names with a 32-byte
+ * lock object of its own, writes other bytes and fails the check). Elsewhere every acquisition is
+ * timed. */
+static int *ss_gomp_default_lock;
+static int ss_gomp_named_steps;
+static int ss_gomp_steps_state; /* 0: not checked, 1: checking, 2: checked */
+
+static inline int ss_gomp_step(int *word) {
+    int expected = 0;
+    return __atomic_compare_exchange_n(word, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* The address an instruction of `fn`'s first 32 bytes names RIP-relative: `lock cmpxchg r32, m32`
+ * (F0 0F B1 /r) or `xchg r32, m32` (87 /r), by `opcode` (the bytes before the ModRM byte). */
+static const void *ss_rip_operand(const void *fn, const unsigned char *opcode, size_t n) {
+    const unsigned char *p = fn;
+    for (size_t i = 0; i + n + 5 <= 32; i++) {
+        if (memcmp(p + i, opcode, n) != 0 || (p[i + n] & 0xC7) != 0x05) continue;
+        int32_t disp;
+        memcpy(&disp, p + i + n + 1, sizeof disp);
+        return p + i + n + 5 + disp;
+    }
+    return NULL;
+}
+
+static void ss_gomp_steps_check(struct ss_thread *t) {
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&ss_gomp_steps_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    SS_OMP_REAL(ss_real_critical_start, "GOMP_critical_start");
+    SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
+    SS_OMP_REAL(ss_real_critical_name_start, "GOMP_critical_name_start");
+    SS_OMP_REAL(ss_real_critical_name_end, "GOMP_critical_name_end");
+    if (ss_real_critical_start && ss_real_critical_end) {
+        static const unsigned char cmpxchg[] = {0xF0, 0x0F, 0xB1}, xchg[] = {0x87};
+        const void *word = ss_rip_operand((const void *)ss_real_critical_start, cmpxchg, sizeof cmpxchg);
+        Dl_info a, b;
+        if (word && word == ss_rip_operand((const void *)ss_real_critical_end, xchg, sizeof xchg) &&
+            dladdr(word, &a) && dladdr((const void *)ss_real_critical_start, &b) && a.dli_fbase == b.dli_fbase)
+            ss_gomp_default_lock = (int *)word;
+    }
+    if (ss_real_critical_name_start && ss_real_critical_name_end) {
+        static _Alignas(64) unsigned char slot[64];
+        SS_GOMP_CALL(t, ss_real_critical_name_start((void **)slot)); /* not the program's */
+        int word;
+        memcpy(&word, slot, sizeof word);
+        int taken = word == 1;
+        for (size_t i = sizeof word; i < sizeof slot; i++) taken &= slot[i] == 0;
+        SS_GOMP_CALL(t, ss_real_critical_name_end((void **)slot));
+        int released = 1;
+        for (size_t i = 0; i < sizeof slot; i++) released &= slot[i] == 0;
+        ss_gomp_named_steps = taken && released;
+    }
+    __atomic_store_n(&ss_gomp_steps_state, 2, __ATOMIC_RELEASE);
+}
+
+/* Whether the steps are known (checking them the first time). */
+static inline int ss_gomp_steps_known(struct ss_thread *t) {
+    if (SS_LIKELY(__atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) == 2)) return 1;
+    ss_gomp_steps_check(t);
+    return __atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) == 2;
+}
+
 SS_EXPORT void GOMP_critical_start(void) {
     SS_OMP_REAL(ss_real_critical_start, "GOMP_critical_start");
     struct ss_thread *t = ss_self_known();
     if (!t || !ss_active) return ss_real_critical_start();
-    SS_OMP_ACQUIRE(t, SS_OMP_UNNAMED, SS_LOCK_OMP_CRITICAL, ss_real_critical_start());
+    if (ss_gomp_steps_known(t) && ss_gomp_default_lock)
+        SS_OMP_ACQUIRE_STEPPED(t, SS_OMP_UNNAMED, SS_LOCK_OMP_CRITICAL, ss_gomp_step(ss_gomp_default_lock),
+                               SS_GOMP_CALL(t, ss_real_critical_start()));
+    SS_OMP_ACQUIRE(t, SS_OMP_UNNAMED, SS_LOCK_OMP_CRITICAL, SS_GOMP_CALL(t, ss_real_critical_start()), 0);
 }
 
 SS_EXPORT void GOMP_critical_end(void) {
     SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
     struct ss_thread *t = ss_self_known();
-    if (t && t->locks.nheld) ss_runtime_releasing(t, SS_OMP_UNNAMED);
-    ss_real_critical_end();
+    if (!t) return ss_real_critical_end();
+    if (t->locks.nheld) ss_runtime_releasing(t, SS_OMP_UNNAMED);
+    SS_GOMP_CALL(t, ss_real_critical_end());
 }
 
 SS_EXPORT void GOMP_critical_name_start(void **pptr) {
     SS_OMP_REAL(ss_real_critical_name_start, "GOMP_critical_name_start");
     struct ss_thread *t = ss_self_known();
     if (!t || !ss_active) return ss_real_critical_name_start(pptr);
-    SS_OMP_ACQUIRE(t, pptr, SS_LOCK_OMP_CRITICAL, ss_real_critical_name_start(pptr));
+    if (ss_gomp_steps_known(t) && ss_gomp_named_steps)
+        SS_OMP_ACQUIRE_STEPPED(t, pptr, SS_LOCK_OMP_CRITICAL, ss_gomp_step((int *)pptr),
+                               SS_GOMP_CALL(t, ss_real_critical_name_start(pptr)));
+    SS_OMP_ACQUIRE(t, pptr, SS_LOCK_OMP_CRITICAL, SS_GOMP_CALL(t, ss_real_critical_name_start(pptr)), 0);
 }
 
 SS_EXPORT void GOMP_critical_name_end(void **pptr) {
     SS_OMP_REAL(ss_real_critical_name_end, "GOMP_critical_name_end");
     struct ss_thread *t = ss_self_known();
-    if (t && t->locks.nheld) ss_runtime_releasing(t, pptr);
-    ss_real_critical_name_end(pptr);
+    if (!t) return ss_real_critical_name_end(pptr);
+    if (t->locks.nheld) ss_runtime_releasing(t, pptr);
+    SS_GOMP_CALL(t, ss_real_critical_name_end(pptr));
 }
 
-/* omp_lock_t and omp_nest_lock_t are opaque: the program's object's address names them. */
-#define SS_OMP_LOCK_PAIR(set, unset)                                                                          \
+/* omp_lock_t and omp_nest_lock_t are opaque: the program's object's address names them, and an
+ * acquisition's first step is the runtime's own try (omp_test_lock: in libgomp and libomp the
+ * same step as the set's fast path). */
+#define SS_OMP_LOCK_PAIR(set, test, unset)                                                                    \
     static void (*ss_real_##set)(void *);                                                                     \
+    static int (*ss_real_##test)(void *);                                                                     \
     static void (*ss_real_##unset)(void *);                                                                   \
     SS_EXPORT void set(void *lock) {                                                                          \
         SS_OMP_REAL(ss_real_##set, #set);                                                                     \
         struct ss_thread *t = ss_self_known();                                                                \
         if (!t || !ss_active) return ss_real_##set(lock);                                                     \
-        SS_OMP_ACQUIRE(t, lock, SS_LOCK_OMP_LOCK, ss_real_##set(lock));                                       \
+        SS_OMP_REAL(ss_real_##test, #test);                                                                   \
+        if (ss_real_##test)                                                                                   \
+            SS_OMP_ACQUIRE_STEPPED(t, lock, SS_LOCK_OMP_LOCK, ss_real_##test(lock) > 0, ss_real_##set(lock)); \
+        SS_OMP_ACQUIRE(t, lock, SS_LOCK_OMP_LOCK, ss_real_##set(lock), 0);                                    \
     }                                                                                                         \
     SS_EXPORT void unset(void *lock) {                                                                        \
         SS_OMP_REAL(ss_real_##unset, #unset);                                                                 \
         struct ss_thread *t = ss_self_known();                                                                \
-        if (t && t->locks.nheld) ss_runtime_releasing(t, lock);                                                     \
+        if (t && t->locks.nheld) ss_runtime_releasing(t, lock);                                               \
         ss_real_##unset(lock);                                                                                \
     }
 
-SS_OMP_LOCK_PAIR(omp_set_lock, omp_unset_lock)
-SS_OMP_LOCK_PAIR(omp_set_nest_lock, omp_unset_nest_lock)
+SS_OMP_LOCK_PAIR(omp_set_lock, omp_test_lock, omp_unset_lock)
+SS_OMP_LOCK_PAIR(omp_set_nest_lock, omp_test_nest_lock, omp_unset_nest_lock)
 
 /* LLVM's libomp (clang -fopenmp): its critical sections, by the program's own
  * .gomp_critical_user_<name>.var (kmp_critical_name). Its parallel regions (__kmpc_fork_call,
@@ -361,20 +469,20 @@ static void (*ss_real_kmpc_end_critical)(void *, int32_t, void *);
 SS_EXPORT void __kmpc_critical(void *loc, int32_t gtid, void *crit) {
     SS_OMP_REAL(ss_real_kmpc_critical, "__kmpc_critical");
     struct ss_thread *t = ss_self_known();
-    if (!t || !ss_active) return ss_real_kmpc_critical(loc, gtid, crit);
-    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, ss_real_kmpc_critical(loc, gtid, crit));
+    if (!t || !ss_active || t->omp.in_gomp_call) return ss_real_kmpc_critical(loc, gtid, crit);
+    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, ss_real_kmpc_critical(loc, gtid, crit), 0);
 }
 
 SS_EXPORT void __kmpc_critical_with_hint(void *loc, int32_t gtid, void *crit, uint32_t hint) {
     SS_OMP_REAL(ss_real_kmpc_critical_with_hint, "__kmpc_critical_with_hint");
     struct ss_thread *t = ss_self_known();
-    if (!t || !ss_active) return ss_real_kmpc_critical_with_hint(loc, gtid, crit, hint);
-    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, ss_real_kmpc_critical_with_hint(loc, gtid, crit, hint));
+    if (!t || !ss_active || t->omp.in_gomp_call) return ss_real_kmpc_critical_with_hint(loc, gtid, crit, hint);
+    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, ss_real_kmpc_critical_with_hint(loc, gtid, crit, hint), 0);
 }
 
 SS_EXPORT void __kmpc_end_critical(void *loc, int32_t gtid, void *crit) {
     SS_OMP_REAL(ss_real_kmpc_end_critical, "__kmpc_end_critical");
     struct ss_thread *t = ss_self_known();
-    if (t && t->locks.nheld) ss_runtime_releasing(t, crit);
+    if (t && t->locks.nheld && !t->omp.in_gomp_call) ss_runtime_releasing(t, crit);
     ss_real_kmpc_end_critical(loc, gtid, crit);
 }

@@ -201,6 +201,9 @@ struct ss_omp_thread {
     uint64_t region_seq; /* tags the members' slots of the thread's regions (omp.c) */
     uint32_t countdown;  /* short regions until the next timed one */
     uint32_t last_team;  /* the team of the last timed region */
+    /* In a GOMP_critical_* hook's call of the runtime: libomp answers it with its own __kmpc_*
+     * critical calls, which are that one acquisition or release, not another (omp.c). */
+    uint32_t in_gomp_call;
 };
 
 /* itt.c */
@@ -735,7 +738,8 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
 #define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
 void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
 /* Locks a runtime reports (locks.c): an acquisition timed by the caller, and its release. */
-void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now);
+void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now,
+                         int found_held);
 void ss_runtime_releasing(struct ss_thread *t, const void *object);
 /* ITT (itt.c): stallscope as the collector runtimes load through INTEL_LIBITTNOTIFY64. */
 void ss_itt_init(int serve);

@@ -196,6 +196,90 @@ fn a_named_critical_section_is_a_lock_named_at_the_users_line() {
     }
 }
 
+/// The lock objects of `short_locks.c` (four), each taken `n` times (the nest lock twice, nested):
+/// every acquisition counted. Returns them.
+fn short_locks(r: &Value, n: u64) -> Vec<&Value> {
+    let locks: Vec<&Value> = r["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "omp-critical" || l["kind"] == "omp-lock")
+        .collect();
+    assert_eq!(locks.len(), 4, "{:#}", r["locks"]);
+    let mut taken: Vec<u64> = locks
+        .iter()
+        .map(|l| l["acquisitions"].as_u64().unwrap())
+        .collect();
+    taken.sort_unstable();
+    assert_eq!(taken, [n, n, n, 2 * n], "{locks:#?}");
+    locks
+}
+
+/// Profiles `short_locks.c` built by `compile` (an object) and linked by `link` (its OpenMP
+/// runtime) with one thread.
+fn profile_short_locks_alone(n: u64, link: &str) -> Value {
+    let dir = TempDir::new("openmp");
+    let obj = dir.join("short_locks.o");
+    let exe = dir.join("short_locks");
+    for (compiler, args, out) in [
+        ("cc", vec!["-O2", "-g", "-fopenmp", "-c", "-o"], &obj),
+        (link, vec!["-fopenmp", "-o"], &exe),
+    ] {
+        let mut c = Command::new(compiler);
+        c.args(args).arg(out);
+        if out == &obj {
+            c.arg(test_source("omp_programs", "short_locks.c"));
+        } else {
+            c.arg(&obj);
+        }
+        let o = c.output().expect(compiler);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (_, prof) = profile_with(
+        &dir,
+        "omp.prof",
+        &["-q"],
+        &[exe.display().to_string(), n.to_string()],
+        0,
+        |c| {
+            c.env("OMP_NUM_THREADS", "1");
+        },
+    );
+    report_json(&prof)
+}
+
+#[test]
+fn a_single_threads_critical_sections_and_locks_wait_for_nothing() {
+    // libgomp: each acquisition's first step is the hooks' own (the runtime's compare-and-swap,
+    // or omp_test_lock), so a lock no thread holds is never a wait, however long an interrupt
+    // made the call; and the thread's time inside the calls is its work, not lock waits.
+    let n = 300_000;
+    let r = profile_short_locks_alone(n, "cc");
+    for l in short_locks(&r, n) {
+        assert_eq!(l["contended"], 0, "{l:#}");
+        assert_eq!(l["wait_ns"], 0, "{l:#}");
+    }
+    for t in r["threads"].as_array().unwrap() {
+        assert_eq!(t["lock_wait_ns"], 0, "{t:#}");
+    }
+    for id in common::finding_ids(&r) {
+        assert!(!id.contains("lock"), "{id}: {:#}", r["findings"]);
+    }
+}
+
+#[test]
+fn gcc_built_critical_sections_on_libomp_are_counted_without_the_libgomp_steps() {
+    // libomp answers GOMP_critical_*name* with a lock object of its own: the check made once
+    // keeps the hooks off the libgomp step there, and omp_test_lock is libomp's own.
+    let n = 100_000;
+    let r = profile_short_locks_alone(n, "clang");
+    for l in short_locks(&r, n) {
+        if l["kind"] == "omp-lock" {
+            assert_eq!(l["contended"], 0, "{l:#}");
+        }
+    }
+}
+
 #[test]
 fn a_balanced_dynamic_loop_stays_quiet() {
     let r = profile_omp("balanced_dynamic.c", &["20000", "10"]);

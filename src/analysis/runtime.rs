@@ -47,6 +47,10 @@ pub struct RuntimeWait {
     /// is not the word's, so waits are grouped by the user frame that took it.
     #[serde(default)]
     pub per_thread: bool,
+    /// Every acquisition calls it, contended or not (a lock's entry point, not its slow path): a
+    /// CPU sample in it is a wait only where the thread spins or goes to sleep.
+    #[serde(default)]
+    pub every_call: bool,
 }
 
 #[derive(Deserialize)]

@@ -268,13 +268,15 @@ impl Rules {
     /// The category of a sample whose frames are `frames` (innermost first), and the index of
     /// the frame that decided it: by what the thread does (docs/STATES.md, "How samples are
     /// classified"). `syscall` is an off-CPU sample's system call (None: not in one), `word` what
-    /// its futex word is, when the interposer saw waits on it.
+    /// its futex word is, when the interposer saw waits on it; `spinning` whether a CPU sample's
+    /// instruction is in a pause loop or at a system call (spinning, yielding or going to sleep).
     pub fn classify(
         &self,
         frames: &[Frame],
         kind: SampleKind,
         syscall: Option<&str>,
         word: Option<&super::futex::Word>,
+        spinning: bool,
     ) -> (Category, Option<usize>) {
         use super::runtime::Role;
         if kind == SampleKind::Kernel {
@@ -290,7 +292,13 @@ impl Rules {
         }
         if kind == SampleKind::Cpu {
             // Spinning or yielding inside a runtime's lock acquisition is waiting for that lock.
-            if let Some((_, i)) = runtime.filter(|(e, _)| e.role == Role::Lock) {
+            // An entry point every acquisition calls (`omp_set_lock`, a critical section's start)
+            // waits only where it spins or goes to sleep: elsewhere in it the thread does the
+            // acquisition's own work (a single thread's critical sections had read 55% lock
+            // waits).
+            if let Some((_, i)) =
+                runtime.filter(|(e, _)| e.role == Role::Lock && (spinning || !e.every_call))
+            {
                 return (Category::Lock, Some(i));
             }
             // Work wherever it lands: CPU time inside a system call or a wait function's own
@@ -1160,8 +1168,11 @@ impl Classifier<'_, '_> {
         let (profile, rules) = (self.profile, &self.rules);
         let frames = sample_frames(profile, self.sym, self.code, s);
         let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
+        let spinning = s.kind == SampleKind::Cpu
+            && (self.code.in_pause_loop(&profile.modules, s.pc)
+                || self.code.at_or_after_syscall(&profile.modules, s.pc));
         let (mut category, decided) =
-            rules.classify(&frames, s.kind, syscall.as_deref(), self.word(s));
+            rules.classify(&frames, s.kind, syscall.as_deref(), self.word(s), spinning);
         if category == Category::Compute
             && s.kind == SampleKind::Cpu
             && self.code.in_pause_loop(&profile.modules, s.pc)
@@ -2100,12 +2111,14 @@ mod tests {
             frame("worker"),
         ];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None, None),
+            rules.classify(&frames, SampleKind::Cpu, None, None, false),
             (Category::Lock, Some(0))
         );
         let frames = [frame("_int_free"), frame("free"), frame("worker")];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None, None).0,
+            rules
+                .classify(&frames, SampleKind::Cpu, None, None, false)
+                .0,
             Category::Allocator
         );
         // A condition wait re-taking its mutex is a lock wait; the wait itself is not.
@@ -2116,7 +2129,7 @@ mod tests {
         ];
         assert_eq!(
             rules
-                .classify(&frames, SampleKind::Wall, Some("futex"), None)
+                .classify(&frames, SampleKind::Wall, Some("futex"), None, false)
                 .0,
             Category::Blocked
         );
@@ -2127,7 +2140,7 @@ mod tests {
         assert_eq!(rules.atomic("/tmp/program"), Category::Atomic);
         let frames = [frame("compute_things"), frame("main")];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None, None),
+            rules.classify(&frames, SampleKind::Cpu, None, None, false),
             (Category::Compute, None)
         );
     }
@@ -2138,7 +2151,7 @@ mod tests {
         let frames = [frame("unknown_function")];
         let by = |name: &str| {
             rules
-                .classify(&frames, SampleKind::Wall, Some(name), None)
+                .classify(&frames, SampleKind::Wall, Some(name), None, false)
                 .0
         };
         assert_eq!(by("futex-wait"), Category::Lock);
@@ -2155,12 +2168,14 @@ mod tests {
         // for input.
         let frames = [frame("read"), frame("main")];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None, None).0,
+            rules
+                .classify(&frames, SampleKind::Cpu, None, None, false)
+                .0,
             Category::Compute
         );
         assert_eq!(
             rules
-                .classify(&frames, SampleKind::Wall, Some("read"), None)
+                .classify(&frames, SampleKind::Wall, Some("read"), None, false)
                 .0,
             Category::Blocked
         );
@@ -2179,13 +2194,15 @@ mod tests {
         ] {
             let frames = [frame(name), frame("main")];
             assert_eq!(
-                rules.classify(&frames, SampleKind::Cpu, None, None).0,
+                rules
+                    .classify(&frames, SampleKind::Cpu, None, None, false)
+                    .0,
                 Category::Compute,
                 "{name}"
             );
             assert_eq!(
                 rules
-                    .classify(&frames, SampleKind::Wall, Some("read"), None)
+                    .classify(&frames, SampleKind::Wall, Some("read"), None, false)
                     .0,
                 Category::Blocked,
                 "{name}"
@@ -2194,14 +2211,16 @@ mod tests {
         // A CPU sample inside a wait function's own code is work, never blocked.
         let frames = [frame("__pthread_cond_wait_common"), frame("worker")];
         assert_eq!(
-            rules.classify(&frames, SampleKind::Cpu, None, None).0,
+            rules
+                .classify(&frames, SampleKind::Cpu, None, None, false)
+                .0,
             Category::Compute
         );
         // A stale allocator frame on a scanned stack cannot make a futex sleep allocator time.
         let frames = [frame("syscall"), frame("malloc"), frame("main")];
         assert_eq!(
             rules
-                .classify(&frames, SampleKind::Wall, Some("futex"), None)
+                .classify(&frames, SampleKind::Wall, Some("futex"), None, false)
                 .0,
             Category::Blocked
         );
@@ -2219,13 +2238,15 @@ mod tests {
         ];
         assert_eq!(
             rules
-                .classify(&rust_lock, SampleKind::Wall, Some("futex"), None)
+                .classify(&rust_lock, SampleKind::Wall, Some("futex"), None, false)
                 .0,
             Category::Lock
         );
         // On a CPU, spinning for that lock is waiting for it too.
         assert_eq!(
-            rules.classify(&rust_lock, SampleKind::Cpu, None, None).0,
+            rules
+                .classify(&rust_lock, SampleKind::Cpu, None, None, false)
+                .0,
             Category::Lock
         );
         let idle = [
@@ -2234,7 +2255,7 @@ mod tests {
             frame("rayon_core::registry::WorkerThread::wait_until_cold"),
         ];
         assert_eq!(
-            rules.classify(&idle, SampleKind::Cpu, None, None).0,
+            rules.classify(&idle, SampleKind::Cpu, None, None, false).0,
             Category::Idle
         );
         // A word the interposer classified decides, whatever the scanned stack shows.
@@ -2246,7 +2267,7 @@ mod tests {
         let frames = [frame("syscall"), frame("futex_lock"), frame("main")];
         assert_eq!(
             rules
-                .classify(&frames, SampleKind::Wall, Some("futex"), Some(&word))
+                .classify(&frames, SampleKind::Wall, Some("futex"), Some(&word), false)
                 .0,
             Category::Lock
         );
