@@ -9,6 +9,9 @@
 #           and its condition waits (a consumer that found the queue empty, a producer that found
 #           it full)
 #   cond4   the same with two producers and two consumers
+#   ompcrit the mutex program's loop with an OpenMP named critical section (omp_handoffs.c, gcc
+#           -fopenmp: libgomp, whose section word is the program's .gomp_critical_user_handoff);
+#           the program counts its hand-offs
 #   rwlock  a reader and a writer share a read-write lock (rwlock_handoffs.c 1); the program
 #           counts the acquisitions that had to wait (a failed try before it blocked), the
 #           writer's and the reader's
@@ -25,7 +28,7 @@
 # Needs perf and root (or perf_event_paranoid -1 and tracefs access).
 #
 # Usage: benches/faithfulness.sh [--program NAME] [--rounds N] [--cpus LIST] [--rt] [--modes LIST] [--baseline-lib PATH]...
-#   --program NAME  mutex (default), cond, cond4 or rwlock (above)
+#   --program NAME  mutex (default), ompcrit, cond, cond4 or rwlock (above)
 #   --cpus LIST  run every mode under taskset -c LIST
 #   --rt         run every mode at real-time priority (chrt -f 10, root): the two threads run
 #                together whenever there are two CPUs, whatever else the machine runs. Without
@@ -97,9 +100,12 @@ else
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-faith.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-# The program, its arguments, its title and the global holding its lock words.
+# The program, its arguments, its title, the global holding its lock words and its compiler flags.
+cflags=(-pthread)
 case "$program" in
     mutex) source=mutex_handoffs; args=(); symbol=lock; title="mutex_handoffs (2 threads, 5,000,000 acquisitions)" ;;
+    ompcrit) source=omp_handoffs; args=(); symbol=.gomp_critical_user_handoff; cflags=(-fopenmp)
+        title="omp_handoffs (2 threads of a parallel region, a named critical section 5,000,000 times)" ;;
     cond) source=cond_handoffs; args=(1); symbol=words; title="cond_handoffs (a producer and a consumer, 400,000 items)" ;;
     cond4) source=cond_handoffs; args=(2); symbol=words; title="cond_handoffs 2 (two producers and two consumers, 400,000 items)" ;;
     rwlock) source=rwlock_handoffs; args=(1); symbol=lock; title="rwlock_handoffs 1 (a reader, 300,000 reads, and a writer, 100,000 writes)" ;;
@@ -109,7 +115,7 @@ if [ -n "$prebuilt" ]; then
     cp "$prebuilt/$source" "$work/mh"
     cp "$prebuilt/lock_passthrough.so" "$work/passthrough.so"
 else
-    cc -O2 -g -pthread -no-pie -o "$work/mh" "benches/programs/$source.c"
+    cc -O2 -g "${cflags[@]}" -no-pie -o "$work/mh" "benches/programs/$source.c"
     cc -O2 -shared -fPIC -o "$work/passthrough.so" benches/programs/lock_passthrough.c -ldl
 fi
 word=0 size=0
@@ -170,7 +176,7 @@ run_one() {
     counts=$(echo "$out" | awk '{ for (i = 3; i <= NF; i += 2) printf "%s ", $i }')
     if [ "$mode" != plain ] && [ "$mode" != again ] && [ "$mode" != perfrec ] && [ "$mode" != passthrough ]; then
         contended=$("$stallscope" report --json "$prof" |
-            python3 -c 'import json,sys; print(sum(l["contended"] for l in json.load(sys.stdin)["locks"] if l["kind"] == "mutex" or l["kind"].startswith("rwlock")))')
+            python3 -c 'import json,sys; print(sum(l["contended"] for l in json.load(sys.stdin)["locks"] if l["kind"] in ("mutex", "omp-critical", "omp-lock") or l["kind"].startswith("rwlock")))')
     fi
     echo "$counts$waits $wakes $contended"
 }

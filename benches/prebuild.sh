@@ -22,6 +22,7 @@ done
 for p in mutex_handoffs cond_handoffs rwlock_handoffs; do
     cc -O2 -g -pthread -no-pie -o "$out/$p" "benches/programs/$p.c"
 done
+cc -O2 -g -fopenmp -no-pie -o "$out/omp_handoffs" benches/programs/omp_handoffs.c
 cc -O2 -shared -fPIC -o "$out/lock_passthrough.so" benches/programs/lock_passthrough.c -ldl
 for f in tests/cause_programs/*.c tests/cause_programs/*.cpp; do
     name="$(basename "${f%.*}")"

@@ -702,18 +702,30 @@ SS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
 
 static uint64_t ss_runtime_wait_min; /* ticks: an acquisition that took longer waited */
 
-/* An acquisition of `object` that took `wait` ticks and ended at `now` (0: the clock was not read):
- * counted in the thread's table under `kind`; it waited when the caller found the object held
- * (`found_held`), else when it took over a microsecond (its stack taken after the wait: the call
- * chain is the same). Its hold is timed on the lock hooks' period (one acquisition in 256 on
- * average, as pthread locks' holds): a clock read at each end of every hold had cost a critical
- * section of a few nanoseconds 20 ns more (issue 27). A timed hold opens in the thread's table of
+/* The slot of a runtime's lock object in the thread's table: found before the acquisition by the
+ * hooks that take its first step, so that what the hold pays is an increment. */
+struct ss_lock_stats *ss_runtime_slot(struct ss_thread *t, const void *object, uint32_t kind) {
+    return &t->locks.table[ss_lock_slot_for(t, object, kind)];
+}
+
+/* Opens a timed hold of `object` (slot `l`) acquired at `now` (0: the clock not read yet), the lock
+ * hooks' countdown having run out: holds are timed on their period (one acquisition in 256 on
+ * average, as pthread locks' holds), since a clock read at each end of every hold had cost a
+ * critical section of a few nanoseconds 20 ns more (issue 27). It opens in the thread's table of
  * open holds (whose pthread locks never share an address with these objects), so no thread-local
  * storage of its own is needed, which a process attached to later could not spare. */
-void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now,
-                         int found_held) {
-    uint32_t slot = ss_lock_slot_for(t, object, kind);
-    struct ss_lock_stats *l = &t->locks.table[slot];
+void ss_runtime_hold(struct ss_thread *t, const void *object, struct ss_lock_stats *l, uint64_t now) {
+    t->locks.countdown = ss_next_lock_interval(t);
+    if (t->locks.nheld < SS_HELD_MAX)
+        t->locks.held[t->locks.nheld++] =
+            (struct ss_held){(uintptr_t)object, (uint32_t)(l - t->locks.table), now ? now : ss_ticks()};
+}
+
+/* An acquisition of `object` (slot `l`) that took `wait` ticks and ended at `now`: counted; it
+ * waited when the caller found the object held (`found_held`), else when it took over a
+ * microsecond (its stack taken after the wait: the call chain is the same). */
+void ss_runtime_waited(struct ss_thread *t, const void *object, uint32_t kind, struct ss_lock_stats *l, uint64_t wait,
+                       uint64_t now, int found_held) {
     SS_ADD(l->acquisitions, 1);
     if (SS_UNLIKELY(ss_runtime_wait_min == 0)) ss_runtime_wait_min = ss_ticks_per_sec / 1000000 + 1;
     if (found_held || wait > ss_runtime_wait_min) {
@@ -724,10 +736,12 @@ void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind,
         uint32_t site = ss_stacks_on ? ss_lock_waiter_stack(t, object, kind) : 0;
         if (site) ss_lock_waiter_done(site, wait);
     }
-    if (SS_LIKELY(!ss_dec_is_zero(&t->locks.countdown))) return;
-    t->locks.countdown = ss_next_lock_interval(t);
-    if (t->locks.nheld < SS_HELD_MAX)
-        t->locks.held[t->locks.nheld++] = (struct ss_held){(uintptr_t)object, slot, now ? now : ss_ticks()};
+    if (SS_UNLIKELY(ss_dec_is_zero(&t->locks.countdown))) ss_runtime_hold(t, object, l, now);
+}
+
+void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now,
+                         int found_held) {
+    ss_runtime_waited(t, object, kind, ss_runtime_slot(t, object, kind), wait, now, found_held);
 }
 
 /* The release of an object ss_runtime_acquired opened a hold of (none: nothing to do). */

@@ -301,16 +301,21 @@ SS_OMP_LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
         ss_runtime_acquired(t, object, kind, end_ - start_, end_, found_held);                                \
     } while (0)
 
-/* The same, after a first step `try` (nonzero: taken): taken, the acquisition waited for nothing
- * and reads no clock; found taken, the runtime's call that follows (its own step again, its spin
- * and sleep) is a contended acquisition, timed however short. Returns from the hook either way. */
+/* The same, after a first step `try` (nonzero: taken): taken, the acquisition waited for nothing,
+ * reads no clock and adds an increment to its hold (the object's slot is found before the step);
+ * found taken, the runtime's call that follows (its own step again, its spin and sleep) is a
+ * contended acquisition, timed however short. Returns from the hook either way. */
 #define SS_OMP_ACQUIRE_STEPPED(t, object, kind, try, call)                                                    \
     do {                                                                                                      \
+        struct ss_lock_stats *l_ = ss_runtime_slot_cached(t, object, kind);                                   \
         if (try) {                                                                                            \
-            ss_runtime_acquired(t, object, kind, 0, 0, 0);                                                    \
+            ss_runtime_took(t, object, l_);                                                                   \
             return;                                                                                           \
         }                                                                                                     \
-        SS_OMP_ACQUIRE(t, object, kind, call, 1);                                                             \
+        uint64_t start_ = ss_ticks();                                                                         \
+        call;                                                                                                 \
+        uint64_t end_ = ss_ticks();                                                                           \
+        ss_runtime_waited(t, object, kind, l_, end_ - start_, end_, 1);                                       \
         return;                                                                                               \
     } while (0)
 
@@ -339,6 +344,8 @@ static void (*ss_real_critical_name_end)(void **);
  * timed. */
 static int *ss_gomp_default_lock;
 static int ss_gomp_named_steps;
+static int ss_gomp_default_on, ss_gomp_named_on; /* both checked and found: the fast parts' */
+static int ss_omp_test_steps; /* omp locks: omp_test_lock first */
 static int ss_gomp_steps_state; /* 0: not checked, 1: checking, 2: checked */
 
 static inline int ss_gomp_step(int *word) {
@@ -363,6 +370,11 @@ static void ss_gomp_steps_check(struct ss_thread *t) {
     int expected = 0;
     if (!__atomic_compare_exchange_n(&ss_gomp_steps_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;
+    if (!ss_option_num(SS_OPT_LOCK_STEPS)) { /* every acquisition timed (comparisons) */
+        __atomic_store_n(&ss_gomp_steps_state, 2, __ATOMIC_RELEASE);
+        return;
+    }
+    ss_omp_test_steps = 1;
     SS_OMP_REAL(ss_real_critical_start, "GOMP_critical_start");
     SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
     SS_OMP_REAL(ss_real_critical_name_start, "GOMP_critical_name_start");
@@ -387,6 +399,8 @@ static void ss_gomp_steps_check(struct ss_thread *t) {
         for (size_t i = 0; i < sizeof slot; i++) released &= slot[i] == 0;
         ss_gomp_named_steps = taken && released;
     }
+    __atomic_store_n(&ss_gomp_default_on, ss_gomp_default_lock != NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_named_on, ss_gomp_named_steps, __ATOMIC_RELEASE);
     __atomic_store_n(&ss_gomp_steps_state, 2, __ATOMIC_RELEASE);
 }
 
@@ -397,41 +411,61 @@ static inline int ss_gomp_steps_known(struct ss_thread *t) {
     return __atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) == 2;
 }
 
-SS_EXPORT void GOMP_critical_start(void) {
-    SS_OMP_REAL(ss_real_critical_start, "GOMP_critical_start");
-    struct ss_thread *t = ss_self_known();
-    if (!t || !ss_active) return ss_real_critical_start();
-    if (ss_gomp_steps_known(t) && ss_gomp_default_lock)
-        SS_OMP_ACQUIRE_STEPPED(t, SS_OMP_UNNAMED, SS_LOCK_OMP_CRITICAL, ss_gomp_step(ss_gomp_default_lock),
-                               SS_GOMP_CALL(t, ss_real_critical_start()));
-    SS_OMP_ACQUIRE(t, SS_OMP_UNNAMED, SS_LOCK_OMP_CRITICAL, SS_GOMP_CALL(t, ss_real_critical_start()), 0);
-}
+/* A libgomp critical section's acquisition has two parts, as the pthread lock hooks' (locks.c): the
+ * fast part, inline in the exported function (the checked step, the section's slot the one the
+ * thread used last, the step taken, the hold not timed: an increment, no stack frame), and the
+ * slow part, everything else, told whether the fast part tried the step and found the section
+ * taken (`tried`: it is not tried again). What the hooks add around the acquisition moves the
+ * hand-over between threads (docs/PERFORMANCE.md, "Issue 27's eleventh stop"). */
+#define SS_GOMP_CRITICAL_START(name, decl, ptr, object, word, steps_on, real, real_call)                       \
+    static SS_NOINLINE void ss_slow_##name(void **pptr, struct ss_thread *t, int tried) {                    \
+        (void)pptr;                                                                                           \
+        SS_OMP_REAL(real, #name);                                                                             \
+        if (!t || !ss_active) return real_call;                                                               \
+        if (tried || (ss_gomp_steps_known(t) && (steps_on)))                                                  \
+            SS_OMP_ACQUIRE_STEPPED(t, object, SS_LOCK_OMP_CRITICAL, !tried && ss_gomp_step(word),             \
+                                   SS_GOMP_CALL(t, real_call));                                               \
+        SS_OMP_ACQUIRE(t, object, SS_LOCK_OMP_CRITICAL, SS_GOMP_CALL(t, real_call), 0);                       \
+    }                                                                                                         \
+    SS_EXPORT void name decl {                                                                                \
+        struct ss_thread *t = ss_self_known();                                                                \
+        void **pptr = ptr;                                                                                    \
+        if (SS_LIKELY(t && ss_active && __atomic_load_n(&(steps_on), __ATOMIC_ACQUIRE)) &&                    \
+            SS_LIKELY(t->locks.last[SS_LOCK_OMP_CRITICAL].address == (uintptr_t)(object))) {                  \
+            if (SS_UNLIKELY(!ss_gomp_step(word))) return ss_slow_##name(pptr, t, 1);                          \
+            struct ss_lock_stats *l = t->locks.last[SS_LOCK_OMP_CRITICAL].slot;                               \
+            SS_INC(l->acquisitions, 1);                                                                       \
+            if (SS_LIKELY(!ss_dec_is_zero(&t->locks.countdown))) return;                                      \
+            return ss_runtime_hold(t, (object), l, 0);                                                        \
+        }                                                                                                     \
+        return ss_slow_##name(pptr, t, 0);                                                                    \
+    }
 
-SS_EXPORT void GOMP_critical_end(void) {
-    SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
-    struct ss_thread *t = ss_self_known();
-    if (!t) return ss_real_critical_end();
-    if (t->locks.nheld) ss_runtime_releasing(t, SS_OMP_UNNAMED);
-    SS_GOMP_CALL(t, ss_real_critical_end());
-}
+/* A release: libgomp's own function, by a tail call where nothing is to be done (no timed hold
+ * open, libgomp checked: its release calls nothing of the hooks'). */
+#define SS_GOMP_CRITICAL_END(name, decl, ptr, object, steps_on, real, real_call)                              \
+    static SS_NOINLINE void ss_slow_##name(void **pptr, struct ss_thread *t) {                               \
+        (void)pptr;                                                                                           \
+        SS_OMP_REAL(real, #name);                                                                             \
+        if (!t) return real_call;                                                                             \
+        if (t->locks.nheld) ss_runtime_releasing(t, object);                                                  \
+        SS_GOMP_CALL(t, real_call);                                                                           \
+    }                                                                                                         \
+    SS_EXPORT void name decl {                                                                                \
+        struct ss_thread *t = ss_self_known();                                                                \
+        void **pptr = ptr;                                                                                    \
+        if (SS_LIKELY(t && !t->locks.nheld && __atomic_load_n(&(steps_on), __ATOMIC_ACQUIRE))) return real_call; \
+        return ss_slow_##name(pptr, t);                                                                       \
+    }
 
-SS_EXPORT void GOMP_critical_name_start(void **pptr) {
-    SS_OMP_REAL(ss_real_critical_name_start, "GOMP_critical_name_start");
-    struct ss_thread *t = ss_self_known();
-    if (!t || !ss_active) return ss_real_critical_name_start(pptr);
-    if (ss_gomp_steps_known(t) && ss_gomp_named_steps)
-        SS_OMP_ACQUIRE_STEPPED(t, pptr, SS_LOCK_OMP_CRITICAL, ss_gomp_step((int *)pptr),
-                               SS_GOMP_CALL(t, ss_real_critical_name_start(pptr)));
-    SS_OMP_ACQUIRE(t, pptr, SS_LOCK_OMP_CRITICAL, SS_GOMP_CALL(t, ss_real_critical_name_start(pptr)), 0);
-}
-
-SS_EXPORT void GOMP_critical_name_end(void **pptr) {
-    SS_OMP_REAL(ss_real_critical_name_end, "GOMP_critical_name_end");
-    struct ss_thread *t = ss_self_known();
-    if (!t) return ss_real_critical_name_end(pptr);
-    if (t->locks.nheld) ss_runtime_releasing(t, pptr);
-    SS_GOMP_CALL(t, ss_real_critical_name_end(pptr));
-}
+SS_GOMP_CRITICAL_START(GOMP_critical_start, (void), NULL, SS_OMP_UNNAMED, ss_gomp_default_lock, ss_gomp_default_on,
+                       ss_real_critical_start, ss_real_critical_start())
+SS_GOMP_CRITICAL_END(GOMP_critical_end, (void), NULL, SS_OMP_UNNAMED, ss_gomp_default_on, ss_real_critical_end,
+                     ss_real_critical_end())
+SS_GOMP_CRITICAL_START(GOMP_critical_name_start, (void **pptr_), pptr_, pptr, (int *)pptr, ss_gomp_named_on,
+                       ss_real_critical_name_start, ss_real_critical_name_start(pptr))
+SS_GOMP_CRITICAL_END(GOMP_critical_name_end, (void **pptr_), pptr_, pptr, ss_gomp_named_on, ss_real_critical_name_end,
+                     ss_real_critical_name_end(pptr))
 
 /* omp_lock_t and omp_nest_lock_t are opaque: the program's object's address names them, and an
  * acquisition's first step is the runtime's own try (omp_test_lock: in libgomp and libomp the
@@ -445,7 +479,7 @@ SS_EXPORT void GOMP_critical_name_end(void **pptr) {
         struct ss_thread *t = ss_self_known();                                                                \
         if (!t || !ss_active) return ss_real_##set(lock);                                                     \
         SS_OMP_REAL(ss_real_##test, #test);                                                                   \
-        if (ss_real_##test)                                                                                   \
+        if (ss_gomp_steps_known(t) && ss_omp_test_steps && ss_real_##test)                                    \
             SS_OMP_ACQUIRE_STEPPED(t, lock, SS_LOCK_OMP_LOCK, ss_real_##test(lock) > 0, ss_real_##set(lock)); \
         SS_OMP_ACQUIRE(t, lock, SS_LOCK_OMP_LOCK, ss_real_##set(lock), 0);                                    \
     }                                                                                                         \

@@ -737,9 +737,25 @@ void ss_omp_region_record(struct ss_thread *t, const void *region, uint32_t kind
                           uint64_t barrier, uint64_t fork_join, uint64_t end, uint32_t weight);
 #define SS_STACK_KIND_INIT (SS_FN_COUNT + 5)
 void ss_lock_init_stack(struct ss_thread *t, const void *lock, uint32_t kind);
-/* Locks a runtime reports (locks.c): an acquisition timed by the caller, and its release. */
+/* Locks a runtime reports (locks.c): an acquisition timed by the caller (over a microsecond, or
+ * `found_held`: a wait), and its release. */
 void ss_runtime_acquired(struct ss_thread *t, const void *object, uint32_t kind, uint64_t wait, uint64_t now,
                          int found_held);
+/* The same in parts, for the hooks that take an acquisition's first step themselves (omp.c): the
+ * object's slot found before, then one that waited, or one the step took (an increment and the
+ * countdown of timed holds: all that its hold pays). */
+struct ss_lock_stats *ss_runtime_slot(struct ss_thread *t, const void *object, uint32_t kind);
+void ss_runtime_waited(struct ss_thread *t, const void *object, uint32_t kind, struct ss_lock_stats *l, uint64_t wait,
+                       uint64_t now, int found_held);
+void ss_runtime_hold(struct ss_thread *t, const void *object, struct ss_lock_stats *l, uint64_t now);
+static inline struct ss_lock_stats *ss_runtime_slot_cached(struct ss_thread *t, const void *object, uint32_t kind) {
+    if (SS_LIKELY(t->locks.last[kind].address == (uintptr_t)object)) return t->locks.last[kind].slot;
+    return ss_runtime_slot(t, object, kind);
+}
+static inline void ss_runtime_took(struct ss_thread *t, const void *object, struct ss_lock_stats *l) {
+    SS_INC(l->acquisitions, 1);
+    if (SS_UNLIKELY(ss_dec_is_zero(&t->locks.countdown))) ss_runtime_hold(t, object, l, 0);
+}
 void ss_runtime_releasing(struct ss_thread *t, const void *object);
 /* ITT (itt.c): stallscope as the collector runtimes load through INTEL_LIBITTNOTIFY64. */
 void ss_itt_init(int serve);
