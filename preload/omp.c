@@ -338,10 +338,10 @@ static void (*ss_real_critical_name_end)(void **);
  * lives when it fits. The hooks take that step themselves (issue 27: two clock reads around every
  * acquisition had made a program of short critical sections 5x slower), only where checked once:
  * the default lock's address is the one GOMP_critical_start's compare-and-swap names and
- * GOMP_critical_end's exchange names too; a named section's word is checked by libgomp taking and
- * releasing a zeroed slot of our own (64 bytes: libomp, which answers these names with a 32-byte
- * lock object of its own, writes other bytes and fails the check). Elsewhere every acquisition is
- * timed. */
+ * GOMP_critical_end's exchange names too; a named section's word is checked, where the default
+ * lock was found, by libgomp taking and releasing a zeroed slot of our own (64 bytes: a runtime
+ * with a lock object of its own there, as libomp's 32 bytes, writes other bytes and fails the
+ * check). Elsewhere every acquisition is timed. */
 static int *ss_gomp_default_lock;
 static int ss_gomp_named_steps;
 static int ss_gomp_default_on, ss_gomp_named_on; /* both checked and found: the fast parts' */
@@ -387,7 +387,8 @@ static void ss_gomp_steps_check(struct ss_thread *t) {
             dladdr(word, &a) && dladdr((const void *)ss_real_critical_start, &b) && a.dli_fbase == b.dli_fbase)
             ss_gomp_default_lock = (int *)word;
     }
-    if (ss_real_critical_name_start && ss_real_critical_name_end) {
+    /* Only where the default lock was found (libgomp's code): libomp is not called for the check */
+    if (ss_gomp_default_lock && ss_real_critical_name_start && ss_real_critical_name_end) {
         static _Alignas(64) unsigned char slot[64];
         SS_GOMP_CALL(t, ss_real_critical_name_start((void **)slot)); /* not the program's */
         int word;
