@@ -319,6 +319,7 @@ impl Rules {
                 Role::Lock => Category::Lock,
                 Role::Wait => Category::Blocked,
                 Role::Idle => Category::Idle,
+                Role::Work => Category::Blocked, /* never a wait: wait_of leaves it out */
             };
             if let Some(w) = word {
                 return (by_role(w.role), runtime.map(|(_, i)| i));
