@@ -10,7 +10,7 @@
 #                  (text and JSON, made there: symbols are that machine's) and the program's
 #                  stderr in findings/
 #   faith-*.txt    benches/faithfulness.sh --no-perf: the programs' own hand-off counts, profiled
-#                  against unprofiled (cond4, mutex)
+#                  against unprofiled (cond4, mutex, ompcrit)
 #   overhead.txt   benches/overhead.sh on the cases issue 27 set targets for, at their usual two
 #                  threads (OMP_NUM_THREADS=2), with the LD_PRELOAD-only mode
 #   scale-*.txt    `stallscope scale` of a clean program and a contended one up to THREADS
@@ -22,7 +22,7 @@
 #   THREADS  threads for the findings and the top of the scale curves (default: the CPUs)
 #   SECONDS  start no step after this long (default 500)
 # Environment: DEVICE_STEPS (the steps to run, comma-separated: machine, findings, foreign,
-# overhead, faith-cond4, faith-mutex, scale-clean, scale-arena; default all) and DEVICE_PROGRAMS
+# overhead, faith-cond4, faith-mutex, faith-ompcrit, scale-clean, scale-arena; default all) and DEVICE_PROGRAMS
 # (the findings step's programs, by name: a cause program's or a runtime one's such as omp_*,
 # separated by spaces; default all); CAUSE_TRUTH=1 has the cause programs print what the kernel
 # says of each thread (tests/cause_programs/truth.h) into the profiled run's .err file.
@@ -182,9 +182,10 @@ counts="$(printf '%s\n' 1 2 4 8 "$threads" | sort -nu | paste -sd,)"
 step findings 300 findings
 step foreign 90 foreign
 step overhead 200 env OMP_NUM_THREADS=2 bash benches/overhead.sh --prebuilt "$bin" --rounds 7 --no-heaptrack --preload \
-    --cases alloc,pell,stream,mutex,compute,omp,rustmutex,tbb,syscalls,forkcpu,fork,startup
+    --cases alloc,pell,stream,mutex,compute,omp,ompcrit,rustmutex,tbb,syscalls,forkcpu,fork,startup
 step faith-cond4 90 bash benches/faithfulness.sh --prebuilt "$bin" --no-perf --program cond4 --rounds 11 --modes again,steps,forwarded
 step faith-mutex 45 bash benches/faithfulness.sh --prebuilt "$bin" --no-perf --program mutex --rounds 15 --modes again,steps,forwarded
+step faith-ompcrit 45 bash benches/faithfulness.sh --prebuilt "$bin" --no-perf --program ompcrit --rounds 15 --modes again,steps,forwarded
 step scale-clean 60 "$stallscope" scale --no-progress --threads "$counts" --runs 3 \
     --export-json "$out/scale-clean.json" -- "$bin/causes/clean_scaling" '{threads}'
 step scale-arena 60 "$stallscope" scale --no-progress --threads "$counts" --runs 3 \
