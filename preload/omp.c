@@ -382,9 +382,12 @@ static void ss_gomp_steps_check(struct ss_thread *t) {
     if (ss_real_critical_start && ss_real_critical_end) {
         static const unsigned char cmpxchg[] = {0xF0, 0x0F, 0xB1}, xchg[] = {0x87};
         const void *word = ss_rip_operand((const void *)ss_real_critical_start, cmpxchg, sizeof cmpxchg);
-        Dl_info a, b;
-        if (word && word == ss_rip_operand((const void *)ss_real_critical_end, xchg, sizeof xchg) &&
-            dladdr(word, &a) && dladdr((const void *)ss_real_critical_start, &b) && a.dli_fbase == b.dli_fbase)
+        /* in libgomp's own segments (by the loaded objects' list, not dladdr: the loader's lock
+         * that dladdr takes is held by a thread running a library's constructor) */
+        const char *in = word ? ss_object_path(word) : NULL;
+        const char *gomp = ss_object_path((const void *)ss_real_critical_start);
+        if (word && word == ss_rip_operand((const void *)ss_real_critical_end, xchg, sizeof xchg) && in && gomp &&
+            strcmp(in, gomp) == 0)
             ss_gomp_default_lock = (int *)word;
     }
     /* Only where the default lock was found (libgomp's code): libomp is not called for the check */
