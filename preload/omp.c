@@ -343,8 +343,7 @@ static void (*ss_real_critical_name_end)(void **);
  * with a lock object of its own there, as libomp's 32 bytes, writes other bytes and fails the
  * check). Elsewhere every acquisition is timed. */
 static int *ss_gomp_default_lock;
-static int ss_gomp_named_steps;
-static int ss_gomp_default_on, ss_gomp_named_on; /* both checked and found: the fast parts' */
+static int ss_gomp_default_on, ss_gomp_named_on; /* checked and found */
 static int ss_omp_test_steps; /* omp locks: omp_test_lock first */
 static int ss_gomp_steps_state; /* 0: not checked, 1: checking, 2: checked */
 
@@ -391,6 +390,7 @@ static void ss_gomp_steps_check(struct ss_thread *t) {
             ss_gomp_default_lock = (int *)word;
     }
     /* Only where the default lock was found (libgomp's code): libomp is not called for the check */
+    int named = 0;
     if (ss_gomp_default_lock && ss_real_critical_name_start && ss_real_critical_name_end) {
         static _Alignas(64) unsigned char slot[64];
         SS_GOMP_CALL(t, ss_real_critical_name_start((void **)slot)); /* not the program's */
@@ -401,10 +401,10 @@ static void ss_gomp_steps_check(struct ss_thread *t) {
         SS_GOMP_CALL(t, ss_real_critical_name_end((void **)slot));
         int released = 1;
         for (size_t i = 0; i < sizeof slot; i++) released &= slot[i] == 0;
-        ss_gomp_named_steps = taken && released;
+        named = taken && released;
     }
     __atomic_store_n(&ss_gomp_default_on, ss_gomp_default_lock != NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&ss_gomp_named_on, ss_gomp_named_steps, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_named_on, named, __ATOMIC_RELEASE);
     __atomic_store_n(&ss_gomp_steps_state, 2, __ATOMIC_RELEASE);
 }
 
@@ -437,10 +437,8 @@ static inline int ss_gomp_steps_known(struct ss_thread *t) {
         if (SS_LIKELY(t && ss_active && __atomic_load_n(&(steps_on), __ATOMIC_ACQUIRE)) &&                    \
             SS_LIKELY(t->locks.last[SS_LOCK_OMP_CRITICAL].address == (uintptr_t)(object))) {                  \
             if (SS_UNLIKELY(!ss_gomp_step(word))) return ss_slow_##name(pptr, t, 1);                          \
-            struct ss_lock_stats *l = t->locks.last[SS_LOCK_OMP_CRITICAL].slot;                               \
-            SS_INC(l->acquisitions, 1);                                                                       \
-            if (SS_LIKELY(!ss_dec_is_zero(&t->locks.countdown))) return;                                      \
-            return ss_runtime_hold(t, (object), l, 0);                                                        \
+            ss_runtime_took(t, (object), t->locks.last[SS_LOCK_OMP_CRITICAL].slot);                           \
+            return;                                                                                           \
         }                                                                                                     \
         return ss_slow_##name(pptr, t, 0);                                                                    \
     }

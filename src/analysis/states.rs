@@ -1169,15 +1169,18 @@ impl Classifier<'_, '_> {
         let (profile, rules) = (self.profile, &self.rules);
         let frames = sample_frames(profile, self.sym, self.code, s);
         let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
-        let spinning = s.kind == SampleKind::Cpu
-            && (self.code.in_pause_loop(&profile.modules, s.pc)
-                || self.code.at_or_after_syscall(&profile.modules, s.pc));
-        let (mut category, decided) =
-            rules.classify(&frames, s.kind, syscall.as_deref(), self.word(s), spinning);
-        if category == Category::Compute
-            && s.kind == SampleKind::Cpu
-            && self.code.in_pause_loop(&profile.modules, s.pc)
-        {
+        // Where a CPU sample's instruction is: in a pause loop, at a system call.
+        let on_cpu = s.kind == SampleKind::Cpu;
+        let in_pause_loop = on_cpu && self.code.in_pause_loop(&profile.modules, s.pc);
+        let in_syscall = on_cpu && self.code.at_or_after_syscall(&profile.modules, s.pc);
+        let (mut category, decided) = rules.classify(
+            &frames,
+            s.kind,
+            syscall.as_deref(),
+            self.word(s),
+            in_pause_loop || in_syscall,
+        );
+        if category == Category::Compute && in_pause_loop {
             category = Category::Spinning;
         } else if category == Category::Compute
             && self.code.at_or_after_atomic(&profile.modules, s.pc)
@@ -1207,8 +1210,6 @@ impl Classifier<'_, '_> {
             && deciding
                 .and_then(|f| f.function.as_deref())
                 .is_some_and(|n| HOOKED_LOCK_FUNCTIONS.contains(&rule_names(n).1));
-        let in_syscall =
-            s.kind == SampleKind::Cpu && self.code.at_or_after_syscall(&profile.modules, s.pc);
         ClassifiedStack {
             category,
             frames,
@@ -2249,6 +2250,17 @@ mod tests {
                 .classify(&rust_lock, SampleKind::Cpu, None, None, false)
                 .0,
             Category::Lock
+        );
+        // An entry point every acquisition calls is a wait on a CPU only where the thread spins
+        // or goes to sleep: elsewhere it is the acquisition's own work.
+        let omp = [frame("omp_set_lock"), frame("main")];
+        assert_eq!(
+            rules.classify(&omp, SampleKind::Cpu, None, None, true).0,
+            Category::Lock
+        );
+        assert_eq!(
+            rules.classify(&omp, SampleKind::Cpu, None, None, false).0,
+            Category::Compute
         );
         let idle = [
             frame("sched_yield"),
