@@ -119,12 +119,6 @@ int ss_got_init(void) {
     return 1;
 }
 
-static uintptr_t ss_dyn_ptr(uintptr_t base, ElfW(Addr) value) {
-    /* The dynamic linker relocates these entries in place for most objects, not for all (the
-     * vDSO's is read-only): an address below the load base is still file-relative. */
-    return value < base ? base + value : value;
-}
-
 static void ss_got_store(uintptr_t slot, uintptr_t value, uintptr_t relro_lo, uintptr_t relro_hi) {
     if (slot >= relro_lo && slot + sizeof(uintptr_t) <= relro_hi) {
         uintptr_t page = slot & ~(uintptr_t)4095;

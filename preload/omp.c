@@ -30,18 +30,11 @@ typedef void (*ss_omp_body_fn)(void *);
 /* The runtime's own function. A library loaded with dlopen(RTLD_LOCAL) that needs libgomp binds to
  * these hooks (the preloaded library comes first in the global scope) while its libgomp is not in
  * the global scope that RTLD_NEXT searches: then the runtime is found by its file name among the
- * objects already loaded. */
+ * objects already loaded. Never with dlsym, whose lock a constructor running a region holds
+ * (symbols.c). */
 static void *ss_omp_next(const char *name) {
-    void *f = dlsym(RTLD_NEXT, name);
-    static const char *const runtimes[] = {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so"};
-    for (size_t i = 0; !f && i < sizeof runtimes / sizeof runtimes[0]; i++) {
-        void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
-        if (h) {
-            f = dlsym(h, name);
-            dlclose(h);
-        }
-    }
-    return f;
+    static const char *const runtimes[] = {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so", NULL};
+    return ss_next_symbol(name, runtimes);
 }
 
 #define SS_OMP_REAL(var, name)                                                                               \

@@ -225,7 +225,7 @@ SS_EXPORT ss_ompt_start_tool_result *ompt_start_tool(unsigned int omp_version, c
     if (named && *named) return NULL;
     /* A tool later in the search order (the runtime's own weak default, which looks further
      * still, answers NULL): its answer wins. */
-    ss_ompt_start_tool_fn next = (ss_ompt_start_tool_fn)dlsym(RTLD_NEXT, "ompt_start_tool");
+    ss_ompt_start_tool_fn next = (ss_ompt_start_tool_fn)ss_next_symbol("ompt_start_tool", NULL);
     if (next && next != ompt_start_tool) {
         ss_ompt_start_tool_result *theirs = next(omp_version, runtime_version);
         if (theirs) return theirs;

@@ -590,6 +590,11 @@ void ss_ensure_resolved(void);
  * put before it (glibc before 2.34 kept the pthread functions in libpthread). */
 int ss_in_libc(const void *fn);
 const char *ss_object_path(const void *addr);
+/* symbols.c: `name` as dlsym(RTLD_NEXT) finds it, without the loader's lock; then in the objects
+ * named in `runtimes` (NULL-terminated, may be NULL) wherever they were loaded. */
+void *ss_next_symbol(const char *name, const char *const *runtimes);
+/* A dynamic entry's address: relocated in place by the loader for most objects, not all. */
+uintptr_t ss_dyn_ptr(uintptr_t base, unsigned long value);
 /* glibc's chunk size word: the word before a block holds its chunk's size, with flags in the low
  * 3 bits (alloc.c reads it; glibc_check.c checks at start that it reads so). */
 #define SS_CHUNK_FLAG_BITS 7u

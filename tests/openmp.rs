@@ -700,3 +700,51 @@ fn a_region_in_a_stripped_library_is_the_masters_work_not_idle() {
         "the master's loop is not computation: {states:#}"
     );
 }
+
+/// A library whose constructor runs parallel regions, loaded with dlopen: its team members call
+/// their first OpenMP functions while the loading thread holds the dynamic loader's lock and waits
+/// for them at the region's end. The hooks found the runtime's functions with dlsym, which takes
+/// that lock: the program hung under stallscope (and runs in a millisecond alone), with GCC's
+/// libgomp and with clang's libomp alike.
+#[test]
+fn a_library_whose_constructor_runs_a_region_loads_under_stallscope() {
+    let items: u64 = 400;
+    for compiler in ["cc", "clang"] {
+        let dir = TempDir::new("openmp-ctor");
+        let lib = dir.join("libctor_region.so");
+        let out = Command::new(compiler)
+            .args(["-O2", "-g", "-fopenmp", "-shared", "-fPIC", "-o"])
+            .arg(&lib)
+            .arg(test_source("omp_programs", "ctor_region.c"))
+            .output()
+            .unwrap_or_else(|e| panic!("running {compiler}: {e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let exe = compile_file(
+            &dir,
+            &test_source("omp_programs", "ctor_region_main.c"),
+            &["-ldl"],
+        );
+        let cmd = [exe.display().to_string(), lib.display().to_string()];
+        let plain = common::plain_run(&dir, &cmd, |_| {});
+        assert!(plain.status.success(), "{}", common::describe(&plain));
+        let _machine = common::machine();
+        let (run, prof) = profile_with(&dir, "ctor.prof", &["-q"], &cmd, 0, |_| {});
+        assert_eq!(
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&plain.stdout),
+            "{compiler}: the program's output changed"
+        );
+        let r = report_json(&prof);
+        let critical = r["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["kind"] == "omp-critical")
+            .unwrap_or_else(|| panic!("{compiler}: no critical section: {:#}", r["locks"]));
+        assert_eq!(critical["acquisitions"], items, "{compiler}: {critical:#}");
+    }
+}
