@@ -37,9 +37,28 @@ static void *ss_omp_next(const char *name) {
     return ss_next_symbol(name, runtimes);
 }
 
+/* Every variable that holds a runtime's function, noted when it is resolved: a runtime unloaded
+ * with dlclose (libgomp is not NODELETE: a plugin that uses OpenMP, closed and opened again) may
+ * come back at another address, and its functions are then found again (ss_omp_after_unload). */
+#define SS_OMP_CACHED_MAX 64u /* more than the variables below */
+static void **ss_omp_cached[SS_OMP_CACHED_MAX];
+
+static void *ss_omp_resolve(void **var, const char *name) {
+    void *f = ss_omp_next(name);
+    __atomic_store_n(var, f, __ATOMIC_RELEASE);
+    for (uint32_t i = 0; f && i < SS_OMP_CACHED_MAX; i++) {
+        void **seen = __atomic_load_n(&ss_omp_cached[i], __ATOMIC_ACQUIRE);
+        if (seen == var) break;
+        if (!seen && __atomic_compare_exchange_n(&ss_omp_cached[i], &seen, var, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+        if (seen == var) break;
+    }
+    return f;
+}
+
 #define SS_OMP_REAL(var, name)                                                                               \
     do {                                                                                                    \
-        if (SS_UNLIKELY(!var)) __atomic_store_n((void **)&var, ss_omp_next(name), __ATOMIC_RELEASE);         \
+        if (SS_UNLIKELY(!var)) ss_omp_resolve((void **)&var, name);                                         \
     } while (0)
 
 /* The OpenMP part of a node, for a new thread (ss_thread_reset, lifecycle.c). */
@@ -399,6 +418,28 @@ static void ss_gomp_steps_check(struct ss_thread *t) {
     __atomic_store_n(&ss_gomp_default_on, ss_gomp_default_lock != NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&ss_gomp_named_on, named, __ATOMIC_RELEASE);
     __atomic_store_n(&ss_gomp_steps_state, 2, __ATOMIC_RELEASE);
+}
+
+/* After a dlclose: a runtime's function whose object is gone is found again at its next call,
+ * and libgomp's steps checked again (its default lock was in the object). A thread cannot be in
+ * the runtime that was unloaded. */
+void ss_omp_after_unload(void) {
+    int gone = 0;
+    for (uint32_t i = 0; i < SS_OMP_CACHED_MAX; i++) {
+        void **var = __atomic_load_n(&ss_omp_cached[i], __ATOMIC_ACQUIRE);
+        if (!var) break;
+        void *f = __atomic_load_n(var, __ATOMIC_ACQUIRE);
+        if (f && !ss_object_path(f)) {
+            __atomic_store_n(var, NULL, __ATOMIC_RELEASE);
+            gone = 1;
+        }
+    }
+    if (!gone || __atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) != 2) return;
+    if (ss_gomp_default_lock && ss_object_path(ss_gomp_default_lock)) return; /* another runtime's */
+    __atomic_store_n(&ss_gomp_default_on, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_named_on, 0, __ATOMIC_RELEASE);
+    ss_gomp_default_lock = NULL;
+    __atomic_store_n(&ss_gomp_steps_state, 0, __ATOMIC_RELEASE);
 }
 
 /* Whether the steps are known (checking them the first time). */

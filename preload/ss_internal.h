@@ -772,6 +772,7 @@ void ss_thread_free(struct ss_thread *t);
 void ss_thread_attach(struct ss_thread *t, int is_main);
 void ss_thread_end(struct ss_thread *t);
 void ss_omp_run_close(struct ss_thread *t); /* pushes the thread's open runs of regions (omp.c) */
+void ss_omp_after_unload(void); /* a dlclose returned: forgets an unloaded runtime's functions (omp.c) */
 void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start_ticks,
                 uint64_t end_ticks, uint64_t team_ticks, uint64_t body_ticks); /* omp.c */
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */

@@ -588,7 +588,10 @@ SS_EXPORT int dlclose(void *handle) {
     int (*real)(void *) = ss_real.dlclose;
     if (!real) *(void **)&real = dlsym(RTLD_NEXT, "dlclose"); /* while another thread initialises */
     int rc = real ? real(handle) : -1;
-    if (rc == 0) ss_fast_unwind_forget(); /* the object's addresses may hold other code from now on */
+    if (rc == 0) {
+        ss_fast_unwind_forget(); /* the object's addresses may hold other code from now on */
+        ss_omp_after_unload();
+    }
     if (ss_stacks_on && !ss_busy && ss_pid == getpid()) { /* note the time of the unload */
         SS_GUARD_BEGIN(saved);
         if (ss_modules_try_lock(50)) {

@@ -748,3 +748,74 @@ fn a_library_whose_constructor_runs_a_region_loads_under_stallscope() {
         assert_eq!(critical["acquisitions"], items, "{compiler}: {critical:#}");
     }
 }
+
+/// A plugin that uses OpenMP, closed and opened again: libgomp is unloaded with it and comes back
+/// at another address. The hooks kept the first copy's functions and jumped into unmapped memory
+/// (the program crashed under stallscope, and ran alone); now an unloaded runtime's functions are
+/// found again, and every round's critical sections are counted.
+#[test]
+fn a_runtime_unloaded_and_loaded_again_elsewhere_is_followed() {
+    let (rounds, items) = (4u64, 1000u64);
+    let dir = TempDir::new("openmp-reload");
+    let plugin = dir.join("libreload_plugin.so");
+    let out = Command::new("cc")
+        .args(["-O2", "-g", "-fopenmp", "-shared", "-fPIC", "-o"])
+        .arg(&plugin)
+        .arg(test_source("omp_programs", "reload_plugin.c"))
+        .output()
+        .expect("running cc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exe = compile_file(
+        &dir,
+        &test_source("omp_programs", "reload_main.c"),
+        &["-ldl"],
+    );
+    let cmd = [
+        exe.display().to_string(),
+        plugin.display().to_string(),
+        rounds.to_string(),
+        items.to_string(),
+    ];
+    // One thread: libgomp's pool would run its code while it is unloaded (reload_plugin.c).
+    let alone = |c: &mut Command| {
+        c.env("OMP_NUM_THREADS", "1");
+    };
+    let plain = common::plain_run(&dir, &cmd, alone);
+    assert!(plain.status.success(), "{}", common::describe(&plain));
+    let text = String::from_utf8_lossy(&plain.stdout).into_owned();
+    assert_eq!(
+        text.matches(" moved").count() as u64,
+        rounds - 1,
+        "libgomp did not come back elsewhere, the test shows nothing: {text}"
+    );
+    let _machine = common::machine();
+    let (run, prof) = profile_with(&dir, "reload.prof", &["-q"], &cmd, 0, alone);
+    let strip = |s: &str| {
+        s.lines()
+            .map(|l| l.trim_end_matches(" moved").to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        strip(&String::from_utf8_lossy(&run.stdout)),
+        strip(&text),
+        "the program's results changed"
+    );
+    let r = report_json(&prof);
+    let criticals: Vec<u64> = r["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "omp-critical")
+        .map(|l| l["acquisitions"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        criticals,
+        [rounds * items, rounds * items],
+        "{:#}",
+        r["locks"]
+    );
+}
