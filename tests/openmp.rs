@@ -819,3 +819,97 @@ fn a_runtime_unloaded_and_loaded_again_elsewhere_is_followed() {
         r["locks"]
     );
 }
+
+/// A plugin with its own copy of libgomp under another name, loaded with RTLD_LOCAL: how Python
+/// wheels (PyTorch, scikit-learn) ship OpenMP and how Python loads them. The hooks looked the
+/// runtime up in the global scope and by its usual file name, found neither, and called a null
+/// function (SIGSEGV under stallscope; the program alone runs); now every loaded object after the
+/// interposer is searched.
+#[test]
+fn a_renamed_libgomp_loaded_locally_as_python_wheels_bundle_it_is_found() {
+    let items: u64 = 1000;
+    let dir = TempDir::new("openmp-bundled");
+    let libs = dir.join("libs");
+    std::fs::create_dir_all(&libs).unwrap();
+    let gomp = Command::new("cc")
+        .args(["-print-file-name=libgomp.so.1"])
+        .output()
+        .expect("running cc");
+    let gomp = PathBuf::from(String::from_utf8_lossy(&gomp.stdout).trim());
+    let bundled = libs.join("libgomp-5f3a9c1e.so.1");
+    std::fs::copy(&gomp, &bundled).unwrap_or_else(|e| panic!("copying {}: {e}", gomp.display()));
+    let status = Command::new("patchelf")
+        .arg("--set-soname")
+        .arg("libgomp-5f3a9c1e.so.1")
+        .arg(&bundled)
+        .status()
+        .expect("running patchelf (Debian package patchelf)");
+    assert!(status.success(), "patchelf failed");
+    let plugin = dir.join("libplugin.so");
+    let obj = dir.join("plugin.o");
+    for args in [
+        vec![
+            "-O2".to_string(),
+            "-fopenmp".to_string(),
+            "-fPIC".to_string(),
+            "-c".to_string(),
+            test_source("omp_programs", "reload_plugin.c")
+                .display()
+                .to_string(),
+            "-o".to_string(),
+            obj.display().to_string(),
+        ],
+        vec![
+            "-shared".to_string(),
+            "-o".to_string(),
+            plugin.display().to_string(),
+            obj.display().to_string(),
+            format!("-L{}", libs.display()),
+            "-l:libgomp-5f3a9c1e.so.1".to_string(),
+            format!("-Wl,-rpath,{}", libs.display()),
+        ],
+    ] {
+        let out = Command::new("cc").args(&args).output().expect("running cc");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let needed = Command::new("readelf")
+        .arg("-d")
+        .arg(&plugin)
+        .output()
+        .expect("running readelf");
+    let needed = String::from_utf8_lossy(&needed.stdout).into_owned();
+    assert!(
+        needed.contains("libgomp-5f3a9c1e.so.1") && !needed.contains("[libgomp.so.1]"),
+        "the plugin must need the bundled copy alone: {needed}"
+    );
+    let exe = compile_file(
+        &dir,
+        &test_source("omp_programs", "bundled_main.c"),
+        &["-ldl"],
+    );
+    let cmd = [
+        exe.display().to_string(),
+        plugin.display().to_string(),
+        items.to_string(),
+    ];
+    let plain = common::plain_run(&dir, &cmd, |_| {});
+    assert!(plain.status.success(), "{}", common::describe(&plain));
+    let _machine = common::machine();
+    let (run, prof) = profile_with(&dir, "bundled.prof", &["-q"], &cmd, 0, |c| {
+        c.env("OMP_NUM_THREADS", "2");
+    });
+    assert_eq!(run.stdout, plain.stdout, "the program's result changed");
+    let r = report_json(&prof);
+    let criticals: Vec<u64> = r["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "omp-critical")
+        .map(|l| l["acquisitions"].as_u64().unwrap())
+        .collect();
+    assert_eq!(criticals, [items, items], "{:#}", r["locks"]);
+}
