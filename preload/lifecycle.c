@@ -75,6 +75,7 @@ static void ss_init(void) {
         return; /* another thread initialises; its calls meanwhile go to the bootstrap pool */
     ss_busy = 1;
     ss_resolve();
+    ss_symbols_init();
     /* Loaded into a running process by `stallscope attach` (a dlopen it made the process do):
      * no settings to take, nothing recorded until a window opens (attach.c). */
     ss_injected = ss_loaded_by_attach();

@@ -27,39 +27,68 @@ typedef void (*ss_omp_body_fn)(void *);
 #define SS_OMP_SHORT_US 20u       /* a body shorter than this on average is sampled */
 #define SS_OMP_SAMPLED_CAP_US (8u * SS_OMP_SHORT_US) /* a sampled run's times are capped at this */
 
-/* The runtime's own function. A library loaded with dlopen(RTLD_LOCAL) that needs libgomp binds to
- * these hooks (the preloaded library comes first in the global scope) while its libgomp is not in
- * the global scope that RTLD_NEXT searches: then the runtime is found by its file name among the
- * objects already loaded. Never with dlsym, whose lock a constructor running a region holds
- * (symbols.c). */
-static void *ss_omp_next(const char *name) {
+/* ---- which runtime a call goes to ----
+ * Each hook forwards to the function the calling object's reference would have been bound to
+ * without the interposer (symbols.c, ss_runtime_symbol: the global scope, then the caller's own):
+ * two copies of libgomp, each loaded with RTLD_LOCAL by its own plugin (Python wheels bundle it
+ * under names of their own), each get their own plugin's calls. Never found with dlsym, whose
+ * lock a constructor running a region holds. An answer is kept as a route: the function and the
+ * callers it holds for (every caller when the global scope had it, else the caller's object); a
+ * hook's variable points at the route it used last, the table keeps the others. A route whose
+ * runtime or caller a dlclose unloaded is retired (ss_omp_after_unload): libgomp is not NODELETE,
+ * and a plugin closed and opened again may bring it back at another address. */
+struct ss_omp_route {
+    const void *hook; /* the hook's variable: whose route this is (NULL while it is filled in) */
+    void *fn;
+    uintptr_t lo, span; /* the callers it holds for: lo <= caller < lo + span (0: retired) */
+};
+typedef const struct ss_omp_route *ss_omp_route_ptr;
+
+#define SS_OMP_ROUTES 512u
+static struct ss_omp_route ss_omp_routes[SS_OMP_ROUTES];
+static uint32_t ss_omp_nroutes;
+
+static SS_NOINLINE void *ss_omp_route_slow(ss_omp_route_ptr *var, const char *name, uintptr_t caller) {
     static const char *const runtimes[] = {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so", NULL};
-    return ss_next_symbol(name, runtimes);
-}
-
-/* Every variable that holds a runtime's function, noted when it is resolved: a runtime unloaded
- * with dlclose (libgomp is not NODELETE: a plugin that uses OpenMP, closed and opened again) may
- * come back at another address, and its functions are then found again (ss_omp_after_unload). */
-#define SS_OMP_CACHED_MAX 64u /* more than the variables below */
-static void **ss_omp_cached[SS_OMP_CACHED_MAX];
-
-static void *ss_omp_resolve(void **var, const char *name) {
-    void *f = ss_omp_next(name);
-    __atomic_store_n(var, f, __ATOMIC_RELEASE);
-    for (uint32_t i = 0; f && i < SS_OMP_CACHED_MAX; i++) {
-        void **seen = __atomic_load_n(&ss_omp_cached[i], __ATOMIC_ACQUIRE);
-        if (seen == var) break;
-        if (!seen && __atomic_compare_exchange_n(&ss_omp_cached[i], &seen, var, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            break;
-        if (seen == var) break;
+    uint32_t n = __atomic_load_n(&ss_omp_nroutes, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n && i < SS_OMP_ROUTES; i++) {
+        struct ss_omp_route *e = &ss_omp_routes[i];
+        if (__atomic_load_n(&e->hook, __ATOMIC_ACQUIRE) != var) continue;
+        if (caller - e->lo < __atomic_load_n(&e->span, __ATOMIC_RELAXED)) {
+            __atomic_store_n(var, e, __ATOMIC_RELEASE);
+            return e->fn;
+        }
     }
+    uintptr_t lo, hi;
+    void *f = ss_runtime_symbol(name, runtimes, caller, &lo, &hi);
+    if (!f) return NULL;
+    uint32_t i = __atomic_fetch_add(&ss_omp_nroutes, 1, __ATOMIC_ACQ_REL);
+    if (i >= SS_OMP_ROUTES) return f; /* not kept: found again at each call */
+    struct ss_omp_route *e = &ss_omp_routes[i];
+    e->fn = f;
+    e->lo = lo;
+    __atomic_store_n(&e->span, hi - lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->hook, (const void *)var, __ATOMIC_RELEASE);
+    __atomic_store_n(var, e, __ATOMIC_RELEASE);
     return f;
 }
 
-#define SS_OMP_REAL(var, name)                                                                               \
-    do {                                                                                                    \
-        if (SS_UNLIKELY(!var)) ss_omp_resolve((void **)&var, name);                                         \
-    } while (0)
+/* The runtime's function `name` for the hook whose variable is `var`, called from `caller`. */
+static inline void *ss_omp_route(ss_omp_route_ptr *var, const char *name, uintptr_t caller) {
+    ss_omp_route_ptr e = __atomic_load_n(var, __ATOMIC_ACQUIRE);
+    if (SS_LIKELY(e && caller - e->lo < __atomic_load_n(&e->span, __ATOMIC_RELAXED))) return e->fn;
+    return ss_omp_route_slow(var, name, caller);
+}
+
+/* The route `var` holds for `caller` (NULL: another, or none yet): for the fast parts. */
+static inline ss_omp_route_ptr ss_omp_route_held(ss_omp_route_ptr *var, uintptr_t caller) {
+    ss_omp_route_ptr e = __atomic_load_n(var, __ATOMIC_ACQUIRE);
+    return e && caller - e->lo < __atomic_load_n(&e->span, __ATOMIC_RELAXED) ? e : NULL;
+}
+
+#define SS_CALLER ((uintptr_t)__builtin_return_address(0))
+/* The function a hook forwards to, typed: `type` is its pointer type. */
+#define SS_OMP_FN(type, name, caller) ((type)ss_omp_route(&ss_route_##name, #name, caller))
 
 /* The OpenMP part of a node, for a new thread (ss_thread_reset, lifecycle.c). */
 void ss_omp_thread_reset(struct ss_thread *t) {
@@ -89,6 +118,7 @@ struct ss_omp_slot {
 struct ss_omp_region {
     ss_omp_body_fn fn;
     void *data;
+    int (*thread_num)(void); /* the runtime's omp_get_thread_num: the copy that runs the region */
     uint64_t seq;
     uint64_t body_ticks; /* of members without a slot, summed */
     uint64_t longest;    /* the longest of those */
@@ -96,7 +126,7 @@ struct ss_omp_region {
     struct ss_omp_slot slot[SS_OMP_SLOTS];
 };
 
-static int (*ss_real_omp_get_thread_num)(void);
+static ss_omp_route_ptr ss_route_omp_get_thread_num;
 
 /* Runs one team member's share of the region, timed. */
 static void ss_omp_body(void *p) {
@@ -104,7 +134,7 @@ static void ss_omp_body(void *p) {
     uint64_t start = ss_ticks();
     r->fn(r->data);
     uint64_t ticks = ss_ticks() - start;
-    int i = ss_real_omp_get_thread_num ? ss_real_omp_get_thread_num() : -1;
+    int i = r->thread_num ? r->thread_num() : -1;
     if (i >= 0 && (unsigned)i < SS_OMP_SLOTS) {
         r->slot[i].ticks = ticks;
         __atomic_store_n(&r->slot[i].seq, r->seq, __ATOMIC_RELAXED);
@@ -246,25 +276,26 @@ static void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_stats *l, 
  * with this hook's return address as the call site: the tool (ompt.c) leaves such regions to
  * this, so that each is counted once, by its body. */
 #define SS_OMP_PARALLEL(name, params, args)                                                                   \
-    static void (*ss_real_##name) params;                                                                     \
+    static ss_omp_route_ptr ss_route_##name;                                                                  \
     SS_EXPORT void name params {                                                                              \
-        SS_OMP_REAL(ss_real_##name, #name);                                                                   \
+        uintptr_t caller_ = SS_CALLER;                                                                        \
+        void(*real_) params = SS_OMP_FN(void(*) params, name, caller_);                                       \
         struct ss_thread *t = ss_self_known();                                                                \
         if (!t || !ss_active || !fn) {                                                                        \
-            ss_real_##name args;                                                                              \
+            real_ args;                                                                                       \
             return;                                                                                           \
         }                                                                                                     \
         struct ss_lock_stats *slot_ = &t->locks.table[ss_lock_slot_for(t, (const void *)fn, SS_LOCK_OMP_REGION)]; \
         uint32_t weight_ = ss_omp_region_weight(t, slot_);                                                    \
         if (!weight_) { /* counted, run as it is */                                                           \
             ss_omp_region_untimed(t, slot_, (const void *)fn);                                                \
-            ss_real_##name args;                                                                              \
+            real_ args;                                                                                       \
             return;                                                                                           \
         }                                                                                                     \
-        SS_OMP_REAL(ss_real_omp_get_thread_num, "omp_get_thread_num");                                       \
         struct ss_omp_region r; /* its slots are told by seq, not cleared */                                  \
         r.fn = fn;                                                                                            \
         r.data = data;                                                                                        \
+        r.thread_num = SS_OMP_FN(int (*)(void), omp_get_thread_num, caller_);                                 \
         r.seq = ++t->omp.region_seq;                                                                          \
         r.body_ticks = r.longest = 0;                                                                         \
         r.members = 0;                                                                                        \
@@ -272,7 +303,7 @@ static void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_stats *l, 
         fn = ss_omp_body;                                                                                     \
         data = &r;                                                                                            \
         uint64_t start = ss_ticks();                                                                          \
-        ss_real_##name args;                                                                                  \
+        real_ args;                                                                                           \
         uint64_t end_ = ss_ticks();                                                                           \
         r.fn = body;                                                                                          \
         ss_omp_region_done(t, slot_, &r, end_ - start, end_, weight_);                                        \
@@ -339,23 +370,26 @@ SS_OMP_LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
         (t)->omp.in_gomp_call = 0;                                                                            \
     } while (0)
 
-static void (*ss_real_critical_start)(void);
-static void (*ss_real_critical_end)(void);
-static void (*ss_real_critical_name_start)(void **);
-static void (*ss_real_critical_name_end)(void **);
+static ss_omp_route_ptr ss_route_GOMP_critical_start, ss_route_GOMP_critical_end, ss_route_GOMP_critical_name_start,
+    ss_route_GOMP_critical_name_end;
+typedef void (*ss_gomp_unnamed_fn)(void);
+typedef void (*ss_gomp_named_fn)(void **);
 
 /* libgomp's critical sections are its mutexes (an int: 0 free, 1 taken, -1 taken with waiters),
  * and its acquisition's first step is a compare-and-swap of 0 to 1: GOMP_critical_start's on its
  * private default lock, GOMP_critical_name_start's on the program's pointer slot, where the word
  * lives when it fits. The hooks take that step themselves (issue 27: two clock reads around every
- * acquisition had made a program of short critical sections 5x slower), only where checked once:
+ * acquisition had made a program of short critical sections 5x slower), only where checked once,
+ * for the copy of the runtime the first caller's calls go to (another copy's calls are timed):
  * the default lock's address is the one GOMP_critical_start's compare-and-swap names and
  * GOMP_critical_end's exchange names too; a named section's word is checked, where the default
  * lock was found, by libgomp taking and releasing a zeroed slot of our own (64 bytes: a runtime
  * with a lock object of its own there, as libomp's 32 bytes, writes other bytes and fails the
- * check). Elsewhere every acquisition is timed. */
+ * check). Elsewhere every acquisition is timed. The functions checked are kept: a call whose
+ * route leads to them takes the steps. */
 static int *ss_gomp_default_lock;
-static int ss_gomp_default_on, ss_gomp_named_on; /* checked and found */
+static void *ss_gomp_default_start, *ss_gomp_default_end; /* checked and found (NULL: no steps) */
+static void *ss_gomp_named_start, *ss_gomp_named_end;
 static int ss_omp_test_steps; /* omp locks: omp_test_lock first */
 static int ss_gomp_steps_state; /* 0: not checked, 1: checking, 2: checked */
 
@@ -377,7 +411,7 @@ static const void *ss_rip_operand(const void *fn, const unsigned char *opcode, s
     return NULL;
 }
 
-static void ss_gomp_steps_check(struct ss_thread *t) {
+static void ss_gomp_steps_check(struct ss_thread *t, uintptr_t caller) {
     int expected = 0;
     if (!__atomic_compare_exchange_n(&ss_gomp_steps_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;
@@ -386,144 +420,151 @@ static void ss_gomp_steps_check(struct ss_thread *t) {
         return;
     }
     ss_omp_test_steps = 1;
-    SS_OMP_REAL(ss_real_critical_start, "GOMP_critical_start");
-    SS_OMP_REAL(ss_real_critical_end, "GOMP_critical_end");
-    SS_OMP_REAL(ss_real_critical_name_start, "GOMP_critical_name_start");
-    SS_OMP_REAL(ss_real_critical_name_end, "GOMP_critical_name_end");
-    if (ss_real_critical_start && ss_real_critical_end) {
+    ss_gomp_unnamed_fn start = SS_OMP_FN(ss_gomp_unnamed_fn, GOMP_critical_start, caller);
+    ss_gomp_unnamed_fn end = SS_OMP_FN(ss_gomp_unnamed_fn, GOMP_critical_end, caller);
+    ss_gomp_named_fn name_start = SS_OMP_FN(ss_gomp_named_fn, GOMP_critical_name_start, caller);
+    ss_gomp_named_fn name_end = SS_OMP_FN(ss_gomp_named_fn, GOMP_critical_name_end, caller);
+    int *lock = NULL;
+    if (start && end) {
         static const unsigned char cmpxchg[] = {0xF0, 0x0F, 0xB1}, xchg[] = {0x87};
-        const void *word = ss_rip_operand((const void *)ss_real_critical_start, cmpxchg, sizeof cmpxchg);
+        const void *word = ss_rip_operand((const void *)start, cmpxchg, sizeof cmpxchg);
         /* in libgomp's own segments (by the loaded objects' list, not dladdr: the loader's lock
          * that dladdr takes is held by a thread running a library's constructor) */
         const char *in = word ? ss_object_path(word) : NULL;
-        const char *gomp = ss_object_path((const void *)ss_real_critical_start);
-        if (word && word == ss_rip_operand((const void *)ss_real_critical_end, xchg, sizeof xchg) && in && gomp &&
-            strcmp(in, gomp) == 0)
-            ss_gomp_default_lock = (int *)word;
+        const char *gomp = ss_object_path((const void *)start);
+        if (word && word == ss_rip_operand((const void *)end, xchg, sizeof xchg) && in && gomp && strcmp(in, gomp) == 0)
+            lock = (int *)word;
     }
     /* Only where the default lock was found (libgomp's code): libomp is not called for the check */
     int named = 0;
-    if (ss_gomp_default_lock && ss_real_critical_name_start && ss_real_critical_name_end) {
+    if (lock && name_start && name_end) {
         static _Alignas(64) unsigned char slot[64];
-        SS_GOMP_CALL(t, ss_real_critical_name_start((void **)slot)); /* not the program's */
+        SS_GOMP_CALL(t, name_start((void **)slot)); /* not the program's */
         int word;
         memcpy(&word, slot, sizeof word);
         int taken = word == 1;
         for (size_t i = sizeof word; i < sizeof slot; i++) taken &= slot[i] == 0;
-        SS_GOMP_CALL(t, ss_real_critical_name_end((void **)slot));
+        SS_GOMP_CALL(t, name_end((void **)slot));
         int released = 1;
         for (size_t i = 0; i < sizeof slot; i++) released &= slot[i] == 0;
         named = taken && released;
     }
-    __atomic_store_n(&ss_gomp_default_on, ss_gomp_default_lock != NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&ss_gomp_named_on, named, __ATOMIC_RELEASE);
+    ss_gomp_default_lock = lock;
+    __atomic_store_n(&ss_gomp_default_start, lock ? (void *)start : NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_default_end, lock ? (void *)end : NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_named_start, named ? (void *)name_start : NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_named_end, named ? (void *)name_end : NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&ss_gomp_steps_state, 2, __ATOMIC_RELEASE);
 }
 
-/* After a dlclose: a runtime's function whose object is gone is found again at its next call,
- * and libgomp's steps checked again (its default lock was in the object). A thread cannot be in
- * the runtime that was unloaded. */
+/* After a dlclose: the routes whose runtime or caller is gone are retired (found again at their
+ * next call), and libgomp's steps checked again when the copy checked is gone (its default lock
+ * was in it). A thread cannot be in an object that was unloaded. */
 void ss_omp_after_unload(void) {
-    int gone = 0;
-    for (uint32_t i = 0; i < SS_OMP_CACHED_MAX; i++) {
-        void **var = __atomic_load_n(&ss_omp_cached[i], __ATOMIC_ACQUIRE);
-        if (!var) break;
-        void *f = __atomic_load_n(var, __ATOMIC_ACQUIRE);
-        if (f && !ss_object_path(f)) {
-            __atomic_store_n(var, NULL, __ATOMIC_RELEASE);
-            gone = 1;
-        }
+    uint32_t n = __atomic_load_n(&ss_omp_nroutes, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n && i < SS_OMP_ROUTES; i++) {
+        struct ss_omp_route *e = &ss_omp_routes[i];
+        if (!__atomic_load_n(&e->hook, __ATOMIC_ACQUIRE) || !__atomic_load_n(&e->span, __ATOMIC_RELAXED)) continue;
+        int global = e->span == UINTPTR_MAX && e->lo == 0;
+        if (!ss_object_path(e->fn) || (!global && !ss_object_path((const void *)e->lo)))
+            __atomic_store_n(&e->span, 0, __ATOMIC_RELEASE);
     }
-    if (!gone || __atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) != 2) return;
-    if (ss_gomp_default_lock && ss_object_path(ss_gomp_default_lock)) return; /* another runtime's */
-    __atomic_store_n(&ss_gomp_default_on, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&ss_gomp_named_on, 0, __ATOMIC_RELEASE);
+    void *checked = __atomic_load_n(&ss_gomp_default_start, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) != 2 || !checked || ss_object_path(checked)) return;
+    __atomic_store_n(&ss_gomp_default_start, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_default_end, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_named_start, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_gomp_named_end, NULL, __ATOMIC_RELEASE);
     ss_gomp_default_lock = NULL;
     __atomic_store_n(&ss_gomp_steps_state, 0, __ATOMIC_RELEASE);
 }
 
 /* Whether the steps are known (checking them the first time). */
-static inline int ss_gomp_steps_known(struct ss_thread *t) {
+static inline int ss_gomp_steps_known(struct ss_thread *t, uintptr_t caller) {
     if (SS_LIKELY(__atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) == 2)) return 1;
-    ss_gomp_steps_check(t);
+    ss_gomp_steps_check(t, caller);
     return __atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) == 2;
 }
 
 /* A libgomp critical section's acquisition has two parts, as the pthread lock hooks' (locks.c): the
- * fast part, inline in the exported function (the checked step, the section's slot the one the
- * thread used last, the step taken, the hold not timed: an increment, no stack frame), and the
- * slow part, everything else, told whether the fast part tried the step and found the section
- * taken (`tried`: it is not tried again). What the hooks add around the acquisition moves the
- * hand-over between threads (docs/PERFORMANCE.md, "Issue 27's eleventh stop"). */
-#define SS_GOMP_CRITICAL_START(name, decl, ptr, object, word, steps_on, real, real_call)                       \
-    static SS_NOINLINE void ss_slow_##name(void **pptr, struct ss_thread *t, int tried) {                    \
+ * fast part, inline in the exported function (the caller's route leads to the checked function,
+ * the section's slot the one the thread used last, the step taken, the hold not timed: an
+ * increment, no stack frame), and the slow part, everything else, told whether the fast part
+ * tried the step and found the section taken (`tried`: it is not tried again). What the hooks
+ * add around the acquisition moves the hand-over between threads (docs/PERFORMANCE.md, "Issue
+ * 27's eleventh stop"). */
+#define SS_GOMP_CRITICAL_START(name, decl, ptr, object, word, checked, fn_type, call_args)                     \
+    static SS_NOINLINE void ss_slow_##name(void **pptr, struct ss_thread *t, int tried, uintptr_t caller) {  \
         (void)pptr;                                                                                           \
-        SS_OMP_REAL(real, #name);                                                                             \
-        if (!t || !ss_active) return real_call;                                                               \
-        if (tried || (ss_gomp_steps_known(t) && (steps_on)))                                                  \
+        fn_type real_ = SS_OMP_FN(fn_type, name, caller);                                                     \
+        if (!t || !ss_active) return real_ call_args;                                                         \
+        if (tried || (ss_gomp_steps_known(t, caller) && (void *)real_ == __atomic_load_n(&checked, __ATOMIC_ACQUIRE))) \
             SS_OMP_ACQUIRE_STEPPED(t, object, SS_LOCK_OMP_CRITICAL, !tried && ss_gomp_step(word),             \
-                                   SS_GOMP_CALL(t, real_call));                                               \
-        SS_OMP_ACQUIRE(t, object, SS_LOCK_OMP_CRITICAL, SS_GOMP_CALL(t, real_call), 0);                       \
+                                   SS_GOMP_CALL(t, real_ call_args));                                         \
+        SS_OMP_ACQUIRE(t, object, SS_LOCK_OMP_CRITICAL, SS_GOMP_CALL(t, real_ call_args), 0);                 \
     }                                                                                                         \
     SS_EXPORT void name decl {                                                                                \
+        uintptr_t caller_ = SS_CALLER;                                                                        \
         struct ss_thread *t = ss_self_known();                                                                \
         void **pptr = ptr;                                                                                    \
-        if (SS_LIKELY(t && ss_active && __atomic_load_n(&(steps_on), __ATOMIC_ACQUIRE)) &&                    \
+        ss_omp_route_ptr route_ = ss_omp_route_held(&ss_route_##name, caller_);                               \
+        if (SS_LIKELY(t && ss_active && route_ && route_->fn == __atomic_load_n(&checked, __ATOMIC_ACQUIRE)) && \
             SS_LIKELY(t->locks.last[SS_LOCK_OMP_CRITICAL].address == (uintptr_t)(object))) {                  \
-            if (SS_UNLIKELY(!ss_gomp_step(word))) return ss_slow_##name(pptr, t, 1);                          \
+            if (SS_UNLIKELY(!ss_gomp_step(word))) return ss_slow_##name(pptr, t, 1, caller_);                 \
             ss_runtime_took(t, (object), t->locks.last[SS_LOCK_OMP_CRITICAL].slot);                           \
             return;                                                                                           \
         }                                                                                                     \
-        return ss_slow_##name(pptr, t, 0);                                                                    \
+        return ss_slow_##name(pptr, t, 0, caller_);                                                           \
     }
 
 /* A release: libgomp's own function, by a tail call where nothing is to be done (no timed hold
- * open, libgomp checked: its release calls nothing of the hooks'). */
-#define SS_GOMP_CRITICAL_END(name, decl, ptr, object, steps_on, real, real_call)                              \
-    static SS_NOINLINE void ss_slow_##name(void **pptr, struct ss_thread *t) {                               \
+ * open, the caller's route leads to the checked function, whose release calls nothing of the
+ * hooks'). */
+#define SS_GOMP_CRITICAL_END(name, decl, ptr, object, checked, fn_type, call_args)                            \
+    static SS_NOINLINE void ss_slow_##name(void **pptr, struct ss_thread *t, uintptr_t caller) {             \
         (void)pptr;                                                                                           \
-        SS_OMP_REAL(real, #name);                                                                             \
-        if (!t) return real_call;                                                                             \
+        fn_type real_ = SS_OMP_FN(fn_type, name, caller);                                                     \
+        if (!t) return real_ call_args;                                                                       \
         if (t->locks.nheld) ss_runtime_releasing(t, object);                                                  \
-        SS_GOMP_CALL(t, real_call);                                                                           \
+        SS_GOMP_CALL(t, real_ call_args);                                                                     \
     }                                                                                                         \
     SS_EXPORT void name decl {                                                                                \
+        uintptr_t caller_ = SS_CALLER;                                                                        \
         struct ss_thread *t = ss_self_known();                                                                \
         void **pptr = ptr;                                                                                    \
-        if (SS_LIKELY(t && !t->locks.nheld && __atomic_load_n(&(steps_on), __ATOMIC_ACQUIRE))) return real_call; \
-        return ss_slow_##name(pptr, t);                                                                       \
+        ss_omp_route_ptr route_ = ss_omp_route_held(&ss_route_##name, caller_);                               \
+        if (SS_LIKELY(t && !t->locks.nheld && route_ && route_->fn == __atomic_load_n(&checked, __ATOMIC_ACQUIRE))) \
+            return ((fn_type)route_->fn) call_args;                                                           \
+        return ss_slow_##name(pptr, t, caller_);                                                              \
     }
 
-SS_GOMP_CRITICAL_START(GOMP_critical_start, (void), NULL, SS_OMP_UNNAMED, ss_gomp_default_lock, ss_gomp_default_on,
-                       ss_real_critical_start, ss_real_critical_start())
-SS_GOMP_CRITICAL_END(GOMP_critical_end, (void), NULL, SS_OMP_UNNAMED, ss_gomp_default_on, ss_real_critical_end,
-                     ss_real_critical_end())
-SS_GOMP_CRITICAL_START(GOMP_critical_name_start, (void **pptr_), pptr_, pptr, (int *)pptr, ss_gomp_named_on,
-                       ss_real_critical_name_start, ss_real_critical_name_start(pptr))
-SS_GOMP_CRITICAL_END(GOMP_critical_name_end, (void **pptr_), pptr_, pptr, ss_gomp_named_on, ss_real_critical_name_end,
-                     ss_real_critical_name_end(pptr))
+SS_GOMP_CRITICAL_START(GOMP_critical_start, (void), NULL, SS_OMP_UNNAMED, ss_gomp_default_lock, ss_gomp_default_start,
+                       ss_gomp_unnamed_fn, ())
+SS_GOMP_CRITICAL_END(GOMP_critical_end, (void), NULL, SS_OMP_UNNAMED, ss_gomp_default_end, ss_gomp_unnamed_fn, ())
+SS_GOMP_CRITICAL_START(GOMP_critical_name_start, (void **pptr_), pptr_, pptr, (int *)pptr, ss_gomp_named_start,
+                       ss_gomp_named_fn, (pptr))
+SS_GOMP_CRITICAL_END(GOMP_critical_name_end, (void **pptr_), pptr_, pptr, ss_gomp_named_end, ss_gomp_named_fn, (pptr))
 
 /* omp_lock_t and omp_nest_lock_t are opaque: the program's object's address names them, and an
  * acquisition's first step is the runtime's own try (omp_test_lock: in libgomp and libomp the
  * same step as the set's fast path). */
 #define SS_OMP_LOCK_PAIR(set, test, unset)                                                                    \
-    static void (*ss_real_##set)(void *);                                                                     \
-    static int (*ss_real_##test)(void *);                                                                     \
-    static void (*ss_real_##unset)(void *);                                                                   \
+    static ss_omp_route_ptr ss_route_##set, ss_route_##test, ss_route_##unset;                               \
     SS_EXPORT void set(void *lock) {                                                                          \
-        SS_OMP_REAL(ss_real_##set, #set);                                                                     \
+        uintptr_t caller_ = SS_CALLER;                                                                        \
+        void (*real_)(void *) = SS_OMP_FN(void (*)(void *), set, caller_);                                    \
         struct ss_thread *t = ss_self_known();                                                                \
-        if (!t || !ss_active) return ss_real_##set(lock);                                                     \
-        SS_OMP_REAL(ss_real_##test, #test);                                                                   \
-        if (ss_gomp_steps_known(t) && ss_omp_test_steps && ss_real_##test)                                    \
-            SS_OMP_ACQUIRE_STEPPED(t, lock, SS_LOCK_OMP_LOCK, ss_real_##test(lock) > 0, ss_real_##set(lock)); \
-        SS_OMP_ACQUIRE(t, lock, SS_LOCK_OMP_LOCK, ss_real_##set(lock), 0);                                    \
+        if (!t || !ss_active) return real_(lock);                                                             \
+        int (*try_)(void *) = SS_OMP_FN(int (*)(void *), test, caller_);                                      \
+        if (ss_gomp_steps_known(t, caller_) && ss_omp_test_steps && try_)                                     \
+            SS_OMP_ACQUIRE_STEPPED(t, lock, SS_LOCK_OMP_LOCK, try_(lock) > 0, real_(lock));                   \
+        SS_OMP_ACQUIRE(t, lock, SS_LOCK_OMP_LOCK, real_(lock), 0);                                            \
     }                                                                                                         \
     SS_EXPORT void unset(void *lock) {                                                                        \
-        SS_OMP_REAL(ss_real_##unset, #unset);                                                                 \
+        void (*real_)(void *) = SS_OMP_FN(void (*)(void *), unset, SS_CALLER);                                \
         struct ss_thread *t = ss_self_known();                                                                \
         if (t && t->locks.nheld) ss_runtime_releasing(t, lock);                                               \
-        ss_real_##unset(lock);                                                                                \
+        real_(lock);                                                                                          \
     }
 
 SS_OMP_LOCK_PAIR(omp_set_lock, omp_test_lock, omp_unset_lock)
@@ -532,27 +573,27 @@ SS_OMP_LOCK_PAIR(omp_set_nest_lock, omp_test_nest_lock, omp_unset_nest_lock)
 /* LLVM's libomp (clang -fopenmp): its critical sections, by the program's own
  * .gomp_critical_user_<name>.var (kmp_critical_name). Its parallel regions (__kmpc_fork_call,
  * variadic) are not wrapped: their barriers are seen by sampling only. */
-static void (*ss_real_kmpc_critical)(void *, int32_t, void *);
-static void (*ss_real_kmpc_critical_with_hint)(void *, int32_t, void *, uint32_t);
-static void (*ss_real_kmpc_end_critical)(void *, int32_t, void *);
+static ss_omp_route_ptr ss_route___kmpc_critical, ss_route___kmpc_critical_with_hint, ss_route___kmpc_end_critical;
+typedef void (*ss_kmpc_critical_fn)(void *, int32_t, void *);
+typedef void (*ss_kmpc_critical_hint_fn)(void *, int32_t, void *, uint32_t);
 
 SS_EXPORT void __kmpc_critical(void *loc, int32_t gtid, void *crit) {
-    SS_OMP_REAL(ss_real_kmpc_critical, "__kmpc_critical");
+    ss_kmpc_critical_fn real = SS_OMP_FN(ss_kmpc_critical_fn, __kmpc_critical, SS_CALLER);
     struct ss_thread *t = ss_self_known();
-    if (!t || !ss_active || t->omp.in_gomp_call) return ss_real_kmpc_critical(loc, gtid, crit);
-    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, ss_real_kmpc_critical(loc, gtid, crit), 0);
+    if (!t || !ss_active || t->omp.in_gomp_call) return real(loc, gtid, crit);
+    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, real(loc, gtid, crit), 0);
 }
 
 SS_EXPORT void __kmpc_critical_with_hint(void *loc, int32_t gtid, void *crit, uint32_t hint) {
-    SS_OMP_REAL(ss_real_kmpc_critical_with_hint, "__kmpc_critical_with_hint");
+    ss_kmpc_critical_hint_fn real = SS_OMP_FN(ss_kmpc_critical_hint_fn, __kmpc_critical_with_hint, SS_CALLER);
     struct ss_thread *t = ss_self_known();
-    if (!t || !ss_active || t->omp.in_gomp_call) return ss_real_kmpc_critical_with_hint(loc, gtid, crit, hint);
-    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, ss_real_kmpc_critical_with_hint(loc, gtid, crit, hint), 0);
+    if (!t || !ss_active || t->omp.in_gomp_call) return real(loc, gtid, crit, hint);
+    SS_OMP_ACQUIRE(t, crit, SS_LOCK_OMP_CRITICAL, real(loc, gtid, crit, hint), 0);
 }
 
 SS_EXPORT void __kmpc_end_critical(void *loc, int32_t gtid, void *crit) {
-    SS_OMP_REAL(ss_real_kmpc_end_critical, "__kmpc_end_critical");
+    ss_kmpc_critical_fn real = SS_OMP_FN(ss_kmpc_critical_fn, __kmpc_end_critical, SS_CALLER);
     struct ss_thread *t = ss_self_known();
     if (t && t->locks.nheld && !t->omp.in_gomp_call) ss_runtime_releasing(t, crit);
-    ss_real_kmpc_end_critical(loc, gtid, crit);
+    real(loc, gtid, crit);
 }

@@ -593,6 +593,11 @@ const char *ss_object_path(const void *addr);
 /* symbols.c: `name` as dlsym(RTLD_NEXT) finds it, without the loader's lock; then in the objects
  * named in `runtimes` (NULL-terminated, may be NULL) wherever they were loaded. */
 void *ss_next_symbol(const char *name, const char *const *runtimes);
+/* The same for the reference of the object at address `caller`, as the dynamic linker binds it
+ * (the global scope, then the caller's own); the callers the answer holds for in [*lo, *hi). */
+void *ss_runtime_symbol(const char *name, const char *const *runtimes, uintptr_t caller, uintptr_t *lo,
+                        uintptr_t *hi);
+void ss_symbols_init(void); /* at start: which objects the global scope holds */
 /* A dynamic entry's address: relocated in place by the loader for most objects, not all. */
 uintptr_t ss_dyn_ptr(uintptr_t base, unsigned long value);
 /* glibc's chunk size word: the word before a block holds its chunk's size, with flags in the low

@@ -10,12 +10,21 @@
  * the objects' own symbol tables are then read as the loader reads them (GNU or SysV hash, the
  * default version of a versioned symbol). An indirect function (its resolver picks the code) is
  * left to dlsym, as is a name no object defines; neither happens for the OpenMP runtimes' entry
- * points. */
+ * points.
+ *
+ * ss_runtime_symbol answers for one caller, as the dynamic linker binds that caller's reference:
+ * the global scope first (the objects loaded at start, after this library), then the caller's own
+ * scope (the object and its dependencies, breadth first). Two copies of a runtime, each loaded
+ * with RTLD_LOCAL by its own plugin (Python wheels bundle libgomp under names of their own), are
+ * then each called by their own plugin: sent to the other copy, a region ran in one copy's team
+ * while the plugin's own omp_get_thread_num asked the other, and every thread computed the whole
+ * loop. */
 #include "ss_internal.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <limits.h>
 #include <string.h>
 
 uintptr_t ss_dyn_ptr(uintptr_t base, ElfW(Addr) value) {
@@ -30,6 +39,7 @@ struct ss_symbol_query {
     uintptr_t self;              /* an address in this library */
     int pass;                    /* 1: the objects after this library; 2: the runtimes' */
     int after_self;
+    int index, limit; /* pass 1: only the first `limit` objects of the list */
     void *found;
     int ask_dlsym; /* found, but an indirect function */
 };
@@ -129,6 +139,7 @@ static int ss_is_runtime(const char *path, const char *const *runtimes) {
 static int ss_symbol_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct ss_symbol_query *q = arg;
+    if (q->index++ >= q->limit) return 1;
     if (ss_contains(info, q->self)) {
         q->after_self = 1;
         return 0;
@@ -163,12 +174,176 @@ static int ss_symbol_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     return 1;
 }
 
+/* The objects loaded at start, in the list's order (the global scope, which the dynamic linker
+ * searches first for every object). Objects opened later with RTLD_GLOBAL are not told apart
+ * from those opened with RTLD_LOCAL: they are searched after the caller's own scope. */
+static int ss_startup_objects = -1;
+
+static int ss_count_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)info;
+    (void)size;
+    ++*(int *)arg;
+    return 0;
+}
+
+void ss_symbols_init(void) {
+    int n = 0;
+    dl_iterate_phdr(ss_count_cb, &n);
+    __atomic_store_n(&ss_startup_objects, n, __ATOMIC_RELEASE);
+}
+
+/* The dynamic section's tables of one object (NULL symtab: none). */
+static const ElfW(Dyn) *ss_dynamic_of(const struct dl_phdr_info *info) {
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            return (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    return NULL;
+}
+
+/* `name` defined in this object: 1 (found, or an indirect function: ask_dlsym), else 0. */
+static int ss_search_object(struct dl_phdr_info *info, const char *name, void **found, int *ask_dlsym) {
+    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
+    if (!dyn) return 0;
+    uintptr_t base = info->dlpi_addr;
+    struct ss_dynsym d = {base, NULL, NULL, 0, NULL};
+    const uint32_t *gnu = NULL, *sysv = NULL;
+    for (const ElfW(Dyn) *e = dyn; e->d_tag != DT_NULL; e++) {
+        switch (e->d_tag) {
+        case DT_SYMTAB: d.symtab = (const ElfW(Sym) *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        case DT_STRTAB: d.strtab = (const char *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        case DT_STRSZ: d.strsz = e->d_un.d_val; break;
+        case DT_VERSYM: d.versym = (const uint16_t *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        case DT_GNU_HASH: gnu = (const uint32_t *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        case DT_HASH: sysv = (const uint32_t *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        default: break;
+        }
+    }
+    if (!d.symtab || !d.strtab || (!gnu && !sysv)) return 0;
+    int64_t i = gnu ? ss_lookup_gnu(&d, gnu, name) : ss_lookup_sysv(&d, sysv, name);
+    if (!i) return 0;
+    if (i < 0) *ask_dlsym = 1;
+    else *found = (void *)(base + d.symtab[i].st_value);
+    return 1;
+}
+
+/* The caller's scope, level by level: the caller, then the objects its level's DT_NEEDED entries
+ * name (by file name or DT_SONAME), each once; every read inside dl_iterate_phdr's callback. */
+#define SS_SCOPE_NAMES 48u
+#define SS_SCOPE_NAME_MAX 96u
+#define SS_SCOPE_OBJECTS 96u
+struct ss_scope_query {
+    const char *name;
+    uintptr_t caller;
+    int level;
+    char want[SS_SCOPE_NAMES][SS_SCOPE_NAME_MAX]; /* this level's names */
+    unsigned nwant;
+    char next[SS_SCOPE_NAMES][SS_SCOPE_NAME_MAX]; /* the next level's */
+    unsigned nnext;
+    uintptr_t visited[SS_SCOPE_OBJECTS]; /* by load address */
+    unsigned nvisited;
+    uintptr_t lo, hi; /* the caller's extent */
+    void *found;
+    int ask_dlsym, done;
+};
+
+static const char *ss_base_name(const char *path) {
+    const char *b = path ? strrchr(path, '/') : NULL;
+    return b ? b + 1 : path ? path : "";
+}
+
+static int ss_scope_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct ss_scope_query *q = arg;
+    for (unsigned i = 0; i < q->nvisited; i++)
+        if (q->visited[i] == info->dlpi_addr) return 0;
+    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
+    const char *strtab = NULL, *soname = NULL;
+    size_t strsz = 0;
+    for (const ElfW(Dyn) *e = dyn; e && e->d_tag != DT_NULL; e++) {
+        if (e->d_tag == DT_STRTAB) strtab = (const char *)ss_dyn_ptr(info->dlpi_addr, e->d_un.d_ptr);
+        if (e->d_tag == DT_STRSZ) strsz = e->d_un.d_val;
+    }
+    for (const ElfW(Dyn) *e = dyn; e && strtab && e->d_tag != DT_NULL; e++)
+        if (e->d_tag == DT_SONAME && e->d_un.d_val < strsz) soname = strtab + e->d_un.d_val;
+    int member = 0;
+    if (q->level == 0) {
+        member = ss_contains(info, q->caller);
+        for (int i = 0; member && i < info->dlpi_phnum; i++) {
+            const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+            if (ph->p_type != PT_LOAD) continue;
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+            if (!q->lo || lo < q->lo) q->lo = lo;
+            if (hi > q->hi) q->hi = hi;
+        }
+    } else {
+        const char *base = ss_base_name(info->dlpi_name);
+        for (unsigned i = 0; !member && i < q->nwant; i++)
+            member = strcmp(q->want[i], base) == 0 || (soname && strcmp(q->want[i], soname) == 0);
+    }
+    if (!member || q->nvisited >= SS_SCOPE_OBJECTS) return 0;
+    q->visited[q->nvisited++] = info->dlpi_addr;
+    if (ss_search_object(info, q->name, &q->found, &q->ask_dlsym)) {
+        q->done = 1;
+        return 1;
+    }
+    for (const ElfW(Dyn) *e = dyn; e && strtab && e->d_tag != DT_NULL; e++) {
+        if (e->d_tag != DT_NEEDED || e->d_un.d_val >= strsz || q->nnext >= SS_SCOPE_NAMES) continue;
+        const char *needed = strtab + e->d_un.d_val;
+        if (strlen(needed) >= SS_SCOPE_NAME_MAX) continue;
+        strcpy(q->next[q->nnext++], needed);
+    }
+    return 0;
+}
+
+/* `name` in the caller's own scope (NULL if none defines it); its extent in *lo, *hi. */
+static void *ss_scope_symbol(const char *name, uintptr_t caller, uintptr_t *lo, uintptr_t *hi, int *ask_dlsym) {
+    struct ss_scope_query *q = ss_map(sizeof *q); /* 10 KB: not on a program thread's stack; rare */
+    if (!q) return NULL;
+    q->name = name;
+    q->caller = caller;
+    for (q->level = 0; q->level < 16 && !q->done; q->level++) {
+        dl_iterate_phdr(ss_scope_cb, q);
+        if (q->level == 0 && !q->nvisited) break; /* the caller is in no object */
+        if (!q->nnext) break;
+        memcpy(q->want, q->next, sizeof q->want);
+        q->nwant = q->nnext;
+        q->nnext = 0;
+    }
+    *lo = q->lo;
+    *hi = q->hi;
+    *ask_dlsym = q->ask_dlsym;
+    void *found = q->found;
+    ss_unmap(q, sizeof *q);
+    return found;
+}
+
 void *ss_next_symbol(const char *name, const char *const *runtimes) {
-    struct ss_symbol_query q = {name, runtimes, (uintptr_t)ss_next_symbol, 1, 0, NULL, 0};
+    struct ss_symbol_query q = {name, runtimes, (uintptr_t)ss_next_symbol, 1, 0, 0, INT_MAX, NULL, 0};
     dl_iterate_phdr(ss_symbol_cb, &q);
     if (!q.found && !q.ask_dlsym && runtimes) {
         q.pass = 2;
+        q.index = 0;
         dl_iterate_phdr(ss_symbol_cb, &q);
     }
     return q.found ? q.found : dlsym(RTLD_NEXT, name);
+}
+
+void *ss_runtime_symbol(const char *name, const char *const *runtimes, uintptr_t caller, uintptr_t *lo,
+                        uintptr_t *hi) {
+    *lo = 0;
+    *hi = UINTPTR_MAX;
+    int startup = __atomic_load_n(&ss_startup_objects, __ATOMIC_ACQUIRE);
+    struct ss_symbol_query q = {name, runtimes, (uintptr_t)ss_next_symbol, 1, 0, 0, startup < 0 ? INT_MAX : startup,
+                                NULL, 0};
+    dl_iterate_phdr(ss_symbol_cb, &q); /* the global scope */
+    if (q.found || q.ask_dlsym || startup < 0) return q.found ? q.found : ss_next_symbol(name, runtimes);
+    int ask = 0;
+    uintptr_t clo = 0, chi = 0;
+    void *f = ss_scope_symbol(name, caller, &clo, &chi, &ask);
+    if (chi) { /* the answer holds for the caller's object alone */
+        *lo = clo;
+        *hi = chi;
+    }
+    if (f) return f;
+    return ask ? dlsym(RTLD_NEXT, name) : ss_next_symbol(name, runtimes);
 }

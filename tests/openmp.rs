@@ -820,55 +820,48 @@ fn a_runtime_unloaded_and_loaded_again_elsewhere_is_followed() {
     );
 }
 
-/// A plugin with its own copy of libgomp under another name, loaded with RTLD_LOCAL: how Python
-/// wheels (PyTorch, scikit-learn) ship OpenMP and how Python loads them. The hooks looked the
-/// runtime up in the global scope and by its usual file name, found neither, and called a null
-/// function (SIGSEGV under stallscope; the program alone runs); now every loaded object after the
-/// interposer is searched.
-#[test]
-fn a_renamed_libgomp_loaded_locally_as_python_wheels_bundle_it_is_found() {
-    let items: u64 = 1000;
-    let dir = TempDir::new("openmp-bundled");
-    let libs = dir.join("libs");
+/// A plugin built against its own copy of libgomp, renamed as Python wheels bundle it
+/// (auditwheel), in `dir`: the plugin's path.
+fn plugin_with_bundled_libgomp(dir: &Path, hash: &str) -> PathBuf {
+    let libs = dir.join(format!("libs-{hash}"));
     std::fs::create_dir_all(&libs).unwrap();
     let gomp = Command::new("cc")
         .args(["-print-file-name=libgomp.so.1"])
         .output()
         .expect("running cc");
     let gomp = PathBuf::from(String::from_utf8_lossy(&gomp.stdout).trim());
-    let bundled = libs.join("libgomp-5f3a9c1e.so.1");
+    let soname = format!("libgomp-{hash}.so.1");
+    let bundled = libs.join(&soname);
     std::fs::copy(&gomp, &bundled).unwrap_or_else(|e| panic!("copying {}: {e}", gomp.display()));
     let status = Command::new("patchelf")
         .arg("--set-soname")
-        .arg("libgomp-5f3a9c1e.so.1")
+        .arg(&soname)
         .arg(&bundled)
         .status()
         .expect("running patchelf (Debian package patchelf)");
     assert!(status.success(), "patchelf failed");
-    let plugin = dir.join("libplugin.so");
-    let obj = dir.join("plugin.o");
-    for args in [
-        vec![
-            "-O2".to_string(),
-            "-fopenmp".to_string(),
-            "-fPIC".to_string(),
-            "-c".to_string(),
-            test_source("omp_programs", "reload_plugin.c")
-                .display()
-                .to_string(),
-            "-o".to_string(),
-            obj.display().to_string(),
-        ],
-        vec![
-            "-shared".to_string(),
-            "-o".to_string(),
-            plugin.display().to_string(),
-            obj.display().to_string(),
-            format!("-L{}", libs.display()),
-            "-l:libgomp-5f3a9c1e.so.1".to_string(),
-            format!("-Wl,-rpath,{}", libs.display()),
-        ],
-    ] {
+    let plugin = dir.join(format!("libplugin-{hash}.so"));
+    let obj = dir.join(format!("plugin-{hash}.o"));
+    let source = test_source("omp_programs", "reload_plugin.c");
+    let compile: Vec<String> = vec![
+        "-O2".into(),
+        "-fopenmp".into(),
+        "-fPIC".into(),
+        "-c".into(),
+        source.display().to_string(),
+        "-o".into(),
+        obj.display().to_string(),
+    ];
+    let link: Vec<String> = vec![
+        "-shared".into(),
+        "-o".into(),
+        plugin.display().to_string(),
+        obj.display().to_string(),
+        format!("-L{}", libs.display()),
+        format!("-l:{soname}"),
+        format!("-Wl,-rpath,{}", libs.display()),
+    ];
+    for args in [compile, link] {
         let out = Command::new("cc").args(&args).output().expect("running cc");
         assert!(
             out.status.success(),
@@ -883,33 +876,77 @@ fn a_renamed_libgomp_loaded_locally_as_python_wheels_bundle_it_is_found() {
         .expect("running readelf");
     let needed = String::from_utf8_lossy(&needed.stdout).into_owned();
     assert!(
-        needed.contains("libgomp-5f3a9c1e.so.1") && !needed.contains("[libgomp.so.1]"),
-        "the plugin must need the bundled copy alone: {needed}"
+        needed.contains(&soname) && !needed.contains("[libgomp.so.1]"),
+        "the plugin must need its bundled copy alone: {needed}"
     );
+    plugin
+}
+
+/// Runs bundled_main.c over `plugins` with 2 OpenMP threads, unprofiled and profiled: the same
+/// output; the profile's report.
+fn profile_bundled(dir: &Path, items: u64, plugins: &[PathBuf]) -> Value {
     let exe = compile_file(
-        &dir,
+        dir,
         &test_source("omp_programs", "bundled_main.c"),
         &["-ldl"],
     );
-    let cmd = [
-        exe.display().to_string(),
-        plugin.display().to_string(),
-        items.to_string(),
-    ];
-    let plain = common::plain_run(&dir, &cmd, |_| {});
+    let mut cmd = vec![exe.display().to_string(), items.to_string()];
+    cmd.extend(plugins.iter().map(|p| p.display().to_string()));
+    let two = |c: &mut Command| {
+        c.env("OMP_NUM_THREADS", "2");
+    };
+    let plain = common::plain_run(dir, &cmd, two);
     assert!(plain.status.success(), "{}", common::describe(&plain));
     let _machine = common::machine();
-    let (run, prof) = profile_with(&dir, "bundled.prof", &["-q"], &cmd, 0, |c| {
-        c.env("OMP_NUM_THREADS", "2");
-    });
-    assert_eq!(run.stdout, plain.stdout, "the program's result changed");
-    let r = report_json(&prof);
-    let criticals: Vec<u64> = r["locks"]
+    let (run, prof) = profile_with(dir, "bundled.prof", &["-q"], &cmd, 0, two);
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&plain.stdout),
+        "the program's results changed"
+    );
+    report_json(&prof)
+}
+
+fn critical_counts(r: &Value) -> Vec<u64> {
+    r["locks"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|l| l["kind"] == "omp-critical")
         .map(|l| l["acquisitions"].as_u64().unwrap())
-        .collect();
-    assert_eq!(criticals, [items, items], "{:#}", r["locks"]);
+        .collect()
+}
+
+/// A plugin with its own copy of libgomp under another name, loaded with RTLD_LOCAL: how Python
+/// wheels (PyTorch, scikit-learn) ship OpenMP and how Python loads them. The hooks looked the
+/// runtime up in the global scope and by its usual file name, found neither, and called a null
+/// function (SIGSEGV under stallscope; the program alone runs).
+#[test]
+fn a_renamed_libgomp_loaded_locally_as_python_wheels_bundle_it_is_found() {
+    let items: u64 = 1000;
+    let dir = TempDir::new("openmp-bundled");
+    let plugin = plugin_with_bundled_libgomp(&dir, "5f3a9c1e");
+    let r = profile_bundled(&dir, items, &[plugin]);
+    assert_eq!(critical_counts(&r), [items, items], "{:#}", r["locks"]);
+}
+
+/// Two plugins, each with its own copy of libgomp (two extensions whose wheels bundle different
+/// builds of it): each plugin's calls go to its own copy, as the dynamic linker binds them alone.
+/// Sent to the first copy loaded, the second plugin's region ran in that copy's team while its
+/// own omp_get_thread_num asked its own copy (no team: thread 0 of 1), and each thread computed
+/// the whole loop: a wrong result, silently.
+#[test]
+fn two_plugins_with_their_own_libgomp_copies_each_call_their_own() {
+    let items: u64 = 1000;
+    let dir = TempDir::new("openmp-bundled-two");
+    let plugins = [
+        plugin_with_bundled_libgomp(&dir, "5f3a9c1e"),
+        plugin_with_bundled_libgomp(&dir, "a71c00d4"),
+    ];
+    let r = profile_bundled(&dir, items, &plugins);
+    // Each plugin's named section is its own program variable; the unnamed one is one entry for
+    // both copies (the report's unnamed critical section).
+    let mut counts = critical_counts(&r);
+    counts.sort_unstable();
+    assert_eq!(counts, [items, items, 2 * items], "{:#}", r["locks"]);
 }

@@ -1,21 +1,25 @@
-/* Loads the plugin named by argv[1] with RTLD_LOCAL, as Python loads an extension, and runs its
- * `plugin_run` (reload_plugin.c). The plugin needs its own copy of libgomp under another name, as
- * Python wheels bundle it (auditwheel: libgomp-<hash>.so.1), which no other object shares.
- * Usage: bundled_main ./libplugin.so [items=1000] */
+/* Loads each plugin named on the command line with RTLD_LOCAL, as Python loads an extension, and
+ * runs its `plugin_run` (reload_plugin.c), printing each result. Each plugin needs its own copy of
+ * libgomp under a name of its own, as Python wheels bundle it (auditwheel: libgomp-<hash>.so.1),
+ * which no other object shares.
+ * Usage: bundled_main ITEMS ./libplugin_a.so [./libplugin_b.so ...] */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 int main(int argc, char **argv) {
-    if (argc < 2) return 2;
-    int items = argc > 2 ? atoi(argv[2]) : 1000;
-    void *plugin = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!plugin) {
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-        return 1;
+    if (argc < 3) return 2;
+    int items = atoi(argv[1]);
+    long (*run[8])(int);
+    int n = 0;
+    for (int i = 2; i < argc && n < 8; i++) { /* all loaded first: each copy loaded when the others run */
+        void *plugin = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
+        if (!plugin) {
+            fprintf(stderr, "dlopen: %s\n", dlerror());
+            return 1;
+        }
+        if (!(run[n++] = (long (*)(int))dlsym(plugin, "plugin_run"))) return 1;
     }
-    long (*run)(int) = (long (*)(int))dlsym(plugin, "plugin_run");
-    if (!run) return 1;
-    printf("%ld\n", run(items));
+    for (int i = 0; i < n; i++) printf("%ld\n", run[i](items));
     return 0;
 }
