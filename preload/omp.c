@@ -48,8 +48,11 @@ typedef const struct ss_omp_route *ss_omp_route_ptr;
 static struct ss_omp_route ss_omp_routes[SS_OMP_ROUTES];
 static uint32_t ss_omp_nroutes;
 
+static inline uintptr_t ss_omp_caller(uintptr_t ra);
+
 static SS_NOINLINE void *ss_omp_route_slow(ss_omp_route_ptr *var, const char *name, uintptr_t caller) {
     static const char *const runtimes[] = {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so", NULL};
+    caller = ss_omp_caller(caller);
     uint32_t n = __atomic_load_n(&ss_omp_nroutes, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n && i < SS_OMP_ROUTES; i++) {
         struct ss_omp_route *e = &ss_omp_routes[i];
@@ -86,6 +89,18 @@ static inline ss_omp_route_ptr ss_omp_route_held(ss_omp_route_ptr *var, uintptr_
     return e && caller - e->lo < __atomic_load_n(&e->span, __ATOMIC_RELAXED) ? e : NULL;
 }
 
+/* The caller of the region whose body this thread runs through the trampoline (ss_omp_body), 0
+ * when none: a body that ends with a tail call (GCC's `jmp GOMP_critical_end` after a critical
+ * section) returns into the trampoline, which stands for the body's own object. */
+static SS_TLS uintptr_t ss_omp_body_caller;
+
+static inline uintptr_t ss_omp_caller(uintptr_t ra) {
+    if (SS_UNLIKELY(ra - ss_library_lo < ss_library_span) && ss_omp_body_caller) return ss_omp_body_caller;
+    return ra;
+}
+
+/* A hook's return address; the slow part stands the body's caller for the trampoline's
+ * (ss_omp_caller), the fast parts compare it as it is: a route for every caller holds for it. */
 #define SS_CALLER ((uintptr_t)__builtin_return_address(0))
 /* The function a hook forwards to, typed: `type` is its pointer type. */
 #define SS_OMP_FN(type, name, caller) ((type)ss_omp_route(&ss_route_##name, #name, caller))
@@ -119,6 +134,7 @@ struct ss_omp_region {
     ss_omp_body_fn fn;
     void *data;
     int (*thread_num)(void); /* the runtime's omp_get_thread_num: the copy that runs the region */
+    uintptr_t caller;        /* of the region's entry point (ss_omp_body_caller) */
     uint64_t seq;
     uint64_t body_ticks; /* of members without a slot, summed */
     uint64_t longest;    /* the longest of those */
@@ -131,9 +147,12 @@ static ss_omp_route_ptr ss_route_omp_get_thread_num;
 /* Runs one team member's share of the region, timed. */
 static void ss_omp_body(void *p) {
     struct ss_omp_region *r = p;
+    uintptr_t outer = ss_omp_body_caller;
+    ss_omp_body_caller = r->caller;
     uint64_t start = ss_ticks();
     r->fn(r->data);
     uint64_t ticks = ss_ticks() - start;
+    ss_omp_body_caller = outer;
     int i = r->thread_num ? r->thread_num() : -1;
     if (i >= 0 && (unsigned)i < SS_OMP_SLOTS) {
         r->slot[i].ticks = ticks;
@@ -296,6 +315,7 @@ static void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_stats *l, 
         r.fn = fn;                                                                                            \
         r.data = data;                                                                                        \
         r.thread_num = SS_OMP_FN(int (*)(void), omp_get_thread_num, caller_);                                 \
+        r.caller = caller_;                                                                                   \
         r.seq = ++t->omp.region_seq;                                                                          \
         r.body_ticks = r.longest = 0;                                                                         \
         r.members = 0;                                                                                        \

@@ -597,7 +597,8 @@ void *ss_next_symbol(const char *name, const char *const *runtimes);
  * (the global scope, then the caller's own); the callers the answer holds for in [*lo, *hi). */
 void *ss_runtime_symbol(const char *name, const char *const *runtimes, uintptr_t caller, uintptr_t *lo,
                         uintptr_t *hi);
-void ss_symbols_init(void); /* at start: which objects the global scope holds */
+void ss_symbols_init(void); /* at start: which objects the global scope holds, and this library's extent */
+extern uintptr_t ss_library_lo, ss_library_span; /* this library's addresses: lo <= a < lo + span */
 /* A dynamic entry's address: relocated in place by the loader for most objects, not all. */
 uintptr_t ss_dyn_ptr(uintptr_t base, unsigned long value);
 /* glibc's chunk size word: the word before a block holds its chunk's size, with flags in the low

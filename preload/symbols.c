@@ -186,7 +186,29 @@ static int ss_count_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+uintptr_t ss_library_lo, ss_library_span;
+
+static int ss_self_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    if (!ss_contains(info, (uintptr_t)ss_next_symbol)) return 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo) lo = a;
+        if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+    }
+    if (hi > lo) {
+        ss_library_lo = lo;
+        ss_library_span = hi - lo;
+    }
+    return 1;
+}
+
 void ss_symbols_init(void) {
+    dl_iterate_phdr(ss_self_cb, NULL);
     int n = 0;
     dl_iterate_phdr(ss_count_cb, &n);
     __atomic_store_n(&ss_startup_objects, n, __ATOMIC_RELEASE);
@@ -282,7 +304,9 @@ static int ss_scope_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     }
     if (!member || q->nvisited >= SS_SCOPE_OBJECTS) return 0;
     q->visited[q->nvisited++] = info->dlpi_addr;
-    if (ss_search_object(info, q->name, &q->found, &q->ask_dlsym)) {
+    /* never this library's own hook (a call whose return address is in it: a tail call from a
+     * body run through the OpenMP trampoline) */
+    if (!ss_contains(info, (uintptr_t)ss_next_symbol) && ss_search_object(info, q->name, &q->found, &q->ask_dlsym)) {
         q->done = 1;
         return 1;
     }

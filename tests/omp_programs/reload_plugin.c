@@ -23,3 +23,18 @@ long plugin_run(int n) {
     }
     return total + named;
 }
+
+/* `n` regions whose body ends with an unnamed critical section: GCC ends the outlined body with a
+ * tail call of GOMP_critical_end, whose return address is then the body's caller's (the
+ * runtime's, or the trampoline stallscope runs bodies through). */
+long plugin_tail(int n) {
+    long total = 0;
+    for (int k = 0; k < n; k++) {
+#pragma omp parallel
+        {
+#pragma omp critical
+            total += 1;
+        }
+    }
+    return total;
+}
