@@ -599,6 +599,9 @@ void *ss_runtime_symbol(const char *name, const char *const *runtimes, uintptr_t
                         uintptr_t *hi);
 void ss_symbols_init(void); /* at start: which objects the global scope holds, and this library's extent */
 extern uintptr_t ss_library_lo, ss_library_span; /* this library's addresses: lo <= a < lo + span */
+struct dl_phdr_info;
+/* The addresses an object's loaded segments span: [*lo, *hi), empty (hi <= lo) when none. */
+void ss_object_extent(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 /* A dynamic entry's address: relocated in place by the loader for most objects, not all. */
 uintptr_t ss_dyn_ptr(uintptr_t base, unsigned long value);
 /* glibc's chunk size word: the word before a block holds its chunk's size, with flags in the low

@@ -452,14 +452,8 @@ static uint32_t ss_build_id(struct dl_phdr_info *info, unsigned char *out) {
 static int ss_module_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     (void)arg;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        uint64_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < lo) lo = a;
-        if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
-    }
+    uintptr_t lo, hi;
+    ss_object_extent(info, &lo, &hi);
     if (hi <= lo) return 0;
     const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : ss_exe_path;
     char full[512];
@@ -655,18 +649,8 @@ void ss_stacks_init(void) {
         if (space && policy && ss_unw_backtrace) policy(*(void **)space, 2 /* UNW_CACHE_PER_THREAD */);
         else ss_unw_backtrace = NULL; /* libgcc's, then */
     }
-    Dl_info info;
-    if (!dladdr((void *)ss_stack_sample, &info) || !info.dli_fbase) return;
-    const ElfW(Ehdr) *eh = info.dli_fbase;
-    const ElfW(Phdr) *ph = (const void *)((const char *)eh + eh->e_phoff);
-    uintptr_t bias = 0, lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < eh->e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) bias = (uintptr_t)eh - ph[i].p_vaddr;
-    for (int i = 0; i < eh->e_phnum; i++) {
-        if (ph[i].p_type != PT_LOAD) continue;
-        if (bias + ph[i].p_vaddr < lo) lo = bias + ph[i].p_vaddr;
-        if (bias + ph[i].p_vaddr + ph[i].p_memsz > hi) hi = bias + ph[i].p_vaddr + ph[i].p_memsz;
-    }
+    if (!ss_library_span) return; /* this library not found among the loaded objects (symbols.c) */
+    uintptr_t lo = ss_library_lo, hi = ss_library_lo + ss_library_span;
     ss_self_lo = lo;
     ss_self_hi = hi;
     /* The fast unwinder (unwind.c), with libgcc's behind it for the frames it does not

@@ -127,6 +127,18 @@ static int ss_contains(const struct dl_phdr_info *info, uintptr_t addr) {
     return 0;
 }
 
+void ss_object_extent(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
+    *lo = UINTPTR_MAX;
+    *hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < *lo) *lo = a;
+        if (a + ph->p_memsz > *hi) *hi = a + ph->p_memsz;
+    }
+}
+
 static int ss_is_runtime(const char *path, const char *const *runtimes) {
     if (!path || !runtimes) return 0;
     const char *base = strrchr(path, '/');
@@ -136,85 +148,7 @@ static int ss_is_runtime(const char *path, const char *const *runtimes) {
     return 0;
 }
 
-static int ss_symbol_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size;
-    struct ss_symbol_query *q = arg;
-    if (q->index++ >= q->limit) return 1;
-    if (ss_contains(info, q->self)) {
-        q->after_self = 1;
-        return 0;
-    }
-    if (q->pass == 1 ? !q->after_self : !ss_is_runtime(info->dlpi_name, q->runtimes)) return 0;
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    if (!dyn) return 0;
-    uintptr_t base = info->dlpi_addr;
-    struct ss_dynsym d = {base, NULL, NULL, 0, NULL};
-    const uint32_t *gnu = NULL, *sysv = NULL;
-    for (const ElfW(Dyn) *e = dyn; e->d_tag != DT_NULL; e++) {
-        switch (e->d_tag) {
-        case DT_SYMTAB: d.symtab = (const ElfW(Sym) *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
-        case DT_STRTAB: d.strtab = (const char *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
-        case DT_STRSZ: d.strsz = e->d_un.d_val; break;
-        case DT_VERSYM: d.versym = (const uint16_t *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
-        case DT_GNU_HASH: gnu = (const uint32_t *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
-        case DT_HASH: sysv = (const uint32_t *)ss_dyn_ptr(base, e->d_un.d_ptr); break;
-        default: break;
-        }
-    }
-    if (!d.symtab || !d.strtab || (!gnu && !sysv)) return 0;
-    int64_t i = gnu ? ss_lookup_gnu(&d, gnu, q->name) : ss_lookup_sysv(&d, sysv, q->name);
-    if (!i) return 0;
-    if (i < 0) {
-        q->ask_dlsym = 1;
-        return 1;
-    }
-    q->found = (void *)(base + d.symtab[i].st_value);
-    return 1;
-}
-
-/* The objects loaded at start, in the list's order (the global scope, which the dynamic linker
- * searches first for every object). Objects opened later with RTLD_GLOBAL are not told apart
- * from those opened with RTLD_LOCAL: they are searched after the caller's own scope. */
-static int ss_startup_objects = -1;
-
-static int ss_count_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)info;
-    (void)size;
-    ++*(int *)arg;
-    return 0;
-}
-
-uintptr_t ss_library_lo, ss_library_span;
-
-static int ss_self_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size;
-    (void)arg;
-    if (!ss_contains(info, (uintptr_t)ss_next_symbol)) return 0;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < lo) lo = a;
-        if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
-    }
-    if (hi > lo) {
-        ss_library_lo = lo;
-        ss_library_span = hi - lo;
-    }
-    return 1;
-}
-
-void ss_symbols_init(void) {
-    dl_iterate_phdr(ss_self_cb, NULL);
-    int n = 0;
-    dl_iterate_phdr(ss_count_cb, &n);
-    __atomic_store_n(&ss_startup_objects, n, __ATOMIC_RELEASE);
-}
-
-/* The dynamic section's tables of one object (NULL symtab: none). */
+/* One object's dynamic section (NULL: none). */
 static const ElfW(Dyn) *ss_dynamic_of(const struct dl_phdr_info *info) {
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -246,6 +180,52 @@ static int ss_search_object(struct dl_phdr_info *info, const char *name, void **
     if (i < 0) *ask_dlsym = 1;
     else *found = (void *)(base + d.symtab[i].st_value);
     return 1;
+}
+
+static int ss_symbol_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct ss_symbol_query *q = arg;
+    if (q->index++ >= q->limit) return 1;
+    if (ss_contains(info, q->self)) {
+        q->after_self = 1;
+        return 0;
+    }
+    if (q->pass == 1 ? !q->after_self : !ss_is_runtime(info->dlpi_name, q->runtimes)) return 0;
+    return ss_search_object(info, q->name, &q->found, &q->ask_dlsym);
+}
+
+/* The objects loaded at start, in the list's order (the global scope, which the dynamic linker
+ * searches first for every object). Objects opened later with RTLD_GLOBAL are not told apart
+ * from those opened with RTLD_LOCAL: they are searched after the caller's own scope. */
+static int ss_startup_objects = -1;
+
+static int ss_count_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)info;
+    (void)size;
+    ++*(int *)arg;
+    return 0;
+}
+
+uintptr_t ss_library_lo, ss_library_span;
+
+static int ss_self_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    if (!ss_contains(info, (uintptr_t)ss_next_symbol)) return 0;
+    uintptr_t lo, hi;
+    ss_object_extent(info, &lo, &hi);
+    if (hi > lo) {
+        ss_library_lo = lo;
+        ss_library_span = hi - lo;
+    }
+    return 1;
+}
+
+void ss_symbols_init(void) {
+    dl_iterate_phdr(ss_self_cb, NULL);
+    int n = 0;
+    dl_iterate_phdr(ss_count_cb, &n);
+    __atomic_store_n(&ss_startup_objects, n, __ATOMIC_RELEASE);
 }
 
 /* The caller's scope, level by level: the caller, then the objects its level's DT_NEEDED entries
@@ -290,13 +270,7 @@ static int ss_scope_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     int member = 0;
     if (q->level == 0) {
         member = ss_contains(info, q->caller);
-        for (int i = 0; member && i < info->dlpi_phnum; i++) {
-            const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-            if (ph->p_type != PT_LOAD) continue;
-            uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-            if (!q->lo || lo < q->lo) q->lo = lo;
-            if (hi > q->hi) q->hi = hi;
-        }
+        if (member) ss_object_extent(info, &q->lo, &q->hi);
     } else {
         const char *base = ss_base_name(info->dlpi_name);
         for (unsigned i = 0; !member && i < q->nwant; i++)

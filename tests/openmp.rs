@@ -701,6 +701,57 @@ fn a_region_in_a_stripped_library_is_the_masters_work_not_idle() {
     );
 }
 
+/// `source` (omp_programs) built by `compiler` into the OpenMP library `dir`/`name`.
+fn build_omp_library(dir: &Path, source: &str, name: &str, compiler: &str) -> PathBuf {
+    let lib = dir.join(name);
+    let out = Command::new(compiler)
+        .args(["-O2", "-g", "-fopenmp", "-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(test_source("omp_programs", source))
+        .output()
+        .unwrap_or_else(|e| panic!("running {compiler}: {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lib
+}
+
+/// `main` (omp_programs, a loader linked with -ldl) run with `args`, unprofiled and profiled,
+/// alone on the machine (a team beside another test's keeps its threads off the CPUs), each with
+/// `env`: both succeed. The unprofiled and the profiled run's outputs, and the profile's report.
+fn loader_runs(
+    dir: &Path,
+    main: &str,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> (String, String, Value) {
+    let exe = compile_file(dir, &test_source("omp_programs", main), &["-ldl"]);
+    let mut cmd = vec![exe.display().to_string()];
+    cmd.extend(args.iter().cloned());
+    let set = |c: &mut Command| {
+        c.envs(env.iter().copied());
+    };
+    let _machine = common::machine();
+    let plain = common::plain_run(dir, &cmd, set);
+    assert!(plain.status.success(), "{}", common::describe(&plain));
+    let (run, prof) = profile_with(dir, "loader.prof", &["-q"], &cmd, 0, set);
+    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    (text(&plain), text(&run), report_json(&prof))
+}
+
+/// The acquisitions of each critical section in a report, in its order.
+fn critical_counts(r: &Value) -> Vec<u64> {
+    r["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "omp-critical")
+        .map(|l| l["acquisitions"].as_u64().unwrap())
+        .collect()
+}
+
 /// A library whose constructor runs parallel regions, loaded with dlopen: its team members call
 /// their first OpenMP functions while the loading thread holds the dynamic loader's lock and waits
 /// for them at the region's end. The hooks found the runtime's functions with dlsym, which takes
@@ -711,43 +762,15 @@ fn a_library_whose_constructor_runs_a_region_loads_under_stallscope() {
     let items: u64 = 400;
     for compiler in ["cc", "clang"] {
         let dir = TempDir::new("openmp-ctor");
-        let lib = dir.join("libctor_region.so");
-        let out = Command::new(compiler)
-            .args(["-O2", "-g", "-fopenmp", "-shared", "-fPIC", "-o"])
-            .arg(&lib)
-            .arg(test_source("omp_programs", "ctor_region.c"))
-            .output()
-            .unwrap_or_else(|e| panic!("running {compiler}: {e}"));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let exe = compile_file(
+        let lib = build_omp_library(&dir, "ctor_region.c", "libctor_region.so", compiler);
+        let (plain, run, r) = loader_runs(
             &dir,
-            &test_source("omp_programs", "ctor_region_main.c"),
-            &["-ldl"],
+            "ctor_region_main.c",
+            &[lib.display().to_string()],
+            &[],
         );
-        let cmd = [exe.display().to_string(), lib.display().to_string()];
-        // Both runs alone on the machine: a team beside another test's keeps its threads off the
-        // CPUs (profile_omp).
-        let _machine = common::machine();
-        let plain = common::plain_run(&dir, &cmd, |_| {});
-        assert!(plain.status.success(), "{}", common::describe(&plain));
-        let (run, prof) = profile_with(&dir, "ctor.prof", &["-q"], &cmd, 0, |_| {});
-        assert_eq!(
-            String::from_utf8_lossy(&run.stdout),
-            String::from_utf8_lossy(&plain.stdout),
-            "{compiler}: the program's output changed"
-        );
-        let r = report_json(&prof);
-        let critical = r["locks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l["kind"] == "omp-critical")
-            .unwrap_or_else(|| panic!("{compiler}: no critical section: {:#}", r["locks"]));
-        assert_eq!(critical["acquisitions"], items, "{compiler}: {critical:#}");
+        assert_eq!(run, plain, "{compiler}: the program's output changed");
+        assert_eq!(critical_counts(&r), [items], "{compiler}: {:#}", r["locks"]);
     }
 }
 
@@ -759,63 +782,23 @@ fn a_library_whose_constructor_runs_a_region_loads_under_stallscope() {
 fn a_runtime_unloaded_and_loaded_again_elsewhere_is_followed() {
     let (rounds, items) = (4u64, 1000u64);
     let dir = TempDir::new("openmp-reload");
-    let plugin = dir.join("libreload_plugin.so");
-    let out = Command::new("cc")
-        .args(["-O2", "-g", "-fopenmp", "-shared", "-fPIC", "-o"])
-        .arg(&plugin)
-        .arg(test_source("omp_programs", "reload_plugin.c"))
-        .output()
-        .expect("running cc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let exe = compile_file(
-        &dir,
-        &test_source("omp_programs", "reload_main.c"),
-        &["-ldl"],
-    );
-    let cmd = [
-        exe.display().to_string(),
+    let plugin = build_omp_library(&dir, "reload_plugin.c", "libreload_plugin.so", "cc");
+    let args = [
         plugin.display().to_string(),
         rounds.to_string(),
         items.to_string(),
     ];
     // One thread: libgomp's pool would run its code while it is unloaded (reload_plugin.c).
-    let alone = |c: &mut Command| {
-        c.env("OMP_NUM_THREADS", "1");
-    };
-    let _machine = common::machine();
-    let plain = common::plain_run(&dir, &cmd, alone);
-    assert!(plain.status.success(), "{}", common::describe(&plain));
-    let text = String::from_utf8_lossy(&plain.stdout).into_owned();
+    let (plain, run, r) = loader_runs(&dir, "reload_main.c", &args, &[("OMP_NUM_THREADS", "1")]);
     assert_eq!(
-        text.matches(" moved").count() as u64,
+        plain.matches(" moved").count() as u64,
         rounds - 1,
-        "libgomp did not come back elsewhere, the test shows nothing: {text}"
+        "libgomp did not come back elsewhere, the test shows nothing: {plain}"
     );
-    let (run, prof) = profile_with(&dir, "reload.prof", &["-q"], &cmd, 0, alone);
-    let strip = |s: &str| {
-        s.lines()
-            .map(|l| l.trim_end_matches(" moved").to_string())
-            .collect::<Vec<_>>()
-    };
+    let strip = |s: &str| s.replace(" moved", "");
+    assert_eq!(strip(&run), strip(&plain), "the program's results changed");
     assert_eq!(
-        strip(&String::from_utf8_lossy(&run.stdout)),
-        strip(&text),
-        "the program's results changed"
-    );
-    let r = report_json(&prof);
-    let criticals: Vec<u64> = r["locks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["kind"] == "omp-critical")
-        .map(|l| l["acquisitions"].as_u64().unwrap())
-        .collect();
-    assert_eq!(
-        criticals,
+        critical_counts(&r),
         [rounds * items, rounds * items],
         "{:#}",
         r["locks"]
@@ -887,42 +870,17 @@ fn plugin_with_bundled_libgomp(dir: &Path, hash: &str) -> PathBuf {
 /// Runs bundled_main.c over `plugins` with 2 OpenMP threads, unprofiled and profiled: the same
 /// output; the profile's report.
 fn profile_bundled(dir: &Path, items: u64, plugins: &[PathBuf]) -> Value {
-    let exe = compile_file(
-        dir,
-        &test_source("omp_programs", "bundled_main.c"),
-        &["-ldl"],
-    );
-    let mut cmd = vec![exe.display().to_string(), items.to_string()];
-    cmd.extend(plugins.iter().map(|p| p.display().to_string()));
-    let two = |c: &mut Command| {
-        c.env("OMP_NUM_THREADS", "2");
-    };
-    let _machine = common::machine();
-    let plain = common::plain_run(dir, &cmd, two);
-    assert!(plain.status.success(), "{}", common::describe(&plain));
-    let (run, prof) = profile_with(dir, "bundled.prof", &["-q"], &cmd, 0, two);
-    assert_eq!(
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&plain.stdout),
-        "the program's results changed"
-    );
-    report_json(&prof)
+    let mut args = vec![items.to_string()];
+    args.extend(plugins.iter().map(|p| p.display().to_string()));
+    let (plain, run, r) = loader_runs(dir, "bundled_main.c", &args, &[("OMP_NUM_THREADS", "2")]);
+    assert_eq!(run, plain, "the program's results changed");
+    r
 }
 
 /// The unnamed critical sections of one plugin's `plugin_tail(items / 10)` with 2 threads: one per
 /// member of each region (each ends its body with a tail call of GOMP_critical_end).
 fn tail_criticals(items: u64) -> u64 {
     items / 10 * 2
-}
-
-fn critical_counts(r: &Value) -> Vec<u64> {
-    r["locks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["kind"] == "omp-critical")
-        .map(|l| l["acquisitions"].as_u64().unwrap())
-        .collect()
 }
 
 /// A plugin with its own copy of libgomp under another name, loaded with RTLD_LOCAL: how Python
