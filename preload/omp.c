@@ -65,12 +65,26 @@ static SS_NOINLINE void *ss_omp_route_slow(ss_omp_route_ptr *var, const char *na
     uintptr_t lo, hi;
     void *f = ss_runtime_symbol(name, runtimes, caller, &lo, &hi);
     if (!f) return NULL;
-    uint32_t i = __atomic_fetch_add(&ss_omp_nroutes, 1, __ATOMIC_ACQ_REL);
-    if (i >= SS_OMP_ROUTES) return f; /* not kept: found again at each call */
-    struct ss_omp_route *e = &ss_omp_routes[i];
-    e->fn = f;
-    e->lo = lo;
-    __atomic_store_n(&e->span, hi - lo, __ATOMIC_RELAXED);
+    /* A route this hook had retired is used again (a plugin closed and opened a thousand times
+     * must not fill the table): claimed by tagging its hook, filled, its span stored last. A
+     * thread still holding it could only have been called from an object that is gone. */
+    struct ss_omp_route *e = NULL;
+    for (uint32_t i = 0; i < n && i < SS_OMP_ROUTES && !e; i++) {
+        const void *mine = var;
+        struct ss_omp_route *r = &ss_omp_routes[i];
+        if (__atomic_load_n(&r->span, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&r->hook, &mine, (const void *)((uintptr_t)var | 1), 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            e = r;
+    }
+    if (!e) {
+        uint32_t i = __atomic_fetch_add(&ss_omp_nroutes, 1, __ATOMIC_ACQ_REL);
+        if (i >= SS_OMP_ROUTES) return f; /* not kept: found again at each call */
+        e = &ss_omp_routes[i];
+    }
+    __atomic_store_n(&e->fn, f, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->lo, lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->span, hi - lo, __ATOMIC_RELEASE);
     __atomic_store_n(&e->hook, (const void *)var, __ATOMIC_RELEASE);
     __atomic_store_n(var, e, __ATOMIC_RELEASE);
     return f;
