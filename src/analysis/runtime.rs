@@ -232,5 +232,21 @@ mod tests {
         assert!(wait_of(&[gomp("GOMP_critical_name_end"), frame("main")]).is_none());
         let spin = [unnamed("/lib/x86_64-linux-gnu/libgomp.so.1"), frame("main")];
         assert_eq!(wait_of(&spin).unwrap().0.role, Role::Idle);
+        // The runtimes as Python wheels bundle them (auditwheel renames each copy): the same.
+        for bundled in [
+            "/venv/lib/python3.11/site-packages/scikit_learn.libs/libgomp-a34b3233.so.1.0.0",
+            "/venv/lib/python3.11/site-packages/torch/lib/libgomp-a34b3233.so.1",
+            "/venv/lib/python3.11/site-packages/numba.libs/libtbb-b1ab0e36.so.12",
+        ] {
+            let spin = [unnamed(bundled), frame("main")];
+            assert_eq!(wait_of(&spin).unwrap().0.role, Role::Idle, "{bundled}");
+        }
+        // Not the runtime's allocator beside it, nor a user library named after it.
+        for other in ["/usr/lib/libtbbmalloc.so.2", "/opt/app/libgompute.so"] {
+            assert!(
+                wait_of(&[unnamed(other), frame("main")]).is_none(),
+                "{other}"
+            );
+        }
     }
 }
