@@ -168,6 +168,40 @@ fn an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
     assert!(lock / life < 0.05, "{worker:#}");
 }
 
+/// A balanced static loop on twice as many threads as CPUs: each member gets the same work, and
+/// the ones that waited for a CPU end last. Its barrier wait is the CPUs', which oversubscription
+/// names; it read as load imbalance (low or medium, 3 runs of 3), whose remedy (a dynamic
+/// schedule) would not help.
+#[test]
+fn a_balanced_static_loop_on_more_threads_than_cpus_is_oversubscription_not_imbalance() {
+    let dir = TempDir::new("openmp-oversubscribed");
+    let exe = build_with(&dir, "balanced_static.c", "cc");
+    let threads = 2 * std::thread::available_parallelism().map_or(2, |n| n.get());
+    let _machine = common::machine();
+    let (_, prof) = profile_with(
+        &dir,
+        "omp.prof",
+        &["-q"],
+        &[exe.display().to_string()],
+        0,
+        |c| {
+            c.env("OMP_NUM_THREADS", threads.to_string());
+        },
+    );
+    let r = report_json(&prof);
+    let ids = common::finding_ids(&r);
+    assert!(
+        ids.iter().any(|id| id == "oversubscription"),
+        "{threads} threads on half as many CPUs must wait for them: {:#}",
+        r["findings"]
+    );
+    assert!(
+        finding(&r, "omp-load-imbalance").is_none(),
+        "{:#}",
+        r["findings"]
+    );
+}
+
 #[test]
 fn a_named_critical_section_is_a_lock_named_at_the_users_line() {
     let r = profile_omp("critical_section.c", &["40000"]);

@@ -17,14 +17,31 @@ fn team_words(team: f64) -> String {
     }
 }
 
+/// The share of the threads' summed life they spent runnable, waiting for a CPU (0 unknown).
+fn runnable_share(a: &Analysis) -> f64 {
+    let (Some(r), Some(c)) = (a.states.as_ref(), a.concurrency.as_ref()) else {
+        return 0.0;
+    };
+    let life: u64 = r.threads.iter().map(|t| t.life_ns).sum();
+    crate::util::ratio(
+        (c.own_runnable_ns + c.other_runnable_ns) as f64,
+        life as f64,
+    )
+}
+
 /// The members' wait at the closing barrier of a region: load imbalance.
 pub fn omp_imbalance(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let wall = a.summary.wall_ns.max(1) as f64;
+    // A member that waited for a CPU ends late for want of one, not of work (two teams on the
+    // CPUs of one: every member's body stretched by the other team's): a barrier wait no larger
+    // than the threads' time runnable is that, which oversubscription and waiting-for-cpu name.
+    let runnable = runnable_share(a) * rule.param("runnable_explains");
     a.summary
         .omp_regions
         .iter()
         .filter(|r| {
             r.team() > 1.0
+                && r.imbalance_share() > runnable
                 && r.imbalance_ns() as f64 >= rule.param("min_barrier_ns")
                 // A region mostly fork-join is too small (omp-small-regions): its members'
                 // uneven ends are the team's wake-up jitter, not uneven work.
