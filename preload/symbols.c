@@ -13,8 +13,9 @@
  * points.
  *
  * ss_runtime_symbol answers for one caller, as the dynamic linker binds that caller's reference:
- * the global scope first (the objects loaded at start, after this library), then the caller's own
- * scope (the object and its dependencies, breadth first). Two copies of a runtime, each loaded
+ * the global scope first (the objects loaded at start, after this library), then the runtime the
+ * caller's other OpenMP imports were bound to, then the caller's own scope (the object and its
+ * dependencies, breadth first). Two copies of a runtime, each loaded
  * with RTLD_LOCAL by its own plugin (Python wheels bundle libgomp under names of their own), are
  * then each called by their own plugin: sent to the other copy, a region ran in one copy's team
  * while the plugin's own omp_get_thread_num asked the other, and every thread computed the whole
@@ -196,7 +197,7 @@ static int ss_symbol_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 
 /* The objects loaded at start, in the list's order (the global scope, which the dynamic linker
  * searches first for every object). Objects opened later with RTLD_GLOBAL are not told apart
- * from those opened with RTLD_LOCAL: they are searched after the caller's own scope. */
+ * from those opened with RTLD_LOCAL here: the caller's bound imports tell (ss_bound_symbol). */
 static int ss_startup_objects = -1;
 
 static int ss_count_cb(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -315,6 +316,83 @@ static void *ss_scope_symbol(const char *name, uintptr_t caller, uintptr_t *lo, 
     return found;
 }
 
+/* The runtime the dynamic linker bound the caller to, read from the caller's own slots: an OpenMP
+ * import of the caller's that the interposer does not define (`omp_get_thread_num`,
+ * `GOMP_loop_*`, ...), bound already (Python opens extensions with RTLD_NOW), holds an address in
+ * the runtime the caller's calls go to. That answers where the objects opened with RTLD_GLOBAL,
+ * which join the global scope, cannot be told from the list of loaded objects. */
+struct ss_bound_query {
+    uintptr_t caller;
+    uintptr_t bound; /* an address the caller's slots hold, in another object */
+    const char *name;
+    void *found;
+    int ask_dlsym;
+};
+
+static int ss_is_runtime_import(const char *name) {
+    return strncmp(name, "omp_", 4) == 0 || strncmp(name, "GOMP_", 5) == 0 || strncmp(name, "__kmpc_", 7) == 0;
+}
+
+static int ss_bound_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct ss_bound_query *q = arg;
+    if (!ss_contains(info, q->caller)) return 0;
+    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
+    uintptr_t base = info->dlpi_addr, jmprel = 0, rela = 0, symtab = 0, strtab = 0;
+    size_t pltrelsz = 0, relasz = 0, strsz = 0;
+    for (const ElfW(Dyn) *e = dyn; e && e->d_tag != DT_NULL; e++) {
+        switch (e->d_tag) {
+        case DT_JMPREL: jmprel = ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        case DT_PLTRELSZ: pltrelsz = e->d_un.d_val; break;
+        case DT_RELA: rela = ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        case DT_RELASZ: relasz = e->d_un.d_val; break;
+        case DT_SYMTAB: symtab = ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        case DT_STRTAB: strtab = ss_dyn_ptr(base, e->d_un.d_ptr); break;
+        case DT_STRSZ: strsz = e->d_un.d_val; break;
+        default: break;
+        }
+    }
+    if (!symtab || !strtab) return 1;
+    const struct {
+        uintptr_t at;
+        size_t size;
+    } tables[] = {{jmprel, pltrelsz}, {rela, relasz}};
+    for (size_t t = 0; t < 2; t++) {
+        const ElfW(Rela) *r = (const ElfW(Rela) *)tables[t].at;
+        for (size_t k = 0; r && k < tables[t].size / sizeof *r; k++) {
+            unsigned long type = ELF64_R_TYPE(r[k].r_info);
+            if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+            const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab + ELF64_R_SYM(r[k].r_info);
+            if (!ELF64_R_SYM(r[k].r_info) || sym->st_name >= strsz) continue;
+            if (!ss_is_runtime_import((const char *)strtab + sym->st_name)) continue;
+            uintptr_t v = __atomic_load_n((const uintptr_t *)(base + r[k].r_offset), __ATOMIC_RELAXED);
+            /* not bound yet (its own PLT stub), or bound to a hook of ours */
+            if (!v || ss_contains(info, v) || v - ss_library_lo < ss_library_span) continue;
+            q->bound = v;
+            return 1;
+        }
+    }
+    return 1;
+}
+
+static int ss_bound_object_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct ss_bound_query *q = arg;
+    if (!ss_contains(info, q->bound)) return 0;
+    ss_search_object(info, q->name, &q->found, &q->ask_dlsym);
+    return 1;
+}
+
+/* `name` in the runtime the caller's bound slots lead to (NULL: none known). */
+static void *ss_bound_symbol(const char *name, uintptr_t caller, int *ask_dlsym) {
+    struct ss_bound_query q = {caller, 0, name, NULL, 0};
+    dl_iterate_phdr(ss_bound_cb, &q);
+    if (!q.bound) return NULL;
+    dl_iterate_phdr(ss_bound_object_cb, &q);
+    *ask_dlsym = q.ask_dlsym;
+    return q.found;
+}
+
 void *ss_next_symbol(const char *name, const char *const *runtimes) {
     struct ss_symbol_query q = {name, runtimes, (uintptr_t)ss_next_symbol, 1, 0, 0, INT_MAX, NULL, 0};
     dl_iterate_phdr(ss_symbol_cb, &q);
@@ -342,6 +420,9 @@ void *ss_runtime_symbol(const char *name, const char *const *runtimes, uintptr_t
         *lo = clo;
         *hi = chi;
     }
+    int bound_ask = 0;
+    void *bound = chi ? ss_bound_symbol(name, caller, &bound_ask) : NULL; /* the linker's own answer first */
+    if (bound || bound_ask) return bound ? bound : dlsym(RTLD_NEXT, name);
     if (f) return f;
     return ask ? dlsym(RTLD_NEXT, name) : ss_next_symbol(name, runtimes);
 }

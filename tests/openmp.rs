@@ -521,6 +521,9 @@ fn gcc_built_code_on_libomp_counts_each_region_once() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Alone on the machine, as profile_omp's: beside another test's team its members wait for a
+    // CPU, and a barrier wait no larger than that is not load imbalance.
+    let _machine = common::machine();
     let (_, prof) = profile_with(
         &dir,
         "omp.prof",
@@ -564,6 +567,7 @@ fn clang_with_another_ompt_tool_named_the_tool_wins_and_locks_are_still_seen() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let _machine = common::machine(); // a team beside another test's keeps it off the CPUs
     let (run, prof) = profile_with(
         &dir,
         "omp.prof",
@@ -901,11 +905,11 @@ fn plugin_with_bundled_libgomp(dir: &Path, hash: &str) -> PathBuf {
     plugin
 }
 
-/// Runs bundled_main.c over `plugins` with 2 OpenMP threads, unprofiled and profiled: the same
-/// output; the profile's report.
-fn profile_bundled(dir: &Path, items: u64, plugins: &[PathBuf]) -> Value {
+/// Runs bundled_main.c over `plugins` (each path, or `global:` and its path) with 2 OpenMP
+/// threads, unprofiled and profiled: the same output; the profile's report.
+fn profile_bundled(dir: &Path, items: u64, plugins: &[String]) -> Value {
     let mut args = vec![items.to_string()];
-    args.extend(plugins.iter().map(|p| p.display().to_string()));
+    args.extend(plugins.iter().cloned());
     let (plain, run, r) = loader_runs(dir, "bundled_main.c", &args, &[("OMP_NUM_THREADS", "2")]);
     assert_eq!(run, plain, "the program's results changed");
     r
@@ -926,7 +930,7 @@ fn a_renamed_libgomp_loaded_locally_as_python_wheels_bundle_it_is_found() {
     let items: u64 = 1000;
     let dir = TempDir::new("openmp-bundled");
     let plugin = plugin_with_bundled_libgomp(&dir, "5f3a9c1e");
-    let r = profile_bundled(&dir, items, &[plugin]);
+    let r = profile_bundled(&dir, items, &[plugin.display().to_string()]);
     let mut counts = critical_counts(&r);
     counts.sort_unstable();
     assert_eq!(
@@ -951,11 +955,37 @@ fn two_plugins_with_their_own_libgomp_copies_each_call_their_own() {
         plugin_with_bundled_libgomp(&dir, "5f3a9c1e"),
         plugin_with_bundled_libgomp(&dir, "a71c00d4"),
     ];
-    let r = profile_bundled(&dir, items, &plugins);
+    let paths: Vec<String> = plugins.iter().map(|p| p.display().to_string()).collect();
+    let r = profile_bundled(&dir, items, &paths);
     // Each plugin's named section is its own program variable; the unnamed one is one entry for
     // both copies (the report's unnamed critical section).
     let mut counts = critical_counts(&r);
     counts.sort_unstable();
     let unnamed = 2 * (items + tail_criticals(items));
     assert_eq!(counts, [items, items, unnamed], "{:#}", r["locks"]);
+}
+
+/// The same two plugins, the first opened with RTLD_GLOBAL (as Python's
+/// `sys.setdlopenflags(RTLD_GLOBAL)` or ctypes' `mode=RTLD_GLOBAL` open a library): its libgomp
+/// copy joins the global scope, so the dynamic linker binds the second plugin's calls to it too.
+/// The hooks sent the second plugin's regions to its own copy while its own omp_get_thread_num
+/// went to the global one, and each thread computed the whole loop. The caller's bound imports
+/// now say which copy its calls go to.
+#[test]
+fn a_plugin_whose_runtime_another_made_global_calls_the_global_copy() {
+    let items: u64 = 1000;
+    let dir = TempDir::new("openmp-bundled-global");
+    let first = plugin_with_bundled_libgomp(&dir, "5f3a9c1e");
+    let second = plugin_with_bundled_libgomp(&dir, "a71c00d4");
+    let paths = [
+        format!("global:{}", first.display()),
+        second.display().to_string(),
+    ];
+    let r = profile_bundled(&dir, items, &paths);
+    // The named section's variable (a global symbol of each plugin) is the first plugin's for
+    // both, as the dynamic linker binds it: one section.
+    let mut counts = critical_counts(&r);
+    counts.sort_unstable();
+    let unnamed = 2 * (items + tail_criticals(items));
+    assert_eq!(counts, [2 * items, unnamed], "{:#}", r["locks"]);
 }

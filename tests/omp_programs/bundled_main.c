@@ -2,10 +2,13 @@
  * runs its `plugin_run` and `plugin_tail` (reload_plugin.c), printing each result. Each plugin needs its own copy of
  * libgomp under a name of its own, as Python wheels bundle it (auditwheel: libgomp-<hash>.so.1),
  * which no other object shares.
- * Usage: bundled_main ITEMS ./libplugin_a.so [./libplugin_b.so ...] */
+ * A plugin named as global:PATH is opened with RTLD_GLOBAL (its libgomp copy then joins the
+ * global scope, which the dynamic linker searches first for the plugins opened after it).
+ * Usage: bundled_main ITEMS [global:]./libplugin_a.so [[global:]./libplugin_b.so ...] */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
@@ -13,7 +16,8 @@ int main(int argc, char **argv) {
     long (*run[8])(int), (*tail[8])(int);
     int n = 0;
     for (int i = 2; i < argc && n < 8; i++) { /* all loaded first: each copy loaded when the others run */
-        void *plugin = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
+        int global = strncmp(argv[i], "global:", 7) == 0;
+        void *plugin = dlopen(argv[i] + (global ? 7 : 0), RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
         if (!plugin) {
             fprintf(stderr, "dlopen: %s\n", dlerror());
             return 1;
