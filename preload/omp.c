@@ -520,6 +520,13 @@ static inline int ss_gomp_steps_known(struct ss_thread *t, uintptr_t caller) {
     return __atomic_load_n(&ss_gomp_steps_state, __ATOMIC_ACQUIRE) == 2;
 }
 
+/* The route `var` holds for `caller` when it leads to the function checked for the steps (NULL:
+ * another route, none yet, or no steps): the fast parts of the critical sections. */
+static inline ss_omp_route_ptr ss_gomp_checked_route(ss_omp_route_ptr *var, uintptr_t caller, void **checked) {
+    ss_omp_route_ptr e = ss_omp_route_held(var, caller);
+    return e && e->fn == __atomic_load_n(checked, __ATOMIC_ACQUIRE) ? e : NULL;
+}
+
 /* A libgomp critical section's acquisition has two parts, as the pthread lock hooks' (locks.c): the
  * fast part, inline in the exported function (the caller's route leads to the checked function,
  * the section's slot the one the thread used last, the step taken, the hold not timed: an
@@ -541,8 +548,7 @@ static inline int ss_gomp_steps_known(struct ss_thread *t, uintptr_t caller) {
         uintptr_t caller_ = SS_CALLER;                                                                        \
         struct ss_thread *t = ss_self_known();                                                                \
         void **pptr = ptr;                                                                                    \
-        ss_omp_route_ptr route_ = ss_omp_route_held(&ss_route_##name, caller_);                               \
-        if (SS_LIKELY(t && ss_active && route_ && route_->fn == __atomic_load_n(&checked, __ATOMIC_ACQUIRE)) && \
+        if (SS_LIKELY(t && ss_active && ss_gomp_checked_route(&ss_route_##name, caller_, &(checked))) &&       \
             SS_LIKELY(t->locks.last[SS_LOCK_OMP_CRITICAL].address == (uintptr_t)(object))) {                  \
             if (SS_UNLIKELY(!ss_gomp_step(word))) return ss_slow_##name(pptr, t, 1, caller_);                 \
             ss_runtime_took(t, (object), t->locks.last[SS_LOCK_OMP_CRITICAL].slot);                           \
@@ -566,9 +572,8 @@ static inline int ss_gomp_steps_known(struct ss_thread *t, uintptr_t caller) {
         uintptr_t caller_ = SS_CALLER;                                                                        \
         struct ss_thread *t = ss_self_known();                                                                \
         void **pptr = ptr;                                                                                    \
-        ss_omp_route_ptr route_ = ss_omp_route_held(&ss_route_##name, caller_);                               \
-        if (SS_LIKELY(t && !t->locks.nheld && route_ && route_->fn == __atomic_load_n(&checked, __ATOMIC_ACQUIRE))) \
-            return ((fn_type)route_->fn) call_args;                                                           \
+        ss_omp_route_ptr route_ = ss_gomp_checked_route(&ss_route_##name, caller_, &(checked));                \
+        if (SS_LIKELY(t && !t->locks.nheld && route_)) return ((fn_type)route_->fn) call_args;                \
         return ss_slow_##name(pptr, t, caller_);                                                              \
     }
 

@@ -34,6 +34,11 @@ fn profile_omp(name: &str, args: &[&str]) -> Value {
 }
 
 fn profile_omp_with(name: &str, args: &[&str], compiler: &str) -> Value {
+    profile_omp_team(name, args, compiler, 2)
+}
+
+/// `name` built by `compiler` and profiled with a team of `threads`.
+fn profile_omp_team(name: &str, args: &[&str], compiler: &str, threads: usize) -> Value {
     let dir = TempDir::new("openmp");
     let exe = build_with(&dir, name, compiler);
     let mut cmd = vec![exe.display().to_string()];
@@ -42,7 +47,7 @@ fn profile_omp_with(name: &str, args: &[&str], compiler: &str) -> Value {
     // (libgomp spins up to 300,000 rounds at each barrier before it sleeps).
     let _machine = common::machine();
     let (_, prof) = profile_with(&dir, "omp.prof", &["-q"], &cmd, 0, |c| {
-        c.env("OMP_NUM_THREADS", "2");
+        c.env("OMP_NUM_THREADS", threads.to_string());
     });
     report_json(&prof)
 }
@@ -174,21 +179,8 @@ fn an_imbalanced_static_loop_is_load_imbalance_at_its_regions_barrier() {
 /// schedule) would not help.
 #[test]
 fn a_balanced_static_loop_on_more_threads_than_cpus_is_oversubscription_not_imbalance() {
-    let dir = TempDir::new("openmp-oversubscribed");
-    let exe = build_with(&dir, "balanced_static.c", "cc");
     let threads = 2 * std::thread::available_parallelism().map_or(2, |n| n.get());
-    let _machine = common::machine();
-    let (_, prof) = profile_with(
-        &dir,
-        "omp.prof",
-        &["-q"],
-        &[exe.display().to_string()],
-        0,
-        |c| {
-            c.env("OMP_NUM_THREADS", threads.to_string());
-        },
-    );
-    let r = report_json(&prof);
+    let r = profile_omp_team("balanced_static.c", &[], "cc", threads);
     let ids = common::finding_ids(&r);
     assert!(
         ids.iter().any(|id| id == "oversubscription"),
