@@ -41,6 +41,17 @@ static size_t ss_bootstrap_size(const void *p) {
 void ss_alloc_thread_reset(struct ss_thread *t) {
     for (int f = 0; f < SS_FN_COUNT; f++) t->alloc.timed_at[f] = t->rec.fn[f].calls + ss_next_interval(t);
     t->alloc.free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX;
+    t->alloc.small_below = ss_fast_bytes;
+    if (t->magic == SS_NODE_MAGIC) { /* a used node: its sizes' slots are cleared, the others are */
+        struct ss_alloc_small *s = &t->small;
+        for (uint32_t w = 0; w < sizeof s->used / sizeof s->used[0]; w++)
+            for (uint64_t bits = s->used[w]; bits; bits &= bits - 1) {
+                uint32_t n = w * 64 + (uint32_t)__builtin_ctzll(bits);
+                s->slot[n].word = 0;
+                s->base[n] = 0;
+            }
+        memset(s->used, 0, sizeof s->used);
+    }
     t->alloc.frees_checked = t->alloc.frees_cross = 0;
     t->alloc.own_arena = 0;
     t->alloc.free_mark = 0;
@@ -356,20 +367,133 @@ int ss_alloc_write(void) {
     return n ? ss_out_record(SS_REC_CROSS_FREES, buf, n * sizeof *buf, NULL, 0) : 0;
 }
 
+/* ---- mallocs counted by size (struct ss_alloc_small) ----
+ * A malloc below ss_fast_bytes, the most frequent call of an allocation-bound program, costs its
+ * fast part one instruction: the countdown of its size, whose slot also tells how many calls of
+ * that size there were (the calls, bytes and size bucket of each follow from the size). Each size
+ * is its own stream of calls, timed at random intervals as a function's calls are; a size's first
+ * interval is drawn as the rest of an interval already under way (ss_first_interval), so that
+ * every call is timed with the same probability, 1 / period, however few calls its size has. */
+
+/* The calls before the first timed one of a new stream: the forward recurrence time of intervals
+ * drawn by ss_next_interval (uniform over 1..M, M = 2 * period - 1), P(k) = P(interval >= k) /
+ * period, drawn by rejection: j uniform, kept with probability j / M, gives P(M - j + 1) ~ j. */
+static uint32_t ss_first_interval(struct ss_thread *t) {
+    uint64_t m = 2ull * ss_config.period - 1;
+    for (;;) {
+        uint32_t j = ss_next_interval(t), u = ss_next_interval(t);
+        if (u <= j) return (uint32_t)(m - j + 1);
+    }
+}
+
+/* In the slow part, for a call whose size's countdown borrowed: counts it (the countdown already
+ * did) and returns whether it is the call to time. */
+static int ss_small_take(struct ss_thread *t, size_t size) {
+    struct ss_alloc_small *s = &t->small;
+    union ss_small_slot *slot = &s->slot[size];
+    uint32_t at = slot->part.next_at; /* this call's position: the timed one, or 0 for the size's first */
+    if (at == 0) {
+        s->used[size / 64] |= 1ull << (size % 64);
+        uint32_t first = ss_first_interval(t);
+        if (first > 1) {
+            union ss_small_slot next = {.part = {first - 2, first}};
+            __atomic_store_n(&slot->word, next.word, __ATOMIC_RELAXED);
+            return 0;
+        }
+        at = 1;
+    }
+    uint32_t interval = ss_next_interval(t);
+    if ((uint64_t)at + interval > UINT32_MAX) { /* positions restart from `base` */
+        __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        __atomic_store_n(&s->base[size], s->base[size] + at, __ATOMIC_RELAXED);
+        at = 0;
+        union ss_small_slot next = {.part = {interval - 1, interval}};
+        __atomic_store_n(&slot->word, next.word, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+        return 1;
+    }
+    union ss_small_slot next = {.part = {interval - 1, at + interval}};
+    __atomic_store_n(&slot->word, next.word, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* The calls of one size so far, as one consistent reading (retried while `base` moves). */
+static uint64_t ss_small_calls(const struct ss_alloc_small *s, uint32_t size) {
+    for (int tries = 0;; tries++) {
+        uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+        uint64_t base = __atomic_load_n(&s->base[size], __ATOMIC_RELAXED);
+        union ss_small_slot slot = {.word = __atomic_load_n(&s->slot[size].word, __ATOMIC_RELAXED)};
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if ((!(seq & 1) && seq == __atomic_load_n(&s->seq, __ATOMIC_RELAXED)) || tries == 16)
+            /* A countdown that borrowed (its slow part under way) reads as next_at: the call is counted. */
+            return base + (slot.part.next_at ? (uint32_t)(slot.part.next_at - 1 - slot.part.left) : 0);
+    }
+}
+
+void ss_alloc_small_into(const struct ss_thread *t, struct ss_fn_stats *malloc_stats, uint64_t *size_hist) {
+    const struct ss_alloc_small *s = &t->small;
+    for (uint32_t w = 0; w < sizeof s->used / sizeof s->used[0]; w++)
+        for (uint64_t bits = __atomic_load_n(&s->used[w], __ATOMIC_ACQUIRE); bits; bits &= bits - 1) {
+            uint32_t size = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            uint64_t calls = ss_small_calls(s, size);
+            malloc_stats->calls += calls;
+            malloc_stats->bytes += calls * size;
+            if (size_hist) size_hist[ss_small_size_bucket(size)] += calls;
+        }
+}
+
 /* ---- hooks ---- */
 
+static SS_NOINLINE void *ss_slow_small_malloc(size_t size, struct ss_thread *t);
+static SS_NOINLINE void *ss_slow_malloc(size_t size, struct ss_thread *t, int route);
+
+/* malloc's fast part: a small request counts down its size's slot; the others are counted and
+ * routed as every allocation call (SS_NO_THREAD's small_below is 0: its calls go that way, to the
+ * slow part). */
+static inline void *ss_malloc_in(struct ss_thread *t, size_t size) {
+    if (SS_LIKELY(size < t->alloc.small_below)) {
+        if (SS_LIKELY(!ss_dec_borrows(&t->small.slot[size].part.left))) return ss_real.malloc(size);
+        return ss_slow_small_malloc(size, t);
+    }
+    int route = ss_alloc_route(t, SS_FN_MALLOC, size);
+    if (SS_LIKELY(route == 0)) return ss_real.malloc(size);
+    return ss_slow_malloc(size, t, route);
+}
+
+/* A small malloc whose size's countdown borrowed: the size's first call, or the one to time. */
+static SS_NOINLINE void *ss_slow_small_malloc(size_t size, struct ss_thread *t) {
+    struct ss_thread *known = ss_known(t);
+    if (SS_UNLIKELY(known != t)) { /* a node of a closed window: the call goes to the thread's new one */
+        if (!known) known = ss_enter_slow();
+        return known ? ss_malloc_in(known, size) : ss_real.malloc(size);
+    }
+    if (!ss_small_take(t, size)) return ss_real.malloc(size);
+    if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();
+    uint32_t site = ss_stack_sample_if(t, SS_FN_MALLOC, size, 1, 0);
+    uint64_t start = ss_ticks();
+    void *p = ss_real.malloc(size);
+    uint64_t ticks = ss_sampled_ticks(ss_ticks() - start, 0);
+    ss_timed(t, SS_FN_MALLOC, SS_GRP_MALLOC, ticks, 0);
+    if (site) ss_stack_time(t, site, ticks);
+    ss_note_arena(t, p);
+    return p;
+}
+
 static SS_NOINLINE void *ss_slow_malloc(size_t size, struct ss_thread *t, int route) {
-    SS_SLOW_ENTER(t, SS_FN_MALLOC, size, route, ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size),
-                  ss_real.malloc(size));
+    t = ss_known(t);
+    if (!t) { /* a thread not known yet: counted in its new record as the fast part would have */
+        t = ss_enter_slow();
+        if (!t) return ss_real.malloc ? ss_real.malloc(size) : ss_bootstrap_alloc(size);
+        return ss_malloc_in(t, size);
+    }
     void *p;
     SS_ALLOC_SLOW(t, SS_FN_MALLOC, SS_GRP_MALLOC, size, route, p, ss_real.malloc(size));
     ss_note_arena(t, p);
     return p;
 }
 
-SS_EXPORT void *malloc(size_t size) {
-    SS_ALLOC_ENTRY(t, SS_FN_MALLOC, size, ss_real.malloc(size), ss_slow_malloc(size, t, route_));
-}
+SS_EXPORT void *malloc(size_t size) { return ss_malloc_in(ss_self, size); }
 
 /* Frees of large chunks leave the fast part unless they are not to be timed (ss_free_always_timed).
  * A block of the bootstrap pool has a size word (ss_chunk_header) that reads as a huge chunk, so

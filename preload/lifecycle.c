@@ -106,8 +106,8 @@ static void ss_init(void) {
         ss_guard_calls = !ss_in_libc((void *)ss_real.malloc);
         /* glibc's chunk headers not as expected: read none (glibc_check.c). */
         if (!ss_guard_calls && !ss_glibc_heap_check()) ss_guard_calls = 1;
+        ss_alloc_init(); /* before the first node: its small mallocs' bound is ss_fast_bytes */
         struct ss_thread *t = ok && !ss_config.paused ? ss_thread_alloc() : NULL;
-        ss_alloc_init();
         if (ok && ss_config.paused) __atomic_store_n(&ss_paused, 1, __ATOMIC_RELEASE);
         if (t) {
             ss_thread_attach(t, 1);

@@ -204,6 +204,7 @@ SS_EXPORT void stallscope_impl_phase_begin(const char *name) {
         /* The phase starts after its snapshot, so the snapshot's cost is not in it. */
         o->begin_mono_ns = ss_mono_ns();
         memcpy(o->fn, t->rec.fn, sizeof o->fn);
+        ss_alloc_small_into(t, &o->fn[SS_FN_MALLOC], NULL);
         memcpy(o->lat_hist, t->rec.lat_hist, sizeof o->lat_hist);
     }
     t->phases.count++; /* deeper than SS_PHASES_MAX: counted, so begins and ends still pair up */
@@ -227,13 +228,16 @@ SS_EXPORT void stallscope_impl_phase_end(void) {
         r.heap_before = o->heap_before;
         r.begin_mono_ns = o->begin_mono_ns;
         memcpy(r.name, o->name, sizeof r.name);
+        struct ss_fn_stats now[SS_FN_COUNT];
+        memcpy(now, t->rec.fn, sizeof now);
+        ss_alloc_small_into(t, &now[SS_FN_MALLOC], NULL);
         for (int f = 0; f < SS_FN_COUNT; f++) {
-            r.fn[f].calls = t->rec.fn[f].calls - o->fn[f].calls;
-            r.fn[f].bytes = t->rec.fn[f].bytes - o->fn[f].bytes;
-            r.fn[f].timed_calls = t->rec.fn[f].timed_calls - o->fn[f].timed_calls;
-            r.fn[f].timed_ticks = t->rec.fn[f].timed_ticks - o->fn[f].timed_ticks;
-            r.fn[f].exact_calls = t->rec.fn[f].exact_calls - o->fn[f].exact_calls;
-            r.fn[f].exact_ticks = t->rec.fn[f].exact_ticks - o->fn[f].exact_ticks;
+            r.fn[f].calls = now[f].calls - o->fn[f].calls;
+            r.fn[f].bytes = now[f].bytes - o->fn[f].bytes;
+            r.fn[f].timed_calls = now[f].timed_calls - o->fn[f].timed_calls;
+            r.fn[f].timed_ticks = now[f].timed_ticks - o->fn[f].timed_ticks;
+            r.fn[f].exact_calls = now[f].exact_calls - o->fn[f].exact_calls;
+            r.fn[f].exact_ticks = now[f].exact_ticks - o->fn[f].exact_ticks;
         }
         for (int g = 0; g < SS_GRP_COUNT; g++)
             for (uint32_t b = 0; b < SS_LAT_BUCKETS; b++) r.lat_hist[g][b] = t->rec.lat_hist[g][b] - o->lat_hist[g][b];

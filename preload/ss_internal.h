@@ -61,6 +61,15 @@ static inline int ss_dec_is_zero(uint32_t *x) {
     return --*x == 0;
 #endif
 }
+static inline int ss_dec_borrows(uint32_t *x) { /* `*x -= 1`, whether it was 0 */
+#if defined(__x86_64__)
+    int borrow;
+    __asm__("subl $1, %0" : "+m"(*x), "=@ccc"(borrow));
+    return borrow;
+#else
+    return (*x)-- == 0;
+#endif
+}
 static inline int ss_sub_is_negative(int64_t *x, size_t v) {
 #if defined(__x86_64__)
     int negative;
@@ -117,6 +126,9 @@ enum ss_node_fate { SS_FATE_OPEN = 0, SS_FATE_OWN = 1, SS_FATE_FOLD = 2 };
 /* alloc.c: the allocation hooks' countdown, and cross-thread frees. */
 struct ss_alloc_thread {
     uintptr_t free_fast_below; /* a free of ptr may take its fast part if ptr - 1 is below this */
+    /* A malloc of fewer bytes is counted by its size alone (struct ss_alloc_small): ss_fast_bytes
+     * in a thread's node, 0 in SS_NO_THREAD and with another allocator. */
+    size_t small_below;
     /* The call count (rec.fn[f].calls) at which the thread's next call of each function is
      * timed: the count a hook increments anyway is its countdown, so a call adds one memory
      * increment less. All 0 in SS_NO_THREAD, whose every call goes to the slow part. */
@@ -126,6 +138,28 @@ struct ss_alloc_thread {
     uint64_t frees_checked, frees_cross;
     uintptr_t own_arena; /* the arena of its last sampled allocation (0: none yet) */
     uint64_t free_mark;  /* frees before this thread's last large-bin request */
+};
+
+/* alloc.c: mallocs below ss_fast_bytes, counted by their exact size in one instruction each.
+ * A size's slot counts down the calls to its next timed one (`left`, the low half: the fast part
+ * decrements it and leaves for its slow part when it borrows, below 0) and holds the position of
+ * that call among the size's calls (`next_at`, 0 before the first call), so the calls so far are
+ * next_at - 1 - left: one word, which the flusher reads whole. A position about to pass 2^32 is
+ * moved into `base` (under `seq`, odd while the two change). The calls, bytes and size buckets
+ * of these mallocs are not in the record: whoever writes or folds a record adds them
+ * (ss_alloc_small_into). */
+#define SS_SMALL_SIZES 1000u
+union ss_small_slot {
+    uint64_t word;
+    struct {
+        uint32_t left, next_at; /* x86-64 is little-endian: `left` is the word's low half */
+    } part;
+};
+struct ss_alloc_small {
+    uint32_t seq;
+    uint64_t used[(SS_SMALL_SIZES + 63) / 64]; /* sizes whose slot was set: the flusher reads only these */
+    uint64_t base[SS_SMALL_SIZES];
+    union ss_small_slot slot[SS_SMALL_SIZES];
 };
 
 /* stacks.c: when the next allocation stack is taken, and the lock stacks' rate limit. */
@@ -308,6 +342,7 @@ struct ss_thread {
     struct ss_itt_thread itt;
     struct ss_sampler_thread sampler;
     struct ss_waits_thread waits;
+    struct ss_alloc_small small; /* last: 16 KB, of which the fast part touches the sizes in use */
 };
 
 /* Every part of a node brought to a new thread's start (lifecycle.c), and each module's part.
@@ -316,6 +351,9 @@ struct ss_thread {
 void ss_thread_reset(struct ss_thread *t);
 void ss_threads_thread_reset(struct ss_thread *t);
 void ss_alloc_thread_reset(struct ss_thread *t);
+/* Adds a thread's mallocs counted by size (struct ss_alloc_small) to its malloc stats and, unless
+ * NULL, its size buckets: of a running thread too (the flusher), as the thread counted them. */
+void ss_alloc_small_into(const struct ss_thread *t, struct ss_fn_stats *malloc_stats, uint64_t *size_hist);
 void ss_stacks_thread_reset(struct ss_thread *t);
 void ss_locks_thread_reset(struct ss_thread *t);
 void ss_phases_thread_reset(struct ss_thread *t);

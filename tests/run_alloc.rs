@@ -191,6 +191,41 @@ fn default_timing_times_about_one_call_in_256() {
 }
 
 #[test]
+fn short_streams_of_many_sizes_are_timed_one_call_in_256() {
+    // Small mallocs are counted and timed per request size (a countdown of their own each): 999
+    // sizes of 32 calls each, every stream far shorter than the 256 calls between timed ones.
+    // Each call is timed with probability 1/256 only if a stream's first interval is the rest of
+    // an interval under way; drawn as a whole interval (uniform on [1, 511]) a stream of 32 calls
+    // would be timed with probability 32/511, half as often: about 62 of the 31968 calls.
+    let dir = TempDir::new("alloc-many-sizes");
+    let exe = compile(dir.path(), "alloc_many_sizes.c", &[]);
+    let (_, path) = profile(dir.path(), "sizes.prof", &[], &[&exe], 0);
+    let report = report_json(&path);
+    let stats = fn_stats(&report, "malloc");
+    assert!(
+        stats.calls >= 999 * 32,
+        "every malloc counted: {} calls",
+        stats.calls
+    );
+    let timed = timed_calls(&report, "malloc");
+    // Expected 31968 / 256 = 125 (standard deviation about 11): 85 and 170 are 3.6 and 4 of them
+    // away, and the biased draw's 62 (deviation 8) is 2.9 of its own below 85.
+    assert!(
+        (85..=170).contains(&timed),
+        "{timed} of {} mallocs timed, expected about {}",
+        stats.calls,
+        stats.calls / 256
+    );
+    // Sizes 1..999 each 32 times: the bytes follow from the sizes.
+    assert!(
+        stats.bytes >= 32 * 999 * 1000 / 2,
+        "bytes {} below the requests' {}",
+        stats.bytes,
+        32 * 999 * 1000 / 2
+    );
+}
+
+#[test]
 fn exact_timing_counts_the_same_and_times_every_call() {
     let dir = TempDir::new("alloc-exact");
     let (base, report) = baseline_and_known(&dir, "alloc_known.c", &["--timing", "exact"]);

@@ -6,11 +6,16 @@
  * hundred bytes.
  *   bignum_pell [ROUNDS=100] [LIMIT=1500]
  * Solves them all ROUNDS times; prints the number of solutions and a checksum of their limbs
- * (deterministic). */
+ * (deterministic). Built with -DHOOK_AB it has no main: benches/programs/hook_ab.c calls
+ * pell_solve_all through allocator functions it switches between (benches/hook_inprocess.sh). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef HOOK_AB
+#include "hook_ab.h"
+#endif
 
 struct big {
     uint32_t n;    /* limbs in use, at least 1 */
@@ -117,11 +122,9 @@ static int solves(const struct big *x, const struct big *y, uint32_t d) {
     return ok;
 }
 
-int main(int argc, char **argv) {
-    uint32_t rounds = argc > 1 ? (uint32_t)atol(argv[1]) : 100;
-    uint32_t limit = argc > 2 ? (uint32_t)atol(argv[2]) : 1500;
-    uint64_t solutions = 0, check = 0;
-    for (uint32_t round = 0; round < rounds; round++)
+/* Solves x^2 - d*y^2 = 1 for every non-square d in 2..limit once; counts the solutions into
+ * *solutions and returns a checksum of their limbs folded into `check`. */
+static uint64_t pell_solve_all(uint32_t limit, uint64_t *solutions, uint64_t check) {
     for (uint32_t d = 2; d <= limit; d++) {
         uint32_t a0 = 0;
         while ((a0 + 1) * (a0 + 1) <= d) a0++;
@@ -142,13 +145,28 @@ int main(int argc, char **argv) {
             p1 = p;
             q1 = qq;
         }
-        solutions++;
+        (*solutions)++;
         for (uint32_t i = 0; i < p1->n; i++) check = check * 1000003 + p1->d[i];
         free(p1);
         free(p2);
         free(q1);
         free(q2);
     }
+    return check;
+}
+
+#ifdef HOOK_AB
+uint64_t hook_ab_pell(uint32_t limit) {
+    uint64_t solutions = 0;
+    return pell_solve_all(limit, &solutions, 0);
+}
+#else
+int main(int argc, char **argv) {
+    uint32_t rounds = argc > 1 ? (uint32_t)atol(argv[1]) : 100;
+    uint32_t limit = argc > 2 ? (uint32_t)atol(argv[2]) : 1500;
+    uint64_t solutions = 0, check = 0;
+    for (uint32_t round = 0; round < rounds; round++) check = pell_solve_all(limit, &solutions, check);
     printf("%llu solutions, checksum %016llx\n", (unsigned long long)solutions, (unsigned long long)check);
     return 0;
 }
+#endif

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# What an allocator hook costs an allocation-bound program, measured inside one process to a
+# percent (benches/programs/hook_ab.c): bignum_pell's and alloc_churn's work (one thread) call
+# malloc and free through function pointers that switch, round by round (about a millisecond
+# each), between glibc's functions, the floor libraries of benches/programs/hook_floor.c and the
+# interposer, each loaded with dlopen. Whole-process runs (hook_floor.sh, overhead.sh) move by 5-30%
+# with the host from run to run; rounds that sit next to each other do not, so differences of a
+# percent show here that are lost there. What this leaves out: the interposer's start and exit,
+# its flusher, thread-state sampling (off here), the supervisor, and a PLT call (here an
+# indirect call, as cheap).
+#
+# Usage: benches/hook_inprocess.sh [--rounds N] [--lib PATH] [--baseline-lib PATH]
+#   --rounds N            rounds per workload (default 600; each about 1 ms per mode)
+#   --lib PATH            the interposer to measure (default: the one `cargo build --release` embeds)
+#   --baseline-lib PATH   also measure this build of the interposer (A/B of two builds;
+#                         benches/interposer_at.sh REVISION PATH builds one)
+# This is a benchmark, not a test: it asserts nothing but that every mode computes the same.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+rounds=600
+lib=""
+baseline=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) rounds="$2"; shift ;;
+        --lib) lib="$2"; shift ;;
+        --baseline-lib) baseline="$2"; shift ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "unknown option: $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+# shellcheck source=benches/common.sh
+. "$root/benches/common.sh"
+lib="$(bench_interposer "$root" "$lib")"
+work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-inprocess.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+src="$root/benches/programs"
+cc -O2 -I "$src" -DHOOK_AB -o "$work/hook_ab" "$src/hook_ab.c" "$src/bignum_pell.c" "$src/alloc_churn.c" -ldl -pthread
+declare -A title=([0]="pass-through" [5]="the record found, nothing counted" [1]="one countdown"
+    [2]="exact counts (the interposer's)" [4]="exact counts, record in a mapping" [6]="one increment per call (a table of sizes)")
+floors=(0 5 1 2 4 6)
+for f in "${floors[@]}"; do
+    cc -O2 -shared -fPIC -DFLOOR="$f" -o "$work/floor$f.so" "$src/hook_floor.c" -ldl
+done
+# Distinct file names: dlopen of a path already loaded returns that library again.
+cp "$lib" "$work/interposer.so"
+modes=(plain)
+for f in "${floors[@]}"; do modes+=("$work/floor$f.so"); done
+modes+=("$work/interposer.so")
+if [ -n "$baseline" ]; then
+    cp "$baseline" "$work/baseline.so"
+    modes+=("$work/baseline.so")
+fi
+mkdir -p "$work/prof"
+# The floor libraries' records are in static TLS, which a library loaded with dlopen may take
+# only from the surplus glibc keeps (optional_static_tls raises it); thread-state sampling off:
+# its signals are not the hooks' cost.
+export GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 STALLSCOPE_DIR="$work/prof" \
+    STALLSCOPE_SAMPLE_HZ=0 STALLSCOPE_WALL_HZ=0
+echo "interposer: $lib${baseline:+; baseline: $baseline}"
+for f in "${floors[@]}"; do echo "floor$f: ${title[$f]}"; done
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for w in "pell 300" "churn 100"; do
+    echo
+    echo "== $w ($rounds rounds; thread CPU time per round, ratio to plain in the same round)"
+    # shellcheck disable=SC2086
+    "$work/hook_ab" $w "$rounds" "${modes[@]}"
+done
+echo
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
