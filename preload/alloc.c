@@ -1,8 +1,9 @@
 /* Allocator hooks: every call is counted with its requested bytes and size bucket; a random
  * 1-in-N sample (every call in exact mode) is also timed, because reading the clock around each
- * call would cost more than the fast path of malloc itself. Which call is timed is decided by the
- * call count itself (it reaching alloc.timed_at), so the fast part of a small malloc makes three
- * memory increments (count, bytes, size bucket) and a free one. */
+ * call would cost more than the fast path of malloc itself. A malloc below ss_fast_bytes and a
+ * free each make one memory decrement: the countdown of the request's size (of free's calls),
+ * whose slot also tells the calls so far (struct ss_alloc_small). Other calls are counted with
+ * their bytes and size bucket, and timed when their count reaches alloc.timed_at. */
 #include "ss_internal.h"
 
 #include <errno.h>
@@ -111,8 +112,16 @@ _Static_assert(SS_LARGE_BYTES % 8 == 0, "free's fast part compares a chunk's siz
 
 /* Whether an allocation call of `bytes` (at least SS_LARGE_BYTES, glibc's allocator) is always
  * timed; notes a large-bin request. */
+/* The thread's frees so far, modulo 2^32 and less those of the bootstrap pool, as the thread itself
+ * reads them: what the strata below count frees since a mark with (a position moved into `base`
+ * once in 2^32 frees at most takes one call into the always-timed stratum). */
+static inline uint32_t ss_free_position(const struct ss_thread *t) {
+    union ss_small_slot slot = t->small.slot[SS_FREE_SLOT];
+    return slot.part.next_at ? slot.part.next_at - 1 - slot.part.left : 0;
+}
+
 static inline int ss_always_timed(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
-    uint64_t frees = t->rec.fn[SS_FN_FREE].calls;
+    uint32_t frees = ss_free_position(t);
     int exact = bytes >= SS_ALWAYS_BYTES || frees - t->alloc.free_mark >= SS_FREES_BETWEEN_LARGE;
     if ((fn == SS_FN_MALLOC || fn == SS_FN_CALLOC) && bytes >= SS_LARGE_BIN_BYTES) t->alloc.free_mark = frees;
     return exact;
@@ -129,7 +138,7 @@ static inline int ss_always_timed(struct ss_thread *t, enum ss_fn fn, size_t byt
 static inline int ss_free_always_timed(struct ss_thread *t, const void *ptr, size_t header) {
     size_t chunk = header & ~(size_t)7;
     if (chunk >= SS_ALWAYS_BYTES || (header & SS_CHUNK_MMAPPED) ||
-        t->rec.fn[SS_FN_FREE].calls - t->alloc.free_mark >= SS_FREES_BETWEEN_LARGE)
+        ss_free_position(t) - t->alloc.free_mark >= SS_FREES_BETWEEN_LARGE)
         return 1;
     size_t next = ((const size_t *)((const char *)ptr + chunk))[-1] & ~(size_t)7;
     return next >= SS_CONSOLIDATE_BYTES;
@@ -382,7 +391,7 @@ static uint32_t ss_first_interval(struct ss_thread *t) {
     uint64_t m = 2ull * ss_config.period - 1;
     for (;;) {
         uint32_t j = ss_next_interval(t), u = ss_next_interval(t);
-        if (u <= j) return (uint32_t)(m - j + 1);
+        if (u <= j) return m - j + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(m - j + 1);
     }
 }
 
@@ -431,17 +440,22 @@ static uint64_t ss_small_calls(const struct ss_alloc_small *s, uint32_t size) {
     }
 }
 
-void ss_alloc_small_into(const struct ss_thread *t, struct ss_fn_stats *malloc_stats, uint64_t *size_hist) {
+void ss_alloc_small_into(const struct ss_thread *t, struct ss_fn_stats *fn, uint64_t *size_hist) {
     const struct ss_alloc_small *s = &t->small;
     for (uint32_t w = 0; w < sizeof s->used / sizeof s->used[0]; w++)
         for (uint64_t bits = __atomic_load_n(&s->used[w], __ATOMIC_ACQUIRE); bits; bits &= bits - 1) {
             uint32_t size = w * 64 + (uint32_t)__builtin_ctzll(bits);
             uint64_t calls = ss_small_calls(s, size);
-            malloc_stats->calls += calls;
-            malloc_stats->bytes += calls * size;
+            if (size == SS_FREE_SLOT) {
+                fn[SS_FN_FREE].calls += calls;
+                continue;
+            }
+            fn[SS_FN_MALLOC].calls += calls;
+            fn[SS_FN_MALLOC].bytes += calls * size;
             if (size_hist) size_hist[ss_small_size_bucket(size)] += calls;
         }
 }
+
 
 /* ---- hooks ---- */
 
@@ -499,24 +513,39 @@ SS_EXPORT void *malloc(size_t size) { return ss_malloc_in(ss_self, size); }
  * A block of the bootstrap pool has a size word (ss_chunk_header) that reads as a huge chunk, so
  * that its free takes the slow part, which knows the pool. */
 
-static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
-    t = ss_known(t);
-    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) { /* never the program's: not counted (a timed one
-                                                  is the next free, its count being timed_at) */
-        if (t) SS_ADD(t->rec.fn[SS_FN_FREE].calls, (uint64_t)-1);
+static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t, int fired);
+
+/* free's fast part: its countdown (the timed call when it borrows), then, not guarded and not
+ * NULL in one compare (free_fast_below is 0 for SS_NO_THREAD and for guarded calls), the chunk. */
+static inline void ss_free_in(struct ss_thread *t, void *ptr) {
+    if (SS_UNLIKELY(ss_dec_borrows(&t->small.slot[SS_FREE_SLOT].part.left))) {
+        ss_slow_free(ptr, t, 1);
         return;
     }
-    if (!t) {
-        t = ss_enter_slow();
-        if (!t) {
-            if (ss_real.free) ss_real.free(ptr);
-            return;
-        }
-        ss_count_call(t, SS_FN_FREE);
+    if (SS_LIKELY((uintptr_t)ptr - 1 < t->alloc.free_fast_below)) {
+        size_t header = ss_chunk_header(ptr);
+        /* SS_LARGE_BYTES is a multiple of 8, so the flag bits need no masking for this test. */
+        if (SS_LIKELY(header < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header)) return ss_real.free(ptr);
+    }
+    ss_slow_free(ptr, t, 0);
+}
+
+/* `fired`: free's countdown borrowed (the call to time, or the thread's first free). */
+static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t, int fired) {
+    struct ss_thread *known = ss_known(t);
+    if (SS_UNLIKELY(known != t)) { /* a thread not known yet, or a node of a closed window */
+        if (!known) known = ss_enter_slow();
+        if (known) ss_free_in(known, ptr); /* counted in its new record as the fast part would have */
+        else if (!ss_is_bootstrap(ptr) && ss_real.free) ss_real.free(ptr);
+        return;
+    }
+    int timed = fired && ss_small_take(t, SS_FREE_SLOT);
+    if (SS_UNLIKELY(ss_is_bootstrap(ptr))) { /* never the program's: not counted */
+        SS_ADD(t->rec.fn[SS_FN_FREE].calls, (uint64_t)-1);
+        return;
     }
     int exact = !ss_guard_calls && ptr && (ss_chunk_header(ptr) & ~(size_t)7) >= SS_LARGE_BYTES &&
                 ss_free_always_timed(t, ptr, ss_chunk_header(ptr));
-    int timed = ss_take_timed_call(t, SS_FN_FREE);
     if (!timed && !exact) {
         if (!ss_guard_calls) return ss_real.free(ptr);
         SS_GUARD_BEGIN(saved);
@@ -536,20 +565,7 @@ static SS_NOINLINE void ss_slow_free(void *ptr, struct ss_thread *t) {
     ss_timed(t, SS_FN_FREE, SS_GRP_FREE, ss_sampled_ticks(ss_ticks() - start, exact), exact);
 }
 
-SS_EXPORT void free(void *ptr) {
-    struct ss_thread *t = ss_self; /* SS_NO_THREAD: counted in it and sent to the slow part */
-    if (SS_UNLIKELY(ss_count_call(t, SS_FN_FREE))) { /* a timed call */
-        ss_slow_free(ptr, t);
-        return;
-    }
-    /* Not guarded and not NULL, in one compare (0 for SS_NO_THREAD and for guarded calls). */
-    if (SS_LIKELY((uintptr_t)ptr - 1 < t->alloc.free_fast_below)) {
-        size_t header = ss_chunk_header(ptr);
-        /* SS_LARGE_BYTES is a multiple of 8, so the flag bits need no masking for this test. */
-        if (SS_LIKELY(header < SS_LARGE_BYTES) || !ss_free_always_timed(t, ptr, header)) return ss_real.free(ptr);
-    }
-    ss_slow_free(ptr, t);
-}
+SS_EXPORT void free(void *ptr) { ss_free_in(ss_self, ptr); }
 
 static SS_NOINLINE void *ss_slow_calloc(size_t n, size_t size, struct ss_thread *t, int route) {
     size_t total = ss_mul_saturating(n, size);

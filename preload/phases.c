@@ -204,7 +204,7 @@ SS_EXPORT void stallscope_impl_phase_begin(const char *name) {
         /* The phase starts after its snapshot, so the snapshot's cost is not in it. */
         o->begin_mono_ns = ss_mono_ns();
         memcpy(o->fn, t->rec.fn, sizeof o->fn);
-        ss_alloc_small_into(t, &o->fn[SS_FN_MALLOC], NULL);
+        ss_alloc_small_into(t, o->fn, NULL);
         memcpy(o->lat_hist, t->rec.lat_hist, sizeof o->lat_hist);
     }
     t->phases.count++; /* deeper than SS_PHASES_MAX: counted, so begins and ends still pair up */
@@ -230,7 +230,7 @@ SS_EXPORT void stallscope_impl_phase_end(void) {
         memcpy(r.name, o->name, sizeof r.name);
         struct ss_fn_stats now[SS_FN_COUNT];
         memcpy(now, t->rec.fn, sizeof now);
-        ss_alloc_small_into(t, &now[SS_FN_MALLOC], NULL);
+        ss_alloc_small_into(t, now, NULL);
         for (int f = 0; f < SS_FN_COUNT; f++) {
             r.fn[f].calls = now[f].calls - o->fn[f].calls;
             r.fn[f].bytes = now[f].bytes - o->fn[f].bytes;

@@ -137,18 +137,21 @@ struct ss_alloc_thread {
      * another thread allocates from. */
     uint64_t frees_checked, frees_cross;
     uintptr_t own_arena; /* the arena of its last sampled allocation (0: none yet) */
-    uint64_t free_mark;  /* frees before this thread's last large-bin request */
+    uint32_t free_mark;  /* frees before this thread's last large-bin request (ss_free_position) */
 };
 
-/* alloc.c: mallocs below ss_fast_bytes, counted by their exact size in one instruction each.
+/* alloc.c: mallocs below ss_fast_bytes, counted by their exact size in one instruction each, and
+ * frees.
  * A size's slot counts down the calls to its next timed one (`left`, the low half: the fast part
  * decrements it and leaves for its slow part when it borrows, below 0) and holds the position of
  * that call among the size's calls (`next_at`, 0 before the first call), so the calls so far are
  * next_at - 1 - left: one word, which the flusher reads whole. A position about to pass 2^32 is
  * moved into `base` (under `seq`, odd while the two change). The calls, bytes and size buckets
- * of these mallocs are not in the record: whoever writes or folds a record adds them
- * (ss_alloc_small_into). */
+ * of these mallocs and the calls of free are not in the record (its free calls hold only a
+ * correction: frees of the bootstrap pool, not counted): whoever writes or folds a record adds
+ * them (ss_alloc_small_into). */
 #define SS_SMALL_SIZES 1000u
+#define SS_FREE_SLOT SS_SMALL_SIZES /* free's calls are counted the same way, in the slot after them */
 union ss_small_slot {
     uint64_t word;
     struct {
@@ -157,9 +160,9 @@ union ss_small_slot {
 };
 struct ss_alloc_small {
     uint32_t seq;
-    uint64_t used[(SS_SMALL_SIZES + 63) / 64]; /* sizes whose slot was set: the flusher reads only these */
-    uint64_t base[SS_SMALL_SIZES];
-    union ss_small_slot slot[SS_SMALL_SIZES];
+    uint64_t used[(SS_SMALL_SIZES + 1 + 63) / 64]; /* slots that were set: the flusher reads only these */
+    uint64_t base[SS_SMALL_SIZES + 1];
+    union ss_small_slot slot[SS_SMALL_SIZES + 1];
 };
 
 /* stacks.c: when the next allocation stack is taken, and the lock stacks' rate limit. */
@@ -351,9 +354,10 @@ struct ss_thread {
 void ss_thread_reset(struct ss_thread *t);
 void ss_threads_thread_reset(struct ss_thread *t);
 void ss_alloc_thread_reset(struct ss_thread *t);
-/* Adds a thread's mallocs counted by size (struct ss_alloc_small) to its malloc stats and, unless
- * NULL, its size buckets: of a running thread too (the flusher), as the thread counted them. */
-void ss_alloc_small_into(const struct ss_thread *t, struct ss_fn_stats *malloc_stats, uint64_t *size_hist);
+/* Adds a thread's mallocs counted by size and its frees (struct ss_alloc_small) to its stats
+ * (SS_FN_COUNT of them) and, unless NULL, its size buckets: of a running thread too (the
+ * flusher), as the thread counted them. */
+void ss_alloc_small_into(const struct ss_thread *t, struct ss_fn_stats *fn, uint64_t *size_hist);
 void ss_stacks_thread_reset(struct ss_thread *t);
 void ss_locks_thread_reset(struct ss_thread *t);
 void ss_phases_thread_reset(struct ss_thread *t);

@@ -271,13 +271,13 @@ static void ss_fold(struct ss_thread *t) {
     a->flags |= r->flags & (SS_THREAD_LOCKS_OVERFLOW | SS_THREAD_SIGNAL_BLOCKED);
     a->cpu_ns += r->cpu_ns;
     a->lock_wait_ticks += r->lock_wait_ticks;
-    struct ss_fn_stats small = {0};
-    ss_alloc_small_into(t, &small, a->size_hist);
-    ss_fn_add(&a->fn[SS_FN_MALLOC], &small);
-    int allocated = small.calls != 0;
+    struct ss_fn_stats fn[SS_FN_COUNT];
+    memcpy(fn, r->fn, sizeof fn);
+    ss_alloc_small_into(t, fn, a->size_hist);
+    int allocated = 0;
     for (int f = 0; f < SS_FN_COUNT; f++) {
-        ss_fn_add(&a->fn[f], &r->fn[f]);
-        allocated |= r->fn[f].calls != 0;
+        ss_fn_add(&a->fn[f], &fn[f]);
+        allocated |= fn[f].calls != 0;
     }
     g->allocating += (uint64_t)allocated;
     for (uint32_t b = 0; b < SS_SIZE_BUCKETS; b++) a->size_hist[b] += r->size_hist[b];
@@ -393,7 +393,7 @@ static int ss_out_thread(struct ss_thread *t, int final) {
     const uint64_t *src = (const uint64_t *)&t->rec;
     uint64_t *dst = (uint64_t *)&rec;
     for (size_t i = 0; i < sizeof rec / 8; i++) dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-    ss_alloc_small_into(t, &rec.fn[SS_FN_MALLOC], rec.size_hist);
+    ss_alloc_small_into(t, rec.fn, rec.size_hist);
     int ended = (__atomic_load_n(&t->rec.flags, __ATOMIC_ACQUIRE) & SS_THREAD_ENDED) != 0;
     uint64_t sig = rec.flags + rec.lock_wait_ticks;
     for (int i = 0; i < SS_FN_COUNT; i++) sig += rec.fn[i].calls * (uint64_t)(i + 1);
