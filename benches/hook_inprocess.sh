@@ -9,24 +9,36 @@
 # its flusher, thread-state sampling (off here), the supervisor, and a PLT call (here an
 # indirect call, as cheap).
 #
-# Usage: benches/hook_inprocess.sh [--rounds N] [--lib PATH] [--baseline-lib PATH]
-#   --rounds N            rounds per workload (default 600; each about 1 ms per mode)
+# Where a library lands in memory moves its cost by a few percent too (two copies of one build
+# have measured 4% apart in one process), so each workload runs in several processes, the
+# libraries loaded in another order in each: the summary gives each mode's median over them.
+#
+# Usage: benches/hook_inprocess.sh [--rounds N] [--processes N] [--lib PATH] [--baseline-lib PATH]
+#                                  [--settings NAME=VALUE[,NAME=VALUE...]]...
+#   --rounds N            rounds per workload and process (default 400; each about 1 ms per mode)
+#   --processes N         processes per workload (default 3)
 #   --lib PATH            the interposer to measure (default: the one `cargo build --release` embeds)
 #   --baseline-lib PATH   also measure this build of the interposer (A/B of two builds;
 #                         benches/interposer_at.sh REVISION PATH builds one)
+#   --settings LIST       also measure the interposer loaded with these settings (for example
+#                         STALLSCOPE_TIMING_PERIOD=1024); may be given more than once
 # This is a benchmark, not a test: it asserts nothing but that every mode computes the same.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-rounds=600
+rounds=400
+processes=3
 lib=""
 baseline=""
+settings=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
+        --processes) processes="$2"; shift ;;
+        --settings) settings+=("$2"); shift ;;
         --lib) lib="$2"; shift ;;
         --baseline-lib) baseline="$2"; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -53,6 +65,10 @@ if [ -n "$baseline" ]; then
     cp "$baseline" "$work/baseline.so"
     modes+=("$work/baseline.so")
 fi
+for ((i = 0; i < ${#settings[@]}; i++)); do
+    cp "$lib" "$work/interposer$((i + 1)).so"
+    modes+=("${settings[$i]}@$work/interposer$((i + 1)).so")
+done
 mkdir -p "$work/prof"
 # The floor libraries' records are in static TLS, which a library loaded with dlopen may take
 # only from the surplus glibc keeps (optional_static_tls raises it); thread-state sampling off:
@@ -64,9 +80,25 @@ for f in "${floors[@]}"; do echo "floor$f: ${title[$f]}"; done
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for w in "pell 300" "churn 100"; do
     echo
-    echo "== $w ($rounds rounds; thread CPU time per round, ratio to plain in the same round)"
-    # shellcheck disable=SC2086
-    "$work/hook_ab" $w "$rounds" "${modes[@]}"
+    echo "== $w ($processes processes of $rounds rounds; thread CPU time per round, ratio to plain in the same round)"
+    : >"$work/ratios"
+    for ((p = 0; p < processes; p++)); do
+        # plain first (the ratios' base), the libraries loaded in an order rotated per process
+        order=(plain)
+        n=$((${#modes[@]} - 1))
+        for ((k = 0; k < n; k++)); do order+=("${modes[$((1 + (k + p) % n))]}"); done
+        echo "-- process $((p + 1))"
+        # shellcheck disable=SC2086
+        "$work/hook_ab" $w "$rounds" "${order[@]}" | tee -a "$work/ratios"
+    done
+    echo "-- median over the processes of each mode's median ratio"
+    # A mode's name is everything before its time ("... 0.225 ms ratio 1.000 ...").
+    awk '{ for (i = 1; i <= NF; i++) if ($i == "ratio") { r = $(i + 1); name = $1; for (j = 2; j < i - 2; j++) name = name " " $j; print name "\t" r } }' \
+        "$work/ratios" | sort -t $'\t' -k1,1 -s | awk -F '\t' '
+        function flush() { if (n) { m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2; printf "%-40s %.3f  (%s)\n", cur, m, list } }
+        $1 != cur { flush(); cur = $1; n = 0; list = "" }
+        { v[++n] = $2; list = list (n > 1 ? " " : "") $2; for (i = n; i > 1 && v[i] < v[i - 1]; i--) { t = v[i]; v[i] = v[i - 1]; v[i - 1] = t } }
+        END { flush() }'
 done
 echo
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -8,7 +8,10 @@
  * per-round ratios.
  *
  *   hook_ab pell|churn SIZE ROUNDS MODE...
- * MODE is `plain` (glibc's malloc and free) or the path of a library exporting malloc and free.
+ * MODE is `plain` (glibc's malloc and free) or the path of a library exporting malloc and free,
+ * perhaps after settings it is loaded with: `NAME=VALUE,NAME=VALUE@PATH` (set in the environment
+ * while it loads, for a library that reads them at its start, as the interposer does: two copies
+ * of it with two settings side by side).
  * SIZE is pell's limit or churn's batches of 64 pairs per round. Prints per mode the median of
  * its per-round ratios to the first mode's round (with the quartiles), and the ratio of the
  * tenth percentiles of its round times (the machine at its quietest). Thread CPU time.
@@ -72,10 +75,23 @@ int main(int argc, char **argv) {
             frees[m] = free;
             continue;
         }
-        void *h = dlopen(mode, RTLD_NOW | RTLD_LOCAL);
+        const char *at = strchr(mode, '@'), *path = at ? at + 1 : mode;
+        char settings[512] = "";
+        if (at && (size_t)(at - mode) < sizeof settings) memcpy(settings, mode, (size_t)(at - mode));
+        for (char *kv = strtok(settings, ","); kv; kv = strtok(NULL, ",")) putenv(strdup(kv));
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
             fprintf(stderr, "hook_ab: %s\n", dlerror());
             return 1;
+        }
+        if (at) { /* the settings were for this library only */
+            memcpy(settings, mode, (size_t)(at - mode));
+            settings[at - mode] = 0;
+            for (char *kv = strtok(settings, ","); kv; kv = strtok(NULL, ",")) {
+                char *eq = strchr(kv, '=');
+                if (eq) *eq = 0;
+                unsetenv(kv);
+            }
         }
         mallocs[m] = (void *(*)(size_t))dlsym(h, "malloc");
         frees[m] = (void (*)(void *))dlsym(h, "free");
@@ -111,9 +127,14 @@ int main(int argc, char **argv) {
         qsort(v, (size_t)rounds, sizeof *v, by_value);
         double p10 = v[rounds / 10];
         if (m == 0) base_p10 = p10;
-        const char *name = strrchr(argv[4 + m], '/');
-        printf("%-16s %8.3f ms  ratio %.3f (quartiles %.3f-%.3f)  tenth percentile %.3fx\n",
-               name ? name + 1 : argv[4 + m], v[rounds / 2], med, q1, q3, p10 / base_p10);
+        /* A mode's name: its file's, after its settings if it has any. */
+        const char *mode = argv[4 + m], *at = strchr(mode, '@'), *path = at ? at + 1 : mode;
+        const char *file = strrchr(path, '/');
+        char name[600];
+        snprintf(name, sizeof name, "%.*s%s%s", at ? (int)(at - mode) : 0, mode, at ? " " : "",
+                 file ? file + 1 : path);
+        printf("%-16s %8.3f ms  ratio %.3f (quartiles %.3f-%.3f)  tenth percentile %.3fx\n", name,
+               v[rounds / 2], med, q1, q3, p10 / base_p10);
     }
     return 0;
 }
