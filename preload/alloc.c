@@ -110,9 +110,7 @@ _Static_assert(SS_LARGE_BYTES % 8 == 0, "free's fast part compares a chunk's siz
  * they take the large-bin path, which consolidates the fast bins. */
 #define SS_LARGE_BIN_BYTES 1033u
 
-/* Whether an allocation call of `bytes` (at least SS_LARGE_BYTES, glibc's allocator) is always
- * timed; notes a large-bin request. */
-/* The thread's frees so far, modulo 2^32 and less those of the bootstrap pool, as the thread itself
+/* The thread's frees so far, modulo 2^32 and with those of the bootstrap pool, as the thread itself
  * reads them: what the strata below count frees since a mark with (a position moved into `base`
  * once in 2^32 frees at most takes one call into the always-timed stratum). */
 static inline uint32_t ss_free_position(const struct ss_thread *t) {
@@ -120,6 +118,8 @@ static inline uint32_t ss_free_position(const struct ss_thread *t) {
     return slot.part.next_at ? slot.part.next_at - 1 - slot.part.left : 0;
 }
 
+/* Whether an allocation call of `bytes` (at least SS_LARGE_BYTES, glibc's allocator) is always
+ * timed; notes a large-bin request. */
 static inline int ss_always_timed(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
     uint32_t frees = ss_free_position(t);
     int exact = bytes >= SS_ALWAYS_BYTES || frees - t->alloc.free_mark >= SS_FREES_BETWEEN_LARGE;
@@ -401,8 +401,8 @@ static int ss_small_take(struct ss_thread *t, size_t size) {
     struct ss_alloc_small *s = &t->small;
     union ss_small_slot *slot = &s->slot[size];
     uint32_t at = slot->part.next_at; /* this call's position: the timed one, or 0 for the size's first */
-    if (at == 0) {
-        s->used[size / 64] |= 1ull << (size % 64);
+    if (at == 0) { /* the flusher reads the sizes in use from here (a store: only the thread writes it) */
+        __atomic_store_n(&s->used[size / 64], s->used[size / 64] | 1ull << (size % 64), __ATOMIC_RELEASE);
         uint32_t first = ss_first_interval(t);
         if (first > 1) {
             union ss_small_slot next = {.part = {first - 2, first}};
@@ -416,7 +416,6 @@ static int ss_small_take(struct ss_thread *t, size_t size) {
         __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_RELEASE);
         __atomic_store_n(&s->base[size], s->base[size] + at, __ATOMIC_RELAXED);
-        at = 0;
         union ss_small_slot next = {.part = {interval - 1, interval}};
         __atomic_store_n(&slot->word, next.word, __ATOMIC_RELAXED);
         __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
@@ -455,7 +454,6 @@ void ss_alloc_small_into(const struct ss_thread *t, struct ss_fn_stats *fn, uint
             if (size_hist) size_hist[ss_small_size_bucket(size)] += calls;
         }
 }
-
 
 /* ---- hooks ---- */
 
