@@ -852,12 +852,25 @@ fn summary_lines(err: &mut impl Write, a: &crate::model::Model, path: &Path) {
         fmt_ns(s.wall_ns),
         fmt_count(s.thread_count())
     );
-    let _ = writeln!(
-        err,
-        "allocator:    {} calls, {} of thread time inside",
-        fmt_count(s.alloc_calls()),
-        fmt_pct(s.alloc_share_of_life())
-    );
+    // The allocator's share as the findings give it: of the threads' CPU time where there are CPU
+    // figures (its calls' timed length includes waits inside them, and for calls of a few
+    // nanoseconds mostly the clock that times them: bignum_pell read "100.0% of thread time
+    // inside" beside a finding of 69.4% of its CPU time), else of their life inside the calls.
+    if s.cpu_ns() > 0 {
+        let _ = writeln!(
+            err,
+            "allocator:    {} calls, {} of the threads' CPU time",
+            fmt_count(s.alloc_calls()),
+            fmt_pct(s.alloc_share_of_cpu())
+        );
+    } else {
+        let _ = writeln!(
+            err,
+            "allocator:    {} calls, {} of thread time inside",
+            fmt_count(s.alloc_calls()),
+            fmt_pct(s.alloc_share_of_life())
+        );
+    }
     // Futex words are only named by the report (it reads the waiters' stacks to tell a runtime's
     // lock from a condition or an idle worker): here they are counted, not ranked with the locks.
     let futex: Vec<_> = s.locks.iter().filter(|l| l.kind == "futex").collect();
