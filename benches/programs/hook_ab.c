@@ -77,7 +77,11 @@ int main(int argc, char **argv) {
         }
         const char *at = strchr(mode, '@'), *path = at ? at + 1 : mode;
         char settings[512] = "";
-        if (at && (size_t)(at - mode) < sizeof settings) memcpy(settings, mode, (size_t)(at - mode));
+        if (at && (size_t)(at - mode) >= sizeof settings) {
+            fprintf(stderr, "hook_ab: settings longer than %zu bytes: %s\n", sizeof settings - 1, mode);
+            return 2;
+        }
+        if (at) memcpy(settings, mode, (size_t)(at - mode));
         for (char *kv = strtok(settings, ","); kv; kv = strtok(NULL, ",")) putenv(strdup(kv));
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
