@@ -110,13 +110,16 @@ _Static_assert(SS_LARGE_BYTES % 8 == 0, "free's fast part compares a chunk's siz
  * they take the large-bin path, which consolidates the fast bins. */
 #define SS_LARGE_BIN_BYTES 1033u
 
+/* The calls a slot has counted since its `base` (none before its first call). A countdown that
+ * borrowed (its slow part under way) reads as next_at: the call is counted. */
+static inline uint32_t ss_slot_calls(union ss_small_slot slot) {
+    return slot.part.next_at ? slot.part.next_at - 1 - slot.part.left : 0;
+}
+
 /* The thread's frees so far, modulo 2^32 and with those of the bootstrap pool, as the thread itself
  * reads them: what the strata below count frees since a mark with (a position moved into `base`
  * once in 2^32 frees at most takes one call into the always-timed stratum). */
-static inline uint32_t ss_free_position(const struct ss_thread *t) {
-    union ss_small_slot slot = t->small.slot[SS_FREE_SLOT];
-    return slot.part.next_at ? slot.part.next_at - 1 - slot.part.left : 0;
-}
+static inline uint32_t ss_free_position(const struct ss_thread *t) { return ss_slot_calls(t->small.slot[SS_FREE_SLOT]); }
 
 /* Whether an allocation call of `bytes` (at least SS_LARGE_BYTES, glibc's allocator) is always
  * timed; notes a large-bin request. */
@@ -238,12 +241,20 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
  * result. */
 #define SS_ALLOC_SLOW(t, fn, grp, bytes, route, ret, real_call)                                              \
     do {                                                                                                    \
+        int stimed_ = ss_take_timed_call(t, fn);                                                            \
+        SS_ALLOC_MEASURED(t, fn, grp, bytes, stimed_, t->stacks.bytes_left < 0, ((route) & SS_ROUTE_EXACT) != 0, \
+                          ret, real_call);                                                                  \
+    } while (0)
+
+/* The part of a slow part after the decision: the real call, its stack if one is due, and its
+ * duration when it is `timed` (a call of the sample), `exact` (always timed) or has a stack. */
+#define SS_ALLOC_MEASURED(t, fn, grp, bytes, timed, bytes_fired, exact, ret, real_call)                       \
+    do {                                                                                                    \
         size_t bytes_ = (bytes);                                                                            \
-        int timed_ = ss_take_timed_call(t, fn);                                                             \
-        int bfired_ = t->stacks.bytes_left < 0;                                                             \
-        int exact_ = ((route) & SS_ROUTE_EXACT) != 0;                                                       \
+        int timed_ = (timed);                                                                               \
+        int exact_ = (exact);                                                                               \
         if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();                                    \
-        uint32_t site_ = ss_stack_sample_if(t, fn, bytes_, timed_, bfired_);                                \
+        uint32_t site_ = ss_stack_sample_if(t, fn, bytes_, timed_, (bytes_fired));                          \
         timed_ |= exact_;                                                                                   \
         uint64_t start_ = (timed_ || site_) ? ss_ticks() : 0;                                               \
         if (ss_guard_calls) {                                                                               \
@@ -434,8 +445,7 @@ static uint64_t ss_small_calls(const struct ss_alloc_small *s, uint32_t size) {
         union ss_small_slot slot = {.word = __atomic_load_n(&s->slot[size].word, __ATOMIC_RELAXED)};
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if ((!(seq & 1) && seq == __atomic_load_n(&s->seq, __ATOMIC_RELAXED)) || tries == 16)
-            /* A countdown that borrowed (its slow part under way) reads as next_at: the call is counted. */
-            return base + (slot.part.next_at ? (uint32_t)(slot.part.next_at - 1 - slot.part.left) : 0);
+            return base + ss_slot_calls(slot);
     }
 }
 
@@ -481,13 +491,8 @@ static SS_NOINLINE void *ss_slow_small_malloc(size_t size, struct ss_thread *t) 
         return known ? ss_malloc_in(known, size) : ss_real.malloc(size);
     }
     if (!ss_small_take(t, size)) return ss_real.malloc(size);
-    if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();
-    uint32_t site = ss_stack_sample_if(t, SS_FN_MALLOC, size, 1, 0);
-    uint64_t start = ss_ticks();
-    void *p = ss_real.malloc(size);
-    uint64_t ticks = ss_sampled_ticks(ss_ticks() - start, 0);
-    ss_timed(t, SS_FN_MALLOC, SS_GRP_MALLOC, ticks, 0);
-    if (site) ss_stack_time(t, site, ticks);
+    void *p; /* below the byte-sampled stacks' bound, never always timed */
+    SS_ALLOC_MEASURED(t, SS_FN_MALLOC, SS_GRP_MALLOC, size, 1, 0, 0, p, ss_real.malloc(size));
     ss_note_arena(t, p);
     return p;
 }

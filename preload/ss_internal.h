@@ -131,7 +131,8 @@ struct ss_alloc_thread {
     size_t small_below;
     /* The call count (rec.fn[f].calls) at which the thread's next call of each function is
      * timed: the count a hook increments anyway is its countdown, so a call adds one memory
-     * increment less. All 0 in SS_NO_THREAD, whose every call goes to the slow part. */
+     * increment less. All 0 in SS_NO_THREAD, whose every call goes to the slow part. Not for
+     * free and mallocs below small_below, which count down their slots (struct ss_alloc_small). */
     uint64_t timed_at[SS_FN_COUNT];
     /* Sampled frees whose arena has a known allocating thread, and of those, the ones whose arena
      * another thread allocates from. */

@@ -856,21 +856,17 @@ fn summary_lines(err: &mut impl Write, a: &crate::model::Model, path: &Path) {
     // figures (its calls' timed length includes waits inside them, and for calls of a few
     // nanoseconds mostly the clock that times them: bignum_pell read "100.0% of thread time
     // inside" beside a finding of 69.4% of its CPU time), else of their life inside the calls.
-    if s.cpu_ns() > 0 {
-        let _ = writeln!(
-            err,
-            "allocator:    {} calls, {} of the threads' CPU time",
-            fmt_count(s.alloc_calls()),
-            fmt_pct(s.alloc_share_of_cpu())
-        );
+    let (share, of) = if s.cpu_ns() > 0 {
+        (s.alloc_share_of_cpu(), "of the threads' CPU time")
     } else {
-        let _ = writeln!(
-            err,
-            "allocator:    {} calls, {} of thread time inside",
-            fmt_count(s.alloc_calls()),
-            fmt_pct(s.alloc_share_of_life())
-        );
-    }
+        (s.alloc_share_of_life(), "of thread time inside")
+    };
+    let _ = writeln!(
+        err,
+        "allocator:    {} calls, {} {of}",
+        fmt_count(s.alloc_calls()),
+        fmt_pct(share)
+    );
     // Futex words are only named by the report (it reads the waiters' stacks to tell a runtime's
     // lock from a condition or an idle worker): here they are counted, not ranked with the locks.
     let futex: Vec<_> = s.locks.iter().filter(|l| l.kind == "futex").collect();
