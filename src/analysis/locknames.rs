@@ -93,6 +93,21 @@ pub fn is_arena_lock(how: &str) -> bool {
     how == "allocator"
 }
 
+/// Whether a lock-wait site waits for a malloc arena: the lock it caught is named so, or it
+/// waits inside malloc on no lock known to be another's. A wait whose every caught word is a
+/// runtime's lock or a pthread lock is that lock's, whatever the stack holds: a wall sample's
+/// stack is a scan of the thread's stack, which can hold stale return addresses into malloc (a
+/// contended Rust std::sync::Mutex read once in a test run as "malloc's arena lock"), and an
+/// arena's lock is glibc's own, which neither the pthread hooks nor a runtime's futex wait see.
+pub fn is_arena_wait(site: &StateSite) -> bool {
+    let another = !site.locks.is_empty()
+        && site
+            .locks
+            .iter()
+            .all(|l| matches!(l.how, "runtime" | "pthread"));
+    site.lock().is_some_and(|l| is_arena_lock(l.how)) || (in_allocator(site) && !another)
+}
+
 /// Names every lock the report's lock-wait sites caught (`StateSite::locks`). Without
 /// `read_modules` no symbol table is read: heap words and addresses only.
 pub fn name_site_locks(
@@ -427,6 +442,50 @@ mod tests {
                 .all(|a| t.symbols.iter().any(|w| &w.symbol == a))
         );
         assert!(t.stdio_functions.iter().any(|f| f == "fprintf"));
+    }
+
+    #[test]
+    fn a_runtime_lock_under_stale_malloc_frames_is_not_an_arena_wait() {
+        let f = |name: &str| Frame {
+            function: Some(name.into()),
+            file: None,
+            line: None,
+            module: "libc.so.6".into(),
+            offset: 0,
+            inlined: false,
+        };
+        let lock = |how: &'static str| super::super::states::WaitedLock {
+            object: 0x5555_0000,
+            samples: 10,
+            ns: 1_000_000,
+            name: "a lock".into(),
+            how,
+        };
+        // A futex wait decided at `syscall`, with `malloc` further up the scanned stack.
+        let mut site = StateSite {
+            frames: vec![f("syscall"), f("Mutex::lock"), f("malloc"), f("main")],
+            decided_by: Some(0),
+            ..StateSite::default()
+        };
+        assert!(is_arena_wait(&site), "no lock caught: the frames decide");
+        site.locks = vec![lock("runtime")];
+        assert!(
+            !is_arena_wait(&site),
+            "a runtime's futex word is that runtime's lock"
+        );
+        site.locks = vec![lock("pthread")];
+        assert!(
+            !is_arena_wait(&site),
+            "a pthread lock is not glibc's arena lock"
+        );
+        site.locks = vec![lock("address")];
+        assert!(
+            is_arena_wait(&site),
+            "an unknown word inside malloc stays the arena's"
+        );
+        site.locks = vec![lock("allocator")];
+        site.frames = vec![f("__lll_lock_wait_private"), f("main")];
+        assert!(is_arena_wait(&site), "a word named as an arena's lock");
     }
 
     #[test]

@@ -233,10 +233,7 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                 || crate::analysis::futex::in_tbb_acquisition(&site.frames);
             // malloc's arena locks are the arena-lock finding's (findings/scaling.rs): one
             // lock, one finding.
-            let arena = crate::analysis::locknames::in_allocator(site)
-                || site
-                    .lock()
-                    .is_some_and(|l| crate::analysis::locknames::is_arena_lock(l.how));
+            let arena = crate::analysis::locknames::is_arena_wait(site);
             if category == Category::Lock
                 && (runtime_decided
                     || arena

@@ -7,7 +7,7 @@ use super::rules::Rule;
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::concurrency::Concurrency;
-use crate::analysis::locknames::{in_allocator, is_arena_lock};
+use crate::analysis::locknames::{is_arena_lock, is_arena_wait};
 use crate::analysis::states::{Category, StateReport, ThreadStates};
 use crate::analysis::threads::ThreadId;
 use crate::symbols::Frame;
@@ -392,7 +392,7 @@ pub fn arena_lock(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let mut names: Vec<(&str, u64)> = Vec::new();
     for t in &r.threads {
         for s in t.sites.iter().filter(|s| s.category == Category::Lock) {
-            if in_allocator(s) || s.lock().is_some_and(|l| is_arena_lock(l.how)) {
+            if is_arena_wait(s) {
                 lock += s.ns;
                 samples += s.samples;
                 for l in s.locks.iter().filter(|l| is_arena_lock(l.how)) {
