@@ -85,13 +85,22 @@ pub struct Shares {
 }
 
 impl Shares {
-    fn of(threads: &[&ThreadSummary], states: &[&ThreadStates]) -> Shares {
+    /// `on_cpu`: the allocator's time is its time on a CPU (`alloc_cpu_ns`, from CPU samples),
+    /// as both profiles' reports show it; else the calls' timed length.
+    fn of(threads: &[&ThreadSummary], states: &[&ThreadStates], on_cpu: bool) -> Shares {
         let wall = sum(threads.iter().map(|t| t.wall_ns));
         let total = |f: fn(&ThreadSummary) -> u64| sum(threads.iter().map(|t| f(t)));
         let life = sum(states.iter().map(|t| t.life_ns));
         Shares {
             cpu: ratio(total(|t| t.cpu_ns), wall),
-            allocator: ratio(total(|t| t.alloc_ns), wall),
+            allocator: ratio(
+                if on_cpu {
+                    total(|t| t.alloc_cpu_ns)
+                } else {
+                    total(|t| t.alloc_ns)
+                },
+                wall,
+            ),
             lock_wait: ratio(total(|t| t.lock_wait_ns), wall),
             states: (!states.is_empty()).then(|| {
                 std::array::from_fn::<f64, CATEGORY_COUNT, _>(|c| {
@@ -168,7 +177,9 @@ pub struct Diff {
     pub wall_ns: Pair,
     pub groups: Vec<GroupDiff>,
     pub alloc_calls: Pair,
+    /// The allocator's time: on a CPU where `alloc_on_cpu`, else the calls' timed length.
     pub alloc_ns: Pair,
+    pub alloc_on_cpu: bool,
     pub lock_wait_ns: Pair,
     pub all_threads: (Shares, Shares),
     pub threads: Vec<ThreadDiff>,
@@ -302,6 +313,16 @@ pub fn compare_cpu(before: &Analysis, after: &Analysis, top: usize) -> Vec<CpuFu
 
 pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
     let (b, a) = (&before.summary, &after.summary);
+    // One figure for the allocator's time on both sides: its time on a CPU where both profiles
+    // have it from samples (what their reports show), else the calls' timed length.
+    let on_cpu = b.alloc_on_cpu && a.alloc_on_cpu;
+    let alloc_time = |s: &crate::analysis::summary::Summary| {
+        if on_cpu {
+            s.alloc_cpu_ns()
+        } else {
+            s.alloc_ns()
+        }
+    };
     let groups = b
         .groups
         .iter()
@@ -318,11 +339,11 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
         .iter()
         .map(|(key, t)| ThreadDiff {
             label: ThreadId::of_summary(t).label(),
-            before: Some(Shares::of(&[t], &states_of(before, t))),
+            before: Some(Shares::of(&[t], &states_of(before, t), on_cpu)),
             after: la
                 .iter()
                 .find(|(k, _)| k == key)
-                .map(|(_, t)| Shares::of(&[t], &states_of(after, t))),
+                .map(|(_, t)| Shares::of(&[t], &states_of(after, t), on_cpu)),
         })
         .collect();
     for (key, t) in &la {
@@ -330,7 +351,7 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
             threads.push(ThreadDiff {
                 label: ThreadId::of_summary(t).label(),
                 before: None,
-                after: Some(Shares::of(&[t], &states_of(after, t))),
+                after: Some(Shares::of(&[t], &states_of(after, t), on_cpu)),
             });
         }
     }
@@ -384,7 +405,11 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
     changed.truncate(top);
     let all = |l: &Analysis| {
         let states: Vec<&ThreadStates> = l.states.iter().flat_map(|r| &r.threads).collect();
-        Shares::of(&l.summary.threads.iter().collect::<Vec<_>>(), &states)
+        Shares::of(
+            &l.summary.threads.iter().collect::<Vec<_>>(),
+            &states,
+            on_cpu,
+        )
     };
     Diff {
         cpu_functions: compare_cpu(before, after, top),
@@ -393,7 +418,8 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
         wall_ns: Pair::new(b.wall_ns, a.wall_ns),
         groups,
         alloc_calls: Pair::new(b.alloc_calls(), a.alloc_calls()),
-        alloc_ns: Pair::new(b.alloc_ns(), a.alloc_ns()),
+        alloc_ns: Pair::new(alloc_time(b), alloc_time(a)),
+        alloc_on_cpu: on_cpu,
         lock_wait_ns: Pair::new(b.lock_wait_ns(), a.lock_wait_ns()),
         all_threads: (all(before), all(after)),
         threads,
@@ -421,6 +447,9 @@ pub struct DiffJson<'a> {
 struct AllocJson {
     calls: PairJson,
     time_ns: PairJson,
+    /// `time_ns` is the allocator's time on a CPU, from CPU samples (else the calls' timed
+    /// length).
+    time_on_cpu: bool,
     /// By function group's name.
     groups: Named<GroupJson>,
 }
@@ -496,6 +525,7 @@ pub fn to_json(d: &Diff) -> DiffJson<'_> {
         alloc: AllocJson {
             calls: d.alloc_calls.json(),
             time_ns: d.alloc_ns.json(),
+            time_on_cpu: d.alloc_on_cpu,
             groups: Named(
                 d.groups
                     .iter()
@@ -590,7 +620,16 @@ pub fn render_text(d: &Diff, style: Style) -> String {
     );
     row(&mut out, "wall time", &d.wall_ns, fmt_ns);
     row(&mut out, "allocator calls", &d.alloc_calls, fmt_count);
-    row(&mut out, "allocator time", &d.alloc_ns, fmt_ns);
+    row(
+        &mut out,
+        if d.alloc_on_cpu {
+            "allocator on a CPU"
+        } else {
+            "allocator time"
+        },
+        &d.alloc_ns,
+        fmt_ns,
+    );
     row(&mut out, "lock wait", &d.lock_wait_ns, fmt_ns);
     for g in &d.groups {
         if g.calls.before == 0 && g.calls.after == 0 {

@@ -73,7 +73,7 @@ fn assert_well_formed(report: &Value) {
 #[test]
 fn tiny_allocations_in_threads_name_the_user_function() {
     let dir = TempDir::new("findings-tiny");
-    let (report, _) = profiled(&dir, "tiny_allocs_threads.c");
+    let (report, prof) = profiled(&dir, "tiny_allocs_threads.c");
     assert_well_formed(&report);
     let small = finding(&report, "small-allocations");
     assert!(
@@ -89,6 +89,73 @@ fn tiny_allocations_in_threads_name_the_user_function() {
         remedy.contains("stallscope bench --allocators glibc,jemalloc,mimalloc")
             && remedy.contains("tiny_allocs_threads"),
         "{remedy}"
+    );
+    one_allocator_figure_in_every_part_of_the_report(&report, &prof, time);
+}
+
+/// The allocator's time is one figure in the whole report: the header gives the finding's share
+/// of CPU time and the same time on a CPU as the threads table and the JSON, and the functions'
+/// timed lengths add up to no more than the threads lived (calls of a few nanoseconds, timed by
+/// two clock reads that cost as much, once read 100% of thread time in the header beside a
+/// finding of 47% of CPU time, and the functions' times added up to 130% of it).
+fn one_allocator_figure_in_every_part_of_the_report(
+    report: &Value,
+    prof: &std::path::Path,
+    time: &Value,
+) {
+    let out = Command::new(stallscope())
+        .arg("report")
+        .arg(prof)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let share = report["alloc"]["share_of_cpu"]
+        .as_f64()
+        .expect("share_of_cpu");
+    let pct = format!("{:.1}% of the threads' CPU time", share * 100.0);
+    assert!(
+        time["title"].as_str().unwrap().contains(&pct),
+        "{pct} in {time}"
+    );
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("allocator "))
+        .expect("the header's allocator line");
+    assert!(
+        header.contains(&pct) && header.contains("on a CPU"),
+        "{header} ({pct})"
+    );
+    let threads = report["threads"].as_array().expect("threads");
+    let (mut on_cpu, mut lives) = (0u64, 0u64);
+    for t in threads {
+        let (a, c) = (
+            t["alloc_cpu_ns"].as_u64().unwrap(),
+            t["cpu_ns"].as_u64().unwrap(),
+        );
+        assert!(a <= c, "{t}");
+        on_cpu += a;
+        lives += t["wall_ns"].as_u64().unwrap();
+    }
+    assert_eq!(
+        report["alloc"]["cpu_ns"].as_u64(),
+        Some(on_cpu),
+        "{}",
+        report["alloc"]
+    );
+    assert!(
+        text.contains("Threads (shares of each thread's life; the allocator's time on a CPU)"),
+        "{text}"
+    );
+    let functions: u64 = report["alloc"]["functions"]
+        .as_object()
+        .expect("alloc.functions")
+        .values()
+        .map(|f| f["time_ns"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        functions <= lives + lives / 100,
+        "functions {functions} ns, threads' lives {lives} ns"
     );
 }
 

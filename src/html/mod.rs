@@ -324,11 +324,20 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
     card(&mut o, "wall time", &fmt_ns(s.wall_ns));
     card(&mut o, "threads", &s.thread_count().to_string());
     card(&mut o, "allocator calls", &fmt_count(s.alloc_calls()));
-    card(
-        &mut o,
-        "in the allocator",
-        &fmt_pct(s.alloc_share_of_life()),
-    );
+    if s.alloc_on_cpu {
+        // The allocator-time finding's figure (the report's header gives the same).
+        card(
+            &mut o,
+            "allocator, of CPU time",
+            &fmt_pct(s.alloc_share_of_cpu()),
+        );
+    } else {
+        card(
+            &mut o,
+            "in the allocator",
+            &fmt_pct(s.alloc_share_of_life()),
+        );
+    }
     card(
         &mut o,
         "waiting for locks",
@@ -368,9 +377,9 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
     o.push_str("<table><tr><th>thread</th><th>life</th><th>CPU</th><th>allocator</th><th>lock wait</th><th style=\"width:40%\"></th></tr>");
     for t in &s.threads {
         let share = |v: u64| ratio(v, t.wall_ns);
-        let (alloc, lock) = (share(t.alloc_ns), share(t.lock_wait_ns));
-        // The bar splits the CPU time: the allocator's part of it is its time on a CPU (the
-        // calls' durations, in the column, include waits for a CPU inside them).
+        let (alloc, lock) = (share(s.allocator_ns_of(t)), share(t.lock_wait_ns));
+        // The bar splits the CPU time: the allocator's part of it is its time on a CPU (without
+        // CPU samples the column has the calls' timed length, waits for a CPU inside included).
         let alloc_on_cpu = share(t.alloc_cpu_ns);
         let cpu_other = (share(t.cpu_ns) - alloc_on_cpu).max(0.0);
         let _ = write!(

@@ -1,6 +1,7 @@
 //! What no model may say, whatever the profile (issue 24: one number per concept): a thread
 //! spends at most its life in the allocator or waiting for locks, and at most its CPU time (and
-//! its allocator calls' measured time) on a CPU in the allocator; no share above 100%; no stake
+//! its allocator calls' measured time) on a CPU in the allocator, and the allocator functions'
+//! times add up to no more than the threads'; no share above 100%; no stake
 //! above the wall time; at least as many threads counted as threads listed. Checked on the typed model, so that the fuzz corpus (and
 //! the fuzz targets) hold every view to it; `tests/common::assert_invariants` checks the same on
 //! every report the integration tests read.
@@ -39,6 +40,16 @@ pub fn violations(m: &Model) -> Vec<String> {
                 t.tid, t.alloc_cpu_ns, t.cpu_ns
             ));
         }
+    }
+    // The functions' timed lengths are the threads' allocator time split by function: together
+    // no more than it (rounding aside), so never above the threads' lives either.
+    let functions: u64 = s.groups.iter().map(|g| g.time_ns).sum();
+    let calls_time = s.alloc_ns();
+    let slack = calls_time / 1000 + (s.groups.len() + s.threads.len()) as u64;
+    if functions > calls_time.saturating_add(slack) {
+        out.push(format!(
+            "the allocator functions' time {functions} ns above the threads' {calls_time} ns"
+        ));
     }
     if s.thread_count() < s.threads.len() as u64 {
         out.push(format!(
@@ -134,6 +145,14 @@ mod tests {
             alloc_cpu_ns: 20,
             ..Default::default()
         });
+        m.analysis
+            .summary
+            .groups
+            .push(crate::analysis::summary::FnSummary {
+                name: "malloc",
+                time_ns: 200,
+                ..Default::default()
+            });
         m.findings.push(crate::findings::Finding {
             id: "x".into(),
             severity: crate::findings::Severity::Low,
@@ -163,6 +182,7 @@ mod tests {
             "waits begun",
             "a tail of",
             "the calls' time",
+            "functions' time",
         ] {
             assert!(v.iter().any(|l| l.contains(words)), "{words}: {v:?}");
         }

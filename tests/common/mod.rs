@@ -510,6 +510,18 @@ pub fn assert_invariants(r: &Value, file: &Path) {
             "{at}: allocator CPU time above the calls' time: {t:#}"
         );
     }
+    // The allocator functions' times split the threads' allocator time (rounding aside).
+    let calls_time: u64 = threads
+        .iter()
+        .map(|t| t["alloc_ns"].as_u64().unwrap_or(0))
+        .sum();
+    let functions: u64 = r["alloc"]["functions"].as_object().map_or(0, |f| {
+        f.values().map(|f| f["time_ns"].as_u64().unwrap_or(0)).sum()
+    });
+    assert!(
+        functions <= calls_time + calls_time / 1000 + 5 + threads.len() as u64,
+        "{at}: the allocator functions' time {functions} ns above the threads' {calls_time} ns"
+    );
     if let Some(count) = r["thread_count"].as_u64() {
         assert!(
             count >= threads.len() as u64,
