@@ -231,11 +231,12 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         };
         let _ = writeln!(
             o,
-            "  allocator   {} calls, {} requested, {} on a CPU ({} of the threads' CPU time){}",
+            "  allocator   {} calls, {} requested, {} on a CPU ({} of the threads' CPU time, from {} CPU samples){}",
             fmt_count(s.alloc_calls()),
             fmt_bytes(s.requested_bytes()),
             fmt_ns(s.allocator_ns()),
             fmt_pct(s.alloc_share_of_cpu()),
+            fmt_count(s.alloc_cpu_samples()),
             timed
         );
     } else {
