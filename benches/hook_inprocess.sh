@@ -13,10 +13,17 @@
 # have measured 4% apart in one process), so each workload runs in several processes, the
 # libraries loaded in another order in each: the summary gives each mode's median over them.
 #
-# Usage: benches/hook_inprocess.sh [--rounds N] [--processes N] [--lib PATH] [--baseline-lib PATH]
-#                                  [--settings NAME=VALUE[,NAME=VALUE...]]...
+# Libraries loaded side by side in one process also share the caches and branch predictors, so
+# one library's figure can depend on the others loaded with it. --one-library loads one library
+# per process (beside glibc's functions), the processes of the modes taking turns: a difference
+# seen both ways is not that sharing's.
+#
+# Usage: benches/hook_inprocess.sh [--rounds N] [--processes N] [--one-library] [--lib PATH]
+#                                  [--baseline-lib PATH] [--settings NAME=VALUE[,NAME=VALUE...]]...
 #   --rounds N            rounds per workload and process (default 400; each about 1 ms per mode)
-#   --processes N         processes per workload (default 3)
+#   --processes N         processes per workload (default 3), or per workload and mode with
+#                         --one-library
+#   --one-library         one library per process, beside glibc's functions
 #   --lib PATH            the interposer to measure (default: the one `cargo build --release` embeds)
 #   --baseline-lib PATH   also measure this build of the interposer (A/B of two builds;
 #                         benches/interposer_at.sh REVISION PATH builds one)
@@ -28,6 +35,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 rounds=400
 processes=3
+one=0
 lib=""
 baseline=""
 settings=()
@@ -35,10 +43,11 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift ;;
         --processes) processes="$2"; shift ;;
+        --one-library) one=1 ;;
         --settings) settings+=("$2"); shift ;;
         --lib) lib="$2"; shift ;;
         --baseline-lib) baseline="$2"; shift ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -80,12 +89,21 @@ for f in "${floors[@]}"; do echo "floor$f: ${title[$f]}"; done
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for w in "pell 300" "churn 100"; do
     echo
-    echo "== $w ($processes processes of $rounds rounds; thread CPU time per round, ratio to plain in the same round)"
+    echo "== $w ($processes processes$([ "$one" = 1 ] && echo " per library") of $rounds rounds; thread CPU time per round, ratio to plain in the same round)"
     : >"$work/ratios"
+    n=$((${#modes[@]} - 1))
     for ((p = 0; p < processes; p++)); do
+        if [ "$one" = 1 ]; then
+            # a process per library, beside glibc's functions; the modes' order rotated per pass
+            for ((k = 0; k < n; k++)); do
+                # shellcheck disable=SC2086
+                "$work/hook_ab" $w "$rounds" plain "${modes[$((1 + (k + p) % n))]}" | grep -v '^plain ' >>"$work/ratios"
+            done
+            echo "-- pass $((p + 1)) of $processes"
+            continue
+        fi
         # plain first (the ratios' base), the libraries loaded in an order rotated per process
         order=(plain)
-        n=$((${#modes[@]} - 1))
         for ((k = 0; k < n; k++)); do order+=("${modes[$((1 + (k + p) % n))]}"); done
         echo "-- process $((p + 1))"
         # shellcheck disable=SC2086
