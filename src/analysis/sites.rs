@@ -36,6 +36,7 @@ pub fn fill(profile: &Profile, sym: &mut Symbolizer, s: &mut Summary) {
 /// The allocation sites of a profile, by estimated time, most first.
 fn alloc_sites(profile: &Profile, sym: &mut Symbolizer) -> Vec<SiteSummary> {
     let total = profile.alloc_sites.len();
+    let scale = super::summary::alloc_time_scale_by_function(profile);
     let mut out = Vec::with_capacity(total);
     for (i, site) in profile.alloc_sites.iter().enumerate() {
         sym.progress(i, total);
@@ -51,7 +52,9 @@ fn alloc_sites(profile: &Profile, sym: &mut Symbolizer) -> Vec<SiteSummary> {
             samples: site.samples,
             calls: (site.weight_q16 as f64 / 65536.0).round() as u64,
             bytes: site.est_bytes,
-            time_ns: profile.ticks_to_ns(site.est_ticks),
+            time_ns: (profile.ticks_to_ns(site.est_ticks) as f64
+                * scale.get(site.function).copied().unwrap_or(1.0))
+            .round() as u64,
         });
     }
     out.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(b.calls.cmp(&a.calls)));

@@ -593,6 +593,23 @@ fn alloc_time_scale(p: &Profile, t: &crate::profile::ThreadStats) -> f64 {
     }
 }
 
+/// Per function (indexed like `FN_NAMES`), the factor its estimated time was scaled by in all
+/// (`alloc_time_scale`, thread by thread): what the allocation sites' times of that function are
+/// scaled by too, so that they stay in line with the functions table.
+pub fn alloc_time_scale_by_function(p: &Profile) -> Vec<f64> {
+    (0..FN_NAMES.len())
+        .map(|i| {
+            let (mut raw, mut scaled) = (0.0f64, 0.0f64);
+            for t in &p.threads {
+                let Some(f) = t.fns.get(i) else { continue };
+                raw += f.estimated_ticks();
+                scaled += f.estimated_ticks() * alloc_time_scale(p, t);
+            }
+            if raw > 0.0 { scaled / raw } else { 1.0 }
+        })
+        .collect()
+}
+
 fn fn_summary(
     p: &Profile,
     name: &'static str,
@@ -1014,5 +1031,49 @@ mod lock_wait_tests {
         // Waits lost to a full ring: their samples stand for them, the hooks' total is the floor.
         assert_eq!(lock_wait_ns(500, 300, 150), 500);
         assert_eq!(lock_wait_ns(500, 300, 260), 560);
+    }
+}
+
+#[cfg(test)]
+mod alloc_time_scale_tests {
+    use super::{FN_FREE, FN_MALLOC, alloc_time_scale_by_function, summarize};
+    use crate::profile::{Profile, ThreadStats};
+
+    /// Calls timed longer in all than the thread lived (calls of a few nanoseconds, timed mostly
+    /// by the clock) are capped at its life in the threads table, and the functions' times and
+    /// their sites' are scaled by the same factor: the tables add up to the same time.
+    #[test]
+    fn estimates_above_a_threads_life_are_scaled_alike_in_every_table() {
+        let mut p = Profile {
+            ticks_per_sec: 1e9,
+            ..Default::default()
+        };
+        let mut long = ThreadStats::quiet(1, 10, "long", 0, 1_000);
+        long.fns[FN_MALLOC].calls = 100;
+        long.fns[FN_MALLOC].timed_calls = 10;
+        long.fns[FN_MALLOC].timed_ticks = 150; // 1,500 ns estimated
+        long.fns[FN_FREE].calls = 100;
+        long.fns[FN_FREE].timed_calls = 10;
+        long.fns[FN_FREE].timed_ticks = 50; // 500 ns
+        let mut short = ThreadStats::quiet(2, 11, "short", 0, 1_000);
+        short.fns[FN_MALLOC].calls = 10;
+        short.fns[FN_MALLOC].timed_calls = 10;
+        short.fns[FN_MALLOC].timed_ticks = 100; // 100 ns, within its life
+        p.threads = vec![long, short];
+        let s = summarize(&p);
+        assert_eq!(
+            s.threads.iter().map(|t| t.alloc_ns).collect::<Vec<_>>(),
+            vec![1_000, 100]
+        );
+        let by_name = |n: &str| s.groups.iter().find(|g| g.name == n).unwrap().time_ns;
+        // The long thread's 2,000 ns halved: malloc 750 + 100, free 250.
+        assert_eq!((by_name("malloc"), by_name("free")), (850, 250));
+        assert_eq!(by_name("malloc") + by_name("free"), s.alloc_ns());
+        let scale = alloc_time_scale_by_function(&p);
+        assert!(
+            (scale[FN_MALLOC] - 850.0 / 1_600.0).abs() < 1e-12,
+            "{scale:?}"
+        );
+        assert!((scale[FN_FREE] - 0.5).abs() < 1e-12, "{scale:?}");
     }
 }
