@@ -129,6 +129,20 @@ fn phase_fn(p: &Profile, r: &PhaseRecord, group: usize) -> PhaseFn {
     }
 }
 
+/// A phase's functions' times brought within its wall time, each in the same proportion, as a
+/// thread's are within its life (`summary::alloc_time_scale`): calls of a few nanoseconds timed
+/// by two clock reads that cost as much can add up to more than the phase lasted.
+fn within_wall(mut fns: Vec<PhaseFn>, wall_ns: u64) -> Vec<PhaseFn> {
+    let total: u64 = fns.iter().map(|f| f.time_ns).fold(0, u64::saturating_add);
+    if total > wall_ns {
+        let scale = wall_ns as f64 / total as f64;
+        for f in &mut fns {
+            f.time_ns = (f.time_ns as f64 * scale).floor() as u64;
+        }
+    }
+    fns
+}
+
 pub fn build(p: &Profile) -> PhaseReport {
     let snapshot =
         |seq: Option<u32>| seq.and_then(|s| p.heap_snapshots.iter().find(|h| h.seq == s).cloned());
@@ -142,7 +156,10 @@ pub fn build(p: &Profile) -> PhaseReport {
             depth: r.depth,
             begin_ns: r.begin_mono_ns.saturating_sub(p.process.start_mono_ns),
             end_ns: r.end_mono_ns.saturating_sub(p.process.start_mono_ns),
-            fns: (0..GROUPS.len()).map(|g| phase_fn(p, r, g)).collect(),
+            fns: within_wall(
+                (0..GROUPS.len()).map(|g| phase_fn(p, r, g)).collect(),
+                r.end_mono_ns.saturating_sub(r.begin_mono_ns),
+            ),
             heap_before: snapshot(r.heap_before),
             heap_after: snapshot(r.heap_after),
         })
@@ -250,4 +267,24 @@ fn heap_state_sentence(h: &HeapSnapshot, base: Option<&HeapSnapshot>) -> String 
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PhaseFn, within_wall};
+
+    #[test]
+    fn a_phases_allocator_time_is_within_its_wall_time() {
+        let f = |name, time_ns| PhaseFn {
+            name,
+            time_ns,
+            ..Default::default()
+        };
+        // Timed as 1,500 ns in a phase of 1,000: both functions in proportion.
+        let fns = within_wall(vec![f("malloc", 900), f("free", 600)], 1_000);
+        assert_eq!((fns[0].time_ns, fns[1].time_ns), (600, 400));
+        // Within its wall: as timed.
+        let fns = within_wall(vec![f("malloc", 300), f("free", 200)], 1_000);
+        assert_eq!((fns[0].time_ns, fns[1].time_ns), (300, 200));
+    }
 }

@@ -280,9 +280,9 @@ pub struct Summary {
     pub timing_period: u32,
     pub lock_timing_period: u32,
     pub threads: Vec<ThreadSummary>,
-    /// The threads' allocator times on a CPU (`alloc_cpu_ns`) come from CPU samples (see
-    /// `net_allocator_time`): every view then shows that time as the allocator's, the figure
-    /// the findings take their shares of (`allocator_ns`).
+    /// The threads' allocator times on a CPU (`alloc_cpu_ns`) come from CPU samples, at least
+    /// `ALLOC_ON_CPU_MIN_SAMPLES` of them (see `net_allocator_time`): every view then shows that
+    /// time as the allocator's, the figure the findings take their shares of (`allocator_ns`).
     pub alloc_on_cpu: bool,
     /// The report's five groups: malloc, calloc, realloc, free, aligned.
     pub groups: Vec<FnSummary>,
@@ -786,7 +786,6 @@ pub fn net_allocator_time(
     if r.sampling.cpu_hz == 0 || r.sampling.signal.is_none() || !named {
         return;
     }
-    summary.alloc_on_cpu = true;
     let states_of = super::threads::by_serial(&r.threads, |t| t.serial);
     for t in summary.threads.iter_mut() {
         let Some(st) = states_of.get(&t.serial) else {
@@ -814,7 +813,17 @@ pub fn net_allocator_time(
             t.alloc_cpu_ns = net.min(t.cpu_ns);
         }
     }
+    // The views show the time on a CPU once the samples measure a share at all (a short run's
+    // dozen samples do not: 12 ms of work.c with 4 samples, none in the allocator, read "0 ns on
+    // a CPU" for 420,007 calls); the findings say how many samples their share rests on.
+    summary.alloc_on_cpu = summary.alloc_cpu_samples() >= ALLOC_ON_CPU_MIN_SAMPLES;
 }
+
+/// CPU samples from which the views give the allocator's time on a CPU rather than the calls'
+/// timed length: at 20 a share of one half is known to about 11 points (binomial), and the
+/// report says how many there were. (CPU-time timers tick with the kernel's clock, 250 Hz
+/// here: 20 samples are about 80 ms of CPU time.)
+pub const ALLOC_ON_CPU_MIN_SAMPLES: u64 = 20;
 
 /// One number for a thread's time waiting for locks, read by every view: the waits the hooks
 /// timed (pthread locks, runtimes' futex locks, OpenMP critical sections) miss the locks the C

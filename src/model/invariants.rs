@@ -51,6 +51,16 @@ pub fn violations(m: &Model) -> Vec<String> {
             "the allocator functions' time {functions} ns above the threads' {calls_time} ns"
         ));
     }
+    for ph in &m.analysis.phases.phases {
+        let time: u64 = ph.fns.iter().map(|f| f.time_ns).sum();
+        if time > ph.wall_ns() {
+            out.push(format!(
+                "phase {}: allocator time {time} ns above its wall time {} ns",
+                ph.label,
+                ph.wall_ns()
+            ));
+        }
+    }
     if s.thread_count() < s.threads.len() as u64 {
         out.push(format!(
             "{} threads counted, {} listed",
@@ -153,6 +163,19 @@ mod tests {
                 time_ns: 200,
                 ..Default::default()
             });
+        m.analysis
+            .phases
+            .phases
+            .push(crate::analysis::phases::PhaseSummary {
+                label: "p".into(),
+                begin_ns: 10,
+                end_ns: 20,
+                fns: vec![crate::analysis::phases::PhaseFn {
+                    time_ns: 11,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
         m.findings.push(crate::findings::Finding {
             id: "x".into(),
             severity: crate::findings::Severity::Low,
@@ -183,6 +206,7 @@ mod tests {
             "a tail of",
             "the calls' time",
             "functions' time",
+            "above its wall time",
         ] {
             assert!(v.iter().any(|l| l.contains(words)), "{words}: {v:?}");
         }

@@ -263,6 +263,8 @@ pub fn report(a: &Model) -> Report<'_> {
             share_of_thread_time: s.alloc_share_of_life(),
             cpu_ns: s.alloc_cpu_ns(),
             share_of_cpu: s.alloc_share_of_cpu(),
+            cpu_samples: s.alloc_cpu_samples(),
+            time_on_cpu: s.alloc_on_cpu,
             functions: Named(s.groups.iter().map(|g| (g.name, Function::of(g))).collect()),
             by_function: Named(
                 s.functions
@@ -655,6 +657,11 @@ struct Alloc<'a> {
     /// Σ `threads[].alloc_cpu_ns`, and its share of the threads' CPU time (at most 1).
     cpu_ns: u64,
     share_of_cpu: f64,
+    /// The CPU samples `cpu_ns` rests on (0: none, it comes from the calls' timing).
+    cpu_samples: u64,
+    /// The report's header and threads table show `cpu_ns` as the allocator's time (enough CPU
+    /// samples), else `time_ns`.
+    time_on_cpu: bool,
     functions: Named<Function>,
     by_function: Named<Function>,
     size_histogram: Vec<SizeBucket>,
