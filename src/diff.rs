@@ -89,19 +89,12 @@ impl Shares {
     /// as both profiles' reports show it; else the calls' timed length.
     fn of(threads: &[&ThreadSummary], states: &[&ThreadStates], on_cpu: bool) -> Shares {
         let wall = sum(threads.iter().map(|t| t.wall_ns));
-        let total = |f: fn(&ThreadSummary) -> u64| sum(threads.iter().map(|t| f(t)));
+        let total = |f: &dyn Fn(&ThreadSummary) -> u64| sum(threads.iter().map(|t| f(t)));
         let life = sum(states.iter().map(|t| t.life_ns));
         Shares {
-            cpu: ratio(total(|t| t.cpu_ns), wall),
-            allocator: ratio(
-                if on_cpu {
-                    total(|t| t.alloc_cpu_ns)
-                } else {
-                    total(|t| t.alloc_ns)
-                },
-                wall,
-            ),
-            lock_wait: ratio(total(|t| t.lock_wait_ns), wall),
+            cpu: ratio(total(&|t| t.cpu_ns), wall),
+            allocator: ratio(total(&|t| t.allocator_ns(on_cpu)), wall),
+            lock_wait: ratio(total(&|t| t.lock_wait_ns), wall),
             states: (!states.is_empty()).then(|| {
                 std::array::from_fn::<f64, CATEGORY_COUNT, _>(|c| {
                     ratio(sum(states.iter().map(|t| t.ns[c])), life)
@@ -316,13 +309,6 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
     // One figure for the allocator's time on both sides: its time on a CPU where both profiles
     // have it from samples (what their reports show), else the calls' timed length.
     let on_cpu = b.alloc_on_cpu && a.alloc_on_cpu;
-    let alloc_time = |s: &crate::analysis::summary::Summary| {
-        if on_cpu {
-            s.alloc_cpu_ns()
-        } else {
-            s.alloc_ns()
-        }
-    };
     let groups = b
         .groups
         .iter()
@@ -418,7 +404,7 @@ pub fn compare(before: &Analysis, after: &Analysis, top: usize) -> Diff {
         wall_ns: Pair::new(b.wall_ns, a.wall_ns),
         groups,
         alloc_calls: Pair::new(b.alloc_calls(), a.alloc_calls()),
-        alloc_ns: Pair::new(alloc_time(b), alloc_time(a)),
+        alloc_ns: Pair::new(b.allocator_ns_on(on_cpu), a.allocator_ns_on(on_cpu)),
         alloc_on_cpu: on_cpu,
         lock_wait_ns: Pair::new(b.lock_wait_ns(), a.lock_wait_ns()),
         all_threads: (all(before), all(after)),

@@ -852,11 +852,12 @@ fn summary_lines(err: &mut impl Write, a: &crate::model::Model, path: &Path) {
         fmt_ns(s.wall_ns),
         fmt_count(s.thread_count())
     );
-    // The allocator's share as the findings give it: of the threads' CPU time where there are CPU
-    // figures (its calls' timed length includes waits inside them, and for calls of a few
-    // nanoseconds mostly the clock that times them: bignum_pell read "100.0% of thread time
-    // inside" beside a finding of 69.4% of its CPU time), else of their life inside the calls.
-    let (share, of) = if s.cpu_ns() > 0 {
+    // The allocator's share as the report's header gives it: of the threads' CPU time where CPU
+    // samples measured it (`alloc_on_cpu`; its calls' timed length includes waits inside them,
+    // and for calls of a few nanoseconds mostly the clock that times them: bignum_pell read
+    // "100.0% of thread time inside" beside a finding of 69.4% of its CPU time), else of their
+    // life inside the calls.
+    let (share, of) = if s.alloc_on_cpu {
         (s.alloc_share_of_cpu(), "of the threads' CPU time")
     } else {
         (s.alloc_share_of_life(), "of thread time inside")

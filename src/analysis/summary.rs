@@ -34,6 +34,18 @@ pub struct ThreadSummary {
     pub signal_blocked: bool,
 }
 
+impl ThreadSummary {
+    /// The thread's time in the allocator: on a CPU (`alloc_cpu_ns`) where `on_cpu`, else the
+    /// calls' timed length (`alloc_ns`). `Summary::allocator_ns_of` says which the views show.
+    pub fn allocator_ns(&self, on_cpu: bool) -> u64 {
+        if on_cpu {
+            self.alloc_cpu_ns
+        } else {
+            self.alloc_ns
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct FnSummary {
     pub name: &'static str,
@@ -507,15 +519,15 @@ impl Summary {
     /// clock's own reads (bignum_pell: 100% of its life timed inside calls that took 47-57% of its
     /// CPU time by samples and by perf), and calls on a loaded machine include the waits for a CPU.
     pub fn allocator_ns_of(&self, t: &ThreadSummary) -> u64 {
-        if self.alloc_on_cpu {
-            t.alloc_cpu_ns
-        } else {
-            t.alloc_ns
-        }
+        t.allocator_ns(self.alloc_on_cpu)
     }
     /// `allocator_ns_of`, over all threads.
     pub fn allocator_ns(&self) -> u64 {
-        sum(self.threads.iter().map(|t| self.allocator_ns_of(t)))
+        self.allocator_ns_on(self.alloc_on_cpu)
+    }
+    /// `ThreadSummary::allocator_ns`, over all threads.
+    pub fn allocator_ns_on(&self, on_cpu: bool) -> u64 {
+        sum(self.threads.iter().map(|t| t.allocator_ns(on_cpu)))
     }
     /// Allocator time as a share of all threads' lifetimes (the report's `share_of_thread_time`).
     pub fn alloc_share_of_life(&self) -> f64 {
@@ -580,46 +592,54 @@ fn estimate(timed_ticks: u64, timed_calls: u64, calls: u64) -> f64 {
     }
 }
 
-/// The factor that brings a thread's estimated allocator time within its life (1 where it is):
-/// the threads table caps each thread's time at its life, and the functions' times, summed over
-/// the threads, are scaled by the same factor so that they add up to the threads' figure.
-fn alloc_time_scale(p: &Profile, t: &crate::profile::ThreadStats) -> f64 {
-    let total: f64 = t.fns.iter().map(|f| f.estimated_ticks()).sum();
-    let life = t.life_ns(p.thread_end_ns(t)) as f64 * p.ticks_per_sec / 1e9;
-    if total > life && total > 0.0 {
-        life / total
-    } else {
-        1.0
-    }
+/// Per thread (in the profile's order), the factor that brings its estimated allocator time
+/// within its life (1 where it is): the threads table caps each thread's time at its life, and
+/// the functions' times, summed over the threads, are scaled by the same factor so that they add
+/// up to the threads' figure.
+fn alloc_time_scales(p: &Profile) -> Vec<f64> {
+    p.threads
+        .iter()
+        .map(|t| {
+            let total: f64 = t.fns.iter().map(|f| f.estimated_ticks()).sum();
+            let life = t.life_ns(p.thread_end_ns(t)) as f64 * p.ticks_per_sec / 1e9;
+            if total > life && total > 0.0 {
+                life / total
+            } else {
+                1.0
+            }
+        })
+        .collect()
 }
 
 /// Per function (indexed like `FN_NAMES`), the factor its estimated time was scaled by in all
-/// (`alloc_time_scale`, thread by thread): what the allocation sites' times of that function are
+/// (`alloc_time_scales`, thread by thread): what the allocation sites' times of that function are
 /// scaled by too, so that they stay in line with the functions table.
 pub fn alloc_time_scale_by_function(p: &Profile) -> Vec<f64> {
+    let scales = alloc_time_scales(p);
     (0..FN_NAMES.len())
         .map(|i| {
             let (mut raw, mut scaled) = (0.0f64, 0.0f64);
-            for t in &p.threads {
+            for (t, scale) in p.threads.iter().zip(&scales) {
                 let Some(f) = t.fns.get(i) else { continue };
                 raw += f.estimated_ticks();
-                scaled += f.estimated_ticks() * alloc_time_scale(p, t);
+                scaled += f.estimated_ticks() * scale;
             }
             if raw > 0.0 { scaled / raw } else { 1.0 }
         })
         .collect()
 }
 
+/// `scales`: each thread's `alloc_time_scales` factor.
 fn fn_summary(
     p: &Profile,
+    scales: &[f64],
     name: &'static str,
     members: &[usize],
     group: Option<usize>,
 ) -> FnSummary {
     let (mut calls, mut bytes, mut timed_calls, mut ticks) = (0u64, 0u64, 0u64, 0.0f64);
     let mut raw_latency = [0u64; LAT_BUCKETS];
-    for t in &p.threads {
-        let scale = alloc_time_scale(p, t);
+    for (t, scale) in p.threads.iter().zip(scales) {
         for &i in members {
             let f = &t.fns[i];
             calls = calls.saturating_add(f.calls);
@@ -692,15 +712,16 @@ pub fn summarize(p: &Profile) -> Summary {
             }
         })
         .collect();
+    let scales = alloc_time_scales(p);
     let groups = GROUPS
         .iter()
         .enumerate()
-        .map(|(g, (name, members))| fn_summary(p, name, members, Some(g)))
+        .map(|(g, (name, members))| fn_summary(p, &scales, name, members, Some(g)))
         .collect();
     let functions = FN_NAMES
         .iter()
         .enumerate()
-        .map(|(i, name)| fn_summary(p, name, &[i], None))
+        .map(|(i, name)| fn_summary(p, &scales, name, &[i], None))
         .collect();
     let mut size_hist = vec![0u64; SIZE_BUCKETS];
     for t in &p.threads {

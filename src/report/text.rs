@@ -219,9 +219,8 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
     );
     if s.alloc_on_cpu {
         // The allocator-time finding's figure; the calls' timed length beside it where it says
-        // something else (waits inside the calls, or calls so short that the clock's reads are
-        // most of their timed length).
-        let timed = if s.alloc_ns() as f64 > 1.25 * s.allocator_ns() as f64 {
+        // something else.
+        let timed = if timed_length_differs(s) {
             format!(
                 "; {} as timed, waits and the clock's reads included",
                 fmt_ns(s.alloc_ns())
@@ -351,6 +350,13 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
     }
 }
 
+/// The calls' timed length says something else than the allocator's time the views show (waits
+/// inside the calls, or calls so short that the clock's reads are most of their timed length):
+/// the header and the functions table then give it beside.
+fn timed_length_differs(s: &Summary) -> bool {
+    s.alloc_ns() as f64 > 1.25 * s.allocator_ns() as f64
+}
+
 fn functions(o: &mut String, s: &Summary, style: Style) {
     heading(o, style, "Allocator functions");
     let _ = writeln!(
@@ -381,7 +387,7 @@ fn functions(o: &mut String, s: &Summary, style: Style) {
             p99,
         );
     }
-    if s.alloc_on_cpu && s.alloc_ns() as f64 > 1.25 * s.allocator_ns() as f64 {
+    if s.alloc_on_cpu && timed_length_differs(s) {
         let _ = writeln!(
             o,
             "  {}",
