@@ -104,6 +104,7 @@ static void format(void) {
     printf("pub const LOCK_TIMING_FACTOR: u32 = %u;\npub const LOCK_PERIOD_MAX: u32 = %u;\n", SS_LOCK_TIMING_FACTOR,
            SS_LOCK_PERIOD_MAX);
     printf("pub const STACK_BYTES_FROM: u64 = %u;\n", SS_STACK_BYTES_FROM);
+    printf("pub const TIMING_LONGER_FACTOR: u32 = %u;\n", SS_TIMING_LONGER_FACTOR);
     printf("pub const SYSCALL_UNKNOWN: u16 = %u;\n", SS_SYSCALL_UNKNOWN);
     printf("pub const LAT_BUCKETS: usize = %u;\npub const STACK_MAX_FRAMES: usize = %u;\n", SS_LAT_BUCKETS,
            SS_STACK_MAX_FRAMES);

@@ -40,7 +40,12 @@ static size_t ss_bootstrap_size(const void *p) {
 /* The allocation part of a node, for a new thread (ss_thread_reset, lifecycle.c). Whether frees
  * may take their fast part is decided before the first node is made (ss_guard_calls). */
 void ss_alloc_thread_reset(struct ss_thread *t) {
-    for (int f = 0; f < SS_FN_COUNT; f++) t->alloc.timed_at[f] = t->rec.fn[f].calls + ss_next_interval(t);
+    for (int f = 0; f < SS_FN_COUNT; f++) {
+        t->alloc.period[f] = ss_config.period;
+        t->alloc.weight[f] = 1;
+        t->alloc.timed_left[f] = ss_config.timed_before_longer;
+        t->alloc.timed_at[f] = t->rec.fn[f].calls + ss_next_interval_of(t, ss_config.period);
+    }
     t->alloc.free_fast_below = ss_guard_calls ? 0 : UINTPTR_MAX;
     t->alloc.small_below = ss_fast_bytes;
     if (t->magic == SS_NODE_MAGIC) { /* a used node: its sizes' slots are cleared, the others are */
@@ -71,18 +76,23 @@ static inline uint32_t ss_latency_bucket(uint64_t ns) {
     return b < SS_LAT_BUCKETS ? b : SS_LAT_BUCKETS - 1;
 }
 
+static void ss_timing_longer(struct ss_thread *t, enum ss_fn fn);
+
 /* Records a measured call: one always timed (it stands for itself in the histogram) or one of the
- * random sample (it stands for `period` calls). */
+ * random sample (it stands for the function's period of calls, `weight` configured periods). */
 static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group grp, uint64_t ticks, int exact) {
     struct ss_fn_stats *f = &t->rec.fn[fn];
     if (exact) {
         SS_ADD(f->exact_calls, 1);
         SS_ADD(f->exact_ticks, ticks);
-    } else {
-        SS_ADD(f->timed_calls, 1);
-        SS_ADD(f->timed_ticks, ticks);
+        SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], 1);
+        return;
     }
-    SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], exact ? 1u : ss_config.period);
+    uint32_t w = t->alloc.weight[fn];
+    SS_ADD(f->timed_calls, w);
+    SS_ADD(f->timed_ticks, ticks * w);
+    SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], t->alloc.period[fn]);
+    if (SS_UNLIKELY(t->alloc.timed_left[fn] != 0) && --t->alloc.timed_left[fn] == 0) ss_timing_longer(t, fn);
 }
 
 /* Strata. A 1-in-N sample would miss the rare call that costs more than all the others together,
@@ -207,7 +217,7 @@ static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
 static inline int ss_take_timed_call(struct ss_thread *t, enum ss_fn fn) {
     uint64_t n = t->rec.fn[fn].calls;
     if (n < t->alloc.timed_at[fn]) return 0;
-    t->alloc.timed_at[fn] = n + ss_next_interval(t);
+    t->alloc.timed_at[fn] = n + ss_next_interval_of(t, t->alloc.period[fn]);
     return 1;
 }
 
@@ -246,17 +256,21 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
                           ret, real_call);                                                                  \
     } while (0)
 
-/* The part of a slow part after the decision: the real call, its stack if one is due, and its
- * duration when it is `timed` (a call of the sample), `exact` (always timed) or has a stack. */
+/* The part of a slow part after the decision: the real call, its duration when it is `timed` (a
+ * call of the sample), `exact` (always timed) or its bytes fired a stack, and then its stack if
+ * one is due. The stack is taken after the call: the unwinder's tables and the site table it reads
+ * evict the allocator's own lines, and a call measured right after a stack ran slower for it (at
+ * the longer period of struct ss_alloc_thread, 1 in 60 timed mallocs of bignum_pell took 128 ns
+ * to 1 us instead of 1 in 1000; docs/PERFORMANCE.md, "Issue 27's fifteenth stop"). */
 #define SS_ALLOC_MEASURED(t, fn, grp, bytes, timed, bytes_fired, exact, ret, real_call)                       \
     do {                                                                                                    \
         size_t bytes_ = (bytes);                                                                            \
         int timed_ = (timed);                                                                               \
         int exact_ = (exact);                                                                               \
+        int fired_ = (bytes_fired);                                                                         \
         if (SS_UNLIKELY(ss_child_flusher_due)) ss_child_flusher_check();                                    \
-        uint32_t site_ = ss_stack_sample_if(t, fn, bytes_, timed_, (bytes_fired));                          \
-        timed_ |= exact_;                                                                                   \
-        uint64_t start_ = (timed_ || site_) ? ss_ticks() : 0;                                               \
+        int measured_ = timed_ | exact_ | fired_;                                                           \
+        uint64_t start_ = measured_ ? ss_ticks() : 0;                                                       \
         if (ss_guard_calls) {                                                                               \
             SS_GUARD_BEGIN(saved_);                                                                         \
             ret = real_call;                                                                                \
@@ -264,10 +278,12 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
         } else {                                                                                            \
             ret = real_call;                                                                                \
         }                                                                                                   \
-        if (timed_ || site_) {                                                                              \
+        if (measured_) {                                                                                    \
             uint64_t ticks_ = ss_sampled_ticks(ss_ticks() - start_, exact_);                                \
-            if (timed_) ss_timed(t, fn, grp, ticks_, exact_);                                               \
+            /* the stack first: its weight is that of the period this call was sampled at */              \
+            uint32_t site_ = ss_stack_sample_if(t, fn, bytes_, timed_, fired_);                             \
             if (site_) ss_stack_time(t, site_, ticks_);                                                     \
+            if (timed_ | exact_) ss_timed(t, fn, grp, ticks_, exact_);                                      \
         }                                                                                                   \
     } while (0)
 
@@ -369,16 +385,17 @@ static inline void ss_check_free(struct ss_thread *t, const void *p) {
     if (!p || ss_guard_calls || ss_is_bootstrap(p)) return;
     uintptr_t a = ss_arena_of(p);
     if (!a) return;
+    uint32_t w = t->alloc.weight[SS_FN_FREE]; /* a share over all frees: each checked one by its weight */
     if (t->alloc.own_arena) {
-        SS_ADD(t->alloc.frees_checked, 1);
-        if (a != t->alloc.own_arena) SS_ADD(t->alloc.frees_cross, 1);
+        SS_ADD(t->alloc.frees_checked, w);
+        if (a != t->alloc.own_arena) SS_ADD(t->alloc.frees_cross, w);
         return;
     }
     uint32_t *owner = ss_arena_slot(a, 0);
     uint32_t who = owner ? SS_LOAD(*owner) : 0;
     if (who == 0) return;
-    SS_ADD(t->alloc.frees_checked, 1);
-    if (who != t->rec.serial + 1) SS_ADD(t->alloc.frees_cross, 1);
+    SS_ADD(t->alloc.frees_checked, w);
+    if (who != t->rec.serial + 1) SS_ADD(t->alloc.frees_cross, w);
 }
 
 int ss_alloc_write(void) {
@@ -395,16 +412,19 @@ int ss_alloc_write(void) {
  * interval is drawn as the rest of an interval already under way (ss_first_interval), so that
  * every call is timed with the same probability, 1 / period, however few calls its size has. */
 
-/* The calls before the first timed one of a new stream: the forward recurrence time of intervals
- * drawn by ss_next_interval (uniform over 1..M, M = 2 * period - 1), P(k) = P(interval >= k) /
- * period, drawn by rejection: j uniform, kept with probability j / M, gives P(M - j + 1) ~ j. */
-static uint32_t ss_first_interval(struct ss_thread *t) {
-    uint64_t m = 2ull * ss_config.period - 1;
+/* The calls before the first timed one of a new stream (or of one whose period changes): the
+ * forward recurrence time of intervals drawn by ss_next_interval_of (uniform over 1..M,
+ * M = 2 * period - 1), P(k) = P(interval >= k) / period, drawn by rejection: j uniform, kept with
+ * probability j / M, gives P(M - j + 1) ~ j. */
+static uint32_t ss_first_interval(struct ss_thread *t, uint32_t period) {
+    uint64_t m = 2ull * period - 1;
     for (;;) {
-        uint32_t j = ss_next_interval(t), u = ss_next_interval(t);
+        uint32_t j = ss_next_interval_of(t, period), u = ss_next_interval_of(t, period);
         if (u <= j) return m - j + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(m - j + 1);
     }
 }
+
+static inline enum ss_fn ss_small_fn(size_t size) { return size == SS_FREE_SLOT ? SS_FN_FREE : SS_FN_MALLOC; }
 
 /* In the slow part, for a call whose size's countdown borrowed: counts it (the countdown already
  * did) and returns whether it is the call to time. */
@@ -412,9 +432,10 @@ static int ss_small_take(struct ss_thread *t, size_t size) {
     struct ss_alloc_small *s = &t->small;
     union ss_small_slot *slot = &s->slot[size];
     uint32_t at = slot->part.next_at; /* this call's position: the timed one, or 0 for the size's first */
+    uint32_t period = t->alloc.period[ss_small_fn(size)];
     if (at == 0) { /* the flusher reads the sizes in use from here (a store: only the thread writes it) */
         __atomic_store_n(&s->used[size / 64], s->used[size / 64] | 1ull << (size % 64), __ATOMIC_RELEASE);
-        uint32_t first = ss_first_interval(t);
+        uint32_t first = ss_first_interval(t, period);
         if (first > 1) {
             union ss_small_slot next = {.part = {first - 2, first}};
             __atomic_store_n(&slot->word, next.word, __ATOMIC_RELAXED);
@@ -422,7 +443,7 @@ static int ss_small_take(struct ss_thread *t, size_t size) {
         }
         at = 1;
     }
-    uint32_t interval = ss_next_interval(t);
+    uint32_t interval = ss_next_interval_of(t, period);
     if ((uint64_t)at + interval > UINT32_MAX) { /* positions restart from `base` */
         __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -435,6 +456,57 @@ static int ss_small_take(struct ss_thread *t, size_t size) {
     union ss_small_slot next = {.part = {interval - 1, at + interval}};
     __atomic_store_n(&slot->word, next.word, __ATOMIC_RELAXED);
     return 1;
+}
+
+/* ---- the sampling period of each function (struct ss_alloc_thread) ---- */
+
+/* Sets fn's period to `weight` configured periods and redraws the next timed call of each of fn's
+ * streams as the rest of an interval of the new period (ss_first_interval): from the next call on,
+ * each call is timed with probability 1 / period, while the calls timed before keep the weight
+ * they were recorded with, so totals stay unbiased across the change. On the thread itself, which
+ * alone writes its slots; the flusher reads each slot's word whole, and `base` under `seq`. */
+static SS_NOINLINE void ss_set_period(struct ss_thread *t, enum ss_fn fn, uint32_t weight) {
+    uint32_t period = ss_config.period * weight;
+    t->alloc.weight[fn] = weight;
+    t->alloc.period[fn] = period;
+    t->alloc.timed_at[fn] = t->rec.fn[fn].calls + ss_first_interval(t, period);
+    if (fn != SS_FN_MALLOC && fn != SS_FN_FREE) return;
+    struct ss_alloc_small *s = &t->small;
+    __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (uint32_t w = 0; w < sizeof s->used / sizeof s->used[0]; w++)
+        for (uint64_t bits = s->used[w]; bits; bits &= bits - 1) {
+            uint32_t size = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            union ss_small_slot slot = {.word = s->slot[size].word};
+            if (ss_small_fn(size) != fn || slot.part.next_at == 0) continue;
+            uint64_t calls = ss_slot_calls(slot);
+            uint32_t first = ss_first_interval(t, period);
+            if (calls + first > UINT32_MAX) { /* positions restart from `base`, as in ss_small_take */
+                __atomic_store_n(&s->base[size], s->base[size] + calls, __ATOMIC_RELAXED);
+                calls = 0;
+            }
+            union ss_small_slot next = {.part = {first - 1, (uint32_t)(calls + first)}};
+            __atomic_store_n(&s->slot[size].word, next.word, __ATOMIC_RELAXED);
+        }
+    __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+}
+
+/* fn has had enough timed calls since the thread began or last began a phase: its period
+ * lengthens (docs/PERFORMANCE.md, "Issue 27's fifteenth stop"). */
+static SS_NOINLINE void ss_timing_longer(struct ss_thread *t, enum ss_fn fn) {
+    if (t->alloc.weight[fn] == 1) ss_set_period(t, fn, SS_TIMING_LONGER_FACTOR);
+}
+
+/* A phase begins on the thread: its functions are sampled at the configured period again until
+ * they have had enough timed calls in it, so that a phase's timed calls are as many as the
+ * configured period gives until they number ss_config.timed_before_longer (what the phase
+ * findings count on). */
+void ss_alloc_phase_begin(struct ss_thread *t) {
+    if (!ss_config.timed_before_longer) return;
+    for (int f = 0; f < SS_FN_COUNT; f++) {
+        if (t->alloc.weight[f] != 1) ss_set_period(t, (enum ss_fn)f, 1);
+        t->alloc.timed_left[f] = ss_config.timed_before_longer;
+    }
 }
 
 /* The calls of one size so far, as one consistent reading (retried while `base` moves). */

@@ -133,7 +133,6 @@ static uint32_t ss_draw_interval(struct ss_thread *t, uint32_t period) {
     return 1 + (uint32_t)(((x >> 32) * (2ull * period - 1)) >> 32);
 }
 
-uint32_t ss_next_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.period); }
 uint32_t ss_next_interval_of(struct ss_thread *t, uint32_t period) { return ss_draw_interval(t, period); }
 uint32_t ss_next_lock_interval(struct ss_thread *t) { return ss_draw_interval(t, ss_config.lock_period); }
 
@@ -180,6 +179,12 @@ void ss_read_config(void) {
     ss_config.timing = (timing && strcmp(timing, "exact") == 0) ? SS_TIMING_EXACT : SS_TIMING_SAMPLED;
     ss_config.period = (uint32_t)ss_option_num(SS_OPT_TIMING_PERIOD);
     if (ss_config.timing == SS_TIMING_EXACT) ss_config.period = 1;
+    /* A period given is kept throughout; the default one lengthens where a thread's calls have
+     * given enough samples (struct ss_alloc_thread). */
+    ss_config.timed_before_longer = ss_config.timing == SS_TIMING_EXACT || ss_option_text(SS_OPT_TIMING_PERIOD) ||
+                                            (uint64_t)ss_config.period * SS_TIMING_LONGER_FACTOR > UINT32_MAX / 2
+                                        ? 0
+                                        : (uint32_t)ss_option_num(SS_OPT_TIMING_LONGER);
     /* Since issue 27 allocator calls and lock holds share one period, 256 by default (files say
      * so by leaving SS_PROCESS_LOCK_PERIOD out; docs/PERFORMANCE.md "Allocator calls on the lock
      * holds' period"). */

@@ -196,6 +196,7 @@ SS_EXPORT void stallscope_impl_phase_begin(const char *name) {
     struct ss_thread *t = ss_enter();
     if (!t) return;
     SS_GUARD_BEGIN(saved);
+    ss_alloc_phase_begin(t); /* the configured period again: the phase's own samples (alloc.c) */
     if (!t->phases.open) t->phases.open = ss_map(SS_PHASES_MAP);
     if (t->phases.open && t->phases.count < SS_PHASES_MAX) {
         struct ss_phase_open *o = &t->phases.open[t->phases.count];

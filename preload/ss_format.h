@@ -170,10 +170,13 @@ enum ss_wait_kind {
  * was treated as another allocator's (no size word read, large calls always timed).
  * ARENAS_UNREAD: heaps of huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb): cross-thread frees
  * were not measured. SMALL_BY_COUNT: allocation requests below SS_STACK_BYTES_FROM bytes were
- * sampled for their stacks by count alone, not by bytes (glibc's allocator, since issue 27). */
+ * sampled for their stacks by count alone, not by bytes (glibc's allocator, since issue 27).
+ * TIMING_LONGER: an allocator function's sampling period lengthened SS_TIMING_LONGER_FACTOR-fold
+ * (16) in a thread once the thread had timed enough of its calls (2048 by default) since it began
+ * or last began a phase; its later timed calls are weighted (struct ss_fn_stats). */
 #define SS_PROCESS_FLAGS(X)                                                                                  \
     X(FORKED, 1u) X(LOCK_PERIOD, 2u) X(RWLOCK_STEPS, 4u) X(MUTEX_STEPS, 8u) X(NO_UNWINDER, 16u) X(ATTACHED, 32u) \
-    X(HEAP_UNCHECKED, 64u) X(ARENAS_UNREAD, 128u) X(SMALL_BY_COUNT, 256u)
+    X(HEAP_UNCHECKED, 64u) X(ARENAS_UNREAD, 128u) X(SMALL_BY_COUNT, 256u) X(TIMING_LONGER, 512u)
 #define SS_THREAD_FLAGS(X)                                                                                   \
     X(ENDED, 1u) X(MAIN, 2u) X(LOCKS_OVERFLOW, 4u)                                                           \
     X(SIGNAL_BLOCKED, 8u) /* blocked the sampling signal for part of its life: its running time then comes \
@@ -224,6 +227,9 @@ enum ss_attach_how {
  * timed 1 in 32), in `timing_period` x this factor (one in 1 with exact timing). Hold times are
  * ratio estimates (timed hold ticks / timed holds x acquisitions), whatever the period. */
 #define SS_LOCK_TIMING_FACTOR 8u
+/* TIMING_LONGER: how many times longer an allocator function's sampling period grows in a thread
+ * once the thread has timed enough of its calls (preload/alloc.c, struct ss_alloc_thread). */
+#define SS_TIMING_LONGER_FACTOR 16u
 #define SS_STACK_BYTES_FROM 1000u /* SMALL_BY_COUNT: the byte-sampled requests' smallest size */
 #define SS_LOCK_PERIOD_MAX (1u << 31) /* the product, capped (timing_period may be up to 2^32-1) */
 /* struct ss_sample's `syscall` of a wall sample whose system call could not be read: a process
@@ -331,12 +337,14 @@ struct ss_process_record {
 
 /* Durations are measured in two strata: calls likely to be slow (large requests, frees of large
  * chunks) are always timed (exact_*); the others on a random 1-in-N sample (timed_*). The estimated
- * total is exact_ticks + timed_ticks * (calls - exact_calls) / timed_calls. */
+ * total is exact_ticks + timed_ticks * (calls - exact_calls) / timed_calls. A call timed while its
+ * function's period was w times timing_period (TIMING_LONGER) counts w times in timed_calls and
+ * its ticks w times in timed_ticks, so the estimate is the same. */
 struct ss_fn_stats {
     uint64_t calls;
     uint64_t bytes;       /* requested; 0 for free */
-    uint64_t timed_calls; /* sampled calls whose duration was measured */
-    uint64_t timed_ticks; /* their summed duration */
+    uint64_t timed_calls; /* sampled calls whose duration was measured (weighted: above) */
+    uint64_t timed_ticks; /* their summed duration (weighted) */
     uint64_t exact_calls; /* calls always timed */
     uint64_t exact_ticks; /* their summed duration */
 };

@@ -134,6 +134,16 @@ struct ss_alloc_thread {
      * increment less. All 0 in SS_NO_THREAD, whose every call goes to the slow part. Not for
      * free and mallocs below small_below, which count down their slots (struct ss_alloc_small). */
     uint64_t timed_at[SS_FN_COUNT];
+    /* Each function's mean sampling period, and the weight of its timed calls in units of the
+     * configured period (period / ss_config.period): a function's period lengthens
+     * SS_TIMING_LONGER_FACTOR-fold once the thread has timed ss_config.timed_before_longer of its
+     * calls since it began or last began a phase (timed_left counts them down; 0: it stays), so
+     * that a thread making millions of calls stops paying for samples it no longer needs. Timed
+     * calls add their weight to timed_calls and their ticks times it to timed_ticks, so the
+     * estimates are those of one period (docs/FORMAT.md, "Sampled timing"). */
+    uint32_t period[SS_FN_COUNT];
+    uint32_t weight[SS_FN_COUNT];
+    uint32_t timed_left[SS_FN_COUNT];
     /* Sampled frees whose arena has a known allocating thread, and of those, the ones whose arena
      * another thread allocates from. */
     uint64_t frees_checked, frees_cross;
@@ -325,7 +335,7 @@ struct ss_thread {
     uint32_t in_batch;      /* the flush being assembled writes it */
     uint32_t gone;          /* the flush being assembled found its thread gone from the kernel */
     struct ss_thread_record rec;
-    uint64_t rng; /* the random intervals of timed calls and holds (ss_next_interval) */
+    uint64_t rng; /* the random intervals of timed calls and holds (ss_next_interval_of) */
     struct ss_alloc_thread alloc;
     struct ss_stacks_thread stacks;
     struct ss_locks_thread locks;
@@ -355,6 +365,8 @@ struct ss_thread {
 void ss_thread_reset(struct ss_thread *t);
 void ss_threads_thread_reset(struct ss_thread *t);
 void ss_alloc_thread_reset(struct ss_thread *t);
+/* A phase begins on thread t: its allocator calls are sampled at the configured period again. */
+void ss_alloc_phase_begin(struct ss_thread *t);
 /* Adds a thread's mallocs counted by size and its frees (struct ss_alloc_small) to its stats
  * (SS_FN_COUNT of them) and, unless NULL, its size buckets: of a running thread too (the
  * flusher), as the thread counted them. */
@@ -443,6 +455,7 @@ struct ss_config {
     int paused;        /* run --paused: loaded with recording off until `stallscope attach` (attach.c) */
     uint32_t timing;   /* enum ss_timing */
     uint32_t period;   /* mean sampling period for timed calls */
+    uint32_t timed_before_longer; /* a function's timed calls before its period lengthens (0: never; struct ss_alloc_thread) */
     uint32_t lock_period; /* the same for lock holds: `period` since issue 27 (files without SS_PROCESS_LOCK_PERIOD) */
     uint32_t flush_ms; /* period of the background flush */
     char dir[512];     /* where profiles go (absolute) */
@@ -567,9 +580,8 @@ uint64_t ss_tick_clock_mono(const struct ss_tick_clock *c, uint64_t ticks);
 /* Microseconds as ticks (to a microsecond's worth of ticks: bounds, not measurements). */
 static inline uint64_t ss_us_to_ticks(uint64_t us) { return us * (ss_ticks_per_sec / 1000000u); }
 
-/* Whether this call is timed: a random 1-in-period sample, unbiased for totals. */
-uint32_t ss_next_interval(struct ss_thread *t);
-/* The same with mean `period`. */
+/* The calls until the next timed one: a random interval with mean `period` (uniform on
+ * [1, 2 * period - 1]), so that the timed calls are a 1-in-period sample, unbiased for totals. */
 uint32_t ss_next_interval_of(struct ss_thread *t, uint32_t period);
 /* The same for lock holds (on ss_config.lock_period). */
 uint32_t ss_next_lock_interval(struct ss_thread *t);

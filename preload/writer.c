@@ -361,7 +361,8 @@ SS_FORK_TEXT static void ss_process_fields(struct ss_process_record *p, size_t c
                (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
                (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u) | (ss_attach_on ? SS_PROCESS_ATTACHED : 0u) |
                (ss_heap_unchecked ? SS_PROCESS_HEAP_UNCHECKED : 0u) |
-               (ss_arena_reads_off ? SS_PROCESS_ARENAS_UNREAD : 0u) | (ss_fast_bytes ? SS_PROCESS_SMALL_BY_COUNT : 0u);
+               (ss_arena_reads_off ? SS_PROCESS_ARENAS_UNREAD : 0u) | (ss_fast_bytes ? SS_PROCESS_SMALL_BY_COUNT : 0u) |
+               (ss_config.timed_before_longer ? SS_PROCESS_TIMING_LONGER : 0u);
     p->pid = (uint32_t)SS_RAW(SYS_getpid, 0, 0, 0);
     p->ppid = (uint32_t)ss_parent_pid;
     p->cmdline_len = (uint32_t)cmd_len;

@@ -29,11 +29,14 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Timing::Sampled)]
     pub timing: Timing,
     /// Mean sampling period for --timing sampled: one allocator call in N is timed, and one lock
-    /// acquisition in N has its hold timed
-    #[arg(long, value_name = "N", default_value_t = options::TIMING_PERIOD.default as u32)]
-    pub timing_period: u32,
+    /// acquisition in N has its hold timed [default: 256, and 16 times that for an allocator
+    /// function once a thread has timed 2048 of its calls since it began or last began a phase;
+    /// an N given is kept throughout]
+    #[arg(long, value_name = "N")]
+    pub timing_period: Option<u32>,
     /// Take the call stack of one allocation call in N on average (0: none by count); stacks are
-    /// taken on timed calls, so an N below --timing-period times one call in N too
+    /// taken on timed calls, so an N below --timing-period times one call in N too, and N grows
+    /// with a function's timing period where that lengthens
     #[arg(long, value_name = "N", default_value_t = options::STACK_PERIOD.default as u32)]
     pub stack_period: u32,
     /// Also take a stack once per BYTES allocated on average, so large calls are represented by
@@ -105,13 +108,18 @@ fn settings(args: &RunArgs, session: &Session) -> Vec<(&'static str, String)> {
     }
     // Stacks are taken on timed calls: a stack period denser than the timing period (`--stack-period
     // 1`: every call's stack) times as densely.
-    let mut timing_period = options::TIMING_PERIOD.clamp(args.timing_period.into());
+    let mut timing_period = options::TIMING_PERIOD.clamp(
+        args.timing_period
+            .map_or(options::TIMING_PERIOD.default, u64::from),
+    );
     if !args.no_stacks && args.stack_period > 0 {
         timing_period = timing_period.min(u64::from(args.stack_period).max(1));
     }
     if args.timing == Timing::Exact {
         out.push((options::TIMING.env, "exact".into()));
-    } else if timing_period != options::TIMING_PERIOD.default {
+    } else if args.timing_period.is_some() || timing_period != options::TIMING_PERIOD.default {
+        // A period given, even the default one, is kept throughout: the interposer lengthens only
+        // a period it was not given.
         out.push((options::TIMING_PERIOD.env, timing_period.to_string()));
     }
     if let Some(ms) = args.snapshot_every {

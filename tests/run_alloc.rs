@@ -446,3 +446,96 @@ fn counts_stay_exact_with_a_preloaded_jemalloc() {
         );
     }
 }
+
+/// Weighted timed calls (`timed_calls` counts a call timed at the longer period 16 times) against
+/// the calls they estimate: within 10% of one in 256.
+fn assert_one_in_256(report: &Value, function: &str, what: &str) {
+    let stats = fn_stats(report, function);
+    let timed = timed_calls(report, function);
+    assert!(
+        timed.abs_diff(stats.calls / 256) * 10 <= stats.calls / 256,
+        "{what}: {timed} timed calls (weighted) for {} {function} calls, expected about {}",
+        stats.calls,
+        stats.calls / 256
+    );
+    let total = histogram_total(&report["alloc"]["latency_histogram"][function]);
+    assert!(
+        total.abs_diff(stats.calls) * 10 <= stats.calls,
+        "{what}: the {function} latency histogram holds {total} calls of {}",
+        stats.calls
+    );
+}
+
+#[test]
+fn a_long_stream_is_timed_at_the_longer_period_and_a_phase_at_the_default_one() {
+    // 3.4 million malloc/free pairs in one thread: after 2048 timed calls of a function (about
+    // 524,000 calls) the default period of 256 becomes 4096 for it, each call timed then counting
+    // 16 times, so every estimate stays that of one call in 256. The four phases that follow
+    // begin at 256 again: each has about 390 timed mallocs, all of weight 1, where without the
+    // restart it would have about 24 of weight 16 (a multiple of 16, as all four would be).
+    let dir = TempDir::new("alloc-long-stream");
+    let exe = compile(dir.path(), "alloc_long_stream.c", &[&include_flag()]);
+    let (_, path) = profile(dir.path(), "long.prof", &[], &[&exe], 0);
+    let report = report_json(&path);
+    assert_eq!(report["timing"]["period"], 256, "{}", report["timing"]);
+    assert_eq!(
+        report["timing"]["longer_period"], 4096,
+        "{}",
+        report["timing"]
+    );
+    assert!(fn_stats(&report, "malloc").calls >= 3_400_000);
+    for function in ["malloc", "free"] {
+        assert_one_in_256(&report, function, "the longer period");
+    }
+    // Stacks are taken on one timed call in 4 whatever its period, weighted by it: the sites'
+    // estimated calls add up to the mallocs (some 660 stacks, 150 of weight 16: within 25%).
+    let malloc_calls = fn_stats(&report, "malloc").calls;
+    let site_calls: u64 = report["alloc"]["sites"]
+        .as_array()
+        .expect("sites")
+        .iter()
+        .filter(|s| s["function"] == "malloc")
+        .map(|s| num(s, &["calls"]))
+        .sum();
+    assert!(
+        site_calls.abs_diff(malloc_calls) * 4 <= malloc_calls,
+        "the malloc sites estimate {site_calls} calls of {malloc_calls}"
+    );
+    let phases = report["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 4, "{}", report["phases"]);
+    let timed: Vec<u64> = phases
+        .iter()
+        .map(|p| num(&p["alloc"]["functions"]["malloc"], &["timed_calls"]))
+        .collect();
+    for (p, &t) in phases.iter().zip(&timed) {
+        let calls = num(&p["alloc"]["functions"]["malloc"], &["calls"]);
+        assert!(
+            (calls / 400..=calls / 180).contains(&t),
+            "phase {}: {t} timed of {calls} mallocs, expected about {}",
+            p["name"],
+            calls / 256
+        );
+    }
+    assert!(
+        timed.iter().any(|t| t % 16 != 0),
+        "every phase's timed mallocs a multiple of 16 ({timed:?}): the phases kept the longer period"
+    );
+
+    // A period given is kept throughout: the same program, `--timing-period 256`.
+    let (_, path) = profile(
+        dir.path(),
+        "given.prof",
+        &["--timing-period", "256"],
+        &[&exe],
+        0,
+    );
+    let report = report_json(&path);
+    assert_eq!(
+        report["timing"]["longer_period"], 256,
+        "{}",
+        report["timing"]
+    );
+    for function in ["malloc", "free"] {
+        assert_one_in_256(&report, function, "a period given");
+    }
+}

@@ -290,6 +290,9 @@ pub struct Summary {
     pub allocator: String,
     pub timing_exact: bool,
     pub timing_period: u32,
+    /// An allocator function's period in a thread once the thread had timed enough of its calls
+    /// (PROCESS flag TIMING_LONGER); `timing_period` where it never lengthens.
+    pub longer_timing_period: u32,
     pub lock_timing_period: u32,
     pub threads: Vec<ThreadSummary>,
     /// The threads' allocator times on a CPU (`alloc_cpu_ns`) come from CPU samples, at least
@@ -763,6 +766,13 @@ pub fn summarize(p: &Profile) -> Summary {
         allocator: p.process.allocator.clone(),
         timing_exact: p.process.timing_exact,
         timing_period: p.process.timing_period,
+        longer_timing_period: if p.process.timing_longer {
+            p.process
+                .timing_period
+                .saturating_mul(crate::profile::format::TIMING_LONGER_FACTOR)
+        } else {
+            p.process.timing_period
+        },
         lock_timing_period: p.process.lock_timing_period,
         threads,
         alloc_on_cpu: false,

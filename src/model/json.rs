@@ -240,6 +240,7 @@ pub fn report(a: &Model) -> Report<'_> {
         timing: Timing {
             mode: if s.timing_exact { "exact" } else { "sampled" },
             period: s.timing_period,
+            longer_period: s.longer_timing_period,
             lock_period: s.lock_timing_period,
         },
         lock_steps: LockSteps {
@@ -387,6 +388,9 @@ impl<T: Serialize> Serialize for Named<T> {
 struct Timing {
     mode: &'static str,
     period: u32,
+    /// An allocator function's period in a thread once the thread has timed enough of its calls
+    /// (`period` where it never lengthens).
+    longer_period: u32,
     /// Lock holds: one acquisition in `lock_period` timed.
     lock_period: u32,
 }

@@ -41,6 +41,9 @@ pub struct ProcessInfo {
     pub arenas_unread: bool,
     /// Allocation requests below STACK_BYTES_FROM bytes were sampled for stacks by count alone.
     pub small_by_count: bool,
+    /// A thread's sampling period of an allocator function lengthened 16-fold once the thread had
+    /// timed enough of its calls (PROCESS flag TIMING_LONGER): its later timed calls are weighted.
+    pub timing_longer: bool,
     /// The profile holds a window of a running process (`stallscope attach`; see `Profile::attach`).
     pub attached: bool,
     pub libc_version: String,

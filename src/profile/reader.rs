@@ -895,6 +895,7 @@ fn parse_process(payload: &[u8], pos: usize) -> Result<ProcessInfo, ProfileError
         heap_unchecked: flags & PROCESS_HEAP_UNCHECKED != 0,
         arenas_unread: flags & PROCESS_ARENAS_UNREAD != 0,
         small_by_count: flags & PROCESS_SMALL_BY_COUNT != 0,
+        timing_longer: flags & PROCESS_TIMING_LONGER != 0,
         attached: flags & PROCESS_ATTACHED != 0,
         libc_version,
         allocator,

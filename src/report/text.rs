@@ -263,8 +263,16 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
     let timing = if s.timing_exact {
         "every call timed".to_string()
     } else {
+        let longer = if s.longer_timing_period > s.timing_period {
+            format!(
+                ", 1-in-{} for a function once a thread has timed enough of its calls",
+                fmt_count(u64::from(s.longer_timing_period))
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "durations estimated from a random 1-in-{} sample of calls (lock holds 1-in-{}); counts exact",
+            "durations estimated from a random 1-in-{} sample of calls{longer} (lock holds 1-in-{}); counts exact",
             s.timing_period, s.lock_timing_period
         )
     };
