@@ -484,6 +484,16 @@ fn a_long_stream_is_timed_at_the_longer_period_and_a_phase_at_the_default_one() 
         report["timing"]
     );
     assert!(fn_stats(&report, "malloc").calls >= 3_400_000);
+    let text = std::process::Command::new(stallscope())
+        .arg("report")
+        .arg(&path)
+        .output()
+        .expect("running stallscope report");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("1-in-256 sample of calls, 1-in-4,096 for a function once a thread"),
+        "the report names both periods:\n{text}"
+    );
     for function in ["malloc", "free"] {
         assert_one_in_256(&report, function, "the longer period");
     }
