@@ -45,8 +45,9 @@
 #                       profile written into a scratch directory), which tells the cost inside the
 #                       program from the supervisor's fixed cost
 #   --extra             also the other side of each trade-off: `stallscope run --no-sampling`,
-#                       `--timing exact`, `--no-stacks`, and stacks by libgcc's unwinder alone
-#                       (STALLSCOPE_FAST_UNWIND=0)
+#                       `--timing exact`, `--no-stacks`, stacks by libgcc's unwinder alone
+#                       (STALLSCOPE_FAST_UNWIND=0), and allocator calls timed 1 in 256 throughout
+#                       (STALLSCOPE_TIMING_LONGER=0: the period never lengthens)
 #   --cpu               fixed-work cases report the CPU time (user + system, from wait4, to the
 #                       microsecond: benches/cpu_time.py) of the whole command instead of its wall
 #                       time: on a machine loaded by other work, time spent waiting for a CPU is
@@ -141,11 +142,11 @@ if [ "$preload" = 1 ]; then
     modes+=(preload)
     preload_lib="$(bench_interposer "$root" "${lib:-${prebuilt:+$prebuilt/libstallscope.so}}")"
 fi
-[ "$extra" = 1 ] && modes+=(nosampling exact nostacks libgcc)
+[ "$extra" = 1 ] && modes+=(nosampling exact nostacks libgcc fixedperiod)
 [ "$use_heaptrack" = 1 ] && modes+=(heaptrack)
 declare -A title=([plain]=unprofiled [sampled]=stallscope [baseline]="stallscope (baseline lib)"
     [preload]="LD_PRELOAD only" [nosampling]="--no-sampling" [exact]="--timing exact" [nostacks]="--no-stacks"
-    [libgcc]="libgcc unwinder" [heaptrack]=heaptrack)
+    [libgcc]="libgcc unwinder" [fixedperiod]="1 in 256 throughout" [heaptrack]=heaptrack)
 
 now_ns() { date +%s%N; }
 
@@ -173,6 +174,7 @@ run_one() {
         exact) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -q --timing exact -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
         nostacks) STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -q --no-stacks -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
         libgcc) STALLSCOPE_FAST_UNWIND=0 STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -q -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
+        fixedperiod) STALLSCOPE_TIMING_LONGER=0 STALLSCOPE_PRELOAD_LIB="$lib" "${tm[@]}" "$stallscope" run -q -o "$prof" -- "${cmd[@]}" >"$out" 2>/dev/null ;;
         heaptrack) "${tm[@]}" heaptrack -o "$work/$c.$round.heaptrack" "${cmd[@]}" >"$out.log" 2>&1
                    # heaptrack's own lines (1.4: its banner, the preload library, its statistics
                    # indented by a tab) left out of the program's output
