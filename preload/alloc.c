@@ -78,6 +78,18 @@ static inline uint32_t ss_latency_bucket(uint64_t ns) {
 
 static void ss_timing_longer(struct ss_thread *t, enum ss_fn fn);
 
+/* A function's period and its timed calls' weight (struct ss_alloc_thread). A node the kernel
+ * zeroed (MADV_WIPEONFORK) that a child made by a raw clone uses until it is adopted has neither
+ * set: the configured period, weight 1. */
+static inline uint32_t ss_fn_period(const struct ss_thread *t, enum ss_fn fn) {
+    uint32_t p = t->alloc.period[fn];
+    return SS_LIKELY(p) ? p : ss_config.period;
+}
+static inline uint32_t ss_fn_weight(const struct ss_thread *t, enum ss_fn fn) {
+    uint32_t w = t->alloc.weight[fn];
+    return SS_LIKELY(w) ? w : 1;
+}
+
 /* Records a measured call: one always timed (it stands for itself in the histogram) or one of the
  * random sample (it stands for the function's period of calls, `weight` configured periods). */
 static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group grp, uint64_t ticks, int exact) {
@@ -88,10 +100,10 @@ static inline void ss_timed(struct ss_thread *t, enum ss_fn fn, enum ss_group gr
         SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], 1);
         return;
     }
-    uint32_t w = t->alloc.weight[fn];
+    uint32_t w = ss_fn_weight(t, fn);
     SS_ADD(f->timed_calls, w);
     SS_ADD(f->timed_ticks, ticks * w);
-    SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], t->alloc.period[fn]);
+    SS_ADD(t->rec.lat_hist[grp][ss_latency_bucket(ss_ticks_to_ns(ticks))], ss_fn_period(t, fn));
     if (SS_UNLIKELY(t->alloc.timed_left[fn] != 0) && --t->alloc.timed_left[fn] == 0) ss_timing_longer(t, fn);
 }
 
@@ -217,7 +229,7 @@ static inline void ss_count(struct ss_thread *t, enum ss_fn fn, size_t bytes) {
 static inline int ss_take_timed_call(struct ss_thread *t, enum ss_fn fn) {
     uint64_t n = t->rec.fn[fn].calls;
     if (n < t->alloc.timed_at[fn]) return 0;
-    t->alloc.timed_at[fn] = n + ss_next_interval_of(t, t->alloc.period[fn]);
+    t->alloc.timed_at[fn] = n + ss_next_interval_of(t, ss_fn_period(t, fn));
     return 1;
 }
 
@@ -385,7 +397,7 @@ static inline void ss_check_free(struct ss_thread *t, const void *p) {
     if (!p || ss_guard_calls || ss_is_bootstrap(p)) return;
     uintptr_t a = ss_arena_of(p);
     if (!a) return;
-    uint32_t w = t->alloc.weight[SS_FN_FREE]; /* a share over all frees: each checked one by its weight */
+    uint32_t w = ss_fn_weight(t, SS_FN_FREE); /* a share over all frees: each checked one by its weight */
     if (t->alloc.own_arena) {
         SS_ADD(t->alloc.frees_checked, w);
         if (a != t->alloc.own_arena) SS_ADD(t->alloc.frees_cross, w);
@@ -432,7 +444,7 @@ static int ss_small_take(struct ss_thread *t, size_t size) {
     struct ss_alloc_small *s = &t->small;
     union ss_small_slot *slot = &s->slot[size];
     uint32_t at = slot->part.next_at; /* this call's position: the timed one, or 0 for the size's first */
-    uint32_t period = t->alloc.period[ss_small_fn(size)];
+    uint32_t period = ss_fn_period(t, ss_small_fn(size));
     if (at == 0) { /* the flusher reads the sizes in use from here (a store: only the thread writes it) */
         __atomic_store_n(&s->used[size / 64], s->used[size / 64] | 1ull << (size % 64), __ATOMIC_RELEASE);
         uint32_t first = ss_first_interval(t, period);
@@ -472,8 +484,6 @@ static SS_NOINLINE void ss_set_period(struct ss_thread *t, enum ss_fn fn, uint32
     t->alloc.timed_at[fn] = t->rec.fn[fn].calls + ss_first_interval(t, period);
     if (fn != SS_FN_MALLOC && fn != SS_FN_FREE) return;
     struct ss_alloc_small *s = &t->small;
-    __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
     for (uint32_t w = 0; w < sizeof s->used / sizeof s->used[0]; w++)
         for (uint64_t bits = s->used[w]; bits; bits &= bits - 1) {
             uint32_t size = w * 64 + (uint32_t)__builtin_ctzll(bits);
@@ -481,14 +491,20 @@ static SS_NOINLINE void ss_set_period(struct ss_thread *t, enum ss_fn fn, uint32
             if (ss_small_fn(size) != fn || slot.part.next_at == 0) continue;
             uint64_t calls = ss_slot_calls(slot);
             uint32_t first = ss_first_interval(t, period);
-            if (calls + first > UINT32_MAX) { /* positions restart from `base`, as in ss_small_take */
+            /* The calls so far stay the slot's (next_at - 1 - left): a word stored whole needs no
+             * `seq`, which is odd only while a position moves into `base` (as in ss_small_take). */
+            if (calls + first > UINT32_MAX) {
+                __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+                __atomic_thread_fence(__ATOMIC_RELEASE);
                 __atomic_store_n(&s->base[size], s->base[size] + calls, __ATOMIC_RELAXED);
-                calls = 0;
+                union ss_small_slot next = {.part = {first - 1, first}};
+                __atomic_store_n(&s->slot[size].word, next.word, __ATOMIC_RELAXED);
+                __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+                continue;
             }
             union ss_small_slot next = {.part = {first - 1, (uint32_t)(calls + first)}};
             __atomic_store_n(&s->slot[size].word, next.word, __ATOMIC_RELAXED);
         }
-    __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
 }
 
 /* fn has had enough timed calls since the thread began or last began a phase: its period
