@@ -818,6 +818,7 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
 
 #define SS_WALL_PER_PASS 128u
 
+
 /* Whether the flusher looks at `t`: a program thread with buffers that has not ended. */
 static int ss_wall_sampled(const struct ss_thread *t) {
     return t->sampler.wall_ring && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE;
@@ -832,6 +833,18 @@ static int ss_others_live(void) {
             __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE)
             return 1;
     return 0;
+}
+
+/* The final flush's last look at each live thread's kernel figures (on the flusher, the one that
+ * pushes SCHED points). Linux adds a wait for a CPU to run_delay when the thread gets one, so a
+ * wait that ended after the last look was in no point: a main thread that waited a second for a
+ * CPU on a loaded machine, then only joined its workers and exited, read as blocked that second
+ * against schedstat's 990 ms of run-queue delay (states_causes, oversubscribed.c). */
+void ss_sampler_last_looks(void) {
+    if (!ss_wall_interval_ns || !ss_on_flusher()) return;
+    uint64_t now = ss_mono_ns();
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (ss_wall_sampled(t)) ss_sched_look(t, now, NULL);
 }
 
 void ss_sampler_tick(void) {

@@ -734,6 +734,9 @@ int ss_sampler_drain(struct ss_thread *t, struct ss_buf *out, uint32_t serial);
 struct ss_sample *ss_node_rings(struct ss_thread *t);
 size_t ss_node_size(void);
 void ss_sampler_tick(void);
+/* The final flush: one more look at every live thread's kernel figures (schedstat's run-queue
+ * delay of a wait that ended after the last look). */
+void ss_sampler_last_looks(void);
 int ss_sampler_write(void); /* returns the samples written, or -1 */
 int ss_sampling_now(struct ss_sampling_record *r);
 

@@ -680,6 +680,7 @@ SS_FORK_TEXT static void ss_flush_now(int final, uint32_t how, int32_t status) {
     int fd = packed ? -1 : ss_profile_fd(&transient);
     if (fd < 0 && !packed) return;
     ss_out.len = 0;
+    if (final) ss_sampler_last_looks();
     ss_threads_prepare_batch(final);
     int ok = 1, had_fold_samples = ss_fold_out.len > 0;
     if (ss_fold_out.len) { /* samples of folded threads, gathered since the last flush */
