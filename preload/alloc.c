@@ -41,7 +41,6 @@ static size_t ss_bootstrap_size(const void *p) {
  * may take their fast part is decided before the first node is made (ss_guard_calls). */
 void ss_alloc_thread_reset(struct ss_thread *t) {
     for (int f = 0; f < SS_FN_COUNT; f++) {
-        t->alloc.period[f] = ss_config.period;
         t->alloc.weight[f] = 1;
         t->alloc.timed_left[f] = ss_config.timed_before_longer;
         t->alloc.timed_at[f] = t->rec.fn[f].calls + ss_next_interval_of(t, ss_config.period);
@@ -77,18 +76,6 @@ static inline uint32_t ss_latency_bucket(uint64_t ns) {
 }
 
 static void ss_timing_longer(struct ss_thread *t, enum ss_fn fn);
-
-/* A function's period and its timed calls' weight (struct ss_alloc_thread). A node the kernel
- * zeroed (MADV_WIPEONFORK) that a child made by a raw clone uses until it is adopted has neither
- * set: the configured period, weight 1. */
-static inline uint32_t ss_fn_period(const struct ss_thread *t, enum ss_fn fn) {
-    uint32_t p = t->alloc.period[fn];
-    return SS_LIKELY(p) ? p : ss_config.period;
-}
-static inline uint32_t ss_fn_weight(const struct ss_thread *t, enum ss_fn fn) {
-    uint32_t w = t->alloc.weight[fn];
-    return SS_LIKELY(w) ? w : 1;
-}
 
 /* Records a measured call: one always timed (it stands for itself in the histogram) or one of the
  * random sample (it stands for the function's period of calls, `weight` configured periods). */
@@ -438,6 +425,23 @@ static uint32_t ss_first_interval(struct ss_thread *t, uint32_t period) {
 
 static inline enum ss_fn ss_small_fn(size_t size) { return size == SS_FREE_SLOT ? SS_FN_FREE : SS_FN_MALLOC; }
 
+/* Sets a size's slot, whose calls so far (since `base`) are `done`, to time the call `interval`
+ * calls on. A word stored whole needs no `seq`: it is odd only while a position that would pass
+ * 2^32 moves into `base` and the positions restart from it. On the thread itself. */
+static void ss_small_time_next(struct ss_alloc_small *s, uint32_t size, uint64_t done, uint32_t interval) {
+    if (done + interval > UINT32_MAX) {
+        __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        __atomic_store_n(&s->base[size], s->base[size] + done, __ATOMIC_RELAXED);
+        union ss_small_slot next = {.part = {interval - 1, interval}};
+        __atomic_store_n(&s->slot[size].word, next.word, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+        return;
+    }
+    union ss_small_slot next = {.part = {interval - 1, (uint32_t)(done + interval)}};
+    __atomic_store_n(&s->slot[size].word, next.word, __ATOMIC_RELAXED);
+}
+
 /* In the slow part, for a call whose size's countdown borrowed: counts it (the countdown already
  * did) and returns whether it is the call to time. */
 static int ss_small_take(struct ss_thread *t, size_t size) {
@@ -455,18 +459,7 @@ static int ss_small_take(struct ss_thread *t, size_t size) {
         }
         at = 1;
     }
-    uint32_t interval = ss_next_interval_of(t, period);
-    if ((uint64_t)at + interval > UINT32_MAX) { /* positions restart from `base` */
-        __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_RELEASE);
-        __atomic_store_n(&s->base[size], s->base[size] + at, __ATOMIC_RELAXED);
-        union ss_small_slot next = {.part = {interval - 1, interval}};
-        __atomic_store_n(&slot->word, next.word, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
-        return 1;
-    }
-    union ss_small_slot next = {.part = {interval - 1, at + interval}};
-    __atomic_store_n(&slot->word, next.word, __ATOMIC_RELAXED);
+    ss_small_time_next(s, size, at, ss_next_interval_of(t, period));
     return 1;
 }
 
@@ -478,9 +471,8 @@ static int ss_small_take(struct ss_thread *t, size_t size) {
  * they were recorded with, so totals stay unbiased across the change. On the thread itself, which
  * alone writes its slots; the flusher reads each slot's word whole, and `base` under `seq`. */
 static SS_NOINLINE void ss_set_period(struct ss_thread *t, enum ss_fn fn, uint32_t weight) {
-    uint32_t period = ss_config.period * weight;
     t->alloc.weight[fn] = weight;
-    t->alloc.period[fn] = period;
+    uint32_t period = ss_fn_period(t, fn);
     t->alloc.timed_at[fn] = t->rec.fn[fn].calls + ss_first_interval(t, period);
     if (fn != SS_FN_MALLOC && fn != SS_FN_FREE) return;
     struct ss_alloc_small *s = &t->small;
@@ -488,22 +480,8 @@ static SS_NOINLINE void ss_set_period(struct ss_thread *t, enum ss_fn fn, uint32
         for (uint64_t bits = s->used[w]; bits; bits &= bits - 1) {
             uint32_t size = w * 64 + (uint32_t)__builtin_ctzll(bits);
             union ss_small_slot slot = {.word = s->slot[size].word};
-            if (ss_small_fn(size) != fn || slot.part.next_at == 0) continue;
-            uint64_t calls = ss_slot_calls(slot);
-            uint32_t first = ss_first_interval(t, period);
-            /* The calls so far stay the slot's (next_at - 1 - left): a word stored whole needs no
-             * `seq`, which is odd only while a position moves into `base` (as in ss_small_take). */
-            if (calls + first > UINT32_MAX) {
-                __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
-                __atomic_thread_fence(__ATOMIC_RELEASE);
-                __atomic_store_n(&s->base[size], s->base[size] + calls, __ATOMIC_RELAXED);
-                union ss_small_slot next = {.part = {first - 1, first}};
-                __atomic_store_n(&s->slot[size].word, next.word, __ATOMIC_RELAXED);
-                __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
-                continue;
-            }
-            union ss_small_slot next = {.part = {first - 1, (uint32_t)(calls + first)}};
-            __atomic_store_n(&s->slot[size].word, next.word, __ATOMIC_RELAXED);
+            if (ss_small_fn(size) == fn && slot.part.next_at != 0) /* its calls so far stay its own */
+                ss_small_time_next(s, size, ss_slot_calls(slot), ss_first_interval(t, period));
         }
 }
 

@@ -818,7 +818,6 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
 
 #define SS_WALL_PER_PASS 128u
 
-
 /* Whether the flusher looks at `t`: a program thread with buffers that has not ended. */
 static int ss_wall_sampled(const struct ss_thread *t) {
     return t->sampler.wall_ring && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE;

@@ -134,14 +134,13 @@ struct ss_alloc_thread {
      * increment less. All 0 in SS_NO_THREAD, whose every call goes to the slow part. Not for
      * free and mallocs below small_below, which count down their slots (struct ss_alloc_small). */
     uint64_t timed_at[SS_FN_COUNT];
-    /* Each function's mean sampling period, and the weight of its timed calls in units of the
-     * configured period (period / ss_config.period): a function's period lengthens
-     * SS_TIMING_LONGER_FACTOR-fold once the thread has timed ss_config.timed_before_longer of its
-     * calls since it began or last began a phase (timed_left counts them down; 0: it stays), so
-     * that a thread making millions of calls stops paying for samples it no longer needs. Timed
-     * calls add their weight to timed_calls and their ticks times it to timed_ticks, so the
-     * estimates are those of one period (docs/FORMAT.md, "Sampled timing"). */
-    uint32_t period[SS_FN_COUNT];
+    /* Each function's sampling period in configured periods, which is the weight of its timed
+     * calls (ss_fn_weight, ss_fn_period): it lengthens SS_TIMING_LONGER_FACTOR-fold once the
+     * thread has timed ss_config.timed_before_longer of its calls since it began or last began a
+     * phase (timed_left counts them down; 0: it stays), so that a thread making millions of calls
+     * stops paying for samples it no longer needs. Timed calls add their weight to timed_calls
+     * and their ticks times it to timed_ticks, so the estimates are those of one period
+     * (docs/FORMAT.md, "Sampled timing"). */
     uint32_t weight[SS_FN_COUNT];
     uint32_t timed_left[SS_FN_COUNT];
     /* Sampled frees whose arena has a known allocating thread, and of those, the ones whose arena
@@ -525,6 +524,17 @@ void ss_calibrate(void);
 /* Global state (base.c). */
 extern struct ss_real ss_real;
 extern struct ss_config ss_config;
+
+/* A function's weight and mean sampling period in a thread (struct ss_alloc_thread). A node the
+ * kernel zeroed (MADV_WIPEONFORK), which a child made by a raw clone uses until it is adopted, has
+ * no weight set: weight 1, the configured period. */
+static inline uint32_t ss_fn_weight(const struct ss_thread *t, enum ss_fn fn) {
+    uint32_t w = t->alloc.weight[fn];
+    return SS_LIKELY(w) ? w : 1;
+}
+static inline uint32_t ss_fn_period(const struct ss_thread *t, enum ss_fn fn) {
+    return ss_config.period * ss_fn_weight(t, fn);
+}
 extern int ss_active;         /* recording: hooks take the fast path */
 extern int ss_use_tsc;        /* ticks come from rdtsc rather than clock_gettime */
 extern uint64_t ss_ns_per_tick_q32; /* ns = ticks * this >> 32 */

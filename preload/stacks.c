@@ -367,8 +367,7 @@ uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int t
     /* A request below ss_fast_bytes is not in the byte process (alloc.c): its count only. */
     double pb = ss_inv_mean_bytes > 0 && bytes >= ss_fast_bytes ? ss_one_minus_exp_neg((double)bytes * ss_inv_mean_bytes) : 0;
     /* A count-sampled stack is one timed call in K, so its probability follows fn's period. */
-    uint32_t longer = fn < SS_FN_COUNT ? t->alloc.weight[fn] : 1;
-    double q = longer > 1 ? ss_count_q / longer : ss_count_q;
+    double q = fn < SS_FN_COUNT ? ss_count_q / ss_fn_weight(t, fn) : ss_count_q;
     double p = 1 - (1 - q) * (1 - pb);
     double w = p > 0 ? 1 / p : 0;
     struct ss_site *s = &ss_sites[site - 1];
