@@ -320,8 +320,8 @@ pub fn refusal(pid: u32) -> Option<String> {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"));
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     if let Ok(exe) = &exe
-        && let Ok(data) = std::fs::read(exe)
-        && let Some(why) = not_injectable(&data)
+        && let Ok(file) = std::fs::File::open(exe)
+        && let Some(why) = not_injectable(&object::ReadCache::new(file))
     {
         return Some(format!(
             "{} ({why}); it cannot load the interposer",
@@ -341,11 +341,12 @@ pub fn refusal(pid: u32) -> Option<String> {
 }
 
 /// A program the interposer cannot be loaded into: statically linked (no dynamic linker).
-fn not_injectable(data: &[u8]) -> Option<&'static str> {
-    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
-    let elf = ElfFile64::<object::Endianness>::parse(data).ok()?;
-    let endian = elf.endian();
-    let headers = elf.elf_header().program_headers(endian, data).ok()?;
+/// Only the headers are read (a program's file can be hundreds of megabytes).
+fn not_injectable<'a, R: object::ReadRef<'a>>(data: R) -> Option<&'static str> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let headers = header.program_headers(endian, data).ok()?;
     let dynamic = headers
         .iter()
         .any(|h| h.p_type(endian) == object::elf::PT_INTERP);
