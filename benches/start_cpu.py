@@ -3,9 +3,12 @@
 run unprofiled and with each interposer given (LD_PRELOAD, its profile written into a scratch
 directory: the interposer's own start and exit, not `stallscope run`'s), interleaved, its CPU
 time (user + system, its threads included) taken from wait4. What every process of a build or a
-shell script pays (docs/PERFORMANCE.md, "Issue 27's sixth stop").
+shell script pays (docs/PERFORMANCE.md, "Issue 27's sixth stop"); and its minor page faults (the
+pages it touched first), which the interposer's own tables add to (`--program
+benches/programs/many_sites` with `--args 2048`: a page per new stack before issue 27's
+sixteenth stop).
 
-Usage: benches/start_cpu.py [--rounds N] [--program PATH] LIB[|VAR=VALUE...] ...
+Usage: benches/start_cpu.py [--rounds N] [--program PATH] [--args 'A B ...'] LIB[|VAR=VALUE...] ...
   each LIB is an interposer (a built libstallscope-*.so), optionally with environment settings
   separated by '|'; '-' is the unprofiled run (always run first in the table)."""
 import argparse
@@ -17,11 +20,14 @@ import tempfile
 ap = argparse.ArgumentParser()
 ap.add_argument("--rounds", type=int, default=300)
 ap.add_argument("--program", default="/bin/true")
+ap.add_argument("--args", default="", help="the program's arguments, split at spaces")
 ap.add_argument("libs", nargs="+")
 a = ap.parse_args()
 modes = ["-"] + [m for m in a.libs if m != "-"]
 scratch = tempfile.mkdtemp(prefix="stallscope-start-")
 res = {m: [] for m in modes}
+faults = {m: [] for m in modes}
+argv = [a.program] + a.args.split()
 try:
     for r in range(a.rounds):
         for m in modes[r % len(modes):] + modes[: r % len(modes)]:
@@ -35,20 +41,26 @@ try:
             pid = os.fork()
             if pid == 0:
                 try:
-                    os.execve(a.program, [a.program], env)
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, 1)
+                    os.execve(a.program, argv, env)
                 finally:
                     os._exit(127)
             _, _, ru = os.wait4(pid, 0)
             res[m].append((ru.ru_utime + ru.ru_stime) * 1e6)
+            faults[m].append(ru.ru_minflt)
         if r % 50 == 49:
             shutil.rmtree(scratch)
             os.mkdir(scratch)
 finally:
     shutil.rmtree(scratch, ignore_errors=True)
 base = statistics.median(res["-"])
-print(f"{a.rounds} interleaved rounds of {a.program}; CPU per process, median (quartiles)")
+base_faults = statistics.median(faults["-"])
+print(f"{a.rounds} interleaved rounds of {' '.join(argv)}; CPU per process, median (quartiles); minor page faults, median")
 for m in modes:
     v = sorted(res[m])
     n = len(v)
     med = statistics.median(v)
-    print(f"  {m[-70:]:70s} {med:7.0f} us ({v[n // 4]:.0f}-{v[3 * n // 4]:.0f})  +{med - base:6.0f} us")
+    f = statistics.median(faults[m])
+    print(f"  {m[-70:]:70s} {med:7.0f} us ({v[n // 4]:.0f}-{v[3 * n // 4]:.0f})  +{med - base:6.0f} us"
+          f"  {f:6.0f} faults  +{f - base_faults:5.0f}")

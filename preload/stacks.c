@@ -40,12 +40,18 @@ static uintptr_t ss_self_lo, ss_self_hi; /* the interposer's own code: frames cu
 #define SS_SITE_SLOTS 32768u /* allocation, lock and thread-state sample stacks */
 #define SS_SITE_PROBES 64u
 
+/* A stack's record and its frames are kept in the order stacks were first seen (a stack's id is
+ * its place in that order), and a table of ids finds them by hash: a program's first stacks fill
+ * a few pages, where records placed by their hash took a fresh page each (node -e 0: 700 page
+ * faults for 400 stacks). */
 struct ss_site {
-    uint64_t hash; /* 0: free; claimed with a CAS */
-    uint32_t ready; /* pcs, depth and fn are written */
+    uint64_t hash;
+    uint32_t ready; /* in the table: its id can be found (hash, pcs, depth and fn were written first) */
     uint32_t depth;
     uint32_t fn;
     uint32_t written; /* its STACK record is in the file */
+    uint32_t pcs_at;  /* its frames in ss_site_frames */
+    uint32_t pad;
     uint64_t first_mono_ns;
     uint64_t samples;
     uint64_t sampled_bytes;
@@ -55,12 +61,17 @@ struct ss_site {
     uint64_t last_samples; /* what the last flush wrote */
 };
 
-static struct ss_site *ss_sites;
-static uint64_t (*ss_site_pcs)[SS_STACK_MAX_FRAMES];
+static struct ss_site *ss_sites;                      /* by id */
+/* The stacks' frames, one after another (a site's from its pcs_at): room for SS_STACK_MAX_FRAMES
+ * for every id, so never short. */
+static uint64_t *ss_site_frames;
+static uint64_t ss_site_frames_used;
 static uint64_t ss_dropped;
-/* Slots in the order they were claimed (index + 1; 0: being claimed): a flush looks at the sites
- * in use only, so that a fork child with none never touches the table's pages. */
-static uint32_t *ss_site_order;
+/* Open addressing by hash: id + 1, 0 for a free slot. */
+static uint32_t *ss_site_ids;
+/* Records taken so far (ids 0 .. claimed - 1; one being filled, or left by a thread that lost
+ * its slot to the same stack, is not ready): a flush looks at these only, so that a fork child
+ * with none never touches the tables' pages. */
 static uint32_t ss_site_claimed;
 static int ss_modules_needed; /* the file being written needs MODULE records */
 static int ss_modules_stale;  /* a fork child's: the flags say what the parent's file holds */
@@ -155,27 +166,43 @@ static uint64_t ss_hash_stack(const uint64_t *pcs, uint32_t n, uint32_t fn) {
     return h ? h : 1;
 }
 
+/* Takes a record for a new stack (its id), written but not yet findable; UINT32_MAX when all
+ * are taken. */
+static uint32_t ss_site_new(const uint64_t *pcs, uint32_t n, uint32_t fn, uint64_t h) {
+    if (__atomic_load_n(&ss_site_claimed, __ATOMIC_RELAXED) >= SS_SITE_SLOTS) return UINT32_MAX;
+    uint32_t id = __atomic_fetch_add(&ss_site_claimed, 1, __ATOMIC_ACQ_REL);
+    if (id >= SS_SITE_SLOTS) return UINT32_MAX;
+    struct ss_site *site = &ss_sites[id];
+    uint64_t at = __atomic_fetch_add(&ss_site_frames_used, n, __ATOMIC_RELAXED);
+    memcpy(ss_site_frames + at, pcs, n * sizeof *pcs);
+    site->pcs_at = (uint32_t)at;
+    site->hash = h;
+    site->depth = n;
+    site->fn = fn;
+    site->first_mono_ns = ss_mono_ns();
+    return id;
+}
+
 static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn) {
+    if (n > SS_STACK_MAX_FRAMES) n = SS_STACK_MAX_FRAMES; /* what each id has room for */
     uint64_t h = ss_hash_stack(pcs, n, fn);
+    uint32_t mine = UINT32_MAX; /* a record taken for this stack, not yet in the table */
     for (uint32_t i = 0; i < SS_SITE_PROBES; i++) {
-        uint32_t s = (uint32_t)(h + i) & (SS_SITE_SLOTS - 1);
-        struct ss_site *site = &ss_sites[s];
-        uint64_t cur = __atomic_load_n(&site->hash, __ATOMIC_ACQUIRE);
-        if (cur == h) return s + 1; /* a 64-bit hash match is taken as the same stack */
+        uint32_t *slot = &ss_site_ids[(uint32_t)(h + i) & (SS_SITE_SLOTS - 1)];
+        uint32_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
         if (cur == 0) {
-            uint64_t expected = 0;
-            if (__atomic_compare_exchange_n(&site->hash, &expected, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                memcpy(ss_site_pcs[s], pcs, n * sizeof *pcs);
-                site->depth = n;
-                site->fn = fn;
-                site->first_mono_ns = ss_mono_ns();
-                __atomic_store_n(&site->ready, 1, __ATOMIC_RELEASE);
-                uint32_t k = __atomic_fetch_add(&ss_site_claimed, 1, __ATOMIC_ACQ_REL);
-                if (k < SS_SITE_SLOTS) __atomic_store_n(&ss_site_order[k], s + 1, __ATOMIC_RELEASE);
-                return s + 1;
+            if (mine == UINT32_MAX) mine = ss_site_new(pcs, n, fn, h);
+            if (mine == UINT32_MAX) break;
+            /* The record is written before its id is published (release), so a thread that
+             * finds the id reads its hash. */
+            if (__atomic_compare_exchange_n(slot, &cur, mine + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                __atomic_store_n(&ss_sites[mine].ready, 1, __ATOMIC_RELEASE);
+                return mine + 1;
             }
-            if (expected == h) return s + 1;
         }
+        /* A 64-bit hash match is taken as the same stack; a record taken for it meanwhile is
+         * left unready (never written to the file). */
+        if (ss_sites[cur - 1].hash == h) return cur;
     }
     __atomic_fetch_add(&ss_dropped, 1, __ATOMIC_RELAXED);
     return 0;
@@ -247,15 +274,17 @@ uint32_t ss_stack_of_signal(uint64_t pc, uint64_t sp, uint64_t rbp) {
 #define SS_LOCK_SITE_SLOTS 4096u
 #define SS_LOCK_STACK_INTERVAL_NS 10000000ull /* per thread and role: at most 100 stacks a second */
 
+/* Kept in the order first seen and found through a table of ids, as stacks are (ss_site_for). */
 struct ss_lock_site_slot {
-    uint64_t key; /* 0: free; claimed with a CAS */
+    uint64_t key;
     uint64_t address;
-    uint32_t kind, role, stack, ready;
+    uint32_t kind, role, stack, ready; /* ready: in the table */
     uint64_t events, wait_ticks;
 };
 
-static struct ss_lock_site_slot *ss_lock_sites;
-static uint32_t ss_lock_sites_claimed;
+static struct ss_lock_site_slot *ss_lock_sites; /* by id */
+static uint32_t *ss_lock_site_ids;              /* by key: id + 1, 0 for a free slot */
+static uint32_t ss_lock_sites_claimed;          /* records taken (ids 0 .. claimed - 1) */
 static uint64_t ss_lock_interval_ticks;
 
 static uint64_t ss_mix(uint64_t x) { /* splitmix64's finaliser */
@@ -268,29 +297,33 @@ static uint64_t ss_mix(uint64_t x) { /* splitmix64's finaliser */
 
 static uint32_t ss_lock_site_for(const void *lock, uint32_t kind, uint32_t role, uint32_t stack) {
     uint64_t key = ss_mix((uint64_t)(uintptr_t)lock ^ ss_mix(((uint64_t)stack << 8) | (kind << 4) | role));
-    key = key ? key : 1;
+    uint32_t mine = UINT32_MAX; /* a record taken for this site, not yet in the table */
     for (uint32_t i = 0; i < SS_SITE_PROBES; i++) {
-        uint32_t s = (uint32_t)(key + i) & (SS_LOCK_SITE_SLOTS - 1);
-        struct ss_lock_site_slot *l = &ss_lock_sites[s];
-        uint64_t cur = __atomic_load_n(&l->key, __ATOMIC_ACQUIRE);
+        uint32_t *slot = &ss_lock_site_ids[(uint32_t)(key + i) & (SS_LOCK_SITE_SLOTS - 1)];
+        uint32_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
         if (cur == 0) {
-            uint64_t expected = 0;
-            if (__atomic_compare_exchange_n(&l->key, &expected, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                l->address = (uintptr_t)lock;
-                l->kind = kind;
-                l->role = role;
-                l->stack = stack;
-                __atomic_store_n(&l->ready, 1, __ATOMIC_RELEASE);
-                __atomic_fetch_add(&ss_lock_sites_claimed, 1, __ATOMIC_RELAXED);
-                return s + 1;
+            if (mine == UINT32_MAX && __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_RELAXED) < SS_LOCK_SITE_SLOTS) {
+                uint32_t id = __atomic_fetch_add(&ss_lock_sites_claimed, 1, __ATOMIC_ACQ_REL);
+                if (id < SS_LOCK_SITE_SLOTS) {
+                    struct ss_lock_site_slot *l = &ss_lock_sites[id];
+                    l->key = key;
+                    l->address = (uintptr_t)lock;
+                    l->kind = kind;
+                    l->role = role;
+                    l->stack = stack;
+                    mine = id;
+                }
             }
-            cur = expected;
+            if (mine == UINT32_MAX) break;
+            if (__atomic_compare_exchange_n(slot, &cur, mine + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                __atomic_store_n(&ss_lock_sites[mine].ready, 1, __ATOMIC_RELEASE);
+                return mine + 1;
+            }
         }
-        /* The same key: the same site once its fields are there (a slot being filled by another
-         * thread is passed over; at worst the site gets a second slot, which the report merges). */
-        if (cur == key && __atomic_load_n(&l->ready, __ATOMIC_ACQUIRE) && l->address == (uintptr_t)lock &&
-            l->kind == kind && l->role == role && l->stack == stack)
-            return s + 1;
+        /* The same site (a record taken for it meanwhile is left unready: never written). */
+        const struct ss_lock_site_slot *l = &ss_lock_sites[cur - 1];
+        if (l->key == key && l->address == (uintptr_t)lock && l->kind == kind && l->role == role && l->stack == stack)
+            return cur;
     }
     __atomic_fetch_add(&ss_dropped, 1, __ATOMIC_RELAXED);
     return 0;
@@ -671,11 +704,13 @@ void ss_stacks_init(void) {
         }
     }
     ss_sites = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_sites);
-    ss_site_pcs = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_pcs);
-    ss_lock_sites = ss_map_wiped(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites); /* no lock stacks without it */
-    ss_site_order = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_order);
+    ss_site_frames = ss_map_wiped((size_t)SS_SITE_SLOTS * SS_STACK_MAX_FRAMES * sizeof *ss_site_frames);
+    ss_lock_sites = ss_map_wiped(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites);
+    ss_lock_site_ids = ss_map_wiped(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_site_ids);
+    if (!ss_lock_site_ids) ss_lock_sites = NULL; /* no lock stacks without both */
+    ss_site_ids = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_ids);
     ss_lock_interval_ticks = (uint64_t)((unsigned __int128)SS_LOCK_STACK_INTERVAL_NS * ss_ticks_per_sec / 1000000000ull);
-    if (!ss_sites || !ss_site_pcs || !ss_site_order) return;
+    if (!ss_sites || !ss_site_frames || !ss_site_ids) return;
     uint32_t timing = ss_config.period ? ss_config.period : 1;
     ss_stack_k = period == 0 ? 0 : (uint32_t)((period + timing - 1) / timing);
     if (ss_stack_k == 0 && period) ss_stack_k = 1;
@@ -705,11 +740,18 @@ void ss_stacks_init(void) {
 void ss_stacks_child_setup(void) {
     if (!ss_stacks_on) return;
     if (!ss_wipe_works) {
-        memset(ss_sites, 0, SS_SITE_SLOTS * sizeof *ss_sites);
-        if (ss_lock_sites) memset(ss_lock_sites, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites);
+        uint32_t claimed = __atomic_load_n(&ss_site_claimed, __ATOMIC_ACQUIRE);
+        if (claimed) memset(ss_site_ids, 0, SS_SITE_SLOTS * sizeof *ss_site_ids);
+        memset(ss_sites, 0, (claimed < SS_SITE_SLOTS ? claimed : SS_SITE_SLOTS) * sizeof *ss_sites);
+        uint32_t locks = __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_ACQUIRE);
+        if (ss_lock_sites && locks) {
+            memset(ss_lock_site_ids, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_site_ids);
+            memset(ss_lock_sites, 0, (locks < SS_LOCK_SITE_SLOTS ? locks : SS_LOCK_SITE_SLOTS) * sizeof *ss_lock_sites);
+        }
     }
     ss_dropped = 0;
     ss_site_claimed = 0;
+    ss_site_frames_used = 0;
     ss_lock_sites_claimed = 0;
     ss_modules_needed = 0;
     ss_modules_stale = 1; /* their written flags are the parent's: cleared once the child needs them */
@@ -759,23 +801,22 @@ int ss_stacks_write(int with_samples, int final) {
     uint32_t count = 0, nlock = 0;
     uint32_t claimed = __atomic_load_n(&ss_site_claimed, __ATOMIC_ACQUIRE);
     if (claimed > SS_SITE_SLOTS) claimed = SS_SITE_SLOTS;
-    for (uint32_t k = 0; k < claimed; k++) {
-        uint32_t entry = __atomic_load_n(&ss_site_order[k], __ATOMIC_ACQUIRE);
-        if (entry == 0) continue; /* being claimed: the next flush sees it */
-        uint32_t s = entry - 1;
+    for (uint32_t s = 0; s < claimed; s++) {
         struct ss_site *site = &ss_sites[s];
-        if (!__atomic_load_n(&site->ready, __ATOMIC_ACQUIRE)) continue;
+        if (!__atomic_load_n(&site->ready, __ATOMIC_ACQUIRE)) continue; /* being claimed: the next flush sees it */
         if (!site->written) {
             struct ss_stack_record r = {s, site->depth, site->first_mono_ns};
-            if (ss_out_record(SS_REC_STACK, &r, sizeof r, ss_site_pcs[s], site->depth * sizeof(uint64_t)) != 0)
+            if (ss_out_record(SS_REC_STACK, &r, sizeof r, ss_site_frames + site->pcs_at, site->depth * sizeof(uint64_t)) != 0)
                 return -1;
             site->written = 1;
         }
         if (site->fn < SS_FN_COUNT) count++;
     }
-    if (ss_lock_sites && __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_ACQUIRE)) { /* lock sites whose stack is in the file */
+    uint32_t locks = ss_lock_sites ? __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_ACQUIRE) : 0;
+    if (locks) { /* lock sites whose stack is in the file */
         static struct ss_lock_site lbuf[SS_LOCK_SITE_SLOTS];
-        for (uint32_t i = 0; i < SS_LOCK_SITE_SLOTS; i++) {
+        if (locks > SS_LOCK_SITE_SLOTS) locks = SS_LOCK_SITE_SLOTS;
+        for (uint32_t i = 0; i < locks; i++) {
             struct ss_lock_site_slot *l = &ss_lock_sites[i];
             if (!__atomic_load_n(&l->ready, __ATOMIC_ACQUIRE) || !ss_sites[l->stack].written) continue;
             uint64_t events = __atomic_load_n(&l->events, __ATOMIC_RELAXED);
@@ -792,10 +833,7 @@ int ss_stacks_write(int with_samples, int final) {
     if (!buf) buf = ss_map_wiped(SS_SITE_SLOTS * sizeof *buf);
     if (!buf) return -1;
     uint32_t n = 0;
-    for (uint32_t k = 0; k < claimed && n < count; k++) {
-        uint32_t entry = __atomic_load_n(&ss_site_order[k], __ATOMIC_ACQUIRE);
-        if (entry == 0) continue;
-        uint32_t s = entry - 1;
+    for (uint32_t s = 0; s < claimed && n < count; s++) {
         struct ss_site *site = &ss_sites[s];
         if (!site->written || site->fn >= SS_FN_COUNT) continue;
         struct ss_alloc_site *a = &buf[n++];
@@ -819,15 +857,16 @@ void ss_stacks_window_reset(void) {
     if (!ss_stacks_on) return;
     uint32_t claimed = __atomic_load_n(&ss_site_claimed, __ATOMIC_ACQUIRE);
     if (claimed > SS_SITE_SLOTS) claimed = SS_SITE_SLOTS;
-    for (uint32_t k = 0; k < claimed; k++) {
-        uint32_t entry = __atomic_load_n(&ss_site_order[k], __ATOMIC_ACQUIRE);
-        if (entry) memset(&ss_sites[entry - 1], 0, sizeof ss_sites[entry - 1]);
-        ss_site_order[k] = 0;
+    if (claimed) memset(ss_site_ids, 0, SS_SITE_SLOTS * sizeof *ss_site_ids);
+    memset(ss_sites, 0, claimed * sizeof *ss_sites);
+    uint32_t locks = ss_lock_sites ? __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_ACQUIRE) : 0;
+    if (locks) {
+        memset(ss_lock_site_ids, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_site_ids);
+        memset(ss_lock_sites, 0, (locks < SS_LOCK_SITE_SLOTS ? locks : SS_LOCK_SITE_SLOTS) * sizeof *ss_lock_sites);
     }
-    if (ss_lock_sites && __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_ACQUIRE))
-        memset(ss_lock_sites, 0, SS_LOCK_SITE_SLOTS * sizeof *ss_lock_sites);
     ss_dropped = 0;
     __atomic_store_n(&ss_site_claimed, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_site_frames_used, 0, __ATOMIC_RELAXED);
     ss_lock_sites_claimed = 0;
     ss_lock_init_taken = 0;
     ss_modules_needed = 0;
