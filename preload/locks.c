@@ -70,16 +70,25 @@ static inline uint32_t ss_lock_hash(const void *address) {
     return (uint32_t)((((uintptr_t)address >> 4) * 0x9E3779B97F4A7C15ull) >> 56);
 }
 
+/* A slot's lock and kind as one word, never 0 (a kind is 1 or more); user addresses fit in 60 bits. */
+_Static_assert(SS_LOCK_KIND_SLOTS <= 16, "a lock kind fits in 4 bits of its key");
+static inline uint64_t ss_lock_key(const void *address, uint32_t kind) {
+    return ((uint64_t)(uintptr_t)address << 4) | kind;
+}
+
 static uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t kind) {
     uintptr_t a = (uintptr_t)address;
+    uint64_t key = ss_lock_key(address, kind);
     uint32_t h = ss_lock_hash(address);
     for (uint32_t i = 0; i < SS_LOCK_PROBES; i++) {
         uint32_t s = (h + i) & (SS_LOCK_SLOTS - 1);
-        struct ss_lock_stats *l = &t->locks.table[s];
-        if (l->address == a && l->kind == kind) return s;
-        if (l->address == 0) {
+        uint64_t k = t->locks.keys[s];
+        if (k == key) return s;
+        if (k == 0) {
+            struct ss_lock_stats *l = &t->locks.table[s];
             SS_STORE(l->kind, kind);
             __atomic_store_n(&l->address, a, __ATOMIC_RELEASE);
+            t->locks.keys[s] = key;
             return s;
         }
     }
@@ -96,12 +105,19 @@ static inline void ss_lock_remember(struct ss_thread *t, const void *address, ui
     t->locks.last[kind].slot = l;
 }
 
-/* The first slot the lock's hash probes, if it is the lock's (kept as the last used), else NULL. */
+/* The lock's slot if the thread has one for it (kept as the last used), else NULL. */
 static inline struct ss_lock_stats *ss_lock_slot_probe(struct ss_thread *t, const void *address, uint32_t kind) {
-    struct ss_lock_stats *l = &t->locks.table[ss_lock_hash(address)];
-    if (SS_LIKELY(l->address == (uintptr_t)address) && SS_LIKELY(l->kind == kind)) {
-        ss_lock_remember(t, address, kind, l);
-        return l;
+    uint64_t key = ss_lock_key(address, kind);
+    uint32_t h = ss_lock_hash(address);
+    for (uint32_t i = 0; i < SS_LOCK_PROBES; i++) {
+        uint32_t s = (h + i) & (SS_LOCK_SLOTS - 1);
+        uint64_t k = t->locks.keys[s];
+        if (SS_LIKELY(k == key)) {
+            struct ss_lock_stats *l = &t->locks.table[s];
+            ss_lock_remember(t, address, kind, l);
+            return l;
+        }
+        if (k == 0) break;
     }
     return NULL;
 }
@@ -126,7 +142,10 @@ void ss_locks_thread_reset(struct ss_thread *t) {
     struct ss_locks_thread *l = &t->locks;
     if (t->magic == SS_NODE_MAGIC)
         for (uint32_t i = 0; i <= SS_LOCK_SLOTS; i++)
-            if (l->table[i].address || l->table[i].kind) memset(&l->table[i], 0, sizeof l->table[i]);
+            if (l->table[i].address || l->table[i].kind) {
+                memset(&l->table[i], 0, sizeof l->table[i]);
+                if (i < SS_LOCK_SLOTS) l->keys[i] = 0;
+            }
     l->countdown = ss_next_lock_interval(t);
     l->nheld = 0;
     memset(l->last, 0, sizeof l->last);
