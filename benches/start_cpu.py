@@ -4,9 +4,9 @@ run unprofiled and with each interposer given (LD_PRELOAD, its profile written i
 directory: the interposer's own start and exit, not `stallscope run`'s), interleaved, its CPU
 time (user + system, its threads included) taken from wait4. What every process of a build or a
 shell script pays (docs/PERFORMANCE.md, "Issue 27's sixth stop"); and its minor page faults (the
-pages it touched first), which the interposer's own tables add to (`--program
-benches/programs/many_sites` with `--args 2048`: a page per new stack before issue 27's
-sixteenth stop).
+pages it touched first), which the interposer's own tables add to (`cc -O2 -g -o /tmp/many_sites
+benches/programs/many_sites.c`, then `--program /tmp/many_sites --args 2048`: 2048 new stacks,
+about a page each before issue 27's sixteenth stop).
 
 Usage: benches/start_cpu.py [--rounds N] [--program PATH] [--args 'A B ...'] LIB[|VAR=VALUE...] ...
   each LIB is an interposer (a built libstallscope-*.so), optionally with environment settings
