@@ -71,17 +71,18 @@ static void ss_clock_pair(uint64_t *ns, uint64_t *ticks) {
     }
 }
 
-/* Calibrate the TSC against CLOCK_MONOTONIC over a short spin; flush records refine it later.
- * 50 us between two readings each good to some 20 ns is a rate to 0.1%, enough for what the
- * interposer converts (latency buckets of powers of 2, caps); every start of every process paid
- * the 300 us it spun before (issue 27). */
+/* Calibrate the TSC against CLOCK_MONOTONIC over a short spin; flush records refine it later
+ * (ss_tick_clock_now: from a millisecond on). 10 us between two readings each good to some 20 ns
+ * is a rate to 0.4%, enough for what the interposer converts (latency buckets of powers of 2,
+ * caps) and a few microseconds at most for a conversion before the refinement; every start of
+ * every process paid the 300 us it spun first, then 50 (issue 27: a build's every process). */
 void ss_calibrate(void) {
     ss_use_tsc = ss_cpu_has_invariant_tsc();
     if (!ss_use_tsc) return;
     uint64_t n0, t0, n1, t1;
     ss_clock_pair(&n0, &t0);
     do ss_clock_pair(&n1, &t1);
-    while (n1 - n0 < 50000);
+    while (n1 - n0 < 10000);
     if (t1 <= t0) {
         ss_use_tsc = 0;
         return;
@@ -93,12 +94,12 @@ void ss_calibrate(void) {
     ss_sample_cap_ticks = ss_ticks_per_sec / 20000; /* 50 us */
 }
 
-/* A clock pair read now, with the rate over everything since the calibration: 50 us gave the
- * rate to 0.1%, which over a second between flushes would put a wait a millisecond off, while
+/* A clock pair read now, with the rate over everything since the calibration: 10 us gives the
+ * rate to 0.4%, which over a second between flushes would put a wait 4 milliseconds off, while
  * two pairs each good to some 20 ns, a millisecond or more apart, give it to 40 ppm or better: a
  * wait converted at most as long after it ended as the process has lived is then placed to under
  * 40 ns. Before a millisecond has passed the calibration's rate is kept (a wait is then less
- * than a millisecond old: under a microsecond off). Without a TSC, ticks are nanoseconds already. */
+ * than a millisecond old: a few microseconds off at most). Without a TSC, ticks are nanoseconds already. */
 void ss_tick_clock_now(struct ss_tick_clock *c) {
     if (!ss_use_tsc) {
         c->ns = c->ticks = 0;
