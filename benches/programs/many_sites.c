@@ -14,27 +14,20 @@ static void __attribute__((noinline)) leaf(void) {
     free(p);
 }
 
-static void __attribute__((noinline)) walk_a(unsigned bits, int depth) {
-    if (depth == 0) {
-        leaf();
-    } else if (bits & 1) {
-        walk_b(bits >> 1, depth - 1);
-    } else {
-        walk_a(bits >> 1, depth - 1);
+/* Two functions of the same body: each level's return address says which one called. */
+#define WALK(name)                                                                                 \
+    static void __attribute__((noinline)) name(unsigned bits, int depth) {                         \
+        if (depth == 0) {                                                                          \
+            leaf();                                                                                \
+        } else if (bits & 1) {                                                                     \
+            walk_b(bits >> 1, depth - 1);                                                          \
+        } else {                                                                                   \
+            walk_a(bits >> 1, depth - 1);                                                          \
+        }                                                                                          \
+        __asm__ volatile("" ::: "memory"); /* not a tail call: each level keeps its frame */       \
     }
-    __asm__ volatile("" ::: "memory"); /* not a tail call: each level keeps its frame */
-}
-
-static void __attribute__((noinline)) walk_b(unsigned bits, int depth) {
-    if (depth == 0) {
-        leaf();
-    } else if (bits & 1) {
-        walk_b(bits >> 1, depth - 1);
-    } else {
-        walk_a(bits >> 1, depth - 1);
-    }
-    __asm__ volatile("" ::: "memory");
-}
+WALK(walk_a)
+WALK(walk_b)
 
 int main(int argc, char **argv) {
     unsigned n = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 2048;
