@@ -710,7 +710,10 @@ void ss_stacks_init(void) {
     if (!ss_lock_site_ids) ss_lock_sites = NULL; /* no lock stacks without both */
     ss_site_ids = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_ids);
     ss_lock_interval_ticks = (uint64_t)((unsigned __int128)SS_LOCK_STACK_INTERVAL_NS * ss_ticks_per_sec / 1000000000ull);
-    if (!ss_sites || !ss_site_frames || !ss_site_ids) return;
+    if (!ss_sites || !ss_site_frames || !ss_site_ids) {
+        ss_lock_sites = NULL; /* its stacks are in these tables (a lock's init stack is taken without ss_stacks_on) */
+        return;
+    }
     uint32_t timing = ss_config.period ? ss_config.period : 1;
     ss_stack_k = period == 0 ? 0 : (uint32_t)((period + timing - 1) / timing);
     if (ss_stack_k == 0 && period) ss_stack_k = 1;
