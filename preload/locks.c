@@ -85,10 +85,12 @@ static uint32_t ss_lock_slot(struct ss_thread *t, const void *address, uint32_t 
         uint64_t k = t->locks.keys[s];
         if (k == key) return s;
         if (k == 0) {
+            /* The key first: a signal handler's lock call in between then finds this slot taken
+             * (one store wide, where the check and the claim were a window before). */
+            t->locks.keys[s] = key;
             struct ss_lock_stats *l = &t->locks.table[s];
             SS_STORE(l->kind, kind);
             __atomic_store_n(&l->address, a, __ATOMIC_RELEASE);
-            t->locks.keys[s] = key;
             return s;
         }
     }

@@ -174,6 +174,10 @@ static uint32_t ss_site_new(const uint64_t *pcs, uint32_t n, uint32_t fn, uint64
     if (id >= SS_SITE_SLOTS) return UINT32_MAX;
     struct ss_site *site = &ss_sites[id];
     uint64_t at = __atomic_fetch_add(&ss_site_frames_used, n, __ATOMIC_RELAXED);
+    /* Within a window ids bound the frames; a thread still taking a stack of the last window
+     * while ss_stacks_window_reset runs could add its frames to the new count: the record is
+     * then left unready, as one that lost its slot. */
+    if (at + n > (uint64_t)SS_SITE_SLOTS * SS_STACK_MAX_FRAMES) return UINT32_MAX;
     memcpy(ss_site_frames + at, pcs, n * sizeof *pcs);
     site->pcs_at = (uint32_t)at;
     site->hash = h;
@@ -868,8 +872,9 @@ void ss_stacks_window_reset(void) {
         memset(ss_lock_sites, 0, (locks < SS_LOCK_SITE_SLOTS ? locks : SS_LOCK_SITE_SLOTS) * sizeof *ss_lock_sites);
     }
     ss_dropped = 0;
+    /* The frames first: a stack the new window takes never gets frames from the old count. */
+    __atomic_store_n(&ss_site_frames_used, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&ss_site_claimed, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&ss_site_frames_used, 0, __ATOMIC_RELAXED);
     ss_lock_sites_claimed = 0;
     ss_lock_init_taken = 0;
     ss_modules_needed = 0;
