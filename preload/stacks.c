@@ -68,7 +68,8 @@ static uint64_t *ss_site_frames;
 static uint64_t ss_site_frames_used;
 static uint64_t ss_dropped;
 /* Open addressing by hash: id + 1, 0 for a free slot. */
-static uint32_t *ss_site_ids;
+static uint16_t *ss_site_ids; /* 16 bits hold id + 1 (at most SS_SITE_SLOTS): half the pages */
+_Static_assert(SS_SITE_SLOTS <= UINT16_MAX, "an id + 1 fits in a slot of the index");
 /* Records taken so far (ids 0 .. claimed - 1; one being filled, or left by a thread that lost
  * its slot to the same stack, is not ready): a flush looks at these only, so that a fork child
  * with none never touches the tables' pages. */
@@ -192,14 +193,14 @@ static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn) {
     uint64_t h = ss_hash_stack(pcs, n, fn);
     uint32_t mine = UINT32_MAX; /* a record taken for this stack, not yet in the table */
     for (uint32_t i = 0; i < SS_SITE_PROBES; i++) {
-        uint32_t *slot = &ss_site_ids[(uint32_t)(h + i) & (SS_SITE_SLOTS - 1)];
-        uint32_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        uint16_t *slot = &ss_site_ids[(uint32_t)(h + i) & (SS_SITE_SLOTS - 1)];
+        uint16_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
         if (cur == 0) {
             if (mine == UINT32_MAX) mine = ss_site_new(pcs, n, fn, h);
             if (mine == UINT32_MAX) break;
             /* The record is written before its id is published (release), so a thread that
              * finds the id reads its hash. */
-            if (__atomic_compare_exchange_n(slot, &cur, mine + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            if (__atomic_compare_exchange_n(slot, &cur, (uint16_t)(mine + 1), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 __atomic_store_n(&ss_sites[mine].ready, 1, __ATOMIC_RELEASE);
                 return mine + 1;
             }
@@ -287,7 +288,8 @@ struct ss_lock_site_slot {
 };
 
 static struct ss_lock_site_slot *ss_lock_sites; /* by id */
-static uint32_t *ss_lock_site_ids;              /* by key: id + 1, 0 for a free slot */
+static uint16_t *ss_lock_site_ids;              /* by key: id + 1, 0 for a free slot */
+_Static_assert(SS_LOCK_SITE_SLOTS <= UINT16_MAX, "an id + 1 fits in a slot of the lock sites' index");
 static uint32_t ss_lock_sites_claimed;          /* records taken (ids 0 .. claimed - 1) */
 static uint64_t ss_lock_interval_ticks;
 
@@ -303,8 +305,8 @@ static uint32_t ss_lock_site_for(const void *lock, uint32_t kind, uint32_t role,
     uint64_t key = ss_mix((uint64_t)(uintptr_t)lock ^ ss_mix(((uint64_t)stack << 8) | (kind << 4) | role));
     uint32_t mine = UINT32_MAX; /* a record taken for this site, not yet in the table */
     for (uint32_t i = 0; i < SS_SITE_PROBES; i++) {
-        uint32_t *slot = &ss_lock_site_ids[(uint32_t)(key + i) & (SS_LOCK_SITE_SLOTS - 1)];
-        uint32_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        uint16_t *slot = &ss_lock_site_ids[(uint32_t)(key + i) & (SS_LOCK_SITE_SLOTS - 1)];
+        uint16_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
         if (cur == 0) {
             if (mine == UINT32_MAX && __atomic_load_n(&ss_lock_sites_claimed, __ATOMIC_RELAXED) < SS_LOCK_SITE_SLOTS) {
                 uint32_t id = __atomic_fetch_add(&ss_lock_sites_claimed, 1, __ATOMIC_ACQ_REL);
@@ -319,7 +321,7 @@ static uint32_t ss_lock_site_for(const void *lock, uint32_t kind, uint32_t role,
                 }
             }
             if (mine == UINT32_MAX) break;
-            if (__atomic_compare_exchange_n(slot, &cur, mine + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            if (__atomic_compare_exchange_n(slot, &cur, (uint16_t)(mine + 1), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 __atomic_store_n(&ss_lock_sites[mine].ready, 1, __ATOMIC_RELEASE);
                 return mine + 1;
             }
