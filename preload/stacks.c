@@ -717,7 +717,8 @@ void ss_stacks_init(void) {
     ss_site_ids = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_ids);
     ss_lock_interval_ticks = (uint64_t)((unsigned __int128)SS_LOCK_STACK_INTERVAL_NS * ss_ticks_per_sec / 1000000000ull);
     if (!ss_sites || !ss_site_frames || !ss_site_ids) {
-        ss_lock_sites = NULL; /* its stacks are in these tables (a lock's init stack is taken without ss_stacks_on) */
+        /* A lock's stacks are in these tables (its init stack is taken without ss_stacks_on). */
+        ss_lock_sites = NULL;
         return;
     }
     uint32_t timing = ss_config.period ? ss_config.period : 1;
