@@ -296,35 +296,41 @@ static inline uint32_t ss_omp_region_weight(struct ss_thread *t, const struct ss
 }
 
 /* A region run untimed (weight 0): counted in its entry `l`, with the last timed team, and on
- * the timeline at its start. */
-static void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_stats *l, const void *region) {
+ * the timeline at its start. Inline, as the slot's lookup: the master pays it between regions
+ * while the team waits (issue 27: a program of regions of a microsecond). */
+static inline void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_stats *l, const void *region) {
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, t->omp.last_team);
     uint64_t at = ss_ticks();
-    ss_run_add(t, &t->omp.run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)region, at, at, 0, 0);
+    struct ss_omp_run *run = &t->omp.run;
+    /* Joins the run it follows closely (ss_run_add's common case: no time of its own to add). */
+    if (SS_LIKELY(run->count && run->count != UINT32_MAX && run->longest_ticks &&
+                  at <= run->end_ticks + ss_us_to_ticks(SS_OMP_RUN_GAP_US))) {
+        run->end_ticks = at;
+        run->count++;
+        return;
+    }
+    ss_run_add(t, run, SS_LOCK_OMP_REGION, (uint64_t)(uintptr_t)region, at, at, 0, 0);
+}
+
+/* The body's entry in the master's lock table: the one it used last for a region, or found. */
+static inline struct ss_lock_stats *ss_omp_region_slot(struct ss_thread *t, const void *body) {
+    const struct ss_last_lock *last = &t->locks.last[SS_LOCK_OMP_REGION];
+    if (SS_LIKELY(last->address == (uintptr_t)body)) return last->slot;
+    return &t->locks.table[ss_lock_slot_for(t, body, SS_LOCK_OMP_REGION)];
 }
 
 /* A region entry point: the body through the trampoline, the region recorded at its end. LLVM's
  * libomp, which answers these names for GCC-built code, reports the region to its OMPT tool too,
  * with this hook's return address as the call site: the tool (ompt.c) leaves such regions to
  * this, so that each is counted once, by its body. */
+#define SS_UNPAREN(...) __VA_ARGS__
+/* The hook's timed part is a function of its own: the untimed one, most of a program of short
+ * regions, then sets up no frame for the region's slots (a kilobyte, aligned to cache lines). */
 #define SS_OMP_PARALLEL(name, params, args)                                                                   \
     static ss_omp_route_ptr ss_route_##name;                                                                  \
-    SS_EXPORT void name params {                                                                              \
-        uintptr_t caller_ = SS_CALLER;                                                                        \
-        void(*real_) params = SS_OMP_FN(void(*) params, name, caller_);                                       \
-        struct ss_thread *t = ss_self_known();                                                                \
-        if (!t || !ss_active || !fn) {                                                                        \
-            real_ args;                                                                                       \
-            return;                                                                                           \
-        }                                                                                                     \
-        struct ss_lock_stats *slot_ = &t->locks.table[ss_lock_slot_for(t, (const void *)fn, SS_LOCK_OMP_REGION)]; \
-        uint32_t weight_ = ss_omp_region_weight(t, slot_);                                                    \
-        if (!weight_) { /* counted, run as it is */                                                           \
-            ss_omp_region_untimed(t, slot_, (const void *)fn);                                                \
-            real_ args;                                                                                       \
-            return;                                                                                           \
-        }                                                                                                     \
+    static SS_NOINLINE void ss_omp_timed_##name(struct ss_thread *t, struct ss_lock_stats *slot_, uint32_t weight_, \
+                                                uintptr_t caller_, void(*real_) params, SS_UNPAREN params) {  \
         struct ss_omp_region r; /* its slots are told by seq, not cleared */                                  \
         r.fn = fn;                                                                                            \
         r.data = data;                                                                                        \
@@ -341,6 +347,23 @@ static void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_stats *l, 
         uint64_t end_ = ss_ticks();                                                                           \
         r.fn = body;                                                                                          \
         ss_omp_region_done(t, slot_, &r, end_ - start, end_, weight_);                                        \
+    }                                                                                                         \
+    SS_EXPORT void name params {                                                                              \
+        uintptr_t caller_ = SS_CALLER;                                                                        \
+        void(*real_) params = SS_OMP_FN(void(*) params, name, caller_);                                       \
+        struct ss_thread *t = ss_self_known();                                                                \
+        if (!t || !ss_active || !fn) {                                                                        \
+            real_ args;                                                                                       \
+            return;                                                                                           \
+        }                                                                                                     \
+        struct ss_lock_stats *slot_ = ss_omp_region_slot(t, (const void *)fn);                                \
+        uint32_t weight_ = ss_omp_region_weight(t, slot_);                                                    \
+        if (!weight_) { /* counted, run as it is */                                                           \
+            ss_omp_region_untimed(t, slot_, (const void *)fn);                                                \
+            real_ args;                                                                                       \
+            return;                                                                                           \
+        }                                                                                                     \
+        ss_omp_timed_##name(t, slot_, weight_, caller_, real_, SS_UNPAREN args);                              \
     }
 
 SS_OMP_PARALLEL(GOMP_parallel, (ss_omp_body_fn fn, void *data, unsigned n, unsigned flags), (fn, data, n, flags))
