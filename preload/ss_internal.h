@@ -289,6 +289,7 @@ struct ss_sampler_thread {
     uint64_t look_ticks;     /* when the flusher last looked (ticks; read by the thread's waits) */
     uint64_t ended_seen;     /* waits.ended_ticks at that look */
     uint8_t last_wall_recorded; /* last_wall was taken inside a recorded wait */
+    uint8_t looks_deferred;     /* looks left out in a row: it ran throughout (sampler.c) */
     /* The last stacks the flusher read of the thread asleep and found it still asleep after: by
      * system call, pc and stack pointer, for the looks that catch it waking. */
     struct ss_still_stack {
