@@ -4,9 +4,11 @@
 # at 100 Hz), and the flusher's own CPU time is read from its /proc/PID/task/TID/schedstat near the
 # end of the run. Prints, per pool size, the flusher's CPU time per second of the run (the share of
 # one CPU it takes from the machine) and per look at one thread. With --lib PATH, the same for
-# another build of the interposer (STALLSCOPE_PRELOAD_LIB), in the same rounds.
+# another build of the interposer (STALLSCOPE_PRELOAD_LIB), in the same rounds. With --busy the
+# threads compute instead (the flusher's looks at threads that run throughout: it takes its CPU
+# from them).
 #
-# Usage: benches/flusher_cost.sh [--threads "1 16 64"] [--seconds S] [--rounds N] [--lib PATH]
+# Usage: benches/flusher_cost.sh [--threads "1 16 64"] [--seconds S] [--rounds N] [--lib PATH] [--busy]
 # This is a benchmark, not a test: it asserts nothing, and the machine's noise shows in it.
 set -euo pipefail
 
@@ -15,13 +17,15 @@ sizes="1 16 64"
 seconds=3
 rounds=3
 lib=""
+mode=sleep
 while [ $# -gt 0 ]; do
     case "$1" in
         --threads) sizes="$2"; shift ;;
         --seconds) seconds="$2"; shift ;;
         --rounds) rounds="$2"; shift ;;
         --lib) lib="$(realpath "$2")"; shift ;;
-        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        --busy) mode=busy ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
     shift
@@ -34,14 +38,15 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/stallscope-flusher.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -pthread -o "$work/idle_pool" benches/programs/idle_pool.c
 
-# flusher_ns LIB N: the flusher's CPU time (ns) over a run of N sleeping threads, read at 90% of it.
+# flusher_ns LIB N: the flusher's CPU time (ns) over a run of N threads (sleeping, or busy), read at
+# 90% of it.
 flusher_ns() {
     local use="$1" n="$2" pid="" ns=""
     rm -f "$work/p.prof"
     if [ -n "$use" ]; then
-        STALLSCOPE_PRELOAD_LIB="$use" "$stallscope" run -q -o "$work/p.prof" -- "$work/idle_pool" "$n" "$seconds" &
+        STALLSCOPE_PRELOAD_LIB="$use" "$stallscope" run -q -o "$work/p.prof" -- "$work/idle_pool" "$n" "$seconds" "$mode" &
     else
-        "$stallscope" run -q -o "$work/p.prof" -- "$work/idle_pool" "$n" "$seconds" &
+        "$stallscope" run -q -o "$work/p.prof" -- "$work/idle_pool" "$n" "$seconds" "$mode" &
     fi
     local sup=$!
     sleep "$(awk -v s="$seconds" 'BEGIN { print s * 0.9 }')"
@@ -54,7 +59,9 @@ flusher_ns() {
 }
 
 echo
-echo "The flusher's CPU time with N sleeping threads, $rounds rounds of ${seconds} s each (median, min-max):"
+what=sleeping
+[ "$mode" = busy ] && what=computing
+echo "The flusher's CPU time with N $what threads, $rounds rounds of ${seconds} s each (median, min-max):"
 echo
 echo "| build | threads | flusher CPU per second of run | per look at one thread |"
 echo "|---|---|---|---|"
