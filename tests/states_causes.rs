@@ -412,6 +412,41 @@ fn clean_programs_get_no_medium_or_high_finding() {
     }
 }
 
+/// Workers that compute throughout for a few looks and end: the sampler leaves out looks at a
+/// thread that ran all the time since its last one, but never its first, so each worker has
+/// kernel figures and its CPU time is all accounted for. With its first looks left out, a worker
+/// of 30 ms ended with no kernel figures and a fifth of its life unaccounted (ripgrep's workers
+/// read the same).
+#[test]
+fn short_busy_workers_have_kernel_figures_and_their_whole_life() {
+    let run = run_cause("clean_scaling.c", &["2", "450"]);
+    let workers: Vec<_> = threads(&run.report)
+        .iter()
+        .filter(|t| {
+            run.truth
+                .get(&t["tid"].as_u64().unwrap())
+                .is_some_and(|w| w.role == "worker")
+        })
+        .collect();
+    assert_eq!(workers.len(), 2, "{:#}", run.report["threads"]);
+    for t in workers {
+        let life = t["wall_ns"].as_f64().unwrap();
+        // Two looks' time at the default 100 a second: one at least was taken.
+        if life >= 20e6 {
+            assert!(t["kernel"].is_object(), "no kernel figures: {t}");
+        }
+        if !t["kernel"].is_object() {
+            continue; // a faster machine: done before the first look
+        }
+        let unaccounted = t["states"]["unaccounted_ns"].as_f64().unwrap();
+        assert!(
+            unaccounted <= 0.05 * life + 2e6,
+            "worker {}: unaccounted {unaccounted} of {life}\n{t}",
+            t["tid"]
+        );
+    }
+}
+
 /// Threads that each take a lock of their own (clean_own_locks.c) never wait: the CPU samples in
 /// their lock calls are computation, not lock waits (they read "lock waits 88.9%", and parallel
 /// efficiency 11%, when a CPU sample in a lock function was taken for a wait).
