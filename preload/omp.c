@@ -320,13 +320,14 @@ static inline struct ss_lock_stats *ss_omp_region_slot(struct ss_thread *t, cons
     return &t->locks.table[ss_lock_slot_for(t, body, SS_LOCK_OMP_REGION)];
 }
 
+#define SS_UNPAREN(...) __VA_ARGS__ /* a parenthesised list, without its parentheses */
+
 /* A region entry point: the body through the trampoline, the region recorded at its end. LLVM's
  * libomp, which answers these names for GCC-built code, reports the region to its OMPT tool too,
  * with this hook's return address as the call site: the tool (ompt.c) leaves such regions to
- * this, so that each is counted once, by its body. */
-#define SS_UNPAREN(...) __VA_ARGS__
-/* The hook's timed part is a function of its own: the untimed one, most of a program of short
- * regions, then sets up no frame for the region's slots (a kilobyte, aligned to cache lines). */
+ * this, so that each is counted once, by its body. The timed part is a function of its own: the
+ * untimed one, most of a program of short regions, then sets up no frame for the region's slots
+ * (a kilobyte, aligned to cache lines). */
 #define SS_OMP_PARALLEL(name, params, args)                                                                   \
     static ss_omp_route_ptr ss_route_##name;                                                                  \
     static SS_NOINLINE void ss_omp_timed_##name(struct ss_thread *t, struct ss_lock_stats *slot_, uint32_t weight_, \
