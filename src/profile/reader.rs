@@ -803,10 +803,47 @@ pub fn fix_checksums(bytes: &mut [u8]) {
 
 /// The checksum of a record: its type and size (`type_and_size`, 8 bytes) and its payload.
 pub fn record_crc(type_and_size: &[u8], payload: &[u8]) -> u32 {
+    if type_and_size.len() + payload.len() <= SMALL_CRC_BYTES {
+        return !crc32_by_table(crc32_by_table(!0, type_and_size), payload);
+    }
     let mut h = crc32fast::Hasher::new();
     h.update(type_and_size);
     h.update(payload);
     h.finalize()
+}
+
+/// Inputs up to this size are checksummed by `crc32_by_table`: crc32fast's first use detects the
+/// CPU's features with `cpuid`, which traps to the hypervisor in a virtual machine, and the one
+/// record `stallscope run` seals itself (40 bytes) cost it 74 µs a run there (docs/PERFORMANCE.md,
+/// issue 27's seventeenth stop). Larger inputs take crc32fast's vector code.
+const SMALL_CRC_BYTES: usize = 256;
+
+/// CRC-32 (IEEE 802.3, reflected, as zlib and crc32fast compute it), a byte at a time.
+const CRC_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut bit = 0;
+        while bit < 8 {
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            bit += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+};
+
+/// Continues the running (not yet inverted) CRC `crc` over `bytes`.
+fn crc32_by_table(crc: u32, bytes: &[u8]) -> u32 {
+    bytes.iter().fold(crc, |c, &b| {
+        CRC_TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
+    })
 }
 
 fn expect_size(payload: &[u8], size: usize, what: &str, pos: usize) -> Result<(), ProfileError> {

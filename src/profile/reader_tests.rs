@@ -631,3 +631,19 @@ fn a_window_reads_back_and_is_checked() {
         "{missing}"
     );
 }
+
+/// A record's checksum is the same CRC-32 whichever code computes it: the table for short
+/// records (no CPU feature detection) and crc32fast's for the rest, at every size around the
+/// bound and for every byte value, as the interposer's writer computes it.
+#[test]
+fn a_records_checksum_is_one_crc_at_every_size() {
+    let bytes: Vec<u8> = (0..600u32).map(|i| (i * 151 + 7) as u8).collect();
+    for len in 0..bytes.len() {
+        let (head, payload) = (&bytes[..8.min(len)], &bytes[8.min(len)..len]);
+        let mut whole = crc32fast::Hasher::new();
+        whole.update(head);
+        whole.update(payload);
+        assert_eq!(record_crc(head, payload), whole.finalize(), "{len} bytes");
+    }
+    assert_eq!(record_crc(b"", b"123456789"), 0xCBF4_3926); // the CRC-32 check value
+}
