@@ -729,9 +729,10 @@ static void ss_wall_sample(struct ss_thread *t, uint64_t now) {
      * next one weighs the time since the last one taken, as a late look does: no time is lost,
      * only the kernel figures' resolution for a busy thread (a point every four looks). Never
      * before its first point: a thread that ended with none has no kernel figures at all, and
-     * its CPU samples, unscaled, left a fifth of a 30 ms worker's life unaccounted (ripgrep). */
-    if (t->sampler.sched_head && t->sampler.looks_deferred < SS_LOOKS_DEFERRED && interval > 0 &&
-        ran >= interval - interval / 16) {
+     * its CPU samples, unscaled, left a fifth of a 30 ms worker's life unaccounted (ripgrep).
+     * Nor for a thread that blocks the sampling signal: its CPU time is sampled at the looks. */
+    if (t->sampler.sched_head && !t->sampler.sig_blocked && t->sampler.looks_deferred < SS_LOOKS_DEFERRED &&
+        interval > 0 && ran >= interval - interval / 16) {
         t->sampler.looks_deferred++;
         return;
     }
