@@ -197,13 +197,17 @@ SS_FORK_TEXT void ss_omp_run_close(struct ss_thread *t) {
     ss_run_close(t, &t->itt.tbb_run);
 }
 
+/* Whether a region that starts at `start` (ticks) belongs to the open run `run`. */
+static inline int ss_run_goes_on(const struct ss_omp_run *run, uint64_t start) {
+    return run->count && run->count != UINT32_MAX && start <= run->end_ticks + ss_us_to_ticks(SS_OMP_RUN_GAP_US);
+}
+
 /* Adds a region of [start, end) (ticks) to `run`, or closes the run and opens another. A run is
  * named by the body of its longest region. */
 void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint64_t body, uint64_t start,
                 uint64_t end, uint64_t team_ticks, uint64_t body_ticks) {
     uint64_t wall = end > start ? end - start : 0;
-    if (run->count && (start > run->end_ticks + ss_us_to_ticks(SS_OMP_RUN_GAP_US) || run->count == UINT32_MAX))
-        ss_run_close(t, run);
+    if (run->count && !ss_run_goes_on(run, start)) ss_run_close(t, run);
     if (!run->count) *run = (struct ss_omp_run){body, start, end, 0, 0, 0, 0, kind};
     if (wall >= run->longest_ticks) {
         run->longest_ticks = wall;
@@ -303,9 +307,9 @@ static inline void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_sta
     SS_ADD(l->contended, t->omp.last_team);
     uint64_t at = ss_ticks();
     struct ss_omp_run *run = &t->omp.run;
-    /* Joins the run it follows closely (ss_run_add's common case: no time of its own to add). */
-    if (SS_LIKELY(run->count && run->count != UINT32_MAX && run->longest_ticks &&
-                  at <= run->end_ticks + ss_us_to_ticks(SS_OMP_RUN_GAP_US))) {
+    /* ss_run_add's common case, in place: the run goes on, and a region of no time of its own
+     * leaves its longest (and so its name) as they are. */
+    if (SS_LIKELY(ss_run_goes_on(run, at) && run->longest_ticks)) {
         run->end_ticks = at;
         run->count++;
         return;
