@@ -18,14 +18,14 @@ bench_median() {
 }
 
 # The cases of benches/overhead.sh (its header says what each measures), in its table's order.
-BENCH_CASES=(alloc mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp ompcrit
+BENCH_CASES=(alloc alloclong mutex compute churn prodcons sizes pell stress rwlock stream rustmutex syscalls omp ompcrit
     tbb forkcpu fork forkexec startup)
 
 # bench_build_case ROOT CASE OUT: builds the program of one of BENCH_CASES as OUT (`startup`: a
 # link to `true`); an unknown case returns 2.
 bench_build_case() {
     local root="$1" c="$2" out="$3"
-    local -A source=([alloc]=alloc_churn [mutex]=mutex_shared [compute]=compute [churn]=churn_threads
+    local -A source=([alloc]=alloc_churn [alloclong]=alloc_churn [mutex]=mutex_shared [compute]=compute [churn]=churn_threads
         [prodcons]=producer_consumer [sizes]=random_sizes [pell]=bignum_pell [stress]=stress_threads
         [rwlock]=rwlock_read [syscalls]=syscall_loop [forkcpu]=fork_rate [fork]=fork_rate [forkexec]=fork_rate)
     case "$c" in

@@ -182,7 +182,7 @@ counts="$(printf '%s\n' 1 2 4 8 "$threads" | sort -nu | paste -sd,)"
 step findings 300 findings
 step foreign 90 foreign
 step overhead 200 env OMP_NUM_THREADS=2 bash benches/overhead.sh --prebuilt "$bin" --rounds 7 --no-heaptrack --preload \
-    --cases alloc,pell,stream,mutex,compute,omp,ompcrit,rustmutex,tbb,syscalls,forkcpu,fork,startup
+    --cases alloc,alloclong,pell,stream,mutex,compute,omp,ompcrit,rustmutex,tbb,syscalls,forkcpu,fork,startup
 step faith-cond4 90 bash benches/faithfulness.sh --prebuilt "$bin" --no-perf --program cond4 --rounds 11 --modes again,steps,forwarded
 step faith-mutex 45 bash benches/faithfulness.sh --prebuilt "$bin" --no-perf --program mutex --rounds 15 --modes again,steps,forwarded
 step faith-ompcrit 45 bash benches/faithfulness.sh --prebuilt "$bin" --no-perf --program ompcrit --rounds 15 --modes again,steps,forwarded

@@ -1,5 +1,6 @@
-/* Overhead case (a): two threads, each doing 5 million malloc/free pairs of 8..128 bytes, in
- * batches of 64 (64 mallocs, then the 64 frees). Prints a checksum so the work cannot be elided.
+/* Overhead case (a): two threads, each doing 5 million malloc/free pairs of 8..128 bytes (or the
+ * number given as the argument: benches/overhead.sh's `alloclong`), in batches of 64 (64 mallocs,
+ * then the 64 frees). Prints a checksum so the work cannot be elided.
  * Built with -DHOOK_AB it has no main: benches/programs/hook_ab.c calls churn_pairs through
  * allocator functions it switches between (benches/hook_inprocess.sh). */
 #include <pthread.h>
@@ -42,12 +43,19 @@ uint64_t hook_ab_churn(uint32_t batches) {
     return churn_pairs(&seed, (int)batches * BATCH);
 }
 #else
+static int pairs = PER_THREAD;
+
 static void *worker(void *arg) {
     uint64_t seed = (uint64_t)(uintptr_t)arg;
-    return (void *)(uintptr_t)churn_pairs(&seed, PER_THREAD);
+    return (void *)(uintptr_t)churn_pairs(&seed, pairs);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1) {
+        long n = atol(argv[1]);
+        if (n < BATCH || n > 1000000000L) return 2;
+        pairs = (int)(n / BATCH * BATCH);
+    }
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
         if (pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1)) != 0) return 1;
