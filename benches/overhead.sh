@@ -219,9 +219,14 @@ for ((r = 1; r <= rounds; r++)); do
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-# stats: reads numbers, prints "median min max".
+# stats: reads numbers, prints "median min max lo hi": lo-hi is a 95% confidence interval of the
+# median, distribution-free (order statistics j and n+1-j, the largest j whose binomial(n, 1/2)
+# tail P(B < j) is at most 2.5%); with fewer than 9 rounds it is the min-max.
 stats() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END {
-    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    j = 1; p = 0.5 ^ NR; tail = p
+    for (i = 1; i < NR / 2; i++) { p = p * (NR - i + 1) / i; if (tail + p > 0.025) break; tail += p; j = i + 1 }
+    print m, v[1], v[NR], v[j], v[NR + 1 - j] }'; }
 # figure KIND "median min max": a time in s or a throughput in millions per second, with its range.
 figure() {
     awk -v k="$1" -v s="$2" 'BEGIN { split(s, a, " ");
@@ -229,10 +234,12 @@ figure() {
         else if (k == "cpueach") printf "%.0f µs (%.0f-%.0f)", a[1] / 1e3, a[2] / 1e3, a[3] / 1e3;
         else printf "%.3f s (%.3f-%.3f)", a[1] / 1e9, a[2] / 1e9, a[3] / 1e9 }'
 }
+# ratio_cell KIND "median min max lo hi": the median ratio, its range, and its 95% interval from
+# 9 rounds on (below that the interval is the range).
 ratio_cell() {
-    awk -v k="$1" -v s="$2" 'BEGIN { split(s, a, " ");
-        if (k == "throughput") printf "%.2f (%.2f-%.2f)", a[1], a[2], a[3];
-        else printf "%.2fx (%.2f-%.2f)", a[1], a[2], a[3] }'
+    awk -v k="$1" -v s="$2" -v n="$rounds" 'BEGIN { split(s, a, " "); x = k == "throughput" ? "" : "x";
+        ci = n >= 9 ? sprintf("; CI %.3f-%.3f", a[4], a[5]) : "";
+        printf "%.2f%s (%.2f-%.2f%s)", a[1], x, a[2], a[3], ci }'
 }
 
 header="| case | measure | unprofiled |"
@@ -246,7 +253,8 @@ done
 echo
 echo "$rounds interleaved rounds; medians with the (min-max) over rounds; ratios are per round, against"
 echo "the same round's unprofiled run (throughput: profiled/unprofiled, higher is better; wall or"
-echo "cpu: profiled/unprofiled, lower is better). Load average $load_after (1, 5, 15 min) at the end."
+echo "cpu: profiled/unprofiled, lower is better), with a 95% confidence interval of their median"
+echo "(CI, from 9 rounds on). Load average $load_after (1, 5, 15 min) at the end."
 echo
 echo "$header"
 echo "$rule"
