@@ -319,14 +319,19 @@ fn wait_window(stream: &mut UnixStream, duration: Option<Duration>) -> bool {
 pub fn refusal(pid: u32) -> Option<String> {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"));
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    if let Ok(exe) = &exe
-        && let Ok(file) = std::fs::File::open(exe)
-        && let Some(why) = not_injectable(&object::ReadCache::new(file))
+    // The image itself (/proc/PID/exe: also when its file was replaced or lies in another mount
+    // namespace), else its path. A 32-bit process has a libc.so.6 too: made to call dlopen with
+    // x86-64's registers, it would run with arguments it never passed.
+    let image = std::fs::File::open(format!("/proc/{pid}/exe"))
+        .or_else(|e| exe.as_ref().map_err(|_| e).and_then(std::fs::File::open));
+    if let Ok(file) = image
+        && let Some(why) =
+            crate::run::image_refusal(file, exe.as_ref().ok().and_then(|e| e.file_name()), || {
+                std::fs::read(format!("/proc/{pid}/exe")).ok()
+            })
     {
-        return Some(format!(
-            "{} ({why}); it cannot load the interposer",
-            exe.display()
-        ));
+        let name = exe.map_or_else(|_| format!("process {pid}"), |e| e.display().to_string());
+        return Some(format!("{name} ({why}); it cannot load the interposer"));
     }
     if maps.contains("libstallscope") {
         return Some("it was started under `stallscope run`, which records it from its start already (or it is starting up, or it changed its user and its attach listener left): attach opens windows in programs started with `stallscope run --paused`, or in programs started without stallscope".to_string());
@@ -338,19 +343,6 @@ pub fn refusal(pid: u32) -> Option<String> {
         );
     }
     None
-}
-
-/// A program the interposer cannot be loaded into: statically linked (no dynamic linker).
-/// Only the headers are read (a program's file can be hundreds of megabytes).
-fn not_injectable<'a, R: object::ReadRef<'a>>(data: R) -> Option<&'static str> {
-    use object::read::elf::{FileHeader, ProgramHeader};
-    let header = object::elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
-    let endian = header.endian().ok()?;
-    let headers = header.program_headers(endian, data).ok()?;
-    let dynamic = headers
-        .iter()
-        .any(|h| h.p_type(endian) == object::elf::PT_INTERP);
-    (!dynamic).then_some("it is statically linked")
 }
 
 /// Why ptrace (PTRACE_MODE_ATTACH) would be refused to this process, if it would: Yama's

@@ -709,6 +709,22 @@ fn check_preloadable(program: &Path, depth: u32) -> std::result::Result<Preload,
     })
 }
 
+/// Why the interposer cannot be loaded into a process running the ELF image in `file` (`name`:
+/// the image's file name, which tells glibc's loader; `whole`: its bytes, read only for the
+/// loader), if it cannot: what `run` checks of a program before starting it (a 64-bit x86-64
+/// image, dynamically linked, by glibc's loader, of a glibc recent enough), for `attach`.
+pub(crate) fn image_refusal(
+    file: std::fs::File,
+    name: Option<&std::ffi::OsStr>,
+    whole: impl FnOnce() -> Option<Vec<u8>>,
+) -> Option<String> {
+    let is_loader = name.is_some_and(|n| n.to_string_lossy() == GLIBC_LOADER);
+    match elf_check(&object::ReadCache::new(file), is_loader, whole) {
+        Ok(Preload::Takes) => None,
+        Ok(Preload::Foreign(why)) | Err(why) => Some(why),
+    }
+}
+
 /// `is_loader`: the file is named like glibc's loader (`ld-linux-x86-64.so.2 ./prog` runs the
 /// program through it, and it honours LD_PRELOAD as it does when the kernel starts it); only then
 /// is the whole file read (`whole`), for the glibc release it defines.

@@ -543,6 +543,32 @@ fn refusals_leave_the_target_running() {
         assert_eq!(out.stdout, plain.stdout);
     }
 
+    // A 32-bit program: it has a libc.so.6 and threads waiting in system calls (whose numbers
+    // are i386's), but made to call dlopen with x86-64's registers it would run with arguments it
+    // never passed.
+    if let Some(exe32) = try_compile(
+        "cc",
+        dir.path(),
+        &src,
+        "alloc_locks_32",
+        &["-m32", "-pthread"],
+        "gcc-multilib",
+    ) {
+        let plain32 = unprofiled(&exe32, ROUNDS);
+        let mut c = Command::new(&exe32);
+        c.arg(ROUNDS.to_string());
+        let mut target = Started::spawn(c);
+        target.ready();
+        let o = attach(&dir, target.id(), &dir.join("no.prof"), Some("0.2"));
+        assert_refused(
+            &o,
+            &["not a 64-bit ELF program", "cannot load the interposer"],
+        );
+        assert_ne!(state_of(target.id()), 'T');
+        assert!(!dir.join("no.prof").exists(), "no profile is left behind");
+        assert_eq!(target.finish().stdout, plain32.stdout);
+    }
+
     // No such process.
     let o = attach(&dir, u32::MAX / 2, &dir.join("no.prof"), None);
     assert_refused(&o, &["no process"]);
