@@ -336,6 +336,22 @@ pub fn refusal(pid: u32) -> Option<String> {
     if maps.contains("libstallscope") {
         return Some("it was started under `stallscope run`, which records it from its start already (or it is starting up, or it changed its user and its attach listener left): attach opens windows in programs started with `stallscope run --paused`, or in programs started without stallscope".to_string());
     }
+    // A seccomp filter may kill the process for any system call it did not expect, and loading
+    // the interposer makes many (tests/attach_programs/sandboxed.c died of SIGSYS at dlopen's
+    // first open): systemd's SystemCallFilter=, OpenSSH's privilege separation, browsers'
+    // sandboxes. Whether this one kills or only refuses cannot be read without CAP_SYS_ADMIN.
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    if let Some(mode) = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Seccomp:"))
+        .map(str::trim)
+        .filter(|m| *m != "0")
+    {
+        return Some(format!(
+            "it runs under a seccomp {} (Seccomp: {mode} in /proc/{pid}/status), which may kill it for a system call that loading the interposer makes",
+            if mode == "1" { "strict mode" } else { "filter" }
+        ));
+    }
     if !maps.is_empty() && !maps.contains("/libc.so.6") {
         return Some(
             "it does not use glibc (no libc.so.6 among its loaded objects), and the interposer needs glibc"

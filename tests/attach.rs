@@ -569,6 +569,29 @@ fn refusals_leave_the_target_running() {
         assert_eq!(target.finish().stdout, plain32.stdout);
     }
 
+    // A program in a seccomp sandbox that kills it for a system call it did not expect: loading
+    // the interposer would (SIGSYS at dlopen's first open).
+    let sandboxed = compile_file(&dir, &test_source("attach_programs", "sandboxed.c"), &[]);
+    let mut c = Command::new(&sandboxed);
+    c.arg("100");
+    let mut target = Started::spawn(c);
+    target.ready();
+    // Its filter is in place once it sleeps (the only calls it makes then).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(format!("/proc/{}/status", target.id()))
+        .unwrap_or_default()
+        .contains("Seccomp:\t2")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let o = attach(&dir, target.id(), &dir.join("no.prof"), Some("0.2"));
+    assert_refused(&o, &["seccomp filter", "cannot attach"]);
+    assert!(!dir.join("no.prof").exists(), "no profile is left behind");
+    let out = target.finish();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ready\ndone\n");
+
     // No such process.
     let o = attach(&dir, u32::MAX / 2, &dir.join("no.prof"), None);
     assert_refused(&o, &["no process"]);
