@@ -336,21 +336,10 @@ pub fn refusal(pid: u32) -> Option<String> {
     if maps.contains("libstallscope") {
         return Some("it was started under `stallscope run`, which records it from its start already (or it is starting up, or it changed its user and its attach listener left): attach opens windows in programs started with `stallscope run --paused`, or in programs started without stallscope".to_string());
     }
-    // A seccomp filter may kill the process for any system call it did not expect, and loading
-    // the interposer makes many (tests/attach_programs/sandboxed.c died of SIGSYS at dlopen's
-    // first open): systemd's SystemCallFilter=, OpenSSH's privilege separation, browsers'
-    // sandboxes. Whether this one kills or only refuses cannot be read without CAP_SYS_ADMIN.
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    if let Some(mode) = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Seccomp:"))
-        .map(str::trim)
-        .filter(|m| *m != "0")
-    {
-        return Some(format!(
-            "it runs under a seccomp {} (Seccomp: {mode} in /proc/{pid}/status), which may kill it for a system call that loading the interposer makes",
-            if mode == "1" { "strict mode" } else { "filter" }
-        ));
+    let own = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if let Some(why) = seccomp_refusal(pid, &status, &own) {
+        return Some(why);
     }
     if !maps.is_empty() && !maps.contains("/libc.so.6") {
         return Some(
@@ -359,6 +348,46 @@ pub fn refusal(pid: u32) -> Option<String> {
         );
     }
     None
+}
+
+/// A /proc/PID/status text's seccomp state: the mode (0 none, 1 strict, 2 filters) and, since
+/// Linux 5.9, how many filters the process has.
+fn seccomp_of(status: &str) -> (u32, Option<u32>) {
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    (field("Seccomp:").unwrap_or(0), field("Seccomp_filters:"))
+}
+
+/// Why a process under seccomp must not have the interposer loaded, if it must not (`target`,
+/// `own`: its /proc/PID/status text and stallscope's). A filter may kill the process for any
+/// system call it did not expect, and loading the interposer makes many: systemd's
+/// `SystemCallFilter=`, OpenSSH's privilege separation and browsers' sandboxes kill
+/// (tests/attach_programs/sandboxed.c died of SIGSYS at dlopen's first open). Whether a filter
+/// kills or only refuses cannot be read without CAP_SYS_ADMIN. Filters that are no more than
+/// those stallscope itself runs under (a container's, inherited by every process in it: Docker's
+/// refuses, never kills) have let stallscope make the same calls already.
+fn seccomp_refusal(pid: u32, target: &str, own: &str) -> Option<String> {
+    let (mode, filters) = seccomp_of(target);
+    let (own_mode, own_filters) = seccomp_of(own);
+    let only_ours = mode == 2
+        && own_mode == 2
+        && matches!((filters, own_filters), (Some(t), Some(o)) if t <= o);
+    if mode == 0 || only_ours {
+        return None;
+    }
+    Some(format!(
+        "it runs under a seccomp {} (Seccomp: {mode} in /proc/{pid}/status{}), which may kill it for a system call that loading the interposer makes",
+        if mode == 1 { "strict mode" } else { "filter" },
+        match (filters, own_filters) {
+            (Some(t), Some(o)) if own_mode == 2 =>
+                format!("; {t} filters against the {o} stallscope runs under"),
+            _ => String::new(),
+        }
+    ))
 }
 
 /// Why ptrace (PTRACE_MODE_ATTACH) would be refused to this process, if it would: Yama's
@@ -427,6 +456,41 @@ fn has_cap_sys_ptrace() -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_process_under_seccomp_is_refused_unless_its_filters_are_stallscopes_own() {
+        let status = |mode: u32, filters: Option<u32>| {
+            let mut s = format!("Name:\tx\nNoNewPrivs:\t1\nSeccomp:\t{mode}\n");
+            if let Some(f) = filters {
+                s.push_str(&format!("Seccomp_filters:\t{f}\n"));
+            }
+            s
+        };
+        let free = status(0, Some(0));
+        assert_eq!(super::seccomp_refusal(7, &free, &free), None);
+        // A sandbox stallscope is not in: refused, strict mode too.
+        let why = super::seccomp_refusal(7, &status(2, Some(1)), &free).unwrap();
+        assert!(
+            why.contains("seccomp filter (Seccomp: 2 in /proc/7/status)"),
+            "{why}"
+        );
+        let why = super::seccomp_refusal(7, &status(1, Some(0)), &free).unwrap();
+        assert!(why.contains("seccomp strict mode"), "{why}");
+        // Both in one container's filter: the process may be attached; a filter of its own more
+        // is refused, and so is a count the kernel does not give (before Linux 5.9).
+        assert_eq!(
+            super::seccomp_refusal(7, &status(2, Some(1)), &status(2, Some(1))),
+            None
+        );
+        let why = super::seccomp_refusal(7, &status(2, Some(2)), &status(2, Some(1))).unwrap();
+        assert!(
+            why.contains("2 filters against the 1 stallscope runs under"),
+            "{why}"
+        );
+        assert!(super::seccomp_refusal(7, &status(2, None), &status(2, None)).is_some());
+        // No status (the process is gone): nothing to refuse here.
+        assert_eq!(super::seccomp_refusal(7, "", &free), None);
+    }
     use super::ptrace_denial;
 
     #[test]
