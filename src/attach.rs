@@ -383,7 +383,7 @@ fn seccomp_refusal(pid: u32, target: &str, own: &str) -> Option<String> {
         "it runs under a seccomp {} (Seccomp: {mode} in /proc/{pid}/status{}), which may kill it for a system call that loading the interposer makes",
         if mode == 1 { "strict mode" } else { "filter" },
         match (filters, own_filters) {
-            (Some(t), Some(o)) if own_mode == 2 =>
+            (Some(t), Some(o)) if mode == 2 && own_mode == 2 =>
                 format!("; {t} filters against the {o} stallscope runs under"),
             _ => String::new(),
         }
@@ -456,6 +456,7 @@ fn has_cap_sys_ptrace() -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::ptrace_denial;
 
     #[test]
     fn a_process_under_seccomp_is_refused_unless_its_filters_are_stallscopes_own() {
@@ -491,7 +492,6 @@ mod tests {
         // No status (the process is gone): nothing to refuse here.
         assert_eq!(super::seccomp_refusal(7, "", &free), None);
     }
-    use super::ptrace_denial;
 
     #[test]
     fn yama_scopes_and_capability() {
