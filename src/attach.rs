@@ -350,16 +350,19 @@ pub fn refusal(pid: u32) -> Option<String> {
     None
 }
 
+/// The first word of field `name` ("Uid", "TracerPid", ...) in a /proc/PID/status text.
+pub(crate) fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
+}
+
 /// A /proc/PID/status text's seccomp state: the mode (0 none, 1 strict, 2 filters) and, since
 /// Linux 5.9, how many filters the process has.
 fn seccomp_of(status: &str) -> (u32, Option<u32>) {
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().parse::<u32>().ok())
-    };
-    (field("Seccomp:").unwrap_or(0), field("Seccomp_filters:"))
+    let field = |name| status_field(status, name).and_then(|v| v.parse::<u32>().ok());
+    (field("Seccomp").unwrap_or(0), field("Seccomp_filters"))
 }
 
 /// Why a process under seccomp must not have the interposer loaded, if it must not (`target`,
@@ -400,13 +403,7 @@ pub fn ptrace_denied(pid: u32) -> Option<String> {
     let (uid, euid) = unsafe { (libc::getuid(), libc::geteuid()) };
     let owner = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("Uid:")).and_then(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .and_then(|u| u.parse::<u32>().ok())
-            })
-        });
+        .and_then(|s| status_field(&s, "Uid")?.parse::<u32>().ok());
     let other_user = owner.filter(|&o| o != uid && o != euid);
     ptrace_denial(scope, has_cap_sys_ptrace(), other_user)
 }
@@ -446,17 +443,27 @@ fn has_cap_sys_ptrace() -> bool {
     const CAP_SYS_PTRACE: u32 = 19;
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("CapEff:"))
-                .and_then(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok())
-        })
+        .and_then(|s| u64::from_str_radix(status_field(&s, "CapEff")?, 16).ok())
         .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::ptrace_denial;
+
+    #[test]
+    fn a_status_field_is_its_first_word() {
+        let status = "Name:\tx\nTracerPid:\t0\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000080000\nSeccomp:\t2\nSeccomp_filters:\t3\n";
+        assert_eq!(super::status_field(status, "Uid"), Some("1000"));
+        assert_eq!(super::status_field(status, "TracerPid"), Some("0"));
+        assert_eq!(
+            super::status_field(status, "CapEff"),
+            Some("0000000000080000")
+        );
+        assert_eq!(super::status_field(status, "Seccomp"), Some("2"));
+        assert_eq!(super::status_field(status, "Seccomp_filters"), Some("3"));
+        assert_eq!(super::status_field(status, "NoNewPrivs"), None);
+    }
 
     #[test]
     fn a_process_under_seccomp_is_refused_unless_its_filters_are_stallscopes_own() {

@@ -196,11 +196,7 @@ pub fn inject(pid: u32) -> Result<(), String> {
     }
     let tracer = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("TracerPid:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u32>().ok())
-        })
+        .and_then(|s| super::status_field(&s, "TracerPid")?.parse::<u32>().ok())
         .unwrap_or(0);
     if tracer != 0 {
         return Err(format!(
