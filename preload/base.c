@@ -18,6 +18,7 @@
 struct ss_real ss_real;
 struct ss_config ss_config;
 int ss_active;
+int ss_sandboxed;
 int ss_guard_calls = 1;
 int ss_use_tsc;
 uint64_t ss_ns_per_tick_q32 = 1ull << 32;
@@ -310,6 +311,7 @@ void ss_resolve(void) {
     SS_RESOLVE(setgroups, "setgroups");
     SS_RESOLVE(initgroups, "initgroups");
     SS_RESOLVE(dlclose, "dlclose");
+    SS_RESOLVE(prctl, "prctl");
     SS_RESOLVE(libc_start_main, "__libc_start_main");
 #undef SS_RESOLVE
     /* Publish field by field: another thread may read a pointer as soon as it is non-NULL. */

@@ -407,7 +407,10 @@ size_t ss_env_room(char *const envp[], const char *target, int fd, int search, i
     char *entry = ss_preload_entry(envp, &at);
     if (!entry) return 0;
     int saved_errno = errno;
-    int takes = !ss_env_lists_only(envp) && ss_target_takes_preload(target, fd, search);
+    /* In a seccomp sandbox the new image would start the interposer under the filter: it goes
+     * without (and its file is not read, which the filter may forbid). */
+    int takes = !__atomic_load_n(&ss_sandboxed, __ATOMIC_ACQUIRE) && !ss_env_lists_only(envp) &&
+                ss_target_takes_preload(target, fd, search);
     errno = saved_errno;
     size_t n = 0;
     while (envp[n]) n++;

@@ -114,14 +114,24 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
 SS_EXPORT long ss_syscall_hook(long nr, long a1, long a2, long a3, long a4, long a5, long a6) __asm__("syscall");
 static SS_NOINLINE long ss_syscall_unresolved(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
     ss_syscall_fn real = ss_syscall_resolve();
+    if (nr == SYS_seccomp && ss_seccomp_installs(a1, a2, (const void *)a3)) ss_before_sandbox();
     if (nr != SYS_futex) return real(nr, a1, a2, a3, a4, a5, a6);
     return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
+}
+
+/* seccomp(2) has no glibc wrapper: programs reach it through syscall() (sandbox.c). */
+static SS_NOINLINE long ss_seccomp_call(ss_syscall_fn real, long a1, long a2, long a3) {
+    if (ss_seccomp_installs(a1, a2, (const void *)a3)) ss_before_sandbox();
+    return real(SYS_seccomp, a1, a2, a3, 0, 0, 0);
 }
 
 SS_EXPORT long ss_syscall_hook(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
     ss_syscall_fn real = __atomic_load_n(&ss_real_syscall, __ATOMIC_ACQUIRE);
     if (SS_UNLIKELY(real == NULL)) return ss_syscall_unresolved(nr, a1, a2, a3, a4, a5, a6);
-    if (SS_LIKELY(nr != SYS_futex)) return real(nr, a1, a2, a3, a4, a5, a6);
+    if (SS_LIKELY(nr != SYS_futex)) {
+        if (SS_UNLIKELY(nr == SYS_seccomp)) return ss_seccomp_call(real, a1, a2, a3);
+        return real(nr, a1, a2, a3, a4, a5, a6);
+    }
     return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
 }
 #else
@@ -133,7 +143,10 @@ SS_EXPORT long syscall(long nr, ...) {
     long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
     va_end(ap);
     ss_syscall_fn real = ss_syscall_resolve();
-    if (SS_LIKELY(nr != SYS_futex)) return real(nr, a1, a2, a3, a4, a5, a6);
+    if (SS_LIKELY(nr != SYS_futex)) {
+        if (SS_UNLIKELY(nr == SYS_seccomp) && ss_seccomp_installs(a1, a2, (const void *)a3)) ss_before_sandbox();
+        return real(nr, a1, a2, a3, a4, a5, a6);
+    }
     return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
 }
 #endif

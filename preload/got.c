@@ -27,7 +27,7 @@
 
 /* The hot hooks first; then, from SS_GOT_FIRST_KEEP, the hooks a process attach loaded us into
  * keeps once they are in place (the sampling signal's disposition, threads, credentials, the end
- * of the process, unloading), never pointed back at the C library. */
+ * of the process, unloading, a seccomp filter), never pointed back at the C library. */
 static const struct {
     const char *name, *version; /* the version the hook forwards to (NULL: the default) */
 } ss_got_names[] = {
@@ -86,6 +86,8 @@ static const struct {
     {"setresgid", NULL},
     {"setgroups", NULL},
     {"initgroups", NULL},
+    {"prctl", NULL}, /* a seccomp filter's installation (sandbox.c) */
+    {"syscall", NULL},
 };
 _Static_assert(SS_GOT_FIRST_KEEP == 37u, "the hot hooks come first");
 #define SS_GOT_NAMES (sizeof ss_got_names / sizeof ss_got_names[0])

@@ -327,13 +327,53 @@ SS_EXPORT void _Exit(int status) {
 static void ss_before_exec(int profiled) {
     ss_ensure_resolved();
     if (ss_active && ss_pid == getpid() && !ss_busy) {
+        struct ss_thread *self = ss_self_known(); /* before the guard, which hides it */
         SS_GUARD_BEGIN(saved);
-        ss_locks_flush_pending(ss_self_known());
-        ss_omp_run_close(ss_self_known());
+        ss_locks_flush_pending(self);
+        ss_omp_run_close(self);
         ss_final_flush(SS_END_EXEC, 0);
         if (profiled) ss_writer_before_exec();
         SS_GUARD_END(saved);
     }
+}
+
+/* ---- seccomp sandboxes ---- */
+
+/* The process is about to install a seccomp filter (or enter strict mode), after which any system
+ * call the filter does not expect may kill it (SIGSYS). What a filter allows cannot be known
+ * before it runs, and the interposer makes calls of its own on the program's threads (the CPU
+ * samples' thread clock, getpid at exit, a flush's futex, /proc reads) and in its flusher. So
+ * recording ends here, as at exec: the pending records, every CPU timer deleted, a final flush
+ * (END how SANDBOX), the flusher gone for good, every record stale (the hooks forward from now
+ * on), the hot calls pointed straight at the C library. The process goes on unrecorded; an exec
+ * after this starts its image without the interposer (ss_env_room). A thread making a call of
+ * ours at this very moment on another CPU is not waited for. */
+void ss_before_sandbox(void) {
+    ss_ensure_resolved();
+    if (ss_busy || __atomic_load_n(&ss_sandboxed, __ATOMIC_ACQUIRE)) return;
+    int active = __atomic_load_n(&ss_active, __ATOMIC_ACQUIRE), paused = ss_paused;
+    /* Never in a vfork child, which shares our memory with its parent. */
+    if (active ? !ss_own_process() : getpid() != ss_pid) return;
+    struct ss_thread *self = ss_self_known(); /* before the guard, which hides it */
+    SS_GUARD_BEGIN(saved);
+    __atomic_store_n(&ss_sandboxed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_child_flusher_due, 0, __ATOMIC_RELAXED);
+    ss_sampler_stop_timers(); /* a signal still pending is dropped by the handler (sampler.c) */
+    if (active) {
+        ss_locks_flush_pending(self);
+        ss_omp_run_close(self);
+        ss_final_flush(SS_END_SANDBOX, 0); /* (a window's too: its flusher closes it as it leaves) */
+    }
+    ss_flusher_end();
+    __atomic_add_fetch(&ss_window, 1, __ATOMIC_ACQ_REL); /* every record is stale from now on */
+    __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_paused, 0, __ATOMIC_RELEASE);
+    ss_sampler_stop_timers(); /* one a thread starting meanwhile made */
+    if (active || paused) ss_got_point(SS_GOT_LIBC);
+    ss_stacks_on = 0; /* dlclose's look at the loaded objects (stacks.c) */
+    SS_GUARD_END(saved);
+    ss_self = SS_NO_THREAD;
+    ss_me = NULL;
 }
 
 /* exec returned: the process goes on, and so does its profile. */

@@ -222,6 +222,11 @@ static int ss_is_thread_record(const void *p) {
 }
 
 static void ss_on_cpu_sample(int sig, siginfo_t *si, void *ucv) {
+    /* In a seccomp sandbox (lifecycle.c, ss_before_sandbox) every timer of ours is deleted, and a
+     * signal one left pending must make no system call (not even the thread clock's). */
+    if (SS_UNLIKELY(__atomic_load_n(&ss_sandboxed, __ATOMIC_RELAXED)) && si->si_code == SI_TIMER &&
+        ss_is_thread_record(si->si_value.sival_ptr))
+        return;
     int saved_errno = errno;
     struct ss_thread *t = ss_me;
     /* A thread the flusher gave a node when the window opened, before the thread adopted it:

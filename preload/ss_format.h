@@ -94,7 +94,8 @@ enum ss_lock_kind {
 /* How a process image ended (SS_REC_END): X(id, value, name). */
 #define SS_END_HOWS(X)                                                                                       \
     X(EXIT, 1, "exit") X(UNDERSCORE_EXIT, 2, "_exit") X(EXEC, 3, "exec") X(DESTRUCTOR, 4, "destructor")     \
-    X(DETACH, 5, "detach") /* `stallscope attach` ended its window: the process goes on unrecorded */
+    X(DETACH, 5, "detach") /* `stallscope attach` ended its window: the process goes on unrecorded */   \
+    X(SANDBOX, 6, "sandbox") /* it installed a seccomp filter: the process goes on unrecorded */
 
 enum ss_end_how {
 #define SS_X(id, value, name) SS_END_##id = value,

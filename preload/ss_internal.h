@@ -451,6 +451,7 @@ struct ss_real {
     int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
                         char *const[], char *const[]);
     int (*dlclose)(void *);
+    int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
     int (*libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),
                            void (*)(void), void *);
 };
@@ -542,6 +543,13 @@ static inline uint32_t ss_fn_period(const struct ss_thread *t, enum ss_fn fn) {
     return ss_config.period * ss_fn_weight(t, fn);
 }
 extern int ss_active;         /* recording: hooks take the fast path */
+/* The process installed a seccomp filter (or tried to): recording ended for good, and the
+ * interposer makes no system call of its own from then on (sandbox.c, lifecycle.c). */
+extern int ss_sandboxed;
+void ss_before_sandbox(void);
+/* Whether a seccomp(2) call with these arguments would install a filter or strict mode (not a
+ * probe of the kernel's support, which fails by design, nor a query). */
+int ss_seccomp_installs(long op, long flags, const void *args);
 extern int ss_use_tsc;        /* ticks come from rdtsc rather than clock_gettime */
 extern uint64_t ss_ns_per_tick_q32; /* ns = ticks * this >> 32 */
 extern uint64_t ss_ticks_per_sec;
@@ -962,6 +970,7 @@ int ss_single_kept(void);
 int ss_on_flusher(void); /* the calling thread is the flusher (writer.c) */
 void ss_sampler_flusher_start(int own_table); /* a new flusher thread (sampler.c) */
 int ss_flusher_pause(void);  /* before a credential change (creds.c): 1 if the flusher left */
+int ss_flusher_end(void);    /* before a seccomp filter (lifecycle.c): 1 if the flusher is gone */
 void ss_flusher_resume(void); /* after it: a new flusher with the caller's credentials */
 uint32_t ss_crc32(uint32_t crc, const void *data, size_t len);
 int ss_out_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);

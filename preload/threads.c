@@ -164,7 +164,8 @@ void ss_thread_end(struct ss_thread *t) {
 
 static void ss_thread_destructor(void *arg) {
     struct ss_thread *t = arg;
-    if (!t || ss_pid != getpid() || t->magic != SS_NODE_MAGIC) return;
+    if (!t || __atomic_load_n(&ss_sandboxed, __ATOMIC_RELAXED) || ss_pid != getpid() || t->magic != SS_NODE_MAGIC)
+        return;
     ss_thread_end(t);
 }
 

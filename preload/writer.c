@@ -940,6 +940,35 @@ static void ss_start_flusher_waiting(int wait) {
 
 void ss_start_flusher(void) { ss_start_flusher_waiting(!ss_process_is_fork_child()); }
 
+/* Asks the flusher to leave and waits, bounded (a flush under way ends first), until its task is
+ * gone: glibc's broadcast of a credential change cannot reach it on its way out, and a seccomp
+ * filter installed next cannot meet any call of its. Returns 1 when it is gone. */
+static int ss_flusher_leave(void) {
+    __atomic_store_n(&ss_flusher_left, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_flusher_stop, 1, __ATOMIC_RELEASE);
+    ss_wake_flusher();
+    int gone = 0;
+    for (int waited_ms = 0; waited_ms < 5000 && !gone; waited_ms++) {
+        if (__atomic_load_n(&ss_flusher_left, __ATOMIC_ACQUIRE))
+            gone = syscall(SYS_tgkill, getpid(), ss_flusher_tid, 0) != 0 && errno == ESRCH;
+        if (!gone) {
+            struct timespec ts = {0, 1000000L};
+            if (__atomic_load_n(&ss_flusher_left, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL);
+            else ss_futex(&ss_flusher_left, FUTEX_WAIT, 0, &ts);
+        }
+    }
+    if (gone) ss_flusher_tid = 0;
+    return gone;
+}
+
+/* Before a seccomp filter (lifecycle.c, after the final flush): the flusher leaves for good, and
+ * none starts after it. Returns 1 when it is gone (or there was none). */
+int ss_flusher_end(void) {
+    ss_flusher_started = 1; /* no flusher after it: a fork child's or a credential change's */
+    if (!ss_flusher_running() || ss_is_flusher || ss_flusher_tid <= 0) return !ss_flusher_running();
+    return ss_flusher_leave();
+}
+
 /* Before a credential change (creds.c): the flusher leaves (glibc then has no thread of ours to
  * make the change in), and the caller, still with the old credentials, opens a descriptor of the
  * profile for the next flusher, at 500 or above in the program's table until that one has it.
@@ -955,26 +984,11 @@ int ss_flusher_pause(void) {
             fd = high;
         }
     }
-    __atomic_store_n(&ss_flusher_left, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&ss_flusher_stop, 1, __ATOMIC_RELEASE);
-    ss_wake_flusher();
-    /* Bounded (a flush under way ends first); then until its task is gone, so that glibc's
-     * broadcast cannot reach it on its way out. */
-    int gone = 0;
-    for (int waited_ms = 0; waited_ms < 5000 && !gone; waited_ms++) {
-        if (__atomic_load_n(&ss_flusher_left, __ATOMIC_ACQUIRE))
-            gone = syscall(SYS_tgkill, getpid(), ss_flusher_tid, 0) != 0 && errno == ESRCH;
-        if (!gone) {
-            struct timespec ts = {0, 1000000L};
-            if (__atomic_load_n(&ss_flusher_left, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL);
-            else ss_futex(&ss_flusher_left, FUTEX_WAIT, 0, &ts);
-        }
-    }
+    int gone = ss_flusher_leave();
     if (!gone) { /* stuck in a write: it leaves when it can, and no flusher follows it */
         if (fd >= 0) close(fd);
         return 0;
     }
-    ss_flusher_tid = 0;
     ss_handover_fd = fd;
     return 1;
 }

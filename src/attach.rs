@@ -173,6 +173,9 @@ pub fn main(args: AttachArgs) -> Result<i32> {
                 if let Some(w) = a.attach {
                     eprintln!("stallscope: {}", crate::report::text::attach_text(&w));
                 }
+                if let Some(b) = a.sandbox {
+                    eprintln!("stallscope: {}", b.describe());
+                }
                 eprintln!("stallscope: see `stallscope report {}`", path.display());
             }
             Err(e) => eprintln!("stallscope: the profile cannot be read: {e}"),

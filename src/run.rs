@@ -890,6 +890,9 @@ fn summary_lines(err: &mut impl Write, a: &crate::model::Model, path: &Path) {
         fmt_ns(s.wall_ns),
         fmt_count(s.thread_count())
     );
+    if let Some(b) = s.sandbox {
+        let _ = writeln!(err, "sandboxed:    {}", b.describe());
+    }
     // The allocator's share as the report's header gives it: of the threads' CPU time where CPU
     // samples measured it (`alloc_on_cpu`; its calls' timed length includes waits inside them,
     // and for calls of a few nanoseconds mostly the clock that times them: bignum_pell read

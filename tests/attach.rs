@@ -732,3 +732,83 @@ impl Started {
         }
     }
 }
+
+/// A process that installs a seccomp filter while a window is open goes on as it would alone,
+/// and the window ends there with END `sandbox`: the interposer's CPU timers, its flusher and its
+/// calls at exit would each have been killed by the filter (the target died of SIGSYS before).
+/// The program (tests/hostile_programs/seccomp_sandbox.c) installs the filter once the test has
+/// seen the window open, and lets seccomp(2) filter every thread (TSYNC).
+#[test]
+fn a_window_ends_where_the_process_enters_a_seccomp_sandbox() {
+    let dir = TempDir::new("attach-seccomp");
+    let exe = compile_file(
+        &dir,
+        &test_source("hostile_programs", "seccomp_sandbox.c"),
+        &[],
+    );
+    let trigger = dir.join("go");
+    let mut c = Command::new(&exe);
+    c.args(["seccomp", "2", trigger.to_str().unwrap()]);
+    let mut target = Started::spawn(c);
+    target.ready();
+    let out = dir.join("window.prof");
+    let mut a = Command::new(stallscope());
+    a.arg("attach")
+        .arg("-o")
+        .arg(&out)
+        .arg(target.id().to_string())
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut attach = a.spawn().expect("starting attach");
+    let (lines, from_attach) = std::sync::mpsc::channel();
+    let stderr = BufReader::new(attach.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut said = Vec::new();
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    // The window is open (its timers armed) once attach says it records; then the filter.
+    while !said.iter().any(|l: &String| l.contains("recording")) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match from_attach.recv_timeout(left) {
+            Ok(line) => said.push(line),
+            Err(_) => panic!("attach did not start recording: {said:#?}"),
+        }
+    }
+    std::fs::write(&trigger, b"").unwrap();
+    let status = loop {
+        if let Some(s) = attach.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = attach.kill();
+            panic!("attach did not end with the window: {said:#?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    said.extend(from_attach.iter());
+    let ended = target.finish();
+    assert_eq!(
+        String::from_utf8_lossy(&ended.stdout),
+        "ready\nsandboxed seccomp threads 2 child 7\n",
+        "{}",
+        describe(&ended)
+    );
+    assert_eq!(exit_code(&ended), 0, "{}", describe(&ended));
+    assert!(status.success(), "{said:#?}");
+    assert!(
+        said.iter()
+            .any(|l| l.contains("installed a seccomp filter")),
+        "{said:#?}"
+    );
+    let r = report_json(&out);
+    assert_eq!(r["attach"]["window"], 1, "{r:#}");
+    assert_eq!(r["attach"]["detached"], false);
+    assert_eq!(r["complete"], true);
+    assert!(r["sandbox"]["recorded_ns"].as_u64().unwrap() > 0, "{r:#}");
+    assert!(mallocs(&r) > 0, "the window saw the workers' allocations");
+}

@@ -155,3 +155,53 @@ fn signals_sent_to_the_process_reach_the_main_thread() {
         "{elsewhere} of 300 process-directed signals were handled by another thread than main"
     );
 }
+
+/// A program that locks itself into a seccomp sandbox halfway through (a filter that kills it
+/// for any system call it does not make itself: the thread clock of a CPU sample, getpid, a
+/// timer) ends as it does alone, whether it installs the filter by seccomp(2) for every thread or
+/// by prctl for its own. Its profile ends at the filter (END `sandbox`) and says so; what it does
+/// after (a thread, a fork child) is not recorded. Before, it died of SIGSYS under `run`.
+#[test]
+fn a_program_that_enters_a_seccomp_sandbox_ends_as_alone() {
+    let dir = TempDir::new("inv-seccomp");
+    let exe = hostile(dir.path(), "seccomp_sandbox");
+    for way in ["seccomp", "prctl"] {
+        let sub = dir.join(way);
+        std::fs::create_dir(&sub).unwrap();
+        let (out, path) = same_as_plain(&sub, "p.prof", &[], &[exe.to_str().unwrap(), way, "2"]);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("ready\nsandboxed {way} threads 2 child 7\n")
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("installed a seccomp filter"),
+            "{}",
+            describe(&out)
+        );
+        assert_eq!(
+            all_profiles(&sub),
+            vec![path.clone()],
+            "no profile after the filter"
+        );
+        let r = report_json(&path);
+        assert_eq!(r["exit_code"], 0, "{r:#}");
+        assert_eq!(r["complete"], true);
+        let recorded = r["sandbox"]["recorded_ns"]
+            .as_u64()
+            .expect("a sandbox entry");
+        let whole = r["sandbox"]["process_ns"].as_u64().unwrap();
+        // 0.1 s of work before the filter, 0.25 s after it.
+        assert!(recorded >= 100_000_000, "{r:#}");
+        assert!(whole >= recorded + 250_000_000, "{r:#}");
+        assert_eq!(
+            r["wall_ns"], recorded,
+            "the figures cover the recorded part"
+        );
+        let threads = r["threads"].as_array().unwrap();
+        assert_eq!(
+            threads.len(),
+            3,
+            "main and the two workers, not the thread made after"
+        );
+    }
+}

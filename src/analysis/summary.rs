@@ -259,6 +259,31 @@ pub struct AttachSummary {
     pub detached: bool,
 }
 
+/// A process that entered a seccomp sandbox, where the interposer ended its recording (END how
+/// `sandbox`): the profile holds its life up to there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SandboxSummary {
+    /// From the process's start to the filter's installation (the profile's wall time).
+    pub recorded_ns: u64,
+    /// The process's whole life, where `stallscope run` saw it end (else None).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_ns: Option<u64>,
+}
+
+impl SandboxSummary {
+    /// What the profile covers, in the words every view uses.
+    pub fn describe(&self) -> String {
+        let of = match self.process_ns {
+            Some(ns) => format!(" of the process's {}", crate::util::fmt_ns(ns)),
+            None => String::new(),
+        };
+        format!(
+            "the profile ends after {}{of}, where the process installed a seccomp filter: such a filter may kill it for any system call it does not expect, so stallscope stops recording there; the process went on unrecorded, and so do the programs it runs next",
+            crate::util::fmt_ns(self.recorded_ns)
+        )
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
     pub command: Vec<String>,
@@ -273,6 +298,8 @@ pub struct Summary {
     pub ended_by_exec: bool,
     /// The profile holds a window of a running process (None: the whole process).
     pub attach: Option<AttachSummary>,
+    /// The process installed a seccomp filter, and the profile ends there (None: it does not).
+    pub sandbox: Option<SandboxSummary>,
     pub core_dumped: bool,
     pub forked: bool,
     pub rwlock_steps: bool,
@@ -732,6 +759,7 @@ pub fn summarize(p: &Profile) -> Summary {
             *acc = acc.saturating_add(*v);
         }
     }
+    let sandboxed = p.end.is_some_and(|e| e.how == EndHow::Sandbox);
     Summary {
         command: p.process.command.clone(),
         exe: p.process.exe.clone(),
@@ -749,6 +777,10 @@ pub fn summarize(p: &Profile) -> Summary {
             process_ns: p.end_mono_ns().saturating_sub(a.process_start_mono_ns),
             detached: p.end.is_some_and(|e| e.how == EndHow::Detach),
         }),
+        sandbox: sandboxed.then(|| SandboxSummary {
+            recorded_ns: p.wall_ns(),
+            process_ns: p.supervisor.map(|s| s.wall_ns.max(p.wall_ns())),
+        }),
         core_dumped: p.supervisor.is_some_and(|s| s.core_dumped),
         forked: p.process.forked,
         rwlock_steps: p.process.rwlock_steps,
@@ -758,9 +790,11 @@ pub fn summarize(p: &Profile) -> Summary {
         arenas_unread: p.process.arenas_unread,
         start_time_unix_ns: p.process.start_realtime_ns,
         flushes: p.flushes,
-        wall_ns: p
-            .supervisor
-            .map_or(p.wall_ns(), |s| s.wall_ns.max(p.wall_ns())),
+        // What the profile covers: a sandboxed process's life after its filter is not in it.
+        wall_ns: match p.supervisor {
+            Some(s) if !sandboxed => s.wall_ns.max(p.wall_ns()),
+            _ => p.wall_ns(),
+        },
         ncpus: p.process.ncpus,
         libc_version: p.process.libc_version.clone(),
         allocator: p.process.allocator.clone(),

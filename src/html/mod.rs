@@ -313,6 +313,13 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
         escape(&s.libc_version)
     );
 
+    if let Some(b) = s.sandbox {
+        let _ = writeln!(
+            o,
+            "<p><strong>Sandboxed:</strong> {}.</p>",
+            escape(&b.describe())
+        );
+    }
     if let Some(r) = run {
         o.push_str(&run::section(r));
     }

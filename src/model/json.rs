@@ -39,6 +39,10 @@ pub struct Report<'a> {
     /// profile of a whole process.
     #[serde(skip_serializing_if = "Option::is_none")]
     attach: Option<crate::analysis::summary::AttachSummary>,
+    /// The process installed a seccomp filter, where recording ended (the profile's wall time is
+    /// up to there); absent when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<crate::analysis::summary::SandboxSummary>,
     core_dumped: bool,
     forked: bool,
     start_time_unix_ns: u64,
@@ -228,6 +232,7 @@ pub fn report(a: &Model) -> Report<'_> {
         complete: s.complete,
         ended_by_exec: s.ended_by_exec,
         attach: s.attach,
+        sandbox: s.sandbox,
         core_dumped: s.core_dumped,
         forked: s.forked,
         start_time_unix_ns: s.start_time_unix_ns,

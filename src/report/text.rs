@@ -170,6 +170,13 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
     if let Some(a) = s.attach {
         let _ = writeln!(o, "  attached    {}", attach_text(&a));
     }
+    if let Some(b) = s.sandbox {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.warn(&format!("sandboxed   {}", b.describe()))
+        );
+    }
     if let Some(cut) = s.cut_at {
         let _ = writeln!(
             o,
