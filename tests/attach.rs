@@ -752,33 +752,49 @@ fn a_window_ends_where_the_process_enters_a_seccomp_sandbox() {
     let mut target = Started::spawn(c);
     target.ready();
     let out = dir.join("window.prof");
-    let mut a = Command::new(stallscope());
-    a.arg("attach")
-        .arg("-o")
-        .arg(&out)
-        .arg(target.id().to_string())
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut attach = a.spawn().expect("starting attach");
-    let (lines, from_attach) = std::sync::mpsc::channel();
-    let stderr = BufReader::new(attach.stderr.take().unwrap());
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
-    let mut said = Vec::new();
     let deadline = Instant::now() + RUN_TIMEOUT;
-    // The window is open (its timers armed) once attach says it records; then the filter.
-    while !said.iter().any(|l: &String| l.contains("recording")) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match from_attach.recv_timeout(left) {
-            Ok(line) => said.push(line),
-            Err(_) => panic!("attach did not start recording: {said:#?}"),
+    let mut tries = 0;
+    let (mut attach, from_attach, mut said) = loop {
+        tries += 1;
+        let mut a = Command::new(stallscope());
+        a.arg("attach")
+            .arg("-o")
+            .arg(&out)
+            .arg(target.id().to_string())
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut attach = a.spawn().expect("starting attach");
+        let (lines, from_attach) = std::sync::mpsc::channel();
+        let stderr = BufReader::new(attach.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        // The window is open (its timers armed) once attach says it records; then the filter.
+        let mut said: Vec<String> = Vec::new();
+        while !said.iter().any(|l| l.contains("recording")) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match from_attach.recv_timeout(left) {
+                Ok(line) => said.push(line),
+                Err(_) => break,
+            }
         }
-    }
+        if said.iter().any(|l| l.contains("recording")) {
+            break (attach, from_attach, said);
+        }
+        let _ = attach.wait();
+        // On a busy machine ptrace may find every thread running (the main one naps 20 ms at a
+        // time): that refusal is attach's to give, and it says to try again.
+        let busy = said.iter().any(|l| l.contains("waiting in a system call"));
+        assert!(
+            busy && tries < 10 && Instant::now() < deadline,
+            "attach did not start recording: {said:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
     std::fs::write(&trigger, b"").unwrap();
     let status = loop {
         if let Some(s) = attach.try_wait().unwrap() {

@@ -71,7 +71,9 @@ int main(int argc, char **argv) {
     pthread_t th[64];
     for (int i = 0; i < nthreads; i++) pthread_create(&th[i], NULL, work, (void *)(size_t)i);
     if (trigger) {
-        while (access(trigger, F_OK) != 0) spin_for(0.001);
+        /* Asleep most of the time: attach's ptrace needs a thread waiting in a system call. */
+        struct timespec naps = {0, 20000000};
+        while (access(trigger, F_OK) != 0) nanosleep(&naps, NULL);
     } else {
         spin_for(0.1);
     }
