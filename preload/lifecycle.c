@@ -82,6 +82,8 @@ static void ss_init(void) {
     if (ss_injected) ss_parent_pid = getppid();
     else ss_take_settings();
     ss_read_config();
+    /* Before the set-up's own calls (a CPU timer for this thread, ...), each of which it names. */
+    if (SS_UNLIKELY(ss_option_flag(SS_OPT_PROBE))) ss_probe_system_calls(); /* never returns */
     if (ss_injected) {
         ss_config.paused = 1;
         ss_config.dormant = 0;

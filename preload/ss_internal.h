@@ -550,6 +550,9 @@ void ss_before_sandbox(void);
 /* Whether a seccomp(2) call with these arguments would install a filter or strict mode (not a
  * probe of the kernel's support, which fails by design, nor a query). */
 int ss_seccomp_installs(long op, long flags, const void *args);
+/* `stallscope run` under a filter inherited from outside (STALLSCOPE_PROBE): each system call the
+ * interposer may make, once, named on standard output; then the process ends (sandbox.c). */
+void ss_probe_system_calls(void);
 extern int ss_use_tsc;        /* ticks come from rdtsc rather than clock_gettime */
 extern uint64_t ss_ns_per_tick_q32; /* ns = ticks * this >> 32 */
 extern uint64_t ss_ticks_per_sec;

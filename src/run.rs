@@ -15,6 +15,7 @@ use std::process::Command;
 use std::time::Instant;
 
 mod launch;
+mod sandbox;
 mod signals;
 
 #[derive(clap::Args, Debug)]
@@ -226,6 +227,10 @@ pub fn main(args: RunArgs) -> Result<i32> {
         return Ok(2);
     }
     let library = crate::preload::library_path()?;
+    if let Some(why) = sandbox::refusal(&library) {
+        let note = format!("{} runs unprofiled: {why}", program.display());
+        return run_unprofiled(&args.command, &note);
+    }
     let session = Session::create()?;
     let mut plan = Box::new(launch::Launch::new(
         &library,

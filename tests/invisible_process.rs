@@ -205,3 +205,60 @@ fn a_program_that_enters_a_seccomp_sandbox_ends_as_alone() {
         );
     }
 }
+
+/// `stallscope run` started inside a seccomp sandbox made by someone else (a launcher's filter,
+/// as a systemd unit's SystemCallFilter= is): where the filter kills a process for a call only the
+/// interposer makes (a CPU timer, unshare), the program runs unprofiled, as it would alone, and
+/// the note names the call; where the filter spares the interposer's calls, the program is
+/// profiled as usual. Before, the program died of SIGSYS at the interposer's first such call.
+#[test]
+fn a_run_inside_a_seccomp_sandbox_profiles_only_what_the_filter_allows() {
+    let dir = TempDir::new("inv-seccomp-outside");
+    let launcher = hostile(dir.path(), "seccomp_launcher");
+    let exe = hostile(dir.path(), "fork_exit");
+    let sandboxed = |nr: &str, cmd: &[&str]| {
+        let mut c = std::process::Command::new(&launcher);
+        c.arg(nr).args(cmd).current_dir(dir.path());
+        output_within(c, RUN_TIMEOUT)
+    };
+    let program = [exe.to_str().unwrap(), "1", "3"];
+    // timer_create, unshare: the interposer's; acct: nobody's.
+    for (nr, call) in [
+        ("222", Some("timer_create")),
+        ("272", Some("unshare")),
+        ("163", None),
+    ] {
+        let plain = sandboxed(nr, &program);
+        let path = dir.join(&format!("{nr}.prof"));
+        let mut cmd = vec![
+            stallscope().to_string(),
+            "run".into(),
+            "-o".into(),
+            path.to_str().unwrap().into(),
+            "--".into(),
+        ];
+        cmd.extend(program.iter().map(|s| s.to_string()));
+        let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        let profiled = sandboxed(nr, &cmd);
+        assert_eq!(ending(&profiled), ending(&plain), "{}", describe(&profiled));
+        assert_eq!(profiled.stdout, plain.stdout, "{}", describe(&profiled));
+        let stderr = String::from_utf8_lossy(&profiled.stderr);
+        match call {
+            Some(call) => {
+                assert!(
+                    stderr.contains("runs unprofiled") && stderr.contains(&format!("`{call}`")),
+                    "{}",
+                    describe(&profiled)
+                );
+                assert!(
+                    !path.exists(),
+                    "no profile where the program ran unprofiled"
+                );
+            }
+            None => {
+                assert!(!stderr.contains("unprofiled"), "{}", describe(&profiled));
+                assert_eq!(report_json(&path)["exit_code"], 0);
+            }
+        }
+    }
+}
