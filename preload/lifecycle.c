@@ -356,9 +356,17 @@ void ss_before_sandbox(void) {
     int active = __atomic_load_n(&ss_active, __ATOMIC_ACQUIRE), paused = ss_paused;
     /* Never in a vfork child, which shares our memory with its parent. */
     if (active ? !ss_own_process() : getpid() != ss_pid) return;
+    /* Another thread installing its filter at the same moment waits until recording has ended. */
+    static int ending;
+    if (__atomic_exchange_n(&ending, 1, __ATOMIC_ACQ_REL)) {
+        for (int waited_ms = 0; waited_ms < 10000 && !__atomic_load_n(&ss_sandboxed, __ATOMIC_ACQUIRE); waited_ms++) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+        return;
+    }
     struct ss_thread *self = ss_self_known(); /* before the guard, which hides it */
     SS_GUARD_BEGIN(saved);
-    __atomic_store_n(&ss_sandboxed, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&ss_child_flusher_due, 0, __ATOMIC_RELAXED);
     ss_sampler_stop_timers(); /* a signal still pending is dropped by the handler (sampler.c) */
     if (active) {
@@ -373,6 +381,7 @@ void ss_before_sandbox(void) {
     ss_sampler_stop_timers(); /* one a thread starting meanwhile made */
     if (active || paused) ss_got_point(SS_GOT_LIBC);
     ss_stacks_on = 0; /* dlclose's look at the loaded objects (stacks.c) */
+    __atomic_store_n(&ss_sandboxed, 1, __ATOMIC_RELEASE);
     SS_GUARD_END(saved);
     ss_self = SS_NO_THREAD;
     ss_me = NULL;
