@@ -74,9 +74,8 @@ fn verdict(mode: &str, said: &str, ended_by: Option<Option<i32>>) -> Option<Stri
         ));
     }
     match ended_by {
-        Some(None) if last == "ok" => None,
-        // Ended without a signal but not through the probe (no interposer there): nothing
-        // tells of a refusal.
+        // Ended by itself: through the probe (`ok`), or without it (no interposer was loaded
+        // there); either way nothing tells of a refusal.
         Some(None) => None,
         Some(Some(sig)) => Some(if last.is_empty() {
             format!(
