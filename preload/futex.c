@@ -106,23 +106,24 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
     return rc;
 }
 
-#if defined(__x86_64__)
-/* The C library's syscall(), taking its six arguments as glibc's own assembly does: in the
- * argument registers and the first stack slot, which a variadic call fills the same way (only
- * %al differs, and nothing here reads it). A variadic definition would spill every register to
- * a save area on each call; this one forwards any other system call with one compare. */
-SS_EXPORT long ss_syscall_hook(long nr, long a1, long a2, long a3, long a4, long a5, long a6) __asm__("syscall");
-static SS_NOINLINE long ss_syscall_unresolved(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
-    ss_syscall_fn real = ss_syscall_resolve();
-    if (nr == SYS_seccomp && ss_seccomp_installs(a1, a2, (const void *)a3)) ss_before_sandbox();
-    if (nr != SYS_futex) return real(nr, a1, a2, a3, a4, a5, a6);
-    return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
-}
-
 /* seccomp(2) has no glibc wrapper: programs reach it through syscall() (sandbox.c). */
 static SS_NOINLINE long ss_seccomp_call(ss_syscall_fn real, long a1, long a2, long a3) {
     if (ss_seccomp_installs(a1, a2, (const void *)a3)) ss_before_sandbox();
     return real(SYS_seccomp, a1, a2, a3, 0, 0, 0);
+}
+
+#if defined(__x86_64__)
+/* The C library's syscall(), taking its six arguments as glibc's own assembly does: in the
+ * argument registers and the first stack slot, which a variadic call fills the same way (only
+ * %al differs, and nothing here reads it). A variadic definition would spill every register to
+ * a save area on each call; this one forwards any other system call with two compares (futex,
+ * then seccomp). */
+SS_EXPORT long ss_syscall_hook(long nr, long a1, long a2, long a3, long a4, long a5, long a6) __asm__("syscall");
+static SS_NOINLINE long ss_syscall_unresolved(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
+    ss_syscall_fn real = ss_syscall_resolve();
+    if (nr == SYS_seccomp) return ss_seccomp_call(real, a1, a2, a3);
+    if (nr != SYS_futex) return real(nr, a1, a2, a3, a4, a5, a6);
+    return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);
 }
 
 SS_EXPORT long ss_syscall_hook(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
@@ -144,7 +145,7 @@ SS_EXPORT long syscall(long nr, ...) {
     va_end(ap);
     ss_syscall_fn real = ss_syscall_resolve();
     if (SS_LIKELY(nr != SYS_futex)) {
-        if (SS_UNLIKELY(nr == SYS_seccomp) && ss_seccomp_installs(a1, a2, (const void *)a3)) ss_before_sandbox();
+        if (SS_UNLIKELY(nr == SYS_seccomp)) return ss_seccomp_call(real, a1, a2, a3);
         return real(nr, a1, a2, a3, a4, a5, a6);
     }
     return ss_slow_syscall(real, a1, a2, a3, a4, a5, a6);

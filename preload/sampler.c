@@ -314,8 +314,7 @@ static int ss_timer_create(struct ss_thread *t, int sig) {
     sev.sigev_signo = sig;
     sev.sigev_value.sival_ptr = t;
     sev._sigev_un._tid = (pid_t)t->rec.tid;
-    /* The clock of thread `tid` (as clock_getcpuclockid would give), so any thread can arm it. */
-    clockid_t clock = (clockid_t)((~(unsigned)t->rec.tid << 3) | 6);
+    clockid_t clock = ss_thread_clock((pid_t)t->rec.tid); /* any thread can arm it */
     int id = -1;
     if (syscall(SYS_timer_create, clock, &sev, &id) != 0) return -1;
     struct itimerspec its;

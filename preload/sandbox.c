@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 /* Only calls that can install something end the recording: programs probe the kernel's support
  * with calls that fail by design (systemd and libseccomp pass a NULL filter for EFAULT, or flags
  * to strict mode for EINVAL), and seccomp(2) also answers queries. */
@@ -104,7 +103,7 @@ void ss_probe_system_calls(void) {
     (void)getppid();
     ss_probe_say("clock_gettime");
     struct timespec ts;
-    syscall(SYS_clock_gettime, (clockid_t)((~(unsigned)tid << 3) | 6), &ts);
+    syscall(SYS_clock_gettime, ss_thread_clock(tid), &ts);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     ss_probe_say("timer_create");
     struct sigevent sev;
@@ -113,7 +112,7 @@ void ss_probe_system_calls(void) {
     sev.sigev_signo = SIGRTMAX;
     sev._sigev_un._tid = tid;
     int timer = -1;
-    if (syscall(SYS_timer_create, (clockid_t)((~(unsigned)tid << 3) | 6), &sev, &timer) == 0) {
+    if (syscall(SYS_timer_create, ss_thread_clock(tid), &sev, &timer) == 0) {
         struct itimerspec off;
         memset(&off, 0, sizeof off);
         ss_probe_say("timer_settime");

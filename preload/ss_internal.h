@@ -873,6 +873,9 @@ void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitf
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_child_node(struct ss_thread *t);
 void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now);
+/* The kernel's CPU clock id of thread `tid` (as clock_getcpuclockid would give for a thread of
+ * ours): any thread may read it or arm a timer on it, and it is invalid once `tid` is reaped. */
+static inline clockid_t ss_thread_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
 uint64_t ss_thread_cpu_ns(pid_t tid);
 void ss_threads_init(void);
 void ss_threads_after_fork_child(void);

@@ -126,8 +126,7 @@ void ss_thread_attach(struct ss_thread *t, int is_main) {
 }
 
 uint64_t ss_thread_cpu_ns(pid_t tid) {
-    /* The kernel's per-thread CPU clock id for a tid: safe even after the thread is gone. */
-    clockid_t id = (clockid_t)((~(unsigned)tid << 3) | 6);
+    clockid_t id = ss_thread_clock(tid); /* safe even after the thread is gone */
     struct timespec ts;
     if (clock_gettime(id, &ts) != 0) return 0;
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -137,7 +136,7 @@ uint64_t ss_thread_cpu_ns(pid_t tid) {
  * been reaped; a thread of another process is refused too). Calls a thread makes after its
  * record ended (later TSD destructors, glibc's own exit path) still land in its node until then. */
 static int ss_thread_gone(const struct ss_thread *t) {
-    clockid_t id = (clockid_t)((~(unsigned)t->rec.tid << 3) | 6);
+    clockid_t id = ss_thread_clock((pid_t)t->rec.tid);
     struct timespec ts;
     return clock_gettime(id, &ts) != 0;
 }
