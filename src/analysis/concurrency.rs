@@ -8,6 +8,7 @@ use super::states::StateReport;
 use super::threads::ThreadId;
 use crate::profile::Profile;
 use crate::profile::format::THREAD_MAIN;
+use crate::profile::samples::SchedPoint;
 use crate::symbols::Frame;
 use serde::Deserialize;
 use std::sync::OnceLock;
@@ -232,6 +233,63 @@ fn spread(
     }
 }
 
+/// One look of the sampler at a thread (ns from the start): what the kernel's figures grew by
+/// since the thread's previous look (the first: since its start).
+#[derive(Debug, Clone, Copy)]
+struct Look {
+    at: u64,
+    exec_ns: u64,
+    run_delay_ns: u64,
+}
+
+/// One thread's time on a CPU and runnable, as means over `bins` (the first begins at `base`),
+/// from its looks in order. A thread wants one CPU at most: its two figures together never pass
+/// 1 in a bin. The kernel's figures come in lumps (a run-queue wait is added when it ends, and
+/// the figures are read a little after the look's time), so placed as they come a thread's
+/// figures overlapped by up to two fifths between looks on a loaded machine, and two threads
+/// computing on two CPUs read as three wanting one.
+fn thread_bins(
+    bins: &mut [Bin],
+    base: u64,
+    bin_ns: u64,
+    thread_start: u64,
+    looks: impl Iterator<Item = Look>,
+) {
+    let mut last = thread_start;
+    for l in looks {
+        let at = l.at.max(base);
+        let from = last.clamp(base, at);
+        spread(
+            bins,
+            bin_ns,
+            from - base,
+            at - base,
+            l.exec_ns.min(at - from),
+            |b| &mut b.running,
+        );
+        // The kernel adds a run-queue wait to the figure when the wait ends (the thread gets a
+        // CPU): a thread kept waiting through several looks shows nothing, then all of it. The
+        // wait lay just before its time on a CPU.
+        let wait_from = at
+            .saturating_sub(l.exec_ns.saturating_add(l.run_delay_ns))
+            .max(thread_start.max(base))
+            .min(from);
+        spread(
+            bins,
+            bin_ns,
+            wait_from - base,
+            at - base,
+            l.run_delay_ns.min(at - wait_from),
+            |b| &mut b.runnable,
+        );
+        last = at;
+    }
+    for b in bins {
+        b.running = b.running.min(1.0);
+        b.runnable = b.runnable.min(1.0 - b.running);
+    }
+}
+
 pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
     if profile.sched.is_empty() {
         return None;
@@ -248,46 +306,48 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
         .enumerate()
         .map(|(i, t)| (t.serial, i))
         .collect();
-    // Each point covers the time since its thread's previous point (the first: since the
-    // thread's start).
-    let mut last: Vec<u64> = profile
+    let mut points: Vec<Vec<&SchedPoint>> = vec![Vec::new(); profile.threads.len()];
+    for p in &profile.sched {
+        if let Some(&ti) = index.get(&p.serial) {
+            points[ti].push(p);
+        }
+    }
+    let mut exec: Vec<u64> = vec![0; profile.threads.len()];
+    let mut delay: Vec<u64> = vec![0; profile.threads.len()];
+    // The last point with time on a CPU (from the thread's start when none has).
+    let mut last_exec: Vec<u64> = profile
         .threads
         .iter()
         .map(|t| t.start_mono_ns.saturating_sub(start))
         .collect();
-    let mut last_exec: Vec<u64> = last.clone();
-    let mut exec: Vec<u64> = vec![0; profile.threads.len()];
-    let mut delay: Vec<u64> = vec![0; profile.threads.len()];
-    for p in &profile.sched {
-        let Some(&ti) = index.get(&p.serial) else {
+    for (ti, points) in points.iter().enumerate() {
+        let thread_start = last_exec[ti];
+        let Some(last) = points.last() else {
             continue;
         };
-        let at = p.mono_ns.saturating_sub(start);
-        let from = last[ti].min(at);
-        spread(&mut bins, bin_ns, from, at, p.exec_ns.min(at - from), |b| {
-            &mut b.running
+        let lo = (thread_start / bin_ns) as usize;
+        let hi = ((last.mono_ns.saturating_sub(start) / bin_ns) as usize).min(nbins - 1);
+        if lo > hi {
+            continue;
+        }
+        let base = lo as u64 * bin_ns;
+        let mut own = vec![Bin::default(); hi - lo + 1];
+        let place = points.iter().map(|p| Look {
+            at: p.mono_ns.saturating_sub(start),
+            exec_ns: p.exec_ns,
+            run_delay_ns: p.run_delay_ns,
         });
-        // The kernel adds a run-queue wait to the figure when the wait ends (the thread gets a
-        // CPU): a thread kept waiting through several looks shows nothing, then all of it. The
-        // wait lay just before its time on a CPU.
-        let thread_start = profile.threads[ti].start_mono_ns.saturating_sub(start);
-        let wait_from = at
-            .saturating_sub(p.exec_ns.saturating_add(p.run_delay_ns))
-            .max(thread_start)
-            .min(from);
-        spread(
-            &mut bins,
-            bin_ns,
-            wait_from,
-            at,
-            p.run_delay_ns.min(at - wait_from),
-            |b| &mut b.runnable,
-        );
-        last[ti] = at;
-        exec[ti] += p.exec_ns;
-        delay[ti] += p.run_delay_ns;
-        if p.exec_ns > bin_ns / 20 {
-            last_exec[ti] = at;
+        thread_bins(&mut own, base, bin_ns, thread_start, place);
+        for (b, o) in bins[lo..=hi].iter_mut().zip(&own) {
+            b.running += o.running;
+            b.runnable += o.runnable;
+        }
+        for p in points {
+            exec[ti] += p.exec_ns;
+            delay[ti] += p.run_delay_ns;
+            if p.exec_ns > bin_ns / 20 {
+                last_exec[ti] = p.mono_ns.saturating_sub(start);
+            }
         }
     }
     for t in &profile.threads {
@@ -619,6 +679,55 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+
+    /// A worker of tests/findings_programs/compute_threads.c beside other load on two CPUs: its
+    /// looks (ms from the start: at, on a CPU, runnable) as the kernel gave them, with a wait
+    /// added when it ended and one look of four taken while it ran.
+    const LOADED_WORKER: [(f64, f64, f64); 16] = [
+        (15.2, 5.9, 8.7),
+        (25.2, 3.9, 0.0),
+        (35.3, 4.0, 8.0),
+        (45.4, 6.3, 8.0),
+        (85.7, 35.0, 5.3),
+        (95.8, 0.7, 9.3),
+        (105.9, 6.1, 4.0),
+        (116.0, 6.9, 3.2),
+        (126.1, 5.5, 4.6),
+        (136.2, 5.0, 5.0),
+        (159.1, 20.4, 2.6),
+        (169.2, 4.7, 3.3),
+        (179.3, 0.2, 12.0),
+        (189.4, 3.8, 0.0),
+        (199.5, 7.4, 9.0),
+        (209.6, 9.4, 0.7),
+    ];
+
+    #[test]
+    fn a_thread_never_wants_more_than_one_cpu() {
+        let ms = |x: f64| (x * MS as f64) as u64;
+        let bin_ns = thresholds().min_bin_ns;
+        let looks = LOADED_WORKER.iter().map(|&(at, exec, delay)| Look {
+            at: ms(at),
+            exec_ns: ms(exec),
+            run_delay_ns: ms(delay),
+        });
+        let mut bins = vec![Bin::default(); 22];
+        thread_bins(&mut bins, 0, bin_ns, ms(0.6), looks);
+        for (i, b) in bins.iter().enumerate() {
+            assert!(b.running + b.runnable <= 1.0 + 1e-9, "bin {i}: {b:?}");
+        }
+        // What the cap takes is the overlap, not the thread's work: its time on a CPU is all
+        // there, and most of its wait.
+        let placed = |f: fn(&Bin) -> f64| bins.iter().map(f).sum::<f64>() * bin_ns as f64;
+        let exec: f64 = LOADED_WORKER.iter().map(|l| ms(l.1) as f64).sum();
+        let delay: f64 = LOADED_WORKER.iter().map(|l| ms(l.2) as f64).sum();
+        assert!((placed(|b| b.running) - exec).abs() < 0.01 * exec);
+        let waited = placed(|b| b.runnable);
+        assert!(
+            waited <= delay && waited > 0.7 * delay,
+            "{waited} of {delay}"
+        );
+    }
 
     #[test]
     fn a_thread_started_well_into_anothers_run_is_not_its_sibling() {
