@@ -6,6 +6,7 @@ use super::view::{UNKNOWN_FRAME, caught_locks_evidence, frame_text, lock_site_us
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::states::Category;
+use crate::analysis::summary::LockSummary;
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 
 /// Contention on pthread locks.
@@ -155,10 +156,7 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
                             .unwrap_or_default(),
                     ),
                     ("waiter", waiter),
-                    (
-                        "hold",
-                        hold_words(lock.hold_ns, a.summary.lock_timing_period),
-                    ),
+                    ("hold", hold_words(lock, a.summary.lock_timing_period)),
                     ("wait", fmt_ns(wait)),
                     ("contended", fmt_count(lock.contended)),
                     ("handoff", handoff),
@@ -171,14 +169,19 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
     found.into_iter().take(3).map(|(_, f)| f).collect()
 }
 
-/// How long a lock was held in all, as the timed holds estimate it; with none of them timed (a
-/// lock taken fewer times than the timing period, such as GNU sort's 94 acquisitions) it is not
-/// known, which "0 ns held in total" had said.
-fn hold_words(hold_ns: u64, period: u32) -> String {
-    if hold_ns == 0 && period > 1 {
-        format!("how long is not known: none of its holds was among the 1 in {period} timed")
-    } else {
-        format!("{} held in total", fmt_ns(hold_ns))
+/// How long a lock was held in all, as the timed holds estimate it; with too few of them timed
+/// (a lock taken fewer times than the timing period, such as GNU sort's 91 acquisitions) it is
+/// not known, which "0 ns held in total" had said, and, from one short hold timed, "398.1 µs
+/// held in total" beside 288 ms of waiting for it.
+fn hold_words(lock: &LockSummary, period: u32) -> String {
+    match lock.hold_known() {
+        Some(hold) => format!("{} held in total", fmt_ns(hold)),
+        None => format!(
+            "how long is not known: {} of its {} holds {} among the 1 in {period} timed",
+            fmt_count(lock.timed_holds),
+            fmt_count(lock.acquisitions),
+            if lock.timed_holds == 1 { "was" } else { "were" }
+        ),
     }
 }
 

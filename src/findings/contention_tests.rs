@@ -34,6 +34,7 @@ fn locked(wait_ns: f64) -> Analysis {
                 wait_ns: wait_ns as u64,
                 max_wait_ns: 1000,
                 hold_ns: 5_000_000,
+                timed_holds: 40,
                 threads: 2,
                 sites: vec![LockSiteSummary {
                     frames: vec![frame(Some("transfer(int)"), Some(("/src/bank.c", 40)), "")],
@@ -457,11 +458,30 @@ fn a_lock_whose_waiting_is_mostly_wake_ups_says_its_hand_offs_cost() {
 }
 
 /// A lock none of whose holds was timed is not said to be held 0 ns (GNU sort's 94 acquisitions
-/// against a timing period of 256 read "0 ns held in total").
+/// against a timing period of 256 read "0 ns held in total"), nor, from one hold timed, a sum
+/// that its waiters' waits contradict (GNU sort again: "398.1 µs held in total" beside 288 ms of
+/// waiting).
 #[test]
-fn an_untimed_holds_length_is_unknown_not_zero() {
-    assert_eq!(super::hold_words(2_500_000, 256), "2.50 ms held in total");
-    assert!(super::hold_words(0, 256).contains("not known"));
-    // Every hold timed: 0 is what was measured.
-    assert_eq!(super::hold_words(0, 1), "0 ns held in total");
+fn a_hold_too_few_of_whose_holds_were_timed_is_unknown() {
+    use crate::analysis::summary::{LockSummary, MIN_TIMED_HOLDS};
+    let lock = |acquisitions, timed_holds, hold_ns| LockSummary {
+        acquisitions,
+        timed_holds,
+        hold_ns,
+        ..Default::default()
+    };
+    let words = |l: LockSummary, period| super::hold_words(&l, period);
+    assert_eq!(
+        words(lock(10_000, 40, 2_500_000), 256),
+        "2.50 ms held in total"
+    );
+    assert_eq!(
+        words(lock(91, 1, 398_100), 256),
+        "how long is not known: 1 of its 91 holds was among the 1 in 256 timed"
+    );
+    assert!(words(lock(94, 0, 0), 256).contains("0 of its 94 holds were"));
+    assert!(words(lock(5_000, MIN_TIMED_HOLDS - 1, 7), 256).contains("not known"));
+    // Every hold timed: what was measured, 0 included.
+    assert_eq!(words(lock(3, 3, 0), 1), "0 ns held in total");
+    assert_eq!(words(lock(0, 0, 0), 256), "0 ns held in total");
 }

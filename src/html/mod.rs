@@ -490,7 +490,7 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
                 fmt_count(l.contended),
                 fmt_ns(l.wait_ns),
                 fmt_ns(l.max_wait_ns),
-                fmt_ns(l.hold_ns),
+                l.hold_known().map_or("-".into(), |h| fmt_ns(h as f64)),
                 l.threads,
                 escape(&site)
             );

@@ -754,6 +754,8 @@ struct Lock<'a> {
     wait_ns: u64,
     max_wait_ns: u64,
     hold_ns: u64,
+    /// Holds timed, of which `hold_ns` is the estimate.
+    timed_holds: u64,
     threads: usize,
     sites: Vec<LockSite<'a>>,
     holder_sites: Vec<LockSite<'a>>,
@@ -783,6 +785,7 @@ impl<'a> Lock<'a> {
             wait_ns: l.wait_ns,
             max_wait_ns: l.max_wait_ns,
             hold_ns: l.hold_ns,
+            timed_holds: l.timed_holds,
             threads: l.threads,
             sites: l.sites.iter().map(LockSite::of).collect(),
             holder_sites: l.holder_sites.iter().map(LockSite::of).collect(),

@@ -527,7 +527,7 @@ fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
             fmt_count(l.contended),
             fmt_ns(l.wait_ns),
             fmt_ns(l.max_wait_ns),
-            fmt_ns(l.hold_ns),
+            l.hold_known().map_or("-".into(), |h| fmt_ns(h as f64)),
             l.threads
         );
         // A waiter site's figures are its own waits; a holder site's are the waits of others
