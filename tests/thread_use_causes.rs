@@ -240,6 +240,72 @@ fn cpython_threads_take_turns_on_the_gil() {
     );
 }
 
+/// Two processes spinning beside CPython's threads: the GIL's waiters wake every 5 ms to look at
+/// it, and behind the spinners each look waited for a CPU. Four threads taking turns then read
+/// as 1.31-1.34 CPUs wanted (2 runs of 5), over the rule's 1.3: no turns, and their turns were
+/// serial sections of one of them ("Serial section: 84.2% ... in pymalloc_alloc", high).
+#[test]
+fn cpython_threads_behind_other_load_still_take_turns() {
+    let python = common::python3();
+    if !common::have_tool(&python, &["--version"], "python3") {
+        return;
+    }
+    let _machine = common::machine();
+    let dir = TempDir::new("use-gil-load");
+    let script = dir.join("gil4.py");
+    std::fs::write(
+        &script,
+        "import threading, sys\n\
+         N = int(sys.argv[1])\n\
+         def work():\n    return sum(i * i for i in range(N))\n\
+         ts = [threading.Thread(target=work) for _ in range(4)]\n\
+         for t in ts: t.start()\n\
+         for t in ts: t.join()\n",
+    )
+    .unwrap();
+    /// Spinning processes, killed when dropped.
+    struct Spinners(Vec<std::process::Child>);
+    impl Drop for Spinners {
+        fn drop(&mut self) {
+            for c in &mut self.0 {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+    let _spinners = Spinners(
+        (0..2)
+            .map(|_| {
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .expect("sh")
+            })
+            .collect(),
+    );
+    let cmd = [python.as_str(), script.to_str().unwrap(), "1500000"];
+    let (_, prof) = profile_with(dir.path(), "gil4.prof", &["-q"], &cmd, 0, |_| {});
+    let report = report_json(&prof);
+    let f = finding(&report, "taking-turns");
+    check_stake(&report, f);
+    let t = text(f);
+    assert!(t.contains("only one of 4 threads"), "{f:#}");
+    assert!(t.contains("GIL"), "{f:#}");
+    // Their turns are no serial sections (the interpreter's start and end, the main thread's,
+    // may be: behind the spinners they take over 100 ms).
+    for f in findings(&report) {
+        assert!(
+            f["id"] != "serial-section" || f["title"].as_str().unwrap().contains("(main)"),
+            "{f:#}"
+        );
+    }
+    none_of(
+        &report,
+        &["mostly-serial", "thread-churn"],
+        "gil behind load",
+    );
+}
+
 /// The existing clean and cause programs keep quiet about the new causes.
 #[test]
 fn other_programs_get_none_of_the_new_findings() {

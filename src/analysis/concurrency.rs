@@ -204,6 +204,21 @@ impl Concurrency {
     pub fn wall_ns(&self) -> u64 {
         self.bin_ns * self.bins.len() as u64
     }
+
+    /// The threads' time on a CPU in [begin, end) (ns from the start; bin edges), at most the
+    /// stretch's length.
+    pub fn running_ns(&self, begin: u64, end: u64) -> u64 {
+        let bin = self.bin_ns.max(1);
+        let on_cpu: f64 = self
+            .bins
+            .iter()
+            .enumerate()
+            .skip((begin / bin) as usize)
+            .take_while(|(i, _)| (*i as u64) * bin < end)
+            .map(|(_, b)| b.running * bin as f64)
+            .sum();
+        (on_cpu as u64).min(end.saturating_sub(begin))
+    }
 }
 
 /// Adds `value` spread evenly over [begin, end) (ns from the start) to the bins it overlaps, as

@@ -567,13 +567,31 @@ pub(super) fn turns(a: &Analysis) -> Vec<Turns> {
     out
 }
 
-pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
-    let Some(r) = a.states.as_ref() else {
-        return vec![];
-    };
+/// Threads that take turns on one object, as the `taking-turns` rule finds them.
+pub(super) struct TurnTaking<'a> {
+    turns: Turns,
+    /// The members that work (index into `StateReport::threads`), their figures.
+    pub working: Vec<usize>,
+    members: Vec<&'a ThreadStates>,
+    span: u64,
+    /// On a CPU or runnable, summed over the working members.
+    wanted: u64,
+    /// `wanted`, less the run-queue waits that other processes caused where those made it pass
+    /// the rule's `max_concurrency`.
+    own_wanted: u64,
+}
+
+/// The first group of threads taking turns that `rule` reports (None: none).
+pub(super) fn taking_turns_group<'a>(rule: &Rule, a: &'a Analysis) -> Option<TurnTaking<'a>> {
+    let r = a.states.as_ref()?;
     if r.cpus < 2 {
-        return vec![];
+        return None;
     }
+    // The share of the program's run-queue waits that other processes caused (they came while
+    // the program wanted no more CPUs than there are).
+    let others_share = a.concurrency.as_ref().map_or(0.0, |c| {
+        ratio(c.other_runnable_ns, c.own_runnable_ns + c.other_runnable_ns)
+    });
     for t in turns(a) {
         if (t.waits as f64) < rule.param("min_waits") {
             continue;
@@ -581,108 +599,160 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         let Some(all) = t
             .members
             .iter()
-            .map(|&i| a.states_at(i).filter(|m| m.kernel.is_some()))
-            .collect::<Option<Vec<&ThreadStates>>>()
+            .map(|&i| Some((a.states_index_at(i)?, a.states_at(i)?)))
+            .collect::<Option<Vec<(usize, &ThreadStates)>>>()
         else {
             continue;
         };
+        if all.iter().any(|(_, m)| m.kernel.is_none()) {
+            continue;
+        }
         // Their time together: the longest life among them (they wait for one another, so they
         // live at the same time).
-        let span = all.iter().map(|m| m.life_ns).max().unwrap_or(0);
+        let span = all.iter().map(|(_, m)| m.life_ns).max().unwrap_or(0);
         if span < rule.param("min_span_ns") as u64 {
             continue;
         }
         // The ones that work (run a fair share of the span; a main thread that only started
         // them and waits is no member) ...
         let exec = |m: &ThreadStates| m.kernel.map_or(0, |k| k.exec_ns);
-        let members: Vec<&ThreadStates> = all
+        let (working, members): (Vec<usize>, Vec<&ThreadStates>) = all
             .into_iter()
-            .filter(|m| exec(m) as f64 >= rule.param("min_member_cpu_share") * span as f64)
-            .collect();
+            .filter(|(_, m)| exec(m) as f64 >= rule.param("min_member_cpu_share") * span as f64)
+            .unzip();
         if members.len() < 2 {
             continue;
         }
         // ... yet together want about one CPU: on a CPU or waiting for one, never blocked all at
-        // once and never running all at once.
-        let wanted: u64 = members
+        // once and never running all at once. Waits for a CPU that other processes held are no
+        // wish of theirs: CPython's GIL waiters wake every 5 ms to look at it, and behind other
+        // load each such look waited milliseconds for a CPU, so four threads taking turns read
+        // as 1.44 CPUs wanted (and their turns as serial sections). Those waits are left out
+        // only while the threads still wanted well under a CPU each, which threads running side
+        // by side, however starved, do not.
+        let ran: u64 = members.iter().map(|m| exec(m)).sum();
+        let delay: u64 = members
             .iter()
             .filter_map(|m| m.kernel)
-            .map(|k| k.exec_ns + k.run_delay_ns)
+            .map(|k| k.run_delay_ns)
             .sum();
-        let concurrency = ratio(wanted, span);
-        if concurrency > rule.param("max_concurrency") {
-            continue;
-        }
-        let n = members.len() as u64;
-        let width = n.min(r.cpus as u64) as f64;
-        // Running side by side, their wanted time would spread over min(N, CPUs).
-        let stake = ((span as f64 - wanted as f64 / width).max(0.0) as u64).min(r.wall_ns);
-        let Some(severity) = rule.severity_of(ratio(stake, r.wall_ns.max(1))) else {
+        let wanted = ran + delay;
+        let own_wanted = ran + (delay as f64 * (1.0 - others_share)) as u64;
+        let side_by_side = members.len().min(r.cpus as usize) as f64;
+        let max = rule.param("max_concurrency");
+        let own_wanted = if ratio(wanted, span) <= max {
+            wanted
+        } else if ratio(own_wanted, span) <= max
+            && ratio(wanted, span) <= side_by_side - rule.param("side_by_side_margin")
+        {
+            own_wanted
+        } else {
             continue;
         };
-        let object = a.object_name(t.object);
-        let runtime = crate::analysis::runtime_locks::table()
-            .iter()
-            .find(|l| object.starts_with(&l.words));
-        let runtime_remedy = runtime
-            .and_then(|l| {
-                rule.params
-                    .get("runtime_remedies")?
-                    .get(&l.runtime)?
-                    .as_str()
-            })
-            .unwrap_or("")
-            .to_string();
-        let busiest = t
-            .members
-            .iter()
-            .copied()
-            .max_by_key(|&i| a.states_at(i).map_or(0, exec));
-        let frame = frame_words(
-            busiest
-                .and_then(|i| a.states_index_at(i))
-                .and_then(|k| r.top_user_frame(k, 0, u64::MAX))
-                .map(|x| x.0)
-                .as_ref(),
-        );
-        let names: Vec<String> = members.iter().take(4).map(|m| thread_words(m)).collect();
-        let evidence = vec![
-            format!(
-                "{} threads ({}{}) waited for one another on {} {} times ({} in all), each woken by another of them",
-                n,
-                names.join(", "),
-                if members.len() > 4 { ", ..." } else { "" },
-                object,
-                fmt_count(t.waits),
-                fmt_ns(t.wait_ns as f64)
-            ),
-            format!(
-                "together they wanted {:.2} CPUs (on a CPU or runnable: {} over {}) on {} CPUs, each running at least {} of the time, mostly in {}",
-                concurrency,
-                fmt_ns(wanted as f64),
-                fmt_ns(span as f64),
-                r.cpus,
-                fmt_pct(rule.param("min_member_cpu_share")),
-                frame
-            ),
-        ];
-        let f = build(
-            rule,
-            a,
-            severity,
-            &[
-                ("count", n.to_string()),
-                ("object", object),
-                ("concurrency", format!("{concurrency:.2}")),
-                ("user_frame", frame),
-                ("runtime_remedy", runtime_remedy),
-                ("speedup", speedup_words(r.wall_ns, stake)),
-            ],
-            evidence,
-        );
-        return vec![with_stake(f, a, stake)];
+        return Some(TurnTaking {
+            turns: t,
+            working,
+            members,
+            span,
+            wanted,
+            own_wanted,
+        });
     }
-    vec![]
+    None
+}
+
+pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
+    let (Some(r), Some(g)) = (a.states.as_ref(), taking_turns_group(rule, a)) else {
+        return vec![];
+    };
+    let TurnTaking {
+        turns: t,
+        members,
+        span,
+        wanted,
+        own_wanted,
+        ..
+    } = g;
+    let exec = |m: &ThreadStates| m.kernel.map_or(0, |k| k.exec_ns);
+    let n = members.len() as u64;
+    let width = n.min(r.cpus as u64) as f64;
+    // Running side by side, their wanted time would spread over min(N, CPUs); the waits for
+    // CPUs that other processes held stay in it, as such load would not leave them.
+    let stake = ((span as f64 - wanted as f64 / width).max(0.0) as u64).min(r.wall_ns);
+    let Some(severity) = rule.severity_of(ratio(stake, r.wall_ns.max(1))) else {
+        return vec![];
+    };
+    let concurrency = ratio(own_wanted, span);
+    let object = a.object_name(t.object);
+    let runtime = crate::analysis::runtime_locks::table()
+        .iter()
+        .find(|l| object.starts_with(&l.words));
+    let runtime_remedy = runtime
+        .and_then(|l| {
+            rule.params
+                .get("runtime_remedies")?
+                .get(&l.runtime)?
+                .as_str()
+        })
+        .unwrap_or("")
+        .to_string();
+    let busiest = t
+        .members
+        .iter()
+        .copied()
+        .max_by_key(|&i| a.states_at(i).map_or(0, exec));
+    let frame = frame_words(
+        busiest
+            .and_then(|i| a.states_index_at(i))
+            .and_then(|k| r.top_user_frame(k, 0, u64::MAX))
+            .map(|x| x.0)
+            .as_ref(),
+    );
+    let names: Vec<String> = members.iter().take(4).map(|m| thread_words(m)).collect();
+    let others = if own_wanted < wanted {
+        format!(
+            "; {:.2} with the waits for CPUs that other processes held",
+            ratio(wanted, span)
+        )
+    } else {
+        String::new()
+    };
+    let evidence = vec![
+        format!(
+            "{} threads ({}{}) waited for one another on {} {} times ({} in all), each woken by another of them",
+            n,
+            names.join(", "),
+            if members.len() > 4 { ", ..." } else { "" },
+            object,
+            fmt_count(t.waits),
+            fmt_ns(t.wait_ns as f64)
+        ),
+        format!(
+            "together they wanted {:.2} CPUs (on a CPU or runnable: {} over {}{}) on {} CPUs, each running at least {} of the time, mostly in {}",
+            concurrency,
+            fmt_ns(own_wanted as f64),
+            fmt_ns(span as f64),
+            others,
+            r.cpus,
+            fmt_pct(rule.param("min_member_cpu_share")),
+            frame
+        ),
+    ];
+    let f = build(
+        rule,
+        a,
+        severity,
+        &[
+            ("count", n.to_string()),
+            ("object", object),
+            ("concurrency", format!("{concurrency:.2}")),
+            ("user_frame", frame),
+            ("runtime_remedy", runtime_remedy),
+            ("speedup", speedup_words(r.wall_ns, stake)),
+        ],
+        evidence,
+    );
+    vec![with_stake(f, a, stake)]
 }
 
 /// Words for the read side of rwlocks in the parallel-efficiency finding's parts.

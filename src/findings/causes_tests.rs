@@ -607,3 +607,99 @@ fn taking_turns_needs_mutual_waits_and_working_threads() {
     a.states.as_mut().unwrap().cpus = 1;
     assert!(taking_turns(r, &a).is_empty());
 }
+
+/// Four threads on CPython's GIL beside two CPU hogs (python threads, 2 CPUs): the waiters woke
+/// every 5 ms to look at the GIL and each look waited for a CPU the hogs held, so together they
+/// wanted 1.31 CPUs and read as serial sections instead.
+fn turning_behind_load(n: usize, exec: f64, delay: f64, own: u64, others: u64) -> Analysis {
+    let mut a = turning(n, 100, exec, delay);
+    a.concurrency = Some(Concurrency {
+        cpus: 2,
+        bin_ns: 10_000_000,
+        own_runnable_ns: own,
+        other_runnable_ns: others,
+        ..Concurrency::default()
+    });
+    a
+}
+
+#[test]
+fn taking_turns_behind_other_load_leaves_out_the_waits_others_caused() {
+    let r = rule("taking-turns");
+    // 0.8 CPUs on a CPU and 0.52 runnable: 1.32 wanted, over the gate.
+    assert!(taking_turns(r, &turning(4, 100, 0.2, 0.13)).is_empty());
+    // The program's own waits (more threads wanting a CPU than there are) count.
+    assert!(taking_turns(r, &turning_behind_load(4, 0.2, 0.13, 520_000_000, 0)).is_empty());
+    // Waits for CPUs that other processes held do not.
+    let f = taking_turns(r, &turning_behind_load(4, 0.2, 0.13, 0, 520_000_000));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].title.contains("(0.80 CPUs wanted)"), "{}", f[0].title);
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.contains("; 1.32 with the waits for CPUs that other processes held")),
+        "{:?}",
+        f[0].evidence
+    );
+    // The stake keeps those waits (such load would not leave them): 1 s - 1.32 s / 2.
+    assert_eq!(f[0].stake_ns, Some(WALL - 660_000_000));
+    // Two threads side by side, starved by other load (each on a CPU half the time and
+    // runnable the other half) wanted both CPUs: no turns, however little they ran.
+    assert!(taking_turns(r, &turning_behind_load(2, 0.5, 0.5, 0, WALL)).is_empty());
+    let margin = r.param("side_by_side_margin");
+    // On a CPU 1.0 together, and runnable 2d: the gate is 1 + 2d against 2 CPUs less the margin.
+    let runnable = |d: f64| turning_behind_load(2, 0.5, d, 0, WALL);
+    let d = (2.0 - margin - 1.0) / 2.0;
+    assert!(!taking_turns(r, &runnable(d - 0.005)).is_empty());
+    assert!(taking_turns(r, &runnable(d + 0.005)).is_empty());
+}
+
+/// The turns of threads taking turns are not serial sections of one of them.
+#[test]
+fn serial_sections_of_threads_taking_turns_are_left_to_taking_turns() {
+    let serial = rule("serial-section");
+    let sections = |a: &mut Analysis, thread: usize| {
+        let c = a.concurrency.as_mut().unwrap();
+        c.serial = vec![SerialSection {
+            begin_ns: 100_000_000,
+            end_ns: 700_000_000,
+            thread: Some(thread),
+            user_frame: None,
+        }];
+        c.parallel_ns = 200_000_000;
+        // One thread on a CPU throughout, by the bins (no CPU samples here).
+        c.bins = vec![
+            crate::analysis::concurrency::Bin {
+                running: 1.0,
+                runnable: 0.0,
+                alive: 1.0,
+            };
+            100
+        ];
+    };
+    // A member (states index 1) is the one running in them.
+    let mut a = turning_behind_load(4, 0.2, 0.13, 0, 520_000_000);
+    sections(&mut a, 1);
+    assert!(!taking_turns(rule("taking-turns"), &a).is_empty());
+    assert!(crate::findings::scaling::serial_section(serial, &a).is_empty());
+    // The main thread (index 0), no member: a serial section.
+    sections(&mut a, 0);
+    assert_eq!(
+        crate::findings::scaling::serial_section(serial, &a).len(),
+        1
+    );
+    // No turns (the waits were the program's own): a serial section too.
+    let mut a = turning_behind_load(4, 0.2, 0.13, 520_000_000, 0);
+    sections(&mut a, 1);
+    assert_eq!(
+        crate::findings::scaling::serial_section(serial, &a).len(),
+        1
+    );
+    // Its stake is its time on a CPU: behind other load, waiting for a CPU half of it, half.
+    let stake = |a: &Analysis| crate::findings::scaling::serial_section(serial, a)[0].stake_ns;
+    assert_eq!(stake(&a), Some(300_000_000));
+    for b in &mut a.concurrency.as_mut().unwrap().bins {
+        (b.running, b.runnable) = (0.5, 0.5);
+    }
+    assert_eq!(stake(&a), Some(150_000_000));
+}

@@ -6,7 +6,7 @@
 use super::rules::Rule;
 use super::{Finding, build};
 use crate::analysis::Analysis;
-use crate::analysis::concurrency::Concurrency;
+use crate::analysis::concurrency::{Concurrency, SerialSection};
 use crate::analysis::locknames::{is_arena_lock, is_arena_wait};
 use crate::analysis::states::{Category, StateReport, ThreadStates};
 use crate::analysis::threads::ThreadId;
@@ -67,12 +67,43 @@ pub fn serial_section(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let Some((r, c)) = parts(a) else {
         return vec![];
     };
-    let serial = c.serial_ns();
+    // Threads taking turns on one object run one at a time by design: their turns are the
+    // `taking-turns` finding's, which names the object, not serial sections of one of them.
+    let turn_takers = super::rules::rules()
+        .iter()
+        .find(|x| x.detector == "taking_turns")
+        .and_then(|tt| super::causes::taking_turns_group(tt, a))
+        .map(|g| g.working)
+        .unwrap_or_default();
+    let sections: Vec<&SerialSection> = c
+        .serial
+        .iter()
+        .filter(|s| s.thread.is_none_or(|i| !turn_takers.contains(&i)))
+        .collect();
+    let serial: u64 = sections.iter().map(|s| s.end_ns - s.begin_ns).sum();
+    // What running the sections on P CPUs would save is their time on a CPU: behind other load
+    // the lone thread also waited for a CPU in them, which it would wait for all the same
+    // (python's start, 140 ms of the wall time behind two CPU hogs, read as a medium serial
+    // section beside the 50 ms it takes alone).
+    // By the CPU samples in them (the bins, averaged over 90 ms, take in the parallel part's
+    // edges), else by the bins.
+    let ran: u64 = sections
+        .iter()
+        .map(|s| {
+            let sampled: u64 = (0..r.threads.len())
+                .map(|ti| r.cpu_in(ti, s.begin_ns, s.end_ns).0)
+                .sum();
+            match sampled {
+                0 => c.running_ns(s.begin_ns, s.end_ns),
+                x => x.min(s.end_ns - s.begin_ns),
+            }
+        })
+        .sum();
     let p = c.cpus.max(1) as f64;
-    if c.cpus < 2 || serial < rule.param("min_serial_ns") as u64 {
+    if c.cpus < 2 || ran < rule.param("min_serial_ns") as u64 {
         return vec![];
     }
-    let stake = (serial as f64 * (1.0 - 1.0 / p)) as u64;
+    let stake = (ran as f64 * (1.0 - 1.0 / p)) as u64;
     let Some(severity) = rule.severity_of(ratio(stake, r.wall_ns)) else {
         return vec![];
     };
@@ -82,8 +113,7 @@ pub fn serial_section(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     if omp_barrier as f64 >= 0.5 * serial as f64 * (p - 1.0) {
         return vec![];
     }
-    let longest = c
-        .serial
+    let longest = sections
         .iter()
         .max_by_key(|s| s.end_ns - s.begin_ns)
         .expect("serial > 0");
@@ -94,7 +124,7 @@ pub fn serial_section(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let frame = frame_words(longest.user_frame.as_ref());
     let mut evidence = vec![format!(
         "{} serial section(s), {} in all ({} of the wall time); the longest: {} to {}, {} running {}",
-        c.serial.len(),
+        sections.len(),
         fmt_ns(serial as f64),
         fmt_pct(ratio(serial, r.wall_ns)),
         fmt_ns(longest.begin_ns as f64),
