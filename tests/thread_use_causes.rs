@@ -283,13 +283,18 @@ fn cpython_threads_behind_other_load_still_take_turns() {
             })
             .collect(),
     );
-    let cmd = [python.as_str(), script.to_str().unwrap(), "1500000"];
+    let cmd = [python.as_str(), script.to_str().unwrap(), "2500000"];
     let (_, prof) = profile_with(dir.path(), "gil4.prof", &["-q"], &cmd, 0, |_| {});
     let report = report_json(&prof);
     let f = finding(&report, "taking-turns");
     check_stake(&report, f);
     let t = text(f);
-    assert!(t.contains("only one of 4 threads"), "{f:#}");
+    // All four, or three (one thread's handovers both ways may go unrecorded: most GIL waits
+    // end in a timeout).
+    assert!(
+        t.contains("only one of 4 threads") || t.contains("only one of 3 threads"),
+        "{f:#}"
+    );
     assert!(t.contains("GIL"), "{f:#}");
     // Their turns are no serial sections (the interpreter's start and end, the main thread's,
     // may be: behind the spinners they take over 100 ms).

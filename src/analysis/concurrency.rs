@@ -170,6 +170,9 @@ pub struct Concurrency {
     pub cpus: u32,
     pub bin_ns: u64,
     pub bins: Vec<Bin>,
+    /// Threads on a CPU per bin as the kernel's figures place it, before the bins are averaged
+    /// over `smooth_bins` (which takes in a stretch's neighbours).
+    pub running_unsmoothed: Vec<f64>,
     /// By threads wanting a CPU (offered) and by threads on one (achieved).
     pub offered: Utilization,
     pub achieved: Utilization,
@@ -210,12 +213,12 @@ impl Concurrency {
     pub fn running_ns(&self, begin: u64, end: u64) -> u64 {
         let bin = self.bin_ns.max(1);
         let on_cpu: f64 = self
-            .bins
+            .running_unsmoothed
             .iter()
             .enumerate()
             .skip((begin / bin) as usize)
             .take_while(|(i, _)| (*i as u64) * bin < end)
-            .map(|(_, b)| b.running * bin as f64)
+            .map(|(_, r)| r * bin as f64)
             .sum();
         (on_cpu as u64).min(end.saturating_sub(begin))
     }
@@ -379,6 +382,7 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
 
     // Averaged over a window: the kernel's figures arrive in lumps (a look may find a thread
     // mid-wait), and what matters is tens of milliseconds and more.
+    let running_unsmoothed = bins.iter().map(|b| b.running).collect();
     let bins = smooth(&bins, th.smooth_bins);
     let cpus = profile.process.ncpus.max(1);
     let p = cpus as f64;
@@ -445,15 +449,30 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
         lone: Vec::new(),
         imbalance: None,
         bins,
+        running_unsmoothed,
     };
+    // Each thread's looks (ns from the start, time on a CPU since the last), by its position in
+    // the states.
+    let looks: Vec<Vec<(u64, u64)>> = states
+        .threads
+        .iter()
+        .map(|t| {
+            index.get(&t.serial).map_or_else(Vec::new, |&ti| {
+                points[ti]
+                    .iter()
+                    .map(|p| (p.mono_ns.saturating_sub(start), p.exec_ns))
+                    .collect()
+            })
+        })
+        .collect();
     let finish = sibling_finish(profile, states, th, wall, &exec, &delay, &last_exec, cpus);
     let parallel = c.parallel_ns;
     if (parallel as f64) < th.parallel_share * wall as f64 || parallel < th.parallel_min_ns {
         // A program that never runs in parallel (long enough) has no serial section; its
         // stretches of one thread are the mostly-serial finding's.
-        c.lone = serial_sections(&c, states, th, wall);
+        c.lone = serial_sections(&c, states, &looks, th, wall);
     } else {
-        c.serial = serial_sections(&c, states, th, wall);
+        c.serial = serial_sections(&c, states, &looks, th, wall);
     }
     if let Some(f) = finish {
         // The stretch where siblings had finished and one still ran is the imbalance's, or, when
@@ -490,6 +509,7 @@ fn smooth(bins: &[Bin], width: usize) -> Vec<Bin> {
 fn serial_sections(
     c: &Concurrency,
     states: &StateReport,
+    looks: &[Vec<(u64, u64)>],
     th: &Thresholds,
     wall: u64,
 ) -> Vec<SerialSection> {
@@ -525,20 +545,35 @@ fn serial_sections(
                 if own * 2 > cpu {
                     continue;
                 }
-                // The thread that ran most in the stretch, by its CPU samples.
-                let mut best: Option<(usize, Frame, u64)> = None;
-                for ti in 0..states.threads.len() {
-                    if let Some((f, w)) = states.top_user_frame(ti, b, e)
-                        && best.as_ref().is_none_or(|x| w > x.2)
-                    {
-                        best = Some((ti, f, w));
-                    }
-                }
+                // The thread that ran most in the stretch, by the kernel's figures (a thread
+                // that blocks signals has no CPU samples: xz's worker ran 11.5 s of a stretch
+                // that was said to be its main thread's, which ran 6 ms of it), else by its CPU
+                // samples; its user frame by its CPU samples.
+                let ran_in = |ti: usize| {
+                    looks.get(ti).map_or(0, |l| {
+                        l.iter()
+                            .filter(|&&(at, _)| at > b && at <= e)
+                            .map(|&(_, exec)| exec)
+                            .sum::<u64>()
+                    })
+                };
+                let by_kernel = (0..states.threads.len())
+                    .map(|ti| (ran_in(ti), ti))
+                    .max()
+                    .filter(|&(ran, _)| ran > 0)
+                    .map(|(_, ti)| ti);
+                let best = match by_kernel {
+                    Some(ti) => Some((ti, states.top_user_frame(ti, b, e).map(|x| x.0))),
+                    None => (0..states.threads.len())
+                        .filter_map(|ti| Some((ti, states.top_user_frame(ti, b, e)?)))
+                        .max_by(|x, y| x.1.1.cmp(&y.1.1).then(y.0.cmp(&x.0)))
+                        .map(|(ti, (f, _))| (ti, Some(f))),
+                };
                 out.push(SerialSection {
                     begin_ns: b,
                     end_ns: e,
                     thread: best.as_ref().map(|x| x.0),
-                    user_frame: best.map(|x| x.1),
+                    user_frame: best.and_then(|x| x.1),
                 });
             }
             _ => {}

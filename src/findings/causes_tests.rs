@@ -667,15 +667,8 @@ fn serial_sections_of_threads_taking_turns_are_left_to_taking_turns() {
             user_frame: None,
         }];
         c.parallel_ns = 200_000_000;
-        // One thread on a CPU throughout, by the bins (no CPU samples here).
-        c.bins = vec![
-            crate::analysis::concurrency::Bin {
-                running: 1.0,
-                runnable: 0.0,
-                alive: 1.0,
-            };
-            100
-        ];
+        // One thread on a CPU throughout.
+        c.running_unsmoothed = vec![1.0; 100];
     };
     // A member (states index 1) is the one running in them.
     let mut a = turning_behind_load(4, 0.2, 0.13, 0, 520_000_000);
@@ -698,8 +691,6 @@ fn serial_sections_of_threads_taking_turns_are_left_to_taking_turns() {
     // Its stake is its time on a CPU: behind other load, waiting for a CPU half of it, half.
     let stake = |a: &Analysis| crate::findings::scaling::serial_section(serial, a)[0].stake_ns;
     assert_eq!(stake(&a), Some(300_000_000));
-    for b in &mut a.concurrency.as_mut().unwrap().bins {
-        (b.running, b.runnable) = (0.5, 0.5);
-    }
+    a.concurrency.as_mut().unwrap().running_unsmoothed = vec![0.5; 100];
     assert_eq!(stake(&a), Some(150_000_000));
 }

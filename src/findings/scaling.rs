@@ -85,19 +85,11 @@ pub fn serial_section(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     // the lone thread also waited for a CPU in them, which it would wait for all the same
     // (python's start, 140 ms of the wall time behind two CPU hogs, read as a medium serial
     // section beside the 50 ms it takes alone).
-    // By the CPU samples in them (the bins, averaged over 90 ms, take in the parallel part's
-    // edges), else by the bins.
+    // By the kernel's figures, as placed before averaging (which takes in the parallel part's
+    // edges); not by CPU samples, which threads that block signals (xz's workers) have none of.
     let ran: u64 = sections
         .iter()
-        .map(|s| {
-            let sampled: u64 = (0..r.threads.len())
-                .map(|ti| r.cpu_in(ti, s.begin_ns, s.end_ns).0)
-                .sum();
-            match sampled {
-                0 => c.running_ns(s.begin_ns, s.end_ns),
-                x => x.min(s.end_ns - s.begin_ns),
-            }
-        })
+        .map(|s| c.running_ns(s.begin_ns, s.end_ns))
         .sum();
     let p = c.cpus.max(1) as f64;
     if c.cpus < 2 || ran < rule.param("min_serial_ns") as u64 {
