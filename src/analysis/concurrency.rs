@@ -340,6 +340,13 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
         .collect();
     for (ti, points) in points.iter().enumerate() {
         let thread_start = last_exec[ti];
+        for p in points {
+            exec[ti] += p.exec_ns;
+            delay[ti] += p.run_delay_ns;
+            if p.exec_ns > bin_ns / 20 {
+                last_exec[ti] = p.mono_ns.saturating_sub(start);
+            }
+        }
         let Some(last) = points.last() else {
             continue;
         };
@@ -359,13 +366,6 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
         for (b, o) in bins[lo..=hi].iter_mut().zip(&own) {
             b.running += o.running;
             b.runnable += o.runnable;
-        }
-        for p in points {
-            exec[ti] += p.exec_ns;
-            delay[ti] += p.run_delay_ns;
-            if p.exec_ns > bin_ns / 20 {
-                last_exec[ti] = p.mono_ns.saturating_sub(start);
-            }
         }
     }
     for t in &profile.threads {

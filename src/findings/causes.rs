@@ -627,7 +627,7 @@ pub(super) fn taking_turns_group<'a>(rule: &Rule, a: &'a Analysis) -> Option<Tur
         // once and never running all at once. Waits for a CPU that other processes held are no
         // wish of theirs: CPython's GIL waiters wake every 5 ms to look at it, and behind other
         // load each such look waited milliseconds for a CPU, so four threads taking turns read
-        // as 1.44 CPUs wanted (and their turns as serial sections). Those waits are left out
+        // as 1.31-1.34 CPUs wanted (and their turns as serial sections). Those waits are left out
         // only while the threads still wanted well under a CPU each, which threads running side
         // by side, however starved, do not.
         let ran: u64 = members.iter().map(|m| exec(m)).sum();
