@@ -47,6 +47,12 @@ fn cpu_share_words(share: SampledShare, caps_severity: bool) -> String {
     }
 }
 
+/// `f`, marked uncertain where its share from CPU samples reached its level only by its estimate.
+fn uncertain_unless(at_bound: bool, mut f: Finding) -> Finding {
+    f.uncertain = !at_bound;
+    f
+}
+
 /// Allocator calls and their share of CPU time, if both gates are passed.
 fn busy_allocator(rule: &Rule, a: &Analysis) -> Option<(f64, SampledShare)> {
     let calls = a.summary.alloc_calls() as f64;
@@ -114,16 +120,19 @@ pub fn small_allocations(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             ratio(*bytes, *site_calls)
         ));
     }
-    vec![build(
-        rule,
-        a,
-        severity,
-        &[
-            ("share", fmt_pct(share)),
-            ("max_bytes", max_bytes.to_string()),
-            ("alloc_cpu_share", fmt_pct(alloc_share.estimate)),
-        ],
-        evidence,
+    vec![uncertain_unless(
+        rule.cost_at_bound(alloc_share),
+        build(
+            rule,
+            a,
+            severity,
+            &[
+                ("share", fmt_pct(share)),
+                ("max_bytes", max_bytes.to_string()),
+                ("alloc_cpu_share", fmt_pct(alloc_share.estimate)),
+            ],
+            evidence,
+        ),
     )]
 }
 
@@ -187,17 +196,20 @@ pub fn library_hotspots(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 format!("the allocator took {}", cpu_share_words(alloc_share, true)),
                 "allocations per call of the library function are not known: the profile counts allocator calls, not library calls".to_string(),
             ];
-            Some(build(
-                rule,
-                a,
-                severity,
-                &[
-                    ("family", family.to_string()),
-                    ("function", function),
-                    ("user_frame", user),
-                    ("share", fmt_pct(share)),
-                ],
-                evidence,
+            Some(uncertain_unless(
+                rule.cost_at_bound(alloc_share),
+                build(
+                    rule,
+                    a,
+                    severity,
+                    &[
+                        ("family", family.to_string()),
+                        ("function", function),
+                        ("user_frame", user),
+                        ("share", fmt_pct(share)),
+                    ],
+                    evidence,
+                ),
             ))
         })
         .collect()
@@ -321,17 +333,22 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_ns(ratio(*ns, *n))
         ));
     }
-    vec![build(
-        rule,
-        a,
-        severity,
-        &[
-            ("share", fmt_pct(share)),
-            ("scope", scope),
-            ("calls", fmt_count(calls as u64)),
-            ("time", fmt_ns(on_cpu)),
-        ],
-        evidence,
+    // From the thread's bound, or the program's; else only by an estimate.
+    let at_bound = thread_severity.is_some() || rule.sampled_at_bound(global);
+    vec![uncertain_unless(
+        at_bound,
+        build(
+            rule,
+            a,
+            severity,
+            &[
+                ("share", fmt_pct(share)),
+                ("scope", scope),
+                ("calls", fmt_count(calls as u64)),
+                ("time", fmt_ns(on_cpu)),
+            ],
+            evidence,
+        ),
     )]
 }
 
@@ -354,12 +371,9 @@ pub fn cross_thread_frees(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         ),
         format!("the allocator took {}", cpu_share_words(alloc_share, true)),
     ];
-    vec![build(
-        rule,
-        a,
-        severity,
-        &[("share", fmt_pct(c.share))],
-        evidence,
+    vec![uncertain_unless(
+        rule.cost_at_bound(alloc_share),
+        build(rule, a, severity, &[("share", fmt_pct(c.share))], evidence),
     )]
 }
 

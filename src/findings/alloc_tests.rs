@@ -332,3 +332,35 @@ fn the_allocators_share_is_worded_with_its_samples_and_what_the_severity_follows
         "17.1% of the threads' CPU time"
     );
 }
+
+/// A share from few CPU samples that reaches a level only by its estimate makes an uncertain
+/// finding (make -j2's cc1 beside other load: 12.3% from 25 samples, possibly 0.0%); from many
+/// samples, or with the bound at a level, a sure one.
+#[test]
+fn allocator_time_from_few_samples_is_uncertain() {
+    let r = rule("allocator-time");
+    let at = |share: f64, samples: u64| {
+        let cpu_ns = 100_000_000;
+        let alloc_ns = (share * cpu_ns as f64) as u64;
+        let mut a = allocator_busy(
+            share,
+            100_000,
+            alloc_ns,
+            vec![ThreadSummary {
+                cpu_ns,
+                alloc_ns,
+                alloc_cpu_ns: alloc_ns,
+                alloc_cpu_samples: samples,
+                ..ThreadSummary::default()
+            }],
+        );
+        a.summary.groups[0].calls = 100_000;
+        allocator_time(r, &a)
+    };
+    let few = at(0.123, 25);
+    assert_eq!(severity(&few), Some(Severity::Low), "{few:?}");
+    assert!(few[0].uncertain, "{few:?}");
+    let many = at(0.123, 40_000);
+    assert_eq!(severity(&many), Some(Severity::Low), "{many:?}");
+    assert!(!many[0].uncertain, "{many:?}");
+}

@@ -77,7 +77,7 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_ns(e.unattributed_ns)
         ));
     }
-    vec![build(
+    let mut f = build(
         rule,
         a,
         severity,
@@ -89,7 +89,9 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             ("cpus", e.cpus.to_string()),
         ],
         evidence,
-    )]
+    );
+    f.uncertain = !rule.sampled_at_bound(share);
+    vec![f]
 }
 
 #[cfg(test)]

@@ -59,6 +59,11 @@ pub struct Finding {
     /// (findings without one did not estimate it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stake_ns: Option<u64>,
+    /// Its severity rests on a share from few CPU samples whose lower bound reaches no level
+    /// (`rules::sampled_level`): one process may show it by chance, and of many like processes
+    /// one will (the by-program list weighs that).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub uncertain: bool,
 }
 
 type Detector = fn(&rules::Rule, &Analysis) -> Vec<Finding>;
@@ -120,6 +125,7 @@ fn build(
         cause: rules::fill(&rule.cause, &values),
         remedy: rules::fill(&rule.remedy, &values),
         stake_ns: None,
+        uncertain: false,
     }
 }
 
@@ -218,6 +224,7 @@ mod tests {
             cause: "c".into(),
             remedy: "r".into(),
             stake_ns: None,
+            uncertain: false,
         };
         let text = render_text(&[f], Style { enabled: false });
         assert!(

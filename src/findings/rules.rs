@@ -94,6 +94,24 @@ impl Rule {
         }
     }
 
+    /// Whether a sampled share reaches a level of the severity thresholds at its bound, not
+    /// only by its estimate (`sampled_level`).
+    pub fn sampled_at_bound(&self, share: SampledShare) -> bool {
+        let bound = match self.direction {
+            Direction::Above => share.low,
+            Direction::Below => share.high(),
+        };
+        level(&self.severity, self.direction, bound).is_some()
+    }
+
+    /// Whether a sampled cost reaches a level of `cost_severity` at its lower bound (true for a
+    /// rule without cost levels).
+    pub fn cost_at_bound(&self, cost: SampledShare) -> bool {
+        self.cost_severity
+            .as_ref()
+            .is_none_or(|cap| level(cap, Direction::Above, cost.low).is_some())
+    }
+
     /// The severity a share measured on a sample reaches (a rule whose measure grows with the
     /// severity): see `sampled_level`.
     pub fn severity_of_sampled(&self, share: SampledShare) -> Option<Severity> {

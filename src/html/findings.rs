@@ -58,6 +58,7 @@ mod tests {
             cause: "many small objects".into(),
             remedy: "pool them; `stallscope bench` measures it".into(),
             stake_ns: None,
+            uncertain: false,
         };
         let html = section(&[finding]);
         assert!(html.contains("<article class=\"finding high\">"));

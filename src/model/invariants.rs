@@ -188,6 +188,7 @@ mod tests {
             cause: String::new(),
             remedy: String::new(),
             stake_ns: Some(1_001),
+            uncertain: false,
         });
         m.analysis.waitfor = Some(crate::analysis::waitfor::WaitFor {
             waits: 1,
