@@ -675,8 +675,13 @@ fn serial_sections_of_threads_taking_turns_are_left_to_taking_turns() {
     sections(&mut a, 1);
     assert!(!taking_turns(rule("taking-turns"), &a).is_empty());
     assert!(crate::findings::scaling::serial_section(serial, &a).is_empty());
-    // The main thread (index 0), no member: a serial section.
+    // The main thread (index 0), no member, that hardly ran: the program never ran in
+    // parallel but for the turn-takers' waits for a CPU (python's start and end beside hogs).
     sections(&mut a, 0);
+    assert!(crate::findings::scaling::serial_section(serial, &a).is_empty());
+    // A main thread that works beside them: its stretch alone is a serial section.
+    let main = &mut a.states.as_mut().unwrap().threads[0];
+    main.kernel.as_mut().unwrap().exec_ns = 300_000_000;
     assert_eq!(
         crate::findings::scaling::serial_section(serial, &a).len(),
         1

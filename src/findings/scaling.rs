@@ -69,12 +69,30 @@ pub fn serial_section(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     };
     // Threads taking turns on one object run one at a time by design: their turns are the
     // `taking-turns` finding's, which names the object, not serial sections of one of them.
-    let turn_takers = super::rules::rules()
+    let turns_rule = super::rules::rules()
         .iter()
-        .find(|x| x.detector == "taking_turns")
+        .find(|x| x.detector == "taking_turns");
+    let turn_takers = turns_rule
         .and_then(|tt| super::causes::taking_turns_group(tt, a))
         .map(|g| g.working)
         .unwrap_or_default();
+    // Where no other thread works beside them, the program never ran in parallel: what looked
+    // parallel was the turn-takers waiting for a CPU behind other load (CPython's GIL waiters
+    // polling beside two CPU hogs made the interpreter's start and end a serial section).
+    if let Some(tt) = turns_rule.filter(|_| !turn_takers.is_empty()) {
+        let works = |t: &ThreadStates| {
+            t.kernel.map_or(0, |k| k.exec_ns) as f64
+                >= tt.param("min_member_cpu_share") * r.wall_ns as f64
+        };
+        let others_work = r
+            .threads
+            .iter()
+            .enumerate()
+            .any(|(i, t)| !turn_takers.contains(&i) && works(t));
+        if !others_work {
+            return vec![];
+        }
+    }
     let sections: Vec<&SerialSection> = c
         .serial
         .iter()
