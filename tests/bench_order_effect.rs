@@ -70,6 +70,11 @@ fn stallscope_protocol_program_flags_only_the_affected_case() {
             "stallscope",
             "--runs",
             "6",
+            // On the shared machine "steady" once took 4.8% longer in the sequence than alone
+            // (p 0.009 over 6 runs each), over the default 2% band: a drift of the host, not
+            // the order effect this test is about (scan's is 50% and more).
+            "--noise",
+            "0.1",
             program.to_str().unwrap(),
         ],
     );
