@@ -472,19 +472,24 @@ mod tests {
         assert!(t.stdio_functions.iter().any(|f| f == "fprintf"));
     }
 
-    /// One lock word, one name: a site whose scanned stack missed the stdio frame takes the name
-    /// another site gave the word (GNU fprintf's FILE lock had read "the lock of a FILE (at ...)
-    /// (134 samples), the lock at ... (3 samples)" under the suite's load).
-    #[test]
-    fn a_lock_word_gets_one_name_at_every_site() {
-        let f = |name: &str| Frame {
+    /// A frame of libc's code, by function name.
+    fn libc_frame(name: &str) -> Frame {
+        Frame {
             function: Some(name.into()),
             file: None,
             line: None,
             module: "libc.so.6".into(),
             offset: 0,
             inlined: false,
-        };
+        }
+    }
+
+    /// One lock word, one name: a site whose scanned stack missed the stdio frame takes the name
+    /// another site gave the word (GNU fprintf's FILE lock had read "the lock of a FILE (at ...)
+    /// (134 samples), the lock at ... (3 samples)" under the suite's load).
+    #[test]
+    fn a_lock_word_gets_one_name_at_every_site() {
+        let f = libc_frame;
         let site = |frames: Vec<Frame>, object: u64| StateSite {
             category: Category::Lock,
             frames,
@@ -543,14 +548,7 @@ mod tests {
 
     #[test]
     fn a_runtime_lock_under_stale_malloc_frames_is_not_an_arena_wait() {
-        let f = |name: &str| Frame {
-            function: Some(name.into()),
-            file: None,
-            line: None,
-            module: "libc.so.6".into(),
-            offset: 0,
-            inlined: false,
-        };
+        let f = libc_frame;
         let lock = |how: &'static str| super::super::states::WaitedLock {
             object: 0x5555_0000,
             samples: 10,
