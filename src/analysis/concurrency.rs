@@ -339,7 +339,7 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
         .map(|t| t.start_mono_ns.saturating_sub(start))
         .collect();
     for (ti, points) in points.iter().enumerate() {
-        let thread_start = last_exec[ti];
+        let thread_start = profile.threads[ti].start_mono_ns.saturating_sub(start);
         for p in points {
             exec[ti] += p.exec_ns;
             delay[ti] += p.run_delay_ns;

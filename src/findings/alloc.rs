@@ -47,12 +47,6 @@ fn cpu_share_words(share: SampledShare, caps_severity: bool) -> String {
     }
 }
 
-/// `f`, marked uncertain where its share from CPU samples reached its level only by its estimate.
-fn uncertain_unless(at_bound: bool, mut f: Finding) -> Finding {
-    f.uncertain = !at_bound;
-    f
-}
-
 /// Allocator calls and their share of CPU time, if both gates are passed.
 fn busy_allocator(rule: &Rule, a: &Analysis) -> Option<(f64, SampledShare)> {
     let calls = a.summary.alloc_calls() as f64;
@@ -120,8 +114,7 @@ pub fn small_allocations(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             ratio(*bytes, *site_calls)
         ));
     }
-    vec![uncertain_unless(
-        rule.cost_at_bound(alloc_share),
+    vec![
         build(
             rule,
             a,
@@ -132,8 +125,9 @@ pub fn small_allocations(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 ("alloc_cpu_share", fmt_pct(alloc_share.estimate)),
             ],
             evidence,
-        ),
-    )]
+        )
+        .uncertain_unless(rule.cost_at_bound(alloc_share)),
+    ]
 }
 
 /// The library call a site's stack passes through: the outermost frame between the allocator and
@@ -196,21 +190,19 @@ pub fn library_hotspots(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 format!("the allocator took {}", cpu_share_words(alloc_share, true)),
                 "allocations per call of the library function are not known: the profile counts allocator calls, not library calls".to_string(),
             ];
-            Some(uncertain_unless(
-                rule.cost_at_bound(alloc_share),
-                build(
-                    rule,
-                    a,
-                    severity,
-                    &[
-                        ("family", family.to_string()),
-                        ("function", function),
-                        ("user_frame", user),
-                        ("share", fmt_pct(share)),
-                    ],
-                    evidence,
-                ),
-            ))
+            let f = build(
+                rule,
+                a,
+                severity,
+                &[
+                    ("family", family.to_string()),
+                    ("function", function),
+                    ("user_frame", user),
+                    ("share", fmt_pct(share)),
+                ],
+                evidence,
+            );
+            Some(f.uncertain_unless(rule.cost_at_bound(alloc_share)))
         })
         .collect()
 }
@@ -335,8 +327,7 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     }
     // From the thread's bound, or the program's; else only by an estimate.
     let at_bound = thread_severity.is_some() || rule.sampled_at_bound(global);
-    vec![uncertain_unless(
-        at_bound,
+    vec![
         build(
             rule,
             a,
@@ -348,8 +339,9 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 ("time", fmt_ns(on_cpu)),
             ],
             evidence,
-        ),
-    )]
+        )
+        .uncertain_unless(at_bound),
+    ]
 }
 
 pub fn cross_thread_frees(rule: &Rule, a: &Analysis) -> Vec<Finding> {
@@ -371,10 +363,10 @@ pub fn cross_thread_frees(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         ),
         format!("the allocator took {}", cpu_share_words(alloc_share, true)),
     ];
-    vec![uncertain_unless(
-        rule.cost_at_bound(alloc_share),
-        build(rule, a, severity, &[("share", fmt_pct(c.share))], evidence),
-    )]
+    vec![
+        build(rule, a, severity, &[("share", fmt_pct(c.share))], evidence)
+            .uncertain_unless(rule.cost_at_bound(alloc_share)),
+    ]
 }
 
 #[cfg(test)]

@@ -568,11 +568,10 @@ pub(super) fn turns(a: &Analysis) -> Vec<Turns> {
 }
 
 /// Threads that take turns on one object, as the `taking-turns` rule finds them.
-pub(super) struct TurnTaking<'a> {
+pub(super) struct TurnTaking {
     turns: Turns,
-    /// The members that work (index into `StateReport::threads`), their figures.
+    /// The members that work (index into `StateReport::threads`).
     pub working: Vec<usize>,
-    members: Vec<&'a ThreadStates>,
     span: u64,
     /// On a CPU or runnable, summed over the working members.
     wanted: u64,
@@ -582,7 +581,7 @@ pub(super) struct TurnTaking<'a> {
 }
 
 /// The first group of threads taking turns that `rule` reports (None: none).
-pub(super) fn taking_turns_group<'a>(rule: &Rule, a: &'a Analysis) -> Option<TurnTaking<'a>> {
+pub(super) fn taking_turns_group(rule: &Rule, a: &Analysis) -> Option<TurnTaking> {
     let r = a.states.as_ref()?;
     if r.cpus < 2 {
         return None;
@@ -652,7 +651,6 @@ pub(super) fn taking_turns_group<'a>(rule: &Rule, a: &'a Analysis) -> Option<Tur
         return Some(TurnTaking {
             turns: t,
             working,
-            members,
             span,
             wanted,
             own_wanted,
@@ -667,13 +665,13 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     };
     let TurnTaking {
         turns: t,
-        members,
+        working,
         span,
         wanted,
         own_wanted,
-        ..
     } = g;
     let exec = |m: &ThreadStates| m.kernel.map_or(0, |k| k.exec_ns);
+    let members: Vec<&ThreadStates> = working.iter().filter_map(|&i| r.threads.get(i)).collect();
     let n = members.len() as u64;
     let width = n.min(r.cpus as u64) as f64;
     // Running side by side, their wanted time would spread over min(N, CPUs); the waits for

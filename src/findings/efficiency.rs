@@ -77,21 +77,22 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_ns(e.unattributed_ns)
         ));
     }
-    let mut f = build(
-        rule,
-        a,
-        severity,
-        &[
-            ("efficiency", fmt_pct(e.value)),
-            ("cause_name", cause_name.to_string()),
-            ("cause_share", fmt_pct(e.part_share(cause_ns))),
-            ("thread_count", e.threads.to_string()),
-            ("cpus", e.cpus.to_string()),
-        ],
-        evidence,
-    );
-    f.uncertain = !rule.sampled_at_bound(share);
-    vec![f]
+    vec![
+        build(
+            rule,
+            a,
+            severity,
+            &[
+                ("efficiency", fmt_pct(e.value)),
+                ("cause_name", cause_name.to_string()),
+                ("cause_share", fmt_pct(e.part_share(cause_ns))),
+                ("thread_count", e.threads.to_string()),
+                ("cpus", e.cpus.to_string()),
+            ],
+            evidence,
+        )
+        .uncertain_unless(rule.sampled_at_bound(share)),
+    ]
 }
 
 #[cfg(test)]

@@ -66,6 +66,14 @@ pub struct Finding {
     pub uncertain: bool,
 }
 
+impl Finding {
+    /// Marked uncertain unless its share from CPU samples reached its level at its bound.
+    fn uncertain_unless(mut self, at_bound: bool) -> Finding {
+        self.uncertain = !at_bound;
+        self
+    }
+}
+
 type Detector = fn(&rules::Rule, &Analysis) -> Vec<Finding>;
 
 /// The detector of each `detector` name used in rules.json.

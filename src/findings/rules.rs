@@ -97,11 +97,7 @@ impl Rule {
     /// Whether a sampled share reaches a level of the severity thresholds at its bound, not
     /// only by its estimate (`sampled_level`).
     pub fn sampled_at_bound(&self, share: SampledShare) -> bool {
-        let bound = match self.direction {
-            Direction::Above => share.low,
-            Direction::Below => share.high(),
-        };
-        level(&self.severity, self.direction, bound).is_some()
+        level_at_bound(&self.severity, self.direction, share).is_some()
     }
 
     /// Whether a sampled cost reaches a level of `cost_severity` at its lower bound (true for a
@@ -109,7 +105,7 @@ impl Rule {
     pub fn cost_at_bound(&self, cost: SampledShare) -> bool {
         self.cost_severity
             .as_ref()
-            .is_none_or(|cap| level(cap, Direction::Above, cost.low).is_some())
+            .is_none_or(|cap| level_at_bound(cap, Direction::Above, cost).is_some())
     }
 
     /// The severity a share measured on a sample reaches (a rule whose measure grows with the
@@ -150,11 +146,7 @@ impl SampledShare {
 /// a short run the allocator's share of CPU time measured 2.3%, 8.1% and 13.1% in three runs of
 /// one program), nor hidden by it.
 fn sampled_level(s: &Thresholds, direction: Direction, share: SampledShare) -> Option<Severity> {
-    let bound = match direction {
-        Direction::Above => share.low,
-        Direction::Below => share.high(),
-    };
-    level(s, direction, bound).or_else(|| {
+    level_at_bound(s, direction, share).or_else(|| {
         level(s, direction, share.estimate)?;
         [
             (s.info, Severity::Info),
@@ -165,6 +157,16 @@ fn sampled_level(s: &Thresholds, direction: Direction, share: SampledShare) -> O
         .into_iter()
         .find_map(|(t, severity)| t.map(|_| severity))
     })
+}
+
+/// The level a sampled share reaches at the bound nearest to no level: its lower bound for a rule
+/// on large shares, its upper bound for one on small shares.
+fn level_at_bound(s: &Thresholds, direction: Direction, share: SampledShare) -> Option<Severity> {
+    let bound = match direction {
+        Direction::Above => share.low,
+        Direction::Below => share.high(),
+    };
+    level(s, direction, bound)
 }
 
 /// The level of `thresholds` that `measure` reaches, if any.

@@ -578,8 +578,8 @@ pub fn load(path: &Path) -> anyhow::Result<Option<Run>> {
 }
 
 /// Each rule's findings over a program's processes: (id, the first title, how many processes had
-/// one). A process with several findings of one rule (two contended locks) counts once, a sure
-/// one first. A rule whose findings are all uncertain (their level reached only by an estimate
+/// one). A process with several findings of one rule (two contended locks) counts once, as sure
+/// if any of them is. A rule whose findings are all uncertain (their level reached only by an estimate
 /// from few CPU samples) is left out unless at least half the processes have it: of many like
 /// processes one reaches a level by chance (make -j2's 16 cc1, beside other load: one at "12.3%
 /// of the threads' CPU time in the allocator, possibly as little as 0.0%").
