@@ -17,6 +17,7 @@ use std::time::Instant;
 mod launch;
 mod sandbox;
 mod signals;
+mod spawn;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -239,22 +240,28 @@ pub fn main(args: RunArgs) -> Result<i32> {
         !args.no_children,
     ));
 
-    let mut cmd = Command::new(&args.command[0]);
-    cmd.args(&args.command[1..]);
-    let plan_at = &mut *plan as *mut launch::Launch as usize;
-    // SAFETY: runs in the child between fork and exec; both calls are async-signal-safe, and the
-    // plan outlives the spawn (the child works on its own copy of it).
-    unsafe {
-        cmd.pre_exec(move || {
-            signals::restore_in_child();
-            (*(plan_at as *mut launch::Launch)).in_child();
-            Ok(())
-        });
-    }
+    let argv = match args
+        .command
+        .iter()
+        .map(|a| std::ffi::CString::new(a.as_bytes()))
+        .collect::<std::result::Result<Vec<_>, _>>()
+    {
+        Ok(argv) => argv,
+        Err(_) => {
+            eprintln!(
+                "stallscope: cannot run {}: an argument holds a NUL byte",
+                args.command[0]
+            );
+            return Ok(127);
+        }
+    };
     signals::supervise();
     let started = Instant::now();
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
+    // Runs in the child, which shares our memory until its exec (spawn.rs): async-signal-safe
+    // work on the plan made above.
+    let mut prepare = || plan.in_child();
+    let root_pid = match spawn::spawn(&argv, &mut prepare) {
+        Ok(pid) => pid as u32,
         Err(e) => {
             eprintln!("stallscope: cannot run {}: {e}", args.command[0]);
             return Ok(if e.kind() == std::io::ErrorKind::PermissionDenied {
@@ -264,7 +271,6 @@ pub fn main(args: RunArgs) -> Result<i32> {
             });
         }
     };
-    let root_pid = child.id();
     if args.paused && !args.quiet {
         eprintln!(
             "stallscope: {root_pid} runs paused, recording nothing: `stallscope attach {root_pid}` records a window of it"
@@ -272,7 +278,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
     }
     signals::child_started(root_pid as i32);
     signals::wait_for_end(root_pid as i32);
-    let status = child.wait().context("waiting for the profiled program")?;
+    let status = std::process::ExitStatus::from_raw(spawn::wait_for_exit(root_pid as i32));
     let wall = started.elapsed();
 
     let (root_path, children_dir) = plan.chosen_paths(root_pid);
@@ -562,12 +568,23 @@ fn write_new(path: &Path, bytes: &[u8]) -> Option<PathBuf> {
             (n, Some(stem)) => PathBuf::from(format!("{stem}.{n}.prof")),
             (_, None) => return None,
         };
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&candidate)
-        {
+        let open = || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(&candidate)
+        };
+        // The run's directory exists only once a process has written there (`Launch::in_child`).
+        let opened = match open() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                candidate.parent().map_or(Err(e), |dir| {
+                    std::fs::create_dir_all(dir).and_then(|()| open())
+                })
+            }
+            other => other,
+        };
+        match opened {
             Ok(mut f) => return f.write_all(bytes).ok().map(|()| candidate),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(_) => return None,

@@ -402,3 +402,103 @@ fn wait_for_child(parent: u32) -> i32 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The launched process is started as execvp would start it, with what a shell sees when that
+/// fails: 127 for a command that is not there, 126 for a file that may not be run, a script
+/// without `#!` run by /bin/sh, and a directory in PATH that holds a program of the name found as
+/// plainly. Each is compared with the same command run directly (spawn.rs starts the child
+/// without `Command`, in the supervisor's memory until its exec).
+#[test]
+fn a_command_that_cannot_start_ends_as_it_would_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("cannot-start");
+    let plain_file = dir.join("not-executable");
+    std::fs::write(&plain_file, "echo never\n").unwrap();
+    let script = dir.join("no-shebang");
+    std::fs::write(&script, "echo \"script ran with $1\"\nexit 4\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::copy(&script, bin.join("from-path")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (cmd, code, out) in [
+        (vec!["./not-executable"], 126, ""),
+        (vec!["./no-such-program"], 127, ""),
+        (
+            vec!["./no-shebang", "an argument"],
+            4,
+            "script ran with an argument\n",
+        ),
+        (vec!["from-path", "x"], 4, "script ran with x\n"),
+    ] {
+        let alone = plain_run(
+            dir.path(),
+            &["sh", "-c", "\"$@\"", "sh"]
+                .iter()
+                .chain(&cmd)
+                .collect::<Vec<_>>(),
+            |c| {
+                c.env("PATH", &path);
+            },
+        );
+        assert_eq!(
+            shell_status(&alone),
+            code,
+            "alone: {cmd:?}\n{}",
+            describe(&alone)
+        );
+        let run = stallscope_run_with(dir.path(), &["-q", "-o", "p.prof"], &cmd, |c| {
+            c.env("PATH", &path);
+        });
+        assert_eq!(shell_status(&run), code, "{cmd:?}\n{}", describe(&run));
+        assert_eq!(String::from_utf8_lossy(&run.stdout), out, "{cmd:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&alone.stdout),
+            out,
+            "alone: {cmd:?}"
+        );
+        let _ = std::fs::remove_file(dir.join("p.prof"));
+    }
+    assert!(
+        children_dirs(dir.path()).is_empty(),
+        "no run's directory where no other process was profiled"
+    );
+}
+
+/// A run whose program starts no other process makes no directory for others: it is made only by
+/// the first process that writes there (docs/FORMAT.md), and the profiles of those still go there.
+#[test]
+fn a_run_of_one_process_makes_no_directory_for_others() {
+    let dir = TempDir::new("one-process");
+    // `test` is the shell's own: no other process is started before it looks.
+    let probe = "test -d one.prof.children && echo made || echo none";
+    let (out, path) = profile(dir.path(), "one.prof", &[], &["sh", "-c", probe], 0);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "none\n",
+        "{}",
+        describe(&out)
+    );
+    assert!(path.exists());
+    assert!(
+        children_dirs(dir.path()).is_empty(),
+        "{:?}",
+        children_dirs(dir.path())
+    );
+    let (_, path) = profile(
+        dir.path(),
+        "two.prof",
+        &[],
+        &["sh", "-c", "/bin/true; /bin/true; :"],
+        0,
+    );
+    let run_dir = dir.join("two.prof.children");
+    let others = std::fs::read_dir(&run_dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", run_dir.display()))
+        .count();
+    assert_eq!(others, 2, "the two `true` processes of {}", path.display());
+}

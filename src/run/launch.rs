@@ -1,7 +1,7 @@
 //! Starting the program: the environment it gets (the user's own, byte for byte and in order,
 //! with the preload added to LD_PRELOAD and the few variables the interposer needs appended), and
 //! the paths of the run's profiles, which name the program's pid and so are completed in the
-//! child between fork and exec, where the pid is known (`Launch::in_child`).
+//! child between its start and exec, where the pid is known (`Launch::in_child`).
 
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -156,7 +156,8 @@ pub struct Launch {
     children: Option<PathEntry>,
     /// Pointers to all entries, NULL-terminated; rebuilt in the child after filling.
     pointers: Vec<*const libc::c_char>,
-    /// A word shared with the child (MAP_SHARED): the collision number it chose.
+    /// A word shared with the child (MAP_SHARED, so that it holds with a forked child too): the
+    /// collision number it chose.
     choice: *const AtomicU32,
 }
 
@@ -277,12 +278,14 @@ impl Launch {
         self.pointers.push(std::ptr::null());
     }
 
-    /// In the child, between fork and exec (async-signal-safe: no allocation, no locks): picks the
-    /// profile's path for this pid, avoiding files left by an earlier process with the same pid,
-    /// creates the run's directory for the other processes (removed after the run if none wrote
-    /// there), and makes the prepared environment the one exec passes on.
-    pub fn in_child(&mut self) {
-        // SAFETY: getpid, access and mkdir take NUL-terminated paths from our own buffers.
+    /// In the child, between its start and exec (async-signal-safe: no allocation, no locks):
+    /// picks the profile's path for this pid, avoiding files (and a run's directory for the other
+    /// processes) left by an earlier process with the same pid, and returns the prepared
+    /// environment for exec. The run's directory is made by the first other process that writes
+    /// there (the interposer's `ss_create_profile`), or by the supervisor for the profiles it
+    /// unpacks. The child shares the supervisor's memory (spawn.rs), so `environ` is left alone.
+    pub fn in_child(&mut self) -> *const *const libc::c_char {
+        // SAFETY: getpid and access take NUL-terminated paths from our own buffers.
         unsafe {
             let pid = libc::getpid() as u32;
             for attempt in 0..100 {
@@ -300,12 +303,9 @@ impl Launch {
                     break;
                 }
             }
-            if let Some(children) = &self.children {
-                libc::mkdir(children.path(), 0o777);
-            }
             self.point();
-            environ = self.pointers.as_ptr();
         }
+        self.pointers.as_ptr()
     }
 
     /// The root profile's path and the run's directory as the child chose them for its pid.

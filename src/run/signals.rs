@@ -67,11 +67,13 @@ pub fn was_ignored(sig: i32) -> bool {
     (1..=MAX_SIGNAL).contains(&sig) && IGNORED.load(Ordering::Relaxed) & bit(sig) != 0
 }
 
-/// In the child, between fork and exec: every signal's disposition (ignored or default), the
-/// mask and the closed standard descriptors as stallscope found them. Async-signal-safe.
-pub fn restore_in_child() {
+/// In the child, between its start and exec: every signal's disposition (ignored or default),
+/// the mask and the closed standard descriptors as stallscope found them. Async-signal-safe.
+/// Returns false, changing nothing, where the state was not captured (which cannot happen in the
+/// stallscope executable).
+pub fn restore_in_child() -> bool {
     if !CAPTURED.load(Ordering::Acquire) {
-        return; // not captured (cannot happen in the stallscope executable): leave std's reset
+        return false;
     }
     let (ignored, blocked) = (
         IGNORED.load(Ordering::Relaxed),
@@ -108,6 +110,7 @@ pub fn restore_in_child() {
             }
         }
     }
+    true
 }
 
 /// Signals a process may send to stallscope that are meant for the program: passed on to it.
