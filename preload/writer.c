@@ -317,10 +317,19 @@ SS_FORK_TEXT static int ss_profile_path(char *path, size_t cap, int attempt) {
  * descriptor (in the calling thread's table) or -1. */
 static int ss_create_profile(void) {
     char path[1200];
-    int fd = -1;
+    int fd = -1, made_dir = 0;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         if (!ss_profile_path(path, sizeof path, attempt)) break;
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        /* The run's directory for the other processes is made by the first of them that writes
+         * there (`stallscope run` makes none: most runs start no other process, and a directory
+         * made and removed costs a start a tenth of a millisecond on ext4). The same attempt again. */
+        if (fd < 0 && errno == ENOENT && !made_dir && !ss_output()[0] && ss_config.dir[0]) {
+            made_dir = 1;
+            if (mkdir(ss_config.dir, 0777) == 0 || errno == EEXIST) attempt--;
+            else break;
+            continue;
+        }
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) return -1;
