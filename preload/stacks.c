@@ -668,6 +668,25 @@ static void *ss_open_libgcc(void) {
     return NULL;
 }
 
+/* Whether an object named libgcc_s.so.1 (by file name or DT_SONAME) is loaded: asked first, since
+ * dlopen(RTLD_NOLOAD) of a name not loaded still searches for the file, opens and reads it (eight
+ * system calls and the loader's cache mapped, in every process of a C program). */
+static int ss_libgcc_loaded_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    static const char name[] = "libgcc_s.so.1";
+    const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    if (strcmp(slash ? slash + 1 : info->dlpi_name ? info->dlpi_name : "", name) == 0) return 1;
+    const char *strtab = NULL;
+    size_t soname = (size_t)-1, strsz = 0;
+    for (const ElfW(Dyn) *e = (const ElfW(Dyn) *)ss_dynamic_of(info); e && e->d_tag != DT_NULL; e++) {
+        if (e->d_tag == DT_STRTAB) strtab = (const char *)ss_dyn_ptr(info->dlpi_addr, e->d_un.d_ptr);
+        if (e->d_tag == DT_STRSZ) strsz = e->d_un.d_val;
+        if (e->d_tag == DT_SONAME) soname = e->d_un.d_val;
+    }
+    return strtab && soname < strsz && strcmp(strtab + soname, name) == 0;
+}
+
 /* Takes libgcc's unwinder from `gcc` (a handle, or NULL: none). */
 static void ss_use_libgcc(void *gcc) {
     if (!gcc) return;
@@ -701,7 +720,8 @@ void ss_stacks_init(void) {
      * the interposer's start-up, and five mappings every fork copies (docs/PERFORMANCE.md,
      * "Issue 27's sixth stop"). */
     if (!ss_unw_backtrace) {
-        ss_use_libgcc(dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD));
+        if (dl_iterate_phdr(ss_libgcc_loaded_cb, NULL))
+            ss_use_libgcc(dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD));
         ss_fast_unwind_init(lo, hi, !ss_unwind_backtrace);
         if (!ss_fast_unwind_on && !ss_unwind_backtrace) ss_use_libgcc(ss_open_libgcc());
         if (!ss_fast_unwind_on && !ss_unwind_backtrace) {

@@ -150,7 +150,7 @@ static int ss_is_runtime(const char *path, const char *const *runtimes) {
 }
 
 /* One object's dynamic section (NULL: none). */
-static const ElfW(Dyn) *ss_dynamic_of(const struct dl_phdr_info *info) {
+const void *ss_dynamic_of(const struct dl_phdr_info *info) {
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
             return (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
@@ -159,7 +159,7 @@ static const ElfW(Dyn) *ss_dynamic_of(const struct dl_phdr_info *info) {
 
 /* `name` defined in this object: 1 (found, or an indirect function: ask_dlsym), else 0. */
 static int ss_search_object(struct dl_phdr_info *info, const char *name, void **found, int *ask_dlsym) {
-    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
+    const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)ss_dynamic_of(info);
     if (!dyn) return 0;
     uintptr_t base = info->dlpi_addr;
     struct ss_dynsym d = {base, NULL, NULL, 0, NULL};
@@ -259,7 +259,7 @@ static int ss_scope_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     struct ss_scope_query *q = arg;
     for (unsigned i = 0; i < q->nvisited; i++)
         if (q->visited[i] == info->dlpi_addr) return 0;
-    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
+    const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)ss_dynamic_of(info);
     const char *strtab = NULL, *soname = NULL;
     size_t strsz = 0;
     for (const ElfW(Dyn) *e = dyn; e && e->d_tag != DT_NULL; e++) {
@@ -337,7 +337,7 @@ static int ss_bound_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct ss_bound_query *q = arg;
     if (!ss_contains(info, q->caller)) return 0;
-    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
+    const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)ss_dynamic_of(info);
     uintptr_t base = info->dlpi_addr, jmprel = 0, rela = 0, symtab = 0, strtab = 0;
     size_t pltrelsz = 0, relasz = 0, strsz = 0;
     for (const ElfW(Dyn) *e = dyn; e && e->d_tag != DT_NULL; e++) {
