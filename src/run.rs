@@ -278,7 +278,9 @@ pub fn main(args: RunArgs) -> Result<i32> {
     }
     signals::child_started(root_pid as i32);
     signals::wait_for_end(root_pid as i32);
-    let status = std::process::ExitStatus::from_raw(spawn::wait_for_exit(root_pid as i32));
+    let status = std::process::ExitStatus::from_raw(
+        spawn::wait_for_exit(root_pid as i32).context("waiting for the profiled program")?,
+    );
     let wall = started.elapsed();
 
     let (root_path, children_dir) = plan.chosen_paths(root_pid);

@@ -114,23 +114,24 @@ pub fn spawn(
     // SAFETY: read after the child is gone from this memory (it exec'd or exited).
     let errno = unsafe { std::ptr::read_volatile(&job.exec_errno) };
     if errno != 0 {
-        wait_for_exit(pid);
+        let _ = wait_for_exit(pid); // its status is the 127 it exited with
         return Err(io::Error::from_raw_os_error(errno));
     }
     Ok(pid)
 }
 
-/// Reaps `pid`, retrying when a signal interrupts the wait; its wait status (0 if it cannot be had).
-pub fn wait_for_exit(pid: i32) -> i32 {
+/// Reaps `pid`, retrying when a signal interrupts the wait; its wait status.
+pub fn wait_for_exit(pid: i32) -> io::Result<i32> {
     let mut status = 0;
     loop {
         // SAFETY: waitpid writes the status into our integer.
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
         if r == pid {
-            return status;
+            return Ok(status);
         }
-        if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return 0;
+        let e = io::Error::last_os_error();
+        if r < 0 && e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
         }
     }
 }
