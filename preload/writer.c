@@ -326,8 +326,16 @@ static int ss_create_profile(void) {
          * made and removed costs a start a tenth of a millisecond on ext4). The same attempt again. */
         if (fd < 0 && errno == ENOENT && !made_dir && !ss_output()[0] && ss_config.dir[0]) {
             made_dir = 1;
-            if (mkdir(ss_config.dir, 0777) == 0 || errno == EEXIST) attempt--;
-            else break;
+            if (mkdir(ss_config.dir, 0777) == 0) {
+                /* Under the umask of whichever process came first: one without owner write or
+                 * search (umask 0277) would shut every process out, itself included. */
+                struct stat st;
+                if (stat(ss_config.dir, &st) == 0 && (st.st_mode & 0700) != 0700)
+                    chmod(ss_config.dir, (st.st_mode & 07777) | 0700);
+            } else if (errno != EEXIST) {
+                break;
+            }
+            attempt--;
             continue;
         }
         if (fd < 0 && errno != EEXIST) break;

@@ -577,7 +577,8 @@ fn write_new(path: &Path, bytes: &[u8]) -> Option<PathBuf> {
                 .mode(0o644)
                 .open(&candidate)
         };
-        // The run's directory exists only once a process has written there (`Launch::in_child`).
+        // The run's directory exists only once a process has written there (the interposer's
+        // `ss_create_profile`): the first profile unpacked into it makes it.
         let opened = match open() {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 candidate.parent().map_or(Err(e), |dir| {

@@ -502,3 +502,32 @@ fn a_run_of_one_process_makes_no_directory_for_others() {
         .count();
     assert_eq!(others, 2, "the two `true` processes of {}", path.display());
 }
+
+/// A `stallscope run` that is itself profiled: its child shares its memory until exec (spawn.rs),
+/// and the signal state the child puts back must not go through the outer interposer's hooks,
+/// which would act on the inner supervisor's own sampling (with the C library's `sigaction`, the
+/// outer profile said the supervisor "handles SIGRTMIN+30" and CPU sampling stepped aside).
+#[test]
+fn a_profiled_run_keeps_its_own_sampling_signal() {
+    let dir = TempDir::new("nested-run");
+    let inner = dir.join("inner.prof");
+    let (_, outer) = profile(
+        dir.path(),
+        "outer.prof",
+        &["-q"],
+        &[
+            stallscope(),
+            "run",
+            "-q",
+            "-o",
+            inner.to_str().unwrap(),
+            "--",
+            "true",
+        ],
+        0,
+    );
+    let report = report_json(&outer);
+    let sampling = &report["sampling"];
+    assert_eq!(sampling["signal"], "SIGPROF", "{sampling}");
+    assert!(sampling["moved_from"].is_null(), "{sampling}");
+}

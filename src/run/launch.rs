@@ -65,8 +65,8 @@ pub fn profile_name(argv0: &OsStr) -> String {
     }
 }
 
-/// A `KEY=path` entry whose path may contain the pid, in a buffer allocated before fork and
-/// filled after it without allocating.
+/// A `KEY=path` entry whose path may contain the pid, in a buffer allocated before the child
+/// starts and filled in the child without allocating.
 struct PathEntry {
     buf: Vec<u8>,
     /// Where the path starts in `buf` (after `KEY=`).
@@ -147,7 +147,7 @@ fn decimal(mut n: u32, out: &mut [u8; 10]) -> &[u8] {
     }
 }
 
-/// Everything the child needs between fork and exec, prepared in the parent.
+/// Everything the child needs between its start and exec, prepared in the parent.
 pub struct Launch {
     /// The user's environment entries, LD_PRELOAD updated, then the fixed STALLSCOPE_ ones.
     fixed: Vec<CString>,

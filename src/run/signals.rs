@@ -4,7 +4,7 @@
 //! Rust's runtime changes that state before `main` (SIGPIPE ignored; a closed 0, 1 or 2 reopened
 //! on /dev/null), and `Command` resets SIGPIPE and the mask in its children; an ignored signal
 //! survives exec. So the state is captured from `.init_array`, before the runtime starts, and put
-//! back exactly in the child between fork and exec (`restore_in_child`).
+//! back exactly in the child between its start and exec (`restore_in_child`; spawn.rs).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
@@ -71,6 +71,11 @@ pub fn was_ignored(sig: i32) -> bool {
 /// the mask and the closed standard descriptors as stallscope found them. Async-signal-safe.
 /// Returns false, changing nothing, where the state was not captured (which cannot happen in the
 /// stallscope executable).
+///
+/// The dispositions and the mask are set by the system calls themselves, not through the C
+/// library's functions: a `stallscope run` that is itself profiled has the outer interposer's
+/// `sigaction` hook in front of those, and the child of spawn.rs runs in its parent's memory,
+/// where that hook would act on the parent's sampling state (its timer signal moved aside).
 pub fn restore_in_child() -> bool {
     if !CAPTURED.load(Ordering::Acquire) {
         return false;
@@ -79,38 +84,102 @@ pub fn restore_in_child() -> bool {
         IGNORED.load(Ordering::Relaxed),
         BLOCKED.load(Ordering::Relaxed),
     );
-    // SAFETY: sigaction, sigprocmask and close on plain values; no allocation.
-    unsafe {
-        for sig in 1..=MAX_SIGNAL {
-            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
-                continue;
-            }
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = if ignored & bit(sig) != 0 {
-                libc::SIG_IGN
-            } else {
-                libc::SIG_DFL
-            };
-            libc::sigemptyset(&mut action.sa_mask);
-            // Fails harmlessly for the signals glibc reserves for itself (32, 33).
-            libc::sigaction(sig, &action, std::ptr::null_mut());
+    for sig in 1..=MAX_SIGNAL {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP && !glibc_reserved(sig) {
+            raw_set_disposition(sig, ignored & bit(sig) != 0);
         }
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for sig in 1..=MAX_SIGNAL {
-            if blocked & bit(sig) != 0 {
-                libc::sigaddset(&mut set, sig);
-            }
-        }
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-        let closed = CLOSED_STDIO.load(Ordering::Relaxed);
-        for fd in 0..3 {
-            if closed & (1 << fd) != 0 {
-                libc::close(fd);
-            }
+    }
+    raw_set_mask(blocked);
+    let closed = CLOSED_STDIO.load(Ordering::Relaxed);
+    for fd in 0..3 {
+        if closed & (1 << fd) != 0 {
+            // SAFETY: closing a descriptor number; nothing of ours uses it in the child.
+            unsafe { libc::close(fd) };
         }
     }
     true
+}
+
+/// In a child whose start state was not captured: the handlers this process installed back to
+/// the default (as exec would), then `mask`, the parent's (bit `n - 1` for signal `n`).
+pub fn reset_handlers_in_child(mask: u64) {
+    for sig in 1..=MAX_SIGNAL {
+        if sig != libc::SIGKILL
+            && sig != libc::SIGSTOP
+            && !glibc_reserved(sig)
+            && raw_has_handler(sig)
+        {
+            raw_set_disposition(sig, false);
+        }
+    }
+    raw_set_mask(mask);
+}
+
+/// The signals glibc keeps for its threads (SIGCANCEL, SIGSETXID): their handlers are its own,
+/// and `sigaction` refuses them; exec resets them.
+fn glibc_reserved(sig: i32) -> bool {
+    sig == 32 || sig == 33
+}
+
+/// The kernel's `struct sigaction` on x86-64 (rt_sigaction's, not the C library's).
+#[repr(C)]
+struct KernelSigaction {
+    handler: usize,
+    flags: u64,
+    restorer: usize,
+    mask: u64,
+}
+
+fn raw_set_disposition(sig: i32, ignore: bool) {
+    let action = KernelSigaction {
+        handler: if ignore { libc::SIG_IGN } else { libc::SIG_DFL },
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
+    // SAFETY: rt_sigaction reads the structure given (the kernel's layout, an 8-byte mask).
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            sig,
+            &action as *const KernelSigaction,
+            std::ptr::null_mut::<KernelSigaction>(),
+            8usize,
+        )
+    };
+}
+
+fn raw_has_handler(sig: i32) -> bool {
+    let mut old = KernelSigaction {
+        handler: 0,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
+    // SAFETY: rt_sigaction writes into the structure given.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            sig,
+            std::ptr::null::<KernelSigaction>(),
+            &mut old as *mut KernelSigaction,
+            8usize,
+        )
+    };
+    r == 0 && old.handler != libc::SIG_DFL && old.handler != libc::SIG_IGN
+}
+
+fn raw_set_mask(mask: u64) {
+    // SAFETY: rt_sigprocmask reads the 8-byte set given.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &mask as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
+    };
 }
 
 /// Signals a process may send to stallscope that are meant for the program: passed on to it.
@@ -152,7 +221,7 @@ extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *m
 /// The supervisor's own handling, set up before the child starts: the forwarded signals go to
 /// `forward` (so stallscope never dies of Ctrl-C while its program may go on), and SIGCHLD is
 /// at its default so that waiting for the child works even if it was ignored at start. None of it
-/// reaches the program: `restore_in_child` undoes it between fork and exec.
+/// reaches the program: `restore_in_child` undoes it between the child's start and its exec.
 pub fn supervise() {
     // SAFETY: installing handlers; `forward` only uses atomics and kill.
     unsafe {

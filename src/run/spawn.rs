@@ -17,11 +17,12 @@ use std::io;
 struct ChildJob<'a> {
     file: &'a CString,
     argv: Vec<*const libc::c_char>,
-    /// Makes the child's environment and returns it (the caller's between-fork-and-exec work).
+    /// Makes the child's environment and returns it (the caller's work between the child's start
+    /// and its exec).
     prepare: &'a mut dyn FnMut() -> *const *const libc::c_char,
-    /// The mask the parent had before blocking everything (for a child whose start state was not
-    /// captured: see `signals::restore_in_child`).
-    parent_mask: libc::sigset_t,
+    /// The mask the parent had before blocking everything, bit `n - 1` for signal `n` (for a
+    /// child whose start state was not captured: see `signals::restore_in_child`).
+    parent_mask: u64,
     /// The errno of a failed exec, written by the child before it exits; 0 if exec happened.
     exec_errno: i32,
 }
@@ -30,20 +31,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's ChildJob, alive and untouched while the parent is suspended.
     let job = unsafe { &mut *(arg as *mut ChildJob<'_>) };
     if !super::signals::restore_in_child() {
-        // SAFETY: plain system calls on values of our own. The forwarding handlers are put back
-        // to the default (exec would too) before the parent's mask is.
-        unsafe {
-            for sig in 1..=64 {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                    && old.sa_sigaction != libc::SIG_IGN
-                    && old.sa_sigaction != libc::SIG_DFL
-                {
-                    libc::signal(sig, libc::SIG_DFL);
-                }
-            }
-            libc::sigprocmask(libc::SIG_SETMASK, &job.parent_mask, std::ptr::null_mut());
-        }
+        super::signals::reset_handlers_in_child(job.parent_mask);
     }
     let envp = (job.prepare)();
     // SAFETY: file, argv and envp are NUL-terminated and outlive the call; execvpe searches PATH as
@@ -65,8 +53,10 @@ pub fn spawn(
 ) -> io::Result<i32> {
     let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
-    // The child's stack: its frames, sigaction's, and execvpe's copy of argv for /bin/sh.
-    let stack_size = (256 << 10) + args.len() * 16;
+    // The child's stack: its frames, and execvpe's copy of argv for /bin/sh. Its lowest page is a
+    // guard: an overflow faults instead of writing into the parent's memory, which it shares.
+    let page = 4096;
+    let stack_size = (256 << 10) + args.len() * 16 + page;
     // SAFETY: an anonymous private mapping; failure is checked.
     let stack = unsafe {
         libc::mmap(
@@ -81,12 +71,13 @@ pub fn spawn(
     if stack == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: the first page of the mapping just made.
+    unsafe { libc::mprotect(stack, page, libc::PROT_NONE) };
     let mut job = ChildJob {
         file: &args[0],
         argv,
         prepare,
-        // SAFETY: a plain value, filled below.
-        parent_mask: unsafe { std::mem::zeroed() },
+        parent_mask: 0,
         exec_errno: 0,
     };
     // SAFETY: the mask calls write into our own sigset_t values; clone runs child_main on the new
@@ -94,8 +85,14 @@ pub fn spawn(
     // returns, after the child's exec or exit (CLONE_VFORK).
     let pid = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut before: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut job.parent_mask);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before);
+        for sig in 1..=64 {
+            if libc::sigismember(&before, sig) == 1 {
+                job.parent_mask |= 1u64 << (sig - 1);
+            }
+        }
         let top = (stack as usize + stack_size) & !15;
         let pid = libc::clone(
             child_main,
@@ -104,7 +101,7 @@ pub fn spawn(
             &mut job as *mut ChildJob<'_> as *mut libc::c_void,
         );
         let clone_error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &job.parent_mask, std::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
         libc::munmap(stack, stack_size);
         if pid < 0 {
             return Err(clone_error);
