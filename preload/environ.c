@@ -440,6 +440,21 @@ static int ss_preload_without_us(const char *entry, char *out) {
     return out[11] != 0;
 }
 
+/* Whether the program put settings of its own into the environment it passes: one that is not
+ * among ours as we were given them (STALLSCOPE_PARENT aside, which only we write). A `stallscope
+ * run` that is itself profiled starts its program with its own run's settings, and a script may
+ * preload the interposer by hand; a program that passes on its initial environment as the kernel
+ * kept it (/proc/self/environ) passes ours, which are replaced as usual. */
+static int ss_env_has_own_settings(char *const envp[]) {
+    for (; *envp; envp++) {
+        if (!ss_is_setting(*envp) || strncmp(*envp, SS_PARENT_NAME, sizeof SS_PARENT_NAME - 1) == 0) continue;
+        int ours = 0;
+        for (size_t i = 0; i < ss_settings_count && !ours; i++) ours = strcmp(*envp, ss_settings[i]) == 0;
+        if (!ours) return 1;
+    }
+    return 0;
+}
+
 char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, char *parent_entry, int drop) {
     if (!room) return envp;
     char **out = on_stack;
@@ -466,6 +481,9 @@ char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, c
         out[k] = NULL;
         return out;
     }
+    /* Its settings, not ours: the new image is profiled as the program asked, as it would be
+     * without us (an inner run's profile went into the outer run's directory). */
+    if (ss_env_has_own_settings(envp)) return envp;
     for (char *const *e = envp; *e; e++)
         if (!ss_is_setting(*e)) out[k++] = *e;
     for (size_t i = 0; i < ss_settings_count; i++) out[k++] = (char *)ss_settings[i];

@@ -503,10 +503,11 @@ fn a_run_of_one_process_makes_no_directory_for_others() {
     assert_eq!(others, 2, "the two `true` processes of {}", path.display());
 }
 
-/// A `stallscope run` that is itself profiled: its child shares its memory until exec (spawn.rs),
-/// and the signal state the child puts back must not go through the outer interposer's hooks,
-/// which would act on the inner supervisor's own sampling (with the C library's `sigaction`, the
-/// outer profile said the supervisor "handles SIGRTMIN+30" and CPU sampling stepped aside).
+/// A `stallscope run` that is itself profiled runs as it would alone: its program is profiled with
+/// its settings, and its child, which shares its memory until exec (spawn.rs), puts the signal
+/// state back without the outer interposer's hooks, which would act on the inner supervisor's
+/// own sampling (with the C library's `sigaction`, the outer profile said the supervisor "handles
+/// SIGRTMIN+30" and CPU sampling stepped aside).
 #[test]
 fn a_profiled_run_keeps_its_own_sampling_signal() {
     let dir = TempDir::new("nested-run");
@@ -525,6 +526,19 @@ fn a_profiled_run_keeps_its_own_sampling_signal() {
             "true",
         ],
         0,
+    );
+    // The inner run's program is profiled as the inner run asked: into its profile, not into the
+    // outer run's directory (the exec hooks used to put the outer run's settings in its place).
+    assert!(
+        inner.exists(),
+        "the inner run's profile {}",
+        inner.display()
+    );
+    assert_eq!(command_of(&report_json(&inner)), ["true"]);
+    assert!(
+        children_dirs(dir.path()).is_empty(),
+        "the outer run profiled one process: {:?}",
+        children_dirs(dir.path())
     );
     let report = report_json(&outer);
     let sampling = &report["sampling"];
