@@ -457,6 +457,10 @@ static int ss_env_has_own_settings(char *const envp[]) {
 
 char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, char *parent_entry, int drop) {
     if (!room) return envp;
+    /* Its settings, not ours: the new image is profiled as the program asked, as it would be
+     * without us (an inner run's profile went into the outer run's directory). Before anything is
+     * mapped for a long environment: nothing is left to release. */
+    if (!drop && ss_env_has_own_settings(envp)) return envp;
     char **out = on_stack;
     if (room > SS_ENV_STACK_MAX) { /* unmapped by SS_ENV_RELEASE when the call returns */
         void *p = mmap(NULL, room * sizeof(char *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -481,9 +485,6 @@ char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, c
         out[k] = NULL;
         return out;
     }
-    /* Its settings, not ours: the new image is profiled as the program asked, as it would be
-     * without us (an inner run's profile went into the outer run's directory). */
-    if (ss_env_has_own_settings(envp)) return envp;
     for (char *const *e = envp; *e; e++)
         if (!ss_is_setting(*e)) out[k++] = *e;
     for (size_t i = 0; i < ss_settings_count; i++) out[k++] = (char *)ss_settings[i];
