@@ -686,8 +686,8 @@ struct dl_phdr_info;
 void ss_object_extent(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 /* A dynamic entry's address: relocated in place by the loader for most objects, not all. */
 uintptr_t ss_dyn_ptr(uintptr_t base, unsigned long value);
-/* An object's dynamic section (NULL: none); its entries are ElfW(Dyn). */
-const void *ss_dynamic_of(const struct dl_phdr_info *info);
+/* An object's DT_SONAME (NULL: none). */
+const char *ss_soname_of(const struct dl_phdr_info *info);
 /* glibc's chunk size word: the word before a block holds its chunk's size, with flags in the low
  * 3 bits (alloc.c reads it; glibc_check.c checks at start that it reads so). */
 #define SS_CHUNK_FLAG_BITS 7u

@@ -677,14 +677,8 @@ static int ss_libgcc_loaded_cb(struct dl_phdr_info *info, size_t size, void *arg
     static const char name[] = "libgcc_s.so.1";
     const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
     if (strcmp(slash ? slash + 1 : info->dlpi_name ? info->dlpi_name : "", name) == 0) return 1;
-    const char *strtab = NULL;
-    size_t soname = (size_t)-1, strsz = 0;
-    for (const ElfW(Dyn) *e = (const ElfW(Dyn) *)ss_dynamic_of(info); e && e->d_tag != DT_NULL; e++) {
-        if (e->d_tag == DT_STRTAB) strtab = (const char *)ss_dyn_ptr(info->dlpi_addr, e->d_un.d_ptr);
-        if (e->d_tag == DT_STRSZ) strsz = e->d_un.d_val;
-        if (e->d_tag == DT_SONAME) soname = e->d_un.d_val;
-    }
-    return strtab && soname < strsz && strcmp(strtab + soname, name) == 0;
+    const char *soname = ss_soname_of(info);
+    return soname && strcmp(soname, name) == 0;
 }
 
 /* Takes libgcc's unwinder from `gcc` (a handle, or NULL: none). */

@@ -150,16 +150,27 @@ static int ss_is_runtime(const char *path, const char *const *runtimes) {
 }
 
 /* One object's dynamic section (NULL: none). */
-const void *ss_dynamic_of(const struct dl_phdr_info *info) {
+static const ElfW(Dyn) *ss_dynamic_of(const struct dl_phdr_info *info) {
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
             return (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
     return NULL;
 }
 
+const char *ss_soname_of(const struct dl_phdr_info *info) {
+    const char *strtab = NULL;
+    size_t soname = (size_t)-1, strsz = 0;
+    for (const ElfW(Dyn) *e = ss_dynamic_of(info); e && e->d_tag != DT_NULL; e++) {
+        if (e->d_tag == DT_STRTAB) strtab = (const char *)ss_dyn_ptr(info->dlpi_addr, e->d_un.d_ptr);
+        if (e->d_tag == DT_STRSZ) strsz = e->d_un.d_val;
+        if (e->d_tag == DT_SONAME) soname = e->d_un.d_val;
+    }
+    return strtab && soname < strsz ? strtab + soname : NULL;
+}
+
 /* `name` defined in this object: 1 (found, or an indirect function: ask_dlsym), else 0. */
 static int ss_search_object(struct dl_phdr_info *info, const char *name, void **found, int *ask_dlsym) {
-    const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)ss_dynamic_of(info);
+    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
     if (!dyn) return 0;
     uintptr_t base = info->dlpi_addr;
     struct ss_dynsym d = {base, NULL, NULL, 0, NULL};
@@ -259,15 +270,13 @@ static int ss_scope_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     struct ss_scope_query *q = arg;
     for (unsigned i = 0; i < q->nvisited; i++)
         if (q->visited[i] == info->dlpi_addr) return 0;
-    const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)ss_dynamic_of(info);
-    const char *strtab = NULL, *soname = NULL;
+    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
+    const char *strtab = NULL, *soname = ss_soname_of(info);
     size_t strsz = 0;
     for (const ElfW(Dyn) *e = dyn; e && e->d_tag != DT_NULL; e++) {
         if (e->d_tag == DT_STRTAB) strtab = (const char *)ss_dyn_ptr(info->dlpi_addr, e->d_un.d_ptr);
         if (e->d_tag == DT_STRSZ) strsz = e->d_un.d_val;
     }
-    for (const ElfW(Dyn) *e = dyn; e && strtab && e->d_tag != DT_NULL; e++)
-        if (e->d_tag == DT_SONAME && e->d_un.d_val < strsz) soname = strtab + e->d_un.d_val;
     int member = 0;
     if (q->level == 0) {
         member = ss_contains(info, q->caller);
@@ -337,7 +346,7 @@ static int ss_bound_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     struct ss_bound_query *q = arg;
     if (!ss_contains(info, q->caller)) return 0;
-    const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)ss_dynamic_of(info);
+    const ElfW(Dyn) *dyn = ss_dynamic_of(info);
     uintptr_t base = info->dlpi_addr, jmprel = 0, rela = 0, symtab = 0, strtab = 0;
     size_t pltrelsz = 0, relasz = 0, strsz = 0;
     for (const ElfW(Dyn) *e = dyn; e && e->d_tag != DT_NULL; e++) {

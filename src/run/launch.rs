@@ -6,7 +6,6 @@
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::profile::tree::CHILDREN_SUFFIX;
 
@@ -156,35 +155,9 @@ pub struct Launch {
     children: Option<PathEntry>,
     /// Pointers to all entries, NULL-terminated; rebuilt in the child after filling.
     pointers: Vec<*const libc::c_char>,
-    /// A word shared with the child (MAP_SHARED, so that it holds with a forked child too): the
-    /// collision number it chose.
-    choice: *const AtomicU32,
-}
-
-impl Drop for Launch {
-    fn drop(&mut self) {
-        // SAFETY: the page mapped in `new`, unmapped once.
-        unsafe { libc::munmap(self.choice as *mut libc::c_void, SHARED_SIZE) };
-    }
-}
-
-const SHARED_SIZE: usize = 4096;
-
-/// One zeroed page shared with children forked later.
-fn shared_word() -> *const AtomicU32 {
-    // SAFETY: an anonymous mapping; failure is checked.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            SHARED_SIZE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert!(p != libc::MAP_FAILED, "mmap of one shared page failed");
-    p as *const AtomicU32
+    /// The collision number the child chose (it writes it here: it shares our memory until its
+    /// exec, spawn.rs).
+    choice: u32,
 }
 
 // SAFETY: the raw pointers point into buffers owned by the same struct; it is only used by the
@@ -259,7 +232,7 @@ impl Launch {
             output,
             children,
             pointers: Vec::with_capacity(count),
-            choice: shared_word(),
+            choice: 0,
         };
         launch.point();
         launch
@@ -299,7 +272,7 @@ impl Launch {
                         .as_ref()
                         .is_some_and(|c| libc::access(c.path(), libc::F_OK) == 0);
                 if !taken || !self.output.with_pid {
-                    (*self.choice).store(attempt, Ordering::Release);
+                    self.choice = attempt;
                     break;
                 }
             }
@@ -310,9 +283,7 @@ impl Launch {
 
     /// The root profile's path and the run's directory as the child chose them for its pid.
     pub fn chosen_paths(&mut self, pid: u32) -> (PathBuf, Option<PathBuf>) {
-        // SAFETY: the shared word is valid for the life of `self`; the child wrote it before exec,
-        // which happened before spawn returned.
-        let attempt = unsafe { (*self.choice).load(Ordering::Acquire) };
+        let attempt = self.choice;
         self.output.fill(pid, attempt);
         if let Some(children) = &mut self.children {
             children.fill(pid, attempt);

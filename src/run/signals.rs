@@ -39,11 +39,7 @@ extern "C" fn capture_at_start(_argc: i32, _argv: *const *const u8, _envp: *cons
         }
         let mut set: libc::sigset_t = std::mem::zeroed();
         if libc::sigprocmask(libc::SIG_BLOCK, std::ptr::null(), &mut set) == 0 {
-            for sig in 1..=MAX_SIGNAL {
-                if libc::sigismember(&set, sig) == 1 {
-                    blocked |= bit(sig);
-                }
-            }
+            blocked = mask_bits(&set);
         }
         for fd in 0..3 {
             if libc::fcntl(fd, libc::F_GETFD) < 0 {
@@ -115,6 +111,14 @@ pub fn reset_handlers_in_child(mask: u64) {
     raw_set_mask(mask);
 }
 
+/// A signal set as bit `n - 1` for signal `n`.
+pub fn mask_bits(set: &libc::sigset_t) -> u64 {
+    (1..=MAX_SIGNAL)
+        // SAFETY: sigismember reads the set given.
+        .filter(|&sig| unsafe { libc::sigismember(set, sig) } == 1)
+        .fold(0, |bits, sig| bits | bit(sig))
+}
+
 /// The signals glibc keeps for its threads (SIGCANCEL, SIGSETXID): their handlers are its own,
 /// and `sigaction` refuses them; exec resets them.
 fn glibc_reserved(sig: i32) -> bool {
@@ -123,6 +127,7 @@ fn glibc_reserved(sig: i32) -> bool {
 
 /// The kernel's `struct sigaction` on x86-64 (rt_sigaction's, not the C library's).
 #[repr(C)]
+#[derive(Default)]
 struct KernelSigaction {
     handler: usize,
     flags: u64,
@@ -133,9 +138,7 @@ struct KernelSigaction {
 fn raw_set_disposition(sig: i32, ignore: bool) {
     let action = KernelSigaction {
         handler: if ignore { libc::SIG_IGN } else { libc::SIG_DFL },
-        flags: 0,
-        restorer: 0,
-        mask: 0,
+        ..KernelSigaction::default()
     };
     // SAFETY: rt_sigaction reads the structure given (the kernel's layout, an 8-byte mask).
     unsafe {
@@ -150,12 +153,7 @@ fn raw_set_disposition(sig: i32, ignore: bool) {
 }
 
 fn raw_has_handler(sig: i32) -> bool {
-    let mut old = KernelSigaction {
-        handler: 0,
-        flags: 0,
-        restorer: 0,
-        mask: 0,
-    };
+    let mut old = KernelSigaction::default();
     // SAFETY: rt_sigaction writes into the structure given.
     let r = unsafe {
         libc::syscall(

@@ -88,11 +88,7 @@ pub fn spawn(
         let mut before: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before);
-        for sig in 1..=64 {
-            if libc::sigismember(&before, sig) == 1 {
-                job.parent_mask |= 1u64 << (sig - 1);
-            }
-        }
+        job.parent_mask = super::signals::mask_bits(&before);
         let top = (stack as usize + stack_size) & !15;
         let pid = libc::clone(
             child_main,
