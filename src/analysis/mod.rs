@@ -8,11 +8,14 @@
 //! 3. [`phases::build`]: phases, heap snapshots and slow-phase flags;
 //! 4. [`states::build`]: thread-state samples classified, per thread, slice and stack; the locks
 //!    their futex words name ([`locknames::name_site_locks`]);
-//! 5. [`waitfor::build`]: who waited for whom on what, object names, the critical path.
+//! 5. [`waitfor::build`]: who waited for whom on what, object names, the critical path;
+//! 6. [`concurrency::build`], [`efficiency::build`] and [`blame::build`]: threads over time, the
+//!    working threads' efficiency, and waiting for work charged to the work that ran meanwhile.
 //!
 //! The analysis holds figures only: what they mean (`crate::findings`) is worked out on the
 //! finished figures, as the last stage of the model of a run (`crate::model::Model`).
 
+pub mod blame;
 pub mod collapsed;
 pub mod concurrency;
 pub mod efficiency;
@@ -65,6 +68,9 @@ pub struct Analysis {
     pub concurrency: Option<concurrency::Concurrency>,
     /// The working threads' efficiency, when two or more threads worked.
     pub efficiency: Option<efficiency::WorkingEfficiency>,
+    /// Waiting for work charged to the work that ran meanwhile, when the profile has
+    /// thread-state samples.
+    pub blame: Option<blame::Blame>,
     /// What each futex word the interposer saw waits on is (a runtime's lock, condition, idle
     /// worker): one classification for the lock list, the thread states and the findings.
     pub futex_words: futex::Words,
@@ -164,6 +170,9 @@ impl Analysis {
             .as_ref()
             .and_then(|s| concurrency::build(&profile, s));
         let efficiency = efficiency::build(&summary, states.as_ref(), concurrency.is_some());
+        let blame = states
+            .as_ref()
+            .and_then(|s| blame::build(&profile, s, concurrency.as_ref(), &summary));
         let mut analysis = Analysis {
             path,
             profile,
@@ -173,6 +182,7 @@ impl Analysis {
             waitfor,
             concurrency,
             efficiency,
+            blame,
             futex_words,
             lock_names,
         };

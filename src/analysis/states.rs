@@ -415,7 +415,7 @@ pub(crate) fn syscall_name(nr: u32, arg: u32) -> String {
 
 /// System calls in which a thread waits for the world outside the process (a client, a timer),
 /// not for another of its threads.
-fn waits_for_input(syscall: &str) -> bool {
+pub(crate) fn waits_for_input(syscall: &str) -> bool {
     matches!(
         syscall,
         "poll"

@@ -4,6 +4,7 @@
 //! docs/FINDINGS.md); the detectors here turn a rule and an analysis into findings.
 
 mod alloc;
+mod blame;
 mod causes;
 #[cfg(test)]
 mod causes_tests;
@@ -96,6 +97,7 @@ fn detector(name: &str) -> Option<Detector> {
         "lock_while_asleep" => waitfor::lock_while_asleep,
         "serial_section" => scaling::serial_section,
         "load_imbalance" => scaling::load_imbalance,
+        "work_ran_alone" => blame::work_ran_alone,
         "spinning" => scaling::spinning,
         "oversubscription" => scaling::oversubscription,
         "waiting_for_cpu" => scaling::waiting_for_cpu,

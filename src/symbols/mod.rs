@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// One frame of a resolved stack; an address with inlined calls yields several, innermost first.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Frame {
     pub function: Option<String>,
     pub file: Option<String>,
