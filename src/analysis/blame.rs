@@ -163,8 +163,12 @@ struct Integrals {
 }
 
 impl Integrals {
-    fn build(all: &[&Stretch], cpus: u32) -> Integrals {
+    /// `runnable`: the process's threads waiting for a CPU, per bin of `bin_ns` (the kernel's
+    /// figures): a CPU a runnable thread waits for was not free for the waiting ones.
+    fn build(all: &[&Stretch], cpus: u32, runnable: &[f64], bin_ns: u64) -> Integrals {
         let mut times: Vec<u64> = all.iter().flat_map(|s| [s.begin, s.end]).collect();
+        // The bins' edges too, so that each segment lies in one bin.
+        times.extend((0..runnable.len() as u64).map(|b| b * bin_ns));
         times.sort_unstable();
         times.dedup();
         let at = |t: u64| times.binary_search(&t).unwrap_or_else(|i| i);
@@ -189,8 +193,19 @@ impl Integrals {
             i += waiting[k];
             let dt = (times[k + 1] - times[k]) as f64;
             let (wf, wi) = (w.max(0) as f64, i.max(0) as f64);
-            // Waiting threads for which a CPU was free.
-            let lost = if wf > 0.0 { wi.min((p - wf).max(0.0)) } else { 0.0 };
+            let mid = times[k] / 2 + times[k + 1] / 2;
+            let queued = runnable
+                .get((mid / bin_ns.max(1)) as usize)
+                .copied()
+                .unwrap_or(0.0);
+            // Waiting threads for which a CPU was free: not taken by a working thread, nor
+            // wanted by a runnable one (a worker kept off its CPU by other load left the CPU
+            // busy, not free: two workers beside other load had read as one working alone).
+            let lost = if wf > 0.0 {
+                wi.min((p - wf - queued).max(0.0))
+            } else {
+                0.0
+            };
             let (c, g, a) = if lost > 0.0 {
                 (lost / wf, lost / (wf + lost) / wf, 1.0)
             } else {
@@ -267,7 +282,10 @@ pub fn build(
         return None;
     }
     let cpus = concurrency.map_or(states.cpus, |c| c.cpus).max(1);
-    let integrals = Integrals::build(&all, cpus);
+    let runnable: Vec<f64> =
+        concurrency.map_or_else(Vec::new, |c| c.bins.iter().map(|b| b.runnable).collect());
+    let bin_ns = concurrency.map_or(1, |c| c.bin_ns);
+    let integrals = Integrals::build(&all, cpus, &runnable, bin_ns);
     let mut tallies: HashMap<(String, String), Tally> = HashMap::new();
     for s in all.iter().filter(|s| s.doing == Doing::Work) {
         let Some(stack) = states.stacks.get(s.stack as usize) else {
@@ -298,7 +316,10 @@ pub fn build(
     }
     let heaviest = |m: &HashMap<Frame, f64>| {
         m.iter()
-            .max_by(|a, b| a.1.total_cmp(b.1).then_with(|| b.0.display().cmp(&a.0.display())))
+            .max_by(|a, b| {
+                a.1.total_cmp(b.1)
+                    .then_with(|| b.0.display().cmp(&a.0.display()))
+            })
             .map(|(f, _)| f.clone())
     };
     let mut culprits: Vec<(Culprit, Vec<(u64, u64, usize)>)> = tallies
@@ -425,15 +446,18 @@ mod tests {
             stretch(40, 100, Doing::WaitingForWork, 1),
         ];
         let all: Vec<&Stretch> = s.iter().collect();
-        let i = Integrals::build(&all, 2);
+        let i = Integrals::build(&all, 2, &[], 1);
         assert_eq!(i.charged_ns as u64, 60);
         assert_eq!(i.idle_ns as u64, 0);
         let (charged, gain, alone) = i.over(0, 100);
         assert_eq!((charged as u64, gain as u64, alone as u64), (60, 30, 60));
         // On one CPU nothing was lost: the waiter had no CPU to work on.
-        let one = Integrals::build(&all, 1);
+        let one = Integrals::build(&all, 1, &[], 1);
         assert_eq!(one.charged_ns as u64, 0);
         assert_eq!(one.idle_ns as u64, 60);
+        // Nor while another thread of the process waited for the free CPU.
+        let queued = Integrals::build(&all, 2, &[0.0, 1.0], 50);
+        assert_eq!(queued.charged_ns as u64, 10);
     }
 
     #[test]
@@ -444,7 +468,7 @@ mod tests {
             stretch(50, 60, Doing::Work, 0),
         ];
         let all: Vec<&Stretch> = s.iter().collect();
-        let i = Integrals::build(&all, 4);
+        let i = Integrals::build(&all, 4, &[], 1);
         assert_eq!(i.charged_ns as u64, 0);
         assert_eq!(i.idle_ns as u64, 100);
     }
@@ -458,7 +482,7 @@ mod tests {
             stretch(0, 10, Doing::WaitingForWork, 3),
         ];
         let all: Vec<&Stretch> = s.iter().collect();
-        let i = Integrals::build(&all, 4);
+        let i = Integrals::build(&all, 4, &[], 1);
         let (charged, gain, _) = i.over(0, 10);
         // Each worker is charged one waiter's 10; together the stretch would take half as long.
         assert!((charged - 10.0).abs() < 1e-9);

@@ -65,6 +65,10 @@ pub struct Finding {
     /// one will (the by-program list weighs that).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub uncertain: bool,
+    /// What the finding names as its cause (a function, a parallel construct), where another
+    /// finding may name the same cause in other words: one cause gets one finding.
+    #[serde(skip)]
+    pub about: Vec<String>,
 }
 
 impl Finding {
@@ -136,6 +140,7 @@ fn build(
         remedy: rules::fill(&rule.remedy, &values),
         stake_ns: None,
         uncertain: false,
+        about: Vec::new(),
     }
 }
 
@@ -146,10 +151,31 @@ pub fn evaluate(a: &Analysis) -> Vec<Finding> {
         .filter_map(|rule| detector(&rule.detector).map(|d| d(rule, a)))
         .flatten()
         .collect();
+    one_finding_per_cause(&mut findings);
     // Most severe first; within a severity, the biggest stake first (stable: rules.json order
     // for equal stakes and findings without one).
     findings.sort_by_key(|f| (f.severity, std::cmp::Reverse(f.stake_ns.unwrap_or(0))));
     findings
+}
+
+/// Where a finding names its cause (`about`: the work others waited for) and another names the
+/// same cause in its title in the words of its construct (a serial section, a load imbalance,
+/// an OpenMP region's imbalance), only the more severe of the two is kept, the construct's
+/// words on a tie: one cause, one finding.
+fn one_finding_per_cause(findings: &mut Vec<Finding>) {
+    let mut drop = vec![false; findings.len()];
+    for (i, f) in findings.iter().enumerate() {
+        for (j, g) in findings.iter().enumerate() {
+            let same_cause = i != j
+                && g.about.is_empty()
+                && f.about.iter().any(|name| g.title.contains(name.as_str()));
+            if same_cause {
+                drop[if g.severity <= f.severity { i } else { j }] = true;
+            }
+        }
+    }
+    let mut k = drop.into_iter();
+    findings.retain(|_| !k.next().unwrap_or(false));
 }
 
 /// The findings as terminal text (empty when there are none).
@@ -235,6 +261,7 @@ mod tests {
             remedy: "r".into(),
             stake_ns: None,
             uncertain: false,
+            about: Vec::new(),
         };
         let text = render_text(&[f], Style { enabled: false });
         assert!(

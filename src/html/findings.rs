@@ -59,6 +59,7 @@ mod tests {
             remedy: "pool them; `stallscope bench` measures it".into(),
             stake_ns: None,
             uncertain: false,
+            about: Vec::new(),
         };
         let html = section(&[finding]);
         assert!(html.contains("<article class=\"finding high\">"));

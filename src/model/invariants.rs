@@ -189,6 +189,7 @@ mod tests {
             remedy: String::new(),
             stake_ns: Some(1_001),
             uncertain: false,
+            about: Vec::new(),
         });
         m.analysis.waitfor = Some(crate::analysis::waitfor::WaitFor {
             waits: 1,

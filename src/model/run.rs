@@ -628,6 +628,7 @@ mod tests {
             remedy: String::new(),
             stake_ns: None,
             uncertain: false,
+            about: Vec::new(),
         }
     }
 
