@@ -806,6 +806,19 @@ pub fn starved(report: &Value, limit: f64) -> Option<String> {
     })
 }
 
+/// Says on both outputs that `test` skips its assertions, and why: `SKIPPED <test>: <why>`.
+///
+/// For a test of a hardware or timing effect (false sharing, cache misses, CPUs as fast with two
+/// threads busy as with one) the effect must first be seen in the run's own measurements: a
+/// machine that did not produce it (its cores share a line for free, its caches hide a scattered
+/// heap, its CPUs slow down together) leaves nothing to detect, and the test says so here and
+/// returns; where the effect did happen, a detector that misses it still fails. Like [`starved`]
+/// for load, this holds in CI too: a skip is printed, never silent.
+pub fn skipped(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why}");
+    println!("SKIPPED {test}: {why}");
+}
+
 /// The ids of a report's findings, in order.
 pub fn finding_ids(report: &Value) -> Vec<String> {
     report["findings"]
