@@ -20,6 +20,7 @@ use super::concurrency::Concurrency;
 use super::runtime;
 use super::states::{Category, SampledStack, StateReport, syscall_name, waits_for_input};
 use super::summary::Summary;
+use super::waitfor::WaitFor;
 use crate::profile::Profile;
 use crate::profile::samples::SampleKind;
 use crate::symbols::{Frame, called_frame, is_runtime_frame, user_frame};
@@ -30,6 +31,9 @@ use std::collections::HashMap;
 enum Doing {
     Work,
     WaitingForWork,
+    /// Waiting for a lock, a contended atomic or a spin: a CPU the resource's release frees is
+    /// this thread's, not a thread waiting for work.
+    WaitingForResource,
     Other,
 }
 
@@ -41,6 +45,8 @@ struct Stretch {
     doing: Doing,
     stack: u32,
     thread: usize,
+    /// From a sample of the thread off a CPU.
+    off_cpu: bool,
 }
 
 /// Code that ran while other threads of the process waited for work.
@@ -92,6 +98,9 @@ pub struct Blame {
     pub idle_ns: u64,
 }
 
+/// Stretches of work others waited through: (begin, end, thread).
+type Stretches = Vec<(u64, u64, usize)>;
+
 /// How many culprits are kept (the views list a few; findings take the heaviest).
 const KEPT: usize = 8;
 
@@ -107,12 +116,72 @@ fn doing(stack: &SampledStack, kind: SampleKind, syscall: Option<String>) -> Doi
             Doing::Work
         }
         Category::Idle | Category::Blocked => Doing::WaitingForWork,
-        _ => Doing::Other,
+        Category::Lock | Category::Atomic | Category::Spinning | Category::Runnable => {
+            Doing::WaitingForResource
+        }
+        Category::Profiler => Doing::Other,
     }
 }
 
+/// The size of the largest object a futex word of a condition variable or semaphore lies in
+/// (glibc's pthread_cond_t: 48 bytes; sem_t: 32).
+const WAIT_OBJECT_BYTES: u64 = 48;
+
+/// Objects threads take turns on (a resource held in turn, not an event), and per thread (by
+/// serial) its recorded waits on them (ns from the process's start, by begin; the hooks time a
+/// sample of the calls, so a sample's futex word tells the rest).
+struct TurnObjects {
+    objects: Vec<u64>,
+    waits: HashMap<u32, Vec<(u64, u64)>>,
+}
+
+impl TurnObjects {
+    /// Whether a sample of thread `serial` ending at `at` waited on one (its futex word `word`).
+    fn holds(&self, serial: u32, at: u64, word: u64) -> bool {
+        self.objects
+            .iter()
+            .any(|&o| word >= o && word < o + WAIT_OBJECT_BYTES)
+            || self.waits.get(&serial).is_some_and(|w| within(w, at))
+    }
+}
+
+fn turn_objects(profile: &Profile, waitfor: Option<&WaitFor>) -> TurnObjects {
+    let objects: Vec<u64> = waitfor
+        .map(WaitFor::turns)
+        .unwrap_or_default()
+        .iter()
+        .map(|t| t.object)
+        .collect();
+    let start = profile.process.start_mono_ns;
+    let mut out: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for w in profile.waits.iter().filter(|w| objects.contains(&w.object)) {
+        out.entry(w.serial).or_default().push((
+            w.start_mono_ns.saturating_sub(start),
+            w.end_mono_ns.saturating_sub(start),
+        ));
+    }
+    for list in out.values_mut() {
+        list.sort_unstable();
+    }
+    TurnObjects {
+        objects,
+        waits: out,
+    }
+}
+
+/// Whether `at` lies in one of the sorted waits.
+fn within(waits: &[(u64, u64)], at: u64) -> bool {
+    let i = waits.partition_point(|w| w.0 < at);
+    waits[..i].iter().rev().take(4).any(|w| w.1 >= at)
+}
+
 /// Each thread's stretches from its samples, in time order, not overlapping.
-fn stretches(profile: &Profile, states: &StateReport) -> Vec<Vec<Stretch>> {
+fn stretches(
+    profile: &Profile,
+    states: &StateReport,
+    waitfor: Option<&WaitFor>,
+) -> Vec<Vec<Stretch>> {
+    let turns = turn_objects(profile, waitfor);
     let index: HashMap<u32, usize> = states
         .threads
         .iter()
@@ -130,19 +199,33 @@ fn stretches(profile: &Profile, states: &StateReport) -> Vec<Vec<Stretch>> {
         }
         let end = s.mono_ns.saturating_sub(start);
         let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
+        let doing = match doing(stack, s.kind, syscall) {
+            Doing::WaitingForWork if turns.holds(s.serial, end, s.object) => {
+                Doing::WaitingForResource
+            }
+            d => d,
+        };
         out[ti].push(Stretch {
             begin: end.saturating_sub(s.weight_ns),
             end,
-            doing: doing(stack, s.kind, syscall),
+            doing,
             stack: ci,
             thread: ti,
+            off_cpu: s.kind == SampleKind::Wall,
         });
     }
     for list in &mut out {
         list.sort_by_key(|s| (s.end, s.begin));
         let mut last_end = 0;
         for s in list.iter_mut() {
-            s.begin = s.begin.max(last_end).min(s.end);
+            // A sample off a CPU stands for the time since the thread left it: the gap after
+            // its last stretch on a CPU (a CPU sample's stretch is only its CPU time).
+            s.begin = if s.off_cpu {
+                last_end.min(s.begin)
+            } else {
+                s.begin.max(last_end)
+            }
+            .min(s.end);
             last_end = s.end;
         }
         list.retain(|s| s.end > s.begin && s.doing != Doing::Other);
@@ -172,13 +255,16 @@ impl Integrals {
         times.sort_unstable();
         times.dedup();
         let at = |t: u64| times.binary_search(&t).unwrap_or_else(|i| i);
-        // Per segment [times[k], times[k + 1]): working and waiting threads, as differences.
+        // Per segment [times[k], times[k + 1]): working threads, threads waiting for work, and
+        // threads waiting for a resource, as differences.
         let mut working = vec![0i64; times.len() + 1];
         let mut waiting = vec![0i64; times.len() + 1];
+        let mut wanting = vec![0i64; times.len() + 1];
         for s in all {
             let d = match s.doing {
                 Doing::Work => &mut working,
-                _ => &mut waiting,
+                Doing::WaitingForWork => &mut waiting,
+                _ => &mut wanting,
             };
             d[at(s.begin)] += 1;
             d[at(s.end)] -= 1;
@@ -186,21 +272,25 @@ impl Integrals {
         let p = f64::from(cpus.max(1));
         let n = times.len();
         let (mut charged, mut gain, mut alone) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-        let (mut w, mut i) = (0i64, 0i64);
+        let (mut w, mut i, mut r) = (0i64, 0i64, 0i64);
         let (mut charged_ns, mut idle_ns) = (0.0, 0.0);
         for k in 0..n.saturating_sub(1) {
             w += working[k];
             i += waiting[k];
+            r += wanting[k];
             let dt = (times[k + 1] - times[k]) as f64;
             let (wf, wi) = (w.max(0) as f64, i.max(0) as f64);
             let mid = times[k] / 2 + times[k + 1] / 2;
             let queued = runnable
                 .get((mid / bin_ns.max(1)) as usize)
                 .copied()
-                .unwrap_or(0.0);
+                .unwrap_or(0.0)
+                + r.max(0) as f64;
             // Waiting threads for which a CPU was free: not taken by a working thread, nor
             // wanted by a runnable one (a worker kept off its CPU by other load left the CPU
-            // busy, not free: two workers beside other load had read as one working alone).
+            // busy, not free: two workers beside other load had read as one working alone),
+            // nor by one waiting for a lock (its cost is the lock's: the main thread joining
+            // two threads that take turns on CPython's GIL lost nothing to the one running).
             let lost = if wf > 0.0 {
                 wi.min((p - wf - queued).max(0.0))
             } else {
@@ -257,17 +347,184 @@ fn wait_words(frames: &[Frame]) -> String {
         .map_or_else(|| "?".to_string(), Frame::name)
 }
 
-#[derive(Default)]
+/// One working stack's figures.
 struct Tally {
-    frame_ns: HashMap<Frame, f64>,
-    caller_ns: HashMap<Frame, f64>,
+    /// The program's own frames of the stack, outermost first (the user frame last), as key
+    /// ids, and the frames themselves.
+    chain: Vec<usize>,
+    frames: Vec<Frame>,
     thread_ns: HashMap<usize, f64>,
     charged: f64,
     gain: f64,
     alone: f64,
     work: u64,
     /// Its stretches that others waited through.
-    charged_stretches: Vec<(u64, u64, usize)>,
+    stretches: Stretches,
+}
+
+impl Tally {
+    fn new(frames: &[Frame], keys: &mut HashMap<(String, String), usize>) -> Tally {
+        let user = user_frame(frames);
+        let mut chain = Vec::new();
+        let mut own = Vec::new();
+        let outward = frames.get(user).into_iter().chain(
+            frames
+                .iter()
+                .skip(user + 1)
+                .filter(|f| !is_runtime_frame(f) && f.function.is_some()),
+        );
+        for f in outward {
+            let next = keys.len();
+            let id = *keys.entry(culprit_key(f)).or_insert(next);
+            // Recursion and inlined copies: a function once, at its innermost place.
+            if !chain.contains(&id) {
+                chain.push(id);
+                own.push(f.clone());
+            }
+        }
+        chain.reverse();
+        own.reverse();
+        Tally {
+            chain,
+            frames: own,
+            thread_ns: HashMap::new(),
+            charged: 0.0,
+            gain: 0.0,
+            alone: 0.0,
+            work: 0,
+            stretches: Vec::new(),
+        }
+    }
+}
+
+/// A share of a place's charge that one of its callees must hold to be named instead of it;
+/// several callees each holding `SPLIT_SHARE` and together `NARROW_SHARE` are named each.
+const NARROW_SHARE: f64 = 0.6;
+const SPLIT_SHARE: f64 = 0.2;
+
+/// The places the charge is named at: from each outermost frame, down the calls while one callee
+/// holds most of it (so a serial stretch that calls many small functions is named by the one
+/// that calls them, and a single hot loop by itself); where it splits among a few heavy callees,
+/// each of them. Each is (the stacks it stands for, the depth of its frame in their chains);
+/// places of the same function reached from different outer frames (the team's master and its
+/// workers) are merged.
+fn places(tallies: &[Tally]) -> Vec<(Vec<usize>, usize)> {
+    fn descend(
+        tallies: &[Tally],
+        set: Vec<usize>,
+        level: usize,
+        out: &mut Vec<(Vec<usize>, usize)>,
+    ) {
+        let total: f64 = set.iter().map(|&i| tallies[i].charged).sum();
+        let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+        for &i in &set {
+            if let Some(&k) = tallies[i].chain.get(level + 1) {
+                children.entry(k).or_default().push(i);
+            }
+        }
+        let charge = |v: &Vec<usize>| v.iter().map(|&i| tallies[i].charged).sum::<f64>();
+        let mut groups: Vec<(f64, Vec<usize>)> =
+            children.into_values().map(|v| (charge(&v), v)).collect();
+        groups.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        if total > 0.0 {
+            if groups
+                .first()
+                .is_some_and(|(c, _)| *c >= NARROW_SHARE * total)
+            {
+                let (_, first) = groups.swap_remove(0);
+                return descend(tallies, first, level + 1, out);
+            }
+            let heavy: Vec<&(f64, Vec<usize>)> = groups
+                .iter()
+                .filter(|(c, _)| *c >= SPLIT_SHARE * total)
+                .collect();
+            let held: f64 = heavy.iter().map(|(c, _)| c).sum();
+            if heavy.len() >= 2 && held >= NARROW_SHARE * total {
+                for (_, v) in heavy {
+                    descend(tallies, v.clone(), level + 1, out);
+                }
+                return;
+            }
+        }
+        out.push((set, level));
+    }
+    let mut roots: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, t) in tallies.iter().enumerate() {
+        roots.entry(t.chain[0]).or_default().push(i);
+    }
+    let mut roots: Vec<Vec<usize>> = roots.into_values().collect();
+    roots.sort();
+    let mut found = Vec::new();
+    for set in roots {
+        descend(tallies, set, 0, &mut found);
+    }
+    // The same function reached from different outer frames is one place.
+    let mut merged: Vec<(Vec<usize>, usize)> = Vec::new();
+    let mut by_key: HashMap<usize, usize> = HashMap::new();
+    for (set, level) in found {
+        let key = tallies[set[0]].chain[level];
+        match by_key.get(&key) {
+            Some(&m) => merged[m].0.extend(set),
+            None => {
+                by_key.insert(key, merged.len());
+                merged.push((set, level));
+            }
+        }
+    }
+    merged
+}
+
+/// The culprit a place stands for, with its stretches that others waited through.
+fn culprit_of(
+    tallies: &[Tally],
+    members: &[usize],
+    level: usize,
+) -> (Culprit, Stretches) {
+    let key = tallies[members[0]].chain[level];
+    // Each member's depth of the place's function (members merged from other outer frames
+    // hold it at another depth).
+    let depth = |t: &Tally| t.chain.iter().position(|&k| k == key).unwrap_or(0);
+    let heaviest = members
+        .iter()
+        .copied()
+        .max_by(|&a, &b| {
+            tallies[a]
+                .charged
+                .total_cmp(&tallies[b].charged)
+                .then(b.cmp(&a))
+        })
+        .unwrap_or(members[0]);
+    let top = &tallies[heaviest];
+    let d = depth(top);
+    let mut threads: HashMap<usize, f64> = HashMap::new();
+    let mut stretches = Vec::new();
+    let (mut charged, mut gain, mut alone, mut work) = (0.0, 0.0, 0.0, 0u64);
+    for &i in members {
+        let t = &tallies[i];
+        charged += t.charged;
+        gain += t.gain;
+        alone += t.alone;
+        work += t.work;
+        for (&k, &v) in &t.thread_ns {
+            *threads.entry(k).or_default() += v;
+        }
+        stretches.extend_from_slice(&t.stretches);
+    }
+    let mut threads: Vec<(usize, f64)> = threads.into_iter().collect();
+    threads.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let culprit = Culprit {
+        frame: top.frames[d].clone(),
+        caller: d.checked_sub(1).map(|c| top.frames[c].clone()),
+        construct: None,
+        threads: threads.iter().map(|x| x.0).collect(),
+        alone_ns: alone as u64,
+        work_ns: work,
+        charged_ns: charged as u64,
+        gain_ns: gain as u64,
+        concurrent_ns: concurrent(&stretches),
+        waits: Vec::new(),
+    };
+    (culprit, stretches)
 }
 
 pub fn build(
@@ -275,8 +532,9 @@ pub fn build(
     states: &StateReport,
     concurrency: Option<&Concurrency>,
     summary: &Summary,
+    waitfor: Option<&WaitFor>,
 ) -> Option<Blame> {
-    let per_thread = stretches(profile, states);
+    let per_thread = stretches(profile, states, waitfor);
     let all: Vec<&Stretch> = per_thread.iter().flatten().collect();
     if all.is_empty() {
         return None;
@@ -286,16 +544,19 @@ pub fn build(
         concurrency.map_or_else(Vec::new, |c| c.bins.iter().map(|b| b.runnable).collect());
     let bin_ns = concurrency.map_or(1, |c| c.bin_ns);
     let integrals = Integrals::build(&all, cpus, &runnable, bin_ns);
-    let mut tallies: HashMap<(String, String), Tally> = HashMap::new();
+    // Per working stack: what it was charged, and its chain of the program's own frames.
+    let mut tallies: HashMap<u32, Tally> = HashMap::new();
+    let mut keys: HashMap<(String, String), usize> = HashMap::new();
     for s in all.iter().filter(|s| s.doing == Doing::Work) {
-        let Some(stack) = states.stacks.get(s.stack as usize) else {
-            continue;
+        let t = match tallies.entry(s.stack) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let Some(stack) = states.stacks.get(s.stack as usize) else {
+                    continue;
+                };
+                e.insert(Tally::new(&stack.frames, &mut keys))
+            }
         };
-        let frames = &stack.frames;
-        let Some(frame) = frames.get(user_frame(frames)) else {
-            continue;
-        };
-        let t = tallies.entry(culprit_key(frame)).or_default();
         t.work += s.end - s.begin;
         let (charged, gain, alone) = integrals.over(s.begin, s.end);
         if alone <= 0.0 {
@@ -304,45 +565,17 @@ pub fn build(
         t.charged += charged;
         t.gain += gain;
         t.alone += alone;
-        *t.frame_ns.entry(frame.clone()).or_default() += charged;
-        let caller = frames[user_frame(frames) + 1..]
-            .iter()
-            .find(|f| !is_runtime_frame(f) && f.function.is_some());
-        if let Some(c) = caller {
-            *t.caller_ns.entry(c.clone()).or_default() += charged;
-        }
         *t.thread_ns.entry(s.thread).or_default() += alone;
-        t.charged_stretches.push((s.begin, s.end, s.thread));
+        t.stretches.push((s.begin, s.end, s.thread));
     }
-    let heaviest = |m: &HashMap<Frame, f64>| {
-        m.iter()
-            .max_by(|a, b| {
-                a.1.total_cmp(b.1)
-                    .then_with(|| b.0.display().cmp(&a.0.display()))
-            })
-            .map(|(f, _)| f.clone())
-    };
-    let mut culprits: Vec<(Culprit, Vec<(u64, u64, usize)>)> = tallies
+    let tallies: Vec<Tally> = tallies
         .into_values()
-        .filter(|t| t.charged >= 1.0)
-        .map(|t| {
-            let mut threads: Vec<(usize, f64)> =
-                t.thread_ns.iter().map(|(&k, &v)| (k, v)).collect();
-            threads.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let culprit = Culprit {
-                frame: heaviest(&t.frame_ns).unwrap_or_default(),
-                caller: heaviest(&t.caller_ns),
-                construct: None,
-                threads: threads.iter().map(|x| x.0).collect(),
-                alone_ns: t.alone as u64,
-                work_ns: t.work,
-                charged_ns: t.charged as u64,
-                gain_ns: t.gain as u64,
-                concurrent_ns: concurrent(&t.charged_stretches),
-                waits: Vec::new(),
-            };
-            (culprit, t.charged_stretches)
-        })
+        .filter(|t| !t.chain.is_empty())
+        .collect();
+    let mut culprits: Vec<(Culprit, Stretches)> = places(&tallies)
+        .into_iter()
+        .map(|(members, level)| culprit_of(&tallies, &members, level))
+        .filter(|(c, _)| c.charged_ns > 0)
         .collect();
     culprits.sort_by(|(a, _), (b, _)| {
         b.charged_ns
@@ -434,6 +667,7 @@ mod tests {
             doing,
             stack: 0,
             thread,
+            off_cpu: false,
         }
     }
 

@@ -29,6 +29,7 @@ pub mod sites;
 pub mod states;
 pub mod summary;
 pub mod threads;
+pub mod turns;
 pub mod waitfor;
 
 use crate::profile::{self, Profile};
@@ -170,9 +171,15 @@ impl Analysis {
             .as_ref()
             .and_then(|s| concurrency::build(&profile, s));
         let efficiency = efficiency::build(&summary, states.as_ref(), concurrency.is_some());
-        let blame = states
-            .as_ref()
-            .and_then(|s| blame::build(&profile, s, concurrency.as_ref(), &summary));
+        let blame = states.as_ref().and_then(|s| {
+            blame::build(
+                &profile,
+                s,
+                concurrency.as_ref(),
+                &summary,
+                waitfor.as_ref(),
+            )
+        });
         let mut analysis = Analysis {
             path,
             profile,

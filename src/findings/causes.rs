@@ -9,6 +9,8 @@ use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::states::{Category, StateReport, StateSite, ThreadStates};
 use crate::analysis::threads::ThreadId;
+use crate::analysis::turns::Turns;
+use crate::analysis::waitfor::WaitFor;
 use crate::symbols::{Frame, qualified_name, user_frame};
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 use std::collections::HashMap;
@@ -503,70 +505,6 @@ pub fn wakeup_storm(rule: &Rule, a: &Analysis) -> Vec<Finding> {
 
 // ---- threads taking turns ----
 
-/// Threads that take turns on one object: each waited on it for another of them and was waited
-/// for by another (a condition variable or semaphore passed around as a lock, CPython's GIL).
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Turns {
-    pub object: u64,
-    /// Indexes into the thread lists, and their waits for one another on the object.
-    pub members: Vec<usize>,
-    pub waits: u64,
-    pub wait_ns: u64,
-}
-
-pub(super) fn turns(a: &Analysis) -> Vec<Turns> {
-    use crate::profile::samples::WaitKind;
-    let Some(w) = a.waitfor.as_ref() else {
-        return vec![];
-    };
-    let mut objects: Vec<u64> = w
-        .edges
-        .iter()
-        .filter(|e| matches!(e.kind, Some(WaitKind::Condition | WaitKind::Semaphore)))
-        .map(|e| e.object)
-        .filter(|&o| o != 0)
-        .collect();
-    objects.sort_unstable();
-    objects.dedup();
-    let mut out = Vec::new();
-    for object in objects {
-        let edges: Vec<_> = w
-            .edges
-            .iter()
-            .filter(|e| {
-                e.object == object
-                    && matches!(e.kind, Some(WaitKind::Condition | WaitKind::Semaphore))
-                    && e.other.is_some_and(|o| o != e.waiter)
-            })
-            .collect();
-        let waited: Vec<usize> = edges.iter().map(|e| e.waiter).collect();
-        let woke: Vec<usize> = edges.iter().filter_map(|e| e.other).collect();
-        let mut members: Vec<usize> = waited
-            .iter()
-            .copied()
-            .filter(|i| woke.contains(i))
-            .collect();
-        members.sort_unstable();
-        members.dedup();
-        if members.len() < 2 {
-            continue;
-        }
-        let among = edges.iter().filter(|e| {
-            members.contains(&e.waiter) && e.other.is_some_and(|o| members.contains(&o))
-        });
-        let (waits, wait_ns) =
-            among.fold((0, 0), |acc, e| (acc.0 + e.waits_begun, acc.1 + e.wait_ns));
-        out.push(Turns {
-            object,
-            members,
-            waits,
-            wait_ns,
-        });
-    }
-    out.sort_by(|a, b| b.waits.cmp(&a.waits).then(a.object.cmp(&b.object)));
-    out
-}
-
 /// Threads that take turns on one object, as the `taking-turns` rule finds them.
 pub(super) struct TurnTaking {
     turns: Turns,
@@ -591,7 +529,7 @@ pub(super) fn taking_turns_group(rule: &Rule, a: &Analysis) -> Option<TurnTaking
     let others_share = a.concurrency.as_ref().map_or(0.0, |c| {
         ratio(c.other_runnable_ns, c.own_runnable_ns + c.other_runnable_ns)
     });
-    for t in turns(a) {
+    for t in a.waitfor.as_ref().map(WaitFor::turns).unwrap_or_default() {
         if (t.waits as f64) < rule.param("min_waits") {
             continue;
         }
