@@ -228,6 +228,24 @@ fn stretches(
             .min(s.end);
             last_end = s.end;
         }
+        // Between a stretch and a CPU sample's stretch, the thread was off a CPU without a sample
+        // off it: waiting for a CPU (preempted), or for a lock handed back in less than a
+        // sampling period. Either way it wanted a CPU: a CPU it would take was not free (two
+        // workers, one of them preempted, had read as one working alone while main joined).
+        let gaps: Vec<Stretch> = list
+            .windows(2)
+            .filter(|w| !w[1].off_cpu && w[1].begin > w[0].end)
+            .map(|w| Stretch {
+                begin: w[0].end,
+                end: w[1].begin,
+                doing: Doing::WaitingForResource,
+                stack: w[1].stack,
+                thread: w[1].thread,
+                off_cpu: true,
+            })
+            .collect();
+        list.extend(gaps);
+        list.sort_by_key(|s| (s.end, s.begin));
         list.retain(|s| s.end > s.begin && s.doing != Doing::Other);
     }
     out
@@ -475,11 +493,7 @@ fn places(tallies: &[Tally]) -> Vec<(Vec<usize>, usize)> {
 }
 
 /// The culprit a place stands for, with its stretches that others waited through.
-fn culprit_of(
-    tallies: &[Tally],
-    members: &[usize],
-    level: usize,
-) -> (Culprit, Stretches) {
+fn culprit_of(tallies: &[Tally], members: &[usize], level: usize) -> (Culprit, Stretches) {
     let key = tallies[members[0]].chain[level];
     // Each member's depth of the place's function (members merged from other outer frames
     // hold it at another depth).

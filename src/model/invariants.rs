@@ -110,6 +110,36 @@ pub fn violations(m: &Model) -> Vec<String> {
             }
         }
     }
+    if let Some(b) = &m.analysis.blame {
+        // Charged time is waiting threads' time: the places share it out, each no more than the
+        // threads could lose while it ran alone, and what it would save is wall time within that.
+        let placed: u64 = b.culprits.iter().map(|c| c.charged_ns).sum();
+        if placed > b.charged_ns.saturating_add(b.culprits.len() as u64) {
+            out.push(format!(
+                "blame: {placed} ns charged to places, {} ns charged in all",
+                b.charged_ns
+            ));
+        }
+        for c in &b.culprits {
+            if c.gain_ns > c.alone_ns || c.alone_ns > c.work_ns.saturating_add(1) {
+                out.push(format!(
+                    "blame of {}: gain {} ns, alone {} ns, work {} ns out of order",
+                    c.frame.name(),
+                    c.gain_ns,
+                    c.alone_ns,
+                    c.work_ns
+                ));
+            }
+            if s.wall_ns > 0 && c.gain_ns > s.wall_ns {
+                out.push(format!(
+                    "blame of {}: gain {} ns above the wall time {} ns",
+                    c.frame.name(),
+                    c.gain_ns,
+                    s.wall_ns
+                ));
+            }
+        }
+    }
     let mut share = |what: &str, v: f64| {
         if !(0.0..=1.0 + SHARE_SLACK).contains(&v) {
             out.push(format!("{what}: share {v} outside 0-1"));

@@ -96,6 +96,9 @@ pub struct Report<'a> {
     wait_for: Option<super::waitfor_json::WaitForJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     concurrency: Option<ConcurrencyJson>,
+    /// Waiting for work charged to the work that ran meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blame: Option<super::blame_json::BlameJson>,
     findings: &'a [Finding],
 }
 
@@ -372,6 +375,7 @@ pub fn report(a: &Model) -> Report<'_> {
         working_efficiency: a.efficiency.as_ref().map(WorkingEfficiencyJson::of),
         wait_for: super::waitfor_json::WaitForJson::of(a),
         concurrency: concurrency_json(a),
+        blame: super::blame_json::BlameJson::of(a),
         findings: &a.findings,
     }
 }

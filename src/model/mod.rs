@@ -6,6 +6,7 @@
 //! `analysis`, `findings` and this module are the model; the views (`report`, `html`, `export`,
 //! `diff`) read it and never one another; the commands sit on top.
 
+pub mod blame_json;
 pub mod invariants;
 pub mod json;
 pub mod run;
