@@ -160,19 +160,23 @@ pub fn evaluate(a: &Analysis) -> Vec<Finding> {
 
 /// Where a finding names its cause (`about`: the work others waited for) and another names the
 /// same cause in its title in the words of its construct (a serial section, a load imbalance,
-/// an OpenMP region's imbalance), only the more severe of the two is kept, the construct's
-/// words on a tie: one cause, one finding.
+/// an OpenMP region's imbalance), the construct's finding is kept, as severe as the more severe
+/// of the two: one cause, one finding.
 fn one_finding_per_cause(findings: &mut Vec<Finding>) {
     let mut drop = vec![false; findings.len()];
-    for (i, f) in findings.iter().enumerate() {
-        for (j, g) in findings.iter().enumerate() {
-            let same_cause = i != j
-                && g.about.is_empty()
-                && f.about.iter().any(|name| g.title.contains(name.as_str()));
-            if same_cause {
-                drop[if g.severity <= f.severity { i } else { j }] = true;
-            }
-        }
+    for i in 0..findings.len() {
+        let names = findings[i].about.clone();
+        let Some(j) = (0..findings.len()).find(|&j| {
+            j != i
+                && !drop[j]
+                && findings[j].about.is_empty()
+                && names.iter().any(|n| findings[j].title.contains(n.as_str()))
+        }) else {
+            continue;
+        };
+        let severity = findings[i].severity;
+        findings[j].severity = findings[j].severity.min(severity);
+        drop[i] = true;
     }
     let mut k = drop.into_iter();
     findings.retain(|_| !k.next().unwrap_or(false));
@@ -248,6 +252,47 @@ mod tests {
         for a in [Analysis::default(), empty_parts] {
             assert!(evaluate(&a).is_empty(), "{a:?}");
         }
+    }
+
+    #[test]
+    fn one_cause_named_twice_is_one_finding_in_the_constructs_words() {
+        let f = |id: &str, severity: Severity, title: &str, about: &[&str]| Finding {
+            id: id.into(),
+            severity,
+            title: title.into(),
+            evidence: vec![],
+            cause: String::new(),
+            remedy: String::new(),
+            stake_ns: None,
+            uncertain: false,
+            about: about.iter().map(|s| s.to_string()).collect(),
+        };
+        let mut list = vec![
+            f(
+                "work-ran-alone",
+                Severity::High,
+                "work in step",
+                &["step", "the region"],
+            ),
+            f(
+                "omp-load-imbalance",
+                Severity::Medium,
+                "Load imbalance in the region",
+                &[],
+            ),
+            f("spinning", Severity::Low, "Spinning in elsewhere", &[]),
+            f("work-ran-alone", Severity::Low, "work in other", &["other"]),
+        ];
+        one_finding_per_cause(&mut list);
+        let ids: Vec<(&str, Severity)> = list.iter().map(|f| (f.id.as_str(), f.severity)).collect();
+        assert_eq!(
+            ids,
+            vec![
+                ("omp-load-imbalance", Severity::High),
+                ("spinning", Severity::Low),
+                ("work-ran-alone", Severity::Low)
+            ]
+        );
     }
 
     #[test]
