@@ -4,7 +4,7 @@
 //! (idle / poor / ok / ideal, and over); serial sections, load imbalance and oversubscription.
 //! The thresholds are data: `concurrency.json` (docs/STATES.md says why they are where they are).
 
-use super::states::StateReport;
+use super::states::{Category, StateReport};
 use super::threads::ThreadId;
 use crate::profile::Profile;
 use crate::profile::format::THREAD_MAIN;
@@ -66,6 +66,9 @@ pub struct Bin {
     pub running: f64,
     pub runnable: f64,
     pub alive: f64,
+    /// Threads waiting for a lock (their sampled lock state), at most the threads alive and
+    /// neither on a CPU nor runnable: they want to run as soon as the holder lets them.
+    pub lock_waiting: f64,
 }
 
 impl Bin {
@@ -379,6 +382,23 @@ pub fn build(profile: &Profile, states: &StateReport) -> Option<Concurrency> {
             &mut b.alive
         });
     }
+    // Threads waiting for a lock want to run: while one thread holds it and the others wait for
+    // it, the stretch is the lock's cost, not one thread running alone (two threads taking
+    // glibc's timezone lock in turn had read "HIGH Serial section: 56.6% of the wall time one
+    // thread ran alone", ranked above the lock's own finding).
+    for t in &states.threads {
+        for &(b, e, category) in &t.runs {
+            let e = e.min(wall);
+            if category == Category::Lock && e > b {
+                spread(&mut bins, bin_ns, b, e, e - b, |b| &mut b.lock_waiting);
+            }
+        }
+    }
+    for b in &mut bins {
+        b.lock_waiting = b
+            .lock_waiting
+            .min((b.alive.max(b.running) - b.running - b.runnable).max(0.0));
+    }
 
     // Averaged over a window: the kernel's figures arrive in lumps (a look may find a thread
     // mid-wait), and what matters is tens of milliseconds and more.
@@ -499,13 +519,15 @@ fn smooth(bins: &[Bin], width: usize) -> Vec<Bin> {
                 b.running += x.running / n;
                 b.runnable += x.runnable / n;
                 b.alive += x.alive / n;
+                b.lock_waiting += x.lock_waiting / n;
             }
             b
         })
         .collect()
 }
 
-/// The stretches of at least `min_section_ns` in which one thread wanted a CPU.
+/// The stretches of at least `min_section_ns` in which one thread wanted a CPU, and no other
+/// waited for a lock (its holder's run is then the lock's cost).
 fn serial_sections(
     c: &Concurrency,
     states: &StateReport,
@@ -526,8 +548,9 @@ fn serial_sections(
     let n = c.bins.len();
     for i in 0..=n {
         let serial = i < n && {
-            let d = c.bins[i].wanting();
-            d >= th.serial_from && d < th.serial_below
+            let b = &c.bins[i];
+            let d = b.wanting();
+            d >= th.serial_from && d + b.lock_waiting < th.serial_below
         };
         match (serial, run) {
             (true, None) => run = Some(i as u64 * c.bin_ns),
@@ -777,6 +800,73 @@ mod tests {
             waited <= delay && waited > 0.7 * delay,
             "{waited} of {delay}"
         );
+    }
+
+    /// Two threads on two CPUs for 1 s: the first runs throughout, the second runs every other
+    /// 100 ms and in between waits (`waits`: for a lock, per its sampled states; else asleep).
+    fn one_runs_while_the_other_waits(waits: Category) -> Option<Concurrency> {
+        let mut profile = Profile::default();
+        profile.process.ncpus = 2;
+        profile.last_mono_ns = 1000 * MS;
+        for serial in [1, 2] {
+            profile.threads.push(crate::profile::ThreadStats::quiet(
+                serial,
+                100 + serial,
+                "w",
+                0,
+                1000 * MS,
+            ));
+        }
+        let mut runs = Vec::new();
+        for k in 1..=100u64 {
+            let at = k * 10 * MS;
+            let second_runs = ((at - 1) / (100 * MS)).is_multiple_of(2);
+            for serial in [1, 2] {
+                let exec_ns = if serial == 1 || second_runs {
+                    10 * MS
+                } else {
+                    0
+                };
+                profile.sched.push(SchedPoint {
+                    serial,
+                    mono_ns: at,
+                    exec_ns,
+                    ..SchedPoint::default()
+                });
+            }
+            let category = if second_runs {
+                Category::Compute
+            } else {
+                waits
+            };
+            runs.push((at - 10 * MS, at, category));
+        }
+        let states = StateReport {
+            threads: vec![
+                super::super::states::ThreadStates {
+                    serial: 1,
+                    ..Default::default()
+                },
+                super::super::states::ThreadStates {
+                    serial: 2,
+                    runs,
+                    ..Default::default()
+                },
+            ],
+            ..StateReport::default()
+        };
+        build(&profile, &states)
+    }
+
+    #[test]
+    fn a_thread_waiting_for_a_lock_keeps_the_holders_run_from_being_serial() {
+        let asleep = one_runs_while_the_other_waits(Category::Blocked).unwrap();
+        assert!(!asleep.serial.is_empty(), "{:?}", asleep.serial);
+        // Waiting for the lock the running thread holds (glibc's timezone lock taken in turn):
+        // the lock's cost, not a serial section.
+        let locked = one_runs_while_the_other_waits(Category::Lock).unwrap();
+        assert!(locked.serial.is_empty(), "{:?}", locked.serial);
+        assert!(locked.bins.iter().all(|b| b.lock_waiting <= 1.0 + 1e-9));
     }
 
     #[test]

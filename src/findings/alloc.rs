@@ -47,6 +47,27 @@ fn cpu_share_words(share: SampledShare, caps_severity: bool) -> String {
     }
 }
 
+/// The share of the run's CPUs the process used: its threads' CPU time over its wall time x the
+/// CPUs its threads could use at once (None without a wall time or CPU figures).
+fn cpu_share_of_run(a: &Analysis) -> Option<f64> {
+    let s = &a.summary;
+    let width = (s.ncpus.max(1) as usize).min(s.threads.len().max(1));
+    (s.wall_ns > 0 && s.cpu_ns() > 0).then(|| ratio(s.cpu_ns(), s.wall_ns as f64 * width as f64))
+}
+
+/// Whether a finding whose level only its estimate from few CPU samples reaches (`at_bound`
+/// false) rests on too little: the process used less than `min_uncertain_cpu_of_run` of the run's
+/// CPUs, so its few samples are all there is and what they measure could not change the run's
+/// time (a cargo build's cargo process: 5 CPU samples of 54 ms of CPU in a 10.7 s build read as
+/// LOW allocator-time and small-allocations, "possibly as little as 0.0%").
+/// A share whose lower bound is nothing counts as reaching no level either (cross-thread-frees'
+/// info level starts at 0%: 4.5% "from 27 CPU samples, so possibly as little as 0.0%" of a cargo
+/// process that used 0.5% of the run's CPUs).
+fn too_little_evidence(rule: &Rule, a: &Analysis, at_bound: bool, share: SampledShare) -> bool {
+    let sure = at_bound && (share.samples == 0 || share.low > 0.0);
+    !sure && cpu_share_of_run(a).is_some_and(|x| x < rule.param("min_uncertain_cpu_of_run"))
+}
+
 /// Allocator calls and their share of CPU time, if both gates are passed.
 fn busy_allocator(rule: &Rule, a: &Analysis) -> Option<(f64, SampledShare)> {
     let calls = a.summary.alloc_calls() as f64;
@@ -93,6 +114,9 @@ pub fn small_allocations(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let Some(severity) = rule.severity_with_cost(share, alloc_share) else {
         return vec![];
     };
+    if too_little_evidence(rule, a, rule.cost_at_bound(alloc_share), alloc_share) {
+        return vec![];
+    }
     let mut evidence = vec![
         format!(
             "{} of allocation requests are {also_bytes} bytes or less, {} are {max_bytes} bytes or less",
@@ -151,6 +175,9 @@ pub fn library_hotspots(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let Some((calls, alloc_share)) = busy_allocator(rule, a) else {
         return vec![];
     };
+    if too_little_evidence(rule, a, rule.cost_at_bound(alloc_share), alloc_share) {
+        return vec![];
+    }
     // (family, function, user frame) -> estimated calls and sampled stacks
     let mut groups: Vec<(&str, String, String, f64, f64)> = Vec::new();
     for site in &a.summary.alloc_sites {
@@ -327,6 +354,14 @@ pub fn allocator_time(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     }
     // From the thread's bound, or the program's; else only by an estimate.
     let at_bound = thread_severity.is_some() || rule.sampled_at_bound(global);
+    // (A thread's share at its bound is sure whatever the program's share.)
+    let bound_share = match thread_severity {
+        Some(_) => SampledShare::new(cpu_share.estimate, 0),
+        None => cpu_share,
+    };
+    if too_little_evidence(rule, a, at_bound, bound_share) {
+        return vec![];
+    }
     vec![
         build(
             rule,
@@ -355,6 +390,9 @@ pub fn cross_thread_frees(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let Some(severity) = rule.severity_with_cost(c.share, alloc_share) else {
         return vec![];
     };
+    if too_little_evidence(rule, a, rule.cost_at_bound(alloc_share), alloc_share) {
+        return vec![];
+    }
     let evidence = vec![
         format!(
             "{} frees ({} of all frees) released memory allocated by another thread",

@@ -364,3 +364,53 @@ fn allocator_time_from_few_samples_is_uncertain() {
     assert_eq!(severity(&many), Some(Severity::Low), "{many:?}");
     assert!(!many[0].uncertain, "{many:?}");
 }
+
+/// A share from a handful of CPU samples of a process that used a sliver of the run's CPUs is no
+/// evidence: a cargo build's cargo process, 5 CPU samples of 54 ms of CPU in a 10.7 s build, had
+/// LOW allocator-time and small-allocations ("possibly as little as 0.0%"). The same few samples
+/// of a process that kept a CPU busy stay an uncertain finding, and many samples a sure one.
+#[test]
+fn few_samples_of_a_process_that_hardly_ran_make_no_allocator_finding() {
+    let process = |cpu_ns: u64, samples: u64| {
+        let alloc_ns = (0.4 * cpu_ns as f64) as u64;
+        let mut a = allocator_busy(
+            0.4,
+            100_000,
+            alloc_ns,
+            vec![ThreadSummary {
+                cpu_ns,
+                wall_ns: 10_700_000_000,
+                alloc_ns,
+                alloc_cpu_ns: alloc_ns,
+                alloc_cpu_samples: samples,
+                ..ThreadSummary::default()
+            }],
+        );
+        a.summary.groups[0].calls = 100_000;
+        a.summary.wall_ns = 10_700_000_000;
+        a.summary.ncpus = 2;
+        a.summary.size_hist = sized_hist(&[(16, 900), (40, 100)]);
+        // The thread's own CPU samples, as many as the share rests on.
+        a.states = Some(crate::analysis::states::StateReport {
+            threads: vec![crate::analysis::states::ThreadStates {
+                cpu_marks: vec![(0, 0, 0); samples as usize],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        a
+    };
+    let time = rule("allocator-time");
+    let small = rule("small-allocations");
+    let cargo = process(54_000_000, 5);
+    assert!(allocator_time(time, &cargo).is_empty());
+    assert!(small_allocations(small, &cargo).is_empty());
+    // The same figures from many samples are what they say.
+    let measured = process(54_000_000, 5_000);
+    assert!(!allocator_time(time, &measured).is_empty());
+    assert!(!small_allocations(small, &measured).is_empty());
+    // A process busy for the run keeps its uncertain finding.
+    let busy = process(10_000_000_000, 5);
+    let f = allocator_time(time, &busy);
+    assert!(f.first().is_some_and(|f| f.uncertain), "{f:?}");
+}
