@@ -190,8 +190,9 @@ struct StateGroup {
     function: String,
     ns: f64,
     samples: f64,
-    /// Sampled time of the threads that were seen there.
+    /// Sampled time of the threads that were seen there, and their samples.
     threads_ns: f64,
+    threads_samples: f64,
     users: Vec<(String, f64)>,
     /// Lock waits: the locks named by the futex words its samples caught, with those samples.
     locks: Vec<(String, u64)>,
@@ -285,6 +286,7 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                         ns: 0.0,
                         samples: 0.0,
                         threads_ns: 0.0,
+                        threads_samples: 0.0,
                         users: Vec::new(),
                         locks: Vec::new(),
                         unnamed_libc_lock: false,
@@ -298,6 +300,7 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
             if !g.seen.contains(&index) {
                 g.seen.push(index);
                 g.threads_ns += total;
+                g.threads_samples += t.samples as f64;
             }
             match g.users.iter_mut().find(|u| u.0 == user) {
                 Some(u) => u.1 += ns,
@@ -323,10 +326,19 @@ fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding>
     state_groups(a, category, &exclude)
         .into_iter()
         .take(2)
-        .filter(|g| g.samples >= rule.param("min_samples"))
         .filter_map(|mut g| {
             let share = ratio(g.ns, g.threads_ns).min(1.0);
-            let severity = rule.severity_of(share)?;
+            // From `min_samples` samples on, the share is taken as measured. From fewer (a short
+            // run), by what its samples show at least: two threads of an 80 ms program waiting
+            // 67-85% of their lives on random()'s lock left 13 samples there and had no finding,
+            // while 13 of 19 samples show at least 44%.
+            let severity = if g.samples >= rule.param("min_samples") {
+                rule.severity_of(share)?
+            } else {
+                let by_samples = ratio(g.samples, g.threads_samples).min(1.0);
+                let low = crate::util::share_lower_bound(by_samples, g.threads_samples);
+                rule.severity_of(low.min(share))?
+            };
             g.users.sort_by(|a, b| b.1.total_cmp(&a.1));
             g.locks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             let lock = g

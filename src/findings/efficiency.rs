@@ -18,8 +18,11 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     if e.cpus < 2 || (e.wall_ns as f64) < rule.param("min_wall_ns") {
         return vec![];
     }
-    let mut parts: Vec<(&'static str, f64)> =
-        e.parts.iter().map(|&(c, ns)| (c.words(), ns)).collect();
+    let mut parts: Vec<(&'static str, f64, Option<Category>)> = e
+        .parts
+        .iter()
+        .map(|&(c, ns)| (c.words(), ns, Some(c)))
+        .collect();
     // Time in an rwlock's read side that never waited is the reader count's cache line moving
     // between CPUs, not lock waits (the rwlock-reader-count finding).
     let reader = super::causes::reader_count_lock_ns(a) as f64;
@@ -28,10 +31,10 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     {
         let moved = reader.min(lock.1);
         lock.1 -= moved;
-        parts.push((super::causes::READER_COUNT_WORDS, moved));
+        parts.push((super::causes::READER_COUNT_WORDS, moved, None));
     }
     parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let Some(&(cause_name, cause_ns)) = parts.first() else {
+    let Some(&(cause_name, cause_ns, cause_category)) = parts.first() else {
         return vec![];
     };
     // When the efficiency counts time the profile cannot attribute and that time outweighs all
@@ -64,7 +67,7 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             String::new()
         }
     )];
-    for (name, ns) in parts.iter().filter(|p| p.1 > 0.0).take(3) {
+    for (name, ns, _) in parts.iter().filter(|p| p.1 > 0.0).take(3) {
         evidence.push(format!(
             "{name}: {} ({})",
             fmt_ns(*ns),
@@ -77,12 +80,24 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_ns(e.unattributed_ns)
         ));
     }
+    // Where that part happens, named here: a finding that sent the reader to "the other
+    // findings" had none beside it on a short run (two threads of an 80 ms program waiting on
+    // random()'s lock).
+    let place = cause_category.and_then(|c| heaviest_site(a, c));
+    if let Some(p) = &place {
+        evidence.push(format!("mostly {p}"));
+    }
+    let place = place.map_or_else(
+        || "which the sampled stacks place nowhere in particular".to_string(),
+        |p| format!("mostly {p}"),
+    );
     vec![
         build(
             rule,
             a,
             severity,
             &[
+                ("place", place),
                 ("efficiency", fmt_pct(e.value)),
                 ("cause_name", cause_name.to_string()),
                 ("cause_share", fmt_pct(e.part_share(cause_ns))),
@@ -93,6 +108,32 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         )
         .uncertain_unless(rule.sampled_at_bound(share)),
     ]
+}
+
+/// The heaviest sampled site of `category` over all threads, in the words of the report's "where
+/// threads wait": `waiting on random()'s lock inside random() called from draw (r.c:13)`.
+fn heaviest_site(a: &Analysis, category: Category) -> Option<String> {
+    let r = a.states.as_ref()?;
+    let site = r
+        .threads
+        .iter()
+        .flat_map(|t| t.sites.iter())
+        .filter(|s| s.category == category)
+        .max_by_key(|s| s.ns)?;
+    let from = site
+        .user_frame()
+        .map(|f| format!(" called from {}", f.display()))
+        .unwrap_or_default();
+    Some(match site.lock() {
+        Some(lock) if category == Category::Lock => {
+            format!(
+                "waiting on {} inside {}(){from}",
+                lock.name,
+                site.function()
+            )
+        }
+        _ => format!("inside {}(){from}", site.function()),
+    })
 }
 
 #[cfg(test)]
