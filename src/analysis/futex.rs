@@ -129,20 +129,36 @@ fn itt_object(lock: &LockSummary) -> RuntimeLock {
     }
 }
 
-/// Per futex word, the tids that waited on it and the tids whose wake ended a wait on it, from
-/// the wait records, gathered in one pass.
-type Parties = HashMap<u64, (HashSet<u32>, HashSet<u32>)>;
+/// Per futex word, the tids that waited on it and the tids whose wake ended a wait on it, and
+/// how many of its waits each waker's wake ended, from the wait records, gathered in one pass.
+#[derive(Default)]
+struct Parties {
+    by_word: HashMap<u64, (HashSet<u32>, HashSet<u32>)>,
+    woken_by: HashMap<u64, HashMap<u32, u64>>,
+}
+
+impl Parties {
+    fn get(&self, address: &u64) -> Option<&(HashSet<u32>, HashSet<u32>)> {
+        self.by_word.get(address)
+    }
+}
 
 fn futex_parties(profile: &Profile) -> Parties {
     let tid_of: HashMap<u32, u32> = profile.threads.iter().map(|t| (t.serial, t.tid)).collect();
-    let mut parties = Parties::new();
+    let mut parties = Parties::default();
     for w in profile.waits.iter().filter(|w| w.kind == WaitKind::Futex) {
-        let (waiters, wakers) = parties.entry(w.object).or_default();
+        let (waiters, wakers) = parties.by_word.entry(w.object).or_default();
         if let Some(&tid) = tid_of.get(&w.serial) {
             waiters.insert(tid);
         }
         if let Some(tid) = w.other_tid {
             wakers.insert(tid);
+            *parties
+                .woken_by
+                .entry(w.object)
+                .or_default()
+                .entry(tid)
+                .or_default() += 1;
         }
     }
     parties
@@ -161,6 +177,140 @@ fn role_by_behaviour(parties: &Parties, address: u64, waiter_threads: usize) -> 
     }
 }
 
+/// What a futex word no runtime entry point names is, when the threads used it as a lock.
+struct ByBehaviour {
+    runtime: String,
+    object: String,
+    /// The word is a parked thread's own: grouped with the others by where the lock was taken.
+    per_thread: bool,
+    /// Where the program called the runtime's library to take it.
+    taken_at: Option<Frame>,
+}
+
+/// A wait inside a runtime's library called from the program's code: the library's frame (the
+/// innermost in one) and the frame that called it (the user's frame, else the first frame
+/// outside every runtime module: a program without debug info whose lambda is named by the
+/// `std::thread` template it was inlined into).
+struct LibrarySite<'a> {
+    library: &'static runtime::Library,
+    file: String,
+    caller: &'a Frame,
+}
+
+impl LibrarySite<'_> {
+    fn key(&self) -> (String, String) {
+        (self.file.clone(), self.caller.display())
+    }
+}
+
+/// Whether a frame lies in a runtime's module (whatever its name says).
+fn in_runtime_module(f: &Frame) -> bool {
+    crate::symbols::is_runtime_frame(&Frame {
+        function: None,
+        file: None,
+        line: None,
+        ..f.clone()
+    })
+}
+
+/// The first of a word's waiting sites (most waiting first) that is inside a runtime library
+/// called from the program's code; None for a runtime's own thread waiting in its loop (no
+/// frame of the program on its stack), or a wait in no runtime library.
+fn library_site(lock: &LockSummary) -> Option<LibrarySite<'_>> {
+    lock.sites.iter().find_map(|s| {
+        let (library, at) = runtime::library_in(&s.frames)?;
+        Some(LibrarySite {
+            library,
+            file: crate::symbols::file_name(&s.frames[at].module).to_string(),
+            caller: &s.frames[caller_index(s)?],
+        })
+    })
+}
+
+/// The frame of a waiting site inside a runtime library that called the library: its user
+/// frame where that is the program's, else the first frame past the library outside every
+/// runtime module.
+fn caller_index(s: &super::sites::LockSiteSummary) -> Option<usize> {
+    let (_, at) = runtime::library_in(&s.frames)?;
+    if s.user_frame()
+        .is_some_and(|f| !crate::symbols::is_runtime_frame(f))
+    {
+        return Some(s.user);
+    }
+    (at..s.frames.len()).find(|&i| !in_runtime_module(&s.frames[i]))
+}
+
+/// Per (library, calling frame) of words waited on inside a runtime library called from the
+/// program: the wake-ended waits whose waker also waited there, and those whose waker did not.
+struct LibraryGroups {
+    by_key: HashMap<(String, String), (u64, u64)>,
+}
+
+impl LibraryGroups {
+    fn new(parties: &Parties, words: &[(u64, Option<(String, String)>)]) -> LibraryGroups {
+        let mut waiters: HashMap<&(String, String), HashSet<u32>> = HashMap::new();
+        for (address, key) in words {
+            if let (Some(key), Some((w, _))) = (key, parties.get(address)) {
+                waiters.entry(key).or_default().extend(w.iter().copied());
+            }
+        }
+        let mut by_key: HashMap<(String, String), (u64, u64)> = HashMap::new();
+        for (address, key) in words {
+            let Some(here) = key.as_ref().and_then(|k| waiters.get(k)) else {
+                continue;
+            };
+            let entry = by_key.entry(key.clone().unwrap_or_default()).or_default();
+            for (tid, n) in parties.woken_by.get(address).into_iter().flatten() {
+                if here.contains(tid) {
+                    entry.0 += n;
+                } else {
+                    entry.1 += n;
+                }
+            }
+        }
+        LibraryGroups { by_key }
+    }
+
+    /// Whether the threads waiting at `key` were woken mostly by each other: each released to
+    /// another what it had waited for there (a lock handed over, the waker its holder), not by a
+    /// thread that never waits there (an event, a producer, work handed to an idle worker).
+    fn handed_over(&self, key: &(String, String)) -> bool {
+        self.by_key
+            .get(key)
+            .is_some_and(|&(mutual, other)| mutual > 0 && mutual >= other)
+    }
+}
+
+/// Whether a futex word that no runtime entry point names was a lock, from what the threads did
+/// with it, and what to call it: a word a thread woke and also waited on (or that several threads
+/// waited on with no waker seen) is a lock; inside a runtime library called from the program's
+/// code, a word of the waiting thread's own whose waiters there were woken by each other is a
+/// lock that library parks its waiters on (abseil's Mutex, oneTBB's mutex). Named by the library
+/// it lies in (`lock in libabsl_synchronization`, runtime `abseil`), never by a function's name.
+fn by_behaviour(
+    parties: &Parties,
+    groups: &LibraryGroups,
+    lock: &LockSummary,
+) -> Option<ByBehaviour> {
+    let site = library_site(lock);
+    let named = |per_thread: bool| ByBehaviour {
+        runtime: site
+            .as_ref()
+            .map_or(String::new(), |s| s.library.runtime.clone()),
+        object: site.as_ref().map_or("futex word".into(), |s| {
+            runtime::Library::lock_words(&s.file)
+        }),
+        per_thread,
+        taken_at: site.as_ref().map(|s| s.caller.clone()),
+    };
+    if role_by_behaviour(parties, lock.address, lock.threads) == Role::Lock {
+        return Some(named(false));
+    }
+    groups
+        .handed_over(&site.as_ref()?.key())
+        .then(|| named(true))
+}
+
 /// Classifies the futex words of `summary.locks`, moves those that are not locks out of it,
 /// groups parked threads' words by the user frame that took the lock, and counts the lock waits
 /// in each thread's lock wait.
@@ -168,7 +318,14 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
     let mut words = Words::default();
     // Who waited on and woke each word: gathered once, when a word needs it.
     let mut parties: Option<Parties> = None;
+    let mut library_groups: Option<LibraryGroups> = None;
     let locks = std::mem::take(&mut summary.locks);
+    // Each futex word's waiting sites (for the groups of words by library and user frame).
+    let locks_sites: Vec<(u64, Option<(String, String)>)> = locks
+        .iter()
+        .filter(|l| l.kind == FUTEX)
+        .map(|l| (l.address, library_site(l).map(|s| s.key())))
+        .collect();
     let mut kept: Vec<LockSummary> = Vec::with_capacity(locks.len());
     // Per-thread words of one runtime object, keyed by (object, user frame).
     let mut grouped: BTreeMap<(String, String), LockSummary> = BTreeMap::new();
@@ -221,28 +378,74 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
             .sites
             .iter()
             .find_map(|s| runtime::wait_of(&s.frames).map(|(e, _)| (e, s)));
-        let word = match entry {
-            Some((e, _)) => Word {
-                role: e.role,
-                runtime: e.runtime.clone(),
-                object: e.object.clone(),
-            },
-            None => Word {
-                role: role_by_behaviour(
-                    parties.get_or_insert_with(|| futex_parties(profile)),
-                    lock.address,
-                    lock.threads,
-                ),
-                runtime: String::new(),
-                object: "futex word".into(),
-            },
+        // A module's entry is a guess from where the wait is (libtbb's idle workers); what the
+        // threads did with the word overrides it when they used it as a lock.
+        let named = entry.filter(|(e, _)| !e.by_module());
+        let parties = parties.get_or_insert_with(|| futex_parties(profile));
+        let (word, per_thread, taken_at) = match named {
+            Some((e, s)) => (
+                Word {
+                    role: e.role,
+                    runtime: e.runtime.clone(),
+                    object: e.object.clone(),
+                },
+                e.per_thread,
+                s.user_frame().cloned(),
+            ),
+            None => {
+                let guess = entry.map(|(e, _)| e);
+                let behaviour = by_behaviour(
+                    parties,
+                    library_groups.get_or_insert_with(|| LibraryGroups::new(parties, &locks_sites)),
+                    &lock,
+                );
+                match behaviour {
+                    Some(b) => {
+                        // Its waiters' sites are where the program called the library (a
+                        // program without debug info has no named frame of its own there).
+                        for site in lock.sites.iter_mut() {
+                            if let Some(i) = caller_index(site) {
+                                site.user = i;
+                            }
+                        }
+                        (
+                            Word {
+                                role: Role::Lock,
+                                runtime: b.runtime.clone(),
+                                object: b.object.clone(),
+                            },
+                            b.per_thread,
+                            b.taken_at,
+                        )
+                    }
+                    None => match guess {
+                        Some(e) => (
+                            Word {
+                                role: e.role,
+                                runtime: e.runtime.clone(),
+                                object: e.object.clone(),
+                            },
+                            false,
+                            None,
+                        ),
+                        None => (
+                            Word {
+                                role: Role::Wait,
+                                runtime: String::new(),
+                                object: "futex word".into(),
+                            },
+                            false,
+                            None,
+                        ),
+                    },
+                }
+            }
         };
         words.by_address.insert(lock.address, word.clone());
         if word.role != Role::Lock {
             continue;
         }
-        let per_thread = entry.is_some_and(|(e, _)| e.per_thread);
-        let taken_at = entry.and_then(|(_, s)| s.user_frame().cloned());
+
         lock.runtime = Some(RuntimeLock {
             runtime: word.runtime.clone(),
             object: word.object.clone(),

@@ -58,20 +58,66 @@ pub struct RuntimeWait {
     pub every_call: bool,
 }
 
+impl RuntimeWait {
+    /// Whether the entry names a module, not a function: the module's frames without an entry of
+    /// their own, whatever they do (a guess from where the wait is, not from what it is).
+    pub fn by_module(&self) -> bool {
+        self.function.is_empty()
+    }
+}
+
+/// A runtime's shared library, by its file name (`runtime_waits.json`, `libraries`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Library {
+    pub module: String,
+    pub runtime: String,
+}
+
+impl Library {
+    /// What a lock that a futex wait in this library stands for is called when no entry point
+    /// names it: `lock in libabsl_synchronization` (the file name without `.so` and version).
+    pub fn lock_words(module_path: &str) -> String {
+        let file = crate::symbols::file_name(module_path);
+        format!("lock in {}", file.split(".so").next().unwrap_or(file))
+    }
+}
+
 #[derive(Deserialize)]
 struct Table {
     entries: Vec<RuntimeWait>,
+    #[serde(default)]
+    libraries: Vec<Library>,
 }
 
 static TABLE_TEXT: &str = include_str!("runtime_waits.json");
 
-fn table() -> &'static [RuntimeWait] {
-    static T: OnceLock<Vec<RuntimeWait>> = OnceLock::new();
+fn whole_table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        serde_json::from_str::<Table>(TABLE_TEXT)
-            .expect("runtime_waits.json is valid")
-            .entries
+        serde_json::from_str::<Table>(TABLE_TEXT).expect("runtime_waits.json is valid")
     })
+}
+
+fn table() -> &'static [RuntimeWait] {
+    &whole_table().entries
+}
+
+/// The runtime whose shared library `module` (a path or a file name) is, if any.
+pub fn library_of(module: &str) -> Option<&'static Library> {
+    let file = crate::symbols::file_name(module);
+    whole_table()
+        .libraries
+        .iter()
+        .find(|l| super::states::glob(&l.module, file))
+}
+
+/// The runtime library of the innermost frame of `frames` that lies in one (the interposer's own
+/// frames are skipped by being in none), with that frame's index.
+pub fn library_in(frames: &[Frame]) -> Option<(&'static Library, usize)> {
+    frames
+        .iter()
+        .enumerate()
+        .find_map(|(i, f)| library_of(&f.module).map(|l| (l, i)))
 }
 
 /// A function's name as the table's patterns are written: without the return type, the
@@ -135,7 +181,11 @@ pub fn entry_for_frame(f: &Frame) -> Option<&'static RuntimeWait> {
 pub fn wait_of(frames: &[Frame]) -> Option<(&'static RuntimeWait, usize)> {
     let end = frames
         .iter()
-        .position(|f| !crate::symbols::is_runtime_frame(f) && entry_for_frame(f).is_none())
+        .position(|f| {
+            !crate::symbols::is_runtime_frame(f)
+                && entry_for_frame(f).is_none()
+                && library_of(&f.module).is_none()
+        })
         .unwrap_or(frames.len());
     frames[..end]
         .iter()
@@ -170,6 +220,69 @@ mod tests {
             plain_name("<parking_lot::raw_mutex::RawMutex as lock_api::mutex::RawMutex>::lock"),
             "<parking_lot::raw_mutex::RawMutex as lock_api::mutex::RawMutex>::lock"
         );
+    }
+
+    #[test]
+    fn runtime_libraries_are_known_by_their_file_names_as_distributions_ship_them() {
+        for (path, runtime) in [
+            (
+                "/usr/lib/x86_64-linux-gnu/libabsl_synchronization.so.20220623",
+                "abseil",
+            ),
+            ("/usr/lib/x86_64-linux-gnu/libtbb.so.12", "TBB"),
+            ("/usr/lib/llvm-14/lib/libomp.so.5", "OpenMP"),
+            ("/venv/lib/numba.libs/libtbb-b1ab0e36.so.12", "TBB"),
+        ] {
+            assert_eq!(library_of(path).map(|l| l.runtime.as_str()), Some(runtime));
+        }
+        for other in [
+            "/usr/lib/libtbbmalloc.so.2",
+            "/opt/app/libabsl_tools",
+            "/bin/app",
+        ] {
+            assert!(library_of(other).is_none(), "{other}");
+        }
+        assert_eq!(
+            Library::lock_words("/usr/lib/x86_64-linux-gnu/libabsl_synchronization.so.20220623"),
+            "lock in libabsl_synchronization"
+        );
+    }
+
+    #[test]
+    fn a_wait_in_debians_libabsl_is_searched_through_to_its_mutex() {
+        // Debian's libabsl_synchronization.so.20220623 (stripped, its dynamic symbols in the
+        // inline namespace absl::debian3): Waiter::Wait has no entry and is not the user's frame.
+        let absl = |name: &str| Frame {
+            module: "/usr/lib/x86_64-linux-gnu/libabsl_synchronization.so.20220623".into(),
+            ..frame(name)
+        };
+        let frames = [
+            absl(
+                "absl::debian3::synchronization_internal::Waiter::Wait(absl::debian3::synchronization_internal::KernelTimeout)",
+            ),
+            absl("AbslInternalPerThreadSemWait_debian3"),
+            absl("absl::debian3::Mutex::Block(absl::debian3::base_internal::PerThreadSynch*)"),
+            absl("absl::debian3::Mutex::LockSlowLoop(absl::debian3::SynchWaitParams*, int)"),
+            absl(
+                "absl::debian3::Mutex::LockSlow(absl::debian3::MuHowS const*, absl::debian3::Condition const*, int)",
+            ),
+            absl("absl::debian3::Mutex::Lock()"),
+            frame("add_hit"),
+        ];
+        let (e, i) = wait_of(&frames).expect("named");
+        assert_eq!(
+            (e.object.as_str(), e.role, i),
+            ("absl::Mutex", Role::Lock, 4)
+        );
+        assert!(e.per_thread);
+        assert_eq!(crate::symbols::user_frame(&frames), 6);
+        // Unnamed (a build without dynamic symbols): nothing names it, and the search does not
+        // stop at the library's first frame.
+        let unnamed = Frame {
+            function: None,
+            ..absl("")
+        };
+        assert!(wait_of(&[unnamed.clone(), unnamed, frame("add_hit")]).is_none());
     }
 
     #[test]

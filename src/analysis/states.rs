@@ -287,6 +287,11 @@ impl Rules {
             return (Category::Profiler, Some(i));
         }
         let runtime = super::runtime::wait_of(frames);
+        // A futex sleep on a word the threads used as a lock is a lock wait, even in a runtime
+        // library whose module entry guesses idle (oneTBB's mutex sleeps in libtbb).
+        if word.is_some_and(|w| w.role == Role::Lock) {
+            return (Category::Lock, runtime.map(|(_, i)| i));
+        }
         if let Some((_, i)) = runtime.filter(|(e, _)| e.role == Role::Idle) {
             return (Category::Idle, Some(i));
         }
