@@ -18,8 +18,11 @@
 
 use super::concurrency::Concurrency;
 use super::runtime;
-use super::states::{Category, SampledStack, StateReport, syscall_name, waits_for_input};
+use super::states::{
+    Category, SampledStack, StateReport, public_libc_name, syscall_name, waits_for_input,
+};
 use super::summary::Summary;
+use super::threads::ThreadId;
 use super::waitfor::WaitFor;
 use crate::profile::Profile;
 use crate::profile::samples::SampleKind;
@@ -78,6 +81,19 @@ pub struct Culprit {
 }
 
 impl Culprit {
+    /// Where it ran, in words: its frame, or for a thread without stacks (it blocks the sampling
+    /// signal) "the work of thread ...".
+    pub fn place(&self) -> String {
+        if self.frame.module.is_empty() {
+            format!(
+                "the work of thread {} (no stack: it blocks the sampling signal)",
+                self.frame.name()
+            )
+        } else {
+            self.frame.display()
+        }
+    }
+
     /// Threads that waited, on average, while it ran alone.
     pub fn mean_waiting(&self) -> f64 {
         if self.alone_ns == 0 {
@@ -347,6 +363,15 @@ impl Integrals {
     }
 }
 
+/// Stands for the work of a thread whose samples have no stack: its label as the function, no
+/// module (`Culprit::place`).
+fn thread_frame(label: String) -> Frame {
+    Frame {
+        function: Some(label),
+        ..Frame::default()
+    }
+}
+
 /// The key a working stack's time is grouped by: its user frame's function and file.
 fn culprit_key(frame: &Frame) -> (String, String) {
     (frame.name(), frame.file.clone().unwrap_or_default())
@@ -359,10 +384,17 @@ fn wait_words(frames: &[Frame]) -> String {
         return entry.object.clone();
     }
     let user = user_frame(frames);
-    called_frame(frames, user)
+    let Some(f) = called_frame(frames, user)
         .and_then(|i| frames.get(i))
         .or_else(|| frames.first())
-        .map_or_else(|| "?".to_string(), Frame::name)
+    else {
+        return "?".to_string();
+    };
+    // The C library's internal names read as their public function (`___pthread_cond_wait`).
+    match &f.function {
+        Some(name) if f.module_name().starts_with("libc.so") => public_libc_name(name).to_string(),
+        _ => f.name(),
+    }
 }
 
 /// One working stack's figures.
@@ -559,18 +591,25 @@ pub fn build(
     let bin_ns = concurrency.map_or(1, |c| c.bin_ns);
     let integrals = Integrals::build(&all, cpus, &runnable, bin_ns);
     // Per working stack: what it was charged, and its chain of the program's own frames.
-    let mut tallies: HashMap<u32, Tally> = HashMap::new();
+    // A thread that blocks the sampling signal has its time on a CPU from the kernel's clock,
+    // without a stack: its work is named by the thread.
+    let mut tallies: HashMap<(u32, Option<usize>), Tally> = HashMap::new();
     let mut keys: HashMap<(String, String), usize> = HashMap::new();
     for s in all.iter().filter(|s| s.doing == Doing::Work) {
-        let t = match tallies.entry(s.stack) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                let Some(stack) = states.stacks.get(s.stack as usize) else {
-                    continue;
-                };
-                e.insert(Tally::new(&stack.frames, &mut keys))
-            }
+        let Some(stack) = states.stacks.get(s.stack as usize) else {
+            continue;
         };
+        let unsampled = stack.frames.is_empty();
+        let t = tallies
+            .entry((s.stack, unsampled.then_some(s.thread)))
+            .or_insert_with(|| {
+                if unsampled {
+                    let label = ThreadId::of_states(&states.threads[s.thread]).label();
+                    Tally::new(&[thread_frame(label)], &mut keys)
+                } else {
+                    Tally::new(&stack.frames, &mut keys)
+                }
+            });
         t.work += s.end - s.begin;
         let (charged, gain, alone) = integrals.over(s.begin, s.end);
         if alone <= 0.0 {

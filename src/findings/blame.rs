@@ -64,7 +64,7 @@ pub fn work_ran_alone(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         .filter_map(|c| {
             let severity = rule.severity_of(ratio(c.gain_ns, wall))?;
             let kind = kind(rule, c);
-            let frame = c.frame.display();
+            let frame = c.place();
             let waiting = waiting_words(c.mean_waiting());
             let wait = c
                 .waits

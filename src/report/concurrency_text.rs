@@ -87,7 +87,7 @@ fn blame(out: &mut String, a: &Analysis, b: &crate::analysis::blame::Blame) {
             out,
             "    {} charged to {} (ran {} while others waited, on {}){}",
             fmt_ns(c.charged_ns),
-            c.frame.display(),
+            c.place(),
             fmt_ns(c.alone_ns),
             threads.join(", "),
             c.waits
