@@ -122,10 +122,17 @@ const KEPT: usize = 8;
 
 /// What a sample says the thread did.
 fn doing(stack: &SampledStack, kind: SampleKind, syscall: Option<String>) -> Doing {
-    // Asleep in a call that waits for the world outside (a client, a timer): neither work nor a
-    // wait that another thread ends.
+    // Asleep in a call that may wait for the world outside (a client, a timer): neither work nor
+    // a wait that another thread ends. A read of a file looks the same as a read of a socket:
+    // I/O there holds its CPU as a resource does (rg's worker reading a file left no CPU free
+    // for the main thread joining it; a server's thread reading its socket is no work to charge
+    // an idle pool's waits to).
     if kind == SampleKind::Wall && syscall.as_deref().is_some_and(waits_for_input) {
-        return Doing::Other;
+        return if stack.category == Category::Io {
+            Doing::WaitingForResource
+        } else {
+            Doing::Other
+        };
     }
     match stack.category {
         Category::Compute | Category::Allocator | Category::KernelMemory | Category::Io => {
