@@ -461,8 +461,8 @@ const SPLIT_SHARE: f64 = 0.2;
 
 /// The places the charge is named at: from each outermost frame, down the calls while one callee
 /// holds most of it (so a serial stretch that calls many small functions is named by the one
-/// that calls them, and a single hot loop by itself); where it splits among a few heavy callees,
-/// each of them. Each is (the stacks it stands for, the depth of its frame in their chains);
+/// that calls them, and a single hot loop by itself); where an outermost frame's charge splits
+/// among a few heavy callees, each of them. Each is (the stacks it stands for, the depth of its frame in their chains);
 /// places of the same function reached from different outer frames (the team's master and its
 /// workers) are merged.
 fn places(tallies: &[Tally]) -> Vec<(Vec<usize>, usize)> {
@@ -496,7 +496,10 @@ fn places(tallies: &[Tally]) -> Vec<(Vec<usize>, usize)> {
                 .filter(|(c, _)| *c >= SPLIT_SHARE * total)
                 .collect();
             let held: f64 = heavy.iter().map(|(c, _)| c).sum();
-            if heavy.len() >= 2 && held >= NARROW_SHARE * total {
+            // An outermost frame (main, a thread's start) says little: where its charge splits,
+            // each part is named; further in, the frame that splits it is the place (a serial
+            // step calling three small functions is the step).
+            if level == 0 && heavy.len() >= 2 && held >= NARROW_SHARE * total {
                 for (_, v) in heavy {
                     descend(tallies, v.clone(), level + 1, out);
                 }
@@ -781,6 +784,70 @@ mod tests {
         // Each worker is charged one waiter's 10; together the stretch would take half as long.
         assert!((charged - 10.0).abs() < 1e-9);
         assert!((2.0 * gain - 5.0).abs() < 1e-9);
+    }
+
+    fn frame(name: &str) -> Frame {
+        Frame {
+            function: Some(name.into()),
+            file: Some("p.c".into()),
+            line: Some(1),
+            module: "/bin/p".into(),
+            ..Frame::default()
+        }
+    }
+
+    /// Tallies of stacks (innermost first) with their charge.
+    fn tallies(stacks: &[(&[&str], f64)]) -> Vec<Tally> {
+        let mut keys = HashMap::new();
+        stacks
+            .iter()
+            .map(|(names, charged)| {
+                let frames: Vec<Frame> = names.iter().map(|n| frame(n)).collect();
+                let mut t = Tally::new(&frames, &mut keys);
+                t.charged = *charged;
+                t
+            })
+            .collect()
+    }
+
+    fn named(t: &[Tally]) -> Vec<String> {
+        let mut v: Vec<String> = places(t)
+            .iter()
+            .map(|(members, level)| culprit_of(t, members, *level).0.frame.name())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_charge_is_named_where_one_callee_holds_most_of_it_or_where_it_splits() {
+        // A serial step calling three small functions: the step is named, not one of them.
+        let step = tallies(&[
+            (&["a", "step", "main"], 3.0),
+            (&["b", "step", "main"], 3.0),
+            (&["c", "step", "main"], 3.0),
+            (&["work", "main"], 1.0),
+        ]);
+        assert_eq!(named(&step), vec!["step"]);
+        // One hot loop: itself.
+        let hot = tallies(&[(&["loop", "step", "main"], 9.0), (&["other", "main"], 1.0)]);
+        assert_eq!(named(&hot), vec!["loop"]);
+        // Two heavy places under main: each.
+        let two = tallies(&[
+            (&["x", "first", "main"], 5.0),
+            (&["y", "second", "main"], 5.0),
+        ]);
+        assert_eq!(named(&two), vec!["x", "y"]);
+        // The same function reached from two outer frames (a team's master and a worker) is one
+        // place with both charges.
+        let team = tallies(&[
+            (&["body", "region", "main"], 4.0),
+            (&["body", "region"], 4.0),
+        ]);
+        let found = places(&team);
+        assert_eq!(found.len(), 1);
+        let (c, _) = culprit_of(&team, &found[0].0, found[0].1);
+        assert_eq!((c.frame.name(), c.charged_ns), ("body".to_string(), 8));
     }
 
     #[test]
