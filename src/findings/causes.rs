@@ -597,6 +597,66 @@ pub(super) fn taking_turns_group(rule: &Rule, a: &Analysis) -> Option<TurnTaking
     None
 }
 
+/// The object threads take turns on where the `taking-turns` finding is made, with the threads
+/// that take turns (their indexes in `Profile::threads` and in `StateReport::threads`).
+pub(super) struct TurnsCause {
+    object: u64,
+    name: String,
+    members: Vec<usize>,
+    working: Vec<usize>,
+}
+
+impl TurnsCause {
+    /// Whether a lock is part of the same cause: the runtime names it as the same object
+    /// (CPython's GIL is a condition variable the threads pass and the mutex beside it), or it
+    /// lies in the same structure (within 128 bytes: the mutex that guards the condition
+    /// variable, named where it was initialised when the runtime has no name for it) and only
+    /// the threads taking turns waited for it (`waiters`, indexes in `Profile::threads`; or
+    /// `states_waiters`, in `StateReport::threads`). A lock of their own that they also meet on
+    /// elsewhere is its own cause.
+    pub(super) fn covers(
+        &self,
+        a: &Analysis,
+        lock: u64,
+        waiters: &[usize],
+        by_states: bool,
+    ) -> bool {
+        let name = a.object_name(lock);
+        let same_words = crate::analysis::runtime_locks::table()
+            .iter()
+            .any(|l| self.name.starts_with(&l.words) && name.starts_with(&l.words));
+        let members = if by_states {
+            &self.working
+        } else {
+            &self.members
+        };
+        let beside = lock.abs_diff(self.object) < 128
+            && !waiters.is_empty()
+            && waiters.iter().all(|w| members.contains(w));
+        lock == self.object || same_words || beside
+    }
+}
+
+/// The taking-turns cause, where the rule makes a finding of it: one cause, one finding, so the
+/// lock rules leave its objects alone (two Python threads calling C through ctypes had HIGH
+/// taking-turns, MEDIUM lock-contention on "pthread mutex CPython's GIL" and MEDIUM "Contention
+/// on the lock initialised in Py_InitializeFromConfig inside the C library").
+pub(super) fn turns_cause(a: &Analysis) -> Option<TurnsCause> {
+    let rule = super::rules::rules()
+        .iter()
+        .find(|r| r.detector == "taking_turns")?;
+    if taking_turns(rule, a).is_empty() {
+        return None;
+    }
+    let g = taking_turns_group(rule, a)?;
+    Some(TurnsCause {
+        object: g.turns.object,
+        name: a.object_name(g.turns.object),
+        members: g.turns.members.clone(),
+        working: g.working.clone(),
+    })
+}
+
 pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let (Some(r), Some(g)) = (a.states.as_ref(), taking_turns_group(rule, a)) else {
         return vec![];

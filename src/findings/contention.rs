@@ -47,10 +47,23 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         .map(|t| t.wall_ns as f64)
         .sum();
     let mut found: Vec<(f64, Finding)> = Vec::new();
+    let turns = super::causes::turns_cause(a);
     for lock in s.locks.iter().filter(|l| l.runtime.is_some() == runtime) {
         let wait = lock.wait_ns as f64;
         if wait < rule.param("min_wait_ns") {
             continue;
+        }
+        // The object threads take turns on, or its mutex: the taking-turns finding's.
+        if let Some(t) = &turns {
+            let waiters = a
+                .waitfor
+                .as_ref()
+                .and_then(|w| w.holder_time(lock.address))
+                .map(|h| h.waiters.clone())
+                .unwrap_or_default();
+            if t.covers(a, lock.address, &waiters, false) {
+                continue;
+            }
         }
         // The waiting threads' time, so that idle threads (a main thread in join) do not dilute it.
         let share = ratio(wait, waiter_wall).min(1.0);
@@ -323,8 +336,14 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
 fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding> {
     let exclude = rule.param_strings("exclude_prefixes");
     let category_total = a.states.as_ref().map_or(0, |r| r.category_ns(category));
+    let turns = super::causes::turns_cause(a);
     state_groups(a, category, &exclude)
         .into_iter()
+        .filter(|g| match (&turns, g.lock) {
+            // The object threads take turns on, or its mutex: the taking-turns finding's.
+            (Some(t), Some(lock)) => !t.covers(a, lock, &g.seen, true),
+            _ => true,
+        })
         .take(2)
         .filter_map(|mut g| {
             let share = ratio(g.ns, g.threads_ns).min(1.0);

@@ -33,6 +33,15 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         lock.1 -= moved;
         parts.push((super::causes::READER_COUNT_WORDS, moved, None));
     }
+    // Waiting for a lock that parks threads with nothing to do (its holder waited for input
+    // while the process hardly ran: redis's idle I/O threads on their mutex, held by the main
+    // thread in epoll_wait) is waiting for work, not a lock's cost.
+    let parked = parked_lock_ns(a);
+    if parked > 0.0
+        && let Some(lock) = parts.iter_mut().find(|p| p.0 == Category::Lock.words())
+    {
+        lock.1 = (lock.1 - parked).max(0.0);
+    }
     parts.sort_by(|a, b| b.1.total_cmp(&a.1));
     let Some(&(cause_name, cause_ns, cause_category)) = parts.first() else {
         return vec![];
@@ -50,6 +59,16 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let Some(severity) = rule.severity_of_sampled(share) else {
         return vec![];
     };
+    // Counted as waiting for work, the parked waits may leave nothing to report.
+    if parked > 0.0 && e.basis == crate::analysis::efficiency::Basis::KernelStates {
+        let without = crate::util::ratio(e.compute_ns, (e.basis_ns - parked).max(1.0)).min(1.0);
+        if rule
+            .severity_of_sampled(SampledShare::new(without, e.samples))
+            .is_none()
+        {
+            return vec![];
+        }
+    }
     let mut evidence = vec![format!(
         "{} working threads on {} CPUs: computation {}, {} of the threads' time {}{}",
         e.threads,
@@ -108,6 +127,25 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         )
         .uncertain_unless(rule.sampled_at_bound(share)),
     ]
+}
+
+/// The sampled time of the working threads' lock waits on locks that park threads with nothing
+/// to do (`waitfor::parked_locks`).
+fn parked_lock_ns(a: &Analysis) -> f64 {
+    let Some(r) = a.states.as_ref() else {
+        return 0.0;
+    };
+    let parked = super::waitfor::parked_locks(a);
+    if parked.is_empty() {
+        return 0.0;
+    }
+    r.threads
+        .iter()
+        .flat_map(|t| t.sites.iter())
+        .filter(|s| s.category == Category::Lock)
+        .filter(|s| s.lock().is_some_and(|l| parked.contains(&l.object)))
+        .map(|s| s.ns as f64)
+        .sum()
 }
 
 /// The heaviest sampled site of `category` over all threads, in the words of the report's "where

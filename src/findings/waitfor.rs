@@ -45,6 +45,142 @@ pub fn holders_away(h: &HolderTime, share: f64, min_mean_wait_ns: f64) -> bool {
         && h.share(h.io_ns.saturating_add(h.asleep_ns)) >= share
 }
 
+/// How the recorded waits for one lock overlapped what their holder did, from the waits and the
+/// holder's own samples (not its samples inside the waits, which `HolderTime` sums).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct HolderOverlap {
+    /// The waits whose holder is known, up to the holder's wake where it is known.
+    wait_ns: u64,
+    /// Of it, while the holder waited on a condition variable (which releases its mutex).
+    in_condition_ns: u64,
+    /// Of it, while the holder waited for an event from outside (poll, epoll, accept, a socket's
+    /// read: not a timed sleep) and the process's threads hardly ran (`parked_max_running`
+    /// threads on a CPU on average): the program waiting for input, nobody wanting to run.
+    parked_ns: u64,
+}
+
+/// A system call in which a thread waits for an event from outside the process: the input waits
+/// of the thread states (docs/STATES.md) but timed sleeps, which are a delay the thread chose.
+fn waits_for_event(syscall: &str) -> bool {
+    crate::analysis::states::waits_for_input(syscall)
+        && !matches!(syscall, "nanosleep" | "clock_nanosleep")
+}
+
+/// Overlap of [b, e) with sorted, disjoint-ish stretches.
+fn overlap(stretches: &[(u64, u64)], b: u64, e: u64) -> u64 {
+    let from = stretches.partition_point(|s| s.1 <= b);
+    stretches[from..]
+        .iter()
+        .take_while(|s| s.0 < e)
+        .map(|s| s.1.min(e).saturating_sub(s.0.max(b)))
+        .sum::<u64>()
+        .min(e - b)
+}
+
+/// What each thread waited in, from the recorded waits and its own samples: its condition
+/// variable waits and its waits for events, each sorted, by thread serial.
+struct HolderStretches {
+    serial_of: std::collections::HashMap<u32, u32>,
+    conditions: std::collections::HashMap<u32, Vec<(u64, u64)>>,
+    events: std::collections::HashMap<u32, Vec<(u64, u64)>>,
+}
+
+impl HolderStretches {
+    fn of(a: &Analysis) -> HolderStretches {
+        use crate::profile::samples::{SampleKind, WaitKind};
+        let p = &a.profile;
+        let mut h = HolderStretches {
+            serial_of: p.threads.iter().map(|t| (t.tid, t.serial)).collect(),
+            conditions: Default::default(),
+            events: Default::default(),
+        };
+        for w in p.waits.iter().filter(|w| w.kind == WaitKind::Condition) {
+            h.conditions
+                .entry(w.serial)
+                .or_default()
+                .push((w.start_mono_ns, w.end_mono_ns));
+        }
+        for s in p.samples.iter().filter(|s| s.kind == SampleKind::Wall) {
+            let Some(nr) = s.syscall else { continue };
+            if waits_for_event(&crate::analysis::states::syscall_name(nr, s.arg)) {
+                h.events
+                    .entry(s.serial)
+                    .or_default()
+                    .push((s.mono_ns.saturating_sub(s.weight_ns), s.mono_ns));
+            }
+        }
+        for v in h.conditions.values_mut().chain(h.events.values_mut()) {
+            v.sort_unstable();
+        }
+        h
+    }
+
+    /// How the recorded waits for `lock` overlapped what their holder did.
+    fn overlap(&self, a: &Analysis, lock: u64, parked_max_running: f64) -> HolderOverlap {
+        use crate::profile::samples::WaitKind;
+        let p = &a.profile;
+        let start = p.process.start_mono_ns;
+        let none = Vec::new();
+        let mut out = HolderOverlap::default();
+        for w in p
+            .waits
+            .iter()
+            .filter(|w| w.object == lock && matches!(w.kind, WaitKind::Lock | WaitKind::Futex))
+        {
+            // Up to the holder's wake: after it the waiter wakes up, the lock already released.
+            let (b, e) = (w.start_mono_ns, w.woken_at_ns());
+            let Some(holder) = w.other_tid.and_then(|t| self.serial_of.get(&t)) else {
+                continue;
+            };
+            if e <= b {
+                continue;
+            }
+            out.wait_ns += e - b;
+            out.in_condition_ns += overlap(self.conditions.get(holder).unwrap_or(&none), b, e);
+            let event = overlap(self.events.get(holder).unwrap_or(&none), b, e);
+            if event > 0 {
+                // The process's threads on a CPU meanwhile, by the kernel's figures (else by
+                // their CPU samples).
+                let (rb, re) = (b.saturating_sub(start), e.saturating_sub(start));
+                let ran = match &a.concurrency {
+                    Some(c) => c.running_ns(rb, re),
+                    None => a.states.as_ref().map_or(0, |r| {
+                        (0..r.threads.len()).map(|ti| r.cpu_in(ti, rb, re).0).sum()
+                    }),
+                };
+                if (ran as f64) < parked_max_running * (e - b) as f64 {
+                    out.parked_ns += event;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The locks that parked threads with nothing to do: their waits' holders mostly waited for an
+/// event from outside while the process's threads hardly ran (lock-held-while-asleep's
+/// `parked_max_running` and `min_away_share`). Waiting for such a lock is waiting for work.
+pub(super) fn parked_locks(a: &Analysis) -> Vec<u64> {
+    let Some(rule) = super::rules::rules()
+        .iter()
+        .find(|r| r.detector == "lock_while_asleep")
+    else {
+        return Vec::new();
+    };
+    if a.profile.waits.is_empty() {
+        return Vec::new();
+    }
+    let stretches = HolderStretches::of(a);
+    let mut locks: Vec<u64> = a.summary.locks.iter().map(|l| l.address).collect();
+    locks.sort_unstable();
+    locks.dedup();
+    locks.retain(|&l| {
+        let o = stretches.overlap(a, l, rule.param("parked_max_running"));
+        o.wait_ns > 0 && o.parked_ns as f64 >= rule.param("min_away_share") * o.wait_ns as f64
+    });
+    locks
+}
+
 /// The measure is the waiting threads' share of their lives spent waiting for the lock; the stake
 /// is the waiting that overlapped the holders' I/O or sleep (each edge's waits times the holder's
 /// share in them): what taking it out of the critical section could remove.
@@ -58,10 +194,20 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
     objects.sort_unstable();
     objects.dedup();
     let mut found: Vec<(f64, Finding)> = Vec::new();
+    let turns = super::causes::turns_cause(a);
+    let mut stretches: Option<HolderStretches> = None;
     for object in objects {
         let Some(h) = w.holder_time(object) else {
             continue;
         };
+        // The object threads take turns on, or its mutex: the taking-turns finding's (CPython's
+        // GIL's mutex had read as held while its holder waited on the GIL's condition).
+        if turns
+            .as_ref()
+            .is_some_and(|t| t.covers(a, object, &h.waiters, false))
+        {
+            continue;
+        }
         let (part_ns, stake_ns) = match away {
             Away::Io => (h.io_ns, h.io_stake_ns),
             Away::Asleep => (h.asleep_ns, h.asleep_stake_ns),
@@ -80,6 +226,21 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
             )
         {
             continue;
+        }
+        if away == Away::Asleep {
+            // A holder asleep on a condition variable released its mutex to wait (the samples
+            // in the waits' tails after its release are its, not the lock's). A holder waiting
+            // for an event from outside while the process's threads hardly ran is the program
+            // waiting for input, the lock parking threads that had nothing to do (redis
+            // --io-threads 2 parks its idle I/O threads on their mutex from the main thread,
+            // which sits in epoll_wait: MEDIUM in 4 of 6 runs, from start-up with no client).
+            let o = stretches
+                .get_or_insert_with(|| HolderStretches::of(a))
+                .overlap(a, object, rule.param("parked_max_running"));
+            let half = o.wait_ns as f64 * rule.param("min_away_share");
+            if o.wait_ns > 0 && (o.in_condition_ns as f64 >= half || o.parked_ns as f64 >= half) {
+                continue;
+            }
         }
         let waiter_life: u64 = h
             .waiters
