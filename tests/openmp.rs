@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{TempDir, compile_file, profile_with, report_json, test_source};
+use common::{TempDir, compile_file, profile_with, report_json, stallscope_in_repo, test_source};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -980,4 +980,38 @@ fn a_plugin_whose_runtime_another_made_global_calls_the_global_copy() {
     counts.sort_unstable();
     let unnamed = 2 * (items + tail_criticals(items));
     assert_eq!(counts, [2 * items, unnamed], "{:#}", r["locks"]);
+}
+
+#[test]
+fn the_exports_never_show_stallscopes_own_trampolines() {
+    // The interposer wraps main and every region's body (ss_main_wrapper, ss_omp_body): its own
+    // code between the program's frames, which the flame graphs and exports leave out.
+    let dir = TempDir::new("openmp-own-frames");
+    let exe = build_with(&dir, "imbalanced_static.c", "cc");
+    let cmd = [exe.display().to_string(), "4000".into(), "4".into()];
+    let (_, prof) = profile_with(&dir, "omp.prof", &["-q"], &cmd, 0, |c| {
+        c.env("OMP_NUM_THREADS", "2");
+    });
+    let prof = prof.display().to_string();
+    for weight in ["cpu", "wall"] {
+        let folded = String::from_utf8(stallscope_in_repo(&[
+            "export",
+            "--format",
+            "collapsed",
+            "--weight",
+            weight,
+            &prof,
+        ]))
+        .unwrap();
+        assert!(folded.contains("main._omp_fn.0"), "{folded}");
+        assert!(!folded.contains("ss_"), "{weight}: {folded}");
+    }
+    let speedscope = String::from_utf8(stallscope_in_repo(&[
+        "export",
+        "--format",
+        "speedscope",
+        &prof,
+    ]))
+    .unwrap();
+    assert!(speedscope.contains("main._omp_fn.0") && !speedscope.contains("\"ss_"));
 }

@@ -81,12 +81,37 @@ pub fn lock_leaf(kind: &str) -> String {
     format!("{kind} wait")
 }
 
+/// The frames of a stack as the exports show them, outermost first: without the interposer's
+/// trampolines between the program's frames (`ss_main_wrapper`, `ss_omp_body`: stallscope's own
+/// code, which the program does not call). The interposer's innermost frames stay: a hook's
+/// slow part stands for the function the program called, and its own work is its own.
+fn shown_names(frames: &[Frame]) -> Vec<String> {
+    shown_frames(frames)
+        .into_iter()
+        .rev()
+        .map(frame_name)
+        .collect()
+}
+
+/// The frames every export shows, innermost first: `shown_names`'s.
+pub fn shown_frames(frames: &[Frame]) -> Vec<&Frame> {
+    let inner_program = frames
+        .iter()
+        .position(|f| !crate::symbols::is_own_module(&f.module))
+        .unwrap_or(frames.len());
+    frames
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| *i < inner_program || !crate::symbols::is_own_module(&f.module))
+        .map(|(_, f)| f)
+        .collect()
+}
+
 /// The folded stacks of a profile with their values (zero values left out).
 pub fn stacks(a: &Analysis, weight: Weight) -> BTreeMap<String, u64> {
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     let add = |lines: &mut BTreeMap<String, u64>, frames: &[Frame], leaf: String, value: u64| {
-        let names: Vec<String> = frames.iter().rev().map(frame_name).collect();
-        add_names(lines, names, leaf, value);
+        add_names(lines, shown_names(frames), leaf, value);
     };
     match weight {
         Weight::Sampled(w) => {
@@ -99,7 +124,7 @@ pub fn stacks(a: &Analysis, weight: Weight) -> BTreeMap<String, u64> {
                 if w != SampleWeight::Cpu {
                     names.push(sampled::state_frame(v.stack.category));
                 }
-                names.extend(v.stack.frames.iter().rev().map(frame_name));
+                names.extend(shown_names(&v.stack.frames));
                 if let Some(leaf) = names.pop() {
                     add_names(&mut lines, names, leaf, value);
                 }

@@ -152,7 +152,7 @@ impl Builder {
             ids.push(self.location("", 0, &[], leaf) as i64);
         }
         let mut group: Vec<&Frame> = Vec::new();
-        for f in frames {
+        for f in crate::analysis::collapsed::shown_frames(frames) {
             group.push(f);
             if !f.inlined {
                 let id = self.location(&f.module, f.offset, &group, "");

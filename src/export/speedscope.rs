@@ -57,9 +57,8 @@ fn sampled_profile(t: &ThreadStates, samples: &[&SampleView<'_>], frames: &mut F
     for v in samples {
         let mut stack = vec![frames.id(state_frame(v.stack.category), None, None)];
         stack.extend(
-            v.stack
-                .frames
-                .iter()
+            crate::analysis::collapsed::shown_frames(&v.stack.frames)
+                .into_iter()
                 .rev()
                 .map(|f| frames.id(frame_name(f), f.file.as_deref(), f.line)),
         );
