@@ -211,6 +211,26 @@ impl Concurrency {
         self.bin_ns * self.bins.len() as u64
     }
 
+    /// The wall time in [begin, end) (ns from the start) the program left its CPUs free, in
+    /// whole CPUs: each bin's CPUs that no thread of it wanted, over the CPUs, times the bin's
+    /// part of the stretch. What spreading work over the free CPUs there could have saved at
+    /// most: nothing where other threads of the program kept them busy.
+    pub fn free_ns(&self, begin: u64, end: u64) -> u64 {
+        let (bin, p) = (self.bin_ns.max(1), self.cpus.max(1) as f64);
+        let free: f64 = self
+            .bins
+            .iter()
+            .enumerate()
+            .skip((begin / bin) as usize)
+            .take_while(|(i, _)| (*i as u64) * bin < end)
+            .map(|(i, b)| {
+                let (lo, hi) = ((i as u64 * bin).max(begin), ((i as u64 + 1) * bin).min(end));
+                (p - b.wanting()).clamp(0.0, p) / p * hi.saturating_sub(lo) as f64
+            })
+            .sum();
+        (free as u64).min(end.saturating_sub(begin))
+    }
+
     /// The threads' time on a CPU in [begin, end) (ns from the start; bin edges), at most the
     /// stretch's length.
     pub fn running_ns(&self, begin: u64, end: u64) -> u64 {

@@ -699,3 +699,70 @@ fn serial_sections_of_threads_taking_turns_are_left_to_taking_turns() {
     a.concurrency.as_mut().unwrap().running_unsmoothed = vec![0.5; 100];
     assert_eq!(stake(&a), Some(150_000_000));
 }
+
+/// Four siblings on 2 CPUs; two finished at 400 ms, the other two ran on to 1 s. While the early
+/// two idled the program wanted `wanting` CPUs.
+fn imbalanced(wanting: f64) -> Analysis {
+    use crate::analysis::concurrency::{Bin, Imbalance};
+    let bins = (0..100)
+        .map(|i| Bin {
+            running: if i < 40 { 2.0 } else { wanting.min(2.0) },
+            runnable: 0.0,
+            alive: if i < 40 { 4.0 } else { 2.0 },
+            lock_waiting: 0.0,
+        })
+        .collect();
+    Analysis {
+        summary: Summary {
+            command: vec!["./mixed".into()],
+            ..Summary::default()
+        },
+        states: Some(StateReport {
+            wall_ns: WALL,
+            cpus: 2,
+            threads: (0..4).map(|i| worker(10 + i, 500_000_000)).collect(),
+            ..StateReport::default()
+        }),
+        concurrency: Some(Concurrency {
+            cpus: 2,
+            bin_ns: 10_000_000,
+            bins,
+            imbalance: Some(Imbalance {
+                members: vec![0, 1, 2, 3],
+                start_ns: 0,
+                ideal_end_ns: 700_000_000,
+                finish_ns: vec![400_000_000, 400_000_000, WALL, WALL],
+                last_end_ns: WALL,
+                lagging: 2,
+                user_frame: None,
+                idle_ns: 1_200_000_000,
+                lagging_exec_ns: 900_000_000,
+                others_exec_ns: 500_000_000,
+            }),
+            ..Concurrency::default()
+        }),
+        ..Analysis::default()
+    }
+}
+
+/// Siblings that idled while the program's other threads kept the CPUs busy cost nothing: two
+/// GIL-bound Python threads and two hashlib threads read MEDIUM load-imbalance, "2 of them
+/// finished early and idled 3.083 s" of a 2.514 s run. With a CPU free meanwhile, the even
+/// split's saving stands, at most what the free CPU allows; the title's idle is wall time.
+#[test]
+fn load_imbalance_counts_only_cpus_left_free_while_siblings_idled() {
+    let r = rule("load-imbalance");
+    assert!(crate::findings::scaling::load_imbalance(r, &imbalanced(2.0)).is_empty());
+    let f = crate::findings::scaling::load_imbalance(r, &imbalanced(1.0));
+    assert_eq!(f.len(), 1, "{f:?}");
+    // 600 ms with one CPU of two free: at most 300 ms saved, under the 300 ms past the even end.
+    assert!(stake(&f).abs_diff(300_000_000) < 1_000_000, "{f:?}");
+    assert!(
+        f[0].title.contains("idled up to 600.00 ms"),
+        "{}",
+        f[0].title
+    );
+    for f in &f {
+        assert!(f.stake_ns.unwrap_or(0) <= WALL);
+    }
+}
