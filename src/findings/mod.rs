@@ -126,11 +126,15 @@ fn build(
     evidence: Vec<String>,
 ) -> Finding {
     let mut values = values.to_vec();
+    let server = serves_clients(a);
     values.push((
         "bench_allocators",
-        view::bench_allocators(&a.summary.command),
+        view::bench_allocators(&a.summary.command, server),
     ));
-    values.push(("bench_threads", view::bench_threads(&a.summary.command)));
+    values.push((
+        "bench_threads",
+        view::bench_threads(&a.summary.command, server),
+    ));
     Finding {
         id: rule.id.clone(),
         severity,
@@ -142,6 +146,22 @@ fn build(
         uncertain: false,
         about: Vec::new(),
     }
+}
+
+/// Whether the process is a server: its threads spent most of their lives waiting for the world
+/// outside (poll, epoll, accept, reads of sockets: `ThreadStates::input_waits`). Timing it from
+/// start to end measures its clients, not it.
+fn serves_clients(a: &Analysis) -> bool {
+    a.states.as_ref().is_some_and(|r| {
+        let life: u64 = r.threads.iter().map(|t| t.life_ns).sum();
+        let waiting: u64 = r
+            .threads
+            .iter()
+            .flat_map(|t| &t.input_waits)
+            .map(|&(b, e)| e.saturating_sub(b))
+            .sum();
+        life > 0 && waiting * 2 > life
+    })
 }
 
 /// The findings for one analysis (its stages before findings), most severe first.

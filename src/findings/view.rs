@@ -24,17 +24,29 @@ pub fn lock_site_user_text(site: &LockSiteSummary) -> Option<String> {
     site.user_frame().map(frame_text)
 }
 
+/// The longest command line a remedy quotes: longer ones (a compiler's, with its dozens of
+/// options) read as `'PROGRAM ARGS'`, a line a user would type.
+const MAX_QUOTED: usize = 100;
+
 /// The profiled command as one shell word list, quoted for `stallscope bench`.
 fn quoted_command(command: &[String]) -> String {
-    if command.is_empty() {
+    let line = shell_words::join(command);
+    let quoted = shell_words::quote(&line).into_owned();
+    if command.is_empty() || quoted.chars().count() > MAX_QUOTED {
         return "'PROGRAM ARGS'".to_string();
     }
-    let line = shell_words::join(command);
-    shell_words::quote(&line).into_owned()
+    quoted
 }
 
+/// How a remedy's effect is measured on a server (a process whose threads mostly waited for
+/// clients): windows of it under the same load, since a server has no end to time.
+const SERVER_MEASURE: &str = "`stallscope attach --duration 10 PID` while a load generator runs, before and after the change";
+
 /// The command that benchmarks the profiled program under other allocators.
-pub fn bench_allocators(command: &[String]) -> String {
+pub fn bench_allocators(command: &[String], server: bool) -> String {
+    if server {
+        return SERVER_MEASURE.to_string();
+    }
     format!(
         "`stallscope bench --allocators glibc,jemalloc,mimalloc {}`",
         quoted_command(command)
@@ -42,7 +54,10 @@ pub fn bench_allocators(command: &[String]) -> String {
 }
 
 /// The command that benchmarks the profiled program at several thread counts.
-pub fn bench_threads(command: &[String]) -> String {
+pub fn bench_threads(command: &[String], server: bool) -> String {
+    if server {
+        return SERVER_MEASURE.to_string();
+    }
     format!(
         "`stallscope bench --threads 1,2,4 {}`",
         quoted_command(command)
@@ -153,12 +168,20 @@ mod tests {
     fn bench_commands_quote_the_profiled_command() {
         let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            bench_allocators(&words(&["./prog", "a b"])),
+            bench_allocators(&words(&["./prog", "a b"]), false),
             r#"`stallscope bench --allocators glibc,jemalloc,mimalloc './prog '\''a b'\'''`"#
         );
         assert_eq!(
-            bench_threads(&words(&["./prog"])),
+            bench_threads(&words(&["./prog"]), false),
             "`stallscope bench --threads 1,2,4 ./prog`"
         );
+        // A compiler's command line is no line to type: a placeholder stands for it.
+        let long: Vec<String> = (0..40).map(|i| format!("--option-{i}")).collect();
+        assert_eq!(
+            bench_threads(&long, false),
+            "`stallscope bench --threads 1,2,4 'PROGRAM ARGS'`"
+        );
+        // A server is measured in windows under load, not from start to end.
+        assert!(bench_threads(&words(&["redis-server"]), true).starts_with("`stallscope attach"));
     }
 }
