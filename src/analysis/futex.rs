@@ -1,12 +1,14 @@
 //! Futex words (waits the interposer saw through `syscall(SYS_futex)`): what each word is, from
 //! the runtime entry point its waiters' stacks pass through (`runtime_waits.json`), else from
-//! what the threads did with it; the words that are locks join the lock list under the runtime's
-//! name, grouped by the user's frame where the runtime parks each thread on a word of its own;
-//! the others (conditions, parks, idle workers) leave it. One classification, read by the
-//! thread states, the findings and every view. OpenMP's entries of the lock table (preload/omp.c)
-//! are sorted here too: critical sections and omp locks are runtime locks, regions leave the
-//! lock list for `Summary::omp_regions`; so are the objects runtimes reported through ITT
-//! (preload/itt.c, kind `itt-sync`): runtime locks named by their waiters' stacks.
+//! what the threads did with it (a word of a thread's own in a runtime's shared library is a lock
+//! when the threads waiting there woke each other, named by the library: `lock in libtbb`); the
+//! words that are locks join the lock list under the runtime's name, grouped by the user's frame
+//! where the runtime parks each thread on a word of its own; the others (conditions, parks, idle
+//! workers) leave it. One classification, read by the thread states, the findings and every
+//! view. OpenMP's entries of the lock table (preload/omp.c) are sorted here too: critical
+//! sections and omp locks are runtime locks, regions leave the lock list for
+//! `Summary::omp_regions`; so are the objects runtimes reported through ITT (preload/itt.c, kind
+//! `itt-sync`): runtime locks named by their waiters' stacks.
 
 use super::runtime::{self, Role};
 use super::summary::{LockSummary, Summary};
@@ -512,4 +514,49 @@ pub fn classify(profile: &Profile, summary: &mut Summary) -> Words {
         ts.lock_wait_ns = ts.lock_wait_ns.saturating_add(extra).min(ts.wall_ns);
     }
     words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A word, the one thread that waited on it, and how many of its waits each waker ended.
+    type WordWaits<'a> = (u64, u32, &'a [(u32, u64)]);
+
+    /// Parties of words each waited on by one thread.
+    fn parties(words: &[WordWaits]) -> Parties {
+        let mut p = Parties::default();
+        for &(word, waiter, woken) in words {
+            let (waiters, wakers) = p.by_word.entry(word).or_default();
+            waiters.insert(waiter);
+            for &(tid, n) in woken {
+                wakers.insert(tid);
+                p.woken_by.entry(word).or_default().insert(tid, n);
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn parked_waiters_that_woke_each_other_handed_a_lock_over() {
+        let at = |place: &str| Some(("libtbb.so.12".to_string(), place.to_string()));
+        // Two threads each parked on a word of its own where the program took the lock, each
+        // woken by the other's release: a lock (the waker was the holder).
+        let p = parties(&[(0x10, 1, &[(2, 40)]), (0x20, 2, &[(1, 35)])]);
+        let g = LibraryGroups::new(&p, &[(0x10, at("add")), (0x20, at("add"))]);
+        assert!(g.handed_over(&at("add").unwrap()));
+        // Consumers woken by a producer that never waits where they do: an event.
+        let p = parties(&[(0x10, 1, &[(3, 40)]), (0x20, 2, &[(3, 35)])]);
+        let g = LibraryGroups::new(&p, &[(0x10, at("pop")), (0x20, at("pop"))]);
+        assert!(!g.handed_over(&at("pop").unwrap()));
+        // The same threads waiting at two places, each woken from the other place (a bounded
+        // queue's producer and consumer): neither place is a lock.
+        let p = parties(&[(0x10, 1, &[(2, 40)]), (0x20, 2, &[(1, 35)])]);
+        let g = LibraryGroups::new(&p, &[(0x10, at("push")), (0x20, at("pop"))]);
+        assert!(!g.handed_over(&at("push").unwrap()) && !g.handed_over(&at("pop").unwrap()));
+        // Waits with no waker seen decide nothing.
+        let p = parties(&[(0x10, 1, &[]), (0x20, 2, &[])]);
+        let g = LibraryGroups::new(&p, &[(0x10, at("add")), (0x20, at("add"))]);
+        assert!(!g.handed_over(&at("add").unwrap()));
+    }
 }

@@ -276,6 +276,11 @@ mod tests {
         );
         assert!(e.per_thread);
         assert_eq!(crate::symbols::user_frame(&frames), 6);
+        // A condition of abseil's waits inside the Mutex it re-takes: the outermost decides.
+        let mut barrier = frames.to_vec();
+        barrier.insert(6, absl("absl::debian3::Barrier::Block()"));
+        let (e, _) = wait_of(&barrier).expect("named");
+        assert_eq!((e.object.as_str(), e.role), ("absl::Barrier", Role::Wait));
         // Unnamed (a build without dynamic symbols): nothing names it, and the search does not
         // stop at the library's first frame.
         let unnamed = Frame {

@@ -6,24 +6,21 @@
 //! same calls, no contention (the control). Every 16th hold also sleeps 0.5 ms, so that the other
 //! thread waits for the lock (asleep) even on a machine too busy to run both at once.
 //!   distro_std_mutex [contended|quiet] [threads] [rounds]
+use stallscope_rust_programs::mix;
 use std::sync::Mutex;
 
 static COUNTER: Mutex<u64> = Mutex::new(0);
 
+/// `n` rounds of arithmetic the optimizer keeps (a bare multiply-add recurrence it folds).
 #[inline(never)]
-fn work(mut x: u64, n: u32) -> u64 {
-    for _ in 0..n {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-    }
-    std::hint::black_box(x)
+fn work(x: u64, n: u32) -> u64 {
+    std::hint::black_box(mix(x, n))
 }
 
 #[inline(never)]
 fn add_under(lock: &Mutex<u64>, x: u64, round: u64) {
     let mut v = lock.lock().unwrap(); // MARK lock
-    *v += work(x, 100000) & 1;
+    *v += work(x, 70000) & 1;
     if round % 16 == 0 {
         std::thread::sleep(std::time::Duration::from_micros(500));
     }
@@ -41,7 +38,7 @@ fn main() {
             s.spawn(move || {
                 let mut x = t + 1;
                 for i in 0..rounds {
-                    x = work(x, 10000);
+                    x = work(x, 7000);
                     add_under(lock, x, i);
                 }
             });
