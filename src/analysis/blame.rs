@@ -648,6 +648,8 @@ pub fn build(
     culprits.truncate(KEPT);
     // For the kept ones: what the other threads waited in while they ran, and the parallel
     // construct around them.
+    // What a waiting stack waits in, worked out once per stack.
+    let mut words: HashMap<u32, String> = HashMap::new();
     for (c, mine) in &mut culprits {
         let union = union_of(mine);
         let mut waits: HashMap<String, u64> = HashMap::new();
@@ -656,7 +658,10 @@ pub fn build(
             let Some(stack) = states.stacks.get(s.stack as usize).filter(|_| overlap > 0) else {
                 continue;
             };
-            *waits.entry(wait_words(&stack.frames)).or_default() += overlap;
+            let word = words
+                .entry(s.stack)
+                .or_insert_with(|| wait_words(&stack.frames));
+            *waits.entry(word.clone()).or_default() += overlap;
         }
         let mut waits: Vec<(String, u64)> = waits.into_iter().collect();
         waits.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
