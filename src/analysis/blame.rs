@@ -37,6 +37,7 @@ enum Doing {
     /// Waiting for a lock, a contended atomic or a spin: a CPU the resource's release frees is
     /// this thread's, not a thread waiting for work.
     WaitingForResource,
+    /// Waiting for the world outside (a client, a timer), or stallscope's own work: not counted.
     Other,
 }
 
@@ -631,10 +632,13 @@ pub fn build(
         *t.thread_ns.entry(s.thread).or_default() += alone;
         t.stretches.push((s.begin, s.end, s.thread));
     }
-    let tallies: Vec<Tally> = tallies
-        .into_values()
-        .filter(|t| !t.chain.is_empty())
+    // In the stacks' order, so that equal charges are named the same way every time.
+    let mut tallies: Vec<((u32, Option<usize>), Tally)> = tallies
+        .into_iter()
+        .filter(|(_, t)| !t.chain.is_empty())
         .collect();
+    tallies.sort_by_key(|(k, _)| *k);
+    let tallies: Vec<Tally> = tallies.into_iter().map(|(_, t)| t).collect();
     let mut culprits: Vec<(Culprit, Stretches)> = places(&tallies)
         .into_iter()
         .map(|(members, level)| culprit_of(&tallies, &members, level))
@@ -646,9 +650,8 @@ pub fn build(
             .then_with(|| a.frame.display().cmp(&b.frame.display()))
     });
     culprits.truncate(KEPT);
-    // For the kept ones: what the other threads waited in while they ran, and the parallel
-    // construct around them.
-    // What a waiting stack waits in, worked out once per stack.
+    // For the kept ones: what the other threads waited in while they ran (worked out once per
+    // waiting stack), and the parallel construct around them.
     let mut words: HashMap<u32, String> = HashMap::new();
     for (c, mine) in &mut culprits {
         let union = union_of(mine);
