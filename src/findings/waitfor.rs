@@ -341,3 +341,79 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
     found.sort_by(|x, y| y.0.total_cmp(&x.0));
     found.into_iter().take(3).map(|(_, f)| f).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::samples::{Sample, SampleKind, Wait, WaitKind};
+    use crate::profile::{Profile, ThreadStats};
+
+    const MS: u64 = 1_000_000;
+    const LOCK: u64 = 0x5000;
+
+    /// Thread 2 waits 500 ms for the lock thread 1 holds; thread 1 meanwhile is in the system
+    /// call `syscall` (wall samples every 10 ms), or in a condition wait.
+    fn held_while(syscall: Option<u32>, condition: bool) -> Analysis {
+        let mut p = Profile::default();
+        p.process.ncpus = 2;
+        p.last_mono_ns = 1000 * MS;
+        p.threads = vec![
+            ThreadStats::quiet(1, 101, "main", 0, 1000 * MS),
+            ThreadStats::quiet(2, 102, "io", 0, 1000 * MS),
+        ];
+        let wait = |serial, kind, object, other_tid| Wait {
+            serial,
+            start_mono_ns: 100 * MS,
+            end_mono_ns: 600 * MS,
+            object,
+            other_tid,
+            kind,
+            lock_kind: None,
+            notification: None,
+            rewait: false,
+            woken_before_end_ns: None,
+        };
+        p.waits.push(wait(2, WaitKind::Lock, LOCK, Some(101)));
+        if condition {
+            p.waits
+                .push(wait(1, WaitKind::Condition, 0x6000, Some(102)));
+        }
+        if let Some(nr) = syscall {
+            for k in 11..=60 {
+                p.samples.push(Sample {
+                    serial: 1,
+                    mono_ns: k * 10 * MS,
+                    pc: 0,
+                    stack: None,
+                    weight_ns: 10 * MS,
+                    kind: SampleKind::Wall,
+                    state: Some('S'),
+                    syscall: Some(nr),
+                    arg: 0,
+                    object: 0,
+                });
+            }
+        }
+        Analysis {
+            profile: p,
+            ..Analysis::default()
+        }
+    }
+
+    #[test]
+    fn a_holder_waiting_for_input_while_nothing_runs_parks_the_waiters() {
+        let overlap = |a: &Analysis| HolderStretches::of(a).overlap(a, LOCK, 0.5);
+        // epoll_wait (232): the program waits for a client; nothing of it runs.
+        let epoll = held_while(Some(232), false);
+        let o = overlap(&epoll);
+        assert_eq!(o.wait_ns, 500 * MS);
+        assert_eq!(o.parked_ns, 500 * MS, "{o:?}");
+        assert_eq!(parked_locks(&epoll), Vec::<u64>::new(), "not a listed lock");
+        // A timed sleep (nanosleep, 35) holding the lock is no wait for input.
+        let sleep = overlap(&held_while(Some(35), false));
+        assert_eq!(sleep.parked_ns, 0, "{sleep:?}");
+        // A condition wait releases its mutex.
+        let cond = overlap(&held_while(None, true));
+        assert_eq!(cond.in_condition_ns, 500 * MS, "{cond:?}");
+    }
+}
