@@ -223,7 +223,10 @@ fn stretches(
         }
         let end = s.mono_ns.saturating_sub(start);
         let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
+        // What a thread waited in where `/proc` refused to say (a privilege drop) is unknown:
+        // not counted, rather than guessed.
         let doing = match doing(stack, s.kind, syscall) {
+            _ if s.blind() => Doing::Other,
             Doing::WaitingForWork if turns.holds(s.serial, end, s.object) => {
                 Doing::WaitingForResource
             }

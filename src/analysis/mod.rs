@@ -16,6 +16,7 @@
 //! finished figures, as the last stage of the model of a run (`crate::model::Model`).
 
 pub mod blame;
+pub mod blind;
 pub mod collapsed;
 pub mod concurrency;
 pub mod efficiency;
@@ -72,6 +73,8 @@ pub struct Analysis {
     /// Waiting for work charged to the work that ran meanwhile, when the profile has
     /// thread-state samples.
     pub blame: Option<blame::Blame>,
+    /// Samples off a CPU whose state could not be read (a process made non-dumpable).
+    pub blind: Option<blind::Blindness>,
     /// What each futex word the interposer saw waits on is (a runtime's lock, condition, idle
     /// worker): one classification for the lock list, the thread states and the findings.
     pub futex_words: futex::Words,
@@ -171,6 +174,7 @@ impl Analysis {
             .as_ref()
             .and_then(|s| concurrency::build(&profile, s));
         let efficiency = efficiency::build(&summary, states.as_ref(), concurrency.is_some());
+        let blind = blind::of(&profile);
         let blame = states.as_ref().and_then(|s| {
             blame::build(
                 &profile,
@@ -190,6 +194,7 @@ impl Analysis {
             concurrency,
             efficiency,
             blame,
+            blind,
             futex_words,
             lock_names,
         };

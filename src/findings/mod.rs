@@ -112,6 +112,7 @@ fn detector(name: &str) -> Option<Detector> {
         "rwlock_readers" => causes::rwlock_readers,
         "wakeup_storm" => causes::wakeup_storm,
         "taking_turns" => causes::taking_turns,
+        "blind_states" => blind_states,
         _ => return None,
     })
 }
@@ -148,6 +149,26 @@ fn build(
     }
 }
 
+/// Where the sampler could not read what the threads waited in (a process made non-dumpable).
+fn blind_states(rule: &rules::Rule, a: &Analysis) -> Vec<Finding> {
+    let Some(b) = a.blind.filter(|b| b.share() >= rule.param("min_share")) else {
+        return vec![];
+    };
+    let Some(severity) = rule.severity_of(b.share()) else {
+        return vec![];
+    };
+    let evidence = vec![format!(
+        "{} of {} off a CPU in samples whose system call /proc refused to show",
+        crate::util::fmt_ns(b.blind_ns as f64),
+        crate::util::fmt_ns(b.off_cpu_ns as f64)
+    )];
+    let values = [
+        ("from", crate::util::fmt_ns(b.from_ns as f64)),
+        ("share", crate::util::fmt_pct(b.share())),
+    ];
+    vec![build(rule, a, severity, &values, evidence)]
+}
+
 /// Whether the process is a server: its threads spent most of their lives waiting for the world
 /// outside (poll, epoll, accept, reads of sockets: `ThreadStates::input_waits`). Timing it from
 /// start to end measures its clients, not it.
@@ -164,10 +185,17 @@ fn serves_clients(a: &Analysis) -> bool {
     })
 }
 
+/// The share of the time off a CPU whose state could not be read from which the findings about
+/// waiting are left out.
+const BLIND_SHARE: f64 = 0.5;
+
 /// The findings for one analysis (its stages before findings), most severe first.
 pub fn evaluate(a: &Analysis) -> Vec<Finding> {
+    // Most of the time off a CPU unreadable: no finding rests on what it was.
+    let blind = a.blind.is_some_and(|b| b.share() >= BLIND_SHARE);
     let mut findings: Vec<Finding> = rules::rules()
         .iter()
+        .filter(|rule| !(blind && rule.off_cpu_states))
         .filter_map(|rule| detector(&rule.detector).map(|d| d(rule, a)))
         .flatten()
         .collect();

@@ -50,6 +50,10 @@ pub struct Rule {
     pub cost_severity: Option<Thresholds>,
     #[serde(default)]
     pub direction: Direction,
+    /// The finding rests on what threads waited in off a CPU: where most of that could not be
+    /// read (`analysis::blind`), it is not drawn.
+    #[serde(default)]
+    pub off_cpu_states: bool,
     #[serde(default)]
     pub families: Vec<Family>,
     pub title: String,

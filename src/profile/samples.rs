@@ -36,6 +36,15 @@ pub struct Sample {
     pub object: u64,
 }
 
+impl Sample {
+    /// A sample off a CPU whose system call the sampler could not read (`/proc` refused it: the
+    /// process made itself non-dumpable, as a privilege drop does): what it waited in is unknown.
+    pub fn blind(&self) -> bool {
+        self.kind == SampleKind::Wall
+            && self.syscall == Some(u32::from(super::format::SYSCALL_UNKNOWN) - 1)
+    }
+}
+
 /// What a thread waited for: a lock (the other end is its owner when the wait began), a
 /// condition variable or a semaphore (the thread that woke it), a join (the joined thread).
 pub use super::format::WaitKind;
