@@ -19,14 +19,14 @@
 use super::concurrency::Concurrency;
 use super::runtime;
 use super::states::{
-    Category, SampledStack, StateReport, public_libc_name, syscall_name, waits_for_input,
+    Category, Rules, SampledStack, StateReport, public_libc_name, syscall_name, waits_for_input,
 };
 use super::summary::Summary;
 use super::threads::ThreadId;
 use super::waitfor::WaitFor;
 use crate::profile::Profile;
 use crate::profile::samples::SampleKind;
-use crate::symbols::{Frame, called_frame, is_runtime_frame, user_frame};
+use crate::symbols::{Frame, is_runtime_frame, user_frame};
 use std::collections::HashMap;
 
 /// What a thread did in a sample's interval.
@@ -117,6 +117,15 @@ pub struct Blame {
 
 /// Stretches of work others waited through: (begin, end, thread).
 type Stretches = Vec<(u64, u64, usize)>;
+
+/// Threads of the process waiting for a CPU in a bin (the kernel's figures, as a mean) from
+/// which no CPU was free in it: wake-up latency on an idle machine stays far below.
+const CONTENDED: f64 = 0.05;
+
+/// The share of its life a thread must work to count among the threads that could have taken
+/// part of the work: a thread that only waits (rustc's main thread joining its compiler thread,
+/// a signal-handling or jobserver thread) loses nothing while others work.
+const WORKER_MIN_SHARE: f64 = 0.05;
 
 /// How many culprits are kept (the views list a few; findings take the heaviest).
 const KEPT: usize = 8;
@@ -275,6 +284,17 @@ fn stretches(
         list.sort_by_key(|s| (s.end, s.begin));
         list.retain(|s| s.end > s.begin && s.doing != Doing::Other);
     }
+    // Only threads that work some of their lives wait for work; the others' waits are no loss.
+    for (ti, list) in out.iter_mut().enumerate() {
+        let worked: u64 = list
+            .iter()
+            .filter(|s| s.doing == Doing::Work)
+            .map(|s| s.end - s.begin)
+            .sum();
+        if (worked as f64) < WORKER_MIN_SHARE * states.threads[ti].life_ns as f64 {
+            list.retain(|s| s.doing != Doing::WaitingForWork);
+        }
+    }
     out
 }
 
@@ -326,11 +346,13 @@ impl Integrals {
             let dt = (times[k + 1] - times[k]) as f64;
             let (wf, wi) = (w.max(0) as f64, i.max(0) as f64);
             let mid = times[k] / 2 + times[k + 1] / 2;
-            let queued = runnable
+            // A thread of the process on a run queue in the bin means no CPU was free then: the
+            // kernel would have put it on one (other processes held them: a sibling rustc of
+            // `cargo build -j2`).
+            let contended = runnable
                 .get((mid / bin_ns.max(1)) as usize)
-                .copied()
-                .unwrap_or(0.0)
-                + r.max(0) as f64;
+                .is_some_and(|&q| q >= CONTENDED);
+            let queued = if contended { p } else { r.max(0) as f64 };
             // Waiting threads for which a CPU was free: not taken by a working thread, nor
             // wanted by a runnable one (a worker kept off its CPU by other load left the CPU
             // busy, not free: two workers beside other load had read as one working alone),
@@ -389,23 +411,20 @@ fn culprit_key(frame: &Frame) -> (String, String) {
 }
 
 /// The words for what a waiting stack waits in: the runtime's own name for it, else the
-/// function the program called to wait (`pthread_join`, `pthread_cond_wait`).
-fn wait_words(frames: &[Frame]) -> String {
+/// innermost function the state rules call a wait (`pthread_join`, `pthread_cond_wait`), as
+/// its public name; "a wait" where no frame says (a stack the sampler could not read).
+fn wait_words(frames: &[Frame], rules: &Rules) -> String {
     if let Some((entry, _)) = runtime::wait_of(frames) {
         return entry.object.clone();
     }
-    let user = user_frame(frames);
-    let Some(f) = called_frame(frames, user)
-        .and_then(|i| frames.get(i))
-        .or_else(|| frames.first())
-    else {
-        return "?".to_string();
-    };
-    // The C library's internal names read as their public function (`___pthread_cond_wait`).
-    match &f.function {
-        Some(name) if f.module_name().starts_with("libc.so") => public_libc_name(name).to_string(),
-        _ => f.name(),
-    }
+    frames
+        .iter()
+        .find(|f| matches!(rules.by_frame(f), Some(Category::Blocked | Category::Idle)))
+        .and_then(|f| f.function.as_deref())
+        .map_or_else(
+            || "a wait".to_string(),
+            |name| public_libc_name(crate::symbols::qualified_name(name)).to_string(),
+        )
 }
 
 /// One working stack's figures.
@@ -656,6 +675,7 @@ pub fn build(
     // For the kept ones: what the other threads waited in while they ran (worked out once per
     // waiting stack), and the parallel construct around them.
     let mut words: HashMap<u32, String> = HashMap::new();
+    let rules = Rules::builtin();
     for (c, mine) in &mut culprits {
         let union = union_of(mine);
         let mut waits: HashMap<String, u64> = HashMap::new();
@@ -666,7 +686,7 @@ pub fn build(
             };
             let word = words
                 .entry(s.stack)
-                .or_insert_with(|| wait_words(&stack.frames));
+                .or_insert_with(|| wait_words(&stack.frames, &rules));
             *waits.entry(word.clone()).or_default() += overlap;
         }
         let mut waits: Vec<(String, u64)> = waits.into_iter().collect();
