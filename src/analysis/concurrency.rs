@@ -732,10 +732,22 @@ fn sibling_finish(
     let others_exec = others_mean(exec);
     if (work[lag_pos] as f64) < (1.0 + th.work_excess) * mean_work {
         // Late for want of a CPU (its run delay beyond the others' covers half the lag): other
-        // load's doing. Late otherwise (it slept or waited longer): left to the serial sections.
+        // load's doing. Late otherwise (it slept longer): left to the serial sections.
         let others_delay = others_mean(delay);
         let starved = delay[lagging].saturating_sub(others_delay) as f64 >= 0.5 * early as f64;
-        return starved.then_some(SiblingFinish {
+        // Late for the lock it waited on longer than the others (its sampled lock state): the
+        // lock's cost, not a serial part either (two threads taking glibc's timezone lock, the
+        // one that lost it more often ran alone its last 235 ms, read as a medium serial section).
+        let lock: Vec<u64> = (0..profile.threads.len())
+            .map(|i| {
+                states
+                    .threads
+                    .get(i)
+                    .map_or(0, |t| t.ns[Category::Lock.index()])
+            })
+            .collect();
+        let locked = lock[lagging].saturating_sub(others_mean(&lock)) as f64 >= 0.5 * early as f64;
+        return (starved || locked).then_some(SiblingFinish {
             first_end,
             last_end,
             imbalance: None,

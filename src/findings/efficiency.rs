@@ -60,7 +60,10 @@ pub fn parallel_efficiency(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         return vec![];
     };
     // Counted as waiting for work, the parked waits may leave nothing to report.
-    if parked > 0.0 && e.basis == crate::analysis::efficiency::Basis::KernelStates {
+    // (The lock waits are in the basis where it is the threads' time awake and not waiting, or
+    // on a CPU or waiting for a lock.)
+    use crate::analysis::efficiency::Basis;
+    if parked > 0.0 && matches!(e.basis, Basis::KernelStates | Basis::CpuTime) {
         let without = crate::util::ratio(e.compute_ns, (e.basis_ns - parked).max(1.0)).min(1.0);
         if rule
             .severity_of_sampled(SampledShare::new(without, e.samples))
