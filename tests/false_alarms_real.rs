@@ -105,6 +105,13 @@ fn a_short_program_on_randoms_lock_names_the_lock() {
             "{f:#}"
         );
     }
+    // A finding about the lock waits says where they are.
+    if let Some(f) = findings(&report)
+        .iter()
+        .find(|f| f["id"] == "parallel-efficiency" && f["title"].to_string().contains("lock"))
+    {
+        assert!(f.to_string().contains("random"), "{f:#}");
+    }
     let waited = lock_shares(&report);
     if waited.iter().all(|&s| s < 0.3) {
         skipped(
@@ -120,12 +127,6 @@ fn a_short_program_on_randoms_lock_names_the_lock() {
         all.contains("random()'s lock") || all.contains("too short")
     });
     assert!(named, "threads waited {waited:?} of their lives:\n{text}");
-    if let Some(f) = findings(&report)
-        .iter()
-        .find(|f| f["id"] == "parallel-efficiency")
-    {
-        assert!(f.to_string().contains("random"), "{f:#}");
-    }
 }
 
 /// Two Python threads calling a C function through ctypes take turns on CPython's GIL: one cause,
