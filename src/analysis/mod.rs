@@ -17,6 +17,7 @@
 
 pub mod blame;
 pub mod blind;
+pub mod categories;
 pub mod collapsed;
 pub mod concurrency;
 pub mod efficiency;
@@ -27,8 +28,10 @@ pub mod runtime;
 pub mod runtime_locks;
 pub mod sampled;
 pub mod sites;
+pub mod state_rules;
 pub mod states;
 pub mod summary;
+pub mod syscalls;
 pub mod threads;
 pub mod turns;
 pub mod waitfor;
