@@ -118,10 +118,6 @@ pub struct Blame {
 /// Stretches of work others waited through: (begin, end, thread).
 type Stretches = Vec<(u64, u64, usize)>;
 
-/// Threads of the process waiting for a CPU in a bin (the kernel's figures, as a mean) from
-/// which no CPU was free in it: wake-up latency on an idle machine stays far below.
-const CONTENDED: f64 = 0.05;
-
 /// The share of its life a thread must work to count among the threads that could have taken
 /// part of the work: a thread that only waits (rustc's main thread joining its compiler thread,
 /// a signal-handling or jobserver thread) loses nothing while others work.
@@ -285,13 +281,9 @@ fn stretches(
         list.retain(|s| s.end > s.begin && s.doing != Doing::Other);
     }
     // Only threads that work some of their lives wait for work; the others' waits are no loss.
-    for (ti, list) in out.iter_mut().enumerate() {
-        let worked: u64 = list
-            .iter()
-            .filter(|s| s.doing == Doing::Work)
-            .map(|s| s.end - s.begin)
-            .sum();
-        if (worked as f64) < WORKER_MIN_SHARE * states.threads[ti].life_ns as f64 {
+    // Their work by the states (the samples' weights scaled to the kernel's figures).
+    for (t, list) in states.threads.iter().zip(out.iter_mut()) {
+        if (t.work_ns() as f64) < WORKER_MIN_SHARE * t.life_ns as f64 {
             list.retain(|s| s.doing != Doing::WaitingForWork);
         }
     }
@@ -346,13 +338,13 @@ impl Integrals {
             let dt = (times[k + 1] - times[k]) as f64;
             let (wf, wi) = (w.max(0) as f64, i.max(0) as f64);
             let mid = times[k] / 2 + times[k + 1] / 2;
-            // A thread of the process on a run queue in the bin means no CPU was free then: the
-            // kernel would have put it on one (other processes held them: a sibling rustc of
-            // `cargo build -j2`).
-            let contended = runnable
+            // Threads of the process on a run queue in the bin (the kernel's figures) had no CPU
+            // free: other processes held them.
+            let queued = runnable
                 .get((mid / bin_ns.max(1)) as usize)
-                .is_some_and(|&q| q >= CONTENDED);
-            let queued = if contended { p } else { r.max(0) as f64 };
+                .copied()
+                .unwrap_or(0.0)
+                + r.max(0) as f64;
             // Waiting threads for which a CPU was free: not taken by a working thread, nor
             // wanted by a runnable one (a worker kept off its CPU by other load left the CPU
             // busy, not free: two workers beside other load had read as one working alone),
