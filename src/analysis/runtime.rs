@@ -211,6 +211,19 @@ mod tests {
     }
 
     #[test]
+    fn every_runtime_library_is_runtime_code_to_the_symbols() {
+        // The symbols layer keeps its own list (it may not read this table): the two agree.
+        for l in &whole_table().libraries {
+            let module = format!("/usr/lib/{}", l.module.replace('*', "x"));
+            let f = Frame {
+                module,
+                ..frame("f")
+            };
+            assert!(crate::symbols::is_runtime_frame(&f), "{}", l.module);
+        }
+    }
+
+    #[test]
     fn angle_brackets_of_inherent_impls_are_dropped() {
         assert_eq!(
             plain_name("<std::sys::sync::mutex::futex::Mutex>::lock_contended"),

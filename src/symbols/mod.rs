@@ -561,6 +561,10 @@ const RUNTIME_MODULES: &[&str] = &[
     "libomp",
     "libiomp5",
     "libtbb",
+    // Runtimes' shared libraries as distributions ship them (Debian's libabsl_*.so.20220623):
+    // the same libraries analysis/runtime_waits.json names the runtime of.
+    "libabsl_",
+    "libfolly",
 ];
 const RUNTIME_FUNCTIONS: &[&str] = &[
     "std::",
@@ -687,8 +691,6 @@ pub fn is_runtime_frame(f: &Frame) -> bool {
         .map_or(Cow::Borrowed(""), |n| n.to_string_lossy());
     is_system_header_frame(f)
         || RUNTIME_MODULES.iter().any(|m| module.contains(m))
-        // Runtimes' shared libraries as distributions ship them (Debian's libabsl_*.so.20220623).
-        || crate::analysis::runtime::library_of(&module).is_some()
         || f.function.as_deref().is_some_and(|name| {
             let name = qualified_name(name);
             let bare = name.split('(').next().unwrap_or(name);
