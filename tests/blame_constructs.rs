@@ -18,7 +18,6 @@ use common::{TempDir, profile_with, report_json, try_compile};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// The findings that call a program's threads serial, imbalanced or taking turns: a balanced
@@ -140,20 +139,7 @@ fn command(program: Program, variant: Variant) -> Option<Vec<String>> {
 /// tests/rust_programs built (rayon from crates.io) into the test build's own target directory,
 /// as tests/runtime_waits.rs builds it: blame_rayon's path.
 fn rust_programs() -> Option<PathBuf> {
-    let target = common::repo().join("target").join("rust_programs");
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet", "--manifest-path"])
-        .arg(common::repo_file("tests/rust_programs/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .output()
-        .expect("running cargo");
-    assert!(
-        out.status.success(),
-        "building tests/rust_programs failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(target.join("release").join("blame_rayon"))
+    Some(common::rust_programs("release", None).join("blame_rayon"))
 }
 
 fn severity(f: &Value) -> &str {

@@ -12,7 +12,6 @@ mod common;
 use common::{TempDir, profile_with, report_json, test_source, try_compile};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Findings that name a lock as the cause.
 const LOCK_FINDINGS: &[&str] = &[
@@ -250,28 +249,7 @@ fn omp_locks_and_critical_sections_of_debians_libgomp_and_libomp_are_named_locks
 /// tests/rust_programs' distro_std_mutex built with `profile` (`release`: with debug info;
 /// `nodebug`: std's symbols only, as `cargo build --release` ships a program).
 fn rust_program(profile: &str) -> PathBuf {
-    let target = common::repo().join("target").join("rust_programs");
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "build",
-            "--quiet",
-            "--profile",
-            profile,
-            "--bin",
-            "distro_std_mutex",
-        ])
-        .arg("--manifest-path")
-        .arg(common::repo_file("tests/rust_programs/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .output()
-        .expect("running cargo");
-    assert!(
-        out.status.success(),
-        "building distro_std_mutex ({profile}) failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    target.join(profile).join("distro_std_mutex")
+    common::rust_programs(profile, Some("distro_std_mutex")).join("distro_std_mutex")
 }
 
 #[test]

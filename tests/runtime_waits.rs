@@ -15,23 +15,9 @@ use std::sync::OnceLock;
 /// crates.io) into the test build's own target directory.
 fn rust_program(name: &str) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    let dir = BUILT.get_or_init(|| {
-        let target = common::repo().join("target").join("rust_programs");
-        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--release", "--quiet", "--manifest-path"])
-            .arg(common::repo_file("tests/rust_programs/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target)
-            .output()
-            .expect("running cargo");
-        assert!(
-            out.status.success(),
-            "building tests/rust_programs failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        target.join("release")
-    });
-    dir.join(name)
+    BUILT
+        .get_or_init(|| common::rust_programs("release", None))
+        .join(name)
 }
 
 fn findings(r: &Value) -> Vec<&Value> {

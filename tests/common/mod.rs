@@ -74,6 +74,32 @@ impl Drop for TempDir {
     }
 }
 
+/// tests/rust_programs built with cargo `profile` (`release`; `nodebug`: std's symbols only, as
+/// `cargo build --release` ships a program), all its programs or only `bin`, into the test
+/// build's own target directory (rayon and parking_lot come from crates.io): the directory that
+/// holds them.
+pub fn rust_programs(profile: &str, bin: Option<&str>) -> PathBuf {
+    let target = repo().join("target").join("rust_programs");
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.args(["build", "--quiet", "--profile", profile]);
+    if let Some(bin) = bin {
+        c.args(["--bin", bin]);
+    }
+    let out = c
+        .arg("--manifest-path")
+        .arg(repo_file("tests/rust_programs/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .expect("running cargo");
+    assert!(
+        out.status.success(),
+        "building tests/rust_programs ({profile}) failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join(profile)
+}
+
 /// The repository's root.
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
