@@ -11,7 +11,7 @@
 #                  stderr in findings/
 #   faith-*.txt    benches/faithfulness.sh --no-perf: the programs' own hand-off counts, profiled
 #                  against unprofiled (cond4, mutex, ompcrit)
-#   overhead.txt   benches/overhead.sh on the cases issue 27 set targets for, at their usual two
+#   overhead.txt   benches/overhead.sh on most of its cases, at their usual two
 #                  threads (OMP_NUM_THREADS=2), with the LD_PRELOAD-only mode
 #   scale-*.txt    `stallscope scale` of a clean program and a contended one up to THREADS
 #   foreign.txt    programs of that machine's own (its python3 with threads, numpy) under

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How well the sampled hold times estimate the time a lock was held, at the default period (one
-# acquisition in 256 timed, the period allocator calls share since issue 27) against one in 32
-# (`--timing-period 32`, the lock period before lock holds got their own) and every hold timed (`--timing exact`), on
+# acquisition in 256 timed, the period allocator calls share) against one in 32
+# (`--timing-period 32`) and every hold timed (`--timing exact`), on
 # benches/programs/lock_holds.c (19 holds in 20 of about 50 ns, one of about 5 us). Each run's
 # estimate is divided by the held time the program measured itself in that run; prints, per
 # number of holds and setting, the median of that ratio over the runs and its min-max.

@@ -2,7 +2,7 @@
 # How much of the allocator hooks' cost is the floor of any hook: allocation-bound programs
 # (benches/programs alloc_churn and bignum_pell) unprofiled, under LD_PRELOAD libraries that do
 # less than the interposer (benches/programs/hook_floor.c: a pass-through, one countdown, the
-# interposer's exact counts before and after issue 27, and those counts with their record in a
+# interposer's exact counts, those kept with more increments, and those with their record in a
 # mapping of its own rather than static TLS) and under the interposer itself
 # (LD_PRELOAD, thread-state sampling off and on), interleaved (the starting mode rotates per
 # round). Prints each mode's median CPU time (perf stat's task-clock, the program's threads on a

@@ -3,7 +3,7 @@
 that starts rotates from round to round), and the table gives each command's median wall time and
 the median of its per-round ratios to the first command, with a 95% confidence interval of that
 median (order statistics of the rounds, distribution-free). For figures such as a supervised
-start's fixed cost (docs/PERFORMANCE.md, "Issue 27's nineteenth stop"), where the host moves more
+start's fixed cost (docs/PERFORMANCE.md, "A start's fixed cost"), where the host moves more
 from minute to minute than the difference measured.
 
 Usage: benches/interleave.py ROUNDS NAME=COMMAND [NAME=COMMAND ...]

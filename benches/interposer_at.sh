@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the interposer of another revision exactly as `stallscope run` embeds it (build.rs, the
 # cc crate's flags included: -ffunction-sections -fdata-sections change the layout, and an A/B of
-# two builds compiled differently measured that rather than the change; docs/PERFORMANCE.md,
-# issue 27's ninth stop), for the --baseline-lib of overhead.sh and faithfulness.sh.
+# two builds compiled differently measures that rather than the change; docs/PERFORMANCE.md,
+# "How it is measured"), for the --baseline-lib of overhead.sh and faithfulness.sh.
 # Usage: benches/interposer_at.sh REVISION OUT.so
 # It checks REVISION out in a temporary worktree and runs `cargo build --release` there (a target
 # directory of its own under ${TMPDIR:-/tmp}, kept between calls: its dependencies build once).

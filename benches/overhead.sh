@@ -125,8 +125,7 @@ declare -A args=([alloclong]=40000000 [churn]="2 1.5" [prodcons]="1 1 1.5" [size
 # the children's files after the run, which the whole command's `fork` row has (on a file system
 # where each new inode is dear, such as ext4 without a journal after many deletions, most of it).
 declare -A kind=([churn]=throughput [prodcons]=throughput [sizes]=throughput [forkcpu]=cpueach)
-# Issue 27's targets where it set them (alloc, pell, stream, omp, rustmutex, fork),
-# issue 17's for the others.
+# The targets (docs/PERFORMANCE.md, "The cases"): what a profiled run may cost each case.
 declare -A target=([alloc]="≤ 1.10x" [alloclong]="≤ 1.10x" [mutex]="≤ 1.25x" [compute]="≤ 1.03x" [churn]="≥ 0.8"
     [prodcons]="≥ 0.8" [sizes]="≥ 0.8" [pell]="≤ 1.10x" [stress]="≤ 1.25x" [rwlock]="≤ 1.15x"
     [stream]="≤ 1.03x" [rustmutex]="≤ 1.10x" [syscalls]="≤ 1.03x" [omp]="≤ 1.10x" [ompcrit]="-" [tbb]="≤ 1.10x" [forkcpu]="≤ 1.5x"

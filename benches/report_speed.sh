@@ -1,5 +1,5 @@
 #!/bin/sh
-# Speed and memory of `stallscope report` (issue 24's performance goal): on a run of many
+# Speed and memory of `stallscope report` (docs/PERFORMANCE.md): on a run of many
 # processes (a `cargo build` of a small project with 8 dependency crates, 25 crates in all:
 # each rustc a profile) and on a long profile of one process (60 threads working for 40 s).
 #

@@ -3,10 +3,10 @@
 run unprofiled and with each interposer given (LD_PRELOAD, its profile written into a scratch
 directory: the interposer's own start and exit, not `stallscope run`'s), interleaved, its CPU
 time (user + system, its threads included) taken from wait4. What every process of a build or a
-shell script pays (docs/PERFORMANCE.md, "Issue 27's sixth stop"); and its minor page faults (the
+shell script pays (docs/PERFORMANCE.md, "A start's fixed cost"); and its minor page faults (the
 pages it touched first), which the interposer's own tables add to (`cc -O2 -g -o /tmp/many_sites
 benches/programs/many_sites.c`, then `--program /tmp/many_sites --args 2048`: 2048 new stacks,
-about a page each before issue 27's sixteenth stop).
+about a quarter of a page each).
 
 Usage: benches/start_cpu.py [--rounds N] [--program PATH] [--args 'A B ...'] LIB[|VAR=VALUE...] ...
   each LIB is an interposer (a built libstallscope-*.so), optionally with environment settings

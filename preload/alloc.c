@@ -258,9 +258,9 @@ static inline int ss_alloc_route(struct ss_thread *t, enum ss_fn fn, size_t byte
 /* The part of a slow part after the decision: the real call, its duration when it is `timed` (a
  * call of the sample), `exact` (always timed) or its bytes fired a stack, and then its stack if
  * one is due. The stack is taken after the call: the unwinder's tables and the site table it reads
- * evict the allocator's own lines, and a call measured right after a stack ran slower for it (at
- * the longer period of struct ss_alloc_thread, 4.4% of bignum_pell's mallocs read 128 ns to 1 us
- * instead of 0.6%; docs/PERFORMANCE.md, "Issue 27's fifteenth stop"). */
+ * evict the allocator's own lines, and a call measured right after a stack would run slower for
+ * it (at the longer period of struct ss_alloc_thread, 4.4% of bignum_pell's mallocs read 128 ns
+ * to 1 us instead of 0.6%; docs/PERFORMANCE.md, "Timed calls: the clock"). */
 #define SS_ALLOC_MEASURED(t, fn, grp, bytes, timed, bytes_fired, exact, ret, real_call)                       \
     do {                                                                                                    \
         size_t bytes_ = (bytes);                                                                            \
@@ -486,7 +486,8 @@ static SS_NOINLINE void ss_set_period(struct ss_thread *t, enum ss_fn fn, uint32
 }
 
 /* fn has had enough timed calls since the thread began or last began a phase: its period
- * lengthens (docs/PERFORMANCE.md, "Issue 27's fifteenth stop"). */
+ * lengthens, as its p50 and p99 need thousands of timed calls, not one in 256 of a hundred
+ * million (docs/PERFORMANCE.md, "Timed calls: the clock"). */
 static SS_NOINLINE void ss_timing_longer(struct ss_thread *t, enum ss_fn fn) {
     if (t->alloc.weight[fn] == 1) ss_set_period(t, fn, SS_TIMING_LONGER_FACTOR);
 }

@@ -75,8 +75,8 @@ static void ss_clock_pair(uint64_t *ns, uint64_t *ticks) {
 /* Calibrate the TSC against CLOCK_MONOTONIC over a short spin; flush records refine it later
  * (ss_tick_clock_now: from a millisecond on). 10 us between two readings each good to some 20 ns
  * is a rate to 0.4%, enough for what the interposer converts (latency buckets of powers of 2,
- * caps) and a few microseconds at most for a conversion before the refinement; every start of
- * every process paid the 300 us it spun first, then 50 (issue 27: a build's every process). */
+ * caps) and a few microseconds at most for a conversion before the refinement. The spin is paid
+ * by every process at its start (a build's hundreds of compilers), so it is kept this short. */
 void ss_calibrate(void) {
     ss_use_tsc = ss_cpu_has_invariant_tsc();
     if (!ss_use_tsc) return;
@@ -187,9 +187,8 @@ void ss_read_config(void) {
                                             (uint64_t)ss_config.period * SS_TIMING_LONGER_FACTOR > UINT32_MAX / 2
                                         ? 0
                                         : (uint32_t)ss_option_num(SS_OPT_TIMING_LONGER);
-    /* Since issue 27 allocator calls and lock holds share one period, 256 by default (files say
-     * so by leaving SS_PROCESS_LOCK_PERIOD out; docs/PERFORMANCE.md "Allocator calls on the lock
-     * holds' period"). */
+    /* Allocator calls and lock holds share one period, 256 by default (files say so by leaving
+     * SS_PROCESS_LOCK_PERIOD out; docs/FORMAT.md, "Sampled timing"). */
     ss_config.lock_period = ss_config.period;
     ss_config.flush_ms = (uint32_t)ss_option_num(SS_OPT_FLUSH_MS);
     ss_config.snapshot_ms = (uint32_t)ss_option_num(SS_OPT_SNAPSHOT_MS);
@@ -218,8 +217,8 @@ static void *ss_vsym(const char *name, const char *version) {
 
 /* The path of the loaded object whose segments hold `addr` ("" for the program itself), or NULL.
  * Not dladdr: it also looks for the nearest symbol, a walk of every symbol of the object (the C
- * library's 3,000), about 20 us a call here; the start-up asked it a dozen times (docs/PERFORMANCE.md,
- * "Issue 27's sixth stop"). A loaded object's name stays while it is loaded. */
+ * library's 3,000), about 20 us a call here, and the start-up asks a dozen times. A loaded object's
+ * name stays while it is loaded. */
 struct ss_object_query {
     uintptr_t addr;
     const char *path;

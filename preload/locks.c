@@ -731,8 +731,8 @@ struct ss_lock_stats *ss_runtime_slot(struct ss_thread *t, const void *object, u
 
 /* Opens a timed hold of `object` (slot `l`) acquired at `now` (0: the clock not read yet), the lock
  * hooks' countdown having run out: holds are timed on their period (one acquisition in 256 on
- * average, as pthread locks' holds), since a clock read at each end of every hold had cost a
- * critical section of a few nanoseconds 20 ns more (issue 27). It opens in the thread's table of
+ * average, as pthread locks' holds), since a clock read at each end of every hold would cost a
+ * critical section of a few nanoseconds 20 ns more. It opens in the thread's table of
  * open holds (whose pthread locks never share an address with these objects), so no thread-local
  * storage of its own is needed, which a process attached to later could not spare. */
 void ss_runtime_hold(struct ss_thread *t, const void *object, struct ss_lock_stats *l, uint64_t now) {

@@ -134,9 +134,9 @@ void ss_omp_thread_reset(struct ss_thread *t) {
 
 /* Each team member below SS_OMP_SLOTS (by omp_get_thread_num) writes its body time into a cache
  * line of its own, tagged with the region's number: the members of a small region then share no
- * line they write (three atomic operations per member on one shared line, before, made the line
- * travel between the cores several times per region: issue 27, a program of many small
- * regions). The others add to the shared totals with atomics. The master reads the slots after
+ * line they write (three atomic operations per member on one shared line would make the line
+ * travel between the cores several times per region, in a program of many small regions).
+ * The others add to the shared totals with atomics. The master reads the slots after
  * the region's closing barrier, which orders the members' stores before its reads. */
 #define SS_OMP_SLOTS 16u
 struct ss_omp_slot {
@@ -279,7 +279,7 @@ static void ss_omp_region_into(struct ss_thread *t, struct ss_lock_stats *l, con
 
 /* Short regions are timed on a sample. A region costs the trampoline two clock reads per member,
  * its slot, and the master's record: about 100 ns, which a program of regions of a microsecond
- * pays in full (issue 27: 1.17x on 300,000 regions of 0.7 us). So a region is timed (weight 1)
+ * would pay in full (1.17x on 300,000 regions of 0.7 us). So a region is timed (weight 1)
  * while its body has run fewer than SS_OMP_ALWAYS_RUNS times on this master or has lasted
  * SS_OMP_SHORT_US or more on average, and otherwise one in SS_OMP_SAMPLE_PERIOD is timed (at
  * random intervals) and stands for that many (its wall, barrier and fork-join times are
@@ -301,7 +301,7 @@ static inline uint32_t ss_omp_region_weight(struct ss_thread *t, const struct ss
 
 /* A region run untimed (weight 0): counted in its entry `l`, with the last timed team, and on
  * the timeline at its start. Inline, as the slot's lookup: the master pays it between regions
- * while the team waits (issue 27: a program of regions of a microsecond). */
+ * while the team waits (in a program of regions of a microsecond, every nanosecond counts). */
 static inline void ss_omp_region_untimed(struct ss_thread *t, struct ss_lock_stats *l, const void *region) {
     SS_ADD(l->acquisitions, 1);
     SS_ADD(l->contended, t->omp.last_team);
@@ -440,8 +440,8 @@ typedef void (*ss_gomp_named_fn)(void **);
 /* libgomp's critical sections are its mutexes (an int: 0 free, 1 taken, -1 taken with waiters),
  * and its acquisition's first step is a compare-and-swap of 0 to 1: GOMP_critical_start's on its
  * private default lock, GOMP_critical_name_start's on the program's pointer slot, where the word
- * lives when it fits. The hooks take that step themselves (issue 27: two clock reads around every
- * acquisition had made a program of short critical sections 5x slower), only where checked once,
+ * lives when it fits. The hooks take that step themselves (two clock reads around every
+ * acquisition would make a program of short critical sections 5x slower), only where checked once,
  * for the copy of the runtime the first caller's calls go to (another copy's calls are timed):
  * the default lock's address is the one GOMP_critical_start's compare-and-swap names and
  * GOMP_critical_end's exchange names too; a named section's word is checked, where the default
@@ -560,8 +560,8 @@ static inline ss_omp_route_ptr ss_gomp_checked_route(ss_omp_route_ptr *var, uint
  * the section's slot the one the thread used last, the step taken, the hold not timed: an
  * increment, no stack frame), and the slow part, everything else, told whether the fast part
  * tried the step and found the section taken (`tried`: it is not tried again). What the hooks
- * add around the acquisition moves the hand-over between threads (docs/PERFORMANCE.md, "Issue
- * 27's eleventh stop"). */
+ * add around the acquisition moves the hand-over between threads (docs/PERFORMANCE.md,
+ * "Faithfulness"). */
 #define SS_GOMP_CRITICAL_START(name, decl, ptr, object, word, checked, fn_type, call_args)                     \
     static SS_NOINLINE void ss_slow_##name(void **pptr, struct ss_thread *t, int tried, uintptr_t caller) {  \
         (void)pptr;                                                                                           \

@@ -111,8 +111,8 @@ SS_TLS int ss_walking_heap;
  * back under the guard, never counted). A stdio buffer must not be allocated: a 4 KiB request is
  * a large-bin one, which makes glibc consolidate the fast bins, destroying the very state the
  * snapshot is there to see. A mapping too small for the text (many arenas) is tried again 16
- * times larger; only the pages written are touched. (It was a memory file, seven system calls
- * more, its creation the dearest: docs/PERFORMANCE.md, "Issue 27's sixth stop".) Returns the
+ * times larger; only the pages written are touched. (Not a memory file: that is seven system
+ * calls more at every snapshot, its creation the dearest, and a descriptor.) Returns the
  * mapping, `*map_size` long, `*len` bytes of it written. */
 static unsigned char *ss_malloc_info_xml(size_t *len, size_t *map_size) {
     *len = 0;

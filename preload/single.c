@@ -4,9 +4,9 @@
  * takes faster paths while it is: malloc skips its arena locks, pthread_mutex_lock and unlock use
  * plain stores for private mutexes (2.35+), fork skips locking every arena and stdio's list (and
  * the child re-initialising them), and libstdc++ counts shared_ptr references without atomic
- * instructions. Creating the flusher with pthread_create turned all of that off: a profiled
- * single-threaded program ran other code than unprofiled, and each fork cost it 20-40 us more
- * (docs/PERFORMANCE.md).
+ * instructions. Creating the flusher with pthread_create turns all of that off: a profiled
+ * single-threaded program would run other code than unprofiled, and each fork would cost it
+ * 20-40 us more (docs/PERFORMANCE.md, "Fork children").
  *
  * So after creating the flusher in a process glibc believed single-threaded, the flag is set back
  * (glibc's own copy, found past this library, and the one the program sees, which may be a copy

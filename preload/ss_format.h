@@ -171,7 +171,7 @@ enum ss_wait_kind {
  * was treated as another allocator's (no size word read, large calls always timed).
  * ARENAS_UNREAD: heaps of huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb): cross-thread frees
  * were not measured. SMALL_BY_COUNT: allocation requests below SS_STACK_BYTES_FROM bytes were
- * sampled for their stacks by count alone, not by bytes (glibc's allocator, since issue 27).
+ * sampled for their stacks by count alone, not by bytes (glibc's allocator).
  * TIMING_LONGER: an allocator function's sampling period lengthened SS_TIMING_LONGER_FACTOR-fold
  * (16) in a thread once the thread had timed enough of its calls (2048 by default) since it began
  * or last began a phase; its later timed calls are weighted (struct ss_fn_stats). */
@@ -224,8 +224,8 @@ enum ss_attach_how {
 #define SS_LAT_BUCKETS 40u
 
 /* Lock holds are timed on a sample, one acquisition in `timing_period` on average, or, in files
- * with SS_PROCESS_LOCK_PERIOD (written between e3e5e83 and issue 27, when allocator calls were
- * timed 1 in 32), in `timing_period` x this factor (one in 1 with exact timing). Hold times are
+ * with SS_PROCESS_LOCK_PERIOD (written by older interposers, whose allocator calls were timed
+ * 1 in 32), in `timing_period` x this factor (one in 1 with exact timing). Hold times are
  * ratio estimates (timed hold ticks / timed holds x acquisitions), whatever the period. */
 #define SS_LOCK_TIMING_FACTOR 8u
 /* TIMING_LONGER: how many times longer an allocator function's sampling period grows in a thread
@@ -355,7 +355,7 @@ struct ss_lock_stats {
     uint32_t kind;    /* enum ss_lock_kind */
     uint32_t threads; /* in a FOLDED record: how many of the group's threads took it; else 0 */
     uint64_t acquisitions;
-    uint64_t contended; /* acquisitions that had to wait (a stepped mutex's: that slept, issue 27) */
+    uint64_t contended; /* acquisitions that had to wait (a stepped mutex's: that slept) */
     uint64_t wait_ticks;
     uint64_t max_wait_ticks;
     uint64_t timed_holds; /* holds whose length was measured */

@@ -213,7 +213,7 @@ struct ss_locks_thread {
      * release, or before anything that must come after it (another wait's record, the next
      * condition wait, the thread's end). Work there would lengthen the hold the wait returned
      * into, and make the other threads find the mutex taken more often (docs/PERFORMANCE.md,
-     * "Issue 27's eighth stop"). pending_cond 0: none. */
+     * "Faithfulness"). pending_cond 0: none. */
     uintptr_t pending_cond;
     uintptr_t pending_cond_mutex;
     uint64_t pending_cond_waker; /* the waker slot's stamp read at the return (0: unknown) */
@@ -462,7 +462,7 @@ struct ss_config {
     uint32_t timing;   /* enum ss_timing */
     uint32_t period;   /* mean sampling period for timed calls */
     uint32_t timed_before_longer; /* a function's timed calls before its period lengthens (0: never; struct ss_alloc_thread) */
-    uint32_t lock_period; /* the same for lock holds: `period` since issue 27 (files without SS_PROCESS_LOCK_PERIOD) */
+    uint32_t lock_period; /* the same for lock holds: `period` (files without SS_PROCESS_LOCK_PERIOD) */
     uint32_t flush_ms; /* period of the background flush */
     char dir[512];     /* where profiles go (absolute) */
     char output[1024]; /* explicit path for the launched process, if any */
@@ -597,7 +597,7 @@ static inline void ss_wait_leave(struct ss_thread *t, uint64_t start_ticks, uint
 }
 /* Ticks as CLOCK_MONOTONIC nanoseconds, for the times a hook keeps in ticks (a clock_gettime is
  * two rdtsc's worth, and around a lock or condition wait every nanosecond shifts how the program's
- * threads meet: docs/PERFORMANCE.md, "Issue 27's fifth stop"): a clock pair read once by the
+ * threads meet: docs/PERFORMANCE.md, "Faithfulness"): a clock pair read once by the
  * flush (ss_tick_clock_now), then converted (ss_tick_clock_mono). */
 struct ss_tick_clock {
     uint64_t ns, ticks, ns_per_tick_q32; /* ns_per_tick_q32 0: ticks are nanoseconds */

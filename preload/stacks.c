@@ -710,9 +710,9 @@ void ss_stacks_init(void) {
     /* The fast unwinder (unwind.c), with libgcc's behind it for the frames it does not
      * understand where the program has libgcc loaded already. libgcc is mapped for the
      * interposer only where the fast one cannot work (no _dl_find_object, its tables not mapped,
-     * or STALLSCOPE_FAST_UNWIND=0): opening it cost a program without it (a C program) a third of
-     * the interposer's start-up, and five mappings every fork copies (docs/PERFORMANCE.md,
-     * "Issue 27's sixth stop"). */
+     * or STALLSCOPE_FAST_UNWIND=0): opening it costs a program without it (a C program) a third
+     * of the interposer's start-up, and five mappings every fork copies (docs/PERFORMANCE.md,
+     * "A start's fixed cost"). */
     if (!ss_unw_backtrace) {
         if (dl_iterate_phdr(ss_libgcc_loaded_cb, NULL))
             ss_use_libgcc(dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD));

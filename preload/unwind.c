@@ -2,8 +2,8 @@
  *
  * libgcc's _Unwind_Backtrace finds each frame's FDE, parses its CIE, runs its call-frame
  * instructions and updates a context of every register: about 2,000 instructions a frame, 4 us
- * for a stack of ten frames, which at the default sampling rates was half of what the interposer
- * cost an allocation-bound program (docs/PERFORMANCE.md). A frame's rule for the canonical frame
+ * for a stack of ten frames, which at the default sampling rates would be half of what the
+ * interposer costs an allocation-bound program (docs/STACKS.md). A frame's rule for the canonical frame
  * address (CFA) and for where its return address and rbp are saved depends on nothing but the pc,
  * so this unwinder keeps the rule of every pc it has seen in a table shared by all threads, and
  * unwinds a frame it knows in a few loads.

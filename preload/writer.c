@@ -809,7 +809,7 @@ static void ss_flusher_serve_final(void) {
  * program run at real-time priority (chrt -f), a flusher at the program's priority that wakes for
  * a tick takes a CPU and keeps it until it sleeps again (threads of equal real-time priority do not
  * preempt one another), so a program thread woken meanwhile waits for it: two threads handing a
- * mutex over went to sleep and woke less often (docs/PERFORMANCE.md, "Faithfulness: the sampler").
+ * mutex over go to sleep and wake less often (docs/PERFORMANCE.md, "Faithfulness: the sampler").
  * At normal priority it runs when a CPU is free of the program's real-time threads, or in the share
  * the kernel keeps for other threads (sched_rt_runtime_us). A look it takes late weighs the time
  * since the previous one (wall samples lose no time, only resolution); CPU samples wait in their

@@ -1191,7 +1191,7 @@ mod tests {
     }
 
     /// Whether a program takes the preload is told by its headers: a program of a gigabyte is
-    /// checked by reading a few kilobytes of it (the whole file was read before: 45 ms for
+    /// checked by reading a few kilobytes of it (reading the whole file would take 45 ms for
     /// cargo's 42 MB, 90 ms for node's 99 MB).
     #[test]
     fn a_program_is_checked_by_its_headers_alone() {

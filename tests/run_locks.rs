@@ -32,8 +32,8 @@ fn contended_mutex_is_found_with_exact_acquisitions_and_real_waits() {
         acquisitions, iterations,
         "every lock is counted once: {lock}"
     );
-    // A contended acquisition of a stepped mutex is one that slept (issue 27: the hook goes on
-    // with glibc's own steps, and a lock the exchange takes is not a wait), as the kernel counts
+    // A contended acquisition of a stepped mutex is one that slept (the hook goes on with
+    // glibc's own steps, and a lock the exchange takes is not a wait), as the kernel counts
     // futex waits: usually thousands here, 0.36% of acquisitions in a full test run at load, so
     // the bound is 0.1%; the wait time below says the waits were real.
     assert!(

@@ -207,7 +207,7 @@ fn an_unwritable_output_directory_is_named_too() {
 #[test]
 fn a_missing_interposer_override_is_an_error_not_an_unprofiled_run() {
     // STALLSCOPE_PRELOAD_LIB names another build (benches compare two): a path that is not there
-    // used to run the program unprofiled, with only the dynamic linker's warning on its stderr.
+    // must not run the program unprofiled, with only the dynamic linker's warning on its stderr.
     let dir = TempDir::new("preload-lib-missing");
     let missing = dir.join("no-such-libstallscope.so");
     let prof = dir.join("p.prof");
@@ -227,7 +227,7 @@ fn a_missing_interposer_override_is_an_error_not_an_unprofiled_run() {
 
 #[test]
 fn the_command_in_a_report_keeps_its_quoting() {
-    // An empty last argument, spaces and quotes: `--save ""` used to show as `--save`.
+    // An empty last argument, spaces and quotes: `--save ""` must not show as `--save`.
     let dir = TempDir::new("quoting");
     let argv = ["sh", "-c", "exit 0", "sh", "it's two words", "--save", ""];
     let (_, path) = profile(dir.path(), "q.prof", &[], &argv, 0);

@@ -528,7 +528,7 @@ fn a_profiled_run_keeps_its_own_sampling_signal() {
         0,
     );
     // The inner run's program is profiled as the inner run asked: into its profile, not into the
-    // outer run's directory (the exec hooks used to put the outer run's settings in its place).
+    // outer run's directory (the exec hooks must not put the outer run's settings in its place).
     assert!(
         inner.exists(),
         "the inner run's profile {}",

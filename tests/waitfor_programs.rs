@@ -308,8 +308,8 @@ fn consumers_are_woken_by_the_producer_which_is_the_critical_path() {
     );
 }
 
-/// A condition wait is recorded after its mutex's release (docs/PERFORMANCE.md, "Issue 27's
-/// eighth stop"); a thread that never releases it (it ends, or the process exits, holding the
+/// A condition wait is recorded after its mutex's release (docs/WAITFOR.md: work in the hold
+/// would change how the threads meet); a thread that never releases it (it ends, or the process exits, holding the
 /// mutex) still has the wait, with its waker, in the profile.
 #[test]
 fn a_condition_wait_whose_mutex_is_never_released_is_recorded() {

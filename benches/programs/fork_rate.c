@@ -7,7 +7,7 @@
  * With argv[4] M and argv[5] P, first M more anonymous mappings of P touched pages each, each
  * followed by an inaccessible page so that the kernel cannot merge them: what each mapping of a
  * process costs its forks (`fork_rate 0 exit 2000 10 0` against `0 exit 2000 0 0`: 20 more
- * mappings; docs/PERFORMANCE.md, "Issue 27's fourth stop"). */
+ * mappings; docs/PERFORMANCE.md, "Fork children"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

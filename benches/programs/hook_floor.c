@@ -4,8 +4,8 @@
  *   1  + the thread's record through a TLS pointer and one countdown each (what any sampling
  *        hook needs)
  *   2  + exact counts as the interposer keeps them: malloc's calls, bytes and size bucket, free's
- *        calls, each call's count compared with the thread's next timed one (issue 27's layout)
- *   3  the same counts, as before issue 27: five increments per malloc, two per free
+ *        calls, each call's count compared with the thread's next timed one
+ *   3  the same counts kept with more increments: five per malloc, two per free
  *   4  2's counts with the record in a mapping of its own (as the interposer's thread nodes)
  *        instead of static TLS
  *   5  the thread's record through a TLS pointer and the size test, nothing counted (what

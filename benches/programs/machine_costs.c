@@ -1,5 +1,5 @@
 /* What this machine charges for the operations a profiled start is made of (docs/PERFORMANCE.md,
- * "Issue 27's nineteenth stop"): cpuid (a VM exit under a hypervisor), rdtsc, a system call, the
+ * "A start's fixed cost"): cpuid (a VM exit under a hypervisor), rdtsc, a system call, the
  * first touch of an anonymous page, a futex round trip between two threads, fork and vfork of a
  * process that exits at once, and making and removing a directory and a file in DIR (argv[1]).
  * Each figure is the mean of many repetitions; run it twice to see the noise. */

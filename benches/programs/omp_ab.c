@@ -1,4 +1,4 @@
-/* An OpenMP region hook's cost measured inside one process (issue 27): a program of many tiny
+/* An OpenMP region hook's cost measured inside one process: a program of many tiny
  * regions (tests/omp_programs/small_regions.c's loop of 256 cheap iterations) calls GOMP_parallel
  * through a function pointer, which the driver switches between libgomp's own and the hooks of
  * libraries loaded with dlopen (RTLD_LOCAL: they interpose nothing, each starts as it would

@@ -814,8 +814,8 @@ pub fn record_crc(type_and_size: &[u8], payload: &[u8]) -> u32 {
 
 /// Inputs up to this size are checksummed by `crc32_by_table`: crc32fast's first use detects the
 /// CPU's features with `cpuid`, which traps to the hypervisor in a virtual machine, and the one
-/// record `stallscope run` seals itself (40 bytes) cost it 74 µs a run there (docs/PERFORMANCE.md,
-/// issue 27's seventeenth stop). Larger inputs take crc32fast's vector code.
+/// record `stallscope run` seals itself (40 bytes) would cost it 74 µs a run there. Larger inputs
+/// take crc32fast's vector code.
 const SMALL_CRC_BYTES: usize = 256;
 
 /// CRC-32 (IEEE 802.3, reflected, as zlib and crc32fast compute it), a byte at a time.

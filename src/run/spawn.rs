@@ -1,8 +1,8 @@
 //! Starting the launched process the way `posix_spawn` does: a child that shares the supervisor's
 //! memory (`CLONE_VM | CLONE_VFORK`) and runs only until its exec, so that no page table is copied
 //! and nothing is faulted in twice. `Command::spawn` forks as soon as it has a `pre_exec`, and a
-//! fork of the supervisor cost a start about a quarter of a millisecond more (docs/PERFORMANCE.md,
-//! "Issue 27's nineteenth stop").
+//! fork of the supervisor costs a start about a quarter of a millisecond more (docs/PERFORMANCE.md,
+//! "A start's fixed cost").
 //!
 //! The child runs on a stack of its own and may only make system calls and write into memory
 //! prepared before it: it shares the parent's heap, globals and even its thread's TLS (errno). The

@@ -1,8 +1,8 @@
 /* A condition wait whose mutex is never released: the main thread waits on a condition variable
  * until a worker signals it, then calls exit() still holding the mutex (or, with "thread", a
  * second thread does the same and ends holding it). The profile must still hold that wait: the
- * interposer records a condition wait after the release of its mutex (docs/PERFORMANCE.md,
- * "Issue 27's eighth stop"), or at the thread's end or exit when there is none.
+ * interposer records a condition wait after the release of its mutex (docs/WAITFOR.md), or at
+ * the thread's end or exit when there is none.
  * Usage: exit_in_hold [main|thread] */
 #include <pthread.h>
 #include <stdlib.h>
