@@ -90,8 +90,19 @@ impl Culprit {
                 "the work of thread {} (no stack: it blocks the sampling signal)",
                 self.frame.name()
             )
+        } else if self.frame.function.is_none() {
+            format!("code in {} (without symbols)", self.frame.module_name())
         } else {
             self.frame.display()
+        }
+    }
+
+    /// The name other findings would give the place: its function, the module of code without
+    /// symbols, the thread whose samples have no stack.
+    pub fn name(&self) -> String {
+        match &self.frame.function {
+            None => self.frame.module_name().to_string(),
+            Some(_) => self.frame.name(),
         }
     }
 
@@ -390,7 +401,7 @@ impl Integrals {
 }
 
 /// Stands for the work of a thread whose samples have no stack: its label as the function, no
-/// module (`Culprit::place`).
+/// module (`Culprit::place`); code without symbols is a frame with a module and no function.
 fn thread_frame(label: String) -> Frame {
     Frame {
         function: Some(label),
@@ -447,12 +458,21 @@ impl Tally {
                 .filter(|f| !is_runtime_frame(f) && f.function.is_some()),
         );
         for f in outward {
+            // Code without symbols (a stripped program) is one place per module: its addresses
+            // would split one stretch of work into many small ones that reach no threshold.
+            let f = match &f.function {
+                Some(_) => f.clone(),
+                None => Frame {
+                    module: f.module.clone(),
+                    ..Frame::default()
+                },
+            };
             let next = keys.len();
-            let id = *keys.entry(culprit_key(f)).or_insert(next);
+            let id = *keys.entry(culprit_key(&f)).or_insert(next);
             // Recursion and inlined copies: a function once, at its innermost place.
             if !chain.contains(&id) {
                 chain.push(id);
-                own.push(f.clone());
+                own.push(f);
             }
         }
         chain.reverse();

@@ -121,7 +121,7 @@ pub fn work_ran_alone(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             // The kinds' texts hold placeholders of their own.
             f.cause = super::rules::fill(&f.cause, &values);
             f.remedy = super::rules::fill(&f.remedy, &values);
-            f.about = std::iter::once(c.frame.name())
+            f.about = std::iter::once(c.name())
                 .chain(c.construct.clone())
                 .collect();
             Some(with_stake(f, a, c.gain_ns))
