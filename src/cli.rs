@@ -18,7 +18,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a program under the profiler and write a profile
     Run(crate::run::RunArgs),
-    /// Record a window of a running process started with `run --paused`
+    /// Record a window of a running process (started with `run --paused`, or by ptrace without it)
     Attach(crate::attach::AttachArgs),
     /// Print a profile as a terminal report or as JSON
     Report(crate::report::ReportArgs),
