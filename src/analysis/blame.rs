@@ -106,6 +106,15 @@ impl Culprit {
         }
     }
 
+    /// The labels of the threads that ran it while others waited, most time first.
+    pub fn thread_labels(&self, states: &StateReport) -> Vec<String> {
+        self.threads
+            .iter()
+            .filter_map(|&i| states.threads.get(i))
+            .map(|t| ThreadId::of_states(t).label())
+            .collect()
+    }
+
     /// Threads that waited, on average, while it ran alone.
     pub fn mean_waiting(&self) -> f64 {
         if self.alone_ns == 0 {
@@ -123,7 +132,7 @@ pub struct Blame {
     /// Thread time waiting for work while another thread worked and a CPU was free: charged.
     pub charged_ns: u64,
     /// Thread time waiting for work charged to nothing (nothing worked, or the CPUs were full).
-    pub idle_ns: u64,
+    pub uncharged_ns: u64,
 }
 
 /// Stretches of work others waited through: (begin, end, thread).
@@ -311,7 +320,7 @@ struct Integrals {
     alone: Vec<f64>,
     /// The whole run's charged and uncharged waiting.
     charged_ns: f64,
-    idle_ns: f64,
+    uncharged_ns: f64,
 }
 
 impl Integrals {
@@ -342,7 +351,7 @@ impl Integrals {
         let n = times.len();
         let (mut charged, mut gain, mut alone) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
         let (mut w, mut i, mut r) = (0i64, 0i64, 0i64);
-        let (mut charged_ns, mut idle_ns) = (0.0, 0.0);
+        let (mut charged_ns, mut uncharged_ns) = (0.0, 0.0);
         for k in 0..n.saturating_sub(1) {
             w += working[k];
             i += waiting[k];
@@ -376,7 +385,7 @@ impl Integrals {
             gain[k + 1] = gain[k] + g * dt;
             alone[k + 1] = alone[k] + a * dt;
             charged_ns += lost * dt;
-            idle_ns += (wi - lost) * dt;
+            uncharged_ns += (wi - lost) * dt;
         }
         Integrals {
             times,
@@ -384,7 +393,7 @@ impl Integrals {
             gain,
             alone,
             charged_ns,
-            idle_ns,
+            uncharged_ns,
         }
     }
 
@@ -498,9 +507,9 @@ const SPLIT_SHARE: f64 = 0.2;
 /// The places the charge is named at: from each outermost frame, down the calls while one callee
 /// holds most of it (so a serial stretch that calls many small functions is named by the one
 /// that calls them, and a single hot loop by itself); where an outermost frame's charge splits
-/// among a few heavy callees, each of them. Each is (the stacks it stands for, the depth of its frame in their chains);
-/// places of the same function reached from different outer frames (the team's master and its
-/// workers) are merged.
+/// among a few heavy callees, each of them. Each is (the stacks it stands for, the depth of its
+/// frame in their chains); places of the same function reached from different outer frames (the
+/// team's master and its workers) are merged.
 fn places(tallies: &[Tally]) -> Vec<(Vec<usize>, usize)> {
     fn descend(
         tallies: &[Tally],
@@ -717,7 +726,7 @@ pub fn build(
     Some(Blame {
         culprits,
         charged_ns: integrals.charged_ns as u64,
-        idle_ns: integrals.idle_ns as u64,
+        uncharged_ns: integrals.uncharged_ns as u64,
     })
 }
 
@@ -789,13 +798,13 @@ mod tests {
         let all: Vec<&Stretch> = s.iter().collect();
         let i = Integrals::build(&all, 2, &[], 1);
         assert_eq!(i.charged_ns as u64, 60);
-        assert_eq!(i.idle_ns as u64, 0);
+        assert_eq!(i.uncharged_ns as u64, 0);
         let (charged, gain, alone) = i.over(0, 100);
         assert_eq!((charged as u64, gain as u64, alone as u64), (60, 30, 60));
         // On one CPU nothing was lost: the waiter had no CPU to work on.
         let one = Integrals::build(&all, 1, &[], 1);
         assert_eq!(one.charged_ns as u64, 0);
-        assert_eq!(one.idle_ns as u64, 60);
+        assert_eq!(one.uncharged_ns as u64, 60);
         // Nor while another thread of the process waited for the free CPU.
         let queued = Integrals::build(&all, 2, &[0.0, 1.0], 50);
         assert_eq!(queued.charged_ns as u64, 10);
@@ -811,7 +820,7 @@ mod tests {
         let all: Vec<&Stretch> = s.iter().collect();
         let i = Integrals::build(&all, 4, &[], 1);
         assert_eq!(i.charged_ns as u64, 0);
-        assert_eq!(i.idle_ns as u64, 100);
+        assert_eq!(i.uncharged_ns as u64, 100);
     }
 
     #[test]

@@ -9,7 +9,6 @@ use super::scaling::{speedup_words, with_stake};
 use super::{Finding, build};
 use crate::analysis::Analysis;
 use crate::analysis::blame::Culprit;
-use crate::analysis::threads::ThreadId;
 use crate::util::{fmt_ns, fmt_pct, ratio};
 
 /// What the working code was, by how its threads ran it.
@@ -74,12 +73,7 @@ pub fn work_ran_alone(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 .construct
                 .as_ref()
                 .map_or_else(String::new, |w| format!(" (in {w})"));
-            let threads: Vec<String> = c
-                .threads
-                .iter()
-                .filter_map(|&i| states.threads.get(i))
-                .map(|t| ThreadId::of_states(t).label())
-                .collect();
+            let threads = c.thread_labels(states);
             let waited: u64 = c.waits.iter().map(|w| w.1).sum();
             let mut evidence = vec![format!(
                 "it ran {} on {} while other threads waited for work; they lost {} of thread time a free CPU could have used",

@@ -48,7 +48,7 @@ impl BlameJson {
         let states = a.states.as_ref()?;
         Some(BlameJson {
             charged_ns: b.charged_ns,
-            uncharged_ns: b.idle_ns,
+            uncharged_ns: b.uncharged_ns,
             places: b
                 .culprits
                 .iter()

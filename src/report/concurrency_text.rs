@@ -66,23 +66,20 @@ pub fn render(a: &Analysis, c: &Concurrency, style: Style) -> String {
 
 /// Waiting for work, charged to the work that ran meanwhile: the heaviest places.
 fn blame(out: &mut String, a: &Analysis, b: &crate::analysis::blame::Blame) {
-    if b.charged_ns == 0 && b.idle_ns == 0 {
+    if b.charged_ns == 0 && b.uncharged_ns == 0 {
         return;
     }
     let _ = writeln!(
         out,
         "  waiting for work: {} while other threads worked and a CPU was free (charged to that work), {} while nothing worked or no CPU was free",
         fmt_ns(b.charged_ns),
-        fmt_ns(b.idle_ns)
+        fmt_ns(b.uncharged_ns)
     );
-    let states = a.states.as_ref();
     for c in b.culprits.iter().take(5) {
-        let threads: Vec<String> = c
-            .threads
-            .iter()
-            .filter_map(|&i| states.and_then(|s| s.threads.get(i)))
-            .map(|t| crate::analysis::threads::ThreadId::of_states(t).label())
-            .collect();
+        let threads = a
+            .states
+            .as_ref()
+            .map_or_else(Vec::new, |s| c.thread_labels(s));
         let _ = writeln!(
             out,
             "    {} charged to {} (ran {} while others waited, on {}){}",
