@@ -34,6 +34,7 @@ pub mod summary;
 pub mod syscalls;
 pub mod threads;
 pub mod turns;
+pub mod unhooked_locks;
 pub mod waitfor;
 
 use crate::profile::{self, Profile};
@@ -154,7 +155,7 @@ impl Analysis {
                 );
             }
             summary::net_allocator_time(&mut summary, states.as_ref());
-            summary::sampled_lock_waits(&mut summary, states.as_ref());
+            unhooked_locks::sampled_lock_waits(&mut summary, states.as_ref());
             let waitfor = waitfor::build(
                 &profile,
                 &mut sym,

@@ -347,6 +347,9 @@ pub struct Summary {
     pub functions: Vec<FnSummary>,
     pub size_hist: Vec<u64>,
     pub locks: Vec<LockSummary>,
+    /// Lock waits no hook timed (the C library's own locks, waits begun before an attach), from
+    /// the thread states' samples: the rest of the threads' lock wait, one row per lock named.
+    pub unhooked_locks: Vec<super::unhooked_locks::UnhookedLock>,
     /// Sampled allocation sites, symbolized (filled by `report`, which resolves symbols).
     pub alloc_sites: Vec<super::sites::SiteSummary>,
     pub stack_sampling: Option<crate::profile::StackSampling>,
@@ -834,6 +837,7 @@ pub fn summarize(p: &Profile) -> Summary {
         omp_regions: Vec::new(),
         omp_runs: Vec::new(),
         locks: merge_locks(p),
+        unhooked_locks: Vec::new(),
     }
 }
 
@@ -904,37 +908,6 @@ pub fn net_allocator_time(
 /// report says how many there were. (CPU-time timers tick with the kernel's clock, 250 Hz
 /// here: 20 samples are about 80 ms of CPU time.)
 pub const ALLOC_ON_CPU_MIN_SAMPLES: u64 = 20;
-
-/// One number for a thread's time waiting for locks, read by every view: the waits the hooks
-/// timed (pthread locks, runtimes' futex locks, OpenMP critical sections) miss the locks the C
-/// library and other runtimes take inside (malloc's arenas, the timezone lock, random()'s), which
-/// only the thread states see. A thread's lock wait is the waits the hooks recorded, exact, plus
-/// the states' `lock` time outside them (samples that meet no recorded wait: locks no hook saw),
-/// and at least the hooks' total. Not the larger of the hooks' total and the states' `lock` time:
-/// the max of an exact figure and a noisy estimate of the same time reads high (a thread
-/// alternating a lock wait and a disk flush, 6-37% above its timed waits). Without states, the
-/// timed waits alone.
-pub fn sampled_lock_waits(
-    summary: &mut Summary,
-    states: Option<&crate::analysis::states::StateReport>,
-) {
-    let Some(r) = states else { return };
-    let lock = crate::analysis::states::Category::Lock.index();
-    let states_of = super::threads::by_serial(&r.threads, |t| t.serial);
-    for t in summary.threads.iter_mut() {
-        if let Some(st) = states_of.get(&t.serial) {
-            let unseen = st.ns[lock].saturating_sub(st.lock_in_recorded_ns);
-            t.lock_wait_ns =
-                lock_wait_ns(t.lock_wait_ns, st.lock_recorded_ns, unseen).min(t.wall_ns);
-        }
-    }
-}
-
-/// A thread's lock wait from the hooks' total, the part of it recorded wait by wait, and the
-/// sampled lock time that met no recorded wait.
-fn lock_wait_ns(hooked: u64, recorded: u64, unseen: u64) -> u64 {
-    hooked.max(recorded.saturating_add(unseen))
-}
 
 /// One row per lock object (address and kind), summed over the threads that took it.
 fn merge_locks(p: &Profile) -> Vec<LockSummary> {
@@ -1104,24 +1077,6 @@ mod omp_region_tests {
             (200, 80, 10)
         );
         assert_eq!(regions[1].runs, 1);
-    }
-}
-
-#[cfg(test)]
-mod lock_wait_tests {
-    use super::lock_wait_ns;
-
-    #[test]
-    fn a_threads_lock_wait_is_its_recorded_waits_plus_the_locks_no_hook_saw() {
-        // All of it hooked and recorded: the exact figure, whatever the samples read inside it.
-        assert_eq!(lock_wait_ns(500, 500, 0), 500);
-        // The C library's own locks beside: added.
-        assert_eq!(lock_wait_ns(500, 500, 120), 620);
-        // None hooked: the samples alone.
-        assert_eq!(lock_wait_ns(0, 0, 300), 300);
-        // Waits lost to a full ring: their samples stand for them, the hooks' total is the floor.
-        assert_eq!(lock_wait_ns(500, 300, 150), 500);
-        assert_eq!(lock_wait_ns(500, 300, 260), 560);
     }
 }
 

@@ -471,7 +471,7 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
 
     // Locks.
     o.push_str("<h2 id=\"locks\">Locks</h2>");
-    if s.locks.is_empty() {
+    if s.locks.is_empty() && s.unhooked_locks.is_empty() {
         o.push_str("<p class=\"muted\">No lock was taken.</p>");
     } else {
         o.push_str("<table><tr><th>lock</th><th>kind</th><th>acquired</th><th>contended</th><th>wait</th><th>max wait</th><th>held</th><th>threads</th><th>top waiting stack</th></tr>");
@@ -491,6 +491,20 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
                 fmt_ns(l.wait_ns),
                 fmt_ns(l.max_wait_ns),
                 l.hold_known().map_or("-".into(), |h| fmt_ns(h as f64)),
+                l.threads,
+                escape(&site)
+            );
+        }
+        // Waits no hook timed: estimated from the thread states' samples.
+        for l in &s.unhooked_locks {
+            let site = l
+                .user_frame()
+                .map_or("-".into(), crate::symbols::Frame::name);
+            let _ = write!(
+                o,
+                "<tr><td><code>{}</code></td><td class=\"l\">seen by sampling</td><td>-</td><td>-</td><td>~{}</td><td>-</td><td>-</td><td>{}</td><td class=\"l\"><code>{}</code></td></tr>",
+                escape(&l.name),
+                fmt_ns(l.wait_ns),
                 l.threads,
                 escape(&site)
             );

@@ -82,6 +82,23 @@ pub fn violations(m: &Model) -> Vec<String> {
             ));
         }
     }
+    // Every lock wait the threads' figures count has a row: the timed locks' waits and those
+    // seen only by sampling add up to the threads' lock wait (rounding aside).
+    let rows = s
+        .locks
+        .iter()
+        .filter(|l| !matches!(l.kind, "omp-region" | "omp-region-site"))
+        .map(|l| l.wait_ns)
+        .chain(s.unhooked_locks.iter().map(|l| l.wait_ns))
+        .fold(0u64, u64::saturating_add);
+    let waited = s.lock_wait_ns();
+    let slack =
+        waited / 100 + 1000 * (s.locks.len() + s.unhooked_locks.len() + s.threads.len()) as u64;
+    if rows.abs_diff(waited) > slack {
+        out.push(format!(
+            "the lock rows' waits {rows} ns, the threads' lock wait {waited} ns"
+        ));
+    }
     if s.wall_ns > 0 {
         for f in &m.findings {
             if let Some(stake) = f.stake_ns.filter(|&st| st > s.wall_ns) {

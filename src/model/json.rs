@@ -73,6 +73,10 @@ pub struct Report<'a> {
     threads: Vec<Thread<'a>>,
     alloc: Alloc<'a>,
     locks: Vec<Lock<'a>>,
+    /// Lock waits no hook timed (locks inside libraries, waits begun before an attach), from
+    /// the thread states' samples: with `locks`, every lock wait the threads' figures count.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unhooked_locks: Vec<UnhookedLockJson>,
     /// OpenMP parallel regions (libgomp's entry points); absent without any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     omp_regions: Vec<OmpRegionJson>,
@@ -322,6 +326,18 @@ pub fn report(a: &Model) -> Report<'_> {
             }),
         },
         locks: s.locks.iter().map(Lock::of).collect(),
+        unhooked_locks: s
+            .unhooked_locks
+            .iter()
+            .map(|l| UnhookedLockJson {
+                name: l.name.clone(),
+                address: (l.address != 0).then(|| format!("{:#x}", l.address)),
+                wait_ns: l.wait_ns,
+                samples: l.samples,
+                threads: l.threads,
+                user_frame: l.user_frame().map(|f| f.display()),
+            })
+            .collect(),
         omp_regions: s
             .omp_regions
             .iter()
@@ -747,6 +763,22 @@ struct OmpRunJson {
     regions: u32,
     /// The team's share of its time in the run at the closing barriers.
     barrier_share: f64,
+}
+
+#[derive(Serialize)]
+struct UnhookedLockJson {
+    /// `malloc's arena lock (main_arena)`, `the pthread mutex at 0x...`, `a lock in readdir`.
+    name: String,
+    /// The lock word, where the samples caught one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    address: Option<String>,
+    /// Estimated from the samples.
+    wait_ns: u64,
+    samples: u64,
+    threads: usize,
+    /// Where the heaviest waiting stack waited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_frame: Option<String>,
 }
 
 #[derive(Serialize)]

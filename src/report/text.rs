@@ -235,11 +235,25 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         } else {
             String::new()
         };
+        // The CPU samples saw the allocator run, but no call went through the hooks: they could
+        // not be counted, rather than there were none.
+        let calls = if s.alloc_calls() == 0 {
+            let why = if s.attach.as_ref().is_some_and(|a| a.how == "injected") {
+                "the program had bound its allocator before the ptrace attach loaded the hooks"
+            } else {
+                "an allocator the hooks do not interpose, linked into the program"
+            };
+            format!("calls not counted ({why})")
+        } else {
+            format!(
+                "{} calls, {} requested",
+                fmt_count(s.alloc_calls()),
+                fmt_bytes(s.requested_bytes())
+            )
+        };
         let _ = writeln!(
             o,
-            "  allocator   {} calls, {} requested, {} on a CPU ({} of the threads' CPU time, from {} CPU samples){}",
-            fmt_count(s.alloc_calls()),
-            fmt_bytes(s.requested_bytes()),
+            "  allocator   {calls}, {} on a CPU ({} of the threads' CPU time, from {} CPU samples){}",
             fmt_ns(s.allocator_ns()),
             fmt_pct(s.alloc_share_of_cpu()),
             fmt_count(s.alloc_cpu_samples()),
@@ -257,7 +271,7 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
     }
     let _ = writeln!(
         o,
-        "  locks       {} waiting ({} of thread time); {} lock objects timed",
+        "  locks       {} waiting ({} of thread time); {} lock objects timed{}",
         fmt_ns(s.lock_wait_ns()),
         fmt_pct(s.lock_wait_share_of_life()),
         fmt_count(
@@ -266,6 +280,10 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
                 .filter(|l| !matches!(l.kind, "omp-region" | "omp-region-site"))
                 .count() as u64
         ),
+        match s.unhooked_locks.len() {
+            0 => String::new(),
+            n => format!(", {n} seen only by sampling"),
+        }
     );
     let timing = if s.timing_exact {
         "every call timed".to_string()
@@ -508,8 +526,12 @@ fn omp_regions(o: &mut String, s: &Summary, style: Style) {
 
 fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
     heading(o, style, "Locks by wait time");
-    if s.locks.is_empty() {
+    if s.locks.is_empty() && s.unhooked_locks.is_empty() {
         let _ = writeln!(o, "  no lock was taken");
+        return;
+    }
+    if s.locks.is_empty() {
+        unhooked_locks(o, s, style, stacks);
         return;
     }
     let _ = writeln!(
@@ -571,6 +593,48 @@ fn locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
             style.dim(&format!(
                 "... and {} more locks (see --json)",
                 s.locks.len() - 10
+            ))
+        );
+    }
+    unhooked_locks(o, s, style, stacks);
+}
+
+/// The lock waits no hook timed, estimated from the thread states' samples.
+fn unhooked_locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
+    if s.unhooked_locks.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  {}",
+        style.dim(
+            "seen only by sampling (locks inside libraries, or waits begun before the hooks):"
+        )
+    );
+    for l in s.unhooked_locks.iter().take(10) {
+        let site = l.user_frame().map_or_else(|| "?".into(), |f| f.display());
+        let _ = writeln!(
+            o,
+            "  ~{:>9} {:>3} thr  {}  {}",
+            fmt_ns(l.wait_ns),
+            l.threads,
+            l.name,
+            style.dim(&format!("waited in {site} ({} samples)", l.samples))
+        );
+        if stacks {
+            for (i, f) in l.frames.iter().enumerate() {
+                let mark = if i == l.user { ">" } else { " " };
+                let _ = writeln!(o, "        {mark} {}", f.display());
+            }
+        }
+    }
+    if s.unhooked_locks.len() > 10 {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.dim(&format!(
+                "... and {} more (see --json)",
+                s.unhooked_locks.len() - 10
             ))
         );
     }

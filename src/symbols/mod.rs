@@ -731,10 +731,18 @@ pub fn qualified_name(name: &str) -> &str {
 /// frame when every frame is the runtime's.
 pub fn user_frame(frames: &[Frame]) -> usize {
     let outside = |f: &&Frame| !is_runtime_frame(f);
+    // A stack all of runtimes (a stripped allocator's own thread): the runtime's code that called
+    // the C library, not the C library's thread start (jemalloc's background thread had read as
+    // "clone3 (clone3.S:81)").
+    let beyond_libc = |f: &&Frame| {
+        let module = crate::symbols::file_name(&f.module);
+        !(module.starts_with("libc.so") || module.starts_with("ld-linux") || module.is_empty())
+    };
     frames
         .iter()
         .position(|f| outside(&f) && f.function.is_some())
         .or_else(|| frames.iter().position(|f| outside(&f)))
+        .or_else(|| frames.iter().position(|f| beyond_libc(&f)))
         .unwrap_or(frames.len().saturating_sub(1))
 }
 

@@ -561,6 +561,24 @@ pub fn assert_invariants(r: &Value, file: &Path) {
             );
         }
     }
+    // Every lock wait the threads' figures count has a row: the timed locks' waits and those
+    // seen only by sampling add up to the threads' lock wait (rounding aside).
+    let list = |k: &str| r[k].as_array().map_or(&[][..], |v| v.as_slice());
+    let rows: u64 = list("locks")
+        .iter()
+        .chain(list("unhooked_locks"))
+        .map(|l| l["wait_ns"].as_u64().unwrap_or(0))
+        .sum();
+    let waited: u64 = threads
+        .iter()
+        .map(|t| t["lock_wait_ns"].as_u64().unwrap_or(0))
+        .sum();
+    let slack = waited / 100
+        + 1000 * (list("locks").len() + list("unhooked_locks").len() + threads.len()) as u64;
+    assert!(
+        rows.abs_diff(waited) <= slack,
+        "{at}: the lock rows' waits {rows} ns, the threads' lock wait {waited} ns"
+    );
     if wall > 0 {
         for f in r["findings"].as_array().map_or(&[][..], |v| v.as_slice()) {
             if let Some(stake) = f["stake_ns"].as_u64() {
