@@ -292,6 +292,65 @@ fn retitled_processes_are_named_by_their_original_command_line() {
     assert!(!text.contains("''"), "{text}");
 }
 
+/// A tree of more processes than the terminal shows: the busiest ones are shown with the
+/// processes above them, the rest counted with the option that lists them, and
+/// `--all-processes` lists every process of the JSON's tree.
+#[test]
+fn a_large_tree_shows_its_busiest_processes_and_lists_every_one_on_request() {
+    let dir = TempDir::new("tree-report-large");
+    // 70 shells under one make, one of them far busier than the others.
+    let mut makefile = String::from("all:");
+    for i in 0..70 {
+        makefile.push_str(&format!(" t{i}"));
+    }
+    makefile.push('\n');
+    for i in 0..70 {
+        let loops = if i == 61 { 200_000 } else { 50 };
+        makefile.push_str(&format!(
+            "t{i}:\n\t@i=0; while [ $$i -lt {loops} ]; do i=$$((i+1)); done\n"
+        ));
+    }
+    std::fs::write(dir.path().join("Makefile"), makefile).unwrap();
+    let out = stallscope_run(dir.path(), &["-q"], &["make", "-s", "-j2"]);
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    let root = &prof_files(dir.path())[0];
+    let run = json_of(root)["run"].clone();
+    let all = run["processes"].as_array().unwrap();
+    assert!(all.len() > 70, "{} processes", all.len());
+    let busiest = all
+        .iter()
+        .max_by_key(|p| p["cpu_ns"].as_u64().unwrap_or(0))
+        .unwrap();
+    let line_of = |text: &str, pid: u64| {
+        text.lines()
+            .any(|l| l.split_whitespace().next() == Some(&pid.to_string()))
+    };
+    let text = stallscope_out(&["report"], root);
+    let tree = text
+        .split("Process tree")
+        .nth(1)
+        .and_then(|t| t.split("By program").next())
+        .unwrap();
+    assert!(
+        line_of(tree, busiest["pid"].as_u64().unwrap()),
+        "the busiest process is shown: {busiest:#}\n{tree}"
+    );
+    assert!(
+        tree.contains("more processes") && tree.contains("--all-processes"),
+        "{tree}"
+    );
+    let text = stallscope_out(&["report", "--all-processes"], root);
+    let tree = text
+        .split("Process tree")
+        .nth(1)
+        .and_then(|t| t.split("By program").next())
+        .unwrap();
+    for p in all {
+        assert!(line_of(tree, p["pid"].as_u64().unwrap()), "{p:#}\n{tree}");
+    }
+    assert!(!tree.contains("more processes"), "{tree}");
+}
+
 #[test]
 fn a_single_profile_reads_as_before() {
     let dir = TempDir::new("single-report");

@@ -25,6 +25,10 @@ pub struct ReportArgs {
     /// Show the full call chain of each allocation site (not only its user frame)
     #[arg(long)]
     pub stacks: bool,
+    /// A run of several processes: list every process of the tree (without it, the busiest
+    /// 60 and the processes above them)
+    #[arg(long)]
+    pub all_processes: bool,
     /// Profile files written by `stallscope run`; a run of several processes: its profile or
     /// its directory (`PROFILE.children/`), or a directory of profiles
     #[arg(required = true)]
@@ -116,7 +120,11 @@ fn main_run(run: &Run, args: &ReportArgs) -> anyhow::Result<i32> {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         let style = Style::for_stdout();
-        write!(stdout, "{}", run::render_text(run, style))?;
+        write!(
+            stdout,
+            "{}",
+            run::render_text(run, style, args.all_processes)
+        )?;
         if let Some(a) = root {
             writeln!(stdout, "\n{}\n", style.bold("── the launched process ──"))?;
             write!(stdout, "{}", render_text(a, style, args.stacks))?;

@@ -10,11 +10,14 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Lines of the tree shown in the terminal report (the JSON has every process).
+/// Processes of the tree shown in the terminal report without `--all-processes` (the JSON and the
+/// page have every process).
 const TREE_LINES: usize = 60;
 
-/// The terminal text: totals, the tree, and the table and findings by program.
-pub fn render_text(run: &Run, style: Style) -> String {
+/// The terminal text: totals, the tree, and the table and findings by program. A tree of more
+/// than `TREE_LINES` processes shows its busiest ones (by CPU time) and the processes above them,
+/// in tree order, unless `all` asks for every one.
+pub fn render_text(run: &Run, style: Style, all: bool) -> String {
     let mut o = String::new();
     let where_ = run
         .files
@@ -76,7 +79,8 @@ pub fn render_text(run: &Run, style: Style) -> String {
     }
     let _ = writeln!(o, "\n{}", style.bold("Process tree"));
     let walk = run.tree.walk();
-    for &(p, depth) in walk.iter().take(TREE_LINES) {
+    let shown = shown_processes(run, &walk, if all { usize::MAX } else { TREE_LINES });
+    for &(p, depth) in walk.iter().filter(|(p, _)| shown[*p]) {
         let f = &run.processes[p];
         let proc_ = &run.tree.processes[p];
         // One line per process: a script passed with -c may hold newlines. The name, not
@@ -105,8 +109,12 @@ pub fn render_text(run: &Run, style: Style) -> String {
             Run::ending(f)
         );
     }
-    if walk.len() > TREE_LINES {
-        let _ = writeln!(o, "  ... and {} more processes", walk.len() - TREE_LINES);
+    let hidden = walk.len() - shown.iter().filter(|&&s| s).count();
+    if hidden > 0 {
+        let _ = writeln!(
+            o,
+            "  ... and {hidden} more processes, each with less CPU time than those shown (`report --all-processes` lists every one)"
+        );
     }
     let _ = writeln!(o, "\n{}", style.bold("By program"));
     let _ = writeln!(
@@ -262,6 +270,48 @@ struct UnreadableJson<'a> {
 }
 
 /// The run as JSON (see [`RunJson`]).
+/// Which processes (by index) the tree shows: the `limit` with the most CPU time, and the
+/// processes above each (a busy compiler under make under a shell shows its path).
+fn shown_processes(run: &Run, walk: &[(usize, usize)], limit: usize) -> Vec<bool> {
+    let n = run.processes.len();
+    if walk.len() <= limit {
+        return vec![true; n];
+    }
+    let mut by_cpu: Vec<usize> = walk.iter().map(|&(p, _)| p).collect();
+    by_cpu.sort_by(|&a, &b| {
+        run.processes[b]
+            .cpu_ns
+            .cmp(&run.processes[a].cpu_ns)
+            .then(a.cmp(&b))
+    });
+    // The parent of each process: the last process one level up before it in the walk.
+    let mut parent = vec![None; n];
+    let mut path: Vec<usize> = Vec::new();
+    for &(p, depth) in walk {
+        path.truncate(depth);
+        parent[p] = path.last().copied();
+        path.push(p);
+    }
+    let mut shown = vec![false; n];
+    let mut count = 0;
+    for p in by_cpu {
+        let mut chain = Vec::new();
+        let mut at = Some(p);
+        while let Some(q) = at.filter(|&q| !shown[q]) {
+            chain.push(q);
+            at = parent[q];
+        }
+        if count + chain.len() > limit && count > 0 {
+            break;
+        }
+        count += chain.len();
+        for q in chain {
+            shown[q] = true;
+        }
+    }
+    shown
+}
+
 pub fn json(run: &Run) -> RunJson<'_> {
     let depth: BTreeMap<usize, usize> = run.tree.walk().into_iter().collect();
     let processes = run
