@@ -193,6 +193,25 @@ fn console_check_catches_a_script_error() {
     );
 }
 
+/// Threads waiting for work that never comes stall nothing: a program whose idle threads'
+/// waiting outweighs its CPU time opens its page on the CPU time, not on the idle waits.
+#[test]
+fn html_opens_on_the_cpu_time_when_the_off_cpu_time_is_idle_waiting() {
+    let dir = TempDir::new("html-idle");
+    let exe = compile(
+        dir.path(),
+        "html_idle_threads.c",
+        &["-g", "-O1", "-pthread"],
+    );
+    let (_, prof) = profile(dir.path(), "idle.prof", &[], &[&exe], 0);
+    let html = render(&prof, &dir.join("idle.html"));
+    let checked = html
+        .split("<input")
+        .find(|i| i.contains("name=\"flame-weight\"") && i.contains(" checked"))
+        .expect("one weight is checked");
+    assert!(checked.contains("id=\"w-cpu\""), "opened on: {checked}");
+}
+
 #[test]
 fn html_of_a_profile_with_thousands_of_stacks_stays_small() {
     let dir = TempDir::new("html-many");

@@ -22,6 +22,7 @@ mod waitfor;
 use crate::analysis::Analysis;
 use crate::analysis::collapsed::{self, Weight};
 use crate::analysis::sampled::SampleWeight;
+use crate::analysis::states::Category;
 use crate::analysis::threads::ThreadId;
 use crate::model::Model;
 use crate::model::run::Run;
@@ -236,10 +237,22 @@ fn flame_section(p: &Analysis) -> String {
         .collect();
     // The page opens on the heaviest of the time weights that has data (a program that hardly
     // allocates had opened on "No stack has time in the allocator"), else the first with any.
+    // Off-CPU time weighs there only as far as it stalled work: time waiting for work or for a
+    // client (a server's idle background threads) is no cost, and had opened a server's page on
+    // its sleeping threads.
     let total = |i: usize| all[i].values().sum::<u64>();
+    let stalled_off_cpu: u64 = crate::analysis::sampled::samples(p)
+        .iter()
+        .filter(|v| !matches!(v.stack.category, Category::Idle | Category::Blocked))
+        .map(|v| SampleWeight::OffCpu.of(v))
+        .sum();
+    let weighs = |i: usize| match WEIGHTS[i].weight {
+        Weight::Sampled(SampleWeight::OffCpu) => stalled_off_cpu.min(total(i)),
+        _ => total(i),
+    };
     let opened = (0..WEIGHTS.len())
-        .filter(|&i| WEIGHTS[i].weight.is_time() && total(i) > 0)
-        .max_by_key(|&i| total(i))
+        .filter(|&i| WEIGHTS[i].weight.is_time() && weighs(i) > 0)
+        .max_by_key(|&i| weighs(i))
         .or_else(|| (0..WEIGHTS.len()).find(|&i| total(i) > 0))
         .unwrap_or(0);
     for (i, FlameWeight { id, label, .. }) in WEIGHTS.iter().enumerate() {
