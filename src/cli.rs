@@ -7,7 +7,9 @@ use std::path::PathBuf;
 #[command(
     name = "stallscope",
     version,
-    about = "Find out why a multithreaded native program does not scale"
+    about = "Find out why a multithreaded native program does not scale",
+    disable_help_subcommand = true,
+    after_help = crate::help::TOPICS
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -17,23 +19,34 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run a program under the profiler and write a profile
+    #[command(after_help = crate::help::RUN)]
     Run(crate::run::RunArgs),
     /// Record a window of a running process (started with `run --paused`, or by ptrace without it)
+    #[command(after_help = crate::help::ATTACH)]
     Attach(crate::attach::AttachArgs),
     /// Print a profile as a terminal report or as JSON
+    #[command(after_help = crate::help::REPORT)]
     Report(crate::report::ReportArgs),
     /// Benchmark commands in isolated, interleaved processes with confidence intervals
+    #[command(after_help = crate::help::BENCH)]
     Bench(crate::bench::BenchArgs),
     /// Run a program at several thread counts: where the missing speedup went, remedies measured
+    #[command(after_help = crate::help::SCALE)]
     Scale(crate::scale::ScaleArgs),
     /// Write a profile in another tool's format (collapsed stacks, JSON, Chrome trace, pprof)
+    #[command(after_help = crate::help::EXPORT)]
     Export(crate::export::ExportArgs),
     /// Compare two profiles of the same program
+    #[command(after_help = crate::help::DIFF)]
     Diff(crate::diff::DiffArgs),
     /// Write a profile as one self-contained HTML page
+    #[command(after_help = crate::help::HTML)]
     Html(crate::html::HtmlArgs),
     /// Build and profile a bundled multithreaded program
+    #[command(after_help = crate::help::DEMO)]
     Demo(crate::demo::DemoArgs),
+    /// A command's options and examples, or a topic: findings [ID], states
+    Help(crate::help::HelpArgs),
     /// Print the path of the interposer library (extracting it if needed)
     #[command(hide = true)]
     PreloadPath,
@@ -57,6 +70,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(args) => crate::export::main(args),
         Command::Diff(args) => crate::diff::main(args),
         Command::Html(args) => crate::html::main(args),
+        Command::Help(args) => crate::help::main(args),
         Command::PreloadPath => {
             let path: PathBuf = crate::preload::library_path()?;
             println!("{}", path.display());

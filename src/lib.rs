@@ -13,6 +13,7 @@ pub mod demo;
 pub mod diff;
 pub mod export;
 pub mod findings;
+pub mod help;
 pub mod html;
 pub mod model;
 pub mod options;

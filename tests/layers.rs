@@ -23,7 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "command",
         &[
-            "run", "attach", "bench", "demo", "scale", "cli", "options", "preload",
+            "run", "attach", "bench", "demo", "scale", "cli", "options", "preload", "help",
         ],
     ),
     ("test support", &["testing"]),

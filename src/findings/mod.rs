@@ -12,7 +12,7 @@ mod contention;
 mod efficiency;
 pub mod openmp;
 mod phase;
-mod rules;
+pub mod rules;
 mod scaling;
 #[cfg(test)]
 mod test_support;
