@@ -196,7 +196,6 @@ fn a_profile_pushed_to_pyroscope_decodes_with_its_published_types() {
     );
     assert_eq!(exit_code(&out), 3, "{}", describe(&out));
     let server = Server::start(Answer::Accept);
-    std::fs::write(dir.join("token"), "").unwrap();
     let url = format!(
         "http://pusher:s%3Acret@127.0.0.1:{}/push.v1.PusherService/Push",
         server.port
@@ -415,6 +414,8 @@ fn attach_pushes_windows_of_a_paused_process() {
         .parse::<u32>()
         .unwrap();
     let url = format!("http://127.0.0.1:{}/ingest", server.port);
+    let token = dir.join("token");
+    std::fs::write(&token, "s3cr3t-token\n").unwrap();
     let mut c = Command::new(stallscope());
     c.args([
         "attach",
@@ -426,7 +427,11 @@ fn attach_pushes_windows_of_a_paused_process() {
         "1.5",
         "--service-name",
         "svc",
+        "--tenant",
+        "ops",
+        "--token-file",
     ])
+    .arg(&token)
     .arg(pid.to_string());
     let out = output_within(c, RUN_TIMEOUT);
     assert!(out.status.success(), "{}", describe(&out));
@@ -449,4 +454,8 @@ fn attach_pushes_windows_of_a_paused_process() {
         cpu.iter().all(|r| r.body.starts_with(&[0x1f, 0x8b])),
         "each body is a gzipped pprof"
     );
+    for r in &cpu {
+        assert_eq!(r.header("authorization"), Some("Bearer s3cr3t-token"));
+        assert_eq!(r.header("x-scope-orgid"), Some("ops"));
+    }
 }

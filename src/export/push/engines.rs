@@ -43,12 +43,18 @@ impl Engine {
     }
 }
 
-/// The engine, the URL to post to (without credentials) and the basic-auth credentials of a
-/// `--push` URL.
-pub fn parse_url(
-    url: &str,
-    engine: Option<Engine>,
-) -> Result<(Engine, String, Option<(String, String)>), String> {
+/// What a `--push` URL names.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub engine: Engine,
+    /// The URL to post to, without credentials.
+    pub url: String,
+    /// The user and password of basic auth.
+    pub basic: Option<(String, String)>,
+}
+
+/// The endpoint of a `--push` URL, or why it names none.
+pub fn parse_url(url: &str, engine: Option<Engine>) -> Result<Endpoint, String> {
     let (scheme, rest) = url
         .split_once("://")
         .filter(|(s, _)| matches!(*s, "http" | "https"))
@@ -91,7 +97,11 @@ pub fn parse_url(
     } else {
         format!("{path}{}", engine.path())
     };
-    Ok((engine, format!("{scheme}://{host}{path}"), basic))
+    Ok(Endpoint {
+        engine,
+        url: format!("{scheme}://{host}{path}"),
+        basic,
+    })
 }
 
 fn percent_decode(s: &str) -> String {
@@ -306,19 +316,18 @@ mod tests {
 
     #[test]
     fn the_url_names_the_engine_and_carries_credentials() {
-        let (e, url, basic) =
-            parse_url("https://u%40x:p@h:4040/push.v1.PusherService/Push", None).unwrap();
-        assert_eq!(e, Engine::Pyroscope);
-        assert_eq!(url, "https://h:4040/push.v1.PusherService/Push");
-        assert_eq!(basic, Some(("u@x".into(), "p".into())));
-        let (e, url, basic) = parse_url("http://h:7070", Some(Engine::Parca)).unwrap();
+        let e = parse_url("https://u%40x:p@h:4040/push.v1.PusherService/Push", None).unwrap();
+        assert_eq!(e.engine, Engine::Pyroscope);
+        assert_eq!(e.url, "https://h:4040/push.v1.PusherService/Push");
+        assert_eq!(e.basic, Some(("u@x".into(), "p".into())));
+        let e = parse_url("http://h:7070", Some(Engine::Parca)).unwrap();
         assert_eq!(
-            (e, url.as_str(), basic),
+            (e.engine, e.url.as_str(), e.basic),
             (Engine::Parca, "http://h:7070/api/profiles/writeraw", None)
         );
-        let (e, url, _) = parse_url("http://h/pyro/", Some(Engine::PyroscopeIngest)).unwrap();
+        let e = parse_url("http://h/pyro/", Some(Engine::PyroscopeIngest)).unwrap();
         assert_eq!(
-            (e, url.as_str()),
+            (e.engine, e.url.as_str()),
             (Engine::PyroscopeIngest, "http://h/pyro/ingest")
         );
         assert!(parse_url("http://h:7070/", None).is_err());

@@ -134,7 +134,13 @@ impl Target {
         {
             return Err("--push-timeout must be a number of seconds above 0 (at most 3600)".into());
         }
-        let (engine, url, basic) = engines::parse_url(url, args.engine)?;
+        let engines::Endpoint { engine, url, basic } = engines::parse_url(url, args.engine)?;
+        if basic.is_some() && args.token_file.is_some() {
+            return Err(
+                "--push's URL holds a user (basic auth) and --token-file a bearer token: give one"
+                    .into(),
+            );
+        }
         let token = match &args.token_file {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -313,8 +319,15 @@ mod tests {
         args.labels.clear();
         args.push_timeout = 0.0;
         assert!(Target::from_args(&args).is_err());
-        args.push = None;
         args.push_timeout = 10.0;
+        args.push = Some("http://u:p@127.0.0.1:4040/ingest".into());
+        args.token_file = Some("/nonexistent/token".into());
+        assert!(
+            Target::from_args(&args).err().unwrap().contains("give one"),
+            "basic auth and a bearer token are not sent together"
+        );
+        args.token_file = None;
+        args.push = None;
         assert!(Target::from_args(&args).unwrap().is_none());
     }
 }
