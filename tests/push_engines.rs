@@ -232,7 +232,11 @@ fn a_profile_pushed_to_pyroscope_decodes_with_its_published_types() {
         ("memory", &["alloc_objects/count", "alloc_space/bytes"]),
         ("mutex", &["contentions/count", "delay/nanoseconds"]),
     ];
-    let pid = command_pid(&prof);
+    let report = report_json(&prof);
+    let pid = num(&report, &["pid"]);
+    let mut ids = finding_ids(&report);
+    ids.sort();
+    ids.dedup();
     for (name, types) in expect {
         let s = series_named(&decoded, name);
         let labels = &s["labels"];
@@ -240,6 +244,20 @@ fn a_profile_pushed_to_pyroscope_decodes_with_its_published_types() {
         assert_eq!(labels["__delta__"], "false", "{s}");
         assert_eq!(labels["region"], "eu", "{s}");
         assert_eq!(labels["pid"], pid.to_string(), "{s}");
+        // The findings that fired go with every profile: their ids as a label, their titles as
+        // the profile's comments.
+        assert_eq!(
+            labels["findings"].as_str().unwrap_or(""),
+            ids.join(","),
+            "{name}: the report's findings"
+        );
+        let comments = strings(&s["samples"][0]["comments"]);
+        for id in &ids {
+            assert!(
+                comments.iter().any(|c| c.starts_with(&format!("{id}: "))),
+                "{name}: {id} is not among the comments {comments:?}"
+            );
+        }
         assert!(
             labels["host"].as_str().is_some_and(|h| !h.is_empty()),
             "{s}"
@@ -274,11 +292,6 @@ fn a_profile_pushed_to_pyroscope_decodes_with_its_published_types() {
             .any(|l| l.starts_with("pthread mutex")),
         "the lock's name labels its waits: {mutex}"
     );
-}
-
-/// The pid the profile names (its process).
-fn command_pid(prof: &Path) -> u64 {
-    num(&report_json(prof), &["pid"])
 }
 
 /// The body of a Parca WriteRaw request: its series' labels.
