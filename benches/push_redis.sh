@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Continuous profiling of a server under load: redis-server driven by redis-benchmark (SET and
-# GET, 50 clients, on loopback), run plainly and under `stallscope run --push URL --every E`,
+# GET, 50 clients, on loopback), run plainly and under `stallscope run --push URL --every E`
+# (EVERY, default 10s),
 # interleaved, ROUNDS rounds; prints each run's requests per second and the medians. The server
 # the windows go to is a small HTTP sink on loopback (benches/push_sink.py: it reads each request
 # and answers 200), or Parca where PUSH_URL names one. Then the memory: one redis under load
 # profiled in windows of 1 s, the resident memory of redis (the interposer lives in it) and of
-# the stallscope process (it reads and pushes the windows) after 10 windows and after WINDOWS.
+# the stallscope process (it reads and pushes the windows) after 10 windows and after WINDOWS,
+# beside plain redis's under the same load for the same time.
 # A benchmark, not a test: it asserts nothing.
 #
-# Usage: benches/push_redis.sh [ROUNDS] [REQUESTS] [WINDOWS]   (the stallscope of target/release)
+# Usage: benches/push_redis.sh [ROUNDS] [REQUESTS] [WINDOWS]   (the stallscope of target/release;
+# ROUNDS 0: the memory only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -71,23 +74,32 @@ for r in $(seq "$rounds"); do
         echo "round $r $m: $v requests/s"
     done
 done
-source benches/common.sh
-p=$(echo "${all[plain]}" | bench_median)
-q=$(echo "${all[push]}" | bench_median)
-echo "median: plain $p, pushed every $every $q requests/s (ratio $(python3 -c "print(f'{$q / $p:.3f}')"))"
+if [ "$rounds" -gt 0 ]; then
+    source benches/common.sh
+    p=$(echo "${all[plain]}" | bench_median)
+    q=$(echo "${all[push]}" | bench_median)
+    echo "median: plain $p, pushed every $every $q requests/s (ratio $(python3 -c "print(f'{$q / $p:.3f}')"))"
+fi
 
-# Memory after many windows, under load all along.
-port=$(free_port)
-pid=$(start push "$port" 1s)
-redis_pid=$(pgrep -P "$pid" redis-server | head -1)
-redis-benchmark -p "$port" -q -c 20 -n 100000000 -t set,get -l >/dev/null 2>&1 &
-load=$!
+# Memory after many windows, under load all along: redis pushed in windows of 1 s, and plain
+# redis under the same load for the same time (what redis itself grows by).
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
-sleep 10
-echo "after 10 windows of 1 s: redis $(rss "$redis_pid") kB, stallscope $(rss "$pid") kB"
-sleep $((windows - 10))
-echo "after $windows windows of 1 s: redis $(rss "$redis_pid") kB, stallscope $(rss "$pid") kB"
-kill "$load" 2>/dev/null || true
-wait "$load" 2>/dev/null || true
-stop "$port" "$pid"
+for m in push plain; do
+    port=$(free_port)
+    pid=$(start $m "$port" 1s)
+    redis_pid=$pid
+    [ $m = push ] && redis_pid=$(pgrep -P "$pid" redis-server | head -1)
+    redis-benchmark -p "$port" -q -c 20 -n 100000000 -t set,get -l >/dev/null 2>&1 &
+    load=$!
+    sleep 10
+    a="redis $(rss "$redis_pid") kB"
+    [ $m = push ] && a="$a, stallscope $(rss "$pid") kB"
+    sleep $((windows - 10))
+    b="redis $(rss "$redis_pid") kB"
+    [ $m = push ] && b="$b, stallscope $(rss "$pid") kB"
+    echo "$m: after 10 s: $a; after $windows s: $b"
+    kill "$load" 2>/dev/null || true
+    wait "$load" 2>/dev/null || true
+    stop "$port" "$pid"
+done
 cat "$work/push.err"
