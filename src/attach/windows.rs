@@ -5,11 +5,10 @@
 //! for any attach), and the pushing thread of [`queue`] reads each window's file, turns it into
 //! the server's profiles and pushes them. A window's file is removed once read; at most
 //! [`queue::CAPACITY`] wait, and a window that finds the queue full is removed unread and counted
-//! lost. So however long it runs, memory and disk stay those of a few windows, and a server that
-//! is down or slow loses windows without holding up the program. Between two windows the
-//! program runs unrecorded for the time its flusher takes to see the next request (it looks
-//! every 100 ms).
-
+//! lost. So however long it runs, stallscope's memory and disk stay those of a few windows, and
+//! a server that is down or slow loses windows without holding up the program. Between two
+//! windows the program runs unrecorded for the time its flusher takes to see the next request
+//! (it looks every 100 ms).
 use super::{INTERRUPTED, connect, on_interrupt, read_line, send_request, wait_window};
 use crate::export::push::queue::{Job, Outcome, Pusher};
 use crate::export::push::{self, Target};
