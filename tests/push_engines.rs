@@ -1,10 +1,9 @@
-//! `--push`: what reaches a profile server, and that a server that is down, slow or refusing
-//! leaves the program alone. A small HTTP server in the test takes the requests (it answers as
-//! told: accepted, an error, or not for minutes); Pyroscope's push body is decoded with the types
-//! Grafana generates from its published protocol definitions (tests/pyroscope_push, Go), and
-//! each profile in it with pprof's own parser. No timing is asserted: a run that the server held
-//! up would pass RUN_TIMEOUT and fail as hung.
-
+//! `--push`: what reaches a profile server, and that a server that is down, slow, refusing or
+//! stopped mid-run leaves the program alone. A small HTTP server in the test takes the requests
+//! (it answers as told: accepted, an error, not for minutes, or once and then no more);
+//! Pyroscope's push body is decoded with the types Grafana generates from its published protocol
+//! definitions (tests/pyroscope_push, Go), and each profile in it with pprof's own parser. No
+//! timing is asserted: a run that the server held up would pass RUN_TIMEOUT and fail as hung.
 mod common;
 
 use common::*;
@@ -22,6 +21,8 @@ enum Answer {
     Refuse,
     /// Reads the request, then answers nothing for minutes.
     Hang,
+    /// Accepts the first request, then stops: the port is closed.
+    StopAfterOne,
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +56,11 @@ impl Server {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
+                if answer == Answer::StopAfterOne {
+                    // One request answered on this thread, then the listener is dropped.
+                    serve(stream, answer, &kept);
+                    return;
+                }
                 let kept = kept.clone();
                 std::thread::spawn(move || serve(stream, answer, &kept));
             }
@@ -105,6 +111,12 @@ fn serve(stream: TcpStream, answer: Answer, kept: &Mutex<Vec<Request>>) {
         });
         let mut w = &stream;
         match answer {
+            Answer::StopAfterOne => {
+                let _ = w.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                );
+                return;
+            }
             Answer::Accept => {
                 let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
             }
@@ -319,6 +331,7 @@ fn run_pushes_a_window_as_each_closes_and_a_failing_server_changes_nothing() {
     let accept = Server::start(Answer::Accept);
     let refuse = Server::start(Answer::Refuse);
     let hang = Server::start(Answer::Hang);
+    let stops = Server::start(Answer::StopAfterOne);
     // A port nothing listens on: the server is down.
     let down = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -329,6 +342,7 @@ fn run_pushes_a_window_as_each_closes_and_a_failing_server_changes_nothing() {
         (Some(&accept), accept.port),
         (Some(&refuse), refuse.port),
         (Some(&hang), hang.port),
+        (Some(&stops), stops.port),
         (None, down),
     ] {
         let url = format!("http://127.0.0.1:{port}/api/profiles/writeraw");
@@ -378,6 +392,13 @@ fn run_pushes_a_window_as_each_closes_and_a_failing_server_changes_nothing() {
                 .collect();
             assert!(windows.len() >= 2, "each window is a profile of its own");
         } else {
+            if server.is_some_and(|s| std::ptr::eq(s, &stops)) {
+                assert_eq!(requests.len(), 1, "{err}");
+                assert!(
+                    err.contains(" 1 window pushed"),
+                    "the window pushed before the server stopped is counted: {err}"
+                );
+            }
             assert!(
                 err.contains("lost"),
                 "{url}: the lost windows are counted and reported: {err}"
