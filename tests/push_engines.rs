@@ -4,6 +4,7 @@
 //! Pyroscope's push body is decoded with the types Grafana generates from its published protocol
 //! definitions (tests/pyroscope_push, Go), and each profile in it with pprof's own parser. No
 //! timing is asserted: a run that the server held up would pass RUN_TIMEOUT and fail as hung.
+
 mod common;
 
 use common::*;
