@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod inject;
+pub mod windows;
 
 #[derive(clap::Args, Debug)]
 pub struct AttachArgs {
@@ -31,6 +32,12 @@ pub struct AttachArgs {
     /// Print nothing but errors
     #[arg(short, long)]
     pub quiet: bool,
+    /// With --push: record consecutive windows of DURATION each (e.g. 10s, 500ms), each pushed as
+    /// it closes, until the process ends, --duration passes or Ctrl-C
+    #[arg(long, value_name = "DURATION", value_parser = crate::run::parse_duration_ms, requires = "push")]
+    pub every: Option<u64>,
+    #[command(flatten)]
+    pub push: crate::export::push::PushArgs,
     /// The process to record
     pub pid: u32,
 }
@@ -56,31 +63,25 @@ pub fn main(args: AttachArgs) -> Result<i32> {
         eprintln!("stallscope: --duration must be a number of seconds above 0 (at most a week)");
         return Ok(2);
     }
-    let mut stream = match connect(pid) {
-        Ok(s) => s,
-        Err(_) => {
-            // Not started with `run --paused`: load the interposer into it with ptrace.
-            if let Some(why) = refusal(pid) {
-                eprintln!("stallscope: cannot attach to {pid}: {why}");
-                return Ok(2);
-            }
-            if let Err(why) = inject::inject(pid) {
-                eprintln!(
-                    "stallscope: cannot attach to {pid}: {why}. Or start it with `stallscope run --paused -- CMD`: it then records nothing until `stallscope attach PID`, and needs no ptrace"
-                );
-                return Ok(2);
-            }
-            match connect_within(pid, Duration::from_secs(5)) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!(
-                        "stallscope: the interposer was loaded into {pid} but does not answer: {e}"
-                    );
-                    return Ok(2);
-                }
-            }
+    let target = match crate::export::push::Target::from_args(&args.push) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("stallscope: {e}");
+            return Ok(2);
         }
     };
+    if target.is_some() && args.output.is_some() {
+        eprintln!("stallscope: --push sends each window to the server: give no -o");
+        return Ok(2);
+    }
+    let stream = match open(pid) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    if let Some(target) = target {
+        return windows::attach(pid, stream, target, &args);
+    }
+    let mut stream = stream;
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let path = match &args.output {
         Some(o) => cwd.join(o),
@@ -182,6 +183,33 @@ pub fn main(args: AttachArgs) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Connects to the process's listener, loading the interposer with ptrace first where it has
+/// none; on failure, says why and gives the exit status.
+fn open(pid: u32) -> std::result::Result<UnixStream, i32> {
+    match connect(pid) {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            // Not started with `run --paused`: load the interposer into it with ptrace.
+            if let Some(why) = refusal(pid) {
+                eprintln!("stallscope: cannot attach to {pid}: {why}");
+                return Err(2);
+            }
+            if let Err(why) = inject::inject(pid) {
+                eprintln!(
+                    "stallscope: cannot attach to {pid}: {why}. Or start it with `stallscope run --paused -- CMD`: it then records nothing until `stallscope attach PID`, and needs no ptrace"
+                );
+                return Err(2);
+            }
+            connect_within(pid, Duration::from_secs(5)).map_err(|e| {
+                eprintln!(
+                    "stallscope: the interposer was loaded into {pid} but does not answer: {e}"
+                );
+                2
+            })
+        }
+    }
 }
 
 /// Connects to the listener of a paused process.

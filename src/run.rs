@@ -74,6 +74,12 @@ pub struct RunArgs {
     /// attach PID` opens a window (needs no ptrace; the processes it starts are paused too)
     #[arg(long)]
     pub paused: bool,
+    /// With --push: record the program in consecutive windows of DURATION (e.g. 10s, 500ms), each
+    /// pushed as it closes, instead of one profile file [default: 10s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ms, requires = "push")]
+    pub every: Option<u64>,
+    #[command(flatten)]
+    pub push: crate::export::push::PushArgs,
     /// Print no summary after the run
     #[arg(short, long)]
     pub quiet: bool,
@@ -105,7 +111,7 @@ fn settings(args: &RunArgs, session: &Session) -> Vec<(&'static str, String)> {
     if args.no_children {
         out.push((options::NO_CHILDREN.env, "1".into()));
     }
-    if args.paused {
+    if args.paused || args.push.push.is_some() {
         out.push((options::PAUSED.env, "1".into()));
     }
     // Stacks are taken on timed calls: a stack period denser than the timing period (`--stack-period
@@ -193,6 +199,19 @@ pub fn main(args: RunArgs) -> Result<i32> {
         );
         return Ok(2);
     }
+    let target = match crate::export::push::Target::from_args(&args.push) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("stallscope: {e}");
+            return Ok(2);
+        }
+    };
+    if target.is_some() && (args.paused || args.output.is_some()) {
+        eprintln!(
+            "stallscope: --push records the program in windows pushed to the server: give no --paused or -o"
+        );
+        return Ok(2);
+    }
     let cwd = std::env::current_dir().context("reading the current directory")?;
     let root = match &args.output {
         Some(o) => launch::RootPath::Given(cwd.join(o)),
@@ -271,13 +290,45 @@ pub fn main(args: RunArgs) -> Result<i32> {
             });
         }
     };
-    if args.paused && !args.quiet {
+    if args.paused && !args.quiet && args.push.push.is_none() {
         eprintln!(
             "stallscope: {root_pid} runs paused, recording nothing: `stallscope attach {root_pid}` records a window of it"
         );
     }
     signals::child_started(root_pid as i32);
+    // The windows are opened, read and pushed by a thread of this process; the program's end
+    // ends the last window, which is pushed within the push timeout.
+    let windows = target.map(|target| {
+        let every = std::time::Duration::from_millis(
+            args.every
+                .unwrap_or(crate::attach::windows::DEFAULT_EVERY_MS)
+                .max(100),
+        );
+        let describe = target.describe();
+        let quiet = args.quiet;
+        let handle = std::thread::Builder::new()
+            .name("stallscope-windows".into())
+            .spawn(move || {
+                crate::attach::windows::record(root_pid, None, every, None, target, true, quiet)
+            });
+        (handle, describe)
+    });
     signals::wait_for_end(root_pid as i32);
+    if let Some((handle, describe)) = windows {
+        let outcome = match handle {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err("the windows' thread failed".into())),
+            Err(e) => Err(format!("cannot start the windows' thread: {e}")),
+        };
+        match outcome {
+            Ok(o) if !args.quiet || o.lost > 0 => {
+                eprintln!("stallscope: {}", o.describe(&describe))
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("stallscope: no windows pushed: {e}"),
+        }
+    }
     let status = std::process::ExitStatus::from_raw(
         spawn::wait_for_exit(root_pid as i32).context("waiting for the profiled program")?,
     );
@@ -316,7 +367,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
             path.display()
         );
     }
-    if !args.quiet && !args.paused {
+    if !args.quiet && !args.paused && args.push.push.is_none() {
         print_summary(root_file.as_deref(), &root_path, &run_dir, others, &status);
         let notes = session.notes();
         for note in notes.iter().take(5) {
@@ -394,7 +445,7 @@ fn gather_run(files: &[(u32, PathBuf)], root: Option<&Path>, run_dir: &Path) -> 
 }
 
 /// Parses a duration such as `250ms`, `2s`, `1.5s` or `1m` into milliseconds.
-fn parse_duration_ms(text: &str) -> std::result::Result<u64, String> {
+pub(crate) fn parse_duration_ms(text: &str) -> std::result::Result<u64, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

@@ -6,6 +6,7 @@ mod chrome;
 pub mod collapsed;
 mod json;
 mod pprof;
+pub mod push;
 mod speedscope;
 
 pub use crate::analysis::collapsed::{Weight, frame_name, lock_leaf, weight_names};
@@ -31,8 +32,8 @@ pub enum Format {
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
     /// Output format
-    #[arg(long, short = 'f', value_enum)]
-    pub format: Format,
+    #[arg(long, short = 'f', value_enum, required_unless_present = "push")]
+    pub format: Option<Format>,
     /// The value of each stack (collapsed only): calls, bytes, time (in the allocator),
     /// lock-wait; cpu, wall (all sampled time), off-cpu, or one state's time (compute, lock,
     /// blocked, ...: the keys of the report's thread states)
@@ -41,6 +42,8 @@ pub struct ExportArgs {
     /// Output file (default: standard output)
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub push: push::PushArgs,
     /// Profile file written by `stallscope run`
     pub file: PathBuf,
 }
@@ -67,8 +70,46 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
 }
 
 pub fn main(args: ExportArgs) -> Result<i32> {
+    let target = match push::Target::from_args(&args.push) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("stallscope: {e}");
+            return Ok(2);
+        }
+    };
+    if target.is_some() && (args.format.is_some() || args.output.is_some()) {
+        eprintln!("stallscope: --push sends the profile to the server: give no --format or -o");
+        return Ok(2);
+    }
     let analysis = Model::read(&args.file)?;
-    let exporter = exporter(args.format);
+    if let Some(target) = target {
+        let window = push::window(&analysis, &target, None);
+        let names: Vec<&str> = window.series.iter().map(|s| s.name).collect();
+        return Ok(match push::engines::send(&target, &window) {
+            Ok(()) => {
+                eprintln!(
+                    "stallscope: pushed {} to {} ({})",
+                    args.file.display(),
+                    target.describe(),
+                    if names.is_empty() {
+                        "no samples".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                );
+                0
+            }
+            Err(e) => {
+                eprintln!("stallscope: pushing to {} failed: {e}", target.describe());
+                1
+            }
+        });
+    }
+    let Some(format) = args.format else {
+        eprintln!("stallscope: give --format or --push");
+        return Ok(2);
+    };
+    let exporter = exporter(format);
     let opts = Options {
         weight: args.weight,
     };

@@ -8,8 +8,11 @@
 //! values of one source only, the others zero. Thread-state samples carry the labels `thread`,
 //! `state` and (when a phase was open) `phase`, so that `-tagfocus=state=lock` and
 //! `-tagfocus=phase=build` select them; identical (stack, thread, phase) samples are merged.
-//! Every location has a function name (`module+0xoffset` when unknown), so pprof needs no
-//! symbolization.
+//! Every location has a function name (`module+0xoffset` when unknown) and a mapping (one per
+//! module) that says so, so pprof needs no symbolization and servers that want a mapping for
+//! every location (Pyroscope) take it. Lock waits carry the label `lock` (the lock's kind and
+//! name). [`encode_selected`] writes some of the types only (one kind of figure, for the
+//! profile servers: `push/`).
 
 use super::{Exporter, Options, frame_name, lock_leaf};
 use crate::analysis::Analysis;
@@ -27,36 +30,36 @@ pub struct Pprof;
 
 /// Protobuf wire encoding of one message.
 #[derive(Default)]
-struct Msg(Vec<u8>);
+pub(super) struct Msg(pub(super) Vec<u8>);
 
 impl Msg {
-    fn varint(&mut self, mut v: u64) {
+    pub(super) fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.0.push((v as u8) | 0x80);
             v >>= 7;
         }
         self.0.push(v as u8);
     }
-    fn key(&mut self, field: u32, wire: u8) {
+    pub(super) fn key(&mut self, field: u32, wire: u8) {
         self.varint(((field as u64) << 3) | wire as u64);
     }
     /// An integer field (int64/uint64 as varint); zero is the default and left out.
-    fn int(&mut self, field: u32, v: i64) {
+    pub(super) fn int(&mut self, field: u32, v: i64) {
         if v != 0 {
             self.key(field, 0);
             self.varint(v as u64);
         }
     }
-    fn bytes(&mut self, field: u32, b: &[u8]) {
+    pub(super) fn bytes(&mut self, field: u32, b: &[u8]) {
         self.key(field, 2);
         self.varint(b.len() as u64);
         self.0.extend_from_slice(b);
     }
-    fn msg(&mut self, field: u32, m: Msg) {
+    pub(super) fn msg(&mut self, field: u32, m: Msg) {
         self.bytes(field, &m.0);
     }
     /// A packed repeated integer field.
-    fn packed(&mut self, field: u32, vs: &[i64]) {
+    pub(super) fn packed(&mut self, field: u32, vs: &[i64]) {
         let mut inner = Msg::default();
         for &v in vs {
             inner.varint(v as u64);
@@ -73,14 +76,65 @@ struct Builder {
     function_ids: HashMap<(String, String), u64>,
     locations: Vec<Msg>,
     location_ids: HashMap<(String, u64, String), u64>,
+    /// One mapping per module (the synthetic leaves' is the module ""): id and highest address.
+    mappings: Vec<(String, u64)>,
+    mapping_ids: HashMap<String, u64>,
     samples: Vec<Msg>,
+    /// Which of [`TYPES`] are written, in order, and the state key a thread-state sample must
+    /// have (None: every sample).
+    selected: Vec<usize>,
+    state: Option<&'static str>,
 }
 
 impl Builder {
-    fn new() -> Builder {
-        let mut b = Builder::default();
+    fn new(selected: Vec<usize>, state: Option<&'static str>) -> Builder {
+        let mut b = Builder {
+            selected,
+            state,
+            ..Builder::default()
+        };
         b.string("");
         b
+    }
+
+    /// The mapping of a module: pyroscope and Parca want one for every location. Its functions,
+    /// files, lines and inlined frames are all given, so no tool tries to symbolize it.
+    fn mapping(&mut self, module: &str, address: u64) -> u64 {
+        let id = match self.mapping_ids.get(module) {
+            Some(&id) => id,
+            None => {
+                self.mappings.push((module.to_string(), 0));
+                let id = self.mappings.len() as u64;
+                self.mapping_ids.insert(module.to_string(), id);
+                id
+            }
+        };
+        let top = &mut self.mappings[id as usize - 1].1;
+        *top = (*top).max(address.saturating_add(1));
+        id
+    }
+
+    fn mapping_msgs(&mut self) -> Vec<Msg> {
+        let mappings = std::mem::take(&mut self.mappings);
+        mappings
+            .iter()
+            .enumerate()
+            .map(|(i, (module, top))| {
+                let name = if module.is_empty() {
+                    "[stallscope]"
+                } else {
+                    module
+                };
+                let mut m = Msg::default();
+                m.int(1, i as i64 + 1);
+                m.int(3, *top as i64);
+                m.int(5, self.string(name));
+                for field in 7..=10 {
+                    m.int(field, 1);
+                }
+                m
+            })
+            .collect()
     }
 
     fn string(&mut self, s: &str) -> i64 {
@@ -117,8 +171,10 @@ impl Builder {
             return id;
         }
         let id = self.locations.len() as u64 + 1;
+        let mapping = self.mapping(module, address);
         let mut m = Msg::default();
         m.int(1, id as i64);
+        m.int(2, mapping as i64);
         m.int(3, address as i64);
         if frames.is_empty() {
             let f = self.function(synthetic, "");
@@ -147,6 +203,10 @@ impl Builder {
         values: [u64; TYPE_COUNT],
         labels: &[(&str, &str)],
     ) {
+        let kept: Vec<i64> = self.selected.iter().map(|&i| values[i] as i64).collect();
+        if kept.iter().all(|&v| v == 0) {
+            return;
+        }
         let mut ids = Vec::new();
         if let Some(leaf) = leaf {
             ids.push(self.location("", 0, &[], leaf) as i64);
@@ -167,7 +227,7 @@ impl Builder {
         }
         let mut m = Msg::default();
         m.packed(1, &ids);
-        m.packed(2, &values.map(|v| v as i64));
+        m.packed(2, &kept);
         for (key, value) in labels {
             let mut label = Msg::default();
             label.int(1, self.string(key));
@@ -210,62 +270,107 @@ fn values(pairs: &[(&str, u64)]) -> [u64; TYPE_COUNT] {
     out
 }
 
-/// The uncompressed protobuf.
+/// What one pprof profile holds: some of [`TYPES`], the thread-state samples of one state only
+/// where `state` is given, and comments (free text that profile servers keep with it).
+pub struct Selection<'a> {
+    pub types: &'a [&'a str],
+    pub state: Option<&'static str>,
+    pub comments: &'a [String],
+    /// The time covered, Unix nanoseconds and length (None: the profile's own).
+    pub time: Option<(u64, u64)>,
+}
+
+/// The uncompressed protobuf with every sample type.
 pub fn encode(a: &Analysis) -> Vec<u8> {
-    let mut b = Builder::new();
-    let sample_types: Vec<Msg> = TYPES
+    let all: Vec<&str> = TYPES.iter().map(|t| t.0).collect();
+    encode_selected(
+        a,
+        &Selection {
+            types: &all,
+            state: None,
+            comments: &[],
+            time: None,
+        },
+    )
+    .0
+}
+
+/// The uncompressed protobuf of a selection, and how many samples it holds (a sample whose
+/// selected values are all zero is left out).
+pub fn encode_selected(a: &Analysis, sel: &Selection<'_>) -> (Vec<u8>, usize) {
+    let selected: Vec<usize> = sel
+        .types
         .iter()
-        .map(|(t, u)| value_type(&mut b, t, u))
+        .filter_map(|name| TYPES.iter().position(|t| t.0 == *name))
+        .collect();
+    let mut b = Builder::new(selected.clone(), sel.state);
+    let sample_types: Vec<Msg> = selected
+        .iter()
+        .map(|&i| value_type(&mut b, TYPES[i].0, TYPES[i].1))
         .collect();
     sampled_stacks(a, &mut b);
-    for lock in &a.summary.locks {
-        for site in &lock.sites {
+    if sel.state.is_none() {
+        for lock in &a.summary.locks {
+            let name = lock_name(a, lock);
+            for site in &lock.sites {
+                b.sample(
+                    &site.frames,
+                    Some(&lock_leaf(lock.kind)),
+                    values(&[("contentions", site.contended), ("delay", site.wait_ns)]),
+                    &[("lock", name.as_str())],
+                );
+            }
+        }
+        for site in &a.summary.alloc_sites {
             b.sample(
                 &site.frames,
-                Some(&lock_leaf(lock.kind)),
-                values(&[("contentions", site.contended), ("delay", site.wait_ns)]),
+                Some(site.function),
+                values(&[
+                    ("alloc_objects", site.calls),
+                    ("alloc_space", site.bytes),
+                    ("alloc_time", site.time_ns),
+                ]),
                 &[],
             );
         }
     }
-    for site in &a.summary.alloc_sites {
-        b.sample(
-            &site.frames,
-            Some(site.function),
-            values(&[
-                ("alloc_objects", site.calls),
-                ("alloc_space", site.bytes),
-                ("alloc_time", site.time_ns),
-            ]),
-            &[],
-        );
-    }
+    let count = b.samples.len();
+    let has = |name: &str| selected.iter().any(|&i| TYPES[i].0 == name);
     // A CPU profile's period, as Go writes it: nanoseconds of CPU time per sample.
     let cpu_hz = a.sampling().map_or(0, |s| s.cpu_hz);
     let has_cpu = a
         .states
         .as_ref()
         .is_some_and(|r| r.stacks.iter().any(|s| s.on_cpu));
-    let (period_type, period, default_type) = if cpu_hz > 0 && has_cpu {
+    let (period_type, period, default_type) = if cpu_hz > 0 && has_cpu && has("cpu") {
         (
             value_type(&mut b, "cpu", "nanoseconds"),
             1_000_000_000 / cpu_hz as i64,
             "cpu",
         )
-    } else {
+    } else if selected.len() == TYPES.len() {
         (
             value_type(&mut b, "alloc_objects", "count"),
             1,
             "alloc_time",
         )
+    } else {
+        let first = TYPES[selected.first().copied().unwrap_or(0)];
+        let last = TYPES[selected.last().copied().unwrap_or(0)];
+        (value_type(&mut b, first.0, first.1), 1, last.0)
     };
     let default_type = b.string(default_type);
+    let comments: Vec<i64> = sel.comments.iter().map(|c| b.string(c)).collect();
+    let mappings = b.mapping_msgs();
     let mut m = Msg::default();
     for t in sample_types {
         m.msg(1, t);
     }
     for s in std::mem::take(&mut b.samples) {
         m.msg(2, s);
+    }
+    for mapping in mappings {
+        m.msg(3, mapping);
     }
     for l in std::mem::take(&mut b.locations) {
         m.msg(4, l);
@@ -276,12 +381,33 @@ pub fn encode(a: &Analysis) -> Vec<u8> {
     for s in &b.strings {
         m.bytes(6, s.as_bytes());
     }
-    m.int(9, a.summary.start_time_unix_ns as i64);
-    m.int(10, a.summary.wall_ns as i64);
+    let (start, length) = sel
+        .time
+        .unwrap_or((a.summary.start_time_unix_ns, a.summary.wall_ns));
+    m.int(9, start as i64);
+    m.int(10, length as i64);
     m.msg(11, period_type);
     m.int(12, period);
+    if !comments.is_empty() {
+        m.packed(13, &comments);
+    }
     m.int(14, default_type);
-    m.0
+    (m.0, count)
+}
+
+/// A lock as the findings name it: its kind (`pthread mutex`, `std::sync::Mutex`) and its
+/// symbol, where it was initialised, or where a runtime that parks threads on their own words
+/// took it.
+fn lock_name(a: &Analysis, lock: &crate::analysis::summary::LockSummary) -> String {
+    let kind = match &lock.runtime {
+        Some(r) => r.object.clone(),
+        None => format!("pthread {}", lock.kind),
+    };
+    let name = match lock.runtime.as_ref().and_then(|r| r.taken_at.as_ref()) {
+        Some(f) => format!("taken in {}", f.short_text()),
+        None => a.object_name(lock.address),
+    };
+    format!("{kind} {name}")
 }
 
 /// The thread-state samples, merged by (stack, thread, phase), in a fixed order (stack index,
@@ -310,6 +436,9 @@ fn sampled_stacks(a: &Analysis, b: &mut Builder) {
     }
     for ((stack, _, phase), (count, cpu_ns, wall_ns, thread)) in merged {
         let s = &r.stacks[stack as usize];
+        if b.state.is_some_and(|k| k != s.category.key()) {
+            continue;
+        }
         let mut labels = vec![("thread", thread.as_str()), ("state", s.category.key())];
         if let Some(phase) = phase {
             labels.push(("phase", phase));
