@@ -9,16 +9,19 @@
 
 mod common;
 
-use common::{TempDir, have, have_tool, profile_with, report_json, skipped, starved};
+use common::{TempDir, have, have_tool, report_json, skipped, starved};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The kinds of cause this file's cases have (the others are tests/real_bugs_threads.rs's).
 const KINDS: [&str; 3] = ["allocator", "library-lock", "io"];
 
 /// The cases this file profiles in CI, by id.
-const CI_CASES: [&str; 3] = [
+const CI_CASES: [&str; 5] = [
+    "rust-stdout-line-writes",
+    "siremol-omp-rand-lock",
     "sqlite-memstatus-mutex",
     "regex-pool-contention",
     "chrono-local-tz-lock",
@@ -27,6 +30,9 @@ const CI_CASES: [&str; 3] = [
 /// A before whose threads waited for CPUs other processes held more than this share of their
 /// lives seldom ran together, so it could not contend: the test says so and skips.
 const STARVED: f64 = 0.25;
+
+/// A side runs in under 5 s on a 2-core machine; one still running after this has hung.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
 
 fn corpus() -> PathBuf {
     common::repo_file("tests/real_bugs")
@@ -110,19 +116,44 @@ fn argv(side: &Value, out: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Profiles one side (`stallscope run -q -o DIR/NAME.prof -- ARGV`, the side's environment set)
+/// with its output going to /dev/null, as the corpus's measurements run it (a program that
+/// prints much would otherwise wait for the test's pipe), within a time limit.
 fn profile_side(dir: &Path, name: &str, side: &Value, out: &Path) -> Value {
-    let cmd = argv(side, out);
-    let env: Vec<(String, String)> = side["env"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let (_, prof) = profile_with(dir, &format!("{name}.prof"), &["-q"], &cmd, 0, |c| {
-        c.envs(env);
-    });
+    let prof = dir.join(format!("{name}.prof"));
+    let log = dir.join(format!("{name}.stderr"));
+    let mut c = Command::new(common::stallscope());
+    c.args(["run", "-q", "-o"])
+        .arg(&prof)
+        .arg("--")
+        .args(argv(side, out))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("stderr file"));
+    if let Some(env) = side["env"].as_object() {
+        for (k, v) in env {
+            c.env(k, v.as_str().unwrap_or(""));
+        }
+    }
+    let mut child = c.spawn().expect("starting stallscope run");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for stallscope run") {
+            break status;
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name}: still running after {RUN_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        status.success() && prof.is_file(),
+        "{name}: stallscope run failed ({status}):\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     report_json(&prof)
 }
 
@@ -308,4 +339,14 @@ fn regex_pool_contention() {
 #[test]
 fn chrono_local_tz_lock() {
     check_case("chrono-local-tz-lock");
+}
+
+#[test]
+fn siremol_omp_rand_lock() {
+    check_case("siremol-omp-rand-lock");
+}
+
+#[test]
+fn rust_stdout_line_writes() {
+    check_case("rust-stdout-line-writes");
 }
