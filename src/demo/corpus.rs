@@ -117,10 +117,10 @@ fn command(case: &CorpusCase, side: &str, out: &Path, threads: Option<&str>) -> 
                 .collect()
         })
         .unwrap_or_default();
-    if let (Some(n), Some(i)) = (threads, case.json["threads"]["arg"].as_u64()) {
-        if let Some(a) = argv.get_mut(i as usize) {
-            *a = n.to_string();
-        }
+    if let (Some(n), Some(i)) = (threads, case.json["threads"]["arg"].as_u64())
+        && let Some(a) = argv.get_mut(i as usize)
+    {
+        *a = n.to_string();
     }
     argv
 }

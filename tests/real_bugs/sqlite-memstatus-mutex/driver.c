@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ROWS = 2000, QUERIES = 40000 };
+enum { ROWS = 2000, QUERIES = 80000 };
 
 static void check(int rc, sqlite3 *db, const char *what) {
     if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -18,6 +18,8 @@ static void check(int rc, sqlite3 *db, const char *what) {
         exit(1);
     }
 }
+
+static int queries; /* per thread: the QUERIES split among the threads */
 
 static void *worker(void *arg) {
     long long *sum = arg;
@@ -39,7 +41,7 @@ static void *worker(void *arg) {
     sqlite3_finalize(ins);
     check(sqlite3_exec(db, "COMMIT", 0, 0, 0), db, "commit");
     /* The workload of the tracker: many short reads, each a statement prepared, run and freed. */
-    for (int q = 0; q < QUERIES; q++) {
+    for (int q = 0; q < queries; q++) {
         char sql[96];
         snprintf(sql, sizeof sql, "SELECT name, v FROM t WHERE id BETWEEN %d AND %d ORDER BY name", q % ROWS,
                  q % ROWS + 8);
@@ -62,6 +64,7 @@ int main(int argc, char **argv) {
     int threads = argc > 2 ? atoi(argv[2]) : env ? atoi(env) : 2;
     if (threads < 1 || threads > 64)
         threads = 2;
+    queries = QUERIES / threads;
     if (!strcmp(argv[1], "after"))
         check(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0), NULL, "config");
     pthread_t t[64];
