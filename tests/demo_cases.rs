@@ -304,15 +304,36 @@ fn demo_lists_the_case_studies() {
         .unwrap();
     assert!(out.status.success(), "{}", describe(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    let names: Vec<&str> = text
+    // The seeds' four, then, after a blank line, the corpus of real bugs (tests/real_bugs).
+    let (seeds, corpus) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let names: Vec<&str> = seeds
         .lines()
         .map(|l| l.split_whitespace().next().unwrap_or(""))
         .collect();
     assert_eq!(names, CASES, "{text}");
     assert!(
-        text.lines().all(|l| l.split_whitespace().count() > 3),
+        seeds.lines().all(|l| l.split_whitespace().count() > 3),
         "{text}"
     );
+    // Every corpus case is listed, with how it runs or why it is skipped.
+    let ids: Vec<String> = std::fs::read_dir(common::repo_file("tests/real_bugs"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("case.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for id in &ids {
+        let line = corpus
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id.as_str()))
+            .unwrap_or_else(|| panic!("{id} is not listed:\n{text}"));
+        assert!(
+            line.contains("(runs in `stallscope demo`)")
+                || line.contains(&format!("(`stallscope demo {id}`)"))
+                || line.contains("(skipped: "),
+            "{line}"
+        );
+    }
 
     let bad = Command::new(stallscope())
         .args(["demo", "no_such_case"])

@@ -5,6 +5,7 @@
 
 mod build;
 mod cases;
+mod corpus;
 mod figures;
 mod timing;
 mod verdict;
@@ -35,23 +36,37 @@ pub struct DemoArgs {
 }
 
 pub fn main(args: DemoArgs) -> Result<i32> {
+    let corpus = corpus::load();
     if args.list {
         for case in &cases::CASES {
             println!("{:<14} {}", case.name, case.summary);
         }
+        if !corpus.is_empty() {
+            println!("\nReal bugs (tests/real_bugs, docs/CASES.md):");
+            for line in corpus::list_lines(&corpus) {
+                println!("{line}");
+            }
+        }
         return Ok(0);
     }
+    // The seeds named, and the corpus cases named; without names, the seeds and the corpus
+    // cases marked for the demo.
+    let mut real: Vec<&corpus::CorpusCase> = Vec::new();
     let selected: Vec<&CaseStudy> = if args.names.is_empty() {
+        real.extend(corpus.iter().filter(|c| c.demo));
         cases::CASES.iter().collect()
     } else {
-        args.names
-            .iter()
-            .map(|n| {
-                cases::find(n).with_context(|| {
-                    format!("no case study named `{n}` (`stallscope demo --list` lists them)")
-                })
-            })
-            .collect::<Result<_>>()?
+        let mut seeds = Vec::new();
+        for n in &args.names {
+            if let Some(c) = corpus.iter().find(|c| &c.id == n) {
+                real.push(c);
+                continue;
+            }
+            seeds.push(cases::find(n).with_context(|| {
+                format!("no case study named `{n}` (`stallscope demo --list` lists them)")
+            })?);
+        }
+        seeds
     };
     let cxx = build::compiler();
     build::check_compiler(&cxx)?;
@@ -69,7 +84,19 @@ pub fn main(args: DemoArgs) -> Result<i32> {
         keep: !temporary,
         style: Style::for_stdout(),
     };
-    let result = run_cases(&cxx, &settings, &selected);
+    let mut result = if selected.is_empty() {
+        Ok(0)
+    } else {
+        run_cases(&cxx, &settings, &selected)
+    };
+    for case in real {
+        if result.is_err() {
+            break;
+        }
+        if let Err(e) = corpus::run(case, &settings.dir, settings.quick, settings.style) {
+            result = Err(e);
+        }
+    }
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
     } else {

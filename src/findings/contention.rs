@@ -49,7 +49,11 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
     let mut found: Vec<(f64, Finding)> = Vec::new();
     let turns = super::causes::turns_cause(a);
     for lock in s.locks.iter().filter(|l| l.runtime.is_some() == runtime) {
-        let wait = lock.wait_ns as f64;
+        // The timed waits, or, where more, the time the samples put on the lock at the places
+        // that wait on it: spinning before sleeping, and the atomic operations of its
+        // acquisitions and releases while its word's cache line moves between the cores.
+        let traffic = lock_traffic_ns(a, lock);
+        let wait = (lock.wait_ns as f64).max(traffic);
         if wait < rule.param("min_wait_ns") {
             continue;
         }
@@ -86,19 +90,27 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         let (kind, address) = lock_kind_and_name(a, lock);
         let mut evidence = vec![format!(
             "{} of waiting in {} contended of {} acquisitions by {} threads (longest wait {})",
-            fmt_ns(wait),
+            fmt_ns(lock.wait_ns as f64),
             fmt_count(lock.contended),
             fmt_count(lock.acquisitions),
             lock.threads,
             fmt_ns(lock.max_wait_ns)
         )];
+        if traffic > lock.wait_ns as f64 {
+            evidence.push(format!(
+                "{} sampled on the lock where threads wait for it: spinning, sleeping, and the \
+                 atomic operations of its acquisitions and releases (its word's cache line moving \
+                 between the cores)",
+                fmt_ns(traffic)
+            ));
+        }
         let mut waiters: Vec<_> = lock.sites.iter().collect();
         waiters.sort_by_key(|s| std::cmp::Reverse(s.wait_ns));
         let max_sites = rule.param("max_sites") as usize;
         for site in waiters.iter().take(max_sites) {
             evidence.push(format!(
                 "waiter: {} of the wait at {}",
-                fmt_pct(ratio(site.wait_ns, wait)),
+                fmt_pct(ratio(site.wait_ns, lock.wait_ns)),
                 lock_site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into())
             ));
         }
@@ -182,6 +194,88 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
     found.into_iter().take(3).map(|(_, f)| f).collect()
 }
 
+/// The functions that wait on `lock` (its waiter sites' user frames, without templates).
+fn waiter_functions(lock: &LockSummary) -> Vec<String> {
+    let mut names: Vec<String> = lock
+        .sites
+        .iter()
+        .filter_map(|s| s.user_frame())
+        .filter(|f| f.function.is_some())
+        .map(|f| f.short_name())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Sampled time, over all threads, in the lock and atomic states at the functions that wait on
+/// `lock`: a lock-state site that caught another lock word does not count. A contended lock
+/// costs its waiters more than their sleeps: the spinning before them, and the acquisitions and
+/// releases that find its cache line on another core (std's Mutex: the fast path's
+/// compare-and-swap and the guard's release, sampled as atomic operations).
+fn lock_traffic_ns(a: &Analysis, lock: &LockSummary) -> f64 {
+    let Some(states) = &a.states else {
+        return 0.0;
+    };
+    let waiters = waiter_functions(lock);
+    if waiters.is_empty() || lock.contended == 0 {
+        return 0.0;
+    }
+    let mut ns = 0.0;
+    for t in &states.threads {
+        let total = t.sampled_ns() as f64;
+        for category in [Category::Lock, Category::Atomic] {
+            for site in t.listed_sites(category) {
+                if !site.locks.is_empty() && site.locks.iter().all(|l| l.object != lock.address) {
+                    continue;
+                }
+                let at_waiter = site
+                    .user_frame()
+                    .filter(|f| f.function.is_some())
+                    .is_some_and(|f| waiters.contains(&f.short_name()));
+                if at_waiter {
+                    ns += t.site_share(site) * total;
+                }
+            }
+        }
+    }
+    ns
+}
+
+/// The functions whose atomic operations are a contended lock's own traffic: those that wait on
+/// a lock the lock findings report (`lock_traffic_ns` counts them there). One cause, one finding.
+fn lock_claimed_functions(a: &Analysis) -> Vec<String> {
+    let rules = super::rules::rules();
+    let waiter_wall: f64 = a
+        .summary
+        .threads
+        .iter()
+        .filter(|t| t.lock_wait_ns > 0)
+        .map(|t| t.wall_ns as f64)
+        .sum();
+    let mut claimed = Vec::new();
+    for lock in &a.summary.locks {
+        let id = if lock.runtime.is_some() {
+            "runtime-lock-contention"
+        } else {
+            "lock-contention"
+        };
+        let Some(rule) = rules.iter().find(|r| r.id == id) else {
+            continue;
+        };
+        let wait = (lock.wait_ns as f64).max(lock_traffic_ns(a, lock));
+        if wait < rule.param("min_wait_ns")
+            || rule
+                .severity_of(ratio(wait, waiter_wall).min(1.0))
+                .is_none()
+        {
+            continue;
+        }
+        claimed.extend(waiter_functions(lock));
+    }
+    claimed
+}
+
 /// How long a lock was held in all, as the timed holds estimate it; with too few of them timed
 /// (a lock taken fewer times than the timing period, such as GNU sort's 91 acquisitions) it is
 /// not known, which "0 ns held in total" had said, and, from one short hold timed, "398.1 µs
@@ -235,6 +329,12 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
     let Some(states) = &a.states else {
         return groups;
     };
+    // Atomic operations where threads wait on a reported lock are that lock's finding.
+    let claimed = if category == Category::Atomic {
+        lock_claimed_functions(a)
+    } else {
+        Vec::new()
+    };
     for (index, t) in states.threads.iter().enumerate() {
         let total = t.sampled_ns() as f64;
         for site in t.listed_sites(category) {
@@ -259,6 +359,14 @@ fn state_groups(a: &Analysis, category: Category, exclude: &[String]) -> Vec<Sta
                             .locks
                             .iter()
                             .all(|l| matches!(l.how, "runtime" | "pthread"))))
+            {
+                continue;
+            }
+            if !claimed.is_empty()
+                && site
+                    .user_frame()
+                    .filter(|f| f.function.is_some())
+                    .is_some_and(|f| claimed.contains(&f.short_name()))
             {
                 continue;
             }
@@ -389,6 +497,7 @@ fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding>
                     crate::analysis::locknames::DEBUG_FILE_HINT
                 ));
             }
+            let advice = lock_advice(rule, &lock);
             Some(build(
                 rule,
                 a,
@@ -397,11 +506,29 @@ fn state_findings(rule: &Rule, a: &Analysis, category: Category) -> Vec<Finding>
                     ("share", fmt_pct(share)),
                     ("function", g.function),
                     ("lock", lock),
+                    ("advice", advice),
                 ],
                 evidence,
             ))
         })
         .collect()
+}
+
+/// The remedy's advice for the lock the samples caught: the rule's `lock_advice` entry whose
+/// `lock` the lock's words contain (the time zone lock wants another fix than random()'s), else
+/// its general `advice`.
+fn lock_advice(rule: &Rule, lock: &str) -> String {
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    rule.params
+        .get("lock_advice")
+        .and_then(|v| v.as_array())
+        .and_then(|list| {
+            list.iter()
+                .find(|e| e["lock"].as_str().is_some_and(|k| lock.contains(k)))
+        })
+        .and_then(|e| text(&e["advice"]))
+        .or_else(|| rule.params.get("advice").and_then(text))
+        .unwrap_or_default()
 }
 
 pub fn internal_locks(rule: &Rule, a: &Analysis) -> Vec<Finding> {
