@@ -173,7 +173,10 @@ fn before_miss(case: &Case, report: &Value) -> Option<String> {
         return Some(format!("no HIGH or MEDIUM finding, expected {id}"));
     };
     if !ids.iter().any(|i| top["id"] == *i) {
-        return Some(format!("the top finding is {}, expected {ids:?}", top["id"]));
+        return Some(format!(
+            "the top finding is {}, expected {ids:?}",
+            top["id"]
+        ));
     }
     let text = words(top);
     let missing: Vec<&str> = expect["names"]
@@ -250,7 +253,8 @@ fn the_cases_are_complete() {
         if let Some(i) = threads["arg"].as_u64() {
             let (argv, _) = c.command("before");
             assert!(
-                argv.get(i as usize).is_some_and(|a| a.parse::<u32>().is_ok()),
+                argv.get(i as usize)
+                    .is_some_and(|a| a.parse::<u32>().is_ok()),
                 "{}: threads.arg {i} is no number in {argv:?}",
                 c.id()
             );
