@@ -289,3 +289,33 @@ fn each_before_names_its_cause_and_each_after_is_quiet() {
         run_case(case);
     }
 }
+
+/// The mechanism the OpenBLAS case needs, in a program CI builds: a thread that waits for its
+/// turn by polling a flag in a loop of `nop`s and a load (no `pause`, no system call) is
+/// spinning, named at its function, not computing.
+#[test]
+fn a_polling_loop_without_pause_is_spinning() {
+    let dir = TempDir::new("real-bugs-polling");
+    let exe = compile_file(
+        dir.path(),
+        &test_source("real_bugs_programs", "polling_handoff.c"),
+        &["-g"],
+    );
+    let _machine = machine();
+    let (_, prof) = profile(dir.path(), "polling.prof", &[], &[exe], 0);
+    let r = report_json(&prof);
+    let spinning = findings(&r)
+        .iter()
+        .find(|f| f["id"] == "spinning" && words(f).contains("wait_turn"));
+    if spinning.is_none()
+        && let Some(why) = starved(&r, STARVED)
+    {
+        skipped("a_polling_loop_without_pause_is_spinning", &why);
+        return;
+    }
+    assert!(
+        spinning.is_some(),
+        "no spinning finding in wait_turn:\n{}",
+        titles(&r)
+    );
+}
