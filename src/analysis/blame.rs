@@ -144,6 +144,10 @@ type Stretches = Vec<(u64, u64, usize)>;
 /// nothing while others work.
 const WORKER_MIN_SHARE: f64 = 0.02;
 
+/// The share of the busiest thread's time on a culprit below which another thread that ran it
+/// is not counted among its threads.
+const MINOR_THREAD_SHARE: f64 = 0.1;
+
 /// How many culprits are kept (the views list a few; findings take the heaviest).
 const KEPT: usize = 8;
 
@@ -275,7 +279,8 @@ fn stretches(
     // A thread a runtime keeps to take work (it waited in the runtime's idle team or barrier)
     // counts whatever its share: an OpenMP primary whose part of an uneven loop was small read
     // 0.7-5.6% of its life at work in runs of one program.
-    for (t, list) in states.threads.iter().zip(out.iter_mut()) {
+    let handing = handing_off(profile, states, waitfor, &out);
+    for ((t, list), hands_off) in states.threads.iter().zip(out.iter_mut()).zip(handing) {
         let pooled = || {
             list.iter().any(|s| {
                 s.doing == Doing::WaitingForWork
@@ -284,11 +289,75 @@ fn stretches(
                     })
             })
         };
-        if (t.work_ns() as f64) < WORKER_MIN_SHARE * t.life_ns as f64 && !pooled() {
+        if (t.work_ns() as f64) < WORKER_MIN_SHARE * t.life_ns as f64 && !hands_off && !pooled() {
             list.retain(|s| s.doing != Doing::WaitingForWork);
         }
     }
     out
+}
+
+/// The share of its life a thread may spend waiting for the world outside (a client, a timer)
+/// and still count as one that computes on its own, and the share it must compute.
+const COMPUTES_MAX_OUTSIDE: f64 = 0.05;
+const COMPUTES_MIN_WORK: f64 = 0.1;
+
+/// Per thread of the states: whether it handed its work to another thread and waits for the
+/// result. It waited on a condition variable or semaphore that a thread of the process
+/// signalled, and that thread computes on its own (it works at least a tenth of its life and
+/// waits for the world outside under a twentieth): what the waiter waits for is that thread's
+/// work, so it could have taken part of it. `zstd -T2` and `xz -T2` on an input of one job:
+/// their main thread reads the input, hands it over and waits for the one worker. A thread that
+/// only joins another (rustc's main thread) hands nothing over; a server's idle thread waits
+/// for work from a thread driven by its clients (it waits for the world outside): neither
+/// loses anything while the others work.
+fn handing_off(
+    profile: &Profile,
+    states: &StateReport,
+    waitfor: Option<&WaitFor>,
+    out: &[Vec<Stretch>],
+) -> Vec<bool> {
+    let mut handing = vec![false; states.threads.len()];
+    let Some(w) = waitfor else {
+        return handing;
+    };
+    let index: HashMap<u32, usize> = states
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.serial, i))
+        .collect();
+    let of = |p: usize| {
+        profile
+            .threads
+            .get(p)
+            .and_then(|t| index.get(&t.serial).copied())
+    };
+    let computes = |i: usize| {
+        let t = &states.threads[i];
+        let life = t.life_ns.max(1) as f64;
+        let outside: u64 = out[i]
+            .iter()
+            .filter(|s| s.doing == Doing::Other)
+            .map(|s| s.end - s.begin)
+            .sum();
+        t.work_ns() as f64 >= COMPUTES_MIN_WORK * life
+            && (outside as f64) < COMPUTES_MAX_OUTSIDE * life
+    };
+    for e in w.edges.iter().filter(|e| {
+        matches!(
+            e.kind,
+            Some(crate::profile::samples::WaitKind::Condition)
+                | Some(crate::profile::samples::WaitKind::Semaphore)
+        )
+    }) {
+        let (Some(waiter), Some(other)) = (of(e.waiter), e.other.and_then(of)) else {
+            continue;
+        };
+        if waiter != other && computes(other) {
+            handing[waiter] = true;
+        }
+    }
+    handing
 }
 
 /// How many earlier looks an off-CPU sample's time may reach back past (the interposer gives a
@@ -499,20 +568,40 @@ fn culprit_key(frame: &Frame) -> (String, String) {
 }
 
 /// The words for what a waiting stack waits in: the runtime's own name for it, else the
-/// innermost function the state rules call a wait (`pthread_join`, `pthread_cond_wait`), as
-/// its public name; "a wait" where no frame says (a stack the sampler could not read).
+/// function the state rules call a wait (`pthread_join`, `pthread_cond_wait`), as its public
+/// name: the outermost frame of its module above the innermost wait (glibc's
+/// `pthread_cond_wait_common` is inside `pthread_cond_wait`), with the code outside the
+/// runtime that called it (`pthread_cond_wait in lzma_code (liblzma.so.5)`: the library a
+/// waiter waits inside tells whose work it waits for); "a wait" where no frame says (a stack
+/// the sampler could not read).
 fn wait_words(frames: &[Frame], rules: &Rules) -> String {
     if let Some((entry, _)) = runtime::wait_of(frames) {
         return entry.object.clone();
     }
-    frames
+    let Some(at) = frames
         .iter()
-        .find(|f| matches!(rules.by_frame(f), Some(Category::Blocked | Category::Idle)))
-        .and_then(|f| f.function.as_deref())
-        .map_or_else(
-            || "a wait".to_string(),
-            |name| public_libc_name(crate::symbols::qualified_name(name)).to_string(),
-        )
+        .position(|f| matches!(rules.by_frame(f), Some(Category::Blocked | Category::Idle)))
+    else {
+        return "a wait".to_string();
+    };
+    let module = &frames[at].module;
+    let outer = frames[at..]
+        .iter()
+        .take_while(|f| &f.module == module)
+        .filter(|f| f.function.is_some())
+        .last()
+        .unwrap_or(&frames[at]);
+    let Some(name) = outer.function.as_deref().or(frames[at].function.as_deref()) else {
+        return "a wait".to_string();
+    };
+    let wait = public_libc_name(crate::symbols::qualified_name(name)).to_string();
+    match frames[at..].iter().find(|f| !is_runtime_frame(f)) {
+        Some(f) if f.function.is_some() => format!("{wait} in {}", f.short_text()),
+        Some(f) if !f.module.is_empty() => {
+            format!("{wait} in code of {} (without symbols)", f.module_name())
+        }
+        _ => wait,
+    }
 }
 
 /// One working stack's figures.
@@ -688,6 +777,11 @@ fn culprit_of(tallies: &[Tally], members: &[usize], level: usize) -> (Culprit, S
     }
     let mut threads: Vec<(usize, f64)> = threads.into_iter().collect();
     threads.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // The threads that ran it: those that ran a share of it worth naming. A thread that ran a
+    // sliver (zstd's main thread reading the input in the same stripped module while its one
+    // worker compressed) did not take turns at it.
+    let most = threads.first().map_or(0.0, |x| x.1);
+    threads.retain(|x| x.1 >= MINOR_THREAD_SHARE * most);
     let culprit = Culprit {
         frame: top.frames[d].clone(),
         caller: d.checked_sub(1).map(|c| top.frames[c].clone()),

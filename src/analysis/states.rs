@@ -674,7 +674,9 @@ impl Classifier<'_, '_> {
         let syscall = s.syscall.map(|nr| syscall_name(nr, s.arg));
         // Where a CPU sample's instruction is: in a pause loop, at a system call.
         let on_cpu = s.kind == SampleKind::Cpu;
-        let in_pause_loop = on_cpu && self.code.in_pause_loop(&profile.modules, s.pc);
+        let in_pause_loop = on_cpu
+            && (self.code.in_pause_loop(&profile.modules, s.pc)
+                || self.code.in_polling_loop(&profile.modules, s.pc));
         let in_syscall = on_cpu && self.code.at_or_after_syscall(&profile.modules, s.pc);
         let (mut category, decided) = rules.classify(
             &frames,

@@ -15,8 +15,17 @@ use crate::symbols::{Frame, qualified_name, user_frame};
 use crate::util::{fmt_count, fmt_ns, fmt_pct, ratio};
 use std::collections::HashMap;
 
+/// A frame in words: code without symbols (a stripped program or library) is named by its
+/// module, as the work other threads waited for is (`analysis::blame::Culprit::place`): one
+/// cause, one name, whichever finding tells it.
 fn frame_words(f: Option<&Frame>) -> String {
-    f.map_or_else(|| "an unknown frame".to_string(), Frame::display)
+    match f {
+        None => "an unknown frame".to_string(),
+        Some(f) if f.function.is_none() && !f.module.is_empty() => {
+            format!("code in {} (without symbols)", f.module_name())
+        }
+        Some(f) => f.display(),
+    }
 }
 
 fn thread_words(t: &ThreadStates) -> String {
@@ -88,9 +97,13 @@ pub fn thread_churn(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let lives: u64 = others.map(|t| t.wall_ns).sum();
     let rate = created as f64 / (wall as f64 / 1e9);
     let mean_life = lives as f64 / created.max(1) as f64;
-    if (created as f64) < rule.param("min_threads")
-        || rate < rule.param("min_threads_per_s")
+    // Many threads for the machine and the run: counts and rates per CPU (a pool keeps about
+    // one thread per CPU for the whole run), lives short beside the run's.
+    let cpus = f64::from(r.cpus.max(1));
+    if (created as f64) < rule.param("min_threads_per_cpu") * cpus
+        || rate < rule.param("min_threads_per_s_per_cpu") * cpus
         || mean_life > rule.param("max_mean_life_ns")
+        || mean_life > rule.param("max_mean_life_of_wall") * wall as f64
     {
         return vec![];
     }
@@ -100,9 +113,19 @@ pub fn thread_churn(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let creation: u64 = per_thread.iter().sum();
     let creators = per_thread.iter().filter(|&&ns| ns > 0).count() as u64;
     let width = creators.clamp(1, r.cpus.max(1) as u64);
-    // Creating the threads is work a pool does once: the creators' time in it is what a pool
-    // saves at least (their start, exit and stack mappings come on top, not counted).
-    let stake = (creation / width).min(wall);
+    // The short threads' lives beyond their CPU time and their lock waits: waiting to start and
+    // to be joined, which a pool's threads, already running, skip (a library that makes a pool
+    // of two threads per call spent three quarters of each thread's life so).
+    let max_life = rule.param("max_mean_life_ns") as u64;
+    let lifecycle: u64 = s
+        .threads
+        .iter()
+        .filter(|t| !t.main && (t.folded.is_some() || t.wall_ns <= max_life))
+        .map(|t| t.wall_ns.saturating_sub(t.cpu_ns + t.lock_wait_ns))
+        .sum();
+    // Creating the threads is work a pool does once: the creators' time in it, with the threads'
+    // start and end shared over the CPUs, is what a pool saves.
+    let stake = (creation / width + lifecycle / r.cpus.max(1) as u64).min(wall);
     let Some(severity) = rule.severity_of(ratio(stake, wall)) else {
         return vec![];
     };
@@ -122,6 +145,11 @@ pub fn thread_churn(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_ns(creation as f64 / created.max(1) as f64),
             fmt_pct(ratio(creation, wall)),
             frame
+        ),
+        format!(
+            "they spent {} of their lives neither on a CPU nor waiting for a lock ({} per thread): starting, and waiting to end and be joined",
+            fmt_ns(lifecycle as f64),
+            fmt_ns(lifecycle as f64 / created.max(1) as f64)
         ),
     ];
     let f = build(

@@ -43,6 +43,8 @@ fn churn(threads: u32, life_ns: u64, creation_share: f64) -> Analysis {
                 ThreadSummary {
                     tid: 0,
                     wall_ns: life_ns * threads as u64,
+                    // Threads on a CPU their whole lives: no time starting or ending.
+                    cpu_ns: life_ns * threads as u64,
                     folded: Some(threads),
                     ..ThreadSummary::default()
                 },
@@ -99,9 +101,30 @@ fn thread_churn_thresholds_on_the_creation_time() {
 }
 
 #[test]
+fn thread_churn_counts_the_short_threads_lives_off_a_cpu() {
+    let r = rule("thread-churn");
+    // 1% of the wall time in pthread_create: below every level alone.
+    assert!(thread_churn(r, &churn(4000, 200_000, 0.01)).is_empty());
+    // The same threads on a CPU a quarter of their lives, waiting for a lock another eighth:
+    // the rest (5/8 of 0.8 s) is their start and end, shared over the 2 CPUs.
+    let mut a = churn(4000, 200_000, 0.01);
+    let group = &mut a.summary.threads[1];
+    group.cpu_ns = group.wall_ns / 4;
+    group.lock_wait_ns = group.wall_ns / 8;
+    let f = thread_churn(r, &a);
+    assert_eq!(severity(&f), Some(Severity::High), "{f:?}");
+    assert_eq!(stake(&f), 10_000_000 + 250_000_000);
+    assert!(
+        f[0].evidence.iter().any(|e| e.contains("neither on a CPU")),
+        "{f:?}"
+    );
+}
+
+#[test]
 fn thread_churn_needs_many_short_threads() {
     let r = rule("thread-churn");
-    let min = r.param("min_threads") as u32;
+    // The fixture has 2 CPUs: the gates are per CPU.
+    let min = (r.param("min_threads_per_cpu") * 2.0) as u32;
     assert!(thread_churn(r, &churn(min - 1, 20_000, 0.4)).is_empty());
     assert!(!thread_churn(r, &churn(min, 20_000, 0.4)).is_empty());
     // Long-lived threads amortize their creation.

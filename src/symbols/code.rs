@@ -111,6 +111,59 @@ impl CodeReader {
         bytes.windows(2).any(|w| w == [0xf3, 0x90])
     }
 
+    /// Whether `pc` lies in a polling loop: a short loop (at most `POLL_LOOP_BYTES`) that re-reads
+    /// memory and changes nothing but registers and flags: only loads, compares, tests, `nop`s
+    /// and `pause`, and the branch back. It waits for another thread to change the word it
+    /// reads (a runtime's hand-off flag): a spin-wait, with or without a `pause` hint
+    /// (OpenBLAS's `YIELDING` is eight `nop`s). A loop that computes (adds, shifts, stores) or
+    /// calls is no such loop.
+    pub fn in_polling_loop(&mut self, modules: &[Module], pc: u64) -> bool {
+        let Some((bytes, at)) = self.window(modules, pc, POLL_LOOP_BYTES, POLL_LOOP_BYTES) else {
+            return false;
+        };
+        let base = pc - at as u64;
+        // Forward from the sample's instruction to the branch that closes the loop.
+        let mut d = Decoder::with_ip(64, &bytes[at..], pc, DecoderOptions::NONE);
+        let mut back = None;
+        for _ in 0..POLL_LOOP_INSNS {
+            let insn = d.decode();
+            if insn.is_invalid() || !polls(&insn) {
+                return false;
+            }
+            if insn.op0_kind() == OpKind::NearBranch64 {
+                let target = insn.near_branch_target();
+                if target <= pc && target >= base {
+                    back = Some((target, insn.next_ip()));
+                    break;
+                }
+                // A branch farther back is another loop's; one forward (the loop's exit, or a
+                // skip inside it) lets the loop go on past it.
+                if target < pc {
+                    return false;
+                }
+            }
+        }
+        let Some((target, end)) = back else {
+            return false;
+        };
+        // The loop from its top: every instruction polls, one of them reads memory, and the
+        // decoding lands on the sample's instruction (a consistent boundary).
+        let from = (target - base) as usize;
+        let to = (end - base) as usize;
+        let mut d = Decoder::with_ip(64, &bytes[from..to], target, DecoderOptions::NONE);
+        let (mut reads, mut on_pc) = (false, false);
+        while d.can_decode() {
+            let insn = d.decode();
+            if insn.is_invalid() || !polls(&insn) {
+                return false;
+            }
+            on_pc |= insn.ip() == pc;
+            reads |= (0..insn.op_count()).any(|i| insn.op_kind(i) == OpKind::Memory)
+                && insn.mnemonic() != Mnemonic::Nop;
+        }
+        reads && on_pc
+    }
+
     /// Whether `pc` is a `syscall` instruction or directly follows one: where a CPU sample lands
     /// on a thread in a system call (interrupted and to be restarted, or just returned), with the
     /// call's first argument still in RDI.
@@ -134,5 +187,22 @@ impl CodeReader {
             let insn = d.decode();
             !insn.is_invalid() && insn.len() == k && matches!(insn.mnemonic(), Mnemonic::Call)
         })
+    }
+}
+
+/// The longest polling loop `in_polling_loop` looks for, in bytes and instructions.
+const POLL_LOOP_BYTES: usize = 48;
+const POLL_LOOP_INSNS: usize = 16;
+
+/// Whether an instruction may stand in a polling loop: it reads, compares or waits, and writes
+/// no memory (a load into a register, `cmp`, `test`, `nop`, `pause`, a jump).
+fn polls(insn: &Instruction) -> bool {
+    let writes_memory = insn.op_count() > 0 && insn.op0_kind() == OpKind::Memory;
+    match insn.mnemonic() {
+        Mnemonic::Nop | Mnemonic::Pause => true,
+        Mnemonic::Cmp | Mnemonic::Test => true,
+        Mnemonic::Mov | Mnemonic::Movzx | Mnemonic::Movsx | Mnemonic::Movsxd => !writes_memory,
+        Mnemonic::Call => false,
+        _ => insn.op_count() == 1 && insn.op0_kind() == OpKind::NearBranch64,
     }
 }
