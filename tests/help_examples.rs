@@ -134,8 +134,11 @@ fn every_stallscope_command_of_the_readme_runs() {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let dir = TempDir::new("help-readme");
     let prog = setup(dir.path());
-    // The README's program names: its own example (./myapp) and the bundled quickstart.
-    std::fs::copy(&prog, dir.join("myapp")).unwrap();
+    // The README's program names: its own examples (./myapp, ./myserver) and the bundled
+    // quickstart.
+    for name in ["myapp", "myserver"] {
+        std::fs::copy(&prog, dir.join(name)).unwrap();
+    }
     let quickstart = compile_file(
         dir.path(),
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("demos/quickstart.c"),
