@@ -192,6 +192,7 @@ static uint32_t ss_py_find_version(void) {
 /* At start-up (ss_stacks_init): whether the process runs CPython, and which. Returns whether its
  * frames are taken. */
 int ss_py_init(void) {
+    if (!ss_option_num(SS_OPT_PYTHON_FRAMES)) return 0; /* 0: native stacks only (comparisons) */
     void *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
     if (!rt) return 0;
     ss_py_runtime = (uintptr_t)rt;
@@ -226,9 +227,10 @@ int ss_py_init(void) {
         ss_py_flags |= SS_PYTHON_UNKNOWN_VERSION;
         return 0;
     }
-    ss_py_seen = ss_map(SS_PY_SEEN_SLOTS * sizeof *ss_py_seen);
+    /* A fork child's tables start empty (ss_py_file_reset): zeroed by the kernel where it can. */
+    ss_py_seen = ss_map_wiped(SS_PY_SEEN_SLOTS * sizeof *ss_py_seen);
     ss_py_arena = ss_map(SS_PY_ARENA);
-    ss_py_written = ss_map(SS_PY_SEEN_SLOTS);
+    ss_py_written = ss_map_wiped(SS_PY_SEEN_SLOTS);
     if (!ss_py_seen || !ss_py_arena || !ss_py_written) return 0;
     ss_py_flags |= SS_PYTHON_FRAMES;
     ss_py_on = 1;
@@ -479,9 +481,10 @@ int ss_py_write_stack(uint32_t id, const struct ss_py_raw *frames, uint32_t n) {
 /* A new file (a new window's, or a fork child's: `child`, whose copies are the parent's and
  * start afresh): its code objects are written again. */
 void ss_py_file_reset(int child) {
-    if (ss_py_written) memset(ss_py_written, 0, SS_PY_SEEN_SLOTS);
-    if (child && ss_py_seen && __atomic_load_n(&ss_py_arena_used, __ATOMIC_RELAXED)) {
-        memset(ss_py_seen, 0, SS_PY_SEEN_SLOTS * sizeof *ss_py_seen);
+    int used = __atomic_load_n(&ss_py_arena_used, __ATOMIC_RELAXED) != 0;
+    if (ss_py_written && used && (!child || !ss_wipe_works)) memset(ss_py_written, 0, SS_PY_SEEN_SLOTS);
+    if (child) {
+        if (ss_py_seen && used && !ss_wipe_works) memset(ss_py_seen, 0, SS_PY_SEEN_SLOTS * sizeof *ss_py_seen);
         ss_py_arena_used = 0;
     }
     ss_py_header_written = 0;

@@ -46,12 +46,8 @@ fn interpreter(minor: u32) -> Option<String> {
             .is_ok_and(|o| o.status.success());
         found = on_path.then(|| name.clone().into());
     }
-    have(&name, found.is_some(), &format!("pyenv install 3.{minor}")).then(|| {
-        found
-            .expect("found")
-            .to_string_lossy()
-            .into_owned()
-    })
+    have(&name, found.is_some(), &format!("pyenv install 3.{minor}"))
+        .then(|| found.expect("found").to_string_lossy().into_owned())
 }
 
 fn frames(v: &Value) -> Vec<(String, Option<u64>)> {
@@ -123,14 +119,21 @@ fn pure_python_threads_name_the_function_and_line() {
                     && w[1].1 == Some(line_of(GIL, "spin(1_500_000)"))
             })
         });
-        let spun = spun.unwrap_or_else(|| panic!("3.{minor}: no hot stack in spin's loop under {run}: {hot:#?}"));
+        let spun = spun.unwrap_or_else(|| {
+            panic!("3.{minor}: no hot stack in spin's loop under {run}: {hot:#?}")
+        });
         let user = spun["user_frame"].as_str().unwrap_or("");
-        assert!(user.starts_with("spin (") && user.contains("gil.py:"), "3.{minor}: {spun:#}");
+        assert!(
+            user.starts_with("spin (") && user.contains("gil.py:"),
+            "3.{minor}: {spun:#}"
+        );
         // The interpreter's own machinery between the Python frames is gone.
         let fs = frames(spun);
         let at = fs.iter().position(|f| f.0 == "spin").unwrap();
         assert!(
-            !fs[at..].iter().any(|f| f.0.starts_with("_PyEval_EvalFrameDefault")),
+            !fs[at..]
+                .iter()
+                .any(|f| f.0.starts_with("_PyEval_EvalFrameDefault")),
             "3.{minor}: {fs:?}"
         );
     }
@@ -171,7 +174,9 @@ fn a_c_library_that_releases_the_gil_names_its_python_caller() {
         let native_under_python = hot.iter().find(|h| {
             let fs = frames(h);
             let user = h["user_frame"].as_str().unwrap_or("");
-            user.starts_with(want) && user.ends_with(&line) && fs.first().is_some_and(|f| f.0 != "hasher")
+            user.starts_with(want)
+                && user.ends_with(&line)
+                && fs.first().is_some_and(|f| f.0 != "hasher")
         });
         assert!(
             native_under_python.is_some(),
@@ -225,7 +230,11 @@ fn a_native_lock_names_its_python_caller() {
         assert!(cc.success());
         let script = dir.join("lock.py");
         std::fs::write(&script, LOCKING).unwrap();
-        let cmd = [python.as_str(), script.to_str().unwrap(), lib.to_str().unwrap()];
+        let cmd = [
+            python.as_str(),
+            script.to_str().unwrap(),
+            lib.to_str().unwrap(),
+        ];
         let (_, prof) = profile(dir.path(), "lock.prof", &["-q"], &cmd, 0);
         let report = report_json(&prof);
         let line = line_of(LOCKING, "# the native lock");
@@ -242,6 +251,9 @@ fn a_native_lock_names_its_python_caller() {
                     })
                 })
         });
-        assert!(named, "3.{minor}: no contended lock whose waiter names caller's line: {locks:#?}");
+        assert!(
+            named,
+            "3.{minor}: no contended lock whose waiter names caller's line: {locks:#?}"
+        );
     }
 }

@@ -39,11 +39,17 @@ impl Python {
         }
         let v = self.version_text();
         Some(if self.flags & PYTHON_FREE_THREADED != 0 {
-            format!("CPython {v} is a free-threaded build, whose structures stallscope does not read: stacks show native frames only")
+            format!(
+                "CPython {v} is a free-threaded build, whose structures stallscope does not read: stacks show native frames only"
+            )
         } else if self.flags & PYTHON_NO_READ != 0 {
-            format!("CPython {v}'s memory could not be read (process_vm_readv was refused): stacks show native frames only")
+            format!(
+                "CPython {v}'s memory could not be read (process_vm_readv was refused): stacks show native frames only"
+            )
         } else {
-            format!("CPython {v} is a version whose structures stallscope does not know (it reads 3.8 to 3.13): stacks show native frames only")
+            format!(
+                "CPython {v} is a version whose structures stallscope does not know (it reads 3.8 to 3.13): stacks show native frames only"
+            )
         })
     }
 
@@ -272,7 +278,10 @@ pub(super) fn parse_py_stack(
         }
         let code = (code != PY_CODE_UNKNOWN).then_some(code);
         if code.is_some_and(|c| !codes.contains_key(&c)) {
-            return err(pos, "python stack record names a code object the file does not describe");
+            return err(
+                pos,
+                "python stack record names a code object the file does not describe",
+            );
         }
         frames.push(PyFrame {
             code,

@@ -279,7 +279,9 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
             REC_STACK => {
                 let (id, stack) = parse_stack(payload, pos)?;
                 match stacks.get(&id) {
-                    Some(old) if old.pcs != stack.pcs || old.first_mono_ns != stack.first_mono_ns => {
+                    Some(old)
+                        if old.pcs != stack.pcs || old.first_mono_ns != stack.first_mono_ns =>
+                    {
                         return err(pos, format!("stack {id} is described twice, differently"));
                     }
                     Some(_) => {}
@@ -291,7 +293,10 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
             }
             REC_PYTHON => {
                 let p = super::python::parse_python(payload, pos)?;
-                if python.as_ref().is_some_and(|old| (old.version, old.flags) != (p.version, p.flags)) {
+                if python
+                    .as_ref()
+                    .is_some_and(|old| (old.version, old.flags) != (p.version, p.flags))
+                {
                     return err(pos, "the python record is given twice, differently");
                 }
                 python.get_or_insert(p);
@@ -303,7 +308,10 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                     return err(pos, "a python code record before the python record");
                 };
                 if py.codes.get(&id).is_some_and(|old| *old != code) {
-                    return err(pos, format!("python code {id} is described twice, differently"));
+                    return err(
+                        pos,
+                        format!("python code {id} is described twice, differently"),
+                    );
                 }
                 py.codes.insert(id, code);
                 ended_after = end.is_some();
@@ -315,8 +323,20 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                 let (id, frames) = super::python::parse_py_stack(payload, pos, &py.codes)?;
                 match stacks.get_mut(&id) {
                     Some(s) if s.python.is_empty() || s.python == frames => s.python = frames,
-                    Some(_) => return err(pos, format!("stack {id}'s python frames are given twice, differently")),
-                    None => return err(pos, format!("python frames of stack {id}, which the file does not describe")),
+                    Some(_) => {
+                        return err(
+                            pos,
+                            format!("stack {id}'s python frames are given twice, differently"),
+                        );
+                    }
+                    None => {
+                        return err(
+                            pos,
+                            format!(
+                                "python frames of stack {id}, which the file does not describe"
+                            ),
+                        );
+                    }
                 }
                 ended_after = end.is_some();
             }

@@ -8,9 +8,9 @@
 
 mod cache;
 pub mod code;
-pub mod python;
 pub mod debuginfod;
 pub mod libc_locks;
+pub mod python;
 
 use crate::profile::{Module, Profile, Stack};
 use std::borrow::Cow;

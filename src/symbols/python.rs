@@ -68,7 +68,10 @@ pub fn splice(native: Vec<Frame>, python: &[PyFrame], py: &Python) -> Vec<Frame>
             continue;
         };
         // Functions inlined into the loop at this address are the loop's.
-        while out.last().is_some_and(|l| l.inlined && l.module == f.module) {
+        while out
+            .last()
+            .is_some_and(|l| l.inlined && l.module == f.module)
+        {
             out.pop();
         }
         if let Some(from) = after_run {
@@ -162,7 +165,15 @@ mod tests {
         let names: Vec<_> = out.iter().map(|f| f.name()).collect();
         assert_eq!(
             names,
-            ["math_sqrt", "work", "main", "ctypes_callproc", "<module>", "Py_RunMain", "main"]
+            [
+                "math_sqrt",
+                "work",
+                "main",
+                "ctypes_callproc",
+                "<module>",
+                "Py_RunMain",
+                "main"
+            ]
         );
         assert_eq!(out[1].line, Some(10));
         assert_eq!(out[1].display(), "work (u/app.py:10)");
