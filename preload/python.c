@@ -309,36 +309,58 @@ static int ss_py_string(uint64_t obj, char *out, uint32_t cap) {
     return (int)n;
 }
 
-/* Copies the code object into the arena at `at` (room for `room` bytes); 0 when it is not one. */
-static int ss_py_copy_code(uint64_t code, uint64_t fp, uint8_t *at, uint32_t room) {
+/* The most bytes a str object's UTF-8 copy takes (at most SS_PY_STRING_MAX), or -1 when it is
+ * not a compact str. */
+static int64_t ss_py_string_room(uint64_t obj) {
+    uint8_t h[128];
+    if (!ss_py_ptr_ok(obj) || ss_py_read(obj, h, ss_py.compact_size) != 0 || ss_py_u64(h, 8) != ss_py_unicode_type)
+        return -1;
+    uint32_t state;
+    memcpy(&state, h + ss_py.uni_state, 4);
+    uint64_t length = ss_py_u64(h, ss_py.uni_length);
+    uint32_t kind = (state >> 2) & 7, ascii = (state >> 6) & 1;
+    uint64_t room = length * (ascii ? 1 : kind == 1 ? 2 : kind == 2 ? 3 : 4);
+    return room > SS_PY_STRING_MAX ? SS_PY_STRING_MAX : (int64_t)room;
+}
+
+/* Copies the code object into the arena (the room it needs, taken there); its offset in the
+ * arena, or -1 when it is not a code object or the arena is full. */
+static int64_t ss_py_copy_code(uint64_t code, uint64_t fp) {
     uint8_t co[512];
     if (ss_py_read(code, co, ss_py_co_read) != 0 || ss_py_u64(co, 8) != ss_py_code_type ||
         ss_py_fingerprint(co + ss_py.co_filename) != fp)
-        return 0;
-    struct ss_py_copy *c = (struct ss_py_copy *)at;
-    char *text = (char *)(c + 1);
-    uint32_t cap = room - (uint32_t)sizeof *c;
-    int name = ss_py_string(ss_py_u64(co, ss_py.co_name), text, cap < SS_PY_STRING_MAX ? cap : SS_PY_STRING_MAX);
-    if (name < 0) return 0;
-    cap -= (uint32_t)name;
-    int qual = ss_py.co_qualname == SS_PY_NONE ? 0 : ss_py_string(ss_py_u64(co, ss_py.co_qualname), text + name, cap < SS_PY_STRING_MAX ? cap : SS_PY_STRING_MAX);
-    if (qual < 0) qual = 0;
-    cap -= (uint32_t)qual;
-    int file = ss_py_string(ss_py_u64(co, ss_py.co_filename), text + name + qual, cap < SS_PY_STRING_MAX ? cap : SS_PY_STRING_MAX);
-    if (file < 0) file = 0;
-    cap -= (uint32_t)file;
-    uint32_t table_len = 0;
-    uint64_t tobj = ss_py_u64(co, ss_py.co_table);
+        return -1;
+    uint64_t name_obj = ss_py_u64(co, ss_py.co_name), file_obj = ss_py_u64(co, ss_py.co_filename);
+    uint64_t qual_obj = ss_py.co_qualname == SS_PY_NONE ? 0 : ss_py_u64(co, ss_py.co_qualname);
+    int64_t rooms[3] = {ss_py_string_room(name_obj), qual_obj ? ss_py_string_room(qual_obj) : 0,
+                        ss_py_string_room(file_obj)};
+    if (rooms[0] < 0) return -1;
+    for (int i = 1; i < 3; i++)
+        if (rooms[i] < 0) rooms[i] = 0;
+    uint64_t table_size = 0, tobj = ss_py_u64(co, ss_py.co_table);
     uint8_t bh[64];
     if (ss_py_ptr_ok(tobj) && ss_py_read(tobj, bh, ss_py.bytes_data) == 0 && ss_py_u64(bh, 8) == ss_py_bytes_type) {
-        uint64_t size = ss_py_u64(bh, ss_py.bytes_size);
-        if (size > SS_PY_TABLE_MAX) size = SS_PY_TABLE_MAX;
-        if (size <= cap && size && ss_py_read(tobj + ss_py.bytes_data, text + name + qual + file, size) == 0)
-            table_len = (uint32_t)size;
+        table_size = ss_py_u64(bh, ss_py.bytes_size);
+        if (table_size > SS_PY_TABLE_MAX) table_size = SS_PY_TABLE_MAX;
     }
+    uint64_t want = sizeof(struct ss_py_copy) + (uint64_t)rooms[0] + (uint64_t)rooms[1] + (uint64_t)rooms[2] + table_size;
+    want = (want + 7) & ~7ull;
+    uint32_t at = __atomic_fetch_add(&ss_py_arena_used, (uint32_t)want, __ATOMIC_RELAXED);
+    if ((uint64_t)at + want > SS_PY_ARENA) return -1;
+    struct ss_py_copy *c = (struct ss_py_copy *)(ss_py_arena + at);
+    char *text = (char *)(c + 1);
+    int name = ss_py_string(name_obj, text, (uint32_t)rooms[0]);
+    if (name < 0) return -1;
+    int qual = rooms[1] ? ss_py_string(qual_obj, text + name, (uint32_t)rooms[1]) : 0;
+    if (qual < 0) qual = 0;
+    int file = rooms[2] ? ss_py_string(file_obj, text + name + qual, (uint32_t)rooms[2]) : 0;
+    if (file < 0) file = 0;
+    uint32_t table_len = 0;
+    if (table_size && ss_py_read(tobj + ss_py.bytes_data, text + name + qual + file, table_size) == 0)
+        table_len = (uint32_t)table_size;
     *c = (struct ss_py_copy){ss_py_i32(co, ss_py.co_firstlineno), (uint32_t)name, (uint32_t)qual, (uint32_t)file,
                              table_len, 0};
-    return 1;
+    return at;
 }
 
 /* The slot of (code, fp), or NULL; with `claim`, a free one is claimed for it (*mine = 1). */
@@ -366,15 +388,9 @@ static void ss_py_note(uint64_t code, uint64_t fp) {
     if (!s || !mine) return;
     s->code = code;
     s->fp = fp;
-    uint32_t ready = 2;
-    /* Room for the largest copy, given back in part when it is smaller (never: bump only). */
-    uint32_t want = (uint32_t)sizeof(struct ss_py_copy) + 3 * SS_PY_STRING_MAX + 4096;
-    uint32_t at = __atomic_fetch_add(&ss_py_arena_used, want, __ATOMIC_RELAXED);
-    if (at + want <= SS_PY_ARENA && ss_py_copy_code(code, fp, ss_py_arena + at, want)) {
-        s->at = at;
-        ready = 1;
-    }
-    __atomic_store_n(&s->ready, ready, __ATOMIC_RELEASE);
+    int64_t at = ss_py_copy_code(code, fp);
+    if (at >= 0) s->at = (uint32_t)at;
+    __atomic_store_n(&s->ready, at >= 0 ? 1u : 2u, __ATOMIC_RELEASE);
 }
 
 /* The calling thread's Python frames, innermost first, into out (at most max, the innermost
