@@ -393,17 +393,33 @@ static void ss_py_note(uint64_t code, uint64_t fp) {
     __atomic_store_n(&s->ready, at >= 0 ? 1u : 2u, __ATOMIC_RELEASE);
 }
 
+static uint32_t ss_py_walk(uint64_t self, uint64_t *cache, struct ss_py_raw *out, uint32_t max);
+
 /* The calling thread's Python frames, innermost first, into out (at most max, the innermost
  * kept); returns how many. Async-signal-safe; errno is kept. */
 uint32_t ss_py_capture(struct ss_py_raw *out, uint32_t max) {
     if (!ss_py_on) return 0;
+    return ss_py_walk((uint64_t)pthread_self(), &ss_py_tstate, out, max);
+}
+
+/* The Python frames of another thread (`pthread_id`: its pthread_self()), for the flusher's
+ * look at a thread blocked in a system call, whose frames stand still while it is blocked (the
+ * caller checks that it did not run meanwhile). */
+uint32_t ss_py_capture_of(uint64_t pthread_id, struct ss_py_raw *out, uint32_t max) {
+    if (!ss_py_on || !pthread_id) return 0;
+    uint64_t none = 0;
+    return ss_py_walk(pthread_id, &none, out, max);
+}
+
+/* The frames of the thread whose pthread_self() is `self` (its state's address cached in
+ * *cache). */
+static uint32_t ss_py_walk(uint64_t self, uint64_t *cache, struct ss_py_raw *out, uint32_t max) {
     int saved_errno = errno;
-    uint64_t self = (uint64_t)pthread_self();
     uint8_t ts[512], fr[256];
-    uint64_t tstate = ss_py_tstate;
+    uint64_t tstate = *cache;
     if (!tstate || ss_py_read(tstate, ts, ss_py_ts_read) != 0 || ss_py_u64(ts, ss_py.ts_thread_id) != self) {
         tstate = ss_py_find_tstate(self, ts);
-        ss_py_tstate = tstate;
+        *cache = tstate;
     }
     uint32_t n = 0;
     uint64_t frame = tstate ? ss_py_u64(ts, ss_py.ts_frame) : 0;

@@ -762,6 +762,8 @@ struct ss_py_raw {
 };
 int ss_py_init(void);
 uint32_t ss_py_capture(struct ss_py_raw *out, uint32_t max);
+uint32_t ss_py_capture_of(uint64_t pthread_id, struct ss_py_raw *out, uint32_t max);
+uint32_t ss_stack_intern_py(const uint64_t *pcs, uint32_t n, uint32_t kind, const struct ss_py_raw *py, uint32_t npy);
 int ss_py_write_header(void);
 int ss_py_write_stack(uint32_t id, const struct ss_py_raw *frames, uint32_t n);
 void ss_py_file_reset(int child);

@@ -268,8 +268,13 @@ uint32_t ss_stack_here(void) {
 }
 
 uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind) {
+    return ss_stack_intern_py(pcs, n, kind, NULL, 0);
+}
+
+/* The same, with Python frames (a blocked thread's, read by the flusher). */
+uint32_t ss_stack_intern_py(const uint64_t *pcs, uint32_t n, uint32_t kind, const struct ss_py_raw *py, uint32_t npy) {
     if (!__atomic_load_n(&ss_stacks_on, __ATOMIC_ACQUIRE) || n == 0) return 0;
-    return ss_site_for(pcs, n, kind, NULL, 0);
+    return ss_site_for(pcs, n, kind, py, ss_site_py ? npy : 0);
 }
 
 /* Called from the CPU-sample signal handler, under the guard. The unwinder walks the handler's

@@ -136,6 +136,22 @@ fn pure_python_threads_name_the_function_and_line() {
                 .any(|f| f.0.starts_with("_PyEval_EvalFrameDefault")),
             "3.{minor}: {fs:?}"
         );
+        // The thread waiting for the GIL (off the CPU, seen by the sampler's look from outside)
+        // waits in spin too, under run (a blocked thread's stack is scanned, not unwound: stale
+        // words may sit between them).
+        let off = std::process::Command::new(common::stallscope())
+            .args(["export", "--format", "collapsed", "--weight", "off-cpu"])
+            .arg(&prof)
+            .output()
+            .expect("export");
+        let off = String::from_utf8_lossy(&off.stdout);
+        assert!(
+            off.lines().any(|l| {
+                let under = l.find(&format!(";{run};"));
+                under.is_some_and(|at| l[at..].contains(";spin;"))
+            }),
+            "3.{minor}: no off-CPU stack in spin under {run}:\n{off}"
+        );
     }
 }
 

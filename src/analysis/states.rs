@@ -436,6 +436,7 @@ pub(crate) fn sample_frames(
                     frames.extend(sym.address(ret - 1, s.mono_ns));
                 }
             }
+            return sym.with_python(frames, stack);
         }
     }
     frames

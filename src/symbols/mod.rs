@@ -267,6 +267,13 @@ impl<'a> Symbolizer<'a> {
             // A return address points after the call: look up the call instruction itself.
             inner.extend(self.address(pc.saturating_sub(1), stack.first_mono_ns));
         }
+        self.with_python(inner, stack)
+    }
+
+    /// `frames` (a stack's, resolved) with the stack's Python frames in place of the evaluation
+    /// loops that ran them.
+    pub fn with_python(&self, frames: Vec<Frame>, stack: &Stack) -> Vec<Frame> {
+        let inner = frames;
         match self.python {
             Some(py) if !stack.python.is_empty() => python::splice(inner, &stack.python, py),
             _ => inner,
