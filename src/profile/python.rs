@@ -109,7 +109,7 @@ fn lnotab_line(table: &[u8], first: i32, lasti: u64) -> i32 {
         if addr > lasti {
             break;
         }
-        line += i32::from(pair[1] as i8);
+        line = line.saturating_add(i32::from(pair[1] as i8));
     }
     line
 }
@@ -122,7 +122,7 @@ fn linetable_line(table: &[u8], first: i32, lasti: u64) -> Option<i32> {
         let end = addr + u64::from(pair[0]);
         let delta = pair[1] as i8;
         if delta != -128 {
-            line += i32::from(delta);
+            line = line.saturating_add(i32::from(delta));
         }
         if addr <= lasti && lasti < end {
             return (delta != -128).then_some(line);
