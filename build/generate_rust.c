@@ -113,7 +113,12 @@ static void format(void) {
     printf("pub const NOTIFY_SEQ_MASK: u16 = %u;\npub const NOTIFY_REWAIT: u16 = %u;\npub const NOTIFY_BROADCAST: u16 = %u;\n",
            SS_NOTIFY_SEQ_MASK, SS_NOTIFY_REWAIT, SS_NOTIFY_BROADCAST);
     printf("pub const WOKEN_US_MAX: u16 = %u;\n", SS_WOKEN_US_MAX);
-    printf("pub const HEAP_LABEL_SIZE: usize = %u;\n\n", SS_HEAP_LABEL);
+    printf("pub const HEAP_LABEL_SIZE: usize = %u;\n", SS_HEAP_LABEL);
+    printf("pub const PY_MAX_FRAMES: usize = %u;\npub const PY_STRING_MAX: usize = %u;\n", SS_PY_MAX_FRAMES,
+           SS_PY_STRING_MAX);
+    printf("pub const PY_TABLE_MAX: usize = %u;\npub const PY_CODE_UNKNOWN: u32 = %u;\n", SS_PY_TABLE_MAX,
+           SS_PY_CODE_UNKNOWN);
+    printf("pub const PY_FRAME_ENTRY: u32 = %u;\n\n", SS_PY_FRAME_ENTRY);
 
     static const char *fn_names[] = {
 #define SS_X(id, name, group) name,
@@ -224,6 +229,12 @@ static void format(void) {
     flags("THREAD", "Thread flags", thread_flags, COUNT(thread_flags));
     flags("SAMPLING", "Sampling flags", sampling_flags, COUNT(sampling_flags));
     flags("HEAP", "Heap snapshot flags", heap_flags, COUNT(heap_flags));
+    static const struct entry python_flags[] = {
+#define SS_X(id, bit) {#id, bit, ""},
+        SS_PYTHON_FLAGS(SS_X)
+#undef SS_X
+    };
+    flags("PYTHON", "Python flags", python_flags, COUNT(python_flags));
 }
 
 static void options(void) {

@@ -481,6 +481,9 @@ static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const
                                     uint64_t sp, uint64_t pc, uint16_t nr, uint64_t cpu_before) {
     uint64_t frames[SS_SCAN_FRAMES], again_frames[SS_SCAN_FRAMES];
     uint32_t n = ss_scan_stack(sp, pc, frames);
+    /* Its Python frames, where it runs CPython: trusted with the scan (it did not run since). */
+    static struct ss_py_raw py[SS_PY_MAX_FRAMES];
+    uint32_t npy = ss_py_capture_of(t->pthread_id, py, SS_PY_MAX_FRAMES);
     int still = ss_thread_cpu_ns((pid_t)t->rec.tid) == cpu_before;
     if (!still) {
         char again[512];
@@ -492,7 +495,7 @@ static uint32_t ss_scan_stack_still(struct ss_thread *t, const char *path, const
     while (k < 4 && !(seen[k].syscall == nr && seen[k].pc == pc && seen[k].sp == sp)) k++;
     if (still) { /* interned only now: a scan not trusted makes no stack */
         if (k == 4) k = t->sampler.still_next++ % 4;
-        seen[k] = (struct ss_still_stack){pc, sp, ss_stack_intern(frames, n, SS_STACK_KIND_SCAN), nr};
+        seen[k] = (struct ss_still_stack){pc, sp, ss_stack_intern_py(frames, n, SS_STACK_KIND_SCAN, py, npy), nr};
         return seen[k].stack;
     }
     return k < 4 ? seen[k].stack : 0;

@@ -20,7 +20,8 @@
 #include <stdint.h>
 
 #define SS_MAGIC "STALLSCP" /* 8 bytes, no terminator in the file */
-#define SS_VERSION 3u /* 3: struct ss_sample gained `object` (the reader also reads 2: 32-byte samples without it) */
+#define SS_VERSION 4u /* 4: PYTHON, PY_CODE and PY_STACK records; 3: struct ss_sample gained `object` (the reader
+                        * also reads 3, and 2: 32-byte samples without it) */
 #define SS_BYTE_ORDER_MARK 0x01020304u
 
 /* ---- Enumerations and flags: each is a list X(...) that C turns into an enum and build.rs into
@@ -187,6 +188,12 @@ enum ss_wait_kind {
     X(NO_TIMERS, 2u) /* CPU-time timers could not be created: wall samples only */                          \
     X(NO_SIGNAL, 4u) /* no free signal: CPU samples are off */
 #define SS_HEAP_FLAGS(X) X(GLIBC, 1u) /* mallinfo2 and malloc_info describe the allocator in use */
+/* What the interposer made of the CPython interpreter in the process (SS_REC_PYTHON). */
+#define SS_PYTHON_FLAGS(X)                                                                                   \
+    X(FRAMES, 1u)          /* its version is known: stacks carry the Python frames (PY_STACK records) */   \
+    X(UNKNOWN_VERSION, 2u) /* a version whose structures it does not know: native stacks only */           \
+    X(FREE_THREADED, 4u)   /* a free-threaded build (3.13t): native stacks only */                           \
+    X(NO_READ, 8u)         /* its memory could not be read safely (process_vm_readv refused) */
 
 #define SS_X(id, bit) SS_PROCESS_##id = bit,
 enum ss_process_flag { SS_PROCESS_FLAGS(SS_X) };
@@ -199,6 +206,9 @@ enum ss_sampling_flag { SS_SAMPLING_FLAGS(SS_X) };
 #undef SS_X
 #define SS_X(id, bit) SS_HEAP_##id = bit,
 enum ss_heap_flag { SS_HEAP_FLAGS(SS_X) };
+#undef SS_X
+#define SS_X(id, bit) SS_PYTHON_##id = bit,
+enum ss_python_flag { SS_PYTHON_FLAGS(SS_X) };
 #undef SS_X
 
 /* How the interposer came to record a window of a running process (SS_REC_ATTACH). */
@@ -239,6 +249,13 @@ enum ss_attach_how {
 
 /* Call stacks hold at most this many frames (innermost first, the interposer's own frames cut). */
 #define SS_STACK_MAX_FRAMES 64u
+/* A stack's Python frames (SS_REC_PY_STACK): at most this many, the innermost kept. */
+#define SS_PY_MAX_FRAMES 64u
+/* A code object's strings and line table are cut at these sizes (SS_REC_PY_CODE). */
+#define SS_PY_STRING_MAX 1024u
+#define SS_PY_TABLE_MAX 65536u
+/* A PY_STACK frame's code id when the code object could not be read when the stack was written. */
+#define SS_PY_CODE_UNKNOWN 0xFFFFFFFFu
 #define SS_BUILD_ID_MAX 32u
 #define SS_PHASE_NAME 64u
 #define SS_HEAP_LABEL 64u
@@ -264,7 +281,10 @@ enum ss_attach_how {
     X(FOLDED, 25, sizeof(struct ss_folded_record))                                                           \
     X(SCHED, 26, sizeof(struct ss_sched_record))                                                             \
     X(WAITS, 28, sizeof(struct ss_waits_record))                                                             \
-    X(ATTACH, 29, sizeof(struct ss_attach_record))
+    X(ATTACH, 29, sizeof(struct ss_attach_record))                                                           \
+    X(PYTHON, 30, sizeof(struct ss_python_record))                                                           \
+    X(PY_CODE, 31, sizeof(struct ss_py_code_record))                                                         \
+    X(PY_STACK, 32, sizeof(struct ss_py_stack_record))
 
 enum ss_record_type {
 #define SS_X(id, number, size) SS_REC_##id = number,
@@ -284,7 +304,8 @@ enum ss_record_type {
     X(SAMPLE, struct ss_sample)                                                                              \
     X(CROSS_FREES_ENTRY, struct ss_cross_frees_entry)                                                        \
     X(SCHED_POINT, struct ss_sched_point)                                                                    \
-    X(WAIT, struct ss_wait)
+    X(WAIT, struct ss_wait)                                                                                  \
+    X(PY_FRAME, struct ss_py_frame)
 
 /* The count and length fields that give a record's size (a reader checks a cut record's header
  * against them): X(record id, struct, field). */
@@ -300,7 +321,12 @@ enum ss_record_type {
     X(HEAP, struct ss_heap_record, xml_len)                                                                  \
     X(SAMPLES, struct ss_samples_record, count)                                                              \
     X(WAITS, struct ss_waits_record, count)                                                                  \
-    X(SCHED, struct ss_sched_record, count)
+    X(SCHED, struct ss_sched_record, count)                                                                  \
+    X(PY_CODE, struct ss_py_code_record, name_len)                                                           \
+    X(PY_CODE, struct ss_py_code_record, qualname_len)                                                       \
+    X(PY_CODE, struct ss_py_code_record, file_len)                                                           \
+    X(PY_CODE, struct ss_py_code_record, table_len)                                                          \
+    X(PY_STACK, struct ss_py_stack_record, count)
 
 struct ss_file_header {
     char magic[8];
@@ -638,6 +664,45 @@ struct ss_attach_record {
     uint32_t window;                /* 1 for the process's first window, 2 for the next, ... */
 };
 
+/* SS_REC_PYTHON: once per file, before any PY_CODE or PY_STACK record, in a process that runs
+ * CPython (its `_PyRuntime` is among the loaded objects' symbols). */
+struct ss_python_record {
+    uint32_t version; /* PY_VERSION_HEX (0x030b02f0 for 3.11.2); 0 when not known */
+    uint32_t flags;   /* enum ss_python_flag */
+};
+
+/* SS_REC_PY_CODE: a Python code object that a PY_STACK record names, written before it, once per
+ * id. Followed by name_len bytes of its name (co_name), qualname_len of its qualified name
+ * (co_qualname, 3.11 and later; 0 before), file_len of its file (co_filename), all UTF-8, then
+ * table_len bytes of its line table as the interpreter keeps it: co_lnotab (3.8, 3.9),
+ * co_linetable (3.10: ranges of bytes; 3.11 and later: the location table). Strings longer than
+ * SS_PY_STRING_MAX and tables longer than SS_PY_TABLE_MAX bytes are cut. */
+struct ss_py_code_record {
+    uint32_t id;
+    int32_t first_line; /* co_firstlineno */
+    uint32_t name_len;
+    uint32_t qualname_len;
+    uint32_t file_len;
+    uint32_t table_len;
+};
+
+/* SS_REC_PY_STACK: the Python frames of a stack (a STACK record written before it, once per id),
+ * innermost first. Followed by count x struct ss_py_frame. */
+struct ss_py_stack_record {
+    uint32_t stack; /* the STACK record's id */
+    uint32_t count; /* 1 .. SS_PY_MAX_FRAMES */
+};
+
+/* One Python frame: its code object and the byte offset of the instruction it runs (in a caller:
+ * its call), from the start of the code's bytecode; -1 before its first instruction. */
+struct ss_py_frame {
+    uint32_t code;  /* a PY_CODE record's id, or SS_PY_CODE_UNKNOWN */
+    int32_t offset; /* bytes */
+    uint32_t flags; /* SS_PY_FRAME_ENTRY: the oldest frame of the frames one evaluation loop runs */
+    uint32_t reserved;
+};
+#define SS_PY_FRAME_ENTRY 1u
+
 /* The layouts are a contract with every profile written so far: a change here changes SS_VERSION.
  * The generated Rust constants carry the same sizes; these pin them on the C side. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
@@ -668,5 +733,9 @@ _Static_assert(sizeof(struct ss_folded_record) == 16, "folded record layout");
 _Static_assert(sizeof(struct ss_waits_record) == 16, "waits record layout");
 _Static_assert(sizeof(struct ss_wait) == 32, "wait layout");
 _Static_assert(sizeof(struct ss_attach_record) == 24, "attach record layout");
+_Static_assert(sizeof(struct ss_python_record) == 8, "python record layout");
+_Static_assert(sizeof(struct ss_py_code_record) == 24, "python code record layout");
+_Static_assert(sizeof(struct ss_py_stack_record) == 8, "python stack record layout");
+_Static_assert(sizeof(struct ss_py_frame) == 16, "python frame layout");
 
 #endif

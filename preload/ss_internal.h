@@ -752,6 +752,22 @@ uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind);
 uint32_t ss_stack_here(void);
 int ss_modules_contain(uint64_t address);
 
+/* CPython's frames (python.c): a stack's Python frames as taken (the code object's address), the
+ * calling thread's (async-signal-safe), and the flusher's records of them. */
+struct ss_py_raw {
+    uint64_t code;
+    uint64_t fp; /* the code object's fingerprint (python.c), 0: unread */
+    int32_t offset;
+    uint32_t flags;
+};
+int ss_py_init(void);
+uint32_t ss_py_capture(struct ss_py_raw *out, uint32_t max);
+uint32_t ss_py_capture_of(uint64_t pthread_id, struct ss_py_raw *out, uint32_t max);
+uint32_t ss_stack_intern_py(const uint64_t *pcs, uint32_t n, uint32_t kind, const struct ss_py_raw *py, uint32_t npy);
+int ss_py_write_header(void);
+int ss_py_write_stack(uint32_t id, const struct ss_py_raw *frames, uint32_t n);
+void ss_py_file_reset(int child);
+
 /* Thread-state sampling (sampler.c). */
 extern SS_TLS struct ss_thread *ss_me;
 void ss_sampler_init(void);

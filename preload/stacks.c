@@ -51,6 +51,8 @@ struct ss_site {
     uint32_t fn;
     uint32_t written; /* its STACK record is in the file */
     uint32_t pcs_at;  /* its frames in ss_site_frames */
+    uint32_t py_n;    /* its Python frames, in ss_site_py from py_at (python.c) */
+    uint32_t py_at;
     uint32_t pad;
     uint64_t first_mono_ns;
     uint64_t samples;
@@ -66,6 +68,11 @@ static struct ss_site *ss_sites;                      /* by id */
  * for every id, so never short. */
 static uint64_t *ss_site_frames;
 static uint64_t ss_site_frames_used;
+/* The stacks' Python frames, one after another (in a process that runs CPython only): a shared
+ * pool, a stack that finds it full is not recorded. */
+#define SS_SITE_PY_POOL (SS_SITE_SLOTS * 12u)
+static struct ss_py_raw *ss_site_py;
+static uint64_t ss_site_py_used;
 static uint64_t ss_dropped;
 /* Open addressing by hash: id + 1, 0 for a free slot. */
 static uint16_t *ss_site_ids; /* 16 bits hold id + 1 (at most SS_SITE_SLOTS): half the pages */
@@ -157,10 +164,15 @@ static _Unwind_Reason_Code ss_unwind_cb(struct _Unwind_Context *ctx, void *arg) 
     return u->n == SS_STACK_MAX_FRAMES ? _URC_NORMAL_STOP : _URC_NO_REASON;
 }
 
-static uint64_t ss_hash_stack(const uint64_t *pcs, uint32_t n, uint32_t fn) {
+static uint64_t ss_hash_stack(const uint64_t *pcs, uint32_t n, uint32_t fn, const struct ss_py_raw *py, uint32_t npy) {
     uint64_t h = 0xcbf29ce484222325ull ^ fn;
     for (uint32_t i = 0; i < n; i++) {
         h ^= pcs[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    for (uint32_t i = 0; i < npy; i++) { /* the Python frames: code, instruction and run boundary */
+        h ^= py[i].code ^ py[i].fp ^ ((uint64_t)(uint32_t)py[i].offset << 32) ^ py[i].flags;
         h *= 0x100000001b3ull;
         h ^= h >> 29;
     }
@@ -169,7 +181,8 @@ static uint64_t ss_hash_stack(const uint64_t *pcs, uint32_t n, uint32_t fn) {
 
 /* Takes a record for a new stack (its id), written but not yet findable; UINT32_MAX when all
  * are taken. */
-static uint32_t ss_site_new(const uint64_t *pcs, uint32_t n, uint32_t fn, uint64_t h) {
+static uint32_t ss_site_new(const uint64_t *pcs, uint32_t n, uint32_t fn, uint64_t h, const struct ss_py_raw *py,
+                            uint32_t npy) {
     if (__atomic_load_n(&ss_site_claimed, __ATOMIC_RELAXED) >= SS_SITE_SLOTS) return UINT32_MAX;
     uint32_t id = __atomic_fetch_add(&ss_site_claimed, 1, __ATOMIC_ACQ_REL);
     if (id >= SS_SITE_SLOTS) return UINT32_MAX;
@@ -180,6 +193,14 @@ static uint32_t ss_site_new(const uint64_t *pcs, uint32_t n, uint32_t fn, uint64
      * then left unready, as one that lost its slot. */
     if (at + n > (uint64_t)SS_SITE_SLOTS * SS_STACK_MAX_FRAMES) return UINT32_MAX;
     memcpy(ss_site_frames + at, pcs, n * sizeof *pcs);
+    site->py_n = 0;
+    if (npy && ss_site_py) {
+        uint64_t pat = __atomic_fetch_add(&ss_site_py_used, npy, __ATOMIC_RELAXED);
+        if (pat + npy > SS_SITE_PY_POOL) return UINT32_MAX; /* left unready */
+        memcpy(ss_site_py + pat, py, npy * sizeof *py);
+        site->py_at = (uint32_t)pat;
+        site->py_n = npy;
+    }
     site->pcs_at = (uint32_t)at;
     site->hash = h;
     site->depth = n;
@@ -188,15 +209,15 @@ static uint32_t ss_site_new(const uint64_t *pcs, uint32_t n, uint32_t fn, uint64
     return id;
 }
 
-static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn) {
+static uint32_t ss_site_for(const uint64_t *pcs, uint32_t n, uint32_t fn, const struct ss_py_raw *py, uint32_t npy) {
     if (n > SS_STACK_MAX_FRAMES) n = SS_STACK_MAX_FRAMES; /* what each id has room for */
-    uint64_t h = ss_hash_stack(pcs, n, fn);
+    uint64_t h = ss_hash_stack(pcs, n, fn, py, npy);
     uint32_t mine = UINT32_MAX; /* a record taken for this stack, not yet in the table */
     for (uint32_t i = 0; i < SS_SITE_PROBES; i++) {
         uint16_t *slot = &ss_site_ids[(uint32_t)(h + i) & (SS_SITE_SLOTS - 1)];
         uint16_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
         if (cur == 0) {
-            if (mine == UINT32_MAX) mine = ss_site_new(pcs, n, fn, h);
+            if (mine == UINT32_MAX) mine = ss_site_new(pcs, n, fn, h, py, npy);
             if (mine == UINT32_MAX) break;
             /* The record is written before its id is published (release), so a thread that
              * finds the id reads its hash. */
@@ -232,9 +253,11 @@ static uint32_t ss_capture(uint32_t fn) {
     } else if (ss_unwind_backtrace) {
         ss_unwind_backtrace(ss_unwind_cb, &u);
     }
+    struct ss_py_raw py[SS_PY_MAX_FRAMES];
+    uint32_t npy = u.n && ss_site_py ? ss_py_capture(py, SS_PY_MAX_FRAMES) : 0;
     SS_GUARD_END(saved);
     if (u.n == 0) return 0;
-    return ss_site_for(pcs, u.n, fn);
+    return ss_site_for(pcs, u.n, fn, py, npy);
 }
 
 /* The caller's stack as a CPU sample's would be (index + 1, 0: none): a TBB algorithm's caller
@@ -245,8 +268,13 @@ uint32_t ss_stack_here(void) {
 }
 
 uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind) {
+    return ss_stack_intern_py(pcs, n, kind, NULL, 0);
+}
+
+/* The same, with Python frames (a blocked thread's, read by the flusher). */
+uint32_t ss_stack_intern_py(const uint64_t *pcs, uint32_t n, uint32_t kind, const struct ss_py_raw *py, uint32_t npy) {
     if (!__atomic_load_n(&ss_stacks_on, __ATOMIC_ACQUIRE) || n == 0) return 0;
-    return ss_site_for(pcs, n, kind);
+    return ss_site_for(pcs, n, kind, py, ss_site_py ? npy : 0);
 }
 
 /* Called from the CPU-sample signal handler, under the guard. The unwinder walks the handler's
@@ -256,10 +284,13 @@ uint32_t ss_stack_intern(const uint64_t *pcs, uint32_t n, uint32_t kind) {
  * samples along one call chain share a stack. */
 uint32_t ss_stack_of_signal(uint64_t pc, uint64_t sp, uint64_t rbp) {
     uint64_t pcs[SS_STACK_MAX_FRAMES];
+    /* The thread's Python frames, where it runs CPython: frozen while the handler runs. */
+    struct ss_py_raw py[SS_PY_MAX_FRAMES];
+    uint32_t npy = ss_site_py ? ss_py_capture(py, SS_PY_MAX_FRAMES) : 0;
     /* From the interrupted registers by the cached rules when it can (docs/STACKS.md): a few
      * loads a frame against libgcc's 2,000 instructions, in a handler that pauses the thread. */
     int fast = ss_fast_unwind_on ? ss_fast_backtrace_from(pc, sp, rbp, pcs, SS_STACK_MAX_FRAMES) : -1;
-    if (fast >= 0) return fast > 0 ? ss_site_for(pcs, (uint32_t)fast, SS_STACK_KIND_CPU) : 0;
+    if (fast >= 0) return fast > 0 ? ss_site_for(pcs, (uint32_t)fast, SS_STACK_KIND_CPU, py, npy) : 0;
     struct ss_unwind u = {pcs, 0, 1};
     if (ss_unw_backtrace) {
         void *raw[SS_STACK_MAX_FRAMES + 8];
@@ -270,7 +301,7 @@ uint32_t ss_stack_of_signal(uint64_t pc, uint64_t sp, uint64_t rbp) {
         ss_unwind_backtrace(ss_unwind_cb, &u);
     }
     for (uint32_t i = 0; i < u.n; i++)
-        if (pcs[i] == pc) return i + 1 < u.n ? ss_site_for(pcs + i + 1, u.n - i - 1, SS_STACK_KIND_CPU) : 0;
+        if (pcs[i] == pc) return i + 1 < u.n ? ss_site_for(pcs + i + 1, u.n - i - 1, SS_STACK_KIND_CPU, py, npy) : 0;
     return 0;
 }
 
@@ -729,6 +760,7 @@ void ss_stacks_init(void) {
     ss_lock_site_ids = ss_map_wiped(SS_LOCK_SITE_SLOTS * sizeof *ss_lock_site_ids);
     if (!ss_lock_site_ids) ss_lock_sites = NULL; /* no lock stacks without both */
     ss_site_ids = ss_map_wiped(SS_SITE_SLOTS * sizeof *ss_site_ids);
+    if (ss_py_init()) ss_site_py = ss_map_wiped((size_t)SS_SITE_PY_POOL * sizeof *ss_site_py);
     ss_lock_interval_ticks = (uint64_t)((unsigned __int128)SS_LOCK_STACK_INTERVAL_NS * ss_ticks_per_sec / 1000000000ull);
     if (!ss_sites || !ss_site_frames || !ss_site_ids) {
         /* A lock's stacks are in these tables (its init stack is taken without ss_stacks_on). */
@@ -776,6 +808,8 @@ void ss_stacks_child_setup(void) {
     ss_dropped = 0;
     ss_site_claimed = 0;
     ss_site_frames_used = 0;
+    ss_site_py_used = 0;
+    ss_py_file_reset(1);
     ss_lock_sites_claimed = 0;
     ss_modules_needed = 0;
     ss_modules_stale = 1; /* their written flags are the parent's: cleared once the child needs them */
@@ -822,6 +856,7 @@ int ss_stacks_write(int with_samples, int final) {
         }
         ss_modules_unlock();
     }
+    if (ss_py_write_header() != 0) return -1;
     uint32_t count = 0, nlock = 0;
     uint32_t claimed = __atomic_load_n(&ss_site_claimed, __ATOMIC_ACQUIRE);
     if (claimed > SS_SITE_SLOTS) claimed = SS_SITE_SLOTS;
@@ -832,6 +867,7 @@ int ss_stacks_write(int with_samples, int final) {
             struct ss_stack_record r = {s, site->depth, site->first_mono_ns};
             if (ss_out_record(SS_REC_STACK, &r, sizeof r, ss_site_frames + site->pcs_at, site->depth * sizeof(uint64_t)) != 0)
                 return -1;
+            if (site->py_n && ss_py_write_stack(s, ss_site_py + site->py_at, site->py_n) != 0) return -1;
             site->written = 1;
         }
         if (site->fn < SS_FN_COUNT) count++;
@@ -891,7 +927,9 @@ void ss_stacks_window_reset(void) {
     ss_dropped = 0;
     /* The frames first: a stack the new window takes never gets frames from the old count. */
     __atomic_store_n(&ss_site_frames_used, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_site_py_used, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&ss_site_claimed, 0, __ATOMIC_RELEASE);
+    ss_py_file_reset(0);
     ss_lock_sites_claimed = 0;
     ss_lock_init_taken = 0;
     ss_modules_needed = 0;

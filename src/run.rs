@@ -1061,6 +1061,9 @@ fn summary_lines(err: &mut impl Write, a: &crate::model::Model, path: &Path) {
             f.title
         );
     }
+    if let Some(note) = s.python.as_ref().and_then(|p| p.note.as_deref()) {
+        let _ = writeln!(err, "python:       {note}");
+    }
     if s.no_unwinder {
         let _ = writeln!(
             err,

@@ -428,7 +428,7 @@ pub(crate) fn sample_frames(
     };
     match s.kind {
         SampleKind::Kernel => {}
-        SampleKind::Cpu => frames.extend(sym.stack(stack)),
+        SampleKind::Cpu => return sym.stack_below(frames, stack),
         SampleKind::Wall => {
             // The scan's first word is the pc itself.
             for &ret in stack.pcs.iter().skip(1) {
@@ -436,6 +436,7 @@ pub(crate) fn sample_frames(
                     frames.extend(sym.address(ret - 1, s.mono_ns));
                 }
             }
+            return sym.with_python(frames, stack);
         }
     }
     frames

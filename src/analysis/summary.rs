@@ -274,6 +274,18 @@ pub struct AttachSummary {
     pub detached: bool,
 }
 
+/// The CPython interpreter a process ran (docs/STACKS.md, "Python frames").
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PythonSummary {
+    /// `3.11`, or `unknown`.
+    pub version: String,
+    /// Its stacks show the Python frames beside the native ones.
+    pub frames: bool,
+    /// Why they do not, in words (absent where they do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
 /// A process that entered a seccomp sandbox, where the interposer ended its recording (END how
 /// `sandbox`): the profile holds its life up to there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -315,6 +327,8 @@ pub struct Summary {
     pub attach: Option<AttachSummary>,
     /// The process installed a seccomp filter, and the profile ends there (None: it does not).
     pub sandbox: Option<SandboxSummary>,
+    /// The CPython interpreter it ran, if any.
+    pub python: Option<PythonSummary>,
     pub core_dumped: bool,
     pub forked: bool,
     pub rwlock_steps: bool,
@@ -794,6 +808,11 @@ pub fn summarize(p: &Profile) -> Summary {
             window_ns: p.wall_ns(),
             process_ns: p.end_mono_ns().saturating_sub(a.process_start_mono_ns),
             detached: p.end.is_some_and(|e| e.how == EndHow::Detach),
+        }),
+        python: p.python.as_ref().map(|py| PythonSummary {
+            version: py.version_text(),
+            frames: py.frames(),
+            note: py.why_no_frames(),
         }),
         sandbox: sandboxed.then(|| SandboxSummary {
             recorded_ns: p.wall_ns(),

@@ -43,6 +43,10 @@ pub struct Report<'a> {
     /// up to there); absent when it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<crate::analysis::summary::SandboxSummary>,
+    /// The CPython interpreter the process ran: its version and whether its stacks show the
+    /// Python frames (a note says why not); absent when it ran none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    python: Option<crate::analysis::summary::PythonSummary>,
     core_dumped: bool,
     forked: bool,
     start_time_unix_ns: u64,
@@ -240,6 +244,7 @@ pub fn report(a: &Model) -> Report<'_> {
         ended_by_exec: s.ended_by_exec,
         attach: s.attach,
         sandbox: s.sandbox,
+        python: s.python.clone(),
         core_dumped: s.core_dumped,
         forked: s.forked,
         start_time_unix_ns: s.start_time_unix_ns,

@@ -11,7 +11,8 @@ pub fn record_type_known(rtype: u32) -> bool {
 }
 
 /// The oldest format version this reader reads: version 2 differs from 3 only in its thread-state
-/// samples, 32 bytes without the `object` field (read as 0).
+/// samples, 32 bytes without the `object` field (read as 0); 3 from 4 only in having no Python
+/// records.
 pub const OLDEST_VERSION: u32 = 2;
 
 /// The size of a thread-state sample (`struct ss_sample`) in a file of format `version`.
@@ -75,6 +76,19 @@ pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8], version: u32) ->
         REC_PHASE => size == PHASE_SIZE,
         REC_SAMPLING => size == SAMPLING_SIZE,
         REC_ATTACH => size == ATTACH_SIZE,
+        REC_PYTHON => size == PYTHON_SIZE,
+        REC_PY_CODE => lengths(
+            PY_CODE_SIZE,
+            &[
+                PY_CODE_NAME_LEN_AT,
+                PY_CODE_QUALNAME_LEN_AT,
+                PY_CODE_FILE_LEN_AT,
+                PY_CODE_TABLE_LEN_AT,
+            ],
+        ),
+        REC_PY_STACK => {
+            counted(PY_STACK_SIZE, PY_FRAME_SIZE, PY_STACK_COUNT_AT) && size > PY_STACK_SIZE
+        }
         _ => false,
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod format;
 pub mod phases;
+pub mod python;
 mod reader;
 pub mod samples;
 pub mod tree;
@@ -213,11 +214,13 @@ pub struct Module {
     pub gone_mono_ns: Option<u64>,
 }
 
-/// A call stack: return addresses, innermost first, and when it was first taken.
+/// A call stack: return addresses, innermost first, and when it was first taken; in a process
+/// that ran CPython, the Python frames the thread ran then, innermost first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stack {
     pub pcs: Vec<u64>,
     pub first_mono_ns: u64,
+    pub python: Vec<python::PyFrame>,
 }
 
 /// Sampled statistics of one allocation site (a call stack and an allocator function).
@@ -286,6 +289,8 @@ pub struct Profile {
     pub modules: Vec<Module>,
     /// Call stacks by id.
     pub stacks: std::collections::HashMap<u32, Stack>,
+    /// The CPython interpreter the process ran, and its code objects (None: none found).
+    pub python: Option<python::Python>,
     /// The last record of allocation sites.
     pub alloc_sites: Vec<AllocSite>,
     pub stack_sampling: Option<StackSampling>,

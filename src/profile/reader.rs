@@ -140,6 +140,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
     let mut ended_after = false; // records followed an END (an exec that failed)
     let mut modules: Vec<Module> = Vec::new();
     let mut stacks: std::collections::HashMap<u32, Stack> = std::collections::HashMap::new();
+    let mut python: Option<super::python::Python> = None;
     let mut alloc_sites = Vec::new();
     let mut stack_sampling = None;
     let mut lock_sites = Vec::new();
@@ -277,10 +278,66 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
             }
             REC_STACK => {
                 let (id, stack) = parse_stack(payload, pos)?;
-                if stacks.get(&id).is_some_and(|old| *old != stack) {
-                    return err(pos, format!("stack {id} is described twice, differently"));
+                match stacks.get(&id) {
+                    Some(old)
+                        if old.pcs != stack.pcs || old.first_mono_ns != stack.first_mono_ns =>
+                    {
+                        return err(pos, format!("stack {id} is described twice, differently"));
+                    }
+                    Some(_) => {}
+                    None => {
+                        stacks.insert(id, stack);
+                    }
                 }
-                stacks.insert(id, stack);
+                ended_after = end.is_some();
+            }
+            REC_PYTHON => {
+                let p = super::python::parse_python(payload, pos)?;
+                if python
+                    .as_ref()
+                    .is_some_and(|old| (old.version, old.flags) != (p.version, p.flags))
+                {
+                    return err(pos, "the python record is given twice, differently");
+                }
+                python.get_or_insert(p);
+                ended_after = end.is_some();
+            }
+            REC_PY_CODE => {
+                let (id, code) = super::python::parse_py_code(payload, pos)?;
+                let Some(py) = python.as_mut() else {
+                    return err(pos, "a python code record before the python record");
+                };
+                if py.codes.get(&id).is_some_and(|old| *old != code) {
+                    return err(
+                        pos,
+                        format!("python code {id} is described twice, differently"),
+                    );
+                }
+                py.codes.insert(id, code);
+                ended_after = end.is_some();
+            }
+            REC_PY_STACK => {
+                let Some(py) = python.as_ref() else {
+                    return err(pos, "a python stack record before the python record");
+                };
+                let (id, frames) = super::python::parse_py_stack(payload, pos, &py.codes)?;
+                match stacks.get_mut(&id) {
+                    Some(s) if s.python.is_empty() || s.python == frames => s.python = frames,
+                    Some(_) => {
+                        return err(
+                            pos,
+                            format!("stack {id}'s python frames are given twice, differently"),
+                        );
+                    }
+                    None => {
+                        return err(
+                            pos,
+                            format!(
+                                "python frames of stack {id}, which the file does not describe"
+                            ),
+                        );
+                    }
+                }
                 ended_after = end.is_some();
             }
             REC_ALLOC_SITES => {
@@ -440,6 +497,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
         flushes,
         modules,
         stacks,
+        python,
         alloc_sites,
         stack_sampling,
         lock_sites,
@@ -581,7 +639,14 @@ fn parse_stack(payload: &[u8], pos: usize) -> Result<(u32, Stack), ProfileError>
     if pcs.contains(&0) {
         return err(pos, "stack record holds a null address");
     }
-    Ok((id, Stack { pcs, first_mono_ns }))
+    Ok((
+        id,
+        Stack {
+            pcs,
+            first_mono_ns,
+            python: Vec::new(),
+        },
+    ))
 }
 
 fn parse_alloc_sites(

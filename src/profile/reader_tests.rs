@@ -647,3 +647,53 @@ fn a_records_checksum_is_one_crc_at_every_size() {
     }
     assert_eq!(record_crc(b"", b"123456789"), 0xCBF4_3926); // the CRC-32 check value
 }
+
+/// A profile with a CPython interpreter's records: PYTHON, a code object, the Python frames of a
+/// stack.
+fn python_profile(code_in_frame: u32) -> Writer {
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_MODULE, &module_payload(0x5555_0000_0000, "/tmp/prog"));
+    w.record(REC_STACK, &stack_payload(3, &[0x5555_0000_1234]));
+    let mut py = Vec::new();
+    u32s(&mut py, &[0x030b02f0, PYTHON_FRAMES]);
+    w.record(REC_PYTHON, &py);
+    let mut code = Vec::new();
+    u32s(&mut code, &[5, 10, 4, 6, 6, 4]);
+    code.extend_from_slice(b"spinW.spinapp.py");
+    code.extend_from_slice(&[0x80, 0x00, 0xd8, 0x08]);
+    w.record(REC_PY_CODE, &code);
+    let mut stack = Vec::new();
+    u32s(&mut stack, &[3, 2, code_in_frame, 2, PY_FRAME_ENTRY, 0]);
+    u32s(&mut stack, &[PY_CODE_UNKNOWN, u32::MAX, PY_FRAME_ENTRY, 0]);
+    w.record(REC_PY_STACK, &stack);
+    w.record(REC_THREAD, &thread_payload(0, 640, false));
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    w
+}
+
+#[test]
+fn python_records_read_back_and_name_what_the_file_describes() {
+    let p = parse(&python_profile(5).bytes).expect("a valid profile");
+    let py = p.python.as_ref().expect("python");
+    assert_eq!(py.version_text(), "3.11");
+    assert_eq!(py.codes[&5].display_name(), "W.spin");
+    assert_eq!(py.codes[&5].file, "app.py");
+    // The instruction at byte 2 (unit 1) is on the line after the first (10).
+    assert_eq!(py.line(5, 2), Some(11));
+    let frames = &p.stacks[&3].python;
+    assert_eq!(frames.len(), 2);
+    assert_eq!((frames[0].code, frames[0].offset), (Some(5), 2));
+    assert_eq!((frames[1].code, frames[1].offset), (None, -1));
+    let err = parse(&python_profile(6).bytes).expect_err("an unknown code object");
+    assert!(err.to_string().contains("code object"), "{err}");
+    let w = python_profile(5);
+    for pos in 0..w.bytes.len() {
+        let mut damaged = w.bytes.clone();
+        damaged[pos] ^= 1 << (pos % 8);
+        assert!(
+            parse(&damaged).is_err(),
+            "flipping byte {pos} went unnoticed"
+        );
+    }
+}

@@ -194,6 +194,9 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
             )
         );
     }
+    if let Some(note) = s.python.as_ref().and_then(|p| p.note.as_deref()) {
+        let _ = writeln!(o, "  {}", style.warn(note));
+    }
     if s.no_unwinder {
         let _ = writeln!(
             o,

@@ -10,6 +10,7 @@ mod cache;
 pub mod code;
 pub mod debuginfod;
 pub mod libc_locks;
+pub mod python;
 
 use crate::profile::{Module, Profile, Stack};
 use std::borrow::Cow;
@@ -35,6 +36,11 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A Python function's frame (its file is the Python file).
+    pub fn is_python(&self) -> bool {
+        self.module == python::PYTHON_MODULE
+    }
+
     /// The file name of the module (`sort` for `/usr/bin/sort`).
     pub fn module_name(&self) -> &str {
         file_name(&self.module)
@@ -58,6 +64,7 @@ impl Frame {
     /// `module+0xoffset`.
     pub fn short_name(&self) -> String {
         match &self.function {
+            Some(f) if self.is_python() => f.clone(),
             Some(f) => closure_words(&short_function(f)),
             None => self.module_offset(),
         }
@@ -161,6 +168,8 @@ fn short_path(file: &str) -> String {
 /// Resolves addresses of one profile; caches a loader per module and each address's frames.
 pub struct Symbolizer<'a> {
     modules: &'a [Module],
+    /// The CPython interpreter of the profile: its code objects name the Python frames.
+    python: Option<&'a crate::profile::python::Python>,
     /// Per module of the profile, its loaders (None: an offline symbolizer).
     loaders: HashMap<usize, Option<Rc<cache::ModuleDebug>>>,
     cache: HashMap<(u64, Option<usize>), Vec<Frame>>,
@@ -223,6 +232,7 @@ impl<'a> Symbolizer<'a> {
         Symbolizer {
             run_as: None,
             modules: &profile.modules,
+            python: profile.python.as_ref(),
             loaders: HashMap::new(),
             cache: HashMap::new(),
             started: Instant::now(),
@@ -244,14 +254,30 @@ impl<'a> Symbolizer<'a> {
             .or_else(|| self.modules.iter().rposition(holds))
     }
 
-    /// Resolves a whole stack, innermost first.
+    /// Resolves a whole stack, innermost first, its Python frames in place of the
+    /// interpreter's evaluation loops that ran them.
     pub fn stack(&mut self, stack: &Stack) -> Vec<Frame> {
-        let mut out = Vec::new();
+        self.stack_below(Vec::new(), stack)
+    }
+
+    /// The frames `inner` (a CPU sample's instruction), then those of its callers' `stack`,
+    /// with the stack's Python frames in place of the evaluation loops that ran them.
+    pub fn stack_below(&mut self, mut inner: Vec<Frame>, stack: &Stack) -> Vec<Frame> {
         for &pc in &stack.pcs {
             // A return address points after the call: look up the call instruction itself.
-            out.extend(self.address(pc.saturating_sub(1), stack.first_mono_ns));
+            inner.extend(self.address(pc.saturating_sub(1), stack.first_mono_ns));
         }
-        out
+        self.with_python(inner, stack)
+    }
+
+    /// `frames` (a stack's, resolved) with the stack's Python frames in place of the evaluation
+    /// loops that ran them.
+    pub fn with_python(&self, frames: Vec<Frame>, stack: &Stack) -> Vec<Frame> {
+        let inner = frames;
+        match self.python {
+            Some(py) if !stack.python.is_empty() => python::splice(inner, &stack.python, py),
+            _ => inner,
+        }
     }
 
     /// Shows a progress line on stderr once symbolization has taken more than a second.
@@ -725,11 +751,15 @@ pub fn qualified_name(name: &str) -> &str {
     &name[start..]
 }
 
-/// The index of the user's frame: the first one (from the innermost) outside the runtime that has
-/// a name (a stripped program's unnamed internals, `mariadbd+0xde2b6c`, pass to the first named
+/// The index of the user's frame: in a stack with Python frames, the innermost Python frame of
+/// the user's own files (`symbols::python::user_frame`); else the first one (from the innermost)
+/// outside the runtime that has a name (a stripped program's unnamed internals, `mariadbd+0xde2b6c`, pass to the first named
 /// caller: `handler::ha_index_read_map`), else the first outside the runtime, or the outermost
 /// frame when every frame is the runtime's.
 pub fn user_frame(frames: &[Frame]) -> usize {
+    if let Some(i) = python::user_frame(frames) {
+        return i;
+    }
     let outside = |f: &&Frame| !is_runtime_frame(f);
     // A stack all of runtimes (a stripped allocator's own thread): the runtime's code that called
     // the C library, not the C library's thread start (jemalloc's background thread had read as
