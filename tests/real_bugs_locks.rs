@@ -19,12 +19,11 @@ use std::time::{Duration, Instant};
 const KINDS: [&str; 3] = ["allocator", "library-lock", "io"];
 
 /// The cases this file profiles in CI, by id.
-const CI_CASES: [&str; 5] = [
+const CI_CASES: [&str; 4] = [
     "rust-stdout-line-writes",
     "siremol-omp-rand-lock",
     "sqlite-memstatus-mutex",
     "regex-pool-contention",
-    "chrono-local-tz-lock",
 ];
 
 /// A before whose threads waited for CPUs other processes held more than this share of their
@@ -334,11 +333,6 @@ fn sqlite_memstatus_mutex() {
 #[test]
 fn regex_pool_contention() {
     check_case("regex-pool-contention");
-}
-
-#[test]
-fn chrono_local_tz_lock() {
-    check_case("chrono-local-tz-lock");
 }
 
 #[test]
