@@ -1,4 +1,4 @@
-//! `run --push` into a real Parca server (v0.28.0, built by .ci/run into STALLSCOPE_PARCA_DIR, by
+//! `run --push` into a real Parca server (v0.28.0, built by .ci/run into PARCA_BUILD_DIR, by
 //! default /opt/parca): the windows of a running program are pushed through Parca's WriteRaw
 //! and queried back through its query API: the profile types (CPU, allocations, lock waits,
 //! wall time by state), the labels, and the top function of the CPU and lock-wait profiles.
@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn parca() -> Option<PathBuf> {
-    let dir = std::env::var_os("STALLSCOPE_PARCA_DIR").unwrap_or_else(|| "/opt/parca".into());
+    let dir = std::env::var_os("PARCA_BUILD_DIR").unwrap_or_else(|| "/opt/parca".into());
     let exe = PathBuf::from(dir).join("parca");
     have(
         &format!("Parca v0.28.0 ({})", exe.display()),
