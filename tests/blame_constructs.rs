@@ -159,28 +159,6 @@ fn names(f: &Value, function: &str) -> bool {
         })
 }
 
-/// The findings in a line each: severity, id, title.
-fn findings_text(r: &Value) -> String {
-    let lines: Vec<String> = r["findings"]
-        .as_array()
-        .map_or(&[][..], |v| v.as_slice())
-        .iter()
-        .map(|f| {
-            format!(
-                "{} [{}] {}",
-                severity(f).to_uppercase(),
-                f["id"].as_str().unwrap_or(""),
-                f["title"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    if lines.is_empty() {
-        "(no findings)".into()
-    } else {
-        lines.join(" / ")
-    }
-}
-
 /// Each thread's states as shares of its life (the categories above 0.5%).
 fn states_text(r: &Value) -> String {
     let threads = r["threads"].as_array().map_or(&[][..], |v| v.as_slice());
@@ -278,7 +256,7 @@ fn check(test: &str, program: Program, variant: Variant) {
         if starved.is_some() { "starved: " } else { "" },
         other_runnable_share(&r) * 100.0,
         r["wall_ns"].as_f64().unwrap_or(0.0) / 1e6,
-        findings_text(&r),
+        common::findings_text(&r, " / "),
         states_text(&r)
     );
     if let Err(why) = outcome {

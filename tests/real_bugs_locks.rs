@@ -186,25 +186,6 @@ fn findings(r: &Value) -> &[Value] {
     r["findings"].as_array().map_or(&[][..], |v| v.as_slice())
 }
 
-fn findings_text(r: &Value) -> String {
-    let lines: Vec<String> = findings(r)
-        .iter()
-        .map(|f| {
-            format!(
-                "{} [{}] {}",
-                severity(f).to_uppercase(),
-                f["id"].as_str().unwrap_or(""),
-                f["title"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    if lines.is_empty() {
-        "(no findings)".into()
-    } else {
-        lines.join("\n")
-    }
-}
-
 /// The before's top cause: its first high or medium finding, looking through the working
 /// threads' efficiency (`parallel-efficiency` sums up what the threads' time went to and points
 /// at the biggest part, whose own finding says the cause).
@@ -243,14 +224,14 @@ fn check_case(id: &str) {
     let top = top.unwrap_or_else(|| {
         panic!(
             "{id}: the before has no high or medium finding:\n{}",
-            findings_text(&before)
+            common::findings_text(&before, "\n")
         )
     });
     assert_eq!(
         top["id"],
         finding,
         "{id}: the before's top finding is not {finding}:\n{}",
-        findings_text(&before)
+        common::findings_text(&before, "\n")
     );
     assert!(
         names_all(top, &names),
@@ -263,12 +244,12 @@ fn check_case(id: &str) {
         assert!(
             !(f["id"] == finding && names_all(f, &names)),
             "{id}: the after still has the cause's finding:\n{}",
-            findings_text(&after)
+            common::findings_text(&after, "\n")
         );
         assert!(
             !(high_or_medium(f) && names_all(f, &names)),
             "{id}: a high or medium finding of the after names the culprit:\n{}",
-            findings_text(&after)
+            common::findings_text(&after, "\n")
         );
     }
 }

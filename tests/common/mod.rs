@@ -872,3 +872,26 @@ pub fn finding_ids(report: &Value) -> Vec<String> {
         .map(|f| f["id"].as_str().unwrap_or("").to_string())
         .collect()
 }
+
+/// A report's findings, one per `separator`-joined part: severity, id, title ("(no findings)"
+/// without any), for a test's failure message.
+pub fn findings_text(r: &Value, separator: &str) -> String {
+    let lines: Vec<String> = r["findings"]
+        .as_array()
+        .map_or(&[][..], |v| v.as_slice())
+        .iter()
+        .map(|f| {
+            format!(
+                "{} [{}] {}",
+                f["severity"].as_str().unwrap_or("").to_uppercase(),
+                f["id"].as_str().unwrap_or(""),
+                f["title"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        "(no findings)".into()
+    } else {
+        lines.join(separator)
+    }
+}
