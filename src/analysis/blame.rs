@@ -380,7 +380,6 @@ fn placed(samples: Vec<Stretch>, run_delay_ns: Option<u64>) -> Vec<Stretch> {
         samples.into_iter().partition(|s| !s.off_cpu);
     on.sort_by_key(|s| (s.end, s.begin));
     off.sort_by_key(|s| s.end);
-    let looks_at = off.clone();
     let mut last_end = 0;
     for s in &mut on {
         s.begin = s.begin.max(last_end).min(s.end);
@@ -390,7 +389,7 @@ fn placed(samples: Vec<Stretch>, run_delay_ns: Option<u64>) -> Vec<Stretch> {
     let mut covered: BTreeMap<(u64, u64), Stretch> =
         on.into_iter().map(|s| ((s.begin, s.end), s)).collect();
     let mut looks: Vec<u64> = Vec::with_capacity(off.len());
-    for s in off {
+    for &s in &off {
         let mut left = s.end - s.begin;
         let floor = looks.len().checked_sub(LOOKS_BACK).map_or(0, |i| looks[i]);
         looks.push(s.end);
@@ -428,8 +427,8 @@ fn placed(samples: Vec<Stretch>, run_delay_ns: Option<u64>) -> Vec<Stretch> {
         // Waiting for a CPU comes last, just before the thread runs again.
         let queued = ((end - begin) as f64 * queued_share) as u64;
         let asleep_until = end - queued;
-        let look = looks_at.partition_point(|l| l.end < end);
-        match looks_at.get(look) {
+        let look = off.partition_point(|l| l.end < end);
+        match off.get(look) {
             Some(l) if asleep_until > begin => covered.push(Stretch {
                 begin,
                 end: asleep_until,
@@ -437,7 +436,7 @@ fn placed(samples: Vec<Stretch>, run_delay_ns: Option<u64>) -> Vec<Stretch> {
             }),
             _ => {}
         }
-        let from = if looks_at.get(look).is_some() {
+        let from = if off.get(look).is_some() {
             asleep_until
         } else {
             begin
