@@ -353,3 +353,44 @@ fn the_checker_finds_each_kind_of_break() {
     has("src/newthing.rs", "has no layer");
     assert_eq!(found.len(), 5, "{found:#?}");
 }
+
+/// The most lines a Rust file under src/ may have before its tests (docs/ARCHITECTURE.md,
+/// "Layers"): a file that grows past it holds more than one job and is split by job.
+const MAX_LINES_BEFORE_TESTS: usize = 1000;
+
+/// The lines of `text` before its first `#[cfg(test)]` (all of them where it has none).
+fn lines_before_tests(text: &str) -> usize {
+    text.lines()
+        .position(|l| l.trim_start().starts_with("#[cfg(test)]"))
+        .unwrap_or_else(|| text.lines().count())
+}
+
+#[test]
+fn no_source_file_has_more_than_a_thousand_lines_before_its_tests() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 50, "{files:?}");
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let n = lines_before_tests(&std::fs::read_to_string(path).unwrap());
+            (n > MAX_LINES_BEFORE_TESTS).then(|| format!("{}: {n} lines", path.display()))
+        })
+        .collect();
+    long.sort();
+    assert!(
+        long.is_empty(),
+        "split these by job (at most {MAX_LINES_BEFORE_TESTS} lines before the tests): {long:?}"
+    );
+}
+
+#[test]
+fn the_line_count_stops_at_the_first_tests() {
+    let body = "fn f() {}\n".repeat(1200);
+    assert_eq!(lines_before_tests(&body), 1200);
+    let with_tests = format!("{}#[cfg(test)]\nmod tests {{}}\n{body}", "// a\n".repeat(7));
+    assert_eq!(lines_before_tests(&with_tests), 7);
+    let indented = format!("{}    #[cfg(test)]\n", "x\n".repeat(3));
+    assert_eq!(lines_before_tests(&indented), 3);
+}
