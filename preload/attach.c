@@ -163,6 +163,9 @@ static int ss_window_begin(int fd, const char *path) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
+    /* A fork child's own set-up (its fresh stack tables) before its first window records, not at
+     * the window's first flush, which would drop the stacks taken until then. */
+    ss_writer_child_setup();
     ss_threads_window_reset();
     ss_stacks_window_reset();
     ss_sampler_window_reset();
@@ -189,7 +192,9 @@ static void ss_window_end(void) {
     __atomic_store_n(&ss_window_open, 0, __ATOMIC_RELEASE);
     __atomic_add_fetch(&ss_window, 1, __ATOMIC_ACQ_REL); /* every node is stale from now on */
     __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
-    ss_got_point(SS_GOT_LIBC); /* and straight to the C library again */
+    /* And straight to the C library again, unless the next window follows at once (run --push):
+     * a process forked meanwhile must reach the hooks to listen for windows of its own. */
+    if (!ss_config.continuous) ss_got_point(SS_GOT_LIBC);
     ss_sampler_stop_timers();
     ss_writer_window_end();
 }

@@ -204,6 +204,7 @@ void ss_read_config(void) {
     if (is_launched) ss_copy_option(ss_config.output, sizeof ss_config.output, SS_OPT_OUTPUT);
     ss_config.dormant = (ss_option_flag(SS_OPT_NO_CHILDREN) && supervisor != 0 && !is_launched) || ss_settings_lost;
     ss_config.paused = ss_option_flag(SS_OPT_PAUSED);
+    ss_config.continuous = ss_config.paused && ss_option_flag(SS_OPT_CONTINUOUS);
 }
 
 /* ---- symbol resolution ---- */

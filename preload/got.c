@@ -6,6 +6,8 @@
  * object's PLT slots that the dynamic linker bound to a hot hook (allocator, locks, condition
  * variables, semaphores, join) are pointed at the C library's function the hook forwards to, and
  * the calls go straight there: the unprofiled speed. A window points them back at the hooks.
+ * (Not under run --push, ss_config.continuous: its windows follow one another, and a process
+ * forked between two of them reaches the hooks and listens for its own.)
  * The flusher looks again every second while paused: a slot the linker binds lazily, or an object
  * loaded later, goes to the hooks first.
  *

@@ -154,8 +154,13 @@ void ss_child_flusher_check(void) {
 
 /* A node of another window (attach.c): the calling thread drops it, for good. */
 struct ss_thread *ss_drop_stale(void) {
+    struct ss_thread *self = ss_self, *me = ss_me;
     ss_self = SS_NO_THREAD;
     ss_me = NULL;
+    /* After the pointers are cleared (a sample taken in between writes no more into it): the
+     * flusher may now give the node to another thread. */
+    if (self && self != SS_NO_THREAD && ss_stale(self)) __atomic_store_n(&self->released, 1, __ATOMIC_RELEASE);
+    if (me && me != self && ss_stale(me)) __atomic_store_n(&me->released, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -561,14 +566,15 @@ static int ss_main_thread_ended(void) {
 
 /* A tick of a paused process's flusher while no window is open (every 100 ms): the process
  * would end but for the flusher when main called pthread_exit and every other thread has gone:
- * end it as glibc would. The hot calls go straight to the C library until a window opens; a
+ * end it as glibc would. The hot calls go straight to the C library until a window opens (but
+ * for run --push, whose windows follow one another: they keep the hooks); a
  * process attach loaded us into gets the hooks that must stay (sigaction, ...). Once ready (the
  * thread that started us may hold the loader's lock until then: its dlopen), then every second
  * for slots bound and objects loaded since. */
 void ss_flusher_paused_tick(uint32_t idle_ticks) {
     if (idle_ticks % 10 != 0) return;
     if (idle_ticks > 0 && !ss_other_threads_alive()) ss_real.exit(0);
-    ss_got_point(ss_injected ? SS_GOT_KEEP : SS_GOT_LIBC);
+    if (ss_injected || !ss_config.continuous) ss_got_point(ss_injected ? SS_GOT_KEEP : SS_GOT_LIBC);
 }
 
 /* A tick of the flusher while recording (as often as wall samples are taken). */

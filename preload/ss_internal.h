@@ -356,6 +356,10 @@ struct ss_thread {
     /* Made by the flusher when a window opened, for a thread that existed then (attach.c): its
      * CPU timer runs from the start; the thread adopts the node at its first hooked call. */
     uint32_t covered;
+    /* Its thread let go of it (ss_drop_stale): nothing of that thread writes it again, so a
+     * node of a closed window can be reused (threads.c, ss_threads_reclaim). */
+    uint32_t released;
+    struct ss_thread *retired_next; /* the flusher's list of nodes of closed windows */
     struct ss_phases_thread phases;
     struct ss_omp_thread omp;
     struct ss_itt_thread itt;
@@ -459,6 +463,7 @@ struct ss_real {
 struct ss_config {
     int dormant;       /* loaded but not recording (e.g. a child with --no-children) */
     int paused;        /* run --paused: loaded with recording off until `stallscope attach` (attach.c) */
+    int continuous;    /* run --push: the windows follow one another; the hooks stay in place between them */
     uint32_t timing;   /* enum ss_timing */
     uint32_t period;   /* mean sampling period for timed calls */
     uint32_t timed_before_longer; /* a function's timed calls before its period lengthens (0: never; struct ss_alloc_thread) */

@@ -63,6 +63,8 @@ void ss_threads_thread_reset(struct ss_thread *t) {
     t->in_batch = 0;
     t->gone = 0;
     t->covered = 0;
+    t->released = 0;
+    t->retired_next = NULL;
 }
 
 /* A node for a new thread: a free one from the list, or a new mapping. */
@@ -165,6 +167,8 @@ static void ss_thread_destructor(void *arg) {
     struct ss_thread *t = arg;
     if (!t || __atomic_load_n(&ss_sandboxed, __ATOMIC_RELAXED) || ss_pid != getpid() || t->magic != SS_NODE_MAGIC)
         return;
+    /* A node of a closed window this thread let go of may be another thread's by now. */
+    if (__atomic_load_n(&t->released, __ATOMIC_ACQUIRE) || t->rec.tid != (uint32_t)syscall(SYS_gettid)) return;
     ss_thread_end(t);
 }
 
@@ -485,8 +489,56 @@ uint32_t ss_threads_cross_frees(struct ss_cross_frees_entry *buf, uint32_t cap) 
     return n;
 }
 
+/* ---- nodes of closed windows (attach.c): retired, then reused ---- */
+
+/* The nodes of the windows before the current one that some thread may still write: a thread
+ * keeps its node of a closed window until its next slow part (ss_known), and a call it began
+ * then finishes in it. Only the flusher reads or changes this list (holding the flush lock). */
+SS_FORK_STATE static struct ss_thread *ss_retired_nodes;
+
+/* Whether nothing writes a retired node any more: free already; made for a thread the window
+ * found running that never adopted it (its timer was deleted when the window closed; the claim
+ * here keeps any thread from adopting it now); let go of by its thread; or its thread is gone.
+ * A node claimed for a thread being created is not: that thread attaches it yet. */
+static int ss_node_unused(struct ss_thread *t) {
+    uint32_t state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+    if (state == SS_NODE_FREE) return 1;
+    if (state == SS_NODE_CLAIMED) return 0;
+    uint32_t one = 1;
+    if (__atomic_load_n(&t->covered, __ATOMIC_ACQUIRE) &&
+        __atomic_compare_exchange_n(&t->covered, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return 1;
+    if (__atomic_load_n(&t->released, __ATOMIC_ACQUIRE)) return 1;
+    return t->rec.tid != 0 && ss_thread_gone(t);
+}
+
+/* Retired nodes nothing writes any more go back on the list, free for the next thread: the
+ * memory of a process recorded in windows is that of the most threads it had at once (each
+ * holds at most one node of a closed window and one of the open one), however many windows. */
+static void ss_threads_reclaim(void) {
+    struct ss_thread **link = &ss_retired_nodes;
+    while (*link) {
+        struct ss_thread *t = *link;
+        if (!ss_node_unused(t)) {
+            link = &t->retired_next;
+            continue;
+        }
+        *link = t->retired_next;
+        ss_thread_reset(t);
+        /* Off every list while it is reset: nobody claims it (only FREE nodes are claimed). */
+        __atomic_store_n(&t->state, SS_NODE_FREE, __ATOMIC_RELEASE);
+        t->listed = 1;
+        struct ss_thread *head = __atomic_load_n(&ss_threads, __ATOMIC_RELAXED);
+        do {
+            t->next = head;
+        } while (!__atomic_compare_exchange_n(&ss_threads, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+        __atomic_fetch_add(&ss_free_nodes, 1, __ATOMIC_RELAXED);
+    }
+}
+
 /* In a fork child: the list starts empty (the child has one thread, attached again lazily). */
 SS_FORK_TEXT void ss_threads_after_fork_child(void) {
+    ss_retired_nodes = NULL;
     ss_threads = NULL;
     ss_free_nodes = 0;
     ss_ended_pending = 0;
@@ -520,12 +572,21 @@ SS_FORK_TEXT void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t n
     ss_raw_copy(rec->name, name, len < 15 ? len : 15);
 }
 
-/* A new window (attach.c): the nodes of the last one are left behind, never written or reused
- * (their threads drop them at their next slow part; a thread blocked in a call it began then
- * finishes it in the old node), and the list starts empty, as in a fork child. */
+/* A new window (attach.c): the list starts empty, as in a fork child, and the nodes of the last
+ * one are retired, never written again (their threads drop them at their next slow part; a
+ * thread blocked in a call it began then finishes it in the old node); those nothing writes any
+ * more are reused (ss_threads_reclaim). */
 void ss_threads_window_reset(void) {
+    struct ss_thread *retired = ss_retired_nodes, *next;
+    for (struct ss_thread *t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = next) {
+        next = t->next;
+        t->retired_next = retired;
+        retired = t;
+    }
     ss_threads_after_fork_child();
+    ss_retired_nodes = retired;
     ss_next_serial = 0;
+    ss_threads_reclaim();
 }
 
 /* ---- threads that existed when a window opened (attach.c) ---- */

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod inject;
+pub mod tree;
 pub mod windows;
 
 #[derive(clap::Args, Debug)]

@@ -122,6 +122,9 @@ fn settings(args: &RunArgs, session: &Session) -> Vec<(&'static str, String)> {
     if args.paused || args.push.push.is_some() {
         out.push((options::PAUSED.env, "1".into()));
     }
+    if args.push.push.is_some() {
+        out.push((options::CONTINUOUS.env, "1".into()));
+    }
     // Stacks are taken on timed calls: a stack period denser than the timing period (`--stack-period
     // 1`: every call's stack) times as densely.
     let mut timing_period = options::TIMING_PERIOD.clamp(
@@ -316,9 +319,7 @@ pub fn main(args: RunArgs) -> Result<i32> {
         let quiet = args.quiet;
         let handle = std::thread::Builder::new()
             .name("stallscope-windows".into())
-            .spawn(move || {
-                crate::attach::windows::record(root_pid, None, every, None, target, true, quiet)
-            });
+            .spawn(move || crate::attach::tree::record(root_pid, every, target, quiet));
         (handle, describe)
     });
     signals::wait_for_end(root_pid as i32);

@@ -494,3 +494,149 @@ fn attach_pushes_windows_of_a_paused_process() {
         assert_eq!(r.header("x-scope-orgid"), Some("ops"));
     }
 }
+
+/// Standard base64 (Parca's rawProfile), for the test's own reading of a pushed profile.
+fn base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let (mut out, mut acc, mut bits) = (Vec::new(), 0u32, 0);
+    for v in text.bytes().filter_map(value) {
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
+
+/// A Parca series' profile, unzipped (a pprof: its string table holds the function names).
+fn raw_profile(series: &Value) -> Vec<u8> {
+    use std::io::Read as _;
+    let zipped = base64(series["samples"][0]["rawProfile"].as_str().unwrap_or(""));
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&zipped[..])
+        .read_to_end(&mut out)
+        .expect("a gzipped profile");
+    out
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn run_push_records_the_processes_a_server_forks() {
+    let dir = TempDir::new("push-forks");
+    let exe = compile_file(&dir, &test_source("push_programs", "forks.c"), &["-O1"]);
+    let server = Server::start(Answer::Accept);
+    let url = format!("http://127.0.0.1:{}/api/profiles/writeraw", server.port);
+    let exe = exe.to_string_lossy().into_owned();
+    let out = stallscope_run(&dir, &["--push", &url, "--every", "300ms"], &[&exe, "3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(exit_code(&out), 0, "{}", describe(&out));
+    let workers: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("worker ").map(String::from))
+        .collect();
+    assert_eq!(workers.len(), 2, "{}", describe(&out));
+    let series: Vec<Value> = server.requests().iter().flat_map(parca_series).collect();
+    let pids: std::collections::BTreeSet<String> =
+        series.iter().filter_map(|s| label(s, "pid")).collect();
+    for w in &workers {
+        // Each worker's windows: its own pid label, its CPU in its own function.
+        let cpu: Vec<&Value> = series
+            .iter()
+            .filter(|s| label(s, "pid").as_deref() == Some(w.as_str()))
+            .filter(|s| label(s, "__name__").as_deref() == Some("process_cpu"))
+            .collect();
+        assert!(
+            cpu.len() >= 2,
+            "worker {w}: {} CPU profiles pushed over 3 s in windows of 300 ms (pids pushed: {pids:?}): {err}",
+            cpu.len()
+        );
+        assert!(
+            cpu.iter().any(|s| contains(&raw_profile(s), "worker_spin")),
+            "worker {w}'s CPU profiles name the function it burns its CPU in"
+        );
+    }
+    assert!(err.contains("windows pushed"), "{err}");
+}
+
+/// The resident anonymous memory of a process, in kB.
+fn anon_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn the_interposers_memory_stays_bounded_however_many_windows() {
+    let dir = TempDir::new("push-memory");
+    let exe = build(&dir);
+    let server = Server::start(Answer::Accept);
+    let url = format!("http://127.0.0.1:{}/api/profiles/writeraw", server.port);
+    let mut child = Command::new(stallscope())
+        .args(["run", "-q", "--push", &url, "--every", "100ms", "--"])
+        .arg(&exe)
+        .arg("100000")
+        .current_dir(&*dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let pid = std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse::<u32>()
+        .unwrap();
+    // The program's memory as the windows go by, counted by the windows pushed (not by time: a
+    // slow machine has fewer windows in a second, and each window is what may cost memory).
+    let at_window = |n: usize| {
+        let started = std::time::Instant::now();
+        while server.requests().len() < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "only {} windows pushed",
+                server.requests().len()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        anon_kb(pid)
+    };
+    let (early, middle, late) = (at_window(5), at_window(20), at_window(35));
+    // SAFETY: a signal to the program this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    assert!(
+        early > 0 && middle > 0 && late > 0,
+        "{early} {middle} {late}"
+    );
+    // Each window used to keep its threads' nodes (about 25 kB each, five threads): 15 windows
+    // grew the program by about 2 MB. Reused nodes leave the later windows no growth beyond noise.
+    let first = middle.saturating_sub(early);
+    let second = late.saturating_sub(middle);
+    assert!(
+        second <= (first / 2).max(512),
+        "the program grew by {first} kB over windows 5-20 and {second} kB over windows 20-35 (RssAnon {early}, {middle}, {late} kB)"
+    );
+}

@@ -18,11 +18,14 @@ use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The window's length when --every is not given.
 pub const DEFAULT_EVERY_MS: u64 = 10_000;
+
+/// How often a window's wait looks whether it is to stop early.
+const HALT_SLICE: Duration = Duration::from_millis(200);
 
 /// How long a process that ended a window by itself (it changed its user: its listener left)
 /// may take to listen again before `attach` gives up on it.
@@ -63,7 +66,16 @@ pub fn attach(
             ),
         )
     };
-    let outcome = record(pid, Some(stream), every, until, target, false, args.quiet);
+    let outcome = record(
+        pid,
+        Some(stream),
+        every,
+        until,
+        target,
+        false,
+        args.quiet,
+        None,
+    );
     // SAFETY: restoring the dispositions found.
     unsafe {
         libc::signal(libc::SIGINT, old_int);
@@ -83,10 +95,12 @@ pub fn attach(
     }
 }
 
-/// Records windows of `pid` until it ends (or Ctrl-C, or `until`), pushing each. `first`: a
-/// connection to its listener already made. `patient`: wait for the listener as long as the
-/// process lives (`run`, whose program may take a while to load the interposer, or exec a
-/// program that listens again); else give up after [`RELISTEN`].
+/// Records windows of `pid` until it ends (or Ctrl-C, or `until`, or `halt` is set: the window
+/// open then closes at once), pushing each. `first`: a connection to its listener already made.
+/// `patient`: wait for the listener as long as the process lives (`run`, whose program may take
+/// a while to load the interposer, or exec a program that listens again); else give up after
+/// [`RELISTEN`].
+#[allow(clippy::too_many_arguments)]
 pub fn record(
     pid: u32,
     mut first: Option<UnixStream>,
@@ -95,12 +109,17 @@ pub fn record(
     target: Target,
     patient: bool,
     quiet: bool,
+    halt: Option<&AtomicBool>,
 ) -> std::result::Result<Outcome, String> {
     let dir =
         private_dir(pid).map_err(|e| format!("cannot create a directory for the windows: {e}"))?;
     let mut pusher = Pusher::start(target, quiet)
         .map_err(|e| format!("cannot start the pushing thread: {e}"))?;
-    let stop = || INTERRUPTED.load(Ordering::SeqCst) || until.is_some_and(|u| Instant::now() >= u);
+    let stop = || {
+        INTERRUPTED.load(Ordering::SeqCst)
+            || until.is_some_and(|u| Instant::now() >= u)
+            || halt.is_some_and(|h| h.load(Ordering::SeqCst))
+    };
     let mut n = 0u64;
     let mut waiting_since: Option<Instant> = None;
     let mut refusal: Option<String> = None;
@@ -151,7 +170,16 @@ pub fn record(
         let length = until.map_or(every, |u| {
             every.min(u.saturating_duration_since(Instant::now()))
         });
-        let ended = wait_window(&mut stream, Some(length));
+        // In slices, so that `halt` closes the window within one.
+        let ended = loop {
+            let left = length.saturating_sub(started.elapsed());
+            if left.is_zero() || stop() {
+                break false;
+            }
+            if wait_window(&mut stream, Some(left.min(HALT_SLICE))) {
+                break true;
+            }
+        };
         if !ended {
             // Close it and wait for its last batch to be written.
             let _ = stream.write_all(b"S");

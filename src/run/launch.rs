@@ -15,7 +15,7 @@ unsafe extern "C" {
 
 /// Variables stallscope sets for the interposer. A stale value in the user's environment (from an
 /// outer run, say) is dropped rather than passed on: the interposer's defaults are the CLI's.
-pub const MANAGED: [&str; 15] = [
+pub const MANAGED: [&str; 16] = [
     crate::options::DIR.env,
     crate::options::INDEX.env,
     crate::options::SUPERVISOR.env,
@@ -31,6 +31,7 @@ pub const MANAGED: [&str; 15] = [
     crate::options::STACK_BYTES.env,
     crate::options::UNWINDER.env,
     crate::options::PAUSED.env,
+    crate::options::CONTINUOUS.env,
 ];
 
 /// Where the launched process's profile goes.

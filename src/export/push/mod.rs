@@ -110,6 +110,7 @@ pub struct Window {
 }
 
 /// Where and how to push: the server, its API, the credentials and the labels given.
+#[derive(Clone)]
 pub struct Target {
     pub engine: Engine,
     pub url: String,
