@@ -178,7 +178,7 @@ static uint32_t ss_take_snapshot(const char *label, const char *suffix) {
     return r.seq;
 }
 
-/* The phases part of a node, for a new thread (ss_thread_reset, lifecycle.c): none open; the
+/* The phases part of a node, for a new thread (ss_thread_reset, threads.c): none open; the
  * mapping of open phases, if any, is kept for the next thread. */
 void ss_phases_thread_reset(struct ss_thread *t) { t->phases.count = 0; }
 
