@@ -142,32 +142,26 @@ struct Parsed {
     includes: Vec<String>,
 }
 
-/// The spans of the preprocessor's lines (with their continuations), and the headers included.
-fn directives(text: &str) -> (Vec<(usize, usize)>, Vec<String>) {
+/// The spans of the preprocessor's lines, each with its continuations.
+fn directives(text: &str) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
-    let mut includes = Vec::new();
     let mut at = 0;
     let mut in_directive: Option<usize> = None;
     for line in text.split_inclusive('\n') {
         let start = at;
         at += line.len();
         let body = line.trim_end_matches('\n');
-        let begins = in_directive.is_none() && body.trim_start().starts_with('#');
-        if begins {
+        if in_directive.is_none() && body.trim_start().starts_with('#') {
             in_directive = Some(start);
-            let d = body.trim_start()[1..].trim_start();
-            if let Some(rest) = d.strip_prefix("include") {
-                includes.push(rest.trim().trim_matches(['"', '<', '>']).to_string());
-            }
         }
-        if let Some(from) = in_directive {
-            if !body.ends_with('\\') {
-                spans.push((from, at));
-                in_directive = None;
-            }
+        if let Some(from) = in_directive
+            && !body.ends_with('\\')
+        {
+            spans.push((from, at));
+            in_directive = None;
         }
     }
-    (spans, includes)
+    spans
 }
 
 /// The raw text's `#include "..."` names (the stripped text has lost the quoted name).
@@ -195,7 +189,7 @@ const NOT_A_NAME: &[&str] = &[
 
 fn parse(raw: &str, header: bool) -> Parsed {
     let text = strip(raw);
-    let (directive_spans, _) = directives(&text);
+    let directive_spans = directives(&text);
     let in_directive = |at: usize| directive_spans.iter().any(|&(a, b)| at >= a && at < b);
     // The top level, outside directives: each declaration or definition as (start, end, body
     // start): the text before its `;` or its body's `{`.
@@ -314,7 +308,11 @@ fn function_name(head: &str) -> Option<&str> {
 /// prototype; the name is the last identifier before `=` (or the end), past any `[...]`.
 fn variable_name(stmt: &str) -> Option<&str> {
     let s = stmt.trim();
-    if s.is_empty() || ["extern", "static", "typedef"].iter().any(|k| has_word(s, k)) {
+    if s.is_empty()
+        || ["extern", "static", "typedef"]
+            .iter()
+            .any(|k| has_word(s, k))
+    {
         return None;
     }
     let decl = match s.find('=') {
@@ -442,9 +440,9 @@ fn every_interposer_file_refers_only_to_its_layer_and_below() {
     );
 }
 
-/// The parser finds the definitions the checker relies on: each kind (a function, an exported
-/// hook's helper, a variable, a thread-local, an initialised one) where the source has it, and
-/// every `ss_` function or variable ss_internal.h declares has a file that defines it.
+/// The parser finds the definitions the checker relies on: each kind (a function, a variable of a
+/// struct type, a thread-local) where the source has it, and every `ss_` function or variable
+/// ss_internal.h declares has a file that defines it (else a reference to it would go unchecked).
 #[test]
 fn the_definitions_are_found() {
     let defs = definers(&preload());
@@ -513,7 +511,8 @@ fn the_definitions_are_found() {
 /// The checker itself, on files written to break each rule (so that the test above can fail).
 #[test]
 fn the_checker_finds_each_kind_of_break() {
-    let dir = std::env::temp_dir().join(format!("stallscope-preload-layers-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("stallscope-preload-layers-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
@@ -563,6 +562,9 @@ fn the_checker_finds_each_kind_of_break() {
         "`ss_window_open` of preload/attach.c",
     );
     has("preload/newthing.c", "has no layer");
-    has("preload/base.c", "includes lock_steps.h, a header of a higher layer (services)");
+    has(
+        "preload/base.c",
+        "includes lock_steps.h, a header of a higher layer (services)",
+    );
     assert_eq!(found.len(), 5, "{found:#?}");
 }
