@@ -233,10 +233,11 @@ fn parse(raw: &str, header: bool) -> Parsed {
                     // closes nothing (its `;` follows).
                     if is_function_head(head) {
                         bodies.push((body_start, i));
-                        if let Some(name) = function_name(head) {
-                            if !has_word(head, "static") && name.starts_with("ss_") {
-                                defines.push(name.to_string());
-                            }
+                        if let Some(name) = function_name(head)
+                            && !has_word(head, "static")
+                            && name.starts_with("ss_")
+                        {
+                            defines.push(name.to_string());
                         }
                         stmt_start = i + 1;
                         head_end = None;
@@ -245,10 +246,10 @@ fn parse(raw: &str, header: bool) -> Parsed {
             }
             b';' if depth == 0 => {
                 let stmt = &text[stmt_start..i];
-                if let Some(name) = variable_name(stmt) {
-                    if name.starts_with("ss_") {
-                        defines.push(name.to_string());
-                    }
+                if let Some(name) = variable_name(stmt)
+                    && name.starts_with("ss_")
+                {
+                    defines.push(name.to_string());
                 }
                 stmt_start = i + 1;
                 head_end = None;
@@ -365,12 +366,12 @@ fn violations(dir: &Path) -> Vec<String> {
             ));
         }
         for name in &parsed.defines {
-            if let Some(other) = definer.insert(name, file) {
-                if other != file {
-                    out.push(format!(
-                        "preload/{file}: `{name}` is defined in preload/{other} too"
-                    ));
-                }
+            if let Some(other) = definer.insert(name, file)
+                && other != file
+            {
+                out.push(format!(
+                    "preload/{file}: `{name}` is defined in preload/{other} too"
+                ));
             }
         }
     }
@@ -485,10 +486,10 @@ fn the_definitions_are_found() {
                     } else {
                         function_name(&s)
                     };
-                    if let Some(n) = name.filter(|n| n.starts_with("ss_")) {
-                        if !defs.contains_key(n) {
-                            missing.push(n.to_string());
-                        }
+                    if let Some(n) = name.filter(|n| n.starts_with("ss_"))
+                        && !defs.contains_key(n)
+                    {
+                        missing.push(n.to_string());
                     }
                     continue;
                 }
