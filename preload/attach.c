@@ -220,12 +220,18 @@ static void ss_attach_after_fork_child(void) {
     __atomic_add_fetch(&ss_window, 1, __ATOMIC_ACQ_REL);
 }
 
+/* In a fork child: only a paused process's has a listener of its parent's to drop (a recording
+ * process has none). */
+SS_FORK_TEXT static void ss_attach_fork_child(void) {
+    if (ss_paused) ss_attach_after_fork_child();
+}
+
 /* Attach's steps, walked by the lifecycle (lifecycle.c): the flusher of a paused process listens
  * for `stallscope attach`, opens and closes windows, and closes them as it leaves; a paused
  * process's fork child listens afresh. */
 SS_STEPS(ss_attach_steps) = {
     .name = "attach",
-    .on_fork_child = ss_attach_after_fork_child,
+    .on_fork_child = ss_attach_fork_child,
     .on_flusher_listen = ss_attach_listen,
     .on_flusher_poll = ss_attach_poll,
     .on_flusher_leave = ss_attach_close,

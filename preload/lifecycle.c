@@ -168,6 +168,19 @@ static void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
  * handler ran). */
 SS_FORK_TEXT static int ss_fork_child_untouched(void) { return ss_fork_pending != NULL && !ss_fork_late; }
 
+/* The modules' steps in a fork child, from their own step structs: those below the lifecycle in
+ * the order the child needs (its file first: the child's is not the launched process's; then its
+ * sampling, its nodes, its phases), then those above it as they registered (attach.c's listener,
+ * in a paused process's child). */
+static const struct ss_steps *const ss_steps_below[] = {&ss_writer_steps, &ss_sampler_steps, &ss_threads_steps,
+                                                       &ss_phases_steps};
+
+SS_FORK_TEXT static void ss_fork_child_steps(void) {
+    for (size_t i = 0; i < sizeof ss_steps_below / sizeof ss_steps_below[0]; i++)
+        if (ss_steps_below[i]->on_fork_child) ss_steps_below[i]->on_fork_child();
+    SS_EACH_STEP(step) if (step->on_fork_child) step->on_fork_child();
+}
+
 /* After fork the child has only the calling thread: start afresh with its record alone. Kept to a
  * few stores (fork's cost is the child's): what the child needs only if it goes on to record or
  * write is set up then (ss_writer_child_setup), and the big tables are zeroed by the kernel
@@ -180,11 +193,7 @@ SS_FORK_TEXT static void ss_after_fork_child(void) {
         ss_self = SS_NO_THREAD;
         ss_me = NULL;
         __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
-        ss_writer_after_fork_child(); /* the child's file is not the launched process's */
-        ss_sampler_after_fork_child();
-        ss_threads_after_fork_child();
-        ss_phases_after_fork_child();
-        SS_EACH_STEP(step) if (step->on_fork_child) step->on_fork_child();
+        ss_fork_child_steps();
         ss_fork_pending = NULL;
         ss_last_got = 0;
         __atomic_store_n(&ss_child_flusher_due, ss_mono_ns() + SS_CHILD_FLUSHER_DELAY_NS, __ATOMIC_RELAXED);
@@ -196,10 +205,7 @@ SS_FORK_TEXT static void ss_after_fork_child(void) {
     ss_fork_child = 1;
     struct ss_thread *self = ss_self != SS_NO_THREAD ? ss_self : ss_me;
     ss_self = SS_NO_THREAD;
-    ss_writer_after_fork_child(); /* the child's file is not the launched process's */
-    ss_sampler_after_fork_child();
-    ss_threads_after_fork_child();
-    ss_phases_after_fork_child();
+    ss_fork_child_steps();
     ss_child_flusher_due = 0;
     ss_last_got = 0;
     ss_fork_late = 0;

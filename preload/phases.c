@@ -79,6 +79,9 @@ SS_FORK_TEXT void ss_phases_after_fork_child(void) {
     ss_heap_seq = 0;
 }
 
+/* This module's steps, walked by the lifecycle (lifecycle.c). */
+const struct ss_steps ss_phases_steps = {.name = "phases", .on_fork_child = ss_phases_after_fork_child};
+
 static void ss_copy_label(char *dst, size_t cap, const char *a, const char *b) {
     size_t n = 0;
     for (; a && *a && n + 1 < cap; a++) dst[n++] = *a;

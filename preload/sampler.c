@@ -414,6 +414,9 @@ SS_FORK_TEXT void ss_sampler_after_fork_child(void) {
     if (ss_me && !ss_wipe_works) ss_me->sampler.has_timer = 0;
 }
 
+/* This module's steps, walked by the lifecycle (lifecycle.c). */
+const struct ss_steps ss_sampler_steps = {.name = "sampler", .on_fork_child = ss_sampler_after_fork_child};
+
 /* ---- wall samples (the flusher thread) ---- */
 
 static size_t ss_read_small(const char *path, char *buf, size_t cap) {

@@ -1051,5 +1051,7 @@ struct ss_steps {
 extern const struct ss_steps __start_ss_steps[] __attribute__((visibility("hidden")));
 extern const struct ss_steps __stop_ss_steps[] __attribute__((visibility("hidden")));
 #define SS_EACH_STEP(s) for (const struct ss_steps *s = __start_ss_steps; s < __stop_ss_steps; s++)
+/* The steps of modules below the lifecycle, which lifecycle.c lists in the order it needs them. */
+extern const struct ss_steps ss_writer_steps, ss_sampler_steps, ss_threads_steps, ss_phases_steps;
 
 #endif

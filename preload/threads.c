@@ -495,6 +495,9 @@ SS_FORK_TEXT void ss_threads_after_fork_child(void) {
     ss_own_refilled_ns = 0;
 }
 
+/* This module's steps, walked by the lifecycle (lifecycle.c). */
+const struct ss_steps ss_threads_steps = {.name = "threads", .on_fork_child = ss_threads_after_fork_child};
+
 /* The node of the thread that forked, in the child: wiped by the kernel (re-initialised, with
  * whatever the child recorded since), or a copy of the parent's (cleared). */
 void ss_thread_child_node(struct ss_thread *t) {

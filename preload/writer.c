@@ -501,6 +501,9 @@ SS_FORK_TEXT void ss_writer_after_fork_child(void) {
     ss_child_pending = 1;
 }
 
+/* This module's steps, walked by the lifecycle (lifecycle.c). */
+const struct ss_steps ss_writer_steps = {.name = "writer", .on_fork_child = ss_writer_after_fork_child};
+
 /* The child's set-up, once it records or writes: its process record, fresh stack tables. */
 void ss_writer_child_setup(void) {
     if (!ss_child_pending) return;
