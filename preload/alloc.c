@@ -4,7 +4,7 @@
  * free each make one memory decrement: the countdown of the request's size (of free's calls),
  * whose slot also tells the calls so far (struct ss_alloc_small). Other calls are counted with
  * their bytes and size bucket, and timed when their count reaches alloc.timed_at. */
-#include "ss_internal.h"
+#include "ss_hooks.h"
 
 #include <errno.h>
 #include <string.h>
@@ -37,7 +37,7 @@ static size_t ss_bootstrap_size(const void *p) {
     return size;
 }
 
-/* The allocation part of a node, for a new thread (ss_thread_reset, lifecycle.c). Whether frees
+/* The allocation part of a node, for a new thread (ss_thread_reset, threads.c). Whether frees
  * may take their fast part is decided before the first node is made (ss_guard_calls). */
 void ss_alloc_thread_reset(struct ss_thread *t) {
     for (int f = 0; f < SS_FN_COUNT; f++) {
@@ -171,7 +171,6 @@ static inline uint64_t ss_sampled_ticks(uint64_t ticks, int exact) {
 static uint8_t ss_small_bucket[(SS_LARGE_BYTES + 7) / 8 + 1];
 static inline size_t ss_small_size_bucket(size_t n) { return ss_small_bucket[(n + 7) >> 3]; }
 
-size_t ss_fast_bytes;
 
 void ss_alloc_init(void) {
     for (size_t i = 0; i < sizeof ss_small_bucket; i++) ss_small_bucket[i] = (uint8_t)ss_size_bucket(i * 8);

@@ -26,46 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint32_t ss_window;
-int ss_paused;
-int ss_window_open;
-int ss_injected;
-
-/* Whether this library was opened under the name attach gives it (a link to it, so that a
- * preloaded copy is never taken for one). */
-int ss_loaded_by_attach(void) {
-    Dl_info info;
-    if (!dladdr((void *)ss_loaded_by_attach, &info) || !info.dli_fname) return 0;
-    const char *base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    return strncmp(base, SS_INJECT_NAME, strlen(SS_INJECT_NAME)) == 0;
-}
-
-/* When the process began, on the monotonic clock: its start in /proc/self/stat (clock ticks
- * since boot) against the boot clock now. */
-uint64_t ss_attach_process_start(void) {
-    char stat[1024];
-    size_t len = ss_read_file("/proc/self/stat", stat, sizeof stat - 1);
-    stat[len] = 0;
-    char *p = strrchr(stat, ')');
-    uint64_t now = ss_mono_ns();
-    if (!p) return now;
-    p++;
-    for (int field = 3; field < 22 && *p; field++) { /* skips fields 3 to 21: then 22, starttime */
-        while (*p == ' ') p++;
-        while (*p && *p != ' ') p++;
-    }
-    while (*p == ' ') p++;
-    uint64_t ticks = 0;
-    for (; *p >= '0' && *p <= '9'; p++) ticks = ticks * 10 + (uint64_t)(*p - '0');
-    long hz = sysconf(_SC_CLK_TCK);
-    struct timespec boot;
-    if (!ticks || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return now;
-    uint64_t boot_ns = (uint64_t)boot.tv_sec * 1000000000ull + (uint64_t)boot.tv_nsec;
-    uint64_t start_boot_ns = ticks * (1000000000ull / (uint64_t)hz);
-    uint64_t age = boot_ns > start_boot_ns ? boot_ns - start_boot_ns : 0;
-    return now > age ? now - age : now;
-}
 
 static int ss_listen_fd = -1; /* in the flusher's own descriptor table */
 static int ss_conn_fd = -1;   /* the attach holding the window open */
@@ -89,7 +49,7 @@ static void ss_send_text(int fd, const char *a, uint64_t n, int with_n) {
     (void)send(fd, line, s.len, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-void ss_attach_listen(void) {
+static void ss_attach_listen(void) {
     if (ss_listen_fd >= 0) return;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return;
@@ -230,7 +190,7 @@ static void ss_accept_one(void) {
     ss_conn_fd = c;
 }
 
-void ss_attach_poll(void) {
+static void ss_attach_poll(void) {
     if (ss_listen_fd < 0) return;
     if (ss_conn_fd >= 0) {
         char b[16];
@@ -247,7 +207,7 @@ void ss_attach_poll(void) {
     ss_accept_one();
 }
 
-void ss_attach_close(void) {
+static void ss_attach_close(void) {
     ss_window_end();
     if (ss_conn_fd >= 0) {
         ss_send_text(ss_conn_fd, "DONE", 0, 0);
@@ -258,9 +218,26 @@ void ss_attach_close(void) {
 }
 
 /* In a fork child: the parent's listener and connection are in its flusher's table, not here. */
-void ss_attach_after_fork_child(void) {
+static void ss_attach_after_fork_child(void) {
     ss_conn_fd = ss_listen_fd = -1;
     ss_window_open = 0;
     ss_windows_opened = 0;
     __atomic_add_fetch(&ss_window, 1, __ATOMIC_ACQ_REL);
 }
+
+/* In a fork child: only a paused process's has a listener of its parent's to drop (a recording
+ * process has none). */
+SS_FORK_TEXT static void ss_attach_fork_child(void) {
+    if (ss_paused) ss_attach_after_fork_child();
+}
+
+/* Attach's steps, walked by the lifecycle (lifecycle.c): the flusher of a paused process listens
+ * for `stallscope attach`, opens and closes windows, and closes them as it leaves; a paused
+ * process's fork child listens afresh. */
+SS_STEPS(ss_attach_steps) = {
+    .name = "attach",
+    .on_fork_child = ss_attach_fork_child,
+    .on_flusher_listen = ss_attach_listen,
+    .on_flusher_poll = ss_attach_poll,
+    .on_flusher_leave = ss_attach_close,
+};

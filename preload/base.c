@@ -1,8 +1,8 @@
 /* The base every module calls: the real functions (resolved with dlsym), the configuration (the
  * options table, ss_options.def), the clocks and the random intervals of timed calls, the global
  * state, and the helpers that never touch the program's allocator (mappings, formatting, /proc
- * reads). Nothing here calls a module: what happens at init, fork, exec, exit and at each of the
- * flusher's ticks is lifecycle.c's. */
+ * reads). Nothing here names a module: what happens at init, fork, exec, exit and at each of the
+ * flusher's ticks is lifecycle.c's, reached through its registration (ss_lifecycle()). */
 #include "ss_internal.h"
 
 #include <dlfcn.h>
@@ -449,4 +449,123 @@ size_t ss_read_file(const char *path, char *buf, size_t cap) {
     }
     close(fd);
     return len;
+}
+
+/* ---- the process's state that every layer reads ----
+ *
+ * Set by the layers above (lifecycle.c, attach.c), read by the hooks and services below them:
+ * kept here so that no lower file names a higher one. */
+
+/* Windows of recording (attach.c): the number stamped on the nodes of the open window, whether
+ * the process was started paused, whether a window is open, whether attach loaded us. */
+uint32_t ss_window;
+int ss_paused;
+int ss_window_open;
+int ss_injected;
+SS_TLS struct ss_thread *ss_me; /* the calling thread's record; unlike ss_self never cleared by the guard */
+SS_FORK_STATE struct ss_thread *ss_threads; /* every node, pushed with CAS, never removed (threads.c) */
+size_t ss_fast_bytes;                       /* small mallocs below it are counted by count (alloc.c) */
+SS_FORK_STATE int ss_fork_child;            /* this process is a fork child of the profiled one (lifecycle.c) */
+enum ss_start_state ss_start_state;         /* how far the interposer's start has come (lifecycle.c) */
+SS_FORK_STATE uint64_t ss_child_flusher_due; /* when a fork child that lives on starts its flusher (0: not pending) */
+
+/* A node of another window (attach.c): the calling thread drops it, for good. */
+struct ss_thread *ss_drop_stale(void) {
+    struct ss_thread *self = ss_self, *me = ss_me;
+    ss_self = SS_NO_THREAD;
+    ss_me = NULL;
+    /* After the pointers are cleared (a sample taken in between writes no more into it): the
+     * flusher may now give the node to another thread. */
+    if (self && self != SS_NO_THREAD && ss_stale(self)) __atomic_store_n(&self->released, 1, __ATOMIC_RELEASE);
+    if (me && me != self && ss_stale(me)) __atomic_store_n(&me->released, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The lifecycle's entries (lifecycle.c), as the layers below it reach them: the start on the
+ * first call, a thread's node at its first hooked call. */
+SS_FORK_TEXT void ss_ensure_resolved(void) {
+    if (SS_UNLIKELY(__atomic_load_n(&ss_start_state, __ATOMIC_ACQUIRE) == SS_UNINIT)) ss_lifecycle()->start();
+}
+
+struct ss_thread *ss_enter_slow(void) {
+    if (ss_busy) return NULL;
+    ss_ensure_resolved();
+    if (__atomic_load_n(&ss_start_state, __ATOMIC_ACQUIRE) != SS_READY) return NULL;
+    /* The common ways out, without the lifecycle: not recording, or a thread that has its record
+     * (after a stale one is dropped). A paused fork child whose flusher is due goes there. */
+    if (SS_LIKELY(!(ss_paused && ss_child_flusher_due))) {
+        if (!__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE)) return NULL;
+        if (ss_self != SS_NO_THREAD && ss_stale(ss_self)) ss_drop_stale();
+        if (ss_self != SS_NO_THREAD) return ss_self;
+    }
+    return ss_lifecycle()->enter();
+}
+
+/* ---- the C library's syscall() for the interposer's own futex calls ---- */
+
+typedef long (*ss_syscall_fn)(long, ...);
+static ss_syscall_fn ss_own_syscall;
+
+/* The interposer's own futex calls (the flusher's hand-overs: ready, left, the final flush)
+ * through the real syscall(), never futex.c's hook: a thread waiting for the flusher is not a
+ * wait of the program's (memcached's main showed "waited for an unknown thread on futex word
+ * ss_flusher_ready" after its setuid, which pauses and restarts the flusher). */
+long ss_futex_own(uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
+    ss_syscall_fn f = __atomic_load_n(&ss_own_syscall, __ATOMIC_ACQUIRE);
+    if (SS_UNLIKELY(f == NULL)) {
+        f = (ss_syscall_fn)dlsym(RTLD_NEXT, "syscall");
+        __atomic_store_n(&ss_own_syscall, f, __ATOMIC_RELEASE);
+    }
+    return f(SYS_futex, (long)word, (long)op, (long)val, (long)timeout, 0L, 0L);
+}
+
+#if !defined(__x86_64__)
+/* ss_futex_quiet's system call where it is not inline (ss_internal.h): through the C library's
+ * syscall(), not futex.c's hook, errno unchanged. */
+long ss_futex_quiet_call(int *word, int op, int val) {
+    int saved = errno;
+    long rc = ss_futex_own((uint32_t *)word, op, (uint32_t)val, NULL);
+    if (rc < 0) rc = -errno;
+    errno = saved;
+    return rc;
+}
+#endif
+
+/* ---- how the interposer was loaded ---- */
+
+
+/* Whether this library was opened under the name attach gives it (a link to it, so that a
+ * preloaded copy is never taken for one). */
+int ss_loaded_by_attach(void) {
+    Dl_info info;
+    if (!dladdr((void *)ss_loaded_by_attach, &info) || !info.dli_fname) return 0;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return strncmp(base, SS_INJECT_NAME, strlen(SS_INJECT_NAME)) == 0;
+}
+
+/* When the process began, on the monotonic clock: its start in /proc/self/stat (clock ticks
+ * since boot) against the boot clock now. */
+uint64_t ss_process_began_ns(void) {
+    char stat[1024];
+    size_t len = ss_read_file("/proc/self/stat", stat, sizeof stat - 1);
+    stat[len] = 0;
+    char *p = strrchr(stat, ')');
+    uint64_t now = ss_mono_ns();
+    if (!p) return now;
+    p++;
+    for (int field = 3; field < 22 && *p; field++) { /* skips fields 3 to 21: then 22, starttime */
+        while (*p == ' ') p++;
+        while (*p && *p != ' ') p++;
+    }
+    while (*p == ' ') p++;
+    uint64_t ticks = 0;
+    for (; *p >= '0' && *p <= '9'; p++) ticks = ticks * 10 + (uint64_t)(*p - '0');
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot;
+    if (!ticks || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return now;
+    uint64_t boot_ns = (uint64_t)boot.tv_sec * 1000000000ull + (uint64_t)boot.tv_nsec;
+    uint64_t start_boot_ns = ticks * (1000000000ull / (uint64_t)hz);
+    uint64_t age = boot_ns > start_boot_ns ? boot_ns - start_boot_ns : 0;
+    return now > age ? now - age : now;
 }

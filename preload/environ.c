@@ -180,6 +180,29 @@ const char *ss_setting(const char *name) {
 
 /* ---- at exec ---- */
 
+/* A line `stallscope run` shows after the run (its index: "PID PPID #note TEXT"). Only system
+ * calls: it may run in a vfork child. */
+void ss_note_unprofiled(const char *text) {
+    if (!ss_config.index[0]) return;
+    int fd = open(ss_config.index, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return;
+    char line[1400];
+    struct ss_str s = {line, 0, sizeof line - 1};
+    ss_str_u64(&s, (uint64_t)getpid());
+    ss_str_cat(&s, " ");
+    ss_str_u64(&s, (uint64_t)ss_parent_pid);
+    ss_str_cat(&s, " #note ");
+    ss_str_cat(&s, text);
+    line[s.len++] = '\n';
+    for (size_t at = 0; at < s.len;) { /* one short O_APPEND write: lines never interleave */
+        ssize_t n = write(fd, line + at, s.len - at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        at += (size_t)n;
+    }
+    close(fd);
+}
+
 /* ---- the loader of the program an exec runs ----
  *
  * Our library needs glibc's loader: a program whose interpreter is another (musl's

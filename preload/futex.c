@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/seccomp.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 
@@ -35,25 +36,6 @@ static ss_syscall_fn ss_syscall_resolve(void) {
 
 void ss_futex_init(void) { (void)ss_syscall_resolve(); }
 
-/* The interposer's own futex calls (the flusher's hand-overs: ready, left, the final flush)
- * through the real syscall(), never this file's hook: a thread waiting for the flusher is not a
- * wait of the program's (memcached's main showed "waited for an unknown thread on futex word
- * ss_flusher_ready" after its setuid, which pauses and restarts the flusher). */
-long ss_futex_own(uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
-    return ss_syscall_resolve()(SYS_futex, (long)word, (long)op, (long)val, (long)timeout, 0L, 0L);
-}
-
-#if !defined(__x86_64__)
-/* ss_futex_quiet's system call where it is not inline (ss_internal.h): through the C library's
- * syscall(), not this file's hook, errno unchanged. */
-long ss_futex_quiet_call(int *word, int op, int val) {
-    int saved = errno;
-    long rc = ss_futex_own((uint32_t *)word, op, (uint32_t)val, NULL);
-    if (rc < 0) rc = -errno;
-    errno = saved;
-    return rc;
-}
-#endif
 
 #define SS_FUTEX_CMD(op) ((int)(op) & ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME))
 
@@ -106,9 +88,18 @@ static SS_NOINLINE long ss_slow_syscall(ss_syscall_fn real, long a1, long a2, lo
     return rc;
 }
 
+/* Only calls that can install something end the recording: programs probe the kernel's support
+ * with calls that fail by design (systemd and libseccomp pass a NULL filter for EFAULT, or flags
+ * to strict mode for EINVAL), and seccomp(2) also answers queries. */
+int ss_seccomp_installs(long op, long flags, const void *args) {
+    if (op == SECCOMP_SET_MODE_STRICT) return flags == 0 && args == NULL;
+    if (op == SECCOMP_SET_MODE_FILTER) return args != NULL;
+    return 0;
+}
+
 /* seccomp(2) has no glibc wrapper: programs reach it through syscall() (sandbox.c). */
 static SS_NOINLINE long ss_seccomp_call(ss_syscall_fn real, long a1, long a2, long a3) {
-    if (ss_seccomp_installs(a1, a2, (const void *)a3)) ss_before_sandbox();
+    if (ss_seccomp_installs(a1, a2, (const void *)a3)) ss_lifecycle()->before_sandbox();
     return real(SYS_seccomp, a1, a2, a3, 0, 0, 0);
 }
 

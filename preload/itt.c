@@ -61,7 +61,7 @@ static const unsigned char ss_itt_magic[8] = {0xED, 0xAB, 0xAB, 0xEC, 0x0D, 0xEE
 
 static int ss_itt_serving; /* getenv answers our path (ss_itt_init) */
 
-/* The ITT part of a node, for a new thread (ss_thread_reset, lifecycle.c). */
+/* The ITT part of a node, for a new thread (ss_thread_reset, threads.c). */
 void ss_itt_thread_reset(struct ss_thread *t) { t->itt = (struct ss_itt_thread){0}; }
 
 /* ---- the objects ---- */

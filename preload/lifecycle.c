@@ -3,9 +3,10 @@
  * _exit, the destructor, a return from main), the flusher's ticks and the contents of a batch,
  * and the reset of a thread's node (one part per module). The modules never call one another
  * for these: this file calls each. */
-#include "ss_internal.h"
+#include "ss_hooks.h"
 #include "ss_raw.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -16,11 +17,6 @@
 
 extern char **environ;
 
-enum { SS_UNINIT = 0, SS_RESOLVING = 1, SS_READY = 2 };
-static int ss_state;
-SS_FORK_STATE static int ss_is_fork_child;
-SS_FORK_STATE uint64_t ss_child_flusher_due; /* when a fork child that lives on starts its flusher (0: not pending) */
-#define SS_CHILD_FLUSHER_DELAY_NS 100000000ull
 SS_FORK_STATE static struct ss_thread *ss_fork_pending;
 /* The child was adopted at its end (ss_own_process), not by fork's handler: its thread may
  * have recorded into its node since. */
@@ -71,7 +67,7 @@ static void ss_after_fork_child(void);
 
 static void ss_init(void) {
     int expected = SS_UNINIT;
-    if (!__atomic_compare_exchange_n(&ss_state, &expected, SS_RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (!__atomic_compare_exchange_n(&ss_start_state, &expected, SS_RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return; /* another thread initialises; its calls meanwhile go to the bootstrap pool */
     ss_busy = 1;
     ss_resolve();
@@ -83,7 +79,8 @@ static void ss_init(void) {
     else ss_take_settings();
     ss_read_config();
     /* Before the set-up's own calls (a CPU timer for this thread, ...), each of which it names. */
-    if (SS_UNLIKELY(ss_option_flag(SS_OPT_PROBE))) ss_probe_system_calls(); /* never returns */
+    /* The steps of the modules above (sandbox.c: the probe, which never returns). */
+    SS_EACH_STEP(step) if (step->on_start) step->on_start();
     if (ss_injected) {
         ss_config.paused = 1;
         ss_config.dormant = 0;
@@ -91,7 +88,7 @@ static void ss_init(void) {
     ss_pid = getpid();
     ss_calibrate();
     ss_writer_init();
-    if (ss_injected) ss_process_start_mono_ns = ss_attach_process_start();
+    if (ss_injected) ss_process_start_mono_ns = ss_process_began_ns();
     ss_sampler_init();
     ss_locks_init();
     ss_futex_init();
@@ -118,12 +115,9 @@ static void ss_init(void) {
     }
     ss_itt_init(ok && !ss_config.dormant && !ss_injected);
     ss_busy = 0;
-    __atomic_store_n(&ss_state, SS_READY, __ATOMIC_RELEASE);
+    __atomic_store_n(&ss_start_state, SS_READY, __ATOMIC_RELEASE);
 }
 
-SS_FORK_TEXT void ss_ensure_resolved(void) {
-    if (SS_UNLIKELY(__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) == SS_UNINIT)) ss_init();
-}
 
 /* The first call of a fork child (or its final flush): the lazy part of the child's set-up, then
  * the record of its one thread. */
@@ -142,32 +136,10 @@ static struct ss_thread *ss_adopt_fork_pending(int start_flusher) {
     return t;
 }
 
-/* Called on the sampled path of allocation calls while a fork child has no flusher yet. */
-void ss_child_flusher_check(void) {
-    uint64_t due = __atomic_load_n(&ss_child_flusher_due, __ATOMIC_RELAXED);
-    if (!due || ss_mono_ns() < due) return;
-    if (!__atomic_compare_exchange_n(&ss_child_flusher_due, &due, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
-    SS_GUARD_BEGIN(saved);
-    ss_start_flusher();
-    SS_GUARD_END(saved);
-}
-
-/* A node of another window (attach.c): the calling thread drops it, for good. */
-struct ss_thread *ss_drop_stale(void) {
-    struct ss_thread *self = ss_self, *me = ss_me;
-    ss_self = SS_NO_THREAD;
-    ss_me = NULL;
-    /* After the pointers are cleared (a sample taken in between writes no more into it): the
-     * flusher may now give the node to another thread. */
-    if (self && self != SS_NO_THREAD && ss_stale(self)) __atomic_store_n(&self->released, 1, __ATOMIC_RELEASE);
-    if (me && me != self && ss_stale(me)) __atomic_store_n(&me->released, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-struct ss_thread *ss_enter_slow(void) {
+static struct ss_thread *ss_enter_first(void) {
     if (ss_busy) return NULL;
     ss_ensure_resolved();
-    if (__atomic_load_n(&ss_state, __ATOMIC_ACQUIRE) != SS_READY) return NULL;
+    if (__atomic_load_n(&ss_start_state, __ATOMIC_ACQUIRE) != SS_READY) return NULL;
     /* A paused process's fork child listens for attach too, once it lives on. */
     if (SS_UNLIKELY(ss_paused) && ss_child_flusher_due) ss_child_flusher_check();
     if (!__atomic_load_n(&ss_active, __ATOMIC_ACQUIRE)) return NULL;
@@ -190,11 +162,24 @@ struct ss_thread *ss_enter_slow(void) {
 }
 
 /* The final flush of a fork child that made no call we interpose: its thread's record first. */
-void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
+static void ss_attach_pending_for_final(void) { ss_adopt_fork_pending(0); }
 
 /* A fork child that has made no call we interpose (its thread not attached again since fork's
  * handler ran). */
-SS_FORK_TEXT int ss_fork_child_untouched(void) { return ss_fork_pending != NULL && !ss_fork_late; }
+SS_FORK_TEXT static int ss_fork_child_untouched(void) { return ss_fork_pending != NULL && !ss_fork_late; }
+
+/* The modules' steps in a fork child, from their own step structs: those below the lifecycle in
+ * the order the child needs (its file first: the child's is not the launched process's; then its
+ * sampling, its nodes, its phases), then those above it as they registered (attach.c's listener,
+ * in a paused process's child). */
+static const struct ss_steps *const ss_steps_below[] = {&ss_writer_steps, &ss_sampler_steps, &ss_threads_steps,
+                                                       &ss_phases_steps};
+
+SS_FORK_TEXT static void ss_fork_child_steps(void) {
+    for (size_t i = 0; i < sizeof ss_steps_below / sizeof ss_steps_below[0]; i++)
+        if (ss_steps_below[i]->on_fork_child) ss_steps_below[i]->on_fork_child();
+    SS_EACH_STEP(step) if (step->on_fork_child) step->on_fork_child();
+}
 
 /* After fork the child has only the calling thread: start afresh with its record alone. Kept to a
  * few stores (fork's cost is the child's): what the child needs only if it goes on to record or
@@ -204,15 +189,11 @@ SS_FORK_TEXT static void ss_after_fork_child(void) {
     if (ss_paused) { /* the child is paused too, whatever its parent was doing: it listens for attach */
         ss_parent_pid = ss_pid;
         ss_pid = (pid_t)SS_RAW(SYS_getpid, 0, 0, 0);
-        ss_is_fork_child = 1;
+        ss_fork_child = 1;
         ss_self = SS_NO_THREAD;
         ss_me = NULL;
         __atomic_store_n(&ss_active, 0, __ATOMIC_RELEASE);
-        ss_writer_after_fork_child(); /* the child's file is not the launched process's */
-        ss_sampler_after_fork_child();
-        ss_threads_after_fork_child();
-        ss_phases_after_fork_child();
-        ss_attach_after_fork_child();
+        ss_fork_child_steps();
         ss_fork_pending = NULL;
         ss_last_got = 0;
         __atomic_store_n(&ss_child_flusher_due, ss_mono_ns() + SS_CHILD_FLUSHER_DELAY_NS, __ATOMIC_RELAXED);
@@ -221,20 +202,16 @@ SS_FORK_TEXT static void ss_after_fork_child(void) {
     if (!ss_active) return;
     ss_parent_pid = ss_pid; /* known now, whatever happens to the parent later */
     ss_pid = (pid_t)SS_RAW(SYS_getpid, 0, 0, 0);
-    ss_is_fork_child = 1;
+    ss_fork_child = 1;
     struct ss_thread *self = ss_self != SS_NO_THREAD ? ss_self : ss_me;
     ss_self = SS_NO_THREAD;
-    ss_writer_after_fork_child(); /* the child's file is not the launched process's */
-    ss_sampler_after_fork_child();
-    ss_threads_after_fork_child();
-    ss_phases_after_fork_child();
+    ss_fork_child_steps();
     ss_child_flusher_due = 0;
     ss_last_got = 0;
     ss_fork_late = 0;
     ss_fork_pending = self; /* the next hook takes the slow path, which attaches it again */
 }
 
-SS_FORK_TEXT int ss_process_is_fork_child(void) { return ss_is_fork_child; }
 
 /* Whether the calling process may write the profile state it holds: the process it belongs to,
  * or a child made without fork's handlers (raw clone or clone3) that has its own copy of our
@@ -499,26 +476,7 @@ SS_EXPORT int execle(const char *path, const char *arg, ...) {
     return execve(path, argv, envp);
 }
 
-/* ---- a thread's node ---- */
-
-/* Every part of a node brought to a new thread's start: a new mapping (all zeros), a node whose
- * thread ended and whose state is written (reused), a fork child's (wiped or copied). Each
- * module resets its own part; the node's own part comes first (its random state draws the
- * others' countdowns). */
-void ss_thread_reset(struct ss_thread *t) {
-    ss_threads_thread_reset(t);
-    ss_alloc_thread_reset(t);
-    ss_stacks_thread_reset(t);
-    ss_locks_thread_reset(t);
-    ss_phases_thread_reset(t);
-    ss_omp_thread_reset(t);
-    ss_itt_thread_reset(t);
-    ss_sampler_thread_reset(t);
-    ss_waitfor_thread_reset(t);
-    t->magic = SS_NODE_MAGIC;
-}
-
-/* ---- the flusher's ticks (writer.c runs the thread; this is what each tick does) ---- */
+/* ---- the flusher's ticks (writer.c runs the thread; this is what each step does) ---- */
 
 struct ss_alive_scan {
     pid_t self;
@@ -571,14 +529,14 @@ static int ss_main_thread_ended(void) {
  * process attach loaded us into gets the hooks that must stay (sigaction, ...). Once ready (the
  * thread that started us may hold the loader's lock until then: its dlopen), then every second
  * for slots bound and objects loaded since. */
-void ss_flusher_paused_tick(uint32_t idle_ticks) {
+static void ss_flusher_paused_tick(uint32_t idle_ticks) {
     if (idle_ticks % 10 != 0) return;
     if (idle_ticks > 0 && !ss_other_threads_alive()) ss_real.exit(0);
     if (ss_injected || !ss_config.continuous) ss_got_point(ss_injected ? SS_GOT_KEEP : SS_GOT_LIBC);
 }
 
 /* A tick of the flusher while recording (as often as wall samples are taken). */
-void ss_flusher_tick(uint64_t now, uint32_t elapsed_ms) {
+static void ss_flusher_tick(uint64_t now, uint32_t elapsed_ms) {
     /* Loaded by attach: objects loaded and slots bound since get the hooks too. */
     if (ss_injected && now - ss_last_got >= 1000000000ull) {
         ss_last_got = now;
@@ -597,7 +555,7 @@ void ss_flusher_tick(uint64_t now, uint32_t elapsed_ms) {
  * assembles and writes it): samples first (every stack they name is complete by now, and
  * written just after), the stack table, cross-thread frees, the threads, the phases. Returns -1
  * when memory ran out. */
-int ss_batch_records(int final, int had_fold_samples) {
+static int ss_batch_records(int final, int had_fold_samples) {
     int samples = ss_sampler_write();
     if (samples < 0 || ss_stacks_write(samples > 0 || had_fold_samples, final) != 0 || ss_alloc_write() != 0 ||
         ss_threads_write(final) != 0)
@@ -605,3 +563,63 @@ int ss_batch_records(int final, int had_fold_samples) {
     ss_phases_append_pending();
     return 0;
 }
+
+/* A batch begins: the final one's last looks at threads not running, then each thread's state. */
+static void ss_batch_begin(int final) {
+    if (final) ss_sampler_last_looks();
+    ss_threads_prepare_batch(final);
+}
+
+/* The steps of the modules above the lifecycle (attach.c), on the flusher's behalf. */
+static void ss_steps_listen(void) {
+    SS_EACH_STEP(step) if (step->on_flusher_listen) step->on_flusher_listen();
+}
+
+static void ss_steps_poll(void) {
+    SS_EACH_STEP(step) if (step->on_flusher_poll) step->on_flusher_poll();
+}
+
+static void ss_steps_leave(void) {
+    SS_EACH_STEP(step) if (step->on_flusher_leave) step->on_flusher_leave();
+}
+
+/* ---- objects unloaded ---- */
+
+/* Before an object may be unloaded, the stacks note what is loaded, so that its frames still
+ * resolve; after, the unwinder forgets its addresses (they may hold other code from now on) and
+ * OpenMP an unloaded runtime's functions, and the stacks note the time of the unload. */
+SS_EXPORT int dlclose(void *handle) {
+    ss_ensure_resolved();
+    ss_stacks_note_modules();
+    int (*real)(void *) = ss_real.dlclose;
+    if (!real) *(void **)&real = dlsym(RTLD_NEXT, "dlclose"); /* while another thread initialises */
+    int rc = real ? real(handle) : -1;
+    if (rc == 0) {
+        ss_fast_unwind_forget();
+        ss_omp_after_unload();
+    }
+    ss_stacks_note_modules();
+    return rc;
+}
+
+/* What the layers below ask of the lifecycle (ss_internal.h, "the layers"). */
+SS_LIFECYCLE(ss_lifecycle_entries) = {
+    .start = ss_init,
+    .enter = ss_enter_first,
+    .before_sandbox = ss_before_sandbox,
+    .flusher_started = ss_sampler_flusher_start,
+    .flusher_listen = ss_steps_listen,
+    .flusher_poll = ss_steps_poll,
+    .flusher_paused_tick = ss_flusher_paused_tick,
+    .flusher_tick = ss_flusher_tick,
+    .flusher_woken = ss_threads_fold_ended,
+    .flusher_leaving = ss_steps_leave,
+    .fork_child_untouched = ss_fork_child_untouched,
+    .bare_pending = ss_phases_pending,
+    .bare_sampling = ss_sampling_now,
+    .bare_thread = ss_thread_bare_record,
+    .batch_final_pending = ss_attach_pending_for_final,
+    .batch_begin = ss_batch_begin,
+    .batch_records = ss_batch_records,
+    .batch_end = ss_threads_after_batch,
+};

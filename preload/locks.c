@@ -137,7 +137,7 @@ uint32_t ss_lock_slot_for(struct ss_thread *t, const void *address, uint32_t kin
     return ss_lock_slot_cached(t, address, kind);
 }
 
-/* The lock part of a node, for a new thread (ss_thread_reset, lifecycle.c). Slots are cleared one
+/* The lock part of a node, for a new thread (ss_thread_reset, threads.c). Slots are cleared one
  * by one, only where used: untouched pages of the table stay untouched (and a node that was
  * never used, all zeros, is not read at all). */
 void ss_locks_thread_reset(struct ss_thread *t) {

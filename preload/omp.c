@@ -16,7 +16,7 @@
  * An entry point the program never calls costs nothing; libomp (LLVM) exports the same GOMP_
  * names for GCC-built programs and is forwarded the same way. Nothing here allocates, locks or
  * calls stdio. */
-#include "ss_internal.h"
+#include "ss_hooks.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -119,7 +119,7 @@ static inline uintptr_t ss_omp_caller(uintptr_t ra) {
 /* The function a hook forwards to, typed: `type` is its pointer type. */
 #define SS_OMP_FN(type, name, caller) ((type)ss_omp_route(&ss_route_##name, #name, caller))
 
-/* The OpenMP part of a node, for a new thread (ss_thread_reset, lifecycle.c). */
+/* The OpenMP part of a node, for a new thread (ss_thread_reset, threads.c). */
 void ss_omp_thread_reset(struct ss_thread *t) {
     t->omp.run = (struct ss_omp_run){0};
     /* Regions are told apart by number, their slots on a stack that may hold an older number:

@@ -79,6 +79,9 @@ SS_FORK_TEXT void ss_phases_after_fork_child(void) {
     ss_heap_seq = 0;
 }
 
+/* This module's steps, walked by the lifecycle (lifecycle.c). */
+const struct ss_steps ss_phases_steps = {.name = "phases", .on_fork_child = ss_phases_after_fork_child};
+
 static void ss_copy_label(char *dst, size_t cap, const char *a, const char *b) {
     size_t n = 0;
     for (; a && *a && n + 1 < cap; a++) dst[n++] = *a;
@@ -178,7 +181,7 @@ static uint32_t ss_take_snapshot(const char *label, const char *suffix) {
     return r.seq;
 }
 
-/* The phases part of a node, for a new thread (ss_thread_reset, lifecycle.c): none open; the
+/* The phases part of a node, for a new thread (ss_thread_reset, threads.c): none open; the
  * mapping of open phases, if any, is kept for the next thread. */
 void ss_phases_thread_reset(struct ss_thread *t) { t->phases.count = 0; }
 

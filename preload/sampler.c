@@ -33,7 +33,6 @@ enum ss_proc_file { SS_PROC_STAT, SS_PROC_SCHEDSTAT, SS_PROC_SYSCALL, SS_PROC_ST
 _Static_assert(SS_PROC_STATUS + 1 == SS_PROC_FILES, "a kept descriptor for each file");
 static size_t ss_read_proc(struct ss_thread *t, enum ss_proc_file f, const char *path, char *buf, size_t cap);
 
-SS_TLS struct ss_thread *ss_me; /* the calling thread's record; unlike ss_self never cleared by the guard */
 
 static int ss_sample_signal;     /* 0: CPU sampling off */
 static int ss_moved_from;
@@ -63,7 +62,7 @@ static __sighandler_t ss_real_signal(int sig, __sighandler_t handler) {
     return real ? real(sig, handler) : SIG_ERR;
 }
 
-/* The sampling part of a node, for a new thread (ss_thread_reset, lifecycle.c): its rings (in the
+/* The sampling part of a node, for a new thread (ss_thread_reset, threads.c): its rings (in the
  * node's mapping) empty, no timer, no look yet, no kernel figures (they start at the thread's
  * start: ss_sampler_thread_start, ss_sampler_cover). */
 void ss_sampler_thread_reset(struct ss_thread *t) {
@@ -414,6 +413,9 @@ SS_FORK_TEXT void ss_sampler_after_fork_child(void) {
      * node is zeros already where the kernel wipes it (and writing would give the child its page). */
     if (ss_me && !ss_wipe_works) ss_me->sampler.has_timer = 0;
 }
+
+/* This module's steps, walked by the lifecycle (lifecycle.c). */
+const struct ss_steps ss_sampler_steps = {.name = "sampler", .on_fork_child = ss_sampler_after_fork_child};
 
 /* ---- wall samples (the flusher thread) ---- */
 

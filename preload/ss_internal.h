@@ -120,7 +120,7 @@ enum ss_node_fate { SS_FATE_OPEN = 0, SS_FATE_OWN = 1, SS_FATE_FOLD = 2 };
 #define SS_SCHED_RING 256u /* points; a power of two. At 100 looks a second, 2.5 s between flushes */
 
 /* A thread's node is made of one part per module, each reset by its module for a new thread
- * (ss_<module>_thread_reset), all from one place: ss_thread_reset (lifecycle.c). The parts the
+ * (ss_<module>_thread_reset), all from one place: ss_thread_reset (threads.c). The parts the
  * hooks' fast paths touch (alloc, stacks, locks) come first, after the record. */
 
 /* alloc.c: the allocation hooks' countdown, and cross-thread frees. */
@@ -522,7 +522,7 @@ char *const *ss_env_for_exec(char *const envp[], size_t room, char **on_stack, c
 /* After a call that returns (posix_spawn, a failed exec): a long environment was mapped. */
 #define SS_ENV_RELEASE(envp, name) ss_env_release(envp, name, name##_stack, name##_room)
 void ss_env_release(char *const envp[], char *const *env, char **on_stack, size_t room);
-void ss_note_unprofiled(const char *text); /* a line for `stallscope run` to show (writer.c) */
+void ss_note_unprofiled(const char *text); /* a line for `stallscope run` to show (environ.c) */
 extern int ss_stacks_no_unwinder;              /* stacks asked for, no unwinder loaded (stacks.c) */
 size_t ss_main_program(char *out, size_t cap); /* the program's file, not its loader's (stacks.c) */
 uint64_t ss_option_num(enum ss_option id);
@@ -551,18 +551,15 @@ extern int ss_active;         /* recording: hooks take the fast path */
 /* The process installed a seccomp filter (or tried to): recording ended for good, and the
  * interposer makes no system call of its own from then on (sandbox.c, lifecycle.c). */
 extern int ss_sandboxed;
-void ss_before_sandbox(void);
+void ss_before_sandbox(void); /* lifecycle.c; the layers below it call ss_lifecycle()->before_sandbox */
 /* Whether a seccomp(2) call with these arguments would install a filter or strict mode (not a
- * probe of the kernel's support, which fails by design, nor a query). */
+ * probe of the kernel's support, which fails by design, nor a query) (futex.c). */
 int ss_seccomp_installs(long op, long flags, const void *args);
-/* `stallscope run` under a filter inherited from outside (STALLSCOPE_PROBE): each system call the
- * interposer may make, once, named on standard output; then the process ends (sandbox.c). */
-void ss_probe_system_calls(void);
 extern int ss_use_tsc;        /* ticks come from rdtsc rather than clock_gettime */
 extern uint64_t ss_ns_per_tick_q32; /* ns = ticks * this >> 32 */
 extern uint64_t ss_ticks_per_sec;
 extern uint64_t ss_sample_cap_ticks; /* longest duration counted for a sampled call (50 us) */
-extern struct ss_thread *ss_threads; /* list head, pushed with CAS */
+extern struct ss_thread *ss_threads; /* list head, pushed with CAS (base.c; threads.c pushes) */
 extern pid_t ss_pid;
 extern SS_TLS struct ss_thread *ss_self;
 /* What ss_self is when the calls of the thread are not recorded into a record of its own (see
@@ -571,7 +568,10 @@ extern struct ss_thread ss_no_thread;
 #define SS_NO_THREAD (&ss_no_thread)
 extern SS_TLS int ss_busy;
 extern SS_TLS int ss_walking_heap; /* phases.c: glibc walks the heap for a snapshot */
+/* A fork child that lives on starts its flusher when this is due (0: not pending) (base.c;
+ * ss_child_flusher_check, writer.c, starts it). */
 extern uint64_t ss_child_flusher_due;
+#define SS_CHILD_FLUSHER_DELAY_NS 100000000ull
 void ss_child_flusher_check(void);
 
 /* Time. */
@@ -632,7 +632,8 @@ static inline int ss_take_timed_hold(struct ss_thread *t) {
  * as NULL (ss_known). So the fast part has no NULL test. It is shared by all threads and written
  * without care by fast parts that count before they decide (an allocation's counts and
  * countdowns): it is never read as counts. ss_enter_slow makes sure the interposer is initialised
- * and gives the thread a record; it returns NULL when the call must just be forwarded. */
+ * and gives the thread a record (lifecycle.c, through ss_lifecycle()); it returns NULL when the
+ * call must just be forwarded. */
 struct ss_thread *ss_enter_slow(void);
 #define SS_NO_THREAD_BYTES_LEFT (INT64_MIN / 2)
 /* Recording windows (attach.c): in a process started with `run --paused`, recording is on only
@@ -713,18 +714,9 @@ void ss_locks_init(void);
  * calls. */
 extern int ss_stacks_on;
 uint32_t ss_stack_sample(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed, int byte_fired);
-/* The same, with the common case inline: a timed call whose count-based stack countdown does not
- * fire (K-1 of every K timed calls) only decrements it. */
-static inline uint32_t ss_stack_sample_if(struct ss_thread *t, enum ss_fn fn, size_t bytes, int timed,
-                                          int byte_fired) {
-    if (SS_LIKELY(!byte_fired) && SS_LIKELY(t->stacks.countdown > 1)) {
-        if (timed) t->stacks.countdown--;
-        return 0;
-    }
-    return (timed | byte_fired) ? ss_stack_sample(t, fn, bytes, timed, byte_fired) : 0;
-}
 void ss_stack_time(struct ss_thread *t, uint32_t site, uint64_t ticks);
 void ss_stacks_init(void);
+void ss_stacks_note_modules(void); /* around a dlclose (lifecycle.c) */
 void ss_stacks_child_setup(void);
 int ss_stacks_write(int with_samples, int final);
 /* Lock stacks, rate-limited per thread: a waiter's before it blocks (returns a site, 0 if none),
@@ -816,9 +808,6 @@ void ss_cond_wait_record(struct ss_thread *t);
 /* What the thread left to record at a release that will not come (its end, exit, exec): its
  * pending waits, pushed while its ring is still written. */
 void ss_locks_record_pending(struct ss_thread *t);
-static inline void ss_locks_flush_pending(struct ss_thread *t) {
-    if (t && (t->locks.pending_cond != 0 || t->locks.pending_lock != 0)) ss_locks_record_pending(t);
-}
 int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t);
 void ss_waitfor_init(void);
 /* Futex waits through syscall() (futex.c): a wake that woke someone stamps the word's waker slot;
@@ -870,14 +859,6 @@ struct ss_lock_stats *ss_runtime_slot(struct ss_thread *t, const void *object, u
 void ss_runtime_waited(struct ss_thread *t, const void *object, uint32_t kind, struct ss_lock_stats *l, uint64_t wait,
                        uint64_t now, int found_held);
 void ss_runtime_hold(struct ss_thread *t, const void *object, struct ss_lock_stats *l, uint64_t now);
-static inline struct ss_lock_stats *ss_runtime_slot_cached(struct ss_thread *t, const void *object, uint32_t kind) {
-    if (SS_LIKELY(t->locks.last[kind].address == (uintptr_t)object)) return t->locks.last[kind].slot;
-    return ss_runtime_slot(t, object, kind);
-}
-static inline void ss_runtime_took(struct ss_thread *t, const void *object, struct ss_lock_stats *l) {
-    SS_INC(l->acquisitions, 1);
-    if (SS_UNLIKELY(ss_dec_is_zero(&t->locks.countdown))) ss_runtime_hold(t, object, l, 0);
-}
 void ss_runtime_releasing(struct ss_thread *t, const void *object);
 /* ITT (itt.c): stallscope as the collector runtimes load through INTEL_LIBITTNOTIFY64. */
 void ss_itt_init(int serve);
@@ -931,15 +912,8 @@ extern struct ss_buf ss_fold_out; /* records of folded threads, added to the nex
 struct ss_buf *ss_out_buf(void);   /* the batch being assembled */
 #define SS_FOLD_OUT_MAX (16u << 20)
 
-/* The flusher's ticks and a batch's records, module by module (lifecycle.c). */
-void ss_flusher_paused_tick(uint32_t idle_ticks);
-void ss_flusher_tick(uint64_t now, uint32_t elapsed_ms);
-int ss_batch_records(int final, int had_fold_samples);
-
 /* Writing (writer.c). */
 void ss_writer_init(void);
-void ss_attach_pending_for_final(void);
-int ss_fork_child_untouched(void);
 void ss_final_flush(uint32_t how, int32_t status);
 void ss_writer_after_fork_child(void);
 void ss_writer_child_setup(void);
@@ -954,10 +928,6 @@ void ss_flush_unlock(void);
 /* Windows (attach.c): the flusher of a paused process listens for `stallscope attach` and opens
  * and closes windows; each module clears what a window left (the flusher, holding the flush
  * lock, with recording off). */
-void ss_attach_listen(void);
-void ss_attach_poll(void);
-void ss_attach_after_fork_child(void);
-void ss_attach_close(void); /* the flusher leaves: a window open ends, the listener closes */
 int ss_got_init(void);
 /* got.c: the PLT slots of the hot calls at the C library (SS_GOT_LIBC), of every hook at the
  * hooks (SS_GOT_HOOKS: a window), or of the hooks that must stay (SS_GOT_KEEP: an injected
@@ -979,8 +949,8 @@ extern uint64_t ss_process_start_mono_ns;
 /* Loaded into a running process by `stallscope attach` (not preloaded): the hooks are reached
  * only through the PLT slots got.c points at them. */
 extern int ss_injected;
-int ss_loaded_by_attach(void);
-uint64_t ss_attach_process_start(void);
+int ss_loaded_by_attach(void);  /* base.c */
+uint64_t ss_process_began_ns(void); /* when the process began, on the monotonic clock (base.c) */
 #define SS_INJECT_NAME "libstallscope-attach" /* the name attach has the process dlopen */
 
 /* Phases and heap snapshots (phases.c). */
@@ -1023,5 +993,70 @@ void *ss_map_wiped(size_t size);
 extern int ss_wipe_works; /* the kernel wipes such memory in a child (else children reset it) */
 
 #pragma GCC visibility pop
+
+
+/* ---- the layers, and how a lower one reaches a higher one ----
+ *
+ * ground (base.c, settings.c: the real functions, options, clocks, global state) < services
+ * (writer, stacks, unwinding, symbols, ...) < hooks (allocator, locks, futex, OpenMP, ITT, OMPT,
+ * wait-for, phases, sampling, threads, credentials, exec environments) < lifecycle (lifecycle.c) <
+ * attach and sandbox (docs/ARCHITECTURE.md, "The interposer's layers"; tests/preload_layers.rs
+ * keeps them). A file names only its own layer and those below. What a lower layer must have a
+ * higher one do, it asks through a registration placed in a section of its own, so that nothing
+ * below names what is above:
+ *
+ * - struct ss_lifecycle: the lifecycle's entries, one instance (lifecycle.c, section
+ *   ss_lifecycle): its start at the first call, a thread's node at its first hooked call, the end
+ *   of recording before a sandbox, and what the flusher (writer.c) does at each step and puts in a
+ *   batch. A function pointer call each, on slow paths only: never on a hook's fast part.
+ * - struct ss_steps: the steps of each module above the lifecycle (attach.c, sandbox.c), in the
+ *   section ss_steps, walked by lifecycle.c (SS_EACH_STEP) at start, in a fork child and on the
+ *   flusher's behalf. */
+struct ss_sampling_record;
+struct ss_thread_record;
+struct ss_lifecycle {
+    void (*start)(void);                 /* the interposer's start (ss_ensure_resolved) */
+    struct ss_thread *(*enter)(void);    /* a thread's node at its first call (ss_enter_slow) */
+    void (*before_sandbox)(void);        /* a seccomp filter is about to be installed */
+    /* The flusher thread (writer.c runs it): */
+    void (*flusher_started)(int own_table); /* in the new thread, before anything else */
+    void (*flusher_listen)(void);        /* a paused process's flusher, in its own table */
+    void (*flusher_poll)(void);          /* a paused process's, at each turn: windows open, close */
+    void (*flusher_paused_tick)(uint32_t idle_ticks);
+    void (*flusher_tick)(uint64_t now, uint32_t elapsed_ms);
+    void (*flusher_woken)(void);         /* woken early: many threads ended */
+    void (*flusher_leaving)(void);       /* it leaves (a credential change, a sandbox, exit) */
+    /* A batch (writer.c assembles and writes it): */
+    int (*fork_child_untouched)(void);   /* a fork child that made no call we interpose */
+    int (*bare_pending)(void);           /* records of a module waiting for the next flush */
+    int (*bare_sampling)(struct ss_sampling_record *r);
+    void (*bare_thread)(struct ss_thread_record *rec, uint64_t now);
+    void (*batch_final_pending)(void);   /* the final batch: a fork child's pending thread first */
+    void (*batch_begin)(int final);
+    int (*batch_records)(int final, int had_fold_samples); /* -1: memory ran out */
+    void (*batch_end)(int recycle);
+};
+extern const struct ss_lifecycle __start_ss_lifecycle[] __attribute__((visibility("hidden")));
+static inline const struct ss_lifecycle *ss_lifecycle(void) { return __start_ss_lifecycle; }
+#define SS_LIFECYCLE(name) const struct ss_lifecycle name __attribute__((used, section("ss_lifecycle")))
+/* How far the start has come (base.c; lifecycle.c moves it on). */
+enum ss_start_state { SS_UNINIT = 0, SS_RESOLVING = 1, SS_READY = 2 };
+extern enum ss_start_state ss_start_state;
+extern int ss_fork_child; /* this process is a fork child of the profiled one (lifecycle.c sets it) */
+
+struct ss_steps {
+    const char *name;
+    void (*on_start)(void);         /* before the set-up's own calls */
+    void (*on_fork_child)(void);    /* a paused process's fork child */
+    void (*on_flusher_listen)(void);
+    void (*on_flusher_poll)(void);
+    void (*on_flusher_leave)(void);
+};
+#define SS_STEPS(name) static const struct ss_steps name __attribute__((used, aligned(8), section("ss_steps")))
+extern const struct ss_steps __start_ss_steps[] __attribute__((visibility("hidden")));
+extern const struct ss_steps __stop_ss_steps[] __attribute__((visibility("hidden")));
+#define SS_EACH_STEP(s) for (const struct ss_steps *s = __start_ss_steps; s < __stop_ss_steps; s++)
+/* The steps of modules below the lifecycle, which lifecycle.c lists in the order it needs them. */
+extern const struct ss_steps ss_writer_steps, ss_sampler_steps, ss_threads_steps, ss_phases_steps;
 
 #endif

@@ -138,7 +138,7 @@ static uint32_t ss_next_k(struct ss_thread *t) {
     return 1 + (uint32_t)(ss_rand(t) % (2ull * ss_stack_k - 1));
 }
 
-/* The stacks part of a node, for a new thread (ss_thread_reset, lifecycle.c); again for the main
+/* The stacks part of a node, for a new thread (ss_thread_reset, threads.c); again for the main
  * thread once ss_stacks_init knows whether stacks are taken. */
 void ss_stacks_thread_reset(struct ss_thread *t) {
     t->stacks.bytes_left = ss_stacks_on ? ss_next_bytes(t) : INT64_MAX;
@@ -640,33 +640,16 @@ static void ss_modules_scan(void) {
     if (unloaded) ss_fast_unwind_forget(); /* its addresses may hold other code from now on */
 }
 
-/* Before an object may be unloaded, note what is loaded, so that its frames still resolve. */
-SS_EXPORT int dlclose(void *handle) {
-    ss_ensure_resolved();
-    if (ss_stacks_on && !ss_busy && ss_pid == getpid()) {
-        SS_GUARD_BEGIN(saved);
-        if (ss_modules_try_lock(50)) { /* bounded: a destructor's nested dlclose must not deadlock */
-            ss_modules_scan();
-            ss_modules_unlock();
-        }
-        SS_GUARD_END(saved);
+/* What is loaded, noted around a dlclose (lifecycle.c), so that an unloaded object's frames
+ * still resolve and its unload has a time. */
+void ss_stacks_note_modules(void) {
+    if (!ss_stacks_on || ss_busy || ss_pid != getpid()) return;
+    SS_GUARD_BEGIN(saved);
+    if (ss_modules_try_lock(50)) { /* bounded: a destructor's nested dlclose must not deadlock */
+        ss_modules_scan();
+        ss_modules_unlock();
     }
-    int (*real)(void *) = ss_real.dlclose;
-    if (!real) *(void **)&real = dlsym(RTLD_NEXT, "dlclose"); /* while another thread initialises */
-    int rc = real ? real(handle) : -1;
-    if (rc == 0) {
-        ss_fast_unwind_forget(); /* the object's addresses may hold other code from now on */
-        ss_omp_after_unload();
-    }
-    if (ss_stacks_on && !ss_busy && ss_pid == getpid()) { /* note the time of the unload */
-        SS_GUARD_BEGIN(saved);
-        if (ss_modules_try_lock(50)) {
-            ss_modules_scan();
-            ss_modules_unlock();
-        }
-        SS_GUARD_END(saved);
-    }
-    return rc;
+    SS_GUARD_END(saved);
 }
 
 /* ---- start-up, fork, writing ---- */

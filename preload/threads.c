@@ -15,7 +15,7 @@
  *
  * Nodes live in memory the kernel wipes in a fork child (MADV_WIPEONFORK): fork copies none of
  * it, and the child starts with zeroed nodes. */
-#include "ss_internal.h"
+#include "ss_hooks.h"
 #include "ss_raw.h"
 
 #include <fcntl.h>
@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-SS_FORK_STATE struct ss_thread *ss_threads;
 SS_FORK_STATE uint32_t ss_ended_pending;
 static uint32_t ss_next_serial;
 SS_FORK_STATE static uint32_t ss_free_nodes; /* nodes in state FREE */
@@ -48,7 +47,7 @@ struct ss_sample *ss_node_rings(struct ss_thread *t) {
     return ss_sampling_buffers() ? (struct ss_sample *)((char *)t + SS_NODE_HEAD) : NULL;
 }
 
-/* The node's own part, for a new thread (from ss_thread_reset, lifecycle.c). The record is
+/* The node's own part, for a new thread (from ss_thread_reset, below). The record is
  * cleared only in a node that was used: a new mapping's pages stay untouched. */
 void ss_threads_thread_reset(struct ss_thread *t) {
     if (t->magic == SS_NODE_MAGIC) memset(&t->rec, 0, sizeof t->rec);
@@ -548,6 +547,9 @@ SS_FORK_TEXT void ss_threads_after_fork_child(void) {
     ss_own_refilled_ns = 0;
 }
 
+/* This module's steps, walked by the lifecycle (lifecycle.c). */
+const struct ss_steps ss_threads_steps = {.name = "threads", .on_fork_child = ss_threads_after_fork_child};
+
 /* The node of the thread that forked, in the child: wiped by the kernel (re-initialised, with
  * whatever the child recorded since), or a copy of the parent's (cleared). */
 void ss_thread_child_node(struct ss_thread *t) {
@@ -679,4 +681,21 @@ void ss_threads_covered_tick(void) {
         __atomic_store_n(&t->state, SS_NODE_ENDED, __ATOMIC_RELEASE);
         __atomic_add_fetch(&ss_ended_pending, 1, __ATOMIC_RELAXED);
     }
+}
+
+/* Every part of a node brought to a new thread's start: a new mapping (all zeros), a node whose
+ * thread ended and whose state is written (reused), a fork child's (wiped or copied). Each
+ * module resets its own part; the node's own part comes first (its random state draws the
+ * others' countdowns). */
+void ss_thread_reset(struct ss_thread *t) {
+    ss_threads_thread_reset(t);
+    ss_alloc_thread_reset(t);
+    ss_stacks_thread_reset(t);
+    ss_locks_thread_reset(t);
+    ss_phases_thread_reset(t);
+    ss_omp_thread_reset(t);
+    ss_itt_thread_reset(t);
+    ss_sampler_thread_reset(t);
+    ss_waitfor_thread_reset(t);
+    t->magic = SS_NODE_MAGIC;
 }

@@ -93,7 +93,7 @@ int ss_waits_write(struct ss_buf *out, uint32_t serial, struct ss_thread *t) {
     return (int)n;
 }
 
-/* The wait-for part of a node, for a new thread (ss_thread_reset, lifecycle.c): its ring, in the
+/* The wait-for part of a node, for a new thread (ss_thread_reset, threads.c): its ring, in the
  * node's mapping after the sample rings, empty. */
 void ss_waitfor_thread_reset(struct ss_thread *t) {
     struct ss_sample *rings = ss_node_rings(t);

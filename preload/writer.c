@@ -29,7 +29,6 @@
 #include <unistd.h>
 
 extern char *program_invocation_short_name;
-int ss_process_is_fork_child(void);
 
 enum { SS_FD_NONE = 0, SS_FD_PRIVATE = 1, SS_FD_SHARED = 2 };
 SS_FORK_STATE static int ss_fd = -1;
@@ -251,24 +250,6 @@ static void ss_note_in_index(const char *path) {
     close(fd);
 }
 
-/* A line `stallscope run` shows after the run (its index: "PID PPID #note TEXT"). Only system
- * calls: it may run in a vfork child. */
-void ss_note_unprofiled(const char *text) {
-    if (!ss_config.index[0]) return;
-    int fd = open(ss_config.index, O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0) return;
-    char line[1400];
-    struct ss_str s = {line, 0, sizeof line - 1};
-    ss_str_u64(&s, (uint64_t)getpid());
-    ss_str_cat(&s, " ");
-    ss_str_u64(&s, (uint64_t)ss_parent_pid);
-    ss_str_cat(&s, " #note ");
-    ss_str_cat(&s, text);
-    line[s.len++] = '\n';
-    ss_write_all(fd, line, s.len);
-    close(fd);
-}
-
 static int ss_write_head(int fd);
 static struct ss_buf *ss_build_head(void);
 
@@ -373,7 +354,7 @@ static uint32_t ss_ncpus;
 /* The process record's fields known when its file is made. */
 SS_FORK_TEXT static void ss_process_fields(struct ss_process_record *p, size_t cmd_len) {
     p->ncpus = ss_ncpus;
-    p->flags = (ss_process_is_fork_child() ? SS_PROCESS_FORKED : 0u) |
+    p->flags = (ss_fork_child ? SS_PROCESS_FORKED : 0u) |
                (ss_config.rwlock_steps ? SS_PROCESS_RWLOCK_STEPS : 0u) |
                (ss_config.mutex_steps ? SS_PROCESS_MUTEX_STEPS : 0u) |
                (ss_stacks_no_unwinder ? SS_PROCESS_NO_UNWINDER : 0u) | (ss_attach_on ? SS_PROCESS_ATTACHED : 0u) |
@@ -520,6 +501,9 @@ SS_FORK_TEXT void ss_writer_after_fork_child(void) {
     ss_child_pending = 1;
 }
 
+/* This module's steps, walked by the lifecycle (lifecycle.c). */
+const struct ss_steps ss_writer_steps = {.name = "writer", .on_fork_child = ss_writer_after_fork_child};
+
 /* The child's set-up, once it records or writes: its process record, fresh stack tables. */
 void ss_writer_child_setup(void) {
     if (!ss_child_pending) return;
@@ -549,7 +533,7 @@ SS_FORK_TEXT void ss_flush_unlock(void) { __atomic_store_n(&ss_flushing, 0, __AT
  * (src/run.rs, Session::unpack). No pack (it is gone once the supervisor has read it, or there
  * is no supervisor): the child creates its file as before. */
 SS_FORK_TEXT static int ss_packable(void) {
-    return ss_process_is_fork_child() && !ss_path[0] && ss_fd < 0 && !ss_file_failed && ss_config.index[0] &&
+    return ss_fork_child && !ss_path[0] && ss_fd < 0 && !ss_file_failed && ss_config.index[0] &&
            !ss_output()[0] && !ss_pack_short;
 }
 
@@ -605,7 +589,7 @@ SS_FORK_TEXT static void ss_bare_seal(struct ss_buf *b, uint32_t type, size_t si
  * interposer's that the kernel must give the child (copied or zeroed) for one write, about twenty
  * of a child's sixty page faults. Returns -1 when it cannot (the full path then runs). */
 SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
-    if (ss_argv_len == 0 || ss_exe_len < 0 || !ss_ncpus || ss_attach_on || ss_fold_out.len || ss_phases_pending())
+    if (ss_argv_len == 0 || ss_exe_len < 0 || !ss_ncpus || ss_attach_on || ss_fold_out.len || ss_lifecycle()->bare_pending())
         return -1;
     char pack[1200], line[1400];
     struct ss_str ps = {pack, 0, sizeof pack};
@@ -642,7 +626,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     *fl = (struct ss_flush_record){0, now, ticks, 0};
     ss_bare_seal(&tail, SS_REC_FLUSH, sizeof *fl);
     struct ss_sampling_record sampling;
-    if (ss_sampling_now(&sampling)) {
+    if (ss_lifecycle()->bare_sampling(&sampling)) {
         struct ss_sampling_record *r = ss_bare_payload(&tail, sizeof *r);
         if (!r) return -1;
         *r = sampling;
@@ -650,7 +634,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     }
     struct ss_thread_record *rec = ss_bare_payload(&tail, sizeof *rec);
     if (!rec) return -1;
-    ss_thread_bare_record(rec, now);
+    ss_lifecycle()->bare_thread(rec, now);
     ss_bare_seal(&tail, SS_REC_THREAD, sizeof *rec);
     struct ss_end_record *end = ss_bare_payload(&tail, sizeof *end);
     if (!end) return -1;
@@ -684,7 +668,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
 /* Assembles one batch and writes it. The caller holds the flush lock. */
 SS_FORK_TEXT static void ss_flush_now(int final, uint32_t how, int32_t status) {
     if (ss_finished && !final) return;
-    if (final && how != SS_END_EXEC && ss_child_pending && ss_packable() && ss_fork_child_untouched() &&
+    if (final && how != SS_END_EXEC && ss_child_pending && ss_packable() && ss_lifecycle()->fork_child_untouched() &&
         ss_pack_bare(how, status) == 0) {
         ss_finished = 1;
         return;
@@ -692,13 +676,12 @@ SS_FORK_TEXT static void ss_flush_now(int final, uint32_t how, int32_t status) {
     /* A fork child's first image that execs (the usual fork-exec) leaves no profile. */
     if (final && how == SS_END_EXEC && !ss_path[0]) return;
     ss_writer_child_setup();
-    if (final) ss_attach_pending_for_final(); /* a fork child that made no call we interpose */
+    if (final) ss_lifecycle()->batch_final_pending(); /* a fork child that made no call we interpose */
     int transient = 0, packed = final && ss_packable();
     int fd = packed ? -1 : ss_profile_fd(&transient);
     if (fd < 0 && !packed) return;
     ss_out.len = 0;
-    if (final) ss_sampler_last_looks();
-    ss_threads_prepare_batch(final);
+    ss_lifecycle()->batch_begin(final);
     int ok = 1, had_fold_samples = ss_fold_out.len > 0;
     if (ss_fold_out.len) { /* samples of folded threads, gathered since the last flush */
         ok = ss_buf_reserve(&ss_out, ss_fold_out.len) == 0;
@@ -708,7 +691,7 @@ SS_FORK_TEXT static void ss_flush_now(int final, uint32_t how, int32_t status) {
         }
         ss_fold_out.len = 0;
     }
-    ok = ok && ss_batch_records(final, had_fold_samples) == 0;
+    ok = ok && ss_lifecycle()->batch_records(final, had_fold_samples) == 0;
     if (ok) {
         if (final) {
             struct ss_end_record end = {how, status, ss_mono_ns(), ss_ticks()};
@@ -721,7 +704,7 @@ SS_FORK_TEXT static void ss_flush_now(int final, uint32_t how, int32_t status) {
     if (ok && packed && ss_pack_write() != 0) fd = ss_profile_fd(&transient); /* no pack: a file */
     if (ok && fd >= 0 && ss_write_all(fd, ss_out.p, ss_out.len) != 0) ss_file_failed = 1;
     if (transient) close(fd);
-    ss_threads_after_batch(!ss_early_flush);
+    ss_lifecycle()->batch_end(!ss_early_flush);
     /* After END nothing more is written (a flush between an exec's END and the exec itself would
      * make the image look cut short), unless the exec fails (ss_writer_exec_failed). */
     if (final) ss_finished = 1;
@@ -831,12 +814,12 @@ static void *ss_flusher_main(void *arg) {
     ss_flusher_tid = (pid_t)syscall(SYS_gettid);
     int handover = ss_handover_fd;
     ss_fd_mode = ss_own_descriptor_table(handover) ? SS_FD_PRIVATE : SS_FD_SHARED;
-    ss_sampler_flusher_start(ss_fd_mode == SS_FD_PRIVATE);
+    ss_lifecycle()->flusher_started(ss_fd_mode == SS_FD_PRIVATE);
     if (handover >= 0) ss_fd = handover; /* the same number in this table (or the program's) */
     uint32_t ready = 1;
     if (ss_paused) { /* no file until `stallscope attach` opens a window (attach.c) */
-        if (ss_fd_mode == SS_FD_PRIVATE) ss_attach_listen();
-    } else if (!ss_process_is_fork_child()) { /* a fork child's file appears at its first flush */
+        if (ss_fd_mode == SS_FD_PRIVATE) ss_lifecycle()->flusher_listen();
+    } else if (!ss_fork_child) { /* a fork child's file appears at its first flush */
         int transient;
         if (ss_profile_fd(&transient) < 0) ready = 2;
     }
@@ -853,7 +836,7 @@ static void *ss_flusher_main(void *arg) {
         ss_flusher_serve_final();
         if (__atomic_load_n(&ss_flusher_stop, __ATOMIC_ACQUIRE)) break;
         if (ss_paused) {
-            ss_attach_poll(); /* opens or closes a window */
+            ss_lifecycle()->flusher_poll(); /* opens or closes a window (attach.c) */
             if (!__atomic_load_n(&ss_window_open, __ATOMIC_ACQUIRE)) {
                 /* Paused: nothing recorded, nothing written; a look for `stallscope attach` every
                  * 100 ms. The process would end but for this thread when main called
@@ -862,7 +845,7 @@ static void *ss_flusher_main(void *arg) {
                  * attach loaded us into gets the hooks that must stay (sigaction, ...). Once
                  * ready (the thread that started us may hold the loader's lock until then: its
                  * dlopen), then every second for slots bound and objects loaded since. */
-                ss_flusher_paused_tick(idle_ticks++);
+                ss_lifecycle()->flusher_paused_tick(idle_ticks++);
                 struct timespec idle = {0, 100 * 1000000L};
                 ss_futex(&ss_flusher_word, FUTEX_WAIT, seen, &idle);
                 last_tick = last_flush = last_periodic = ss_mono_ns();
@@ -876,13 +859,13 @@ static void *ss_flusher_main(void *arg) {
             ss_futex(&ss_flusher_word, FUTEX_WAIT, seen, &ts);
             ss_flusher_serve_final();
             if (__atomic_load_n(&ss_flusher_stop, __ATOMIC_ACQUIRE)) break;
-            ss_threads_fold_ended(); /* woken early: many threads ended */
+            ss_lifecycle()->flusher_woken(); /* woken early: many threads ended */
             now = ss_mono_ns();
             if (now < next) continue;
         }
         uint32_t elapsed_ms = (uint32_t)((now - last_tick) / 1000000ull);
         last_tick = now;
-        ss_flusher_tick(now, elapsed_ms);
+        ss_lifecycle()->flusher_tick(now, elapsed_ms);
         /* Early when a thread's wait ring fills faster than the period empties it: a pipeline
          * that blocks 10,000 times a second a thread had lost most of its waits, and its wait-for
          * graph and critical path with them.
@@ -902,7 +885,7 @@ static void *ss_flusher_main(void *arg) {
     }
     /* A window open when the flusher leaves (a credential change) ends here: the attach's
      * connection is in this thread's table, which goes with it. */
-    if (ss_paused) ss_attach_close();
+    if (ss_paused) ss_lifecycle()->flusher_leaving();
     /* Asked to leave (ss_flusher_pause): its descriptor table, and the profile's descriptor in
      * it, go with it; what the rings hold waits for the next flusher. */
     if (ss_fd >= 0 && ss_fd_mode == SS_FD_SHARED) close(ss_fd); /* ours, in the program's table */
@@ -955,7 +938,18 @@ static void ss_start_flusher_waiting(int wait) {
     }
 }
 
-void ss_start_flusher(void) { ss_start_flusher_waiting(!ss_process_is_fork_child()); }
+/* Called on the sampled path of allocation calls while a fork child has no flusher yet: starts it
+ * once it is due. */
+void ss_child_flusher_check(void) {
+    uint64_t due = __atomic_load_n(&ss_child_flusher_due, __ATOMIC_RELAXED);
+    if (!due || ss_mono_ns() < due) return;
+    if (!__atomic_compare_exchange_n(&ss_child_flusher_due, &due, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+    SS_GUARD_BEGIN(saved);
+    ss_start_flusher();
+    SS_GUARD_END(saved);
+}
+
+void ss_start_flusher(void) { ss_start_flusher_waiting(!ss_fork_child); }
 
 /* Asks the flusher to leave and waits, bounded (a flush under way ends first), until its task is
  * gone: glibc's broadcast of a credential change cannot reach it on its way out, and a seccomp
