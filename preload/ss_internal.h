@@ -890,7 +890,9 @@ void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint6
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_child_node(struct ss_thread *t);
-void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now);
+void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t forked, uint64_t now);
+void ss_thread_began_at_fork(struct ss_thread *t, uint64_t forked);
+uint64_t ss_writer_child_start_mono(void);
 /* The kernel's CPU clock id of thread `tid` (as clock_getcpuclockid would give for a thread of
  * ours): any thread may read it or arm a timer on it, and it is invalid once `tid` is reaped. */
 static inline clockid_t ss_thread_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
@@ -937,6 +939,11 @@ void ss_attach_pending_for_final(void);
 int ss_fork_child_untouched(void);
 void ss_final_flush(uint32_t how, int32_t status);
 void ss_writer_after_fork_child(void);
+const char *ss_writer_original_argv(size_t *len);
+/* title.c: the title a process gives itself (SS_REC_TITLE). */
+int ss_title_write(void);
+int ss_title_unchanged(void);
+void ss_title_after_fork_child(void);
 void ss_writer_child_setup(void);
 void ss_writer_before_exec(void);
 void ss_writer_exec_failed(void);
