@@ -145,6 +145,40 @@ fn regions_row(
     (row, legend)
 }
 
+/// On a machine of several CPUs, one thread did the work although the command asked for more
+/// (`-j 2`) or the program made more: the parallel efficiency above is of that one thread.
+fn one_thread_worked(
+    r: &StateReport,
+    summary: &Summary,
+    efficiency: Option<&WorkingEfficiency>,
+) -> Option<String> {
+    let working = efficiency.map_or(r.width(), |e| e.threads);
+    if r.cpus < 2 || working != 1 {
+        return None;
+    }
+    let asked = crate::analysis::asked_threads::asked_threads(&summary.command);
+    // Threads that lived through at least half the run (not a helper started for a moment).
+    let made = r
+        .threads
+        .iter()
+        .filter(|t| t.life_ns.saturating_mul(2) >= r.wall_ns)
+        .count();
+    match asked {
+        Some((n, option)) => Some(format!(
+            "only 1 thread worked, although the command asked for {n} (`{option}`){}: the work ran on one thread, so more CPUs or threads cannot speed it up",
+            if made > 1 {
+                format!("; the program had {made} threads")
+            } else {
+                String::new()
+            }
+        )),
+        None if made > 1 => Some(format!(
+            "only 1 of the program's {made} threads worked; the others waited: the work ran on one thread"
+        )),
+        None => None,
+    }
+}
+
 pub fn render(
     r: &StateReport,
     summary: &Summary,
@@ -308,6 +342,9 @@ pub fn render(
         fmt_ns(r.wall_ns),
         r.width()
     );
+    if let Some(line) = one_thread_worked(r, summary, efficiency) {
+        let _ = writeln!(out, "  {}", style.warn(&line));
+    }
     if let Some(e) = efficiency {
         let _ = writeln!(
             out,

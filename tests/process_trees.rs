@@ -1,0 +1,149 @@
+//! Process trees people can read (issue 54): each process named by its role (the title it set)
+//! beside how it started, a forked worker's CPU time and normal exit as its own, and the
+//! processes of a run that together want more CPUs than exist named as oversubscription across
+//! processes, which no single process's profile can show.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn program(dir: &Path, name: &str) -> std::path::PathBuf {
+    compile_file(dir, &test_source("tree_programs", name), &["-pthread"])
+}
+
+fn text_of(path: &Path) -> String {
+    let out = Command::new(stallscope())
+        .arg("report")
+        .arg(path)
+        .output()
+        .expect("stallscope report");
+    assert!(out.status.success(), "{}", describe(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Children that overwrite their argument area with a title and compute without any call
+/// stallscope interposes: each is named by its title with the command it started with beside
+/// it, exits 0 (not "partial"), and has the CPU time it measured itself.
+#[test]
+fn forked_workers_are_named_by_their_titles_and_keep_their_cpu_time_and_exit() {
+    let dir = TempDir::new("tree-titles");
+    let exe = program(dir.path(), "titled_workers.c");
+    let exe = exe.to_str().unwrap();
+    let (out, root) = profile(dir.path(), "titled.prof", &["-q"], &[exe, "arg-one"], 0);
+    let own_cpu: Vec<(u64, u64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("cpu ")?.split(' ');
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(own_cpu.len(), 2, "{}", describe(&out));
+    let run = report_json(&root)["run"].clone();
+    let processes = run["processes"].as_array().expect("processes");
+    assert_eq!(processes.len(), 3, "{run:#}");
+    for (pid, cpu) in own_cpu {
+        let p = processes
+            .iter()
+            .find(|p| p["pid"] == pid)
+            .unwrap_or_else(|| panic!("no process {pid}: {run:#}"));
+        let title = p["title"].as_str().unwrap_or_else(|| panic!("{p:#}"));
+        assert!(title.starts_with("titled: worker "), "{p:#}");
+        assert_eq!(p["name"], title, "{p:#}");
+        assert_eq!(p["command"], serde_json::json!([exe, "arg-one"]), "{p:#}");
+        assert_eq!(p["exit_code"], 0, "{p:#}");
+        assert_eq!(p["complete"], true, "{p:#}");
+        // The kernel's CPU clock of the child, read by the child at its end, against what the
+        // profile holds: the same clock, so close whatever the machine's load.
+        let profiled = p["cpu_ns"].as_u64().expect("cpu_ns");
+        assert!(
+            profiled as f64 >= 0.8 * cpu as f64 && profiled as f64 <= 1.2 * cpu as f64 + 5e6,
+            "process {pid}: {profiled} ns in its profile, {cpu} ns by its own clock"
+        );
+    }
+    let text = text_of(&root);
+    for w in 0..2 {
+        assert!(
+            text.contains(&format!(
+                "titled: worker {w} (started as titled_workers arg-one)"
+            )),
+            "{text}"
+        );
+    }
+    assert!(!text.contains("partial"), "{text}");
+}
+
+/// The tree's findings and the launched process's first finding.
+fn tree_findings(root: &Path) -> (Vec<Value>, Value) {
+    let report = report_json(root);
+    let run = report["run"]["findings"]
+        .as_array()
+        .expect("run.findings")
+        .clone();
+    (run, report["findings"][0].clone())
+}
+
+/// Two processes each with a team of as many threads as CPUs: each alone fits the machine, the
+/// tree wants twice the CPUs. The run's report names it as oversubscription across processes,
+/// first; with teams of half the CPUs (the documented fix) it does not.
+#[test]
+fn two_teams_as_wide_as_the_machine_are_oversubscription_across_processes() {
+    let dir = TempDir::new("tree-teams");
+    let exe = program(dir.path(), "process_teams.c");
+    let exe = exe.to_str().unwrap();
+    let n = cpus();
+    let _machine = machine();
+    // About a second of CPU time in all, whatever the CPUs.
+    let steps = (1200 / (2 * n)).max(1).to_string();
+    let width = n.to_string();
+    let (_, before) = profile(
+        dir.path(),
+        "before.prof",
+        &["-q"],
+        &[exe, "2", &width, &steps],
+        0,
+    );
+    let (run, first) = tree_findings(&before);
+    let f = run
+        .iter()
+        .find(|f| f["id"] == "oversubscription-processes")
+        .unwrap_or_else(|| panic!("no oversubscription across processes: {run:#?}"));
+    let title = f["title"].as_str().unwrap();
+    assert!(title.contains("of 2 processes"), "{title}");
+    assert!(title.contains(&format!("on {n} CPUs")), "{title}");
+    assert!(
+        matches!(f["severity"].as_str(), Some("high" | "medium")),
+        "{f:#}"
+    );
+    assert_eq!(first["id"], "oversubscription-processes", "{first:#}");
+    assert!(
+        text_of(&before).contains("Findings of the process tree"),
+        "the text names it"
+    );
+    if n < 2 {
+        skipped(
+            "two_teams_as_wide_as_the_machine_are_oversubscription_across_processes (after)",
+            "one CPU: no team narrower than the machine",
+        );
+        return;
+    }
+    let half = (n / 2).to_string();
+    let (_, after) = profile(
+        dir.path(),
+        "after.prof",
+        &["-q"],
+        &[exe, "2", &half, &steps],
+        0,
+    );
+    let (run, _) = tree_findings(&after);
+    assert!(
+        run.iter().all(|f| f["id"] != "oversubscription-processes"),
+        "teams of half the CPUs: {run:#?}"
+    );
+}
