@@ -147,3 +147,180 @@ fn two_teams_as_wide_as_the_machine_are_oversubscription_across_processes() {
         "teams of half the CPUs: {run:#?}"
     );
 }
+
+/// PostgreSQL's newest installed server directory (`/usr/lib/postgresql/N/bin`).
+fn postgresql_bin() -> Option<std::path::PathBuf> {
+    let mut found: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let version = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("postgres").is_file().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+/// A command of PostgreSQL's as the `postgres` user, asserting success.
+fn as_postgres(args: &[&str]) -> std::process::Output {
+    let out = Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .args(args)
+        .output()
+        .expect("runuser");
+    assert!(out.status.success(), "{args:?}\n{}", describe(&out));
+    out
+}
+
+/// Real PostgreSQL under `stallscope run` (as root, the server through `runuser -u postgres`),
+/// with pgbench's clients: its processes read by their roles (`postgres: checkpointer`, a
+/// backend's `postgres: postgres bench [local] ...`), each with the command it started with,
+/// and its backends end with their exit status, not "partial".
+#[test]
+fn postgresql_processes_are_named_by_their_roles() {
+    let bin = postgresql_bin();
+    if !have(
+        "PostgreSQL's server",
+        bin.is_some(),
+        "apt-get install postgresql",
+    ) {
+        return;
+    }
+    let bin = bin.unwrap();
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let postgres_user = Command::new("id")
+        .args(["-u", "postgres"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !root || !postgres_user {
+        skipped(
+            "postgresql_processes_are_named_by_their_roles",
+            "needs root and the postgres user (runuser -u postgres)",
+        );
+        return;
+    }
+    let dir = TempDir::new("pg-roles");
+    let _machine = machine();
+    let d = dir.path().to_str().unwrap().to_string();
+    let tool = |name: &str| bin.join(name).to_str().unwrap().to_string();
+    let run_dir = dir.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let status = Command::new("chown")
+        .args(["-R", "postgres:postgres", &d])
+        .status()
+        .expect("chown");
+    assert!(status.success());
+    let data = format!("{d}/data");
+    as_postgres(&[
+        &tool("initdb"),
+        "-D",
+        &data,
+        "-A",
+        "trust",
+        "-U",
+        "postgres",
+    ]);
+    let prof = run_dir.join("pg.prof");
+    let mut server = Command::new(stallscope())
+        .args(["run", "-q", "-o"])
+        .arg(&prof)
+        .args(["--", "runuser", "-u", "postgres", "--"])
+        .args([
+            &tool("postgres"),
+            "-D",
+            &data,
+            "-k",
+            &d,
+            "-c",
+            "listen_addresses=",
+            "-c",
+            "fsync=off",
+        ])
+        .current_dir(&run_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("stallscope run postgres");
+    let ready = (0..300).any(|_| {
+        let ok = Command::new(tool("pg_isready"))
+            .args(["-h", &d, "-U", "postgres", "-q"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        ok
+    });
+    let client = |args: &[&str]| {
+        Command::new(tool(args[0]))
+            .args(["-h", &d, "-U", "postgres"])
+            .args(&args[1..])
+            .output()
+            .expect("a PostgreSQL client")
+    };
+    let mut failures = Vec::new();
+    if ready {
+        for args in [
+            &["createdb", "bench"][..],
+            &["pgbench", "-i", "-s", "1", "-q", "bench"],
+            &["pgbench", "-c", "2", "-T", "2", "bench"],
+        ] {
+            let out = client(args);
+            if !out.status.success() {
+                failures.push(format!("{args:?}\n{}", describe(&out)));
+            }
+        }
+    }
+    // A fast shutdown: SIGINT to the postmaster (the first line of postmaster.pid).
+    let pid = std::fs::read_to_string(format!("{data}/postmaster.pid"))
+        .ok()
+        .and_then(|t| t.lines().next().map(str::to_string));
+    if let Some(pid) = &pid {
+        let _ = Command::new("kill").args(["-INT", pid]).status();
+    } else {
+        let _ = server.kill();
+    }
+    let status = server.wait().expect("stallscope run");
+    assert!(ready, "the server did not start");
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(status.success(), "stallscope run: {status:?}");
+
+    let run = report_json(&prof)["run"].clone();
+    let processes = run["processes"].as_array().expect("processes");
+    let titles: Vec<&str> = processes
+        .iter()
+        .filter_map(|p| p["title"].as_str())
+        .collect();
+    assert!(
+        titles.contains(&"postgres: checkpointer"),
+        "titles: {titles:?}"
+    );
+    let backends: Vec<&Value> = processes
+        .iter()
+        .filter(|p| {
+            p["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("postgres: postgres bench [local]"))
+        })
+        .collect();
+    assert!(!backends.is_empty(), "no pgbench backend: {titles:?}");
+    for p in processes.iter().filter(|p| p["title"].is_string()) {
+        assert_eq!(p["program"], "postgres", "{p:#}");
+        assert_eq!(p["command"][0], tool("postgres"), "{p:#}");
+        assert_eq!(p["command"][1], "-D", "{p:#}");
+    }
+    for b in &backends {
+        assert_eq!(b["exit_code"], 0, "{b:#}");
+        assert_eq!(b["complete"], true, "{b:#}");
+    }
+    let text = text_of(&prof);
+    assert!(
+        text.contains("postgres: checkpointer (started as postgres data)"),
+        "{text}"
+    );
+}

@@ -61,6 +61,14 @@ pub fn oversubscription(d: &TreeDemand) -> Option<Finding> {
         ("cpus", d.cpus.to_string()),
         ("share", fmt_pct(share)),
         ("per_process", per_process.to_string()),
+        (
+            "per_process_threads",
+            if per_process == 1 {
+                "1 thread".to_string()
+            } else {
+                format!("{per_process} threads")
+            },
+        ),
     ];
     let evidence = vec![
         format!(
@@ -143,6 +151,7 @@ mod tests {
         assert!(f.title.contains("4 threads of 2 processes"), "{}", f.title);
         assert!(f.title.contains("on 2 CPUs"), "{}", f.title);
         assert!(f.remedy.contains("OMP_NUM_THREADS=1"), "{}", f.remedy);
+        assert!(f.remedy.contains("1 thread each"), "{}", f.remedy);
     }
 
     #[test]
