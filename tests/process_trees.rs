@@ -324,3 +324,38 @@ fn postgresql_processes_are_named_by_their_roles() {
         "{text}"
     );
 }
+
+/// ripgrep with `--sort path` searches on one thread whatever `-j` says: the report says that
+/// only one thread worked although two were asked for, beside its parallel efficiency (which
+/// reads well of one thread). A team of two threads that both work gets no such line.
+#[test]
+fn one_thread_working_where_more_were_asked_for_is_said() {
+    if !have_tool("rg", &["--version"], "ripgrep") {
+        return;
+    }
+    let dir = TempDir::new("asked-threads");
+    let src = repo_file("src");
+    let src = src.to_str().unwrap();
+    let (_, sorted) = profile(
+        dir.path(),
+        "rg.prof",
+        &["-q"],
+        &["rg", "-j", "2", "--sort", "path", "-c", "fn", src],
+        0,
+    );
+    let text = text_of(&sorted);
+    assert!(
+        text.contains("only 1 thread worked, although the command asked for 2 (`-j 2`)"),
+        "{text}"
+    );
+    let exe = program(dir.path(), "process_teams.c");
+    let (_, team) = profile(
+        dir.path(),
+        "team.prof",
+        &["-q"],
+        &[exe.to_str().unwrap(), "1", "2", "100"],
+        0,
+    );
+    let text = text_of(&team);
+    assert!(!text.contains("only 1 "), "{text}");
+}
