@@ -58,6 +58,13 @@ SS_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
     t->start_arg = arg;
     int rc = ss_real.pthread_create(thread, attr, ss_thread_trampoline, t);
     if (rc != 0) ss_thread_free(t);
+    /* A fork child that starts threads (a pool's worker sizing its own team) lives on: its
+     * flusher, and with it the sampler's looks at the threads' run-queue delay, starts now
+     * rather than at an allocation made after the delay, which a computing team may never make. */
+    if (rc == 0 && SS_UNLIKELY(__atomic_load_n(&ss_child_flusher_due, __ATOMIC_RELAXED))) {
+        __atomic_store_n(&ss_child_flusher_due, 1, __ATOMIC_RELAXED);
+        ss_child_flusher_check();
+    }
     return rc;
 }
 
@@ -133,6 +140,7 @@ static struct ss_thread *ss_adopt_fork_pending(int start_flusher) {
     ss_attach_untimed = !start_flusher;
     ss_thread_attach(t, 1);
     ss_attach_untimed = 0;
+    if (!ss_fork_late) ss_thread_began_at_fork(t, ss_writer_child_start_mono());
     return t;
 }
 

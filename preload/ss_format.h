@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define SS_MAGIC "STALLSCP" /* 8 bytes, no terminator in the file */
-#define SS_VERSION 4u /* 4: PYTHON, PY_CODE and PY_STACK records; 3: struct ss_sample gained `object` (the reader
+#define SS_VERSION 5u /* 5: the TITLE record; 4: PYTHON, PY_CODE and PY_STACK records; 3: struct ss_sample gained `object` (the reader
                         * also reads 3, and 2: 32-byte samples without it) */
 #define SS_BYTE_ORDER_MARK 0x01020304u
 
@@ -284,7 +284,8 @@ enum ss_attach_how {
     X(ATTACH, 29, sizeof(struct ss_attach_record))                                                           \
     X(PYTHON, 30, sizeof(struct ss_python_record))                                                           \
     X(PY_CODE, 31, sizeof(struct ss_py_code_record))                                                         \
-    X(PY_STACK, 32, sizeof(struct ss_py_stack_record))
+    X(PY_STACK, 32, sizeof(struct ss_py_stack_record))                                                       \
+    X(TITLE, 33, sizeof(struct ss_title_record))
 
 enum ss_record_type {
 #define SS_X(id, number, size) SS_REC_##id = number,
@@ -326,7 +327,8 @@ enum ss_record_type {
     X(PY_CODE, struct ss_py_code_record, qualname_len)                                                       \
     X(PY_CODE, struct ss_py_code_record, file_len)                                                           \
     X(PY_CODE, struct ss_py_code_record, table_len)                                                          \
-    X(PY_STACK, struct ss_py_stack_record, count)
+    X(PY_STACK, struct ss_py_stack_record, count)                                                            \
+    X(TITLE, struct ss_title_record, len)
 
 struct ss_file_header {
     char magic[8];
@@ -703,6 +705,18 @@ struct ss_py_frame {
 };
 #define SS_PY_FRAME_ENTRY 1u
 
+/* SS_REC_TITLE: the title the process gave itself, as /proc/self/cmdline shows it when a batch
+ * is written, where it differs from the command line it started with (PostgreSQL's
+ * `postgres: checkpointer`, setproctitle): written when it changes, the last one wins. Followed
+ * by `len` bytes of NUL-separated words, the NULs that pad the argument area cut, at most
+ * SS_TITLE_MAX. */
+struct ss_title_record {
+    uint64_t mono_ns; /* when it was read */
+    uint32_t len;
+    uint32_t reserved;
+};
+#define SS_TITLE_MAX 4096u
+
 /* The layouts are a contract with every profile written so far: a change here changes SS_VERSION.
  * The generated Rust constants carry the same sizes; these pin them on the C side. */
 _Static_assert(sizeof(struct ss_file_header) == 24, "file header layout");
@@ -737,5 +751,6 @@ _Static_assert(sizeof(struct ss_python_record) == 8, "python record layout");
 _Static_assert(sizeof(struct ss_py_code_record) == 24, "python code record layout");
 _Static_assert(sizeof(struct ss_py_stack_record) == 8, "python stack record layout");
 _Static_assert(sizeof(struct ss_py_frame) == 16, "python frame layout");
+_Static_assert(sizeof(struct ss_title_record) == 16, "title record layout");
 
 #endif

@@ -876,7 +876,9 @@ void ss_run_add(struct ss_thread *t, struct ss_omp_run *run, uint8_t kind, uint6
 void ss_wait_region(struct ss_thread *t, const struct ss_omp_run *run); /* waitfor.c */
 void ss_alloc_thread_end(struct ss_thread *t); /* alloc.c: gives up its arena */
 void ss_thread_child_node(struct ss_thread *t);
-void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now);
+void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t forked, uint64_t now);
+void ss_thread_began_at_fork(struct ss_thread *t, uint64_t forked);
+uint64_t ss_writer_child_start_mono(void);
 /* The kernel's CPU clock id of thread `tid` (as clock_getcpuclockid would give for a thread of
  * ours): any thread may read it or arm a timer on it, and it is invalid once `tid` is reaped. */
 static inline clockid_t ss_thread_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
@@ -916,6 +918,11 @@ struct ss_buf *ss_out_buf(void);   /* the batch being assembled */
 void ss_writer_init(void);
 void ss_final_flush(uint32_t how, int32_t status);
 void ss_writer_after_fork_child(void);
+const char *ss_writer_original_argv(size_t *len);
+/* title.c: the title a process gives itself (SS_REC_TITLE). */
+int ss_title_write(void);
+int ss_title_unchanged(void);
+void ss_title_after_fork_child(void);
 void ss_writer_child_setup(void);
 void ss_writer_before_exec(void);
 void ss_writer_exec_failed(void);
@@ -1030,7 +1037,7 @@ struct ss_lifecycle {
     int (*fork_child_untouched)(void);   /* a fork child that made no call we interpose */
     int (*bare_pending)(void);           /* records of a module waiting for the next flush */
     int (*bare_sampling)(struct ss_sampling_record *r);
-    void (*bare_thread)(struct ss_thread_record *rec, uint64_t now);
+    void (*bare_thread)(struct ss_thread_record *rec, uint64_t forked, uint64_t now);
     void (*batch_final_pending)(void);   /* the final batch: a fork child's pending thread first */
     void (*batch_begin)(int final);
     int (*batch_records)(int final, int had_fold_samples); /* -1: memory ran out */

@@ -558,15 +558,25 @@ void ss_thread_child_node(struct ss_thread *t) {
     t->state = SS_NODE_CLAIMED;
 }
 
+/* A fork child's one thread, attached at its first call or its end: its life and its CPU clock
+ * began at the fork (`forked`), not when we first met it (a worker that computes before its
+ * first call we interpose would otherwise show neither its life nor its CPU time). */
+void ss_thread_began_at_fork(struct ss_thread *t, uint64_t forked) {
+    if (forked && forked <= t->rec.start_mono_ns) t->rec.start_mono_ns = forked;
+    t->cpu_base_ns = 0;
+}
+
 /* The THREAD record of a fork child's one thread that made no call we interpose, at its end:
- * what ss_thread_attach and ss_out_thread write for it (met now, so no CPU time counted yet, its
+ * what ss_thread_attach and ss_out_thread write for it (its life and CPU time from the fork, its
  * name, nothing recorded), without its node, whose pages the child would have to get. */
-SS_FORK_TEXT void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t now) {
+SS_FORK_TEXT void ss_thread_bare_record(struct ss_thread_record *rec, uint64_t forked, uint64_t now) {
     ss_raw_zero(rec, sizeof *rec); /* no libc call here: ss_raw.h */
     rec->serial = __atomic_load_n(&ss_next_serial, __ATOMIC_RELAXED);
     rec->tid = (uint32_t)SS_RAW(SYS_gettid, 0, 0, 0);
     rec->flags = SS_THREAD_MAIN;
-    rec->start_mono_ns = now;
+    rec->start_mono_ns = forked && forked <= now ? forked : now;
+    uint64_t cpu = ss_raw_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    rec->cpu_ns = cpu <= now - rec->start_mono_ns ? cpu : now - rec->start_mono_ns;
     char name[32];
     ss_raw_zero(name, sizeof name);
     SS_RAW(SYS_prctl, PR_GET_NAME, name, 0);

@@ -207,6 +207,12 @@ static size_t ss_read_cmdline(char *buf, size_t cap, int title_safe) {
     return len;
 }
 
+/* The command line the process started with, as its PROCESS record holds it (title.c). */
+SS_FORK_TEXT const char *ss_writer_original_argv(size_t *len) {
+    *len = ss_argv_len;
+    return ss_argv;
+}
+
 void ss_writer_init(void) {
     if (program_invocation_short_name)
         strncpy(ss_short_name, program_invocation_short_name, sizeof ss_short_name - 1);
@@ -499,10 +505,13 @@ SS_FORK_TEXT void ss_writer_after_fork_child(void) {
     ss_child_start[1] = ss_raw_clock_ns(CLOCK_MONOTONIC);
     ss_child_start[2] = ss_ticks();
     ss_child_pending = 1;
+    ss_title_after_fork_child();
 }
 
 /* This module's steps, walked by the lifecycle (lifecycle.c). */
 const struct ss_steps ss_writer_steps = {.name = "writer", .on_fork_child = ss_writer_after_fork_child};
+/* When the fork child began (monotonic ns): its one thread's life and CPU clock start there. */
+uint64_t ss_writer_child_start_mono(void) { return ss_child_start[1]; }
 
 /* The child's set-up, once it records or writes: its process record, fresh stack tables. */
 void ss_writer_child_setup(void) {
@@ -589,7 +598,8 @@ SS_FORK_TEXT static void ss_bare_seal(struct ss_buf *b, uint32_t type, size_t si
  * interposer's that the kernel must give the child (copied or zeroed) for one write, about twenty
  * of a child's sixty page faults. Returns -1 when it cannot (the full path then runs). */
 SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
-    if (ss_argv_len == 0 || ss_exe_len < 0 || !ss_ncpus || ss_attach_on || ss_fold_out.len || ss_lifecycle()->bare_pending())
+    if (ss_argv_len == 0 || ss_exe_len < 0 || !ss_ncpus || ss_attach_on || ss_fold_out.len || ss_lifecycle()->bare_pending() ||
+        !ss_title_unchanged())
         return -1;
     char pack[1200], line[1400];
     struct ss_str ps = {pack, 0, sizeof pack};
@@ -634,7 +644,7 @@ SS_FORK_TEXT static int ss_pack_bare(uint32_t how, int32_t status) {
     }
     struct ss_thread_record *rec = ss_bare_payload(&tail, sizeof *rec);
     if (!rec) return -1;
-    ss_lifecycle()->bare_thread(rec, now);
+    ss_lifecycle()->bare_thread(rec, ss_child_start[1], now);
     ss_bare_seal(&tail, SS_REC_THREAD, sizeof *rec);
     struct ss_end_record *end = ss_bare_payload(&tail, sizeof *end);
     if (!end) return -1;
@@ -691,7 +701,7 @@ SS_FORK_TEXT static void ss_flush_now(int final, uint32_t how, int32_t status) {
         }
         ss_fold_out.len = 0;
     }
-    ok = ok && ss_lifecycle()->batch_records(final, had_fold_samples) == 0;
+    ok = ok && ss_lifecycle()->batch_records(final, had_fold_samples) == 0 && ss_title_write() == 0;
     if (ok) {
         if (final) {
             struct ss_end_record end = {how, status, ss_mono_ns(), ss_ticks()};

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "services",
         &[
             "writer.c",
+            "title.c",
             "stacks.c",
             "unwind.c",
             "symbols.c",

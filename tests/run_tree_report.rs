@@ -251,8 +251,11 @@ fn a_parallel_build_says_how_many_cpus_it_kept_busy_and_names_its_compilers() {
 /// with (the interposer copies it before main), so each process is named by its executable and
 /// main argument, with no title and none of the zeroed rest of the area as empty arguments; the
 /// child's profile is named after the program, not `stallscope--PID.prof`.
+/// A process that rewrote its argument area with a title (PostgreSQL's roles, setproctitle) is
+/// named by that title, its role, with the command line it started with beside it: its
+/// program, its file and its JSON `command` are those of how it started.
 #[test]
-fn retitled_processes_are_named_by_their_original_command_line() {
+fn retitled_processes_are_named_by_their_title_and_their_original_command_line() {
     let dir = TempDir::new("tree-report-title");
     let bin = TempDir::new("tree-report-title-bin");
     let exe = hostile_program(bin.path(), "title_rewrite.c", &[]);
@@ -272,10 +275,16 @@ fn retitled_processes_are_named_by_their_original_command_line() {
     let run = json_of(root)["run"].clone();
     let processes = run["processes"].as_array().unwrap();
     assert_eq!(processes.len(), 2, "{run:#}");
+    let mut titles: Vec<&str> = processes
+        .iter()
+        .filter_map(|p| p["title"].as_str())
+        .collect();
+    titles.sort();
+    assert_eq!(titles, ["titled: main", "titled: worker"], "{run:#}");
     for p in processes {
         assert_eq!(p["command"], serde_json::json!(argv), "{run:#}");
         assert_eq!(p["program"], "title_rewrite", "{run:#}");
-        assert_eq!(p["name"], "title_rewrite a-long-argument", "{run:#}");
+        assert_eq!(p["name"], p["title"], "{run:#}");
         let file = p["profiles"][0].as_str().unwrap();
         assert!(
             Path::new(file)
@@ -288,7 +297,14 @@ fn retitled_processes_are_named_by_their_original_command_line() {
         );
     }
     let text = stallscope_out(&["report"], root);
-    assert!(!text.contains("titled"), "{text}");
+    for title in titles {
+        assert!(
+            text.contains(&format!(
+                "{title} (started as title_rewrite a-long-argument)"
+            )),
+            "{text}"
+        );
+    }
     assert!(!text.contains("''"), "{text}");
 }
 

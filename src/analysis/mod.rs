@@ -15,6 +15,7 @@
 //! The analysis holds figures only: what they mean (`crate::findings`) is worked out on the
 //! finished figures, as the last stage of the model of a run (`crate::model::Model`).
 
+pub mod asked_threads;
 pub mod blame;
 pub mod blind;
 pub mod categories;

@@ -13,6 +13,7 @@ mod efficiency;
 pub mod openmp;
 mod phase;
 pub mod rules;
+pub mod run_tree;
 mod scaling;
 #[cfg(test)]
 mod test_support;

@@ -209,6 +209,19 @@ pub fn rules() -> &'static [Rule] {
     })
 }
 
+const RUN_RULES_JSON: &str = include_str!("run_rules.json");
+
+/// The rules of a run of several processes, about the process tree as a whole
+/// (`run_rules.json`, `run_tree.rs`), parsed once.
+pub fn run_rules() -> &'static [Rule] {
+    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        serde_json::from_str::<RuleFile>(RUN_RULES_JSON)
+            .expect("src/findings/run_rules.json is valid")
+            .rules
+    })
+}
+
 /// Replaces each `{name}` in `template` by its value; unknown placeholders stay as written.
 pub fn fill(template: &str, values: &[(&str, String)]) -> String {
     let mut out = template.to_string();

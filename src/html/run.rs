@@ -19,9 +19,15 @@ pub fn section(run: &Run) -> String {
     );
     for (p, depth) in run.tree.walk() {
         let f = &run.processes[p];
+        // A process that set a title is named by it (its role), then by how it started.
+        let title = if f.title.is_empty() {
+            String::new()
+        } else {
+            format!("<b>{}</b> · started as ", escape(&f.title.join(" ")))
+        };
         let _ = write!(
             o,
-            "<tr><td>{}</td><td style=\"padding-left:{}em\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td style=\"padding-left:{}em\">{title}<code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             run.tree.processes[p].pid,
             depth,
             escape(&shell_words::join(&f.command)),
@@ -32,6 +38,15 @@ pub fn section(run: &Run) -> String {
         );
     }
     o.push_str("</tbody></table>");
+    for f in &run.findings {
+        let _ = write!(
+            o,
+            "<p><b>{}</b> {} <span class=\"muted\">[{}]</span></p>",
+            f.severity.label(),
+            escape(&f.title),
+            escape(&f.id)
+        );
+    }
     let mut findings = String::new();
     for (name, members) in run.programs() {
         for (id, title, count) in run.program_findings(&members) {

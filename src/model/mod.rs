@@ -10,6 +10,7 @@ pub mod blame_json;
 pub mod invariants;
 pub mod json;
 pub mod run;
+mod run_cpus;
 pub mod waitfor_json;
 
 use crate::analysis::{Analysis, Options};

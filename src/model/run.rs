@@ -24,8 +24,15 @@ pub struct ProcessFigures {
     pub command: Vec<String>,
     /// The executable's base name: programs are grouped by it.
     pub program: String,
-    /// The executable and its main argument (`rustc X`), see `process_name`.
+    /// The title the process gave itself (`postgres: checkpointer`), its words; empty where it
+    /// kept its command line. `command` is the command line it started with.
+    pub title: Vec<String>,
+    /// The executable and its main argument (`rustc X`), see `process_name`; a process that
+    /// gave itself a title, by its title.
     pub name: String,
+    /// The command line it started with, named as `name` names a command (`postgres data`):
+    /// where it has a title, what the tree shows beside it.
+    pub started_as: String,
     pub paths: Vec<PathBuf>,
     pub wall_ns: u64,
     pub cpu_ns: u64,
@@ -89,6 +96,7 @@ fn sched_spans(p: &crate::profile::Profile, cpu_ns: u64) -> (Spans, Spans) {
         .iter()
         .map(|t| (t.serial, t.start_mono_ns.max(start_mono)))
         .collect();
+    let began = last.clone();
     let mut out = Vec::new();
     let mut delay = Vec::new();
     let mut covered = 0u64;
@@ -102,9 +110,21 @@ fn sched_spans(p: &crate::profile::Profile, cpu_ns: u64) -> (Spans, Spans) {
             out.push((real(begin), real(s.mono_ns), exec));
             covered += exec;
         }
-        let runnable = s.run_delay_ns.min(s.mono_ns - begin - exec);
+        // The kernel adds a wait to the run delay when the wait ends: a thread still waiting at
+        // one look reports that wait at a later one, maybe more than the time since: its span
+        // reaches back as far as it must (to the thread's start at most), so no wait is lost.
+        let runnable = s.run_delay_ns;
         if runnable > 0 {
-            delay.push((real(begin), real(s.mono_ns), runnable));
+            let from = if runnable <= s.mono_ns - begin - exec {
+                begin
+            } else {
+                let start = began.get(&s.serial).copied().unwrap_or(begin);
+                s.mono_ns
+                    .saturating_sub(exec + runnable)
+                    .max(start)
+                    .min(begin)
+            };
+            delay.push((real(from), real(s.mono_ns), runnable.min(s.mono_ns - from)));
         }
         *from = s.mono_ns;
     }
@@ -135,8 +155,7 @@ fn run_concurrency(
     }
     let total: u64 = processes.iter().map(|p| p.cpu_ns).sum();
     c.mean_busy = total as f64 / wall as f64;
-    // Bins of at least 10 ms (the sampler looks every few ms), at most 2000 of them.
-    let bin_ns = 10_000_000u64.max(wall.div_ceil(2000));
+    let bin_ns = bin_ns_of(wall);
     let mut bins = binned(processes.iter().map(|p| &p.cpu_spans), start, wall, bin_ns);
     for b in bins.iter_mut() {
         *b = b.min(cpus as f64);
@@ -193,9 +212,14 @@ fn run_concurrency(
     c
 }
 
+/// Bins of at least 10 ms (the sampler looks every few ms), at most 2000 of them.
+pub(super) fn bin_ns_of(wall: u64) -> u64 {
+    10_000_000u64.max(wall.div_ceil(2000))
+}
+
 /// Spans of time (CPU time, run delay) in bins of `bin_ns` from `start`: each bin's time over its
 /// length (the threads at it on average), each span's time taken as even over it.
-fn binned<'a>(
+pub(super) fn binned<'a>(
     spans: impl Iterator<Item = &'a Spans>,
     start: u64,
     wall: u64,
@@ -227,7 +251,7 @@ fn binned<'a>(
 }
 
 /// The CPU time of `spans` within [begin, end), each span's time taken as even over it.
-fn cpu_within(spans: &[(u64, u64, u64)], begin: u64, end: u64) -> f64 {
+pub(super) fn cpu_within(spans: &[(u64, u64, u64)], begin: u64, end: u64) -> f64 {
     spans
         .iter()
         .map(|&(b, e, v)| {
@@ -253,6 +277,9 @@ pub struct Run {
     /// Files that could not be read, and why.
     pub unreadable: Vec<(PathBuf, String)>,
     pub concurrency: RunConcurrency,
+    /// Findings of the process tree as a whole (`findings::run_tree`), also first among the
+    /// page's model's findings.
+    pub findings: Vec<Finding>,
     /// The model of the profile a page of the run shows: the launched profile, else (no
     /// launched profile known) the last image of the process with the most CPU time. None: it
     /// could not be read (it is in `unreadable`), or the run has no readable profile.
@@ -387,10 +414,21 @@ impl Run {
                 let last = *proc_.images.last().expect("a process has an image");
                 let first = proc_.images[0];
                 let s = &summaries[last];
+                let title = profiles[last]
+                    .as_ref()
+                    .map(|p| p.title.clone())
+                    .unwrap_or_default();
+                let started_as = process_name(&s.command, &s.exe);
                 ProcessFigures {
                     command: s.command.clone(),
                     program: program_name(&s.command, &s.exe),
-                    name: process_name(&s.command, &s.exe),
+                    name: if title.is_empty() {
+                        started_as.clone()
+                    } else {
+                        process_name(&title, &s.exe)
+                    },
+                    title,
+                    started_as,
                     paths: proc_
                         .images
                         .iter()
@@ -492,7 +530,20 @@ impl Run {
             main = main_image.and_then(&mut analyse);
         }
         let concurrency = run_concurrency(&processes, cpus, run_start, run_wall);
+        // The tree's own findings lead the page's model's: the run's cause before a process's.
+        let main_process = main_image.and_then(|i| tree.process_of_image(i));
+        let findings = super::run_cpus::tree_findings(
+            &mut processes,
+            main_process.zip(main.as_mut().map(|m| &mut m.findings)),
+            cpus,
+            run_start,
+            run_wall,
+        );
+        if let Some(m) = main.as_mut() {
+            m.findings.splice(0..0, findings.iter().cloned());
+        }
         Run {
+            findings,
             files,
             tree,
             processes,
@@ -645,7 +696,9 @@ mod tests {
         ProcessFigures {
             command: words(&["cc1"]),
             program: "cc1".into(),
+            title: Vec::new(),
             name: "cc1".into(),
+            started_as: "cc1".into(),
             paths: Vec::new(),
             wall_ns: 1_000_000_000,
             cpu_ns: cpu,

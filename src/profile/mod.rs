@@ -5,6 +5,7 @@ pub mod phases;
 pub mod python;
 mod reader;
 pub mod samples;
+pub mod title;
 pub mod tree;
 
 pub use reader::{ProfileError, fix_checksums, parse, read, record_crc};
@@ -289,6 +290,9 @@ pub struct Profile {
     pub modules: Vec<Module>,
     /// Call stacks by id.
     pub stacks: std::collections::HashMap<u32, Stack>,
+    /// The title the process gave itself, its words (`postgres: checkpointer`); empty where it
+    /// kept the command line it started with (`process.command`).
+    pub title: Vec<String>,
     /// The CPython interpreter the process ran, and its code objects (None: none found).
     pub python: Option<python::Python>,
     /// The last record of allocation sites.

@@ -77,6 +77,14 @@ pub fn render_text(run: &Run, style: Style, all: bool) -> String {
             path.display()
         );
     }
+    if !run.findings.is_empty() {
+        let _ = write!(
+            o,
+            "\n{}\n{}",
+            style.bold("Findings of the process tree"),
+            crate::findings::render_list(&run.findings, style)
+        );
+    }
     let _ = writeln!(o, "\n{}", style.bold("Process tree"));
     let walk = run.tree.walk();
     let shown = shown_processes(run, &walk, if all { usize::MAX } else { TREE_LINES });
@@ -85,13 +93,10 @@ pub fn render_text(run: &Run, style: Style, all: bool) -> String {
         let proc_ = &run.tree.processes[p];
         // One line per process: a script passed with -c may hold newlines. The name, not
         // the command: a toolchain's path cut at 60 characters says nothing.
-        let mut command: String = f
-            .name
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
-        if command.chars().count() > 60 {
-            command = command.chars().take(57).collect::<String>() + "...";
+        let mut command = one_line(&f.name, 60);
+        if !f.title.is_empty() {
+            // Its role (the title it set) and its program (how it started).
+            let _ = write!(command, " (started as {})", one_line(&f.started_as, 40));
         }
         let execs = if proc_.images.len() > 1 {
             format!(" ({} images)", proc_.images.len())
@@ -180,6 +185,8 @@ pub struct RunJson<'a> {
     programs: Vec<ProgramJson>,
     totals: TotalsJson,
     concurrency: ConcurrencyJson<'a>,
+    /// Findings of the process tree as a whole (also first among the launched process's).
+    findings: &'a [crate::findings::Finding],
     unreadable: Vec<UnreadableJson<'a>>,
 }
 
@@ -194,7 +201,11 @@ struct ProcessJson<'a> {
     children: &'a [usize],
     program: &'a str,
     name: &'a str,
+    /// The command line it started with.
     command: &'a [String],
+    /// The title it gave itself (its role: `postgres: checkpointer`), its words joined by
+    /// spaces; None where it kept its command line.
+    title: Option<String>,
     profiles: Vec<String>,
     wall_ns: u64,
     cpu_ns: u64,
@@ -312,6 +323,19 @@ fn shown_processes(run: &Run, walk: &[(usize, usize)], limit: usize) -> Vec<bool
     shown
 }
 
+/// `text` on one line (a script passed with -c may hold newlines), cut at `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if line.chars().count() > max {
+        line.chars().take(max - 3).collect::<String>() + "..."
+    } else {
+        line
+    }
+}
+
 pub fn json(run: &Run) -> RunJson<'_> {
     let depth: BTreeMap<usize, usize> = run.tree.walk().into_iter().collect();
     let processes = run
@@ -331,6 +355,7 @@ pub fn json(run: &Run) -> RunJson<'_> {
                 program: &f.program,
                 name: &f.name,
                 command: &f.command,
+                title: (!f.title.is_empty()).then(|| f.title.join(" ")),
                 profiles: f.paths.iter().map(|p| p.display().to_string()).collect(),
                 wall_ns: f.wall_ns,
                 cpu_ns: f.cpu_ns,
@@ -409,6 +434,7 @@ pub fn json(run: &Run) -> RunJson<'_> {
                 share: st.share,
             }),
         },
+        findings: &run.findings,
         unreadable: run
             .unreadable
             .iter()

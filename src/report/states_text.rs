@@ -145,6 +145,52 @@ fn regions_row(
     (row, legend)
 }
 
+/// On a machine of several CPUs, one thread did the work although the command asked for more
+/// (`-j 2`) or the program made more: the parallel efficiency above is of that one thread.
+fn one_thread_worked(
+    r: &StateReport,
+    summary: &Summary,
+    efficiency: Option<&WorkingEfficiency>,
+) -> Option<String> {
+    let working = efficiency.map_or(r.width(), |e| e.threads);
+    if r.cpus < 2 || working != 1 {
+        return None;
+    }
+    let asked = crate::analysis::asked_threads::asked_threads(&summary.command);
+    // Threads that lived through at least half the run (not a helper started for a moment),
+    // and of those the idle ones: blocked, neither awake nor waiting for a CPU, nine tenths of
+    // their life (a thread kept off the CPUs by other load did not idle).
+    let lived: Vec<&ThreadStates> = r
+        .threads
+        .iter()
+        .filter(|t| t.life_ns.saturating_mul(2) >= r.wall_ns)
+        .collect();
+    let made = lived.len();
+    let idle = lived
+        .iter()
+        .filter(|t| {
+            let wanted = t
+                .awake_ns()
+                .saturating_add(t.ns[Category::Runnable.index()]);
+            wanted.saturating_mul(10) < t.life_ns
+        })
+        .count();
+    match asked {
+        Some((n, option)) => Some(format!(
+            "only 1 thread worked, although the command asked for {n} (`{option}`){}: the work ran on one thread, and more threads cannot speed it up as it runs",
+            if made > 1 {
+                format!("; the program had {made} threads")
+            } else {
+                String::new()
+            }
+        )),
+        None if made > 1 && idle + 1 >= made => Some(format!(
+            "only 1 of the program's {made} threads worked; the others idled: the work ran on one thread"
+        )),
+        None => None,
+    }
+}
+
 pub fn render(
     r: &StateReport,
     summary: &Summary,
@@ -308,6 +354,9 @@ pub fn render(
         fmt_ns(r.wall_ns),
         r.width()
     );
+    if let Some(line) = one_thread_worked(r, summary, efficiency) {
+        let _ = writeln!(out, "  {}", style.warn(&line));
+    }
     if let Some(e) = efficiency {
         let _ = writeln!(
             out,

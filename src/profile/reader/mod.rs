@@ -148,6 +148,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
     let mut modules: Vec<Module> = Vec::new();
     let mut stacks: std::collections::HashMap<u32, Stack> = std::collections::HashMap::new();
     let mut python: Option<super::python::Python> = None;
+    let mut title = Vec::new();
     let mut alloc_sites = Vec::new();
     let mut stack_sampling = None;
     let mut lock_sites = Vec::new();
@@ -405,6 +406,10 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                 super::samples::parse_sched(payload, pos, &mut sched)?;
                 ended_after = end.is_some();
             }
+            REC_TITLE => {
+                title = super::title::parse_title(payload, pos)?;
+                ended_after = end.is_some();
+            }
             other => return err(pos, format!("unknown record type {other}")),
         }
         if rtype != REC_SUPERVISOR {
@@ -505,6 +510,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
         modules,
         stacks,
         python,
+        title,
         alloc_sites,
         stack_sampling,
         lock_sites,
