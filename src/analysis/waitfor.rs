@@ -142,6 +142,9 @@ pub struct PathSegment {
     /// None: the thread's own time (running, runnable, I/O); Some: a wait whose waker is not
     /// known or outside the program (the path stays on the thread).
     pub waiting: Option<WaitKind>,
+    /// Not waiting, but asleep by the thread's sampled states (a call the interposer does not
+    /// record): on the path as waiting with no known waker (`path_asleep`).
+    pub asleep: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -451,7 +454,11 @@ pub fn build(
         edges,
         names,
         knots,
-        critical_path: critical_path(&path_threads, &path_waits),
+        critical_path: {
+            let mut path = critical_path(&path_threads, &path_waits);
+            super::path_asleep::mark(&mut path, &super::path_asleep::stretches(profile, states));
+            path
+        },
         waits: profile.waits.len() as u64,
         dropped: profile.waits_dropped,
     })
@@ -1010,6 +1017,7 @@ pub fn critical_path(threads: &[PathThread], waits: &[PathWait]) -> CriticalPath
                 start_ns: start,
                 end_ns: end,
                 waiting,
+                asleep: false,
             });
         }
     };
@@ -1063,19 +1071,7 @@ pub fn critical_path(threads: &[PathThread], waits: &[PathWait]) -> CriticalPath
         }
     }
     segments.reverse();
-    let mut sums: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
-    for s in &segments {
-        let e = sums.entry(s.thread).or_default();
-        let len = s.end_ns - s.start_ns;
-        if s.waiting.is_some() {
-            e.1 += len;
-        } else {
-            e.0 += len;
-        }
-    }
-    let mut by_thread: Vec<(usize, u64, u64)> =
-        sums.into_iter().map(|(i, (a, b))| (i, a, b)).collect();
-    by_thread.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
+    let by_thread = super::path_asleep::by_thread(&segments);
     CriticalPath {
         length_ns: segments.iter().map(|s| s.end_ns - s.start_ns).sum(),
         segments,

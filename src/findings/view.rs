@@ -30,6 +30,16 @@ const MAX_QUOTED: usize = 100;
 
 /// The profiled command as one shell word list, quoted for `stallscope bench`.
 fn quoted_command(command: &[String]) -> String {
+    // A process that rewrote its arguments into one title ("redis-server 127.0.0.1:6379") reads
+    // as one word with spaces: its words are the title's.
+    let title: Vec<String>;
+    let command = match command {
+        [one] if one.contains(' ') => {
+            title = one.split_whitespace().map(str::to_string).collect();
+            &title[..]
+        }
+        _ => command,
+    };
     let line = shell_words::join(command);
     let quoted = shell_words::quote(&line).into_owned();
     if command.is_empty() || quoted.chars().count() > MAX_QUOTED {
@@ -180,6 +190,11 @@ mod tests {
         assert_eq!(
             bench_threads(&long, false),
             "`stallscope bench --threads 1,2,4 'PROGRAM ARGS'`"
+        );
+        // A title the process set is its words, quoted once.
+        assert_eq!(
+            bench_threads(&words(&["redis-server 127.0.0.1:6379"]), false),
+            "`stallscope bench --threads 1,2,4 'redis-server 127.0.0.1:6379'`"
         );
         // A server is measured in windows under load, not from start to end.
         assert!(bench_threads(&words(&["redis-server"]), true).starts_with("`stallscope attach"));
