@@ -63,7 +63,10 @@ fn contradictions(file: &Path) -> Value {
     let calls: u64 = threads.iter().map(|t| n(t, "alloc_calls")).sum();
     let alloc_cpu: u64 = threads.iter().map(|t| n(t, "alloc_cpu_ns")).sum();
     if calls == 0 && alloc_cpu > 0 {
-        let line = text.lines().find(|l| l.contains("  allocator  ")).unwrap_or("");
+        let line = text
+            .lines()
+            .find(|l| l.contains("  allocator  "))
+            .unwrap_or("");
         assert!(
             line.contains("calls not counted ("),
             "{at}: {alloc_cpu} ns on a CPU in the allocator and no call, unexplained: {line}"
