@@ -402,12 +402,14 @@ fn chown(path: &Path, user: &str) {
 #[test]
 fn postgres_under_pgbench_as_the_postgres_user() {
     let bin = postgres_bin();
+    let found = bin
+        .as_ref()
+        .is_some_and(|b| b.join("pgbench").exists() && Path::new("/usr/sbin/runuser").exists());
     if !have(
-        "PostgreSQL's server",
-        bin.is_some(),
-        "apt-get install postgresql",
-    ) || !have_tool("pgbench", &["--version"], "postgresql-contrib")
-    {
+        "PostgreSQL's server, pgbench and runuser",
+        found,
+        "apt-get install postgresql util-linux",
+    ) {
         return;
     }
     if !is_root() {
@@ -443,7 +445,7 @@ fn postgres_under_pgbench_as_the_postgres_user() {
         .current_dir(dir.path());
     let server = Server::spawn(c);
     let pgbench = |args: &[&str]| {
-        let mut c = as_user("postgres", &["pgbench", "-h", &sock, "-p", &port]);
+        let mut c = as_user("postgres", &[&tool("pgbench"), "-h", &sock, "-p", &port]);
         c.args(args).arg("postgres");
         output_within(c, Duration::from_secs(60))
     };
