@@ -198,6 +198,27 @@ pub struct Concurrency {
 }
 
 impl Concurrency {
+    /// The CPU demand in words, the same in every view: the class of threads wanting a CPU, and,
+    /// where the threads on a CPU fell in another class, that class and who held the CPUs (a run
+    /// that wanted both CPUs and got one is not "ideal" alone).
+    pub fn demand(&self) -> String {
+        let (offered, achieved) = (self.offered.verdict(), self.achieved.verdict());
+        if offered == achieved {
+            return offered.to_string();
+        }
+        let rank = |v: &str| ["idle", "poor", "ok", "ideal"].iter().position(|c| *c == v);
+        let held = if rank(achieved) >= rank(offered)
+            || self.own_runnable_ns + self.other_runnable_ns == 0
+        {
+            ""
+        } else if self.other_runnable_ns >= self.own_runnable_ns {
+            ": other processes held the CPUs"
+        } else {
+            ": its own threads outnumbered the CPUs"
+        };
+        format!("{offered} wanted, {achieved} on a CPU{held}")
+    }
+
     pub fn serial_ns(&self) -> u64 {
         self.serial.iter().map(|s| s.end_ns - s.begin_ns).sum()
     }

@@ -24,6 +24,7 @@ pub mod concurrency;
 pub mod efficiency;
 pub mod futex;
 pub mod locknames;
+pub mod path_asleep;
 pub mod phases;
 pub mod runtime;
 pub mod runtime_locks;

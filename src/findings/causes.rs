@@ -711,6 +711,8 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let runtime = crate::analysis::runtime_locks::table()
         .iter()
         .find(|l| object.starts_with(&l.words));
+    // A runtime's own remedy replaces the one for an object of the program's: the GIL is no
+    // object to hold less or give each thread a copy of.
     let runtime_remedy = runtime
         .and_then(|l| {
             rule.params
@@ -718,6 +720,7 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
                 .get(&l.runtime)?
                 .as_str()
         })
+        .or_else(|| rule.params.get("object_remedy")?.as_str())
         .unwrap_or("")
         .to_string();
     let busiest = t
@@ -771,7 +774,7 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             ("object", object),
             ("concurrency", format!("{concurrency:.2}")),
             ("user_frame", frame),
-            ("runtime_remedy", runtime_remedy),
+            ("turns_remedy", runtime_remedy),
             ("speedup", speedup_words(r.wall_ns, stake)),
         ],
         evidence,

@@ -170,10 +170,15 @@ fn blind_states(rule: &rules::Rule, a: &Analysis) -> Vec<Finding> {
     vec![build(rule, a, severity, &values, evidence)]
 }
 
-/// Whether the process is a server: its threads spent most of their lives waiting for the world
-/// outside (poll, epoll, accept, reads of sockets: `ThreadStates::input_waits`). Timing it from
-/// start to end measures its clients, not it.
+/// Whether the process is measured in windows: a window of a process that was already running
+/// (`stallscope attach`), or a server: its threads spent most of their lives waiting for the
+/// world outside (poll, epoll, accept, reads of sockets: `ThreadStates::input_waits`). Timing it
+/// from start to end measures its clients, not it, and an attached process was not started by
+/// the profile's command line.
 fn serves_clients(a: &Analysis) -> bool {
+    if a.summary.attach.is_some() {
+        return true;
+    }
     a.states.as_ref().is_some_and(|r| {
         let life: u64 = r.threads.iter().map(|t| t.life_ns).sum();
         let waiting: u64 = r

@@ -30,12 +30,36 @@ const MAX_QUOTED: usize = 100;
 
 /// The profiled command as one shell word list, quoted for `stallscope bench`.
 fn quoted_command(command: &[String]) -> String {
-    let line = shell_words::join(command);
-    let quoted = shell_words::quote(&line).into_owned();
+    // A process that rewrote its arguments into one title ("redis-server 127.0.0.1:6379") reads
+    // as one word with spaces: its words are the title's.
+    let title: Vec<String>;
+    let command = match command {
+        [one] if one.contains(' ') => {
+            title = one.split_whitespace().map(str::to_string).collect();
+            &title[..]
+        }
+        _ => command,
+    };
+    let line = command
+        .iter()
+        .map(|w| quote_word(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let quoted = quote_word(&line);
     if command.is_empty() || quoted.chars().count() > MAX_QUOTED {
         return "'PROGRAM ARGS'".to_string();
     }
     quoted
+}
+
+/// One shell word: as it is when no character of it means anything to the shell (options with
+/// `=`, paths, addresses), else in single quotes.
+fn quote_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,:/@+=%^".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// How a remedy's effect is measured on a server (a process whose threads mostly waited for
@@ -53,14 +77,51 @@ pub fn bench_allocators(command: &[String], server: bool) -> String {
     )
 }
 
-/// The command that benchmarks the profiled program at several thread counts.
+/// The options that set a thread or job count by convention (`-j4`, `--jobs=4`, `--threads 4`,
+/// `--io-threads 4`): bench puts its count where their number is.
+fn count_option(word: &str) -> bool {
+    let name = word.trim_start_matches('-');
+    word.starts_with('-')
+        && (name == "j" || name == "jobs" || name.ends_with("threads") || name == "workers")
+}
+
+/// Stands for bench's `{threads}` while the command is quoted (braces would be quoted apart).
+const COUNT: &str = "STALLSCOPECOUNT";
+
+/// `command` with the number of its thread or job count option replaced by [`COUNT`], or None
+/// when no option sets one.
+fn with_count_placeholder(command: &[String]) -> Option<Vec<String>> {
+    let number = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+    let mut out = command.to_vec();
+    for i in 0..out.len() {
+        let w = out[i].clone();
+        if let Some((name, value)) = w.split_once('=') {
+            if count_option(name) && number(value) {
+                out[i] = format!("{name}={COUNT}");
+                return Some(out);
+            }
+        } else if w.strip_prefix("-j").is_some_and(number) {
+            out[i] = format!("-j{COUNT}");
+            return Some(out);
+        } else if count_option(&w) && out.get(i + 1).is_some_and(|v| number(v)) {
+            out[i + 1] = COUNT.to_string();
+            return Some(out);
+        }
+    }
+    None
+}
+
+/// The command that benchmarks the profiled program at several thread counts: where an option
+/// of the command sets its thread or job count (a build's `-j`), bench sets it; otherwise bench
+/// sets `STALLSCOPE_THREADS` for a program that reads it.
 pub fn bench_threads(command: &[String], server: bool) -> String {
     if server {
         return SERVER_MEASURE.to_string();
     }
+    let command = with_count_placeholder(command).unwrap_or_else(|| command.to_vec());
     format!(
         "`stallscope bench --threads 1,2,4 {}`",
-        quoted_command(command)
+        quoted_command(&command).replace(COUNT, "{threads}")
     )
 }
 
@@ -180,6 +241,24 @@ mod tests {
         assert_eq!(
             bench_threads(&long, false),
             "`stallscope bench --threads 1,2,4 'PROGRAM ARGS'`"
+        );
+        // A build's job count and a thread count option are where bench puts its count.
+        assert_eq!(
+            bench_threads(&words(&["make", "-j2", "-s"]), false),
+            "`stallscope bench --threads 1,2,4 'make -j{threads} -s'`"
+        );
+        assert_eq!(
+            bench_threads(&words(&["./pool", "--threads", "8", "in"]), false),
+            "`stallscope bench --threads 1,2,4 './pool --threads {threads} in'`"
+        );
+        assert_eq!(
+            bench_threads(&words(&["cargo", "build", "--jobs=4"]), false),
+            "`stallscope bench --threads 1,2,4 'cargo build --jobs={threads}'`"
+        );
+        // A title the process set is its words, quoted once.
+        assert_eq!(
+            bench_threads(&words(&["redis-server 127.0.0.1:6379"]), false),
+            "`stallscope bench --threads 1,2,4 'redis-server 127.0.0.1:6379'`"
         );
         // A server is measured in windows under load, not from start to end.
         assert!(bench_threads(&words(&["redis-server"]), true).starts_with("`stallscope attach"));

@@ -379,7 +379,7 @@ pub fn render_page(p: &Model, run: Option<&Run>) -> String {
         card(&mut o, "working threads' efficiency", &fmt_pct(e.value));
     }
     if let Some(c) = &p.concurrency {
-        card(&mut o, "CPU demand", c.offered.verdict());
+        card(&mut o, "CPU demand", &c.demand());
     }
     o.push_str("</div>\n");
     if let Some(c) = &p.concurrency {

@@ -138,7 +138,7 @@ impl WaitForJson {
             thread: thread_ref(p, s.thread),
             start_ns: s.start_ns.saturating_sub(start),
             end_ns: s.end_ns.saturating_sub(start),
-            waiting: s.waiting.map(|k| k.name()),
+            waiting: s.waiting.map(|k| k.name()).or(s.asleep.then_some("asleep")),
         };
         let path = &w.critical_path;
         Some(WaitForJson {

@@ -25,7 +25,7 @@ pub fn render(a: &Analysis, c: &Concurrency, style: Style) -> String {
         out,
         "  CPU demand on {} CPUs: {} (threads wanting a CPU; useful work is the parallel efficiency)",
         c.cpus,
-        c.offered.verdict()
+        c.demand()
     );
     let _ = writeln!(out, "    threads wanting a CPU: {}", classes(&c.offered));
     let _ = writeln!(out, "    threads on a CPU: {}", classes(&c.achieved));

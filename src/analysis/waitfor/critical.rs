@@ -208,6 +208,7 @@ pub fn critical_path(threads: &[PathThread], waits: &[PathWait]) -> CriticalPath
                 start_ns: start,
                 end_ns: end,
                 waiting,
+                asleep: false,
             });
         }
     };
@@ -261,19 +262,7 @@ pub fn critical_path(threads: &[PathThread], waits: &[PathWait]) -> CriticalPath
         }
     }
     segments.reverse();
-    let mut sums: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
-    for s in &segments {
-        let e = sums.entry(s.thread).or_default();
-        let len = s.end_ns - s.start_ns;
-        if s.waiting.is_some() {
-            e.1 += len;
-        } else {
-            e.0 += len;
-        }
-    }
-    let mut by_thread: Vec<(usize, u64, u64)> =
-        sums.into_iter().map(|(i, (a, b))| (i, a, b)).collect();
-    by_thread.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
+    let by_thread = crate::analysis::path_asleep::by_thread(&segments);
     CriticalPath {
         length_ns: segments.iter().map(|s| s.end_ns - s.start_ns).sum(),
         segments,

@@ -152,6 +152,9 @@ pub struct PathSegment {
     /// None: the thread's own time (running, runnable, I/O); Some: a wait whose waker is not
     /// known or outside the program (the path stays on the thread).
     pub waiting: Option<WaitKind>,
+    /// Not waiting, but asleep by the thread's sampled states (a call the interposer does not
+    /// record): on the path as waiting with no known waker (`path_asleep`).
+    pub asleep: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -461,7 +464,11 @@ pub fn build(
         edges,
         names,
         knots,
-        critical_path: critical_path(&path_threads, &path_waits),
+        critical_path: {
+            let mut path = critical_path(&path_threads, &path_waits);
+            super::path_asleep::mark(&mut path, &super::path_asleep::stretches(profile, states));
+            path
+        },
         waits: profile.waits.len() as u64,
         dropped: profile.waits_dropped,
     })
