@@ -118,7 +118,8 @@ static void format(void) {
            SS_PY_STRING_MAX);
     printf("pub const PY_TABLE_MAX: usize = %u;\npub const PY_CODE_UNKNOWN: u32 = %u;\n", SS_PY_TABLE_MAX,
            SS_PY_CODE_UNKNOWN);
-    printf("pub const PY_FRAME_ENTRY: u32 = %u;\n\n", SS_PY_FRAME_ENTRY);
+    printf("pub const PY_FRAME_ENTRY: u32 = %u;\n", SS_PY_FRAME_ENTRY);
+    printf("pub const PY_THREAD_NAME_MAX: usize = %u;\n\n", SS_PY_THREAD_NAME_MAX);
 
     static const char *fn_names[] = {
 #define SS_X(id, name, group) name,

@@ -12,7 +12,7 @@ pub fn record_type_known(rtype: u32) -> bool {
 
 /// The oldest format version this reader reads: version 2 differs from 3 only in its thread-state
 /// samples, 32 bytes without the `object` field (read as 0); 3 from 4 only in having no Python
-/// records.
+/// records; 4 from 5 only in having no PY_THREAD records.
 pub const OLDEST_VERSION: u32 = 2;
 
 /// The size of a thread-state sample (`struct ss_sample`) in a file of format `version`.
@@ -88,6 +88,11 @@ pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8], version: u32) ->
         ),
         REC_PY_STACK => {
             counted(PY_STACK_SIZE, PY_FRAME_SIZE, PY_STACK_COUNT_AT) && size > PY_STACK_SIZE
+        }
+        REC_PY_THREAD => {
+            lengths(PY_THREAD_SIZE, &[PY_THREAD_NAME_LEN_AT])
+                && size > PY_THREAD_SIZE
+                && size <= PY_THREAD_SIZE + PY_THREAD_NAME_MAX
         }
         _ => false,
     }
