@@ -321,7 +321,10 @@ fn threads_carry_the_names_python_gives_them() {
             .filter_map(|t| t["name"].as_str())
             .collect();
         for want in ["MainThread", "fetcher-1", "fetcher-2", "pool_0", "pool_1"] {
-            assert!(names.contains(&want), "3.{minor}: no thread {want}: {names:?}");
+            assert!(
+                names.contains(&want),
+                "3.{minor}: no thread {want}: {names:?}"
+            );
         }
         // The exports name them too.
         let speedscope = std::process::Command::new(common::stallscope())
@@ -330,6 +333,9 @@ fn threads_carry_the_names_python_gives_them() {
             .output()
             .expect("export");
         let speedscope = String::from_utf8_lossy(&speedscope.stdout);
-        assert!(speedscope.contains("fetcher-1") && speedscope.contains("pool_0"), "3.{minor}");
+        assert!(
+            speedscope.contains("fetcher-1") && speedscope.contains("pool_0"),
+            "3.{minor}"
+        );
     }
 }

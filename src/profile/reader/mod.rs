@@ -329,7 +329,9 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                 if !thread_index.contains_key(&serial) {
                     return err(
                         pos,
-                        format!("a python name of thread {serial}, which the file does not describe"),
+                        format!(
+                            "a python name of thread {serial}, which the file does not describe"
+                        ),
                     );
                 }
                 py_names.push((serial, name));
