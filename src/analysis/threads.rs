@@ -92,7 +92,7 @@ impl<'a> ThreadId<'a> {
             // The name's start and its end: pool workers differ in their last characters
             // (`ThreadPoolExecutor-0_0`, `-0_1`).
             let keep = max_chars - rest_len - 1;
-            let tail = keep / 2;
+            let tail = keep / 3;
             let cut: String = name
                 .chars()
                 .take(keep - tail)
@@ -314,9 +314,9 @@ mod tests {
         let t = id("a-very-long-thread-name-indeed", false, None);
         let s = t.short_label(20);
         assert_eq!(s.chars().count(), 20);
-        assert_eq!(s, "a-very…indeed [1234]");
+        assert_eq!(s, "a-very-l…deed [1234]");
         let pool = id("ThreadPoolExecutor-0_1", false, None).short_label(20);
-        assert_eq!(pool, "Thread…or-0_1 [1234]");
+        assert_eq!(pool, "ThreadPo…-0_1 [1234]");
         assert_eq!(id("worker", false, None).short_label(20), "worker [1234]");
     }
 }
