@@ -33,10 +33,16 @@ impl Python {
         self.flags & PYTHON_FRAMES != 0
     }
 
-    /// Why the stacks carry no Python frames, in words (None where they do).
+    /// Why the stacks carry no Python frames, or the threads not the names Python gives them, in
+    /// words (None where both are there).
     pub fn why_no_frames(&self) -> Option<String> {
         if self.frames() {
-            return None;
+            return (self.flags & PYTHON_THREAD_NAMES == 0).then(|| {
+                format!(
+                    "CPython {}'s threading module was not read: threads keep the kernel's names",
+                    self.version_text()
+                )
+            });
         }
         let v = self.version_text();
         Some(if self.flags & PYTHON_FREE_THREADED != 0 {
