@@ -708,6 +708,7 @@ static int ss_pyn_name_thread(uint64_t ident, uint64_t key, uint64_t thread, voi
 
 static uint64_t ss_pyn_active, ss_pyn_dict_type; /* threading._active as last found, and its type */
 static uint32_t ss_pyn_looks;                      /* looks since it was last found */
+static uint32_t ss_pyn_modules;                    /* the entries of sys.modules at the last search */
 
 /* threading._active, found from sys.modules: the main interpreter's (the last of the list). */
 static uint64_t ss_pyn_find_active(void) {
@@ -719,6 +720,7 @@ static uint64_t ss_pyn_find_active(void) {
     if (!ss_py_ptr_ok(interp) || ss_py_read(interp + ss_pyn.interp_modules, &modules, 8) != 0 ||
         !ss_pyn_dict(modules, &e))
         return 0;
+    ss_pyn_modules = e.count;
     module = ss_pyn_find(&e, 1u << 16, "threading");
     if (!module || ss_py_read(module + 8, &type, 8) != 0 || !ss_py_ptr_ok(type) ||
         ss_py_read(type + SS_PYN_TP_DICTOFFSET, &offset, 8) != 0 || (int64_t)offset <= 0 || offset > 4096 ||
@@ -746,12 +748,17 @@ static uint32_t ss_py_names_read(void) {
     return e.count;
 }
 
+/* The time to the next look: 100 ms; longer with many threads (a few reads each), and while the
+ * search of sys.modules finds no threading module, with many modules (two reads each). */
+static uint64_t ss_pyn_interval_ns(uint32_t threads) {
+    uint32_t weight = ss_pyn_active ? threads / 32 : ss_pyn_modules / 512;
+    return 100000000ull * (1 + (weight < 50 ? weight : 50));
+}
+
 void ss_py_names_tick(uint64_t now_ns) {
     if (!ss_py_on || !ss_pyn_on || now_ns < ss_pyn_next_ns) return;
     int saved_errno = errno;
-    uint32_t threads = ss_py_names_read();
-    /* Every 100 ms; less often with many threads, whose look costs a few reads each. */
-    ss_pyn_next_ns = now_ns + 100000000ull * (1 + threads / 32);
+    ss_pyn_next_ns = now_ns + ss_pyn_interval_ns(ss_py_names_read());
     errno = saved_errno;
 }
 
