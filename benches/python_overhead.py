@@ -7,7 +7,11 @@ command, supervisor included, from wait4: on a shared machine, time spent waitin
 out) and wall time, and the median of the per-round ratios run/plain. Under stallscope each CPU
 sample also reads the thread's Python frames (docs/STACKS.md, "Python frames").
 
-Interpreters: Debian's /usr/bin/python3.11 and pyenv's newest 3.8 to 3.13, where installed.
+Interpreters: Debian's /usr/bin/python3.11 and pyenv's newest 3.8 to 3.13, where installed; with
+BENCH_PYTHON=TEXT only those whose path holds TEXT. With BENCH_BASELINE_LIB=PATH (another build of
+the interposer, `libstallscope*.so`) a fourth mode runs `stallscope run` with that library
+(STALLSCOPE_PRELOAD_LIB), its ratio to the plain run in a last column: two builds side by side.
+BENCH_PROGRAM=PATH runs another Python program instead.
 Usage: benches/python_overhead.py [ROUNDS]   (default 9; run `cargo build --release` first)
 This is a benchmark, not a test: it asserts nothing."""
 import glob
@@ -20,7 +24,7 @@ import time
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 stallscope = os.path.join(root, "target/release/stallscope")
-program = os.path.join(root, "benches/programs/py_cpu.py")
+program = os.environ.get("BENCH_PROGRAM") or os.path.join(root, "benches/programs/py_cpu.py")
 
 
 def pythons():
@@ -30,7 +34,8 @@ def pythons():
         versions = glob.glob(f"{base}/versions/3.{minor}.*/bin/python")
         versions.sort(key=lambda p: [int(x) for x in p.split("/")[-3].split(".") if x.isdigit()])
         found += versions[-1:]
-    return found
+    only = os.environ.get("BENCH_PYTHON", "")
+    return [p for p in found if only in p]
 
 
 def timed(argv, env=None):
@@ -46,15 +51,17 @@ def timed(argv, env=None):
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+    baseline = os.environ.get("BENCH_BASELINE_LIB", "")
+    modes = [0, 1, 2, 3] if baseline else [0, 1, 2]
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "p.prof")
         print(f"{'python':<34} {'plain cpu':>10} {'run cpu':>10} {'cpu ratio':>10} {'wall ratio':>10}"
-              f" {'no-py ratio':>11}")
+              f" {'no-py ratio':>11}" + (f" {'baseline ratio':>14}" if baseline else ""))
         for py in pythons():
             version = subprocess.run([py, "--version"], capture_output=True, text=True).stdout.strip()
-            plain, run, nopy = [], [], []
+            plain, run, nopy, base = [], [], [], []
             for r in range(rounds):
-                for mode in [0, 1, 2][r % 3:] + [0, 1, 2][:r % 3]:
+                for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
                     if mode == 0:
                         plain.append(timed([py, program]))
                         continue
@@ -63,14 +70,18 @@ def main():
                     argv = [stallscope, "run", "-q", "-o", prof, "--", py, program]
                     if mode == 1:
                         run.append(timed(argv))
-                    else:
+                    elif mode == 2:
                         nopy.append(timed(argv, {"STALLSCOPE_PYTHON_FRAMES": "0"}))
+                    else:
+                        base.append(timed(argv, {"STALLSCOPE_PRELOAD_LIB": baseline}))
             cpu = statistics.median(b[0] / a[0] for a, b in zip(plain, run))
             wall = statistics.median(b[1] / a[1] for a, b in zip(plain, run))
             label = f"{version} ({py.split('/versions/')[-1] if '/versions/' in py else py})"
             print(f"{label:<34} {statistics.median(p[0] for p in plain):>9.3f}s "
                   f"{statistics.median(p[0] for p in run):>9.3f}s {cpu:>10.3f} {wall:>10.3f}"
-                  f" {statistics.median(b[0] / a[0] for a, b in zip(plain, nopy)):>11.3f}", flush=True)
+                  f" {statistics.median(b[0] / a[0] for a, b in zip(plain, nopy)):>11.3f}"
+                  + (f" {statistics.median(b[0] / a[0] for a, b in zip(plain, base)):>14.3f}" if baseline else ""),
+                  flush=True)
 
 
 main()

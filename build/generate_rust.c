@@ -120,6 +120,7 @@ static void format(void) {
            SS_PY_CODE_UNKNOWN);
     printf("pub const PY_FRAME_ENTRY: u32 = %u;\n", SS_PY_FRAME_ENTRY);
     printf("pub const TITLE_MAX: usize = %u;\n\n", SS_TITLE_MAX);
+    printf("pub const PY_THREAD_NAME_MAX: usize = %u;\n\n", SS_PY_THREAD_NAME_MAX);
 
     static const char *fn_names[] = {
 #define SS_X(id, name, group) name,

@@ -189,6 +189,8 @@ static uint32_t ss_py_find_version(void) {
     return 0x03000000u | (minor << 16);
 }
 
+static void ss_py_names_init(uint32_t minor, const struct ss_py_debug_offsets *rt);
+
 /* At start-up (ss_stacks_init): whether the process runs CPython, and which. Returns whether its
  * frames are taken. */
 int ss_py_init(void) {
@@ -234,6 +236,7 @@ int ss_py_init(void) {
     if (!ss_py_seen || !ss_py_arena || !ss_py_written) return 0;
     ss_py_flags |= SS_PYTHON_FRAMES;
     ss_py_on = 1;
+    ss_py_names_init(minor, rt);
     return 1;
 }
 
@@ -520,4 +523,250 @@ void ss_py_file_reset(int child) {
         ss_py_arena_used = 0;
     }
     ss_py_header_written = 0;
+}
+
+/* ---- threads' names, as the threading module knows them ----
+ *
+ * Python names its threads (`threading.Thread(name=...)`, a pool's `ThreadPoolExecutor-0_0`) in
+ * its own objects only: before 3.14 the kernel's name is the process's. The flusher reads them
+ * now and then (ss_py_names_tick), never in a signal handler and never calling the interpreter:
+ * sys.modules (the interpreter's `modules`) gives the `threading` module, its dict `_active`, a
+ * dict from each thread's ident (pthread_self(), the int key's hash) to its Thread object, whose
+ * `_name` attribute is the name. The attribute lives where the version keeps an instance's
+ * attributes: a `__dict__` at the type's tp_dictoffset (3.8-3.10), values beside the object
+ * keyed by the type's cached keys or a dict pointer before it (3.11, 3.12: a tagged pointer),
+ * values inline after the object (3.13). A name read is kept in the thread's node, so a thread
+ * that ended keeps the name it had. Every read is a process_vm_readv, as for frames. */
+
+struct ss_py_names_layout {
+    uint32_t interp_modules; /* PyInterpreterState.modules (imports.modules from 3.12) */
+    uint32_t cached_keys;    /* PyHeapTypeObject.ht_cached_keys */
+    uint32_t dict_kind;      /* 0: 3.8-3.10's dict keys; 1: 3.11's and later */
+    uint32_t instance;       /* 0: tp_dictoffset; 1: 3.11's values/dict; 2: 3.12's tagged pointer; 3: 3.13's inline values */
+};
+
+static struct ss_py_names_layout ss_pyn;
+static int ss_pyn_on;
+static uint64_t ss_pyn_next_ns; /* the flusher's next look */
+
+#define SS_PYN_TP_FLAGS 168
+#define SS_PYN_TP_BASICSIZE 32
+#define SS_PYN_TP_DICTOFFSET 288
+#define SS_PYN_INLINE_VALUES (1ull << 2)
+#define SS_PYN_MANAGED_DICT (1ull << 4)
+
+/* The names' layout of minor version `minor` (13: from the debug offsets at `rt`). */
+static void ss_py_names_init(uint32_t minor, const struct ss_py_debug_offsets *rt) {
+    switch (minor) {
+    case 8: ss_pyn = (struct ss_py_names_layout){56, 872, 0, 0}; break;
+    case 9: ss_pyn = (struct ss_py_names_layout){856, 864, 0, 0}; break;
+    case 10: ss_pyn = (struct ss_py_names_layout){856, 872, 0, 0}; break;
+    case 11: ss_pyn = (struct ss_py_names_layout){888, 872, 1, 1}; break;
+    case 12: ss_pyn = (struct ss_py_names_layout){944, 880, 1, 2}; break;
+    case 13:
+        if (rt->interpreter_state.imports_modules == 0 || rt->interpreter_state.imports_modules > 65536) return;
+        ss_pyn = (struct ss_py_names_layout){(uint32_t)rt->interpreter_state.imports_modules, 880, 1, 3};
+        break;
+    default: return;
+    }
+    ss_pyn_on = 1;
+    ss_py_flags |= SS_PYTHON_THREAD_NAMES;
+}
+
+/* A dict's entries: where they start, how many, how big each is and where in it the hash, key
+ * and value are; values from `values` instead where it is not 0 (a split dict). */
+struct ss_pyn_entries {
+    uint64_t at, values;
+    uint32_t count, size, hash_at, key_at, value_at;
+};
+
+/* The entries of the dict keys object `keys`; 0 when it does not read as one. */
+static int ss_pyn_keys(uint64_t keys, uint64_t values, struct ss_pyn_entries *e) {
+    uint8_t k[48];
+    if (!ss_py_ptr_ok(keys) || ss_py_read(keys, k, sizeof k) != 0) return 0;
+    uint64_t n;
+    if (ss_pyn.dict_kind == 0) { /* dk_refcnt, dk_size, dk_lookup, dk_usable, dk_nentries, dk_indices */
+        uint64_t size = ss_py_u64(k, 8);
+        n = ss_py_u64(k, 32);
+        if (size == 0 || size > (1u << 24) || n > size) return 0;
+        uint64_t index = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+        *e = (struct ss_pyn_entries){keys + 40 + size * index, values, (uint32_t)n, 24, 0, 8, 16};
+        return 1;
+    }
+    /* dk_refcnt, dk_log2_size, dk_log2_index_bytes, dk_kind, dk_version, dk_usable, dk_nentries, dk_indices */
+    uint32_t log2_index = k[9], kind = k[10];
+    n = ss_py_u64(k, 24);
+    if (log2_index > 30 || kind > 2 || n > (1u << 24)) return 0;
+    uint64_t at = keys + 32 + (1ull << log2_index);
+    if (kind == 0) *e = (struct ss_pyn_entries){at, values, (uint32_t)n, 24, 0, 8, 16};
+    else *e = (struct ss_pyn_entries){at, values, (uint32_t)n, 16, SS_PY_NONE, 0, 8};
+    return 1;
+}
+
+/* The entries of the dict object `dict`. */
+static int ss_pyn_dict(uint64_t dict, struct ss_pyn_entries *e) {
+    uint8_t d[48];
+    if (!ss_py_ptr_ok(dict) || ss_py_read(dict, d, sizeof d) != 0) return 0;
+    uint64_t values = ss_py_u64(d, 40); /* ma_keys at 32, ma_values at 40 in 3.8-3.13 */
+    if (values && ss_pyn.instance == 3) values += 8; /* 3.13's PyDictValues: capacity, size, embedded, valid */
+    return ss_pyn_keys(ss_py_u64(d, 32), values, e);
+}
+
+/* Calls each(hash, key, value, ctx) on the entries (at most `max`) until it returns 0. */
+static void ss_pyn_each(const struct ss_pyn_entries *e, uint32_t max, int (*each)(uint64_t, uint64_t, uint64_t, void *),
+                        void *ctx) {
+    uint8_t buf[64 * 24];
+    uint64_t vals[64];
+    uint32_t per = (uint32_t)(sizeof buf / e->size), count = e->count < max ? e->count : max;
+    for (uint32_t i = 0; i < count; i += per) {
+        uint32_t n = count - i < per ? count - i : per;
+        if (ss_py_read(e->at + (uint64_t)i * e->size, buf, (size_t)n * e->size) != 0) return;
+        if (e->values && ss_py_read(e->values + 8ull * i, vals, 8ull * n) != 0) return;
+        for (uint32_t j = 0; j < n; j++) {
+            const uint8_t *en = buf + (size_t)j * e->size;
+            uint64_t key = ss_py_u64(en, e->key_at);
+            if (!key) continue;
+            uint64_t hash = e->hash_at == SS_PY_NONE ? 0 : ss_py_u64(en, e->hash_at);
+            uint64_t value = e->values ? vals[j] : ss_py_u64(en, e->value_at);
+            if (ss_py_ptr_ok(value) && !each(hash, key, value, ctx)) return;
+        }
+    }
+}
+
+struct ss_pyn_find {
+    const char *name;
+    uint32_t len;
+    uint64_t found;
+};
+
+static int ss_pyn_find_one(uint64_t hash, uint64_t key, uint64_t value, void *ctx) {
+    (void)hash;
+    struct ss_pyn_find *f = ctx;
+    char text[32];
+    if (ss_py_string(key, text, sizeof text) != (int)f->len || memcmp(text, f->name, f->len) != 0) return 1;
+    f->found = value;
+    return 0;
+}
+
+/* The value of the str key `name` among the entries, 0 if none. */
+static uint64_t ss_pyn_find(const struct ss_pyn_entries *e, uint32_t max, const char *name) {
+    struct ss_pyn_find f = {name, (uint32_t)strlen(name), 0};
+    ss_pyn_each(e, max, ss_pyn_find_one, &f);
+    return f.found;
+}
+
+/* The attribute `name` of the instance `obj` of a Python class, 0 if it is not found. */
+static uint64_t ss_pyn_attribute(uint64_t obj, const char *name) {
+    uint64_t type = 0, flags = 0, basic = 0, offset = 0;
+    if (ss_py_read(obj + 8, &type, 8) != 0 || !ss_py_ptr_ok(type) || ss_py_read(type + SS_PYN_TP_FLAGS, &flags, 8) != 0)
+        return 0;
+    struct ss_pyn_entries e;
+    uint64_t values = 0, dict = 0;
+    if (ss_pyn.instance == 3 && (flags & SS_PYN_INLINE_VALUES)) { /* _PyObject_InlineValues */
+        uint8_t head[8];
+        if (ss_py_read(type + SS_PYN_TP_BASICSIZE, &basic, 8) != 0 || basic > 65536 ||
+            ss_py_read(obj + basic, head, sizeof head) != 0)
+            return 0;
+        if (head[3]) values = obj + basic + 8; /* valid */
+    }
+    if (ss_pyn.instance != 0 && (flags & SS_PYN_MANAGED_DICT)) {
+        if (ss_pyn.instance == 1 && !values && ss_py_read(obj - 32, &values, 8) != 0) return 0;
+        if (!values && ss_py_read(obj - 24, &dict, 8) != 0) return 0;
+        if (ss_pyn.instance == 2 && (dict & 1)) values = dict + 1, dict = 0; /* PyDictOrValues */
+    } else if (!values) {
+        if (ss_py_read(type + SS_PYN_TP_DICTOFFSET, &offset, 8) != 0 || (int64_t)offset <= 0 || offset > 65536 ||
+            ss_py_read(obj + offset, &dict, 8) != 0)
+            return 0;
+    }
+    if (values) {
+        uint64_t keys = 0;
+        if (ss_py_read(type + ss_pyn.cached_keys, &keys, 8) != 0 || !ss_pyn_keys(keys, values, &e)) return 0;
+    } else if (!ss_pyn_dict(dict, &e)) {
+        return 0;
+    }
+    return ss_pyn_find(&e, 256, name);
+}
+
+/* Names the live node of the thread whose pthread_self() is `ident`. */
+static int ss_pyn_name_thread(uint64_t ident, uint64_t key, uint64_t thread, void *ctx) {
+    (void)key;
+    (void)ctx;
+    struct ss_thread *t;
+    for (t = __atomic_load_n(&ss_threads, __ATOMIC_ACQUIRE); t; t = t->next)
+        if (t->pthread_id == ident && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == SS_NODE_LIVE) break;
+    if (!t) return 1;
+    char name[SS_PY_THREAD_NAME_MAX];
+    int len = ss_py_string(ss_pyn_attribute(thread, "_name"), name, sizeof name);
+    if (len <= 0) return 1;
+    if ((uint32_t)len == __atomic_load_n(&t->py_name_len, __ATOMIC_ACQUIRE) && memcmp(name, t->py_name, (size_t)len) == 0)
+        return 1;
+    __atomic_store_n(&t->py_name_len, 0, __ATOMIC_RELEASE);
+    memcpy(t->py_name, name, (size_t)len);
+    __atomic_store_n(&t->py_name_len, (uint32_t)len, __ATOMIC_RELEASE);
+    return 1;
+}
+
+static uint64_t ss_pyn_active, ss_pyn_dict_type; /* threading._active as last found, and its type */
+static uint32_t ss_pyn_looks;                      /* looks since it was last found */
+static uint32_t ss_pyn_modules;                    /* the entries of sys.modules at the last search */
+
+/* threading._active, found from sys.modules: the main interpreter's (the last of the list). */
+static uint64_t ss_pyn_find_active(void) {
+    uint64_t interp = 0, next = 0, modules = 0, module = 0, type = 0, offset = 0, mdict = 0;
+    struct ss_pyn_entries e;
+    if (ss_py_read(ss_py_runtime + ss_py.rt_interp_head, &interp, 8) != 0) return 0;
+    for (int i = 0; i < 64 && ss_py_ptr_ok(interp); i++, interp = next)
+        if (ss_py_read(interp + ss_py.interp_next, &next, 8) != 0 || !ss_py_ptr_ok(next)) break;
+    if (!ss_py_ptr_ok(interp) || ss_py_read(interp + ss_pyn.interp_modules, &modules, 8) != 0 ||
+        !ss_pyn_dict(modules, &e))
+        return 0;
+    ss_pyn_modules = e.count;
+    module = ss_pyn_find(&e, 1u << 16, "threading");
+    if (!module || ss_py_read(module + 8, &type, 8) != 0 || !ss_py_ptr_ok(type) ||
+        ss_py_read(type + SS_PYN_TP_DICTOFFSET, &offset, 8) != 0 || (int64_t)offset <= 0 || offset > 4096 ||
+        ss_py_read(module + offset, &mdict, 8) != 0 || !ss_pyn_dict(mdict, &e))
+        return 0;
+    uint64_t active = ss_pyn_find(&e, 4096, "_active");
+    if (!active || ss_py_read(active + 8, &ss_pyn_dict_type, 8) != 0) return 0;
+    return active;
+}
+
+/* Reads the names of the threads in threading._active. Returns how many threads it holds. The
+ * dict is looked up again every 20 looks (a program may replace it), or when it no longer reads
+ * as a dict; between them its address is kept, which spares a look at every module's name. */
+static uint32_t ss_py_names_read(void) {
+    uint64_t type = 0;
+    if (!ss_pyn_active || ++ss_pyn_looks >= 20 || ss_py_read(ss_pyn_active + 8, &type, 8) != 0 ||
+        type != ss_pyn_dict_type) {
+        ss_pyn_active = ss_pyn_find_active();
+        ss_pyn_looks = 0;
+    }
+    struct ss_pyn_entries e;
+    if (!ss_pyn_active || !ss_pyn_dict(ss_pyn_active, &e) || e.hash_at == SS_PY_NONE)
+        return 0; /* int keys make a general dict, whose entries keep the hash: the ident */
+    ss_pyn_each(&e, 1u << 16, ss_pyn_name_thread, NULL);
+    return e.count;
+}
+
+/* The time to the next look: 100 ms; longer with many threads (a few reads each), and while the
+ * search of sys.modules finds no threading module, with many modules (two reads each). */
+static uint64_t ss_pyn_interval_ns(uint32_t threads) {
+    uint32_t weight = ss_pyn_active ? threads / 32 : ss_pyn_modules / 512;
+    return 100000000ull * (1 + (weight < 50 ? weight : 50));
+}
+
+void ss_py_names_tick(uint64_t now_ns) {
+    if (!ss_py_on || !ss_pyn_on || now_ns < ss_pyn_next_ns) return;
+    int saved_errno = errno;
+    ss_pyn_next_ns = now_ns + ss_pyn_interval_ns(ss_py_names_read());
+    errno = saved_errno;
+}
+
+int ss_py_write_thread(const struct ss_thread *t, uint32_t serial, uint32_t tid) {
+    uint32_t len = __atomic_load_n(&t->py_name_len, __ATOMIC_ACQUIRE);
+    if (len == 0 || len > SS_PY_THREAD_NAME_MAX) return 0;
+    char name[SS_PY_THREAD_NAME_MAX];
+    memcpy(name, t->py_name, len);
+    struct ss_py_thread_record r = {serial, tid, len, 0};
+    return ss_out_record(SS_REC_PY_THREAD, &r, sizeof r, name, len);
 }

@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #define SS_MAGIC "STALLSCP" /* 8 bytes, no terminator in the file */
-#define SS_VERSION 5u /* 5: the TITLE record; 4: PYTHON, PY_CODE and PY_STACK records; 3: struct ss_sample gained `object` (the reader
-                        * also reads 3, and 2: 32-byte samples without it) */
+#define SS_VERSION 5u /* 5: TITLE and PY_THREAD records; 4: PYTHON, PY_CODE and PY_STACK records; 3: struct ss_sample
+                        * gained `object` (the reader also reads 4, 3, and 2: 32-byte samples without it) */
 #define SS_BYTE_ORDER_MARK 0x01020304u
 
 /* ---- Enumerations and flags: each is a list X(...) that C turns into an enum and build.rs into
@@ -193,7 +193,8 @@ enum ss_wait_kind {
     X(FRAMES, 1u)          /* its version is known: stacks carry the Python frames (PY_STACK records) */   \
     X(UNKNOWN_VERSION, 2u) /* a version whose structures it does not know: native stacks only */           \
     X(FREE_THREADED, 4u)   /* a free-threaded build (3.13t): native stacks only */                           \
-    X(NO_READ, 8u)         /* its memory could not be read safely (process_vm_readv refused) */
+    X(NO_READ, 8u)         /* its memory could not be read safely (process_vm_readv refused) */          \
+    X(THREAD_NAMES, 16u)   /* threads' names are read from its threading module (PY_THREAD records) */
 
 #define SS_X(id, bit) SS_PROCESS_##id = bit,
 enum ss_process_flag { SS_PROCESS_FLAGS(SS_X) };
@@ -253,6 +254,7 @@ enum ss_attach_how {
 #define SS_PY_MAX_FRAMES 64u
 /* A code object's strings and line table are cut at these sizes (SS_REC_PY_CODE). */
 #define SS_PY_STRING_MAX 1024u
+#define SS_PY_THREAD_NAME_MAX 64u
 #define SS_PY_TABLE_MAX 65536u
 /* A PY_STACK frame's code id when the code object could not be read when the stack was written. */
 #define SS_PY_CODE_UNKNOWN 0xFFFFFFFFu
@@ -285,7 +287,8 @@ enum ss_attach_how {
     X(PYTHON, 30, sizeof(struct ss_python_record))                                                           \
     X(PY_CODE, 31, sizeof(struct ss_py_code_record))                                                         \
     X(PY_STACK, 32, sizeof(struct ss_py_stack_record))                                                       \
-    X(TITLE, 33, sizeof(struct ss_title_record))
+    X(TITLE, 33, sizeof(struct ss_title_record))                                                             \
+    X(PY_THREAD, 40, sizeof(struct ss_py_thread_record))
 
 enum ss_record_type {
 #define SS_X(id, number, size) SS_REC_##id = number,
@@ -328,7 +331,8 @@ enum ss_record_type {
     X(PY_CODE, struct ss_py_code_record, file_len)                                                           \
     X(PY_CODE, struct ss_py_code_record, table_len)                                                          \
     X(PY_STACK, struct ss_py_stack_record, count)                                                            \
-    X(TITLE, struct ss_title_record, len)
+    X(TITLE, struct ss_title_record, len)                                                                    \
+    X(PY_THREAD, struct ss_py_thread_record, name_len)
 
 struct ss_file_header {
     char magic[8];
@@ -716,6 +720,15 @@ struct ss_title_record {
     uint32_t reserved;
 };
 #define SS_TITLE_MAX 4096u
+/* SS_REC_PY_THREAD: the name Python gives a thread (`threading.Thread(name=...)`, a pool's
+ * `ThreadPoolExecutor-0_0`), written after its THREAD record whenever that is written; the last
+ * one of a serial wins. Followed by name_len bytes of UTF-8, at most SS_PY_THREAD_NAME_MAX. */
+struct ss_py_thread_record {
+    uint32_t serial; /* the THREAD record's */
+    uint32_t tid;
+    uint32_t name_len;
+    uint32_t reserved;
+};
 
 /* The layouts are a contract with every profile written so far: a change here changes SS_VERSION.
  * The generated Rust constants carry the same sizes; these pin them on the C side. */
@@ -752,5 +765,6 @@ _Static_assert(sizeof(struct ss_py_code_record) == 24, "python code record layou
 _Static_assert(sizeof(struct ss_py_stack_record) == 8, "python stack record layout");
 _Static_assert(sizeof(struct ss_py_frame) == 16, "python frame layout");
 _Static_assert(sizeof(struct ss_title_record) == 16, "title record layout");
+_Static_assert(sizeof(struct ss_py_thread_record) == 16, "python thread record layout");
 
 #endif

@@ -350,6 +350,10 @@ struct ss_thread {
     uint64_t written_signature; /* what the last flush wrote, to skip unchanged ended threads */
     int written; /* its serial is in the file (a record or samples): it is written on its own */
     uintptr_t pthread_id;    /* pthread_self() of the thread: a join names the thread it waits for */
+    /* Its name as Python's threading module gives it (python.c, the flusher's), py_name_len
+     * bytes; 0: none read. */
+    char py_name[SS_PY_THREAD_NAME_MAX];
+    uint32_t py_name_len;
     /* The recording window it was attached in (attach.c): a node of an earlier window is
      * dropped by its thread at its next slow part (ss_known), and never written again. */
     uint32_t window;
@@ -764,6 +768,10 @@ uint32_t ss_stack_intern_py(const uint64_t *pcs, uint32_t n, uint32_t kind, cons
 int ss_py_write_header(void);
 int ss_py_write_stack(uint32_t id, const struct ss_py_raw *frames, uint32_t n);
 void ss_py_file_reset(int child);
+/* The flusher's tick: threads' names read from the threading module, now and then. */
+void ss_py_names_tick(uint64_t now_ns);
+/* The PY_THREAD record of a thread whose THREAD record was just written, if Python named it. */
+int ss_py_write_thread(const struct ss_thread *t, uint32_t serial, uint32_t tid);
 
 /* Thread-state sampling (sampler.c). */
 extern SS_TLS struct ss_thread *ss_me;

@@ -64,6 +64,7 @@ void ss_threads_thread_reset(struct ss_thread *t) {
     t->covered = 0;
     t->released = 0;
     t->retired_next = NULL;
+    t->py_name_len = 0;
 }
 
 /* A node for a new thread: a free one from the list, or a new mapping. */
@@ -436,6 +437,7 @@ static int ss_out_thread(struct ss_thread *t, int final) {
     }
     rec.nlocks = n;
     if (ss_out_record(SS_REC_THREAD, &rec, sizeof rec, locks, n * sizeof(struct ss_lock_stats)) != 0) return -1;
+    if (ss_py_write_thread(t, rec.serial, rec.tid) != 0) return -1;
     t->written = 1;
     t->written_signature = sig;
     return 0;

@@ -876,6 +876,7 @@ static void *ss_flusher_main(void *arg) {
         uint32_t elapsed_ms = (uint32_t)((now - last_tick) / 1000000ull);
         last_tick = now;
         ss_lifecycle()->flusher_tick(now, elapsed_ms);
+        ss_py_names_tick(now);
         /* Early when a thread's wait ring fills faster than the period empties it: a pipeline
          * that blocks 10,000 times a second a thread had lost most of its waits, and its wait-for
          * graph and critical path with them.

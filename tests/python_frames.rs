@@ -2,7 +2,7 @@
 //! stallscope on several interpreters (Debian's 3.11, and 3.8, 3.10, 3.12 and 3.13 where pyenv
 //! or the system has them), and their stacks name the Python function and line beside the native
 //! frames: of pure-Python threads on the GIL, of threads calling a C library that releases the
-//! GIL, and of threads contending on a native lock.
+//! GIL, and of threads contending on a native lock; and threads carry the names Python gives them.
 
 mod common;
 
@@ -270,6 +270,72 @@ fn a_native_lock_names_its_python_caller() {
         assert!(
             named,
             "3.{minor}: no contended lock whose waiter names caller's line: {locks:#?}"
+        );
+    }
+}
+
+const NAMED: &str = r#"import threading
+from concurrent.futures import ThreadPoolExecutor
+
+done = threading.Event()
+
+def spin(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+def fetch():
+    spin(200_000)
+    done.wait()  # alive until the pool's work is done
+
+fetchers = [threading.Thread(target=fetch, name="fetcher-%d" % i) for i in (1, 2)]
+for t in fetchers: t.start()
+with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool") as pool:
+    list(pool.map(spin, [400_000] * 6))
+done.set()
+for t in fetchers: t.join()
+"#;
+
+/// Threads named in Python (`threading.Thread(name=...)`, a ThreadPoolExecutor's workers,
+/// `pool_0` and `pool_1` with `thread_name_prefix="pool"`) carry those names in the report, where
+/// the kernel knows them only by the process's name; the main thread is `MainThread`. Each
+/// version keeps a Thread's attributes its own way (a `__dict__` in 3.8-3.10, values beside the
+/// object in 3.11 and 3.12, inline in 3.13).
+#[test]
+fn threads_carry_the_names_python_gives_them() {
+    for minor in [8, 9, 10, 11, 12, 13] {
+        let Some(python) = interpreter(minor) else {
+            continue;
+        };
+        let dir = TempDir::new(&format!("py-names-{minor}"));
+        let script = dir.join("named.py");
+        std::fs::write(&script, NAMED).unwrap();
+        let cmd = [python.as_str(), script.to_str().unwrap()];
+        let (_, prof) = profile(dir.path(), "named.prof", &["-q"], &cmd, 0);
+        let report = report_json(&prof);
+        let names: Vec<&str> = report["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        for want in ["MainThread", "fetcher-1", "fetcher-2", "pool_0", "pool_1"] {
+            assert!(
+                names.contains(&want),
+                "3.{minor}: no thread {want}: {names:?}"
+            );
+        }
+        // The exports name them too.
+        let speedscope = std::process::Command::new(common::stallscope())
+            .args(["export", "--format", "speedscope"])
+            .arg(&prof)
+            .output()
+            .expect("export");
+        let speedscope = String::from_utf8_lossy(&speedscope.stdout);
+        assert!(
+            speedscope.contains("fetcher-1") && speedscope.contains("pool_0"),
+            "3.{minor}"
         );
     }
 }

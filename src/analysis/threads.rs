@@ -77,8 +77,8 @@ impl<'a> ThreadId<'a> {
         }
     }
 
-    /// The label cut to at most `max_chars` characters: the name is shortened (with `…`) and the
-    /// rest kept, so that it still reads as the same words.
+    /// The label cut to at most `max_chars` characters: the name's middle gives way to `…` and
+    /// the rest is kept, so that it still reads as the same words.
     pub fn short_label(&self, max_chars: usize) -> String {
         let full = self.label();
         let len = full.chars().count();
@@ -89,8 +89,16 @@ impl<'a> ThreadId<'a> {
         let name_len = name.chars().count();
         let rest_len = len - name_len;
         if rest_len < max_chars {
+            // The name's start and its end: pool workers differ in their last characters
+            // (`ThreadPoolExecutor-0_0`, `-0_1`).
             let keep = max_chars - rest_len - 1;
-            let cut: String = name.chars().take(keep).chain(['…']).collect();
+            let tail = keep / 3;
+            let cut: String = name
+                .chars()
+                .take(keep - tail)
+                .chain(['…'])
+                .chain(name.chars().skip(name_len - tail))
+                .collect();
             let rest: String = full.chars().skip(name_len).collect();
             format!("{cut}{rest}")
         } else {
@@ -302,11 +310,13 @@ mod tests {
     }
 
     #[test]
-    fn short_label_cuts_the_name_and_keeps_the_rest() {
+    fn short_label_cuts_the_names_middle_and_keeps_the_rest() {
         let t = id("a-very-long-thread-name-indeed", false, None);
         let s = t.short_label(20);
         assert_eq!(s.chars().count(), 20);
-        assert_eq!(s, "a-very-long-… [1234]");
+        assert_eq!(s, "a-very-l…deed [1234]");
+        let pool = id("ThreadPoolExecutor-0_1", false, None).short_label(20);
+        assert_eq!(pool, "ThreadPo…-0_1 [1234]");
         assert_eq!(id("worker", false, None).short_label(20), "worker [1234]");
     }
 }

@@ -12,7 +12,7 @@ pub fn record_type_known(rtype: u32) -> bool {
 
 /// The oldest format version this reader reads: version 2 differs from 3 only in its thread-state
 /// samples, 32 bytes without the `object` field (read as 0); 3 from 4 only in having no Python
-/// records; 4 from 5 only in having no TITLE record.
+/// records; 4 from 5 only in having no TITLE or PY_THREAD records.
 pub const OLDEST_VERSION: u32 = 2;
 
 /// The size of a thread-state sample (`struct ss_sample`) in a file of format `version`.
@@ -90,6 +90,11 @@ pub fn size_fits_layout(rtype: u32, size: usize, prefix: &[u8], version: u32) ->
             counted(PY_STACK_SIZE, PY_FRAME_SIZE, PY_STACK_COUNT_AT) && size > PY_STACK_SIZE
         }
         REC_TITLE => lengths(TITLE_SIZE, &[TITLE_LEN_AT]) && size <= TITLE_SIZE + TITLE_MAX,
+        REC_PY_THREAD => {
+            lengths(PY_THREAD_SIZE, &[PY_THREAD_NAME_LEN_AT])
+                && size > PY_THREAD_SIZE
+                && size <= PY_THREAD_SIZE + PY_THREAD_NAME_MAX
+        }
         _ => false,
     }
 }

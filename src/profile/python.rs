@@ -1,7 +1,8 @@
-//! CPython's frames in a profile (records PYTHON, PY_CODE and PY_STACK, preload/python.c): the
-//! interpreter's version, its code objects (name, qualified name, file, first line and line
-//! table as the interpreter keeps it) and each stack's Python frames; and the line an
-//! instruction offset is on, decoded from the table of the version that wrote it.
+//! CPython's frames in a profile (records PYTHON, PY_CODE, PY_STACK and PY_THREAD,
+//! preload/python.c): the interpreter's version, its code objects (name, qualified name, file,
+//! first line and line table as the interpreter keeps it), each stack's Python frames and the
+//! names Python gives threads; and the line an instruction offset is on, decoded from the table
+//! of the version that wrote it.
 
 use super::format::*;
 use super::reader::{Fields, ProfileError, err};
@@ -32,23 +33,29 @@ impl Python {
         self.flags & PYTHON_FRAMES != 0
     }
 
-    /// Why the stacks carry no Python frames, in words (None where they do).
+    /// Why the stacks carry no Python frames, or the threads not the names Python gives them, in
+    /// words (None where both are there).
     pub fn why_no_frames(&self) -> Option<String> {
         if self.frames() {
-            return None;
+            return (self.flags & PYTHON_THREAD_NAMES == 0).then(|| {
+                format!(
+                    "CPython {}'s threading module was not read: threads keep the kernel's names",
+                    self.version_text()
+                )
+            });
         }
         let v = self.version_text();
         Some(if self.flags & PYTHON_FREE_THREADED != 0 {
             format!(
-                "CPython {v} is a free-threaded build, whose structures stallscope does not read: stacks show native frames only"
+                "CPython {v} is a free-threaded build, whose structures stallscope does not read: stacks show native frames only, and threads the kernel's names"
             )
         } else if self.flags & PYTHON_NO_READ != 0 {
             format!(
-                "CPython {v}'s memory could not be read (process_vm_readv was refused): stacks show native frames only"
+                "CPython {v}'s memory could not be read (process_vm_readv was refused): stacks show native frames only, and threads the kernel's names"
             )
         } else {
             format!(
-                "CPython {v} is a version whose structures stallscope does not know (it reads 3.8 to 3.13): stacks show native frames only"
+                "CPython {v} is a version whose structures stallscope does not know (it reads 3.8 to 3.13): stacks show native frames only, and threads the kernel's names"
             )
         })
     }
@@ -212,6 +219,22 @@ pub(super) fn parse_python(payload: &[u8], pos: usize) -> Result<Python, Profile
         flags,
         codes: HashMap::new(),
     })
+}
+
+/// A PY_THREAD record: the thread's serial and the name Python gives it.
+pub(super) fn parse_py_thread(payload: &[u8], pos: usize) -> Result<(u32, String), ProfileError> {
+    if payload.len() < PY_THREAD_SIZE {
+        return err(pos, "python thread record too short");
+    }
+    let mut f = Fields::new(payload);
+    let serial = f.u32();
+    let _tid = f.u32();
+    let len = f.u32() as usize;
+    if len == 0 || len > PY_THREAD_NAME_MAX || PY_THREAD_SIZE + len != payload.len() {
+        return err(pos, "python thread record's length does not match its size");
+    }
+    let name = String::from_utf8_lossy(&payload[PY_THREAD_SIZE..]).into_owned();
+    Ok((serial, name))
 }
 
 pub(super) fn parse_py_code(payload: &[u8], pos: usize) -> Result<(u32, PyCode), ProfileError> {

@@ -697,3 +697,43 @@ fn python_records_read_back_and_name_what_the_file_describes() {
         );
     }
 }
+
+/// A thread's PY_THREAD record gives it the name Python gives it, in place of the kernel's; the
+/// last one wins; a name for a thread the file does not describe, or one longer than the
+/// record's bound, is an error.
+#[test]
+fn python_thread_names_replace_the_kernels() {
+    let named = |serial: u32, name: &str| {
+        let mut p = Vec::new();
+        u32s(&mut p, &[serial, 100 + serial, name.len() as u32, 0]);
+        p.extend_from_slice(name.as_bytes());
+        p
+    };
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_THREAD, &thread_payload(0, 640, false));
+    w.record(REC_THREAD, &thread_payload(1, 64, false));
+    w.record(REC_PY_THREAD, &named(1, "pool_0"));
+    w.record(REC_PY_THREAD, &named(1, "fetcher-1"));
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    let p = parse(&w.bytes).expect("a valid profile");
+    let names: Vec<&str> = p.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["worker", "fetcher-1"]);
+
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_PY_THREAD, &named(1, "fetcher-1"));
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    let err = parse(&w.bytes).expect_err("a name of no thread");
+    assert!(err.to_string().contains("does not describe"), "{err}");
+
+    let mut w = Writer::new();
+    w.record(REC_PROCESS, &process_payload());
+    w.record(REC_THREAD, &thread_payload(1, 64, false));
+    w.record(
+        REC_PY_THREAD,
+        &named(1, &"x".repeat(PY_THREAD_NAME_MAX + 1)),
+    );
+    w.record(REC_FLUSH, &flush_payload(0, 1_000_001_000));
+    assert!(parse(&w.bytes).is_err(), "a name over the bound");
+}

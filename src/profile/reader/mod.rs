@@ -149,6 +149,7 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
     let mut stacks: std::collections::HashMap<u32, Stack> = std::collections::HashMap::new();
     let mut python: Option<super::python::Python> = None;
     let mut title = Vec::new();
+    let mut py_names: Vec<(u32, String)> = Vec::new();
     let mut alloc_sites = Vec::new();
     let mut stack_sampling = None;
     let mut lock_sites = Vec::new();
@@ -324,6 +325,19 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
                 py.codes.insert(id, code);
                 ended_after = end.is_some();
             }
+            REC_PY_THREAD => {
+                let (serial, name) = super::python::parse_py_thread(payload, pos)?;
+                if !thread_index.contains_key(&serial) {
+                    return err(
+                        pos,
+                        format!(
+                            "a python name of thread {serial}, which the file does not describe"
+                        ),
+                    );
+                }
+                py_names.push((serial, name));
+                ended_after = end.is_some();
+            }
             REC_PY_STACK => {
                 let Some(py) = python.as_ref() else {
                     return err(pos, "a python stack record before the python record");
@@ -492,6 +506,12 @@ fn parse_whole(bytes: &[u8], version: u32) -> Result<Profile, ProfileError> {
             FILE_HEADER_SIZE,
             "the tick rate in the process record is zero",
         );
+    }
+    // The name Python gives a thread replaces the kernel's, which before 3.14 is the process's.
+    for (serial, name) in py_names {
+        if let Some(&i) = thread_index.get(&serial) {
+            threads[i].name = name;
+        }
     }
     if let Some(s) = stack_sampling.as_mut().filter(|_| process.small_by_count) {
         s.bytes_from = STACK_BYTES_FROM;
