@@ -22,7 +22,9 @@ enum Answer {
     Refuse,
     /// Reads the request, then answers nothing for minutes.
     Hang,
-    /// Accepts the first request, then stops: the port is closed.
+    /// Accepts the first request, then stops: every later connection is closed unread. The
+    /// port stays held: tests run side by side, and a port let go can be given to another
+    /// test's server, which would then take this one's windows.
     StopAfterOne,
 }
 
@@ -55,12 +57,17 @@ impl Server {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let kept = requests.clone();
         std::thread::spawn(move || {
+            let mut stopped = false;
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 if answer == Answer::StopAfterOne {
-                    // One request answered on this thread, then the listener is dropped.
-                    serve(stream, answer, &kept);
-                    return;
+                    // One request answered on this thread; every later connection is closed
+                    // as soon as it comes.
+                    if !stopped {
+                        serve(stream, answer, &kept);
+                        stopped = true;
+                    }
+                    continue;
                 }
                 let kept = kept.clone();
                 std::thread::spawn(move || serve(stream, answer, &kept));
@@ -131,6 +138,30 @@ fn serve(stream: TcpStream, answer: Answer, kept: &Mutex<Vec<Request>>) {
                 return;
             }
         }
+    }
+}
+
+/// A TCP socket bound to a free loopback port that never listens (connections to it are
+/// refused), and the port.
+fn bound_not_listening() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this function owns; the address structure is
+    // initialised before use and its size passed with it.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let owned = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let rc = libc::bind(fd, (&raw const addr).cast(), len);
+        assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+        let mut bound: libc::sockaddr_in = std::mem::zeroed();
+        let mut blen = len;
+        let rc = libc::getsockname(fd, (&raw mut bound).cast(), &mut blen);
+        assert_eq!(rc, 0, "getsockname: {}", std::io::Error::last_os_error());
+        (owned, u16::from_be(bound.sin_port))
     }
 }
 
@@ -333,12 +364,9 @@ fn run_pushes_a_window_as_each_closes_and_a_failing_server_changes_nothing() {
     let refuse = Server::start(Answer::Refuse);
     let hang = Server::start(Answer::Hang);
     let stops = Server::start(Answer::StopAfterOne);
-    // A port nothing listens on: the server is down.
-    let down = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port nothing listens on: the server is down. The socket is bound and never listens, so
+    // a connection is refused and the port is not given to another test's server meanwhile.
+    let (_down_socket, down) = bound_not_listening();
     for (server, port) in [
         (Some(&accept), accept.port),
         (Some(&refuse), refuse.port),
