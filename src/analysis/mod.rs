@@ -178,7 +178,7 @@ impl Analysis {
         let phases = phases::build(&profile);
         let concurrency = states
             .as_ref()
-            .and_then(|s| concurrency::build(&profile, s));
+            .and_then(|s| concurrency::build(&profile, s, &futex_words));
         let efficiency = efficiency::build(&summary, states.as_ref(), concurrency.is_some());
         let blind = blind::of(&profile);
         let blame = states.as_ref().and_then(|s| {
