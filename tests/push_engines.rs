@@ -165,6 +165,42 @@ fn bound_not_listening() -> (std::os::fd::OwnedFd, u16) {
     }
 }
 
+/// `stallscope ARGS EXE ARG` started with its output piped, once the program (fleet.c) said
+/// "ready": the supervisor, its output past that line, and the program's pid (its child).
+fn run_until_ready(
+    dir: &Path,
+    args: &[&str],
+    exe: &Path,
+    arg: &str,
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStdout>,
+    u32,
+) {
+    let mut child = Command::new(stallscope())
+        .args(args)
+        .arg(exe)
+        .arg(arg)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let pid = std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse::<u32>()
+        .unwrap();
+    (child, stdout, pid)
+}
+
 fn build(dir: &Path) -> PathBuf {
     compile_file(dir, &test_source("push_programs", "fleet.c"), &["-O1"])
 }
@@ -454,28 +490,8 @@ fn attach_pushes_windows_of_a_paused_process() {
     let dir = TempDir::new("push-attach");
     let exe = build(&dir);
     let server = Server::start(Answer::Accept);
-    let mut child = Command::new(stallscope())
-        .args(["run", "-q", "--paused", "--"])
-        .arg(&exe)
-        .arg("100")
-        .current_dir(&*dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "ready\n");
-    // The program is the supervisor's child.
-    let pid = std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse::<u32>()
-        .unwrap();
+    let (mut child, mut stdout, pid) =
+        run_until_ready(&dir, &["run", "-q", "--paused", "--"], &exe, "100");
     let url = format!("http://127.0.0.1:{}/ingest", server.port);
     let token = dir.join("token");
     std::fs::write(&token, "s3cr3t-token\n").unwrap();
@@ -616,27 +632,12 @@ fn the_interposers_memory_stays_bounded_however_many_windows() {
     let exe = build(&dir);
     let server = Server::start(Answer::Accept);
     let url = format!("http://127.0.0.1:{}/api/profiles/writeraw", server.port);
-    let mut child = Command::new(stallscope())
-        .args(["run", "-q", "--push", &url, "--every", "100ms", "--"])
-        .arg(&exe)
-        .arg("100000")
-        .current_dir(&*dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "ready\n");
-    let pid = std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse::<u32>()
-        .unwrap();
+    let (mut child, _stdout, pid) = run_until_ready(
+        &dir,
+        &["run", "-q", "--push", &url, "--every", "100ms", "--"],
+        &exe,
+        "100000",
+    );
     // The program's memory as the windows go by, counted by the windows pushed (not by time: a
     // slow machine has fewer windows in a second, and each window is what may cost memory).
     let at_window = |n: usize| {
