@@ -14,31 +14,70 @@ const LONG: &[&str] = &[
 ];
 const SHORT: &[&str] = &["-j"];
 
+/// Where a word of a command gives a count: `--jobs 8` (the number is the next word),
+/// `--jobs=8` or `-j8` (the number ends the option's word).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountWord {
+    /// The index of the word that holds the number.
+    pub index: usize,
+    /// That word's text before the number (`--jobs=`, `-j`; empty for a word of its own).
+    pub prefix: String,
+    pub value: u32,
+    /// The option as written (`-j 2`, `--threads=3`).
+    pub written: String,
+}
+
+/// Every place in `command`'s arguments (after the program) where an option that `is_count`
+/// names (`-j`, `--jobs`) is given a number, in order: `--jobs 8`, `--jobs=8`, and for `-j`
+/// also `-j8`. One scanner for the report (how many threads the command asked for) and the
+/// remedies (where bench puts its count).
+pub fn count_words(command: &[String], is_count: impl Fn(&str) -> bool) -> Vec<CountWord> {
+    let number = |w: &str| {
+        (!w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| w.parse::<u32>().ok())
+            .flatten()
+    };
+    let mut out = Vec::new();
+    for (i, a) in command.iter().enumerate().skip(1) {
+        let found = if let Some((name, value)) = a.split_once('=') {
+            number(value)
+                .filter(|_| is_count(name))
+                .map(|n| (i, format!("{name}="), n, a.clone()))
+        } else if let Some(n) = a
+            .strip_prefix("-j")
+            .and_then(number)
+            .filter(|_| is_count("-j"))
+        {
+            Some((i, "-j".to_string(), n, a.clone()))
+        } else if is_count(a) {
+            command
+                .get(i + 1)
+                .and_then(|v| number(v))
+                .map(|n| (i + 1, String::new(), n, format!("{a} {n}")))
+        } else {
+            None
+        };
+        if let Some((index, prefix, value, written)) = found {
+            out.push(CountWord {
+                index,
+                prefix,
+                value,
+                written,
+            });
+        }
+    }
+    out
+}
+
 /// The thread count the command asked for, and the option as written (`-j 2`). None: it asked
 /// for none (or for one).
 pub fn asked_threads(command: &[String]) -> Option<(u32, String)> {
-    let args = command.get(1..)?;
-    let mut found = None;
-    for (i, a) in args.iter().enumerate() {
-        let next = || args.get(i + 1).and_then(|n| n.parse::<u32>().ok());
-        for &opt in LONG.iter().chain(SHORT) {
-            let value = if a == opt {
-                next().map(|n| (n, format!("{opt} {n}")))
-            } else if let Some(v) = a.strip_prefix(opt).and_then(|r| r.strip_prefix('=')) {
-                v.parse().ok().map(|n| (n, a.clone()))
-            } else if SHORT.contains(&opt) {
-                a.strip_prefix(opt)
-                    .and_then(|v| v.parse().ok())
-                    .map(|n| (n, a.clone()))
-            } else {
-                None
-            };
-            if value.is_some() {
-                found = value; // the last one given wins, as in most option parsers
-            }
-        }
-    }
-    found.filter(|(n, _)| *n > 1)
+    let is_count = |w: &str| LONG.contains(&w) || SHORT.contains(&w);
+    // The last one given wins, as in most option parsers.
+    count_words(command, is_count)
+        .pop()
+        .map(|c| (c.value, c.written))
+        .filter(|(n, _)| *n > 1)
 }
 
 #[cfg(test)]

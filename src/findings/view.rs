@@ -91,24 +91,12 @@ const COUNT: &str = "STALLSCOPECOUNT";
 /// `command` with the number of its thread or job count option replaced by [`COUNT`], or None
 /// when no option sets one.
 fn with_count_placeholder(command: &[String]) -> Option<Vec<String>> {
-    let number = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+    let first = crate::analysis::asked_threads::count_words(command, count_option)
+        .into_iter()
+        .next()?;
     let mut out = command.to_vec();
-    for i in 0..out.len() {
-        let w = out[i].clone();
-        if let Some((name, value)) = w.split_once('=') {
-            if count_option(name) && number(value) {
-                out[i] = format!("{name}={COUNT}");
-                return Some(out);
-            }
-        } else if w.strip_prefix("-j").is_some_and(number) {
-            out[i] = format!("-j{COUNT}");
-            return Some(out);
-        } else if count_option(&w) && out.get(i + 1).is_some_and(|v| number(v)) {
-            out[i + 1] = COUNT.to_string();
-            return Some(out);
-        }
-    }
-    None
+    out[first.index] = format!("{}{COUNT}", first.prefix);
+    Some(out)
 }
 
 /// The command that benchmarks the profiled program at several thread counts: where an option
