@@ -107,7 +107,11 @@ pub fn net_allocator_time(
     // The views show the time on a CPU once the samples measure a share at all (a short run's
     // dozen samples do not: 12 ms of work.c with 4 samples, none in the allocator, read "0 ns on
     // a CPU" for 420,007 calls); the findings say how many samples their share rests on.
-    summary.alloc_on_cpu = summary.alloc_cpu_samples() >= ALLOC_ON_CPU_MIN_SAMPLES;
+    // Where no call was counted (an allocator bound before a ptrace attach loaded the hooks, or
+    // one linked into the program), the calls' time is no figure at all: the samples' is the only
+    // one, however few they are (a redis attach window: 5.7 ms on a CPU in the allocator read "0 calls, 0 ns inside").
+    summary.alloc_on_cpu = summary.alloc_cpu_samples() >= ALLOC_ON_CPU_MIN_SAMPLES
+        || (summary.alloc_calls() == 0 && summary.alloc_cpu_ns() > 0);
 }
 
 /// CPU samples from which the views give the allocator's time on a CPU rather than the calls'
@@ -115,3 +119,66 @@ pub fn net_allocator_time(
 /// report says how many there were. (CPU-time timers tick with the kernel's clock, 250 Hz
 /// here: 20 samples are about 80 ms of CPU time.)
 pub const ALLOC_ON_CPU_MIN_SAMPLES: u64 = 20;
+
+#[cfg(test)]
+mod tests {
+    use super::{ALLOC_ON_CPU_MIN_SAMPLES, Summary, ThreadSummary, net_allocator_time};
+    use crate::analysis::states::{StateReport, StateSite, ThreadStates};
+    use crate::profile::samples::SamplingInfo;
+    use crate::symbols::Frame;
+
+    /// A thread with `samples` CPU samples, `on_cpu_ns` of them in the allocator, and `calls`
+    /// counted calls of `timed_ns`.
+    fn thread_and_states(samples: usize, on_cpu_ns: u64, calls: u64) -> (Summary, StateReport) {
+        let mut summary = Summary::default();
+        summary.threads.push(ThreadSummary {
+            serial: 1,
+            cpu_ns: 100_000_000,
+            alloc_ns: if calls > 0 { 50_000_000 } else { 0 },
+            ..ThreadSummary::default()
+        });
+        summary.groups = vec![Default::default(); 5];
+        summary.groups[0].calls = calls;
+        let states = StateReport {
+            sampling: SamplingInfo {
+                cpu_hz: 250,
+                signal: Some(27),
+                ..Default::default()
+            },
+            threads: vec![ThreadStates {
+                serial: 1,
+                allocator_on_cpu_ns: on_cpu_ns,
+                cpu_marks: vec![(0, 0, 0); samples],
+                sites: vec![StateSite {
+                    frames: vec![Frame {
+                        function: Some("malloc".into()),
+                        ..Frame::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        (summary, states)
+    }
+
+    /// No counted call (an allocator bound before a ptrace attach loaded the hooks): the samples'
+    /// time is the allocator's figure however few they are, where counted calls keep their timed
+    /// length until the samples are enough.
+    #[test]
+    fn samples_are_the_figure_where_no_call_was_counted() {
+        let few = ALLOC_ON_CPU_MIN_SAMPLES as usize - 1;
+        let (mut uncounted, states) = thread_and_states(few, 5_000_000, 0);
+        net_allocator_time(&mut uncounted, Some(&states));
+        assert!(uncounted.alloc_on_cpu);
+        assert_eq!(uncounted.allocator_ns(), 5_000_000);
+        let (mut counted, states) = thread_and_states(few, 5_000_000, 1_000);
+        net_allocator_time(&mut counted, Some(&states));
+        assert!(!counted.alloc_on_cpu);
+        assert_eq!(counted.allocator_ns(), 50_000_000);
+        let (mut none, states) = thread_and_states(few, 0, 0);
+        net_allocator_time(&mut none, Some(&states));
+        assert!(!none.alloc_on_cpu);
+    }
+}
