@@ -209,12 +209,23 @@ void ss_read_config(void) {
 
 /* ---- symbol resolution ---- */
 
-static void *ss_sym(const char *name) { return dlsym(RTLD_NEXT, name); }
+/* Where a hook's call goes. Preloaded, the interposer comes first in the global scope: the next
+ * definition after it (RTLD_NEXT). Loaded into a running process by attach (a dlopen of its own,
+ * outside the global scope), the definition the program's own calls are already bound to: the
+ * global scope's first (RTLD_DEFAULT), which is the program's allocator where it links one
+ * (redis-server's libjemalloc), where RTLD_NEXT from here would be the C library's and its PLT
+ * slots, holding jemalloc's functions, could never be pointed at the hooks (got.c). */
+static int ss_resolve_global;
 
-static void *ss_vsym(const char *name, const char *version) {
-    void *p = dlvsym(RTLD_NEXT, name, version);
-    return p ? p : dlsym(RTLD_NEXT, name);
+void *ss_real_sym(const char *name, const char *version) {
+    void *scope = ss_resolve_global ? RTLD_DEFAULT : RTLD_NEXT;
+    void *p = version ? dlvsym(scope, name, version) : NULL;
+    return p ? p : dlsym(scope, name);
 }
+
+static void *ss_sym(const char *name) { return ss_real_sym(name, NULL); }
+
+static void *ss_vsym(const char *name, const char *version) { return ss_real_sym(name, version); }
 
 /* The path of the loaded object whose segments hold `addr` ("" for the program itself), or NULL.
  * Not dladdr: it also looks for the nearest symbol, a walk of every symbol of the object (the C
@@ -253,6 +264,7 @@ int ss_in_libc(const void *fn) {
 void ss_resolve(void) {
     struct ss_real r;
     memset(&r, 0, sizeof r);
+    ss_resolve_global = ss_loaded_by_attach();
 #define SS_RESOLVE(field, name) *(void **)&r.field = ss_sym(name)
     SS_RESOLVE(malloc, "malloc");
     SS_RESOLVE(calloc, "calloc");

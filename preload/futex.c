@@ -29,7 +29,7 @@ static ss_syscall_fn ss_real_syscall;
 static ss_syscall_fn ss_syscall_resolve(void) {
     ss_syscall_fn f = __atomic_load_n(&ss_real_syscall, __ATOMIC_ACQUIRE);
     if (SS_LIKELY(f != NULL)) return f;
-    f = (ss_syscall_fn)dlsym(RTLD_NEXT, "syscall");
+    f = (ss_syscall_fn)ss_real_sym("syscall", NULL);
     __atomic_store_n(&ss_real_syscall, f, __ATOMIC_RELEASE);
     return f;
 }

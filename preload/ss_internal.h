@@ -534,6 +534,8 @@ int ss_option_flag(enum ss_option id);
 
 /* The base (base.c): set up by lifecycle.c's initialisation. */
 void ss_resolve(void);
+/* The definition a hook forwards to (NULL version: the default one). */
+void *ss_real_sym(const char *name, const char *version);
 void ss_read_config(void);
 void ss_calibrate(void);
 

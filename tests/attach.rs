@@ -399,6 +399,37 @@ fn attach_to_a_program_started_without_stallscope() {
     assert!(mallocs(&first) + mallocs(&second) <= ROUNDS * PER_ROUND_MALLOCS);
 }
 
+/// Code built with -fno-plt (every Rust program's) or linked with -z now calls the C library
+/// through its GOT (GLOB_DAT slots), not a PLT slot: loaded with ptrace, where the dynamic linker
+/// bound no slot to the hooks, a window points those at the hooks too (and back at the end), or
+/// it would count none of the program's calls.
+#[test]
+fn attach_counts_calls_made_through_the_got() {
+    let dir = TempDir::new("attach-inject-got");
+    let exe = compile_file(
+        &dir,
+        &test_source("attach_programs", "alloc_locks.c"),
+        &["-fno-plt", "-Wl,-z,now"],
+    );
+    let plain = unprofiled(&exe, ROUNDS / 2);
+    let mut c = Command::new(&exe);
+    c.arg((ROUNDS / 2).to_string());
+    let mut target = Started::spawn(c);
+    target.ready();
+    let pid = target.id();
+    let first = attach_ok(&dir, pid, &dir.join("first.prof"), Some("0.5"));
+    let second = attach_ok(&dir, pid, &dir.join("second.prof"), Some("0.3"));
+    let out = target.finish();
+    assert_eq!(out.stdout, plain.stdout, "{}", describe(&out));
+    assert_eq!(exit_code(&out), 3, "{}", describe(&out));
+    for (n, r) in [(1, &first), (2, &second)] {
+        assert_eq!(r["attach"]["how"], "injected");
+        assert!(mallocs(r) > 0, "window {n} counted the allocations");
+        assert!(lock_acquisitions(r) > 0, "window {n} counted the locks");
+    }
+    assert!(mallocs(&first) + mallocs(&second) <= ROUNDS / 2 * PER_ROUND_MALLOCS);
+}
+
 #[test]
 fn a_thread_that_only_computes_is_sampled() {
     // It makes no call the interposer hooks: the window gives it a CPU timer when it opens.
@@ -696,6 +727,12 @@ fn redis_attached(paused: bool) {
     assert!(
         !report["threads"].as_array().unwrap().is_empty(),
         "redis's threads were seen"
+    );
+    // Its allocator is jemalloc, which the program's calls are bound to (through GLOB_DAT slots):
+    // the hooks forward there, and count the allocations of the requests in the first window.
+    assert!(
+        mallocs(&report) > 0,
+        "the window counted redis's allocations"
     );
     // Still the same server: it ends normally on SIGTERM.
     // SAFETY: kill has no memory-safety preconditions.

@@ -242,7 +242,7 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
         // not be counted, rather than there were none.
         let calls = if s.alloc_calls() == 0 {
             let why = if s.attach.as_ref().is_some_and(|a| a.how == "injected") {
-                "the program had bound its allocator before the ptrace attach loaded the hooks"
+                "its calls went by pointers it stored before the ptrace attach loaded the hooks"
             } else {
                 "an allocator the hooks do not interpose, linked into the program"
             };
