@@ -209,6 +209,9 @@ void ss_read_config(void) {
 
 /* ---- symbol resolution ---- */
 
+typedef long (*ss_syscall_fn)(long, ...);
+static ss_syscall_fn ss_own_syscall; /* the C library's syscall(), for ss_futex_own */
+
 /* Where a hook's call goes. Preloaded, the interposer comes first in the global scope: the next
  * definition after it (RTLD_NEXT). Loaded into a running process by attach (a dlopen of its own,
  * outside the global scope), the definition the program's own calls are already bound to: the
@@ -326,6 +329,11 @@ void ss_resolve(void) {
     SS_RESOLVE(prctl, "prctl");
     SS_RESOLVE(libc_start_main, "__libc_start_main");
 #undef SS_RESOLVE
+    /* Here, while the process has no thread of ours: looked up later, by the flusher's first wait
+     * or a final flush, dlsym took the loader's lock while single.c kept glibc's single-threaded
+     * flag, and both threads took it with plain stores, no wake-up: a pyenv shim's `env` hung in
+     * exec, one run in four, its main thread asleep on the loader's lock nobody held. */
+    __atomic_store_n(&ss_own_syscall, (ss_syscall_fn)dlsym(RTLD_NEXT, "syscall"), __ATOMIC_RELEASE);
     /* Publish field by field: another thread may read a pointer as soon as it is non-NULL. */
     void **src = (void **)&r, **dst = (void **)&ss_real;
     for (size_t i = 0; i < sizeof r / sizeof(void *); i++) __atomic_store_n(&dst[i], src[i], __ATOMIC_RELEASE);
@@ -515,8 +523,6 @@ struct ss_thread *ss_enter_slow(void) {
 
 /* ---- the C library's syscall() for the interposer's own futex calls ---- */
 
-typedef long (*ss_syscall_fn)(long, ...);
-static ss_syscall_fn ss_own_syscall;
 
 /* The interposer's own futex calls (the flusher's hand-overs: ready, left, the final flush)
  * through the real syscall(), never futex.c's hook: a thread waiting for the flusher is not a

@@ -841,6 +841,12 @@ static void *ss_flusher_main(void *arg) {
     if (tick_ms == 0) tick_ms = 1;
     uint64_t last_tick = ss_mono_ns(), last_flush = last_tick, last_periodic = last_tick;
     uint32_t idle_ticks = 0;
+    /* A fork child flushes at its first tick, then at periods that double up to the flush
+     * period: a worker that its parent kills (a pool's terminate(), SIGTERM a second after the
+     * fork) writes no final flush, and had left no profile at all when it died before its first
+     * periodic flush; now it leaves what it recorded up to its last doubling. */
+    uint64_t period_ns = (uint64_t)ss_config.flush_ms * 1000000ull;
+    uint64_t child_period_ns = ss_fork_child && !ss_paused ? 0 : period_ns;
     for (;;) {
         uint32_t seen = __atomic_load_n(&ss_flusher_word, __ATOMIC_ACQUIRE);
         ss_flusher_serve_final();
@@ -882,7 +888,11 @@ static void *ss_flusher_main(void *arg) {
          * graph and critical path with them.
          * An early flush recycles no ended thread's node: that waits for the periodic one, as
          * before, so that a join soon after a thread ended still finds its node (its tid). */
-        int periodic = now - last_periodic >= (uint64_t)ss_config.flush_ms * 1000000ull;
+        int periodic = now - last_periodic >= child_period_ns;
+        if (periodic && child_period_ns < period_ns) {
+            child_period_ns = child_period_ns ? child_period_ns * 2 : (uint64_t)SS_EARLY_FLUSH_MS * 1000000ull;
+            if (child_period_ns > period_ns) child_period_ns = period_ns;
+        }
         int early = !periodic && __atomic_load_n(&ss_flush_requested, __ATOMIC_RELAXED) &&
                     now - last_flush >= (uint64_t)SS_EARLY_FLUSH_MS * 1000000ull;
         if (periodic || early) {

@@ -80,6 +80,44 @@ fn forked_workers_are_named_by_their_titles_and_keep_their_cpu_time_and_exit() {
 }
 
 /// The tree's findings and the launched process's first finding.
+/// A worker its parent kills 600 ms after the fork (as a process pool's terminate() does) writes
+/// no end; it still leaves the profile it had written by then, which the tree shows as partial,
+/// with the allocations it made, and says what partial means.
+#[test]
+fn a_worker_killed_by_its_parent_leaves_a_partial_profile() {
+    let dir = TempDir::new("tree-killed");
+    let exe = program(dir.path(), "killed_worker.c");
+    let (out, root) = profile(
+        dir.path(),
+        "killed.prof",
+        &["-q"],
+        &[exe.to_str().unwrap()],
+        0,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let worker: u64 = stdout
+        .strip_prefix("worker ")
+        .and_then(|l| l.split(' ').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("{}", describe(&out)));
+    assert!(stdout.contains("killed by 15"), "{}", describe(&out));
+    let run = report_json(&root)["run"].clone();
+    let p = run["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .find(|p| p["pid"] == worker)
+        .unwrap_or_else(|| panic!("the killed worker {worker} left no profile: {run:#}"))
+        .clone();
+    assert_eq!(p["complete"], false, "{p:#}");
+    assert!(p["alloc_calls"].as_u64().unwrap_or(0) > 0, "{p:#}");
+    let text = text_of(&root);
+    assert!(
+        text.contains("partial: the process ended without writing its end"),
+        "{text}"
+    );
+}
+
 fn tree_findings(root: &Path) -> (Vec<Value>, Value) {
     let report = report_json(root);
     let run = report["run"]["findings"]

@@ -114,6 +114,21 @@ pub fn render_text(run: &Run, style: Style, all: bool) -> String {
             Run::ending(f)
         );
     }
+    let partial = walk
+        .iter()
+        .filter(|(p, _)| shown[*p] && Run::ending(&run.processes[*p]) == "partial")
+        .count();
+    if partial > 0 {
+        let _ = writeln!(
+            o,
+            "  partial: {} ended without writing its end (killed by a signal, as a pool's terminate() does, or crashed); its figures stop at its last write",
+            if partial == 1 {
+                "the process"
+            } else {
+                "these processes"
+            }
+        );
+    }
     let hidden = walk.len() - shown.iter().filter(|&&s| s).count();
     if hidden > 0 {
         let _ = writeln!(
