@@ -363,6 +363,44 @@ fn postgresql_processes_are_named_by_their_roles() {
     );
 }
 
+/// xz -T2 on an input of one block (its threaded mode's blocks are 24 MiB at level 6) runs one
+/// worker beside a main thread that hands it the input and waits: the report says only one
+/// thread worked although `-T2` asked for two. The worker blocks the sampling signal, so the
+/// working threads' efficiency (two working threads at least) is not given; the line had been
+/// left out with it.
+#[test]
+fn xz_asked_for_two_threads_on_one_block_says_one_worked() {
+    if !have_tool("xz", &["--version"], "xz-utils") {
+        return;
+    }
+    let dir = TempDir::new("asked-xz");
+    // Two megabytes of text of many distinct lines: one block, a second or so of compression.
+    let input = dir.join("lines.txt");
+    let text: String = (0..120_000u64)
+        .map(|i| {
+            format!(
+                "{} {}\n",
+                i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20,
+                i % 977
+            )
+        })
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let (out, prof) = profile(
+        dir.path(),
+        "xz.prof",
+        &["-q"],
+        &["xz", "-T2", "-k", "-c", input.to_str().unwrap()],
+        0,
+    );
+    assert!(!out.stdout.is_empty(), "{}", describe(&out));
+    let text = text_of(&prof);
+    assert!(
+        text.contains("only 1 thread worked, although the command asked for 2 (`-T2`)"),
+        "{text}"
+    );
+}
+
 /// ripgrep with `--sort path` searches on one thread whatever `-j` says: the report says that
 /// only one thread worked although two were asked for, beside its parallel efficiency (which
 /// reads well of one thread). A team of two threads that both work gets no such line.

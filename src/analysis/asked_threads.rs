@@ -11,11 +11,13 @@ const LONG: &[&str] = &[
     "--num-threads",
     "--nthreads",
     "--workers",
+    "--parallel",
 ];
-const SHORT: &[&str] = &["-j"];
+/// Short options of a count: `-j` (make, ninja, rg), `-T` (the compressors' threads: `-T2`).
+const SHORT: &[&str] = &["-j", "-T"];
 
 /// Where a word of a command gives a count: `--jobs 8` (the number is the next word),
-/// `--jobs=8` or `-j8` (the number ends the option's word).
+/// `--jobs=8`, or `-j8` and `-T2` (the number ends the option's word).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CountWord {
     /// The index of the word that holds the number.
@@ -28,8 +30,8 @@ pub struct CountWord {
 }
 
 /// Every place in `command`'s arguments (after the program) where an option that `is_count`
-/// names (`-j`, `--jobs`) is given a number, in order: `--jobs 8`, `--jobs=8`, and for `-j`
-/// also `-j8`. One scanner for the report (how many threads the command asked for) and the
+/// names (`-j`, `--jobs`) is given a number, in order: `--jobs 8`, `--jobs=8`, and for a
+/// short option also `-j8`. One scanner for the report (how many threads the command asked for) and the
 /// remedies (where bench puts its count).
 pub fn count_words(command: &[String], is_count: impl Fn(&str) -> bool) -> Vec<CountWord> {
     let number = |w: &str| {
@@ -43,12 +45,11 @@ pub fn count_words(command: &[String], is_count: impl Fn(&str) -> bool) -> Vec<C
             number(value)
                 .filter(|_| is_count(name))
                 .map(|n| (i, format!("{name}="), n, a.clone()))
-        } else if let Some(n) = a
-            .strip_prefix("-j")
-            .and_then(number)
-            .filter(|_| is_count("-j"))
+        } else if let Some((name, n)) = attached_short(a)
+            .and_then(|(name, rest)| Some((name, number(rest)?)))
+            .filter(|(name, _)| is_count(name))
         {
-            Some((i, "-j".to_string(), n, a.clone()))
+            Some((i, name.to_string(), n, a.clone()))
         } else if is_count(a) {
             command
                 .get(i + 1)
@@ -67,6 +68,14 @@ pub fn count_words(command: &[String], is_count: impl Fn(&str) -> bool) -> Vec<C
         }
     }
     out
+}
+
+/// A short option with its value attached (`-j8`, `-T2`): the option (`-j`) and the rest.
+fn attached_short(word: &str) -> Option<(&str, &str)> {
+    let rest = word.strip_prefix('-')?;
+    let first = rest.chars().next().filter(|c| c.is_ascii_alphabetic())?;
+    let len = 1 + first.len_utf8();
+    (word.len() > len).then(|| word.split_at(len))
 }
 
 /// The thread count the command asked for, and the option as written (`-j 2`). None: it asked
@@ -95,6 +104,12 @@ mod tests {
         assert_eq!(asked(&["make", "-j4"]), Some(4));
         assert_eq!(asked(&["zstd", "--threads=3", "f"]), Some(3));
         assert_eq!(asked(&["x", "--jobs", "8", "--jobs", "2"]), Some(2));
+        // The compressors' `-T` and sort's `--parallel`: xz -T2 on a file of one block ran one
+        // worker, and the report said only "1 of the program's 2 threads worked".
+        assert_eq!(asked(&["xz", "-T2", "-k", "-c", "f"]), Some(2));
+        assert_eq!(asked(&["zstd", "-T", "4", "f"]), Some(4));
+        assert_eq!(asked(&["sort", "--parallel=2", "-S", "100M", "f"]), Some(2));
+        assert_eq!(asked(&["xz", "-T0", "f"]), None); // 0: as many as the CPUs
         assert_eq!(
             asked_threads(&cmd(&["rg", "-j", "2"])).map(|(_, o)| o),
             Some("-j 2".to_string())
@@ -107,6 +122,9 @@ mod tests {
         assert_eq!(asked(&["rg", "-j1", "x"]), None);
         assert_eq!(asked(&["rg", "-jx"]), None);
         assert_eq!(asked(&["make", "-j"]), None);
+        // A short option that is no count, with a number attached, and sort's -T DIR.
+        assert_eq!(asked(&["head", "-n5", "f"]), None);
+        assert_eq!(asked(&["sort", "-T", "/tmp", "f"]), None);
         assert_eq!(asked(&["-j", "4"]), None); // argv[0] is the program, not an option
         assert_eq!(asked(&[]), None);
     }

@@ -121,15 +121,10 @@ pub fn build(
         .or_else(|| from_cpu_time(th, summary))
 }
 
-fn from_states(th: &Thresholds, r: &StateReport, kernel: bool) -> Option<WorkingEfficiency> {
-    let (cpus, wall) = (r.cpus as f64, r.wall_ns as f64);
-    if (r.peak_threads as f64) < th.min_threads {
-        return None;
-    }
-    // Threads that work: a thread blocked nearly all its sampled time (a main thread waiting in
-    // join, an idle pool thread) is waiting for the others, not a cause of their inefficiency.
-    let all: Vec<&ThreadStates> = r
-        .threads
+/// Threads that work: a thread blocked nearly all its sampled time (a main thread waiting in
+/// join, an idle pool thread) is waiting for the others, not a cause of their inefficiency.
+fn awake_threads<'a>(th: &Thresholds, r: &'a StateReport) -> Vec<&'a ThreadStates> {
+    r.threads
         .iter()
         .filter(|t| {
             let total = t.sampled_ns() as f64;
@@ -137,7 +132,21 @@ fn from_states(th: &Thresholds, r: &StateReport, kernel: bool) -> Option<Working
                 && ((t.ns[Category::Blocked.index()] + t.ns[Category::Idle.index()]) as f64)
                     < th.waiting_thread_blocked_share * total
         })
-        .collect();
+        .collect()
+}
+
+/// How many threads worked (not blocked or idle for nearly all their sampled time): the count
+/// the working threads' efficiency starts from, also where it has too few threads to be given.
+pub fn working_threads(r: &StateReport) -> usize {
+    awake_threads(thresholds(), r).len()
+}
+
+fn from_states(th: &Thresholds, r: &StateReport, kernel: bool) -> Option<WorkingEfficiency> {
+    let (cpus, wall) = (r.cpus as f64, r.wall_ns as f64);
+    if (r.peak_threads as f64) < th.min_threads {
+        return None;
+    }
+    let all = awake_threads(th, r);
     let working = all.len() as f64;
     if working < th.min_threads {
         return None;

@@ -38,6 +38,22 @@ pub fn lock_kind_and_name(
     (kind, name)
 }
 
+/// Lock sites by the place a user reads (their user frame), each place once with the waiting of
+/// all its sites, in the order of each place's first site. Two stacks that differ only below the
+/// user frame are one place: GNU sort's merge threads read "waiter: 55.1% of the wait at
+/// sort+0xb25c" and "waiter: 44.9% of the wait at sort+0xb25c" as two lines.
+fn by_place(sites: &[&crate::analysis::sites::LockSiteSummary]) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for site in sites {
+        let place = lock_site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into());
+        match out.iter_mut().find(|(p, _)| *p == place) {
+            Some(entry) => entry.1 = entry.1.saturating_add(site.wait_ns),
+            None => out.push((place, site.wait_ns)),
+        }
+    }
+    out
+}
+
 fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
     let s = &a.summary;
     let waiter_wall: f64 = s
@@ -107,11 +123,10 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         let mut waiters: Vec<_> = lock.sites.iter().collect();
         waiters.sort_by_key(|s| std::cmp::Reverse(s.wait_ns));
         let max_sites = rule.param("max_sites") as usize;
-        for site in waiters.iter().take(max_sites) {
+        for (place, wait_ns) in by_place(&waiters).into_iter().take(max_sites) {
             evidence.push(format!(
-                "waiter: {} of the wait at {}",
-                fmt_pct(ratio(site.wait_ns, lock.wait_ns)),
-                lock_site_user_text(site).unwrap_or_else(|| UNKNOWN_FRAME.into())
+                "waiter: {} of the wait at {place}",
+                fmt_pct(ratio(wait_ns, lock.wait_ns)),
             ));
         }
         // Of the waits whose waker is known, the share that was the waiters' wake-up after the
@@ -141,8 +156,9 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
                     .join(", ")
             ));
         }
-        for site in lock.holder_sites.iter().take(max_sites) {
-            if let Some(user) = lock_site_user_text(site) {
+        let held: Vec<_> = lock.holder_sites.iter().take(max_sites).collect();
+        for (user, _) in by_place(&held) {
+            if user != UNKNOWN_FRAME {
                 evidence.push(format!("holder: the lock was held at {user}"));
             }
         }

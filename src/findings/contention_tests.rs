@@ -85,6 +85,43 @@ fn pthread_lock_names_waiter_and_holder_and_bench_command() {
 }
 
 #[test]
+fn sites_at_one_place_are_one_waiter_and_one_holder_line() {
+    // GNU sort --parallel=2: two stacks at one user frame, 55.1% and 44.9% of the wait, and two
+    // holder stacks at one frame, had read as two lines each with the same place.
+    let r = rule("lock-contention");
+    let mut a = locked(100_000_000.0);
+    let lock = &mut a.summary.locks[0];
+    let mut second = lock.sites[0].clone();
+    lock.sites[0].wait_ns = 55_100_000;
+    second.wait_ns = 44_900_000;
+    second
+        .frames
+        .push(frame(Some("merge_loop"), None, "/bin/bank"));
+    lock.sites.push(second);
+    let other_stack = LockSiteSummary {
+        frames: vec![
+            frame(Some("audit"), None, "/bin/bank"),
+            frame(Some("main"), None, "/bin/bank"),
+        ],
+        ..LockSiteSummary::default()
+    };
+    lock.holder_sites.push(other_stack);
+    let f = &pthread_locks(r, &a)[0];
+    let waiters: Vec<&String> = f
+        .evidence
+        .iter()
+        .filter(|e| e.starts_with("waiter:"))
+        .collect();
+    assert_eq!(
+        waiters,
+        vec!["waiter: 100.0% of the wait at transfer at bank.c:40"],
+        "{f:?}"
+    );
+    let holders = f.evidence.iter().filter(|e| e.starts_with("holder:"));
+    assert_eq!(holders.count(), 1, "{f:?}");
+}
+
+#[test]
 fn one_short_contended_lock_is_quiet() {
     let r = rule("lock-contention");
     let min_wait = r.param("min_wait_ns");

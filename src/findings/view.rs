@@ -78,11 +78,17 @@ pub fn bench_allocators(command: &[String], server: bool) -> String {
 }
 
 /// The options that set a thread or job count by convention (`-j4`, `--jobs=4`, `--threads 4`,
-/// `--io-threads 4`): bench puts its count where their number is.
+/// `--io-threads 4`, the compressors' `-T2`, sort's `--parallel=2`): bench puts its count where
+/// their number is.
 fn count_option(word: &str) -> bool {
     let name = word.trim_start_matches('-');
+    let short = !word.starts_with("--");
     word.starts_with('-')
-        && (name == "j" || name == "jobs" || name.ends_with("threads") || name == "workers")
+        && ((short && (name == "j" || name == "T"))
+            || name == "jobs"
+            || name.ends_with("threads")
+            || name == "workers"
+            || name == "parallel")
 }
 
 /// Stands for bench's `{threads}` while the command is quoted (braces would be quoted apart).
@@ -242,6 +248,16 @@ mod tests {
         assert_eq!(
             bench_threads(&words(&["cargo", "build", "--jobs=4"]), false),
             "`stallscope bench --threads 1,2,4 'cargo build --jobs={threads}'`"
+        );
+        // The compressors' -T and sort's --parallel (xz -T2's remedy had benchmarked 'xz -T2'
+        // at every count); sort's -T DIR is no count.
+        assert_eq!(
+            bench_threads(&words(&["xz", "-T2", "-k", "-c", "f"]), false),
+            "`stallscope bench --threads 1,2,4 'xz -T{threads} -k -c f'`"
+        );
+        assert_eq!(
+            bench_threads(&words(&["sort", "--parallel=2", "-T", "/tmp", "f"]), false),
+            "`stallscope bench --threads 1,2,4 'sort --parallel={threads} -T /tmp f'`"
         );
         // A title the process set is its words, quoted once.
         assert_eq!(

@@ -152,7 +152,13 @@ fn one_thread_worked(
     summary: &Summary,
     efficiency: Option<&WorkingEfficiency>,
 ) -> Option<String> {
-    let working = efficiency.map_or(r.width(), |e| e.threads);
+    // Without the efficiency (fewer than two threads worked), the threads that worked: xz -T2
+    // on an input of one block ran its one worker beside a main thread blocked 99.4% of its
+    // life, and the report did not say that the two threads asked for had made no difference.
+    let working = efficiency.map_or_else(
+        || crate::analysis::efficiency::working_threads(r),
+        |e| e.threads,
+    );
     if r.cpus < 2 || working != 1 {
         return None;
     }
