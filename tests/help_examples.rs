@@ -218,7 +218,10 @@ fn help_answers_for_every_command_and_topic() {
         }
     }
     for id in &rule_ids {
-        assert!(ids.contains(&id.as_str()), "{id} not in help findings:\n{findings}");
+        assert!(
+            ids.contains(&id.as_str()),
+            "{id} not in help findings:\n{findings}"
+        );
         assert!(
             doc.contains(&format!("`{id}`")),
             "{id} is not in docs/FINDINGS.md"

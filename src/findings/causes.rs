@@ -694,7 +694,10 @@ fn by_function(frames: Vec<(Frame, u64)>) -> Vec<(Frame, u64)> {
     let mut out: Vec<(Frame, u64)> = Vec::new();
     for (f, ns) in frames {
         let same = |g: &Frame| g.function == f.function && g.file == f.file && g.module == f.module;
-        match out.iter_mut().find(|(g, _)| f.function.is_some() && same(g)) {
+        match out
+            .iter_mut()
+            .find(|(g, _)| f.function.is_some() && same(g))
+        {
             Some(e) => e.1 += ns,
             None => out.push((f, ns)),
         }

@@ -100,7 +100,8 @@ fn with_count_placeholder(command: &[String]) -> Option<Vec<String>> {
 }
 
 /// Where the command has no thread or job count option: the user places bench's count.
-const PLACE_THE_COUNT: &str = " (put {threads} where the program takes its thread count, or have it read STALLSCOPE_THREADS)";
+const PLACE_THE_COUNT: &str =
+    " (put {threads} where the program takes its thread count, or have it read STALLSCOPE_THREADS)";
 
 /// The command that benchmarks the profiled program at several thread counts. Bench runs the
 /// command with `{threads}` replaced by each count and `STALLSCOPE_THREADS` set to it, so where
