@@ -702,7 +702,7 @@ fn by_function(frames: Vec<(Frame, u64)>) -> Vec<(Frame, u64)> {
             None => out.push((f, ns)),
         }
     }
-    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out.sort_by_key(|b| std::cmp::Reverse(b.1));
     out
 }
 
