@@ -7,7 +7,7 @@
 //! (with ./prog, prog.prof and PID standing for a program, its profile and a running process).
 
 use crate::analysis::categories::CATEGORIES;
-use crate::findings::rules::{Rule, rules};
+use crate::findings::rules::{Rule, all_rules};
 use clap::CommandFactory;
 use std::fmt::Write as _;
 
@@ -124,18 +124,29 @@ fn thresholds(rule: &Rule) -> String {
     .join(", ")
 }
 
+/// A rule's severities, or what stands for them where it has none (its words join another
+/// finding's: `siblings-took-the-cpus` tells whose processes a `waiting-for-cpu` waited behind).
+fn severities(rule: &Rule) -> String {
+    let levels = thresholds(rule);
+    if levels.is_empty() {
+        "none of its own (its words join another finding)".to_string()
+    } else {
+        levels
+    }
+}
+
 fn findings() -> String {
     let mut o = String::from(
         "Findings (stallscope help findings ID for one; docs/FINDINGS.md explains the thresholds):\n",
     );
-    for rule in rules() {
+    for rule in all_rules() {
         let _ = writeln!(o, "  {:<28} {}", rule.id, template(&rule.title));
     }
     o
 }
 
 fn finding(id: &str) -> anyhow::Result<String> {
-    let Some(rule) = rules().iter().find(|r| r.id == id) else {
+    let Some(rule) = all_rules().find(|r| r.id == id) else {
         anyhow::bail!("no finding named `{id}` (stallscope help findings lists them)");
     };
     let mut o = format!("{}\n  title:  {}\n", rule.id, template(&rule.title));
@@ -161,7 +172,7 @@ fn finding(id: &str) -> anyhow::Result<String> {
             );
         }
     }
-    let _ = writeln!(o, "  severity by its measure: {}", thresholds(rule));
+    let _ = writeln!(o, "  severity by its measure: {}", severities(rule));
     Ok(o)
 }
 

@@ -203,14 +203,31 @@ fn help_answers_for_every_command_and_topic() {
         .skip(1)
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    for id in [
-        "lock-contention",
-        "work-ran-alone",
-        "allocator-time",
-        "serial-section",
-    ] {
-        assert!(ids.contains(&id), "{findings}");
+    // Every rule of both rules files, a process's and a run's of several processes, has its
+    // line in `help findings` and its place in docs/FINDINGS.md.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/FINDINGS.md")).unwrap();
+    let mut rule_ids = Vec::new();
+    for file in ["src/findings/rules.json", "src/findings/run_rules.json"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let rules = json["rules"].as_array().expect("rules");
+        assert!(!rules.is_empty(), "{file}");
+        for rule in rules {
+            rule_ids.push(rule["id"].as_str().expect("id").to_string());
+        }
     }
+    for id in &rule_ids {
+        assert!(
+            ids.contains(&id.as_str()),
+            "{id} not in help findings:\n{findings}"
+        );
+        assert!(
+            doc.contains(&format!("`{id}`")),
+            "{id} is not in docs/FINDINGS.md"
+        );
+    }
+    assert_eq!(ids.len(), rule_ids.len(), "{findings}");
     for id in &ids {
         let one = output(&["help", "findings", id], dir.path());
         assert!(one.contains("cause:") && one.contains("remedy:"), "{one}");

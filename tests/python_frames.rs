@@ -155,6 +155,88 @@ fn pure_python_threads_name_the_function_and_line() {
     }
 }
 
+const TWO_LOOPS: &str = r#"import threading
+
+def alpha(n):
+    total = 0
+    for i in range(n):
+        total += i * i  # alpha's loop
+    return total
+
+def beta(n):
+    total = 0
+    for i in range(n):
+        total += i ^ 3  # beta's loop
+    return total
+
+ts = [threading.Thread(target=alpha, args=(6_000_000,)),
+      threading.Thread(target=beta, args=(6_000_000,))]
+for t in ts: t.start()
+for t in ts: t.join()
+"#;
+
+/// Two pure-Python threads on the GIL, one running `alpha` and one `beta`: the taking-turns
+/// finding names CPython's GIL by its words (no symbol and offset in its title), its evidence
+/// names both functions with their shares, file and line, and the thread table shows
+/// `MainThread` whole.
+#[test]
+fn threads_taking_turns_on_the_gil_name_each_function_they_ran() {
+    let Some(python) = interpreter(11) else {
+        return;
+    };
+    let _machine = common::machine();
+    let dir = TempDir::new("py-two-loops");
+    let script = dir.join("loops.py");
+    std::fs::write(&script, TWO_LOOPS).unwrap();
+    let cmd = [python.as_str(), script.to_str().unwrap()];
+    let (_, prof) = profile(dir.path(), "loops.prof", &["-q"], &cmd, 0);
+    let report = report_json(&prof);
+    let findings = report["findings"].as_array().expect("findings");
+    let Some(turns) = findings.iter().find(|f| f["id"] == "taking-turns") else {
+        // Behind other processes' load the threads' turns blur with their waits for a CPU.
+        if let Some(why) = common::starved(&report, 0.3) {
+            common::skipped(
+                "threads_taking_turns_on_the_gil_name_each_function_they_ran",
+                &why,
+            );
+            return;
+        }
+        panic!("no taking-turns finding: {findings:#?}");
+    };
+    let title = turns["title"].as_str().unwrap();
+    assert!(
+        title.contains("CPython's GIL") && !title.contains("_PyRuntime"),
+        "{title}"
+    );
+    let evidence = turns["evidence"].to_string();
+    for (function, marker) in [("alpha", "# alpha's loop"), ("beta", "# beta's loop")] {
+        let at = format!("{function} (");
+        // Its heaviest line: the loop's body or its `for`.
+        let body = line_of(TWO_LOOPS, marker);
+        let lines = [
+            format!("loops.py:{body})"),
+            format!("loops.py:{})", body - 1),
+        ];
+        let named = evidence.split(", ").any(|part| {
+            part.contains(&at)
+                && lines.iter().any(|l| part.contains(l))
+                && part.trim_end_matches(['"', ']']).ends_with('%')
+        });
+        assert!(named, "{function} at {lines:?} with its share: {evidence}");
+    }
+    let text = std::process::Command::new(common::stallscope())
+        .arg("report")
+        .arg(&prof)
+        .output()
+        .expect("report");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("MainThread [")),
+        "{text}"
+    );
+}
+
 const HASHING: &str = r#"import hashlib, threading
 
 DATA = bytes(range(256)) * 65536

@@ -685,6 +685,27 @@ pub(super) fn turns_cause(a: &Analysis) -> Option<TurnsCause> {
     })
 }
 
+/// How many of the functions the threads taking turns ran the evidence names.
+const TURNS_FRAMES: usize = 3;
+
+/// User frames with their time, most first, joined by function (its lines summed): each
+/// function once, at its heaviest line.
+fn by_function(frames: Vec<(Frame, u64)>) -> Vec<(Frame, u64)> {
+    let mut out: Vec<(Frame, u64)> = Vec::new();
+    for (f, ns) in frames {
+        let same = |g: &Frame| g.function == f.function && g.file == f.file && g.module == f.module;
+        match out
+            .iter_mut()
+            .find(|(g, _)| f.function.is_some() && same(g))
+        {
+            Some(e) => e.1 += ns,
+            None => out.push((f, ns)),
+        }
+    }
+    out.sort_by_key(|b| std::cmp::Reverse(b.1));
+    out
+}
+
 pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
     let (Some(r), Some(g)) = (a.states.as_ref(), taking_turns_group(rule, a)) else {
         return vec![];
@@ -696,7 +717,6 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         wanted,
         own_wanted,
     } = g;
-    let exec = |m: &ThreadStates| m.kernel.map_or(0, |k| k.exec_ns);
     let members: Vec<&ThreadStates> = working.iter().filter_map(|&i| r.threads.get(i)).collect();
     let n = members.len() as u64;
     let width = n.min(r.cpus as u64) as f64;
@@ -723,18 +743,24 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         .or_else(|| rule.params.get("object_remedy")?.as_str())
         .unwrap_or("")
         .to_string();
-    let busiest = t
-        .members
-        .iter()
-        .copied()
-        .max_by_key(|&i| a.states_at(i).map_or(0, exec));
-    let frame = frame_words(
-        busiest
-            .and_then(|i| a.states_index_at(i))
-            .and_then(|k| r.top_user_frame(k, 0, u64::MAX))
-            .map(|x| x.0)
-            .as_ref(),
-    );
+    // The code the threads ran while taking turns: the user frames of their CPU time, most
+    // first (each thread may run its own function: two threads, two functions).
+    let (top, cpu) = r.top_user_frames(&working, 0, u64::MAX);
+    let top = by_function(top);
+    let frame = frame_words(top.first().map(|x| &x.0));
+    let frames = if top.is_empty() {
+        format!("mostly in {frame}")
+    } else {
+        let list: Vec<String> = top
+            .iter()
+            .take(TURNS_FRAMES)
+            .map(|(f, ns)| format!("{} {}", frame_words(Some(f)), fmt_pct(ratio(*ns, cpu))))
+            .collect();
+        format!("their CPU time in {}", list.join(", "))
+    };
+    // A runtime's lock reads by the runtime's words in the title and cause; the evidence keeps
+    // where it lies (`CPython's GIL (global interpreter lock) in _PyRuntime+392`).
+    let object_words = runtime.map_or_else(|| object.clone(), |l| l.words.clone());
     let names: Vec<String> = members.iter().take(4).map(|m| thread_words(m)).collect();
     let others = if own_wanted < wanted {
         format!(
@@ -755,14 +781,14 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
             fmt_ns(t.wait_ns as f64)
         ),
         format!(
-            "together they wanted {:.2} CPUs (on a CPU or runnable: {} over {}{}) on {} CPUs, each running at least {} of the time, mostly in {}",
+            "together they wanted {:.2} CPUs (on a CPU or runnable: {} over {}{}) on {} CPUs, each running at least {} of the time; {}",
             concurrency,
             fmt_ns(own_wanted as f64),
             fmt_ns(span as f64),
             others,
             r.cpus,
             fmt_pct(rule.param("min_member_cpu_share")),
-            frame
+            frames
         ),
     ];
     let f = build(
@@ -771,7 +797,7 @@ pub fn taking_turns(rule: &Rule, a: &Analysis) -> Vec<Finding> {
         severity,
         &[
             ("count", n.to_string()),
-            ("object", object),
+            ("object", object_words),
             ("concurrency", format!("{concurrency:.2}")),
             ("user_frame", frame),
             ("turns_remedy", runtime_remedy),

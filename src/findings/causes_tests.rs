@@ -222,7 +222,8 @@ fn mostly_serial_thresholds_on_the_serial_work() {
     assert!(f.title.contains("thread unnamed [1] (main)"), "{}", f.title);
     assert!(f.title.contains("prepare (prep.c:30)"), "{}", f.title);
     assert!(
-        f.remedy.contains("stallscope bench --threads 1,2,4 ./prep"),
+        f.remedy
+            .contains("stallscope bench --threads 1,2,4 './prep --threads {threads}'"),
         "{}",
         f.remedy
     );
@@ -585,7 +586,7 @@ fn taking_turns_when_threads_wake_one_another_and_want_one_cpu() {
     assert!(f[0].title.contains("0x7000"), "{}", f[0].title);
     assert!(
         f[0].remedy
-            .contains("stallscope bench --threads 1,2,4 ./turns")
+            .contains("stallscope bench --threads 1,2,4 './turns --threads {threads}'")
     );
     // Four threads on 2 CPUs: the same.
     let f = taking_turns(r, &turning(4, 100, 0.25, 0.0));

@@ -78,7 +78,7 @@ fn pthread_lock_names_waiter_and_holder_and_bench_command() {
     );
     assert!(
         f.remedy
-            .contains("`stallscope bench --threads 1,2,4 ./bank`"),
+            .contains("`stallscope bench --threads 1,2,4 './bank --threads {threads}'`"),
         "{}",
         f.remedy
     );

@@ -222,6 +222,12 @@ pub fn run_rules() -> &'static [Rule] {
     })
 }
 
+/// Every rule a report can draw its findings by: a process's (`rules.json`), then a run's of
+/// several processes (`run_rules.json`). `help findings` lists these.
+pub fn all_rules() -> impl Iterator<Item = &'static Rule> {
+    rules().iter().chain(run_rules())
+}
+
 /// Replaces each `{name}` in `template` by its value; unknown placeholders stay as written.
 pub fn fill(template: &str, values: &[(&str, String)]) -> String {
     let mut out = template.to_string();

@@ -28,18 +28,18 @@ pub fn lock_site_user_text(site: &LockSiteSummary) -> Option<String> {
 /// options) read as `'PROGRAM ARGS'`, a line a user would type.
 const MAX_QUOTED: usize = 100;
 
+/// The profiled command's words: a process that rewrote its arguments into one title
+/// ("redis-server 127.0.0.1:6379") reads as one word with spaces, and its words are the title's.
+fn command_words(command: &[String]) -> Vec<String> {
+    match command {
+        [one] if one.contains(' ') => one.split_whitespace().map(str::to_string).collect(),
+        _ => command.to_vec(),
+    }
+}
+
 /// The profiled command as one shell word list, quoted for `stallscope bench`.
 fn quoted_command(command: &[String]) -> String {
-    // A process that rewrote its arguments into one title ("redis-server 127.0.0.1:6379") reads
-    // as one word with spaces: its words are the title's.
-    let title: Vec<String>;
-    let command = match command {
-        [one] if one.contains(' ') => {
-            title = one.split_whitespace().map(str::to_string).collect();
-            &title[..]
-        }
-        _ => command,
-    };
+    let command = &command_words(command)[..];
     let line = command
         .iter()
         .map(|w| quote_word(w))
@@ -105,17 +105,39 @@ fn with_count_placeholder(command: &[String]) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// The command that benchmarks the profiled program at several thread counts: where an option
-/// of the command sets its thread or job count (a build's `-j`), bench sets it; otherwise bench
-/// sets `STALLSCOPE_THREADS` for a program that reads it.
+/// Where the command has no thread or job count option: the user places bench's count.
+const PLACE_THE_COUNT: &str =
+    " (put {threads} where the program takes its thread count, or have it read STALLSCOPE_THREADS)";
+
+/// The command that benchmarks the profiled program at several thread counts. Bench runs the
+/// command with `{threads}` replaced by each count and `STALLSCOPE_THREADS` set to it, so where
+/// an option of the command sets its thread or job count (a build's `-j`), bench's count goes
+/// there; where none does, running the command as it is would time the same program three
+/// times, so `{threads}` stands where a count option would be and the words say to place it.
 pub fn bench_threads(command: &[String], server: bool) -> String {
     if server {
         return SERVER_MEASURE.to_string();
     }
-    let command = with_count_placeholder(command).unwrap_or_else(|| command.to_vec());
+    let words = command_words(command);
+    let (words, placed) = match with_count_placeholder(&words) {
+        Some(w) => (w, true),
+        None => {
+            let mut w = words;
+            w.extend(["--threads".to_string(), COUNT.to_string()]);
+            (w, false)
+        }
+    };
+    let quoted = quoted_command(&words);
+    // A command quoted in full with its own count option is ready to run; anything else (no
+    // such option, or a command too long to quote) needs the user's word on where the count goes.
+    let note = if placed && quoted.contains(COUNT) {
+        ""
+    } else {
+        PLACE_THE_COUNT
+    };
     format!(
-        "`stallscope bench --threads 1,2,4 {}`",
-        quoted_command(&command).replace(COUNT, "{threads}")
+        "`stallscope bench --threads 1,2,4 {}`{note}",
+        quoted.replace(COUNT, "{threads}")
     )
 }
 
@@ -226,15 +248,21 @@ mod tests {
             bench_allocators(&words(&["./prog", "a b"]), false),
             r#"`stallscope bench --allocators glibc,jemalloc,mimalloc './prog '\''a b'\'''`"#
         );
+        // A command with no count option would run the same program at every count: `{threads}`
+        // stands where a count option would be, and the words say to place it.
         assert_eq!(
             bench_threads(&words(&["./prog"]), false),
-            "`stallscope bench --threads 1,2,4 ./prog`"
+            "`stallscope bench --threads 1,2,4 './prog --threads {threads}'` (put {threads} where the program takes its thread count, or have it read STALLSCOPE_THREADS)"
+        );
+        assert_eq!(
+            bench_threads(&words(&["/usr/bin/python3.11", "gil.py"]), false),
+            "`stallscope bench --threads 1,2,4 '/usr/bin/python3.11 gil.py --threads {threads}'` (put {threads} where the program takes its thread count, or have it read STALLSCOPE_THREADS)"
         );
         // A compiler's command line is no line to type: a placeholder stands for it.
         let long: Vec<String> = (0..40).map(|i| format!("--option-{i}")).collect();
         assert_eq!(
             bench_threads(&long, false),
-            "`stallscope bench --threads 1,2,4 'PROGRAM ARGS'`"
+            "`stallscope bench --threads 1,2,4 'PROGRAM ARGS'` (put {threads} where the program takes its thread count, or have it read STALLSCOPE_THREADS)"
         );
         // A build's job count and a thread count option are where bench puts its count.
         assert_eq!(
@@ -259,10 +287,14 @@ mod tests {
             bench_threads(&words(&["sort", "--parallel=2", "-T", "/tmp", "f"]), false),
             "`stallscope bench --threads 1,2,4 'sort --parallel={threads} -T /tmp f'`"
         );
-        // A title the process set is its words, quoted once.
+        // A title the process set is its words, quoted once, its count option found among them.
         assert_eq!(
             bench_threads(&words(&["redis-server 127.0.0.1:6379"]), false),
-            "`stallscope bench --threads 1,2,4 'redis-server 127.0.0.1:6379'`"
+            "`stallscope bench --threads 1,2,4 'redis-server 127.0.0.1:6379 --threads {threads}'` (put {threads} where the program takes its thread count, or have it read STALLSCOPE_THREADS)"
+        );
+        assert_eq!(
+            bench_threads(&words(&["srv --io-threads 4 :6379"]), false),
+            "`stallscope bench --threads 1,2,4 'srv --io-threads {threads} :6379'`"
         );
         // A server is measured in windows under load, not from start to end.
         assert!(bench_threads(&words(&["redis-server"]), true).starts_with("`stallscope attach"));

@@ -314,6 +314,21 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
     );
 }
 
+/// The thread table's label column is as wide as its longest label, at least as wide as the
+/// table's other columns' headings need and at most `THREAD_LABEL_MAX`: only a longer label is
+/// cut (in its name's middle).
+const THREAD_LABEL_MIN: usize = 23;
+const THREAD_LABEL_MAX: usize = 40;
+
+fn thread_label_width(labels: &[String]) -> usize {
+    labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(THREAD_LABEL_MIN, THREAD_LABEL_MAX)
+}
+
 fn threads(o: &mut String, s: &Summary, style: Style) {
     heading(
         o,
@@ -324,11 +339,6 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
             "Threads (shares of each thread's life)"
         },
     );
-    let _ = writeln!(
-        o,
-        "  {:<23} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
-        "thread", "life", "CPU", "allocator", "", "lock wait", ""
-    );
     const MAX_ROWS: usize = 20;
     let mut rows: Vec<_> = s.threads.iter().collect();
     rows.sort_by(|a, b| {
@@ -337,16 +347,28 @@ fn threads(o: &mut String, s: &Summary, style: Style) {
                 .cmp(&s.allocator_ns_of(a).saturating_add(a.lock_wait_ns)),
         )
     });
-    for t in rows.iter().take(MAX_ROWS) {
-        let _ = writeln!(
-            o,
-            "  {:<23} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
-            // At most 23 characters: the label cut to make room for its mark.
+    let shown = &rows[..rows.len().min(MAX_ROWS)];
+    let labels: Vec<String> = shown
+        .iter()
+        .map(|t| {
             format!(
                 "{}{}",
-                ThreadId::of_summary(t).short_label(22),
+                ThreadId::of_summary(t).short_label(THREAD_LABEL_MAX - 1),
                 if t.signal_blocked { "‡" } else { "" }
-            ),
+            )
+        })
+        .collect();
+    let label_width = thread_label_width(&labels);
+    let _ = writeln!(
+        o,
+        "  {:<label_width$} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
+        "thread", "life", "CPU", "allocator", "", "lock wait", ""
+    );
+    for (t, label) in shown.iter().zip(&labels) {
+        let _ = writeln!(
+            o,
+            "  {:<label_width$} {:>9} {:>6} {:>9} {:>6} {:>9} {:>6}",
+            label,
             fmt_ns(t.wall_ns),
             fmt_pct(ratio(t.cpu_ns, t.wall_ns)),
             fmt_ns(s.allocator_ns_of(t)),
@@ -640,5 +662,21 @@ fn unhooked_locks(o: &mut String, s: &Summary, style: Style, stacks: bool) {
                 s.unhooked_locks.len() - 10
             ))
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_label_width_fits_the_longest_label_up_to_the_maximum() {
+        let labels = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(thread_label_width(&labels(&["w [1]"])), THREAD_LABEL_MIN);
+        // `MainThread [123456] (main)` is 26 characters: the column widens, nothing is cut.
+        let main = "MainThread [123456] (main)";
+        assert_eq!(thread_label_width(&labels(&[main, "w [1]"])), 26);
+        let long = "x".repeat(60);
+        assert_eq!(thread_label_width(&labels(&[&long])), THREAD_LABEL_MAX);
     }
 }

@@ -277,32 +277,44 @@ impl StateReport {
     /// The user frame where thread `ti` spent most CPU time in [begin, end) (ns from the
     /// process's start), with that time.
     pub fn top_user_frame(&self, ti: usize, begin: u64, end: u64) -> Option<(Frame, u64)> {
-        let t = self.threads.get(ti)?;
+        self.top_user_frames(&[ti], begin, end).0.into_iter().next()
+    }
+
+    /// The user frames where threads `tis` spent their CPU time in [begin, end) (ns from the
+    /// process's start), most first, each with its time; and the threads' CPU time there in
+    /// all (stallscope's own work left out of both).
+    pub fn top_user_frames(&self, tis: &[usize], begin: u64, end: u64) -> (Vec<(Frame, u64)>, u64) {
         let mut by_frame: HashMap<String, (Frame, u64)> = HashMap::new();
-        for &(at, w, shape) in &t.cpu_marks {
-            if at < begin || at >= end {
-                continue;
+        let mut total = 0;
+        for t in tis.iter().filter_map(|&ti| self.threads.get(ti)) {
+            for &(at, w, shape) in &t.cpu_marks {
+                if at < begin || at >= end {
+                    continue;
+                }
+                let Some(frames) = self
+                    .stacks
+                    .get(shape as usize)
+                    .filter(|s| s.category != Category::Profiler)
+                    .map(|s| &s.frames)
+                else {
+                    continue;
+                };
+                total += w;
+                let Some(f) = frames.get(user_frame(frames)) else {
+                    continue;
+                };
+                let e = by_frame
+                    .entry(f.display())
+                    .or_insert_with(|| (f.clone(), 0));
+                e.1 += w;
             }
-            let Some(frames) = self
-                .stacks
-                .get(shape as usize)
-                .filter(|s| s.category != Category::Profiler)
-                .map(|s| &s.frames)
-            else {
-                continue;
-            };
-            let Some(f) = frames.get(user_frame(frames)) else {
-                continue;
-            };
-            let e = by_frame
-                .entry(f.display())
-                .or_insert_with(|| (f.clone(), 0));
-            e.1 += w;
         }
-        by_frame.into_values().max_by(|a, b| {
-            a.1.cmp(&b.1)
-                .then_with(|| b.0.display().cmp(&a.0.display()))
-        })
+        let mut frames: Vec<(Frame, u64)> = by_frame.into_values().collect();
+        frames.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then_with(|| a.0.display().cmp(&b.0.display()))
+        });
+        (frames, total)
     }
 }
 
