@@ -1,6 +1,6 @@
 #!/bin/sh
-# A cargo build's cargo process gets no finding from a handful of its CPU samples (issue 52,
-# item 4; too slow for tests/false_alarms_real.rs). Profiles `cargo build --release --offline`
+# A cargo build's cargo process gets no finding from a handful of its CPU samples (too
+# slow for tests/false_alarms_real.rs). Profiles `cargo build --release --offline`
 # of tests/rust_programs (rayon, parking_lot and their dependencies from ~/.cargo/registry, no
 # network) with a fresh target directory, and prints the findings of the cargo process (the
 # launched profile: cargo's last image) with its CPU time and wall time; exits 1 if it has an

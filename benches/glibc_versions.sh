@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# stallscope on the glibc versions users run (issue 25 item 4): not part of CI (it downloads and
+# stallscope on the glibc versions users run: not part of CI (it downloads and
 # runs several C libraries). For each glibc under $GLIBC_ROOT/<version>/ (the distributions' own
 # packages, extracted: Ubuntu 22.04's 2.35, 24.04's 2.39, 25.10's 2.42, Debian 13's 2.41, sid's
 # 2.43; `--fetch` downloads them), it builds the cause and hostile programs linked to that glibc's

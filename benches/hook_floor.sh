@@ -39,7 +39,7 @@ mkdir -p "$work/prof"
 
 modes=(plain floor0 floor1 floor2 floor3 floor4 interposer nosampling)
 declare -A title=([plain]=unprofiled [floor0]="pass-through" [floor1]="one countdown"
-    [floor2]="counts (issue 27)" [floor3]="counts (before)" [floor4]="counts, record in a mapping" [interposer]="interposer"
+    [floor2]="exact counts" [floor3]="counts, more increments" [floor4]="counts, record in a mapping" [interposer]="interposer"
     [nosampling]="interposer, no sampling")
 
 run_one() { # PROGRAM MODE: prints the CPU time in ms

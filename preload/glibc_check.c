@@ -1,4 +1,4 @@
-/* The glibc internals the allocator hooks read, checked once at start (issue 25 item 4).
+/* The glibc internals the allocator hooks read, checked once at start.
  *
  * With glibc's allocator the hooks read a chunk's size word (the word before the block: the
  * chunk's size, a multiple of 16, with flags in bits 0-2) to time large frees and frees that

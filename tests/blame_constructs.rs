@@ -1,4 +1,4 @@
-//! Idle time blamed on the work that ran meanwhile, construct by construct (issue 52, item 2):
+//! Idle time blamed on the work that ran meanwhile, construct by construct:
 //! every program of tests/blame_programs (OpenMP built by GCC for libgomp and by clang for LLVM's
 //! libomp, oneTBB, C++20) and rayon's (tests/rust_programs/src/bin/blame_rayon.rs) runs with 2
 //! threads in a balanced and an unbalanced variant. In the unbalanced one a thread runs a

@@ -1,4 +1,4 @@
-//! Conformance, CPython's own tests (issue 12): the test modules for threads, signals and
+//! Conformance, CPython's own tests: the test modules for threads, signals and
 //! subprocesses of the machine's python3 (Debian package libpython3.11-testsuite) run plainly and
 //! under `stallscope run`, side by side; every test that passes plainly must pass under stallscope.
 //!

@@ -1,4 +1,4 @@
-//! Conformance, hostile programs (issue 12): every program in tests/hostile_programs/ is compiled
+//! Conformance, hostile programs: every program in tests/hostile_programs/ is compiled
 //! and run plainly and under `stallscope run`, in the same conditions, and must not be able to
 //! tell: same wait status, same stdout and stderr, bounded memory (tests/harness), and a profile
 //! `stallscope report` reads at the path asked for.
@@ -97,7 +97,8 @@ fn every_hostile_program_cannot_tell_it_is_profiled() {
         let launch = Launch::new(&argv, &cwd);
         let outcome = std::panic::catch_unwind(|| {
             let pair = assert_invisible(&launch);
-            // And a readable profile at the path asked for (issue 25: `env -i` left none there).
+            // And a readable profile at the path asked for, even where the program emptied its
+            // environment.
             let report = std::process::Command::new(stallscope())
                 .args(["report", "--json"])
                 .arg(&pair.profile)

@@ -1,4 +1,4 @@
-//! Conformance, real programs (issue 12): multithreaded programs from the machine run plainly and
+//! Conformance, real programs: multithreaded programs from the machine run plainly and
 //! under `stallscope run` in the same conditions and must not be able to tell (tests/harness):
 //! xz and sort with threads, git, make -j2 with gcc, sqlite3 with sorter threads, a JVM (threads,
 //! and its shutdown hooks on Ctrl-C), node with worker threads, and two servers (redis, memcached)

@@ -1,4 +1,4 @@
-//! The runtimes as distributions ship them (issue 52, item 3): Debian's shared, stripped libabsl
+//! The runtimes as distributions ship them: Debian's shared, stripped libabsl
 //! (its inline namespace `absl::debian3`), libtbb, libgomp and LLVM's libomp, and a Rust std with
 //! and without debug info. Two threads contend on one lock of each (tests/distro_programs,
 //! tests/rust_programs/src/bin/distro_std_mutex.rs): the lock table has the lock in the runtime's

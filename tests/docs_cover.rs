@@ -1,4 +1,4 @@
-//! The documents keep up with the code (issue 24): docs/ARCHITECTURE.md names every source file
+//! The documents keep up with the code: docs/ARCHITECTURE.md names every source file
 //! of the interposer and of the Rust pipeline, and the README links every document in docs/.
 
 mod common;

@@ -1,6 +1,9 @@
 //! The documents and the sources' comments describe stallscope as it is, not the history of its
-//! work: no "nineteenth stop", "issue 27's ... round" or "since issue 27" (git keeps the history),
-//! and a reference into docs/PERFORMANCE.md names one of its sections.
+//! work: no "nineteenth stop", "issue 27's ... round" or "since issue 27", no work item of this
+//! project cited ("(issue 12 item 9)", "Issue 22, item 4:", "issues 12 and 25": git keeps the
+//! history), and a reference into docs/PERFORMANCE.md names one of its sections. Another
+//! project's tracker is cited by its name ("redis issue 1234", "upstream issue 5"), a "#1234" or
+//! a URL, and stays.
 //!
 //! Read: docs/*.md, README.md, and every source and script under src/, preload/, tests/, benches/
 //! and include/ (their whole text: comments, docstrings and strings alike).
@@ -38,6 +41,15 @@ const STOP_POINTERS: &[&str] = &["this", "last", "previous"];
 /// Words that, followed by "issue N", date a behaviour by the work that changed it.
 const ISSUE_DATERS: &[&str] = &["since", "before", "until"];
 
+/// Words that, right before "issue N", make it this project's work item ("the programs of issue
+/// 14"); any other word before it names whose tracker it is ("redis issue 1234", "Google Benchmark
+/// issue 537").
+const NOT_A_TRACKER: &[&str] = &[
+    "a", "also", "an", "and", "are", "as", "at", "by", "cf", "each", "for", "from", "in", "is",
+    "its", "of", "on", "or", "our", "per", "see", "that", "the", "this", "to", "under", "was",
+    "which", "with",
+];
+
 /// The phrase named in a failure, for each kind of match.
 const WHAT: &[(&str, &str)] = &[
     ("ordinal", "a numbered stop (\"the Nth stop\")"),
@@ -47,6 +59,11 @@ const WHAT: &[(&str, &str)] = &[
     ),
     ("possessive", "an issue's round of work (\"issue N's ...\")"),
     ("dated", "a behaviour dated by an issue (\"since issue N\")"),
+    (
+        "work item",
+        "a work item of this project (\"(issue N\", \"Issue N, item M\"; another project's is \
+         cited as \"redis issue N\", \"#N\" or a URL)",
+    ),
     ("section", "a section docs/PERFORMANCE.md does not have"),
 ];
 
@@ -135,6 +152,90 @@ fn is_issue_number(word: &str) -> bool {
     !word.is_empty() && word.chars().all(|c| c.is_ascii_digit())
 }
 
+/// The words of the text as (start, end) byte offsets, the characters `words` keeps.
+fn spans(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (at, c) in text.char_indices() {
+        let in_word = c.is_alphanumeric() || c == '\'' || c == '\u{2019}';
+        match (in_word, start) {
+            (true, None) => start = Some(at),
+            (false, Some(s)) => {
+                out.push((s, at));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, text.len()));
+    }
+    out
+}
+
+/// What lies between two words: nothing but spaces (on one line, or across the lines of one
+/// comment or paragraph), or a break: punctuation ("(", ",", "." and also the "#" of "#1234" or the
+/// "/" of "issues/1234"), or a blank line (a new paragraph, heading or comment).
+#[derive(PartialEq)]
+enum Gap {
+    Spaces,
+    Break,
+}
+
+fn gap(between: &str) -> Gap {
+    let lines: Vec<&str> = between.split('\n').collect();
+    if !lines[0].trim().is_empty() {
+        return Gap::Break;
+    }
+    let next = &lines[1..];
+    for (k, line) in next.iter().enumerate() {
+        // A comment's next line begins with its leader (`//!`, `///`, ` * `, `#`); a line with
+        // nothing else, before the next word's line, is a blank line.
+        let rest = line
+            .trim_start()
+            .trim_start_matches(['/', '*', '!', '#'])
+            .trim();
+        if !rest.is_empty() || k + 1 < next.len() {
+            return Gap::Break;
+        }
+    }
+    Gap::Spaces
+}
+
+/// (line, the words matched) of every work item of this project cited in the text: "issue N" or
+/// "issues N" whose number follows after spaces only, after a break or a word that names no
+/// tracker ("(issue 12 item 9", "Issue 22, item 4", "of issue 14", "issues 12 and 25"). Not
+/// "issue #N", a URL's "issues/N", another project's "redis issue N", nor "since issue N"
+/// (`chronicle_phrases` names that one).
+fn work_items(text: &str) -> Vec<(usize, String)> {
+    let spans = spans(text);
+    let word = |i: usize| {
+        let (s, e) = spans[i];
+        text[s..e].trim_matches(['\'', '\u{2019}']).to_lowercase()
+    };
+    let mut found = Vec::new();
+    for i in 0..spans.len().saturating_sub(1) {
+        let issue = word(i);
+        if issue != "issue" && issue != "issues" {
+            continue;
+        }
+        let number = word(i + 1);
+        if !is_issue_number(&number) || gap(&text[spans[i].1..spans[i + 1].0]) != Gap::Spaces {
+            continue;
+        }
+        let ours = i == 0 || gap(&text[spans[i - 1].1..spans[i].0]) == Gap::Break || {
+            let before = word(i - 1);
+            NOT_A_TRACKER.contains(&before.as_str())
+        };
+        let dated = i > 0 && ISSUE_DATERS.contains(&word(i - 1).as_str());
+        if ours && !dated {
+            let line = text[..spans[i].0].matches('\n').count() + 1;
+            found.push((line, format!("{issue} {number}")));
+        }
+    }
+    found
+}
+
 /// (line, kind, the words matched) of every chronicle phrase in the text.
 fn chronicle_phrases(text: &str) -> Vec<(usize, &'static str, String)> {
     let words = words(text);
@@ -221,6 +322,9 @@ fn docs_and_comments_hold_no_chronicle() {
         for (line, kind, words) in chronicle_phrases(&text) {
             problems.push(format!("{name}:{line}: \"{words}\": {}", what(kind)));
         }
+        for (line, words) in work_items(&text) {
+            problems.push(format!("{name}:{line}: \"{words}\": {}", what("work item")));
+        }
         for (line, title) in missing_sections(&text, &sections) {
             problems.push(format!(
                 "{name}:{line}: PERFORMANCE.md, \"{title}\": {}",
@@ -268,4 +372,45 @@ fn the_phrases_are_found() {
         missing_sections(refs, &sections),
         vec![(2, "Issue 27's sixth stop".to_string())]
     );
+}
+
+#[test]
+fn work_items_are_found_and_other_trackers_kept() {
+    let text = concat!(
+        "//! Runs (issue 12 item 9): the tree.\n",
+        "//! Issue 22, item 4: each cause\n",
+        "/* as issue 25: an emptied environment; issues 12 and 25 */\n",
+        "# Cause programs (Issue 14)\n",
+        "the programs of issue 14 and the tree of\n",
+        "//! issue 54 item 2\n",
+        "\n",
+        "Issue 52 (how a program uses its threads)\n",
+        "since issue 12, and before issue 3\n",
+        "redis issue 1234: a crash; the upstream issue 5, item 2; glibc bug 12345\n",
+        "Google Benchmark issue 537 asked; Criterion\n",
+        "//! issue 822 and chrono issue #677, https://github.com/a/b/issues/99 (issue #12)\n",
+        "issue 27's round; an issue with 3 threads; the issue, 12 of them",
+    );
+    let found: Vec<(usize, String)> = work_items(text);
+    let want: Vec<(usize, String)> = [
+        (1, "issue 12"),
+        (2, "issue 22"),
+        (3, "issue 25"),
+        (3, "issues 12"),
+        (4, "issue 14"),
+        (5, "issue 14"),
+        (6, "issue 54"),
+        (8, "issue 52"),
+    ]
+    .iter()
+    .map(|(l, w)| (*l, w.to_string()))
+    .collect();
+    assert_eq!(found, want);
+    // "since issue 12" is a dated behaviour, named once, by `chronicle_phrases`.
+    let dated: Vec<usize> = chronicle_phrases(text)
+        .iter()
+        .filter(|(_, k, _)| *k == "dated")
+        .map(|(l, _, _)| *l)
+        .collect();
+    assert_eq!(dated, vec![9, 9]);
 }

@@ -1,4 +1,4 @@
-//! False alarms on real software and small programs (issue 52, item 4: findings gated by
+//! False alarms on real software and small programs (findings gated by
 //! evidence, not by absolute counts). Each test runs a program that has no problem, or one
 //! problem, and asserts that the findings do not name a cause it does not have, and name the one
 //! it has. Programs in tests/false_alarm_programs/; a cargo build's case is slower than these

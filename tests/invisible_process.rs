@@ -1,4 +1,4 @@
-//! The process under `stallscope run` sees what it would see without it (issue 12): its
+//! The process under `stallscope run` sees what it would see without it: its
 //! children, made by fork, clone or clone3, are profiled without harm (a child that shares its
 //! parent's memory is never written into), and its descriptors are its own even under a low
 //! limit. Each test runs a hostile program from tests/hostile_programs/ with and without the

@@ -1,4 +1,4 @@
-//! The program's threads under `stallscope run` behave as without it (issue 12): a signal sent to
+//! The program's threads under `stallscope run` behave as without it: a signal sent to
 //! a thread as soon as it exists, threads created by the ten thousand, threads that block every
 //! signal. Each test runs a hostile program from tests/hostile_programs/ with and without the
 //! profiler and compares how it ends and what it prints.
@@ -92,7 +92,8 @@ fn twenty_thousand_short_threads_cost_what_two_thousand_do() {
             .iter()
             .find(|l| l["acquisitions"].as_u64() == Some(n));
         assert!(lock.is_some(), "the workers' mutex, acquired {n} times");
-        // Counts of distinct threads survive folding (issue 25: "65 threads took it").
+        // Counts of distinct threads survive folding: a lock taken by every worker counts them all,
+        // not the few thread records left after folding.
         assert_eq!(
             lock.unwrap()["threads"].as_u64(),
             Some(n),

@@ -1,4 +1,4 @@
-//! Names of glibc's locks with and without libc's debug file (issue 25, item 5), as most users of
+//! Names of glibc's locks with and without libc's debug file, as most users of
 //! Ubuntu or Fedora run: `report` runs in a mount namespace with an empty tmpfs over
 //! /usr/lib/debug, and again with the debug file served by a local debuginfod server
 //! (DEBUGINFOD_URLS). random()'s lock and the timezone lock are named from libc's code (the

@@ -1,7 +1,7 @@
 //! OpenMP programs built with GCC (libgomp: no OMPT, futex waits by an inline system call) and
 //! with clang (LLVM's libomp, seen through OMPT): an imbalanced static loop is load imbalance at its region's barrier, never a lock inside the
 //! C library; a named critical section is a lock named by its name at the user's line; a
-//! balanced dynamic loop stays quiet (issue 23).
+//! balanced dynamic loop stays quiet.
 
 mod common;
 

@@ -1,7 +1,8 @@
 //! A process that drops its privileges (non-dumpable: its /proc files belong to root) keeps its
 //! output and exit status, and its report says plainly that what its threads waited in could not
-//! be read, and draws no finding about waiting from it (issue 54: `mariadbd --user=mysql` read
-//! HIGH serial-section from such guesses). The same program without the drop is the control.
+//! be read, and draws no finding about waiting from it (a guess there would read, for
+//! `mariadbd --user=mysql`, as a HIGH serial-section). The same program without the drop is the
+//! control.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Process trees people can read (issue 54): each process named by its role (the title it set)
+//! Process trees people can read: each process named by its role (the title it set)
 //! beside how it started, a forked worker's CPU time and normal exit as its own, and the
 //! processes of a run that together want more CPUs than exist named as oversubscription across
 //! processes, which no single process's profile can show.

@@ -660,8 +660,9 @@ fn the_interposers_memory_stays_bounded_however_many_windows() {
         early > 0 && middle > 0 && late > 0,
         "{early} {middle} {late}"
     );
-    // Each window used to keep its threads' nodes (about 25 kB each, five threads): 15 windows
-    // grew the program by about 2 MB. Reused nodes leave the later windows no growth beyond noise.
+    // A window that kept its threads' nodes (about 25 kB each, five threads) would grow the
+    // program by about 2 MB every 15 windows. Reused nodes leave the later windows no growth
+    // beyond noise.
     let first = middle.saturating_sub(early);
     let second = late.saturating_sub(middle);
     assert!(

@@ -1,4 +1,4 @@
-//! Real software under stallscope (issue 54): redis-server plain and with I/O threads under
+//! Real software under stallscope: redis-server plain and with I/O threads under
 //! redis-benchmark, PostgreSQL under pgbench (as the `postgres` user), MariaDB started with
 //! `--user=mysql` under a client's queries, `make -j2` of a generated project, and two attach
 //! windows of a redis started without stallscope. Each program keeps its output and exit status,
@@ -36,7 +36,7 @@ fn report_text(file: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The report's contradictions issue 54 lists, beside the invariants `report_json` checks.
+/// The ways a report could contradict itself, beside the invariants `report_json` checks.
 fn contradictions(file: &Path) -> Value {
     let r = report_json(file);
     let at = file.display();

@@ -1,4 +1,4 @@
-//! Never harms, on what else users run (issue 25): a program whose loader is not glibc's (musl)
+//! Never harms, on what else users run: a program whose loader is not glibc's (musl)
 //! runs exactly as without stallscope, unprofiled, with a note, whether it is the command itself
 //! or a child started by exec, posix_spawn or posix_spawnp; and the launched process's profile is
 //! at the `-o` path whatever the program does with its environment (`env -i`, `clearenv()` then

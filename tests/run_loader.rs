@@ -1,4 +1,4 @@
-//! Programs started through their loader (issue 25, item 6): `stallscope run --
+//! Programs started through their loader: `stallscope run --
 //! /lib64/ld-linux-x86-64.so.2 [--library-path DIR] ./prog` is profiled like any other, with the
 //! program's own executable as the main module (its /proc/self/exe is the loader); and when the
 //! interposer's unwinder (libgcc_s.so.1) cannot be found at all, the profile and the report say

@@ -1,4 +1,4 @@
-//! Where `stallscope run` puts things, and what it says when it cannot (issue 12 items 8 and 9):
+//! Where `stallscope run` puts things, and what it says when it cannot:
 //! an unwritable working directory is named with the OS error and the `-o` remedy before the
 //! program runs; the interposer can be loaded by a program that switches to another user; the
 //! command shown in a report keeps its quoting; a process tree leaves one profile per run.

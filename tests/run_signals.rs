@@ -1,4 +1,4 @@
-//! Issue 12 item 1: the program sees the signal dispositions, mask, descriptors and limits it
+//! The program sees the signal dispositions, mask, descriptors and limits it
 //! would see without stallscope, Ctrl-C reaches it, signals sent to stallscope are passed on, and
 //! a program killed by a signal leaves stallscope's parent the same wait status.
 
@@ -415,9 +415,9 @@ fn the_program_sees_no_variable_of_stallscope() {
 }
 
 /// The comparison switches (`STALLSCOPE_LOCK_STEPS`, `STALLSCOPE_FAST_UNWIND`) are in the
-/// options table like every setting (issue 24): set in `run`'s environment, they reach the
-/// interposer (the profile says the lock steps were off) and leave the program's environment, as
-/// they did not when the interposer read them with getenv.
+/// options table like every setting: set in `run`'s environment, they reach the interposer (the
+/// profile says the lock steps were off) and leave the program's environment (the interposer
+/// never reads them with getenv).
 #[test]
 fn the_comparison_switches_reach_the_interposer_and_leave_the_programs_environment() {
     let dir = TempDir::new("environ-switches");

@@ -1,4 +1,4 @@
-//! `report`, `report --json` and `html` on a run of several processes (issue 12 item 9): given the
+//! `report`, `report --json` and `html` on a run of several processes: given the
 //! launched process's profile, its run directory or a directory of profiles, they show the process
 //! tree, the figures and findings per program and the totals; a single profile reads as before.
 
@@ -65,7 +65,7 @@ fn a_run_reads_as_a_tree_from_its_profile_its_directory_or_the_working_directory
     let run = &report["run"];
     let count = num(run, &["totals", "processes"]);
     // The root, sh and its ls, the leaf, the orphan and true. (The orphan's parent, which exits
-    // at once without calling the allocator, has no profile today: issue 12 item 8.)
+    // at once without calling the allocator, may leave no profile.)
     assert!(count >= 6, "{run:#}");
     let launched = &run["processes"][run["launched"].as_u64().unwrap() as usize];
     assert_eq!(launched["program"], "process_tree");

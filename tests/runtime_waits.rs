@@ -1,4 +1,4 @@
-//! Runtimes that wait outside pthread (issue 22): Rust's std locks, parking_lot and rayon sleep on
+//! Runtimes that wait outside pthread: Rust's std locks, parking_lot and rayon sleep on
 //! futex words through the C library's syscall(); a C program's own futex lock and event do too.
 //! Each is seen where the runtime makes the wait, named in the runtime's words at the user's line,
 //! and a runtime's idle workers and events never read as locks.

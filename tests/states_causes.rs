@@ -1,8 +1,8 @@
-//! Issue 14 on the cause programs (tests/cause_programs, README table): each thread's states add
-//! up to its life, agree with what Linux says of the same run (CAUSE_TRUTH=1: CPU time,
+//! Thread states of the cause programs (tests/cause_programs, README table): each thread's states
+//! add up to its life, agree with what Linux says of the same run (CAUSE_TRUTH=1: CPU time,
 //! run-queue delay, faults), and each cause gets its finding with the user frame; the clean
-//! programs get no medium or high finding. Tolerances hold on a loaded 2-core machine: they
-//! compare figures of one run, never timings.
+//! programs get no medium or high finding. Tolerances hold on a loaded 2-core machine: they compare
+//! figures of one run, never timings.
 
 mod common;
 

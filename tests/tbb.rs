@@ -1,6 +1,6 @@
 //! Intel TBB (oneTBB, Debian's libtbb-dev): a contended tbb::spin_mutex is spinning named at the
 //! user's line, never page faults (its sched_yield back-off's system time); a balanced
-//! parallel_reduce whose workers go idle between rounds stays quiet (issue 23). Through ITT
+//! parallel_reduce whose workers go idle between rounds stays quiet. Through ITT
 //! (preload/itt.c: stallscope is the collector TBB loads), mutexes built with
 //! TBB_USE_PROFILING_TOOLS are TBB locks named at the user's line, a release build's scheduler
 //! notifications are no locks, and a collector the user names is the one loaded.

@@ -1,4 +1,4 @@
-//! Issue 22, item 4: how a program uses its threads, each cause on its own program in
+//! How a program uses its threads, each cause on its own program in
 //! tests/cause_programs with a clean twin (the same program with other arguments) that must not
 //! get the finding: a thread per task (thread-churn), a mostly serial program whose workers are
 //! few or short (mostly-serial), readers of an uncontended rwlock (rwlock-reader-count),

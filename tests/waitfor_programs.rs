@@ -1,4 +1,4 @@
-//! Wait-for edges on the cause programs of issue 14 (tests/cause_programs): the holder of a lock
+//! Wait-for edges on the cause programs (tests/cause_programs): the holder of a lock
 //! and what it did meanwhile, lock names by symbol and by initialisation site, the waker of a
 //! condition wait, the waiter named at the user's line (docs/WAITFOR.md).
 

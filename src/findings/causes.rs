@@ -1,4 +1,4 @@
-//! Findings about how a program uses its threads (issue 22): thread churn (a thread per task), a
+//! Findings about how a program uses its threads: thread churn (a thread per task), a
 //! mostly serial program whose workers are few or short, and read-side rwlock contention (the
 //! shared reader count bouncing between CPUs). Each carries a stake, as the findings of
 //! `scaling.rs` do.

@@ -1,4 +1,4 @@
-//! What no model may say, whatever the profile (issue 24: one number per concept): a thread
+//! What no model may say, whatever the profile (one number per concept): a thread
 //! spends at most its life in the allocator or waiting for locks, and at most its CPU time (and
 //! its allocator calls' measured time) on a CPU in the allocator, and the allocator functions'
 //! times add up to no more than the threads' (a phase's to no more than its wall time); no

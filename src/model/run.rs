@@ -1,4 +1,4 @@
-//! The model of a run of several processes (issue 12 item 9): the process tree, each process's
+//! The model of a run of several processes: the process tree, each process's
 //! figures and findings, the CPUs the run kept busy over time, and the model of the profile a
 //! page of the run shows. The files and the tree come from `profile::tree`; each profile is read
 //! once, and analysed once where its findings (or its page) are needed. The views present it:

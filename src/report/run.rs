@@ -1,4 +1,4 @@
-//! The report of a run of several processes (issue 12 item 9): the process tree, the time and
+//! The report of a run of several processes: the process tree, the time and
 //! findings per program, and the totals, above the launched process's own report, as text and
 //! as JSON. The run's model (the tree, each process's figures and findings, the run's
 //! concurrency) is `crate::model::run`; this module only presents it.

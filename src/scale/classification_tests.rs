@@ -1,4 +1,4 @@
-//! One classification for every view (issue 24): a sample's category in the thread states is its
+//! One classification for every view: a sample's category in the thread states is its
 //! category in wait-for's activities and in `scale`'s costs. Here, above the analysis, because it
 //! reads `scale` (a command), which the analysis may not (tests/layers.rs).
 

@@ -507,7 +507,7 @@ pub fn main_thread(r: &Value) -> &Value {
         .expect("a main thread")
 }
 
-/// What no report may say, whatever the program (issue 24: one number per concept): a thread
+/// What no report may say, whatever the program (one number per concept): a thread
 /// spends at most its life in the allocator or waiting for locks, and at most its CPU time (and
 /// its allocator calls' measured time) on a CPU in the allocator; no share above 100%; no stake
 /// above the wall time; at least as many threads counted as rows shown, and as took any one lock;

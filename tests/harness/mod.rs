@@ -1,4 +1,4 @@
-//! The conformance harness (issue 12): runs one command plainly and under `stallscope run -q`, in
+//! The conformance harness: runs one command plainly and under `stallscope run -q`, in
 //! the same conditions (signal dispositions, mask, limits, closed descriptors, environment, stdin,
 //! working directory), and checks that the program could not tell: the same wait status (exit
 //! code, or the signal that killed it), the same stdout and stderr, and memory bounded by the plain

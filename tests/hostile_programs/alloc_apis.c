@@ -1,7 +1,7 @@
 /* Every allocation API glibc has, from two threads: malloc, calloc, realloc (grow, shrink, from
  * NULL, to 0), reallocarray, free, posix_memalign, aligned_alloc, memalign, valloc, pvalloc,
  * malloc_usable_size, strdup, strndup, asprintf, getline, open_memstream, getdelim; prints a
- * checksum of what they returned. (Issue 25, item 8.) */
+ * checksum of what they returned. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* Two workers that block every signal (as xz's do) and compute for about half a second each.
- * Prints a checksum. (Issue 12, item 4: such threads were never sampled and the report said
+ * Prints a checksum. (Such threads are sampled: the report must not read
  * "parallel efficiency 0.0%" for two busy workers.) */
 #include <pthread.h>
 #include <signal.h>

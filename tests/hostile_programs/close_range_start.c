@@ -1,6 +1,6 @@
 /* Closes every descriptor above 2 at start (close_range(3, ~0U, 0), as daemons and sandboxes do),
  * whatever the profiler opened there, then starts threads that allocate and take a lock, opens
- * files and prints the descriptors it got: the same as without stallscope. (Issue 25, item 8.) */
+ * files and prints the descriptors it got: the same as without stallscope. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>

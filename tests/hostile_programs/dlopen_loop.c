@@ -1,6 +1,6 @@
 /* Two threads dlopen, dlsym and dlclose glibc's own libraries 300 times each (libresolv and
  * libutil: always there, seldom loaded), while allocating; prints how many symbols were found.
- * (Issue 25, item 8: the profiler's module list follows objects that come and go.) */
+ * (The profiler's module list follows objects that come and go.) */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* dup2s over high descriptor numbers it never opened (500 to 1023, where a profiler might keep
  * its own), writes through them, closes them, while threads allocate; prints what each write
- * returned. The same as without stallscope. (Issue 25, item 8.) */
+ * returned. The same as without stallscope. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>

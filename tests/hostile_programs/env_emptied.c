@@ -1,6 +1,6 @@
 /* Runs itself again three ways with an emptied environment: execve with an empty envp,
  * clearenv() then execv, and posix_spawn with an empty envp; each new image prints how many
- * variables it has (0) and whether LD_PRELOAD is set. (Issue 25, item 8: an emptied environment
+ * variables it has (0) and whether LD_PRELOAD is set. (An emptied environment
  * stays empty, and the profile is still written at the path asked for.) */
 #define _GNU_SOURCE
 #include <spawn.h>

@@ -1,7 +1,7 @@
 /* Prints the program's environment as `environ` holds it (what getenv and exec see), then as the
  * kernel passed it (/proc/self/environ), one entry a line, each list after a header line. Run
  * plainly and under `stallscope run`: the lists must be the same apart from the preload
- * (issue 12 item 1: the program sees its environment apart from the preload itself). */
+ * (the program sees its environment apart from the preload itself). */
 #include <stdio.h>
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 /* Forks 40 times while 3 threads allocate and free without pause (the allocator's and the
  * profiler's locks may be held at the fork); each child allocates, frees and exits with 7.
- * Prints how many children exited 7. (Issue 25, item 8.) */
+ * Prints how many children exited 7. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * executes itself, so that the new image starts under the limit as after `ulimit -n 5`; the new
  * image starts a thread, then opens /dev/null until EMFILE and prints the descriptors it got;
  * then it closes every descriptor above 2 and dup2s over numbers it never opened, as daemons do.
- * (Issue 12, item 7: the interposer's descriptor took the lowest free number.) */
+ * (The interposer's own descriptor must never take the lowest free number.) */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

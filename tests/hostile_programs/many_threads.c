@@ -1,6 +1,6 @@
 /* Creates and joins many short threads (argv[1], default 20000), a few at a time (argv[2],
  * default 2), each allocating and taking a mutex. Prints the total, and on stderr its peak
- * resident set (VmHWM). (Issue 12, item 3: the interposer's memory and profile grew with every
+ * resident set (VmHWM). (The interposer's memory and profile must not grow with every
  * thread ever created.) */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Lowers RLIMIT_NOFILE at run time (after start, threads running), to a few above what is open,
  * then opens /dev/null until EMFILE and prints the descriptors it got; then raises it back and
- * lets its threads allocate again. The same as without stallscope. (Issue 25, item 8.) */
+ * lets its threads allocate again. The same as without stallscope. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,8 +1,8 @@
 /* Signals sent to the process while its main thread waits in sigsuspend and two workers compute:
  * the kernel delivers a process-directed signal to the main thread when it can take it, so every
- * one of them must be handled there. Prints where each was handled. (Issue 12, item 6: with
- * sampling on, such signals reached worker threads, and stress-ng's SIGALRM never woke its main
- * thread.) A separate process sends them, so that the sender is no thread of ours. Prints how
+ * one of them must be handled there. Prints where each was handled. (With
+ * sampling on, such signals must still reach the main thread: stress-ng waits for its SIGALRM
+ * there.) A separate process sends them, so that the sender is no thread of ours. Prints how
  * many were handled by another thread than main (0 without the profiler). */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* A process tree of every shape `stallscope run` must follow into one run (issue 12 item 9):
+/* A process tree of every shape `stallscope run` must follow into one run:
  * a fork child that execs a shell (an exec chain), which starts a command of its own; a
  * posix_spawn child (this program again, as a leaf that exits 3); a child that forks a grandchild
  * and exits at once, so that the grandchild is re-parented (an orphan, as a daemon would be) before

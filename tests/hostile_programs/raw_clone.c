@@ -1,7 +1,7 @@
 /* Children made without fork's handlers: clone(2) and clone3(2) through syscall(), which glibc's
  * pthread_atfork handlers never see, and a CLONE_VM | CLONE_VFORK child that shares the parent's
  * memory until it exits. Each child allocates a little and leaves with _exit(status); the parent
- * prints how each ended. (Issue 12, item 8: such children were never profiled; one that shares
+ * prints how each ended. (Such children are profiled as any other; one that shares
  * memory must never have the profiler write into it.) */
 #define _GNU_SOURCE
 #include <linux/sched.h>

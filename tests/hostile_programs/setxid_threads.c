@@ -6,7 +6,7 @@
  * thread of the interposer's that did not do the same would fail it (SIGABRT). Then a second
  * thread repeats the calls while three others allocate. Prints each call's result and whether
  * every thread, the interposer's included, ended with the new user and group; run as root,
- * plainly and under `stallscope run`, the output must be the same (issue 12). */
+ * plainly and under `stallscope run`, the output must be the same. */
 #define _GNU_SOURCE
 #include <grp.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* A storm of signals whose handler allocates and frees (not async-signal-safe, but common; the
  * interrupted code never allocates here, so it cannot deadlock without stallscope): a thread
  * sends SIGUSR1 to the process 3,000 times while two threads compute; prints "done" and whether
- * every handler's allocation succeeded. (Issue 25, item 8.) */
+ * every handler's allocation succeeded. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>

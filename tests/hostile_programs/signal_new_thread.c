@@ -1,7 +1,7 @@
 /* A signal delivered to a thread at once after its creation, whose handler allocates: the handler
  * may run before the new thread has started its own code. Run many times; exits 0 and prints the
- * number of signals handled. (Issue 12, item 2: the interposer gave such a thread two records and
- * two CPU timers, and the first timer's signal killed the process with SIGPROF.) */
+ * number of signals handled. (The interposer must give such a thread one record and one
+ * CPU timer: a second timer's SIGPROF would kill the process.) */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Prints the state a program inherits from whoever started it: the disposition of every signal
  * (ignored or default; a handler cannot survive exec), the blocked signals, which of the standard
  * descriptors are open, the resource limits and the umask.
- * Run plainly and under `stallscope run`, the two outputs must be the same (issue 12 item 1). */
+ * Run plainly and under `stallscope run`, the two outputs must be the same. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

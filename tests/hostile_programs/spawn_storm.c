@@ -1,5 +1,5 @@
 /* Two threads start /bin/true 150 times each, one by vfork + execv, the other by posix_spawn,
- * while the main thread allocates; prints how many children exited 0. (Issue 25, item 8.) */
+ * while the main thread allocates; prints how many children exited 0. */
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>

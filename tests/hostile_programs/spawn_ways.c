@@ -1,4 +1,4 @@
-/* Starts itself again in every way a program starts another (issue 12: the program sees no
+/* Starts itself again in every way a program starts another (the program sees no
  * STALLSCOPE_ variable, yet the programs it starts are still profiled): execve from a fork child
  * with environ, execvp, posix_spawn, system() and popen() (which glibc runs from inside, with
  * environ), after a setenv/unsetenv/putenv of its own, and one execve with an environment it
