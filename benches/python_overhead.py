@@ -4,8 +4,9 @@ loop in one thread, a few frames deep (benches/programs/py_cpu.py), plain and un
 run`, side by side: each round runs both (the one that starts alternates), and the table gives
 per version the median over the rounds of each mode's CPU time (user + system of the whole
 command, supervisor included, from wait4: on a shared machine, time spent waiting for a CPU is left
-out) and wall time, and the median of the per-round ratios run/plain. Under stallscope each CPU
-sample also reads the thread's Python frames (docs/STACKS.md, "Python frames").
+out) and wall time, and the median of the per-round ratios run/plain (last, the lowest and the
+highest round's CPU ratio). Under stallscope each CPU sample also reads the thread's Python
+frames (docs/STACKS.md, "Python frames").
 
 Interpreters: Debian's /usr/bin/python3.11 and pyenv's newest 3.8 to 3.13, where installed; with
 BENCH_PYTHON=TEXT only those whose path holds TEXT. With BENCH_BASELINE_LIB=PATH (another build of
@@ -56,7 +57,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "p.prof")
         print(f"{'python':<34} {'plain cpu':>10} {'run cpu':>10} {'cpu ratio':>10} {'wall ratio':>10}"
-              f" {'no-py ratio':>11}" + (f" {'baseline ratio':>14}" if baseline else ""))
+              f" {'no-py ratio':>11}" + (f" {'baseline ratio':>14}" if baseline else "") + f" {'cpu ratio min-max':>17}")
         for py in pythons():
             version = subprocess.run([py, "--version"], capture_output=True, text=True).stdout.strip()
             plain, run, nopy, base = [], [], [], []
@@ -74,13 +75,15 @@ def main():
                         nopy.append(timed(argv, {"STALLSCOPE_PYTHON_FRAMES": "0"}))
                     else:
                         base.append(timed(argv, {"STALLSCOPE_PRELOAD_LIB": baseline}))
-            cpu = statistics.median(b[0] / a[0] for a, b in zip(plain, run))
+            ratios = [b[0] / a[0] for a, b in zip(plain, run)]
+            cpu = statistics.median(ratios)
             wall = statistics.median(b[1] / a[1] for a, b in zip(plain, run))
             label = f"{version} ({py.split('/versions/')[-1] if '/versions/' in py else py})"
             print(f"{label:<34} {statistics.median(p[0] for p in plain):>9.3f}s "
                   f"{statistics.median(p[0] for p in run):>9.3f}s {cpu:>10.3f} {wall:>10.3f}"
                   f" {statistics.median(b[0] / a[0] for a, b in zip(plain, nopy)):>11.3f}"
-                  + (f" {statistics.median(b[0] / a[0] for a, b in zip(plain, base)):>14.3f}" if baseline else ""),
+                  + (f" {statistics.median(b[0] / a[0] for a, b in zip(plain, base)):>14.3f}" if baseline else "")
+                  + f" {min(ratios):>6.3f}-{max(ratios):.3f}",
                   flush=True)
 
 
