@@ -64,6 +64,7 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         .sum();
     let mut found: Vec<(f64, Finding)> = Vec::new();
     let turns = super::causes::turns_cause(a);
+    let mut parked: Option<Vec<u64>> = None;
     for lock in s.locks.iter().filter(|l| l.runtime.is_some() == runtime) {
         // The timed waits, or, where more, the time the samples put on the lock at the places
         // that wait on it: spinning before sleeping, and the atomic operations of its
@@ -101,6 +102,14 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
                 rule.param("holder_away_min_mean_wait_ns"),
             )
         }) {
+            continue;
+        }
+        // A lock that parks threads with nothing to do: its waiters wait for work.
+        if holder.is_some()
+            && parked
+                .get_or_insert_with(|| super::waitfor::parked_locks(a))
+                .contains(&lock.address)
+        {
             continue;
         }
         let (kind, address) = lock_kind_and_name(a, lock);

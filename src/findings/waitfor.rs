@@ -157,9 +157,10 @@ impl HolderStretches {
     }
 }
 
-/// The locks that parked threads with nothing to do: their waits' holders mostly waited for an
-/// event from outside while the process's threads hardly ran (lock-held-while-asleep's
-/// `parked_max_running` and `min_away_share`). Waiting for such a lock is waiting for work.
+/// The locks that parked threads with nothing to do (lock-held-while-asleep's parameters):
+/// waiting for such a lock is waiting for work. Either their waits' holders mostly waited for an
+/// event from outside while the process's threads hardly ran (`parked_max_running`,
+/// `min_away_share`), or the lock is a gate (`is_gate`).
 pub(super) fn parked_locks(a: &Analysis) -> Vec<u64> {
     let Some(rule) = super::rules::rules()
         .iter()
@@ -175,10 +176,66 @@ pub(super) fn parked_locks(a: &Analysis) -> Vec<u64> {
     locks.sort_unstable();
     locks.dedup();
     locks.retain(|&l| {
+        let gate = a
+            .waitfor
+            .as_ref()
+            .and_then(|w| w.holder_time(l))
+            .is_some_and(|h| {
+                is_gate(
+                    h,
+                    waiters_mean_hold_ns(a, l, &h.waiters),
+                    rule.param("gate_min_event_share"),
+                    rule.param("gate_max_waiter_hold_ns"),
+                )
+            });
         let o = stretches.overlap(a, l, rule.param("parked_max_running"));
-        o.wait_ns > 0 && o.parked_ns as f64 >= rule.param("min_away_share") * o.wait_ns as f64
+        gate || (o.wait_ns > 0
+            && o.parked_ns as f64 >= rule.param("min_away_share") * o.wait_ns as f64)
     });
     locks
+}
+
+/// Whether a lock is a gate that keeps threads with nothing to do asleep (a pause switch), not a
+/// critical section: the threads that wait for it never hold it while another waits (one side
+/// holds, the other only passes through), what their holds were timed says they release it at
+/// once (`waiters_hold_ns`, their mean timed hold, under `max_waiter_hold_ns`; none timed says
+/// nothing against it), and the holders spent at least `min_event_share` of their sampled time
+/// inside the waits waiting for an event from outside (`epoll_wait`, `poll`, `accept`): a hold
+/// that spans its holder's own waits for input spans its loop, so the holder's I/O in it is the
+/// serving it does anyway, and the waiters wait for the holder to hand them work. redis-server
+/// with `--io-threads` holds each idle I/O thread's mutex from its main thread, which serves the
+/// clients itself meanwhile; the I/O thread takes the mutex and releases it at once. A lock held
+/// across `fdatasync` by threads that all need it (tests/cause_programs/log_fsync.cpp) fails the
+/// first and the last test.
+fn is_gate(
+    h: &HolderTime,
+    waiters_hold_ns: Option<f64>,
+    min_event_share: f64,
+    max_waiter_hold_ns: f64,
+) -> bool {
+    let event_ns: u64 = h
+        .activities
+        .iter()
+        .filter(|x| HolderTime::is_asleep(x.state()) && waits_for_event(&x.function))
+        .map(|x| x.ns)
+        .sum();
+    h.sampled_ns > 0
+        && !h.waiters.iter().any(|w| h.holders.contains(w))
+        && waiters_hold_ns.is_none_or(|ns| ns <= max_waiter_hold_ns)
+        && h.share(event_ns) >= min_event_share
+}
+
+/// The waiting threads' mean timed hold of the lock at `object` (None: none of their holds was
+/// timed).
+fn waiters_mean_hold_ns(a: &Analysis, object: u64, waiters: &[usize]) -> Option<f64> {
+    let (mut holds, mut ticks) = (0u64, 0u64);
+    for t in waiters.iter().filter_map(|&i| a.profile.threads.get(i)) {
+        for l in t.locks.iter().filter(|l| l.address == object) {
+            holds = holds.saturating_add(l.timed_holds);
+            ticks = ticks.saturating_add(l.hold_ticks);
+        }
+    }
+    (holds > 0).then(|| a.profile.ticks_to_ns(ticks) as f64 / holds as f64)
 }
 
 /// The measure is the waiting threads' share of their lives spent waiting for the lock; the stake
@@ -196,6 +253,7 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
     let mut found: Vec<(f64, Finding)> = Vec::new();
     let turns = super::causes::turns_cause(a);
     let mut stretches: Option<HolderStretches> = None;
+    let mut parked: Option<Vec<u64>> = None;
     for object in objects {
         let Some(h) = w.holder_time(object) else {
             continue;
@@ -232,18 +290,21 @@ fn lock_held_away(rule: &Rule, a: &Analysis, away: Away) -> Vec<Finding> {
         {
             continue;
         }
+        // A lock that parks threads with nothing to do is no critical section: its waiters wait
+        // for work (`parked_locks`), whether its holder was then asleep or serving.
+        let parked = parked.get_or_insert_with(|| parked_locks(a));
+        if parked.contains(&object) {
+            continue;
+        }
         if away == Away::Asleep {
             // A holder asleep on a condition variable released its mutex to wait (the samples
-            // in the waits' tails after its release are its, not the lock's). A holder waiting
-            // for an event from outside while the process's threads hardly ran is the program
-            // waiting for input, the lock parking threads that had nothing to do (redis
-            // --io-threads 2 parks its idle I/O threads on their mutex from the main thread,
-            // which sits in epoll_wait: MEDIUM in 4 of 6 runs, from start-up with no client).
+            // in the waits' tails after its release are its, not the lock's).
             let o = stretches
                 .get_or_insert_with(|| HolderStretches::of(a))
                 .overlap(a, object, rule.param("parked_max_running"));
-            let half = o.wait_ns as f64 * rule.param("min_away_share");
-            if o.wait_ns > 0 && (o.in_condition_ns as f64 >= half || o.parked_ns as f64 >= half) {
+            if o.wait_ns > 0
+                && o.in_condition_ns as f64 >= o.wait_ns as f64 * rule.param("min_away_share")
+            {
                 continue;
             }
         }
@@ -415,5 +476,80 @@ mod tests {
         // A condition wait releases its mutex.
         let cond = overlap(&held_while(None, true));
         assert_eq!(cond.in_condition_ns, 500 * MS, "{cond:?}");
+    }
+
+    /// Holder time of one lock: `holders` held it while `waiters` waited; inside the waits the
+    /// holders were in each (function, state, ns).
+    fn holder_time(
+        holders: &[usize],
+        waiters: &[usize],
+        acts: &[(&str, Category, u64)],
+    ) -> HolderTime {
+        use crate::analysis::waitfor::Activity;
+        HolderTime {
+            waits: 20,
+            wait_ns: 100 * MS,
+            sampled_ns: acts.iter().map(|x| x.2).sum(),
+            activities: acts
+                .iter()
+                .map(|&(function, category, ns)| Activity {
+                    category,
+                    function: function.into(),
+                    ns,
+                    ..Activity::default()
+                })
+                .collect(),
+            holders: holders.to_vec(),
+            waiters: waiters.to_vec(),
+            ..HolderTime::default()
+        }
+    }
+
+    #[test]
+    fn a_lock_that_keeps_idle_threads_asleep_is_a_gate_not_a_critical_section() {
+        let gate = |h: &HolderTime, hold: Option<f64>| is_gate(h, hold, 0.2, 20_000.0);
+        // redis --io-threads: the main thread holds the I/O thread's mutex while it serves the
+        // clients itself (reads, writes) and waits for them in epoll_wait; the I/O thread takes
+        // the mutex and releases it at once (a few hundred ns per timed hold).
+        let serving = [
+            ("write", Category::Io, 40 * MS),
+            ("read", Category::Io, 20 * MS),
+            ("epoll_wait", Category::Blocked, 25 * MS),
+            ("aeMain", Category::Compute, 15 * MS),
+        ];
+        let redis = holder_time(&[0], &[1], &serving);
+        assert!(gate(&redis, Some(400.0)));
+        assert!(gate(&redis, None), "no hold timed says nothing against it");
+        // Waiters that work under the lock (a mean hold of 2 ms) need it: a critical section.
+        assert!(!gate(&redis, Some(2e6)));
+        // Threads that all hold it and wait for it in turn: a critical section.
+        assert!(!gate(&holder_time(&[0, 1], &[1, 0], &serving), None));
+        // A holder in fdatasync and write, never waiting for input: the lock is held across I/O.
+        let fsync = holder_time(
+            &[0],
+            &[1],
+            &[
+                ("fdatasync", Category::Io, 80 * MS),
+                ("write", Category::Io, 20 * MS),
+            ],
+        );
+        assert!(!gate(&fsync, Some(400.0)));
+        // A timed sleep is no wait for input.
+        let sleep = holder_time(
+            &[0],
+            &[1],
+            &[("clock_nanosleep", Category::Blocked, 100 * MS)],
+        );
+        assert!(!gate(&sleep, None));
+        // Waiting for input a sliver of the time (under 20%) does not make it one.
+        let little = holder_time(
+            &[0],
+            &[1],
+            &[
+                ("write", Category::Io, 90 * MS),
+                ("epoll_wait", Category::Blocked, 10 * MS),
+            ],
+        );
+        assert!(!gate(&little, None));
     }
 }
