@@ -425,6 +425,34 @@ fn a_lock_is_reported_by_what_its_holder_did_while_others_waited() {
     assert_eq!(ids(&locked(wait)), ["lock-contention"]);
 }
 
+/// A holder that mostly waited for a CPU inside the waits had been preempted with the lock held:
+/// the contention stays, at most LOW, and its cause says the waiting follows the CPUs.
+#[test]
+fn a_lock_whose_holder_was_preempted_is_at_most_low_and_says_so() {
+    let wait = 100_000_000.0;
+    let r = rule("lock-contention");
+    let preempted = locked_with_holder(
+        wait,
+        &[
+            (Category::Runnable, 7, false),
+            (Category::Compute, 3, false),
+        ],
+    );
+    let f = &pthread_locks(r, &preempted)[0];
+    assert_eq!(f.severity, Severity::Low, "{f:?}");
+    assert!(
+        f.cause.contains("preempted with the lock held"),
+        "{}",
+        f.cause
+    );
+    assert!(f.cause.contains("70.0% of its sampled time"), "{}", f.cause);
+    // At work: the severity its share gives, and no such words.
+    let work = locked_with_holder(wait, &[(Category::Compute, 9, false)]);
+    let f = &pthread_locks(r, &work)[0];
+    assert!(f.severity < Severity::Low, "{f:?}");
+    assert!(!f.cause.contains("preempted"), "{}", f.cause);
+}
+
 /// Each lock is reported once: the contention rules leave a lock exactly where the rules of a
 /// holder away from its work take it (the same share, no stricter gates).
 #[test]
