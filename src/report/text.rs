@@ -263,9 +263,16 @@ fn overview(o: &mut String, s: &Summary, path: &str, style: Style) {
             timed
         );
     } else {
+        let aside = s.alloc_sampled_aside().map_or(String::new(), |(share, samples)| {
+            format!(
+                "; {} of the threads' CPU time by only {} CPU samples, the figure the findings take",
+                fmt_pct(share),
+                fmt_count(samples)
+            )
+        });
         let _ = writeln!(
             o,
-            "  allocator   {} calls, {} requested, {} inside ({} of thread time)",
+            "  allocator   {} calls, {} requested, {} inside ({} of thread time{aside})",
             fmt_count(s.alloc_calls()),
             fmt_bytes(s.requested_bytes()),
             fmt_ns(s.alloc_ns()),

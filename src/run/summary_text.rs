@@ -72,9 +72,18 @@ pub(super) fn summary_lines(err: &mut impl Write, a: &crate::model::Model, path:
     } else {
         (s.alloc_share_of_life(), "of thread time inside")
     };
+    let aside = s
+        .alloc_sampled_aside()
+        .map_or(String::new(), |(share, samples)| {
+            format!(
+                " ({} of their CPU time by only {} CPU samples, the figure the findings take)",
+                fmt_pct(share),
+                fmt_count(samples)
+            )
+        });
     let _ = writeln!(
         err,
-        "allocator:    {} calls, {} {of}",
+        "allocator:    {} calls, {} {of}{aside}",
         fmt_count(s.alloc_calls()),
         fmt_pct(share)
     );

@@ -177,6 +177,9 @@ mod tests {
         net_allocator_time(&mut counted, Some(&states));
         assert!(!counted.alloc_on_cpu);
         assert_eq!(counted.allocator_ns(), 50_000_000);
+        // The views give the samples' figure beside the calls' (the findings take it).
+        assert_eq!(counted.alloc_sampled_aside(), Some((0.05, few as u64)));
+        assert_eq!(uncounted.alloc_sampled_aside(), None);
         let (mut none, states) = thread_and_states(few, 0, 0);
         net_allocator_time(&mut none, Some(&states));
         assert!(!none.alloc_on_cpu);
