@@ -226,9 +226,6 @@ void *ss_real_sym(const char *name, const char *version) {
     return p ? p : dlsym(scope, name);
 }
 
-static void *ss_sym(const char *name) { return ss_real_sym(name, NULL); }
-
-static void *ss_vsym(const char *name, const char *version) { return ss_real_sym(name, version); }
 
 /* The path of the loaded object whose segments hold `addr` ("" for the program itself), or NULL.
  * Not dladdr: it also looks for the nearest symbol, a walk of every symbol of the object (the C
@@ -268,7 +265,7 @@ void ss_resolve(void) {
     struct ss_real r;
     memset(&r, 0, sizeof r);
     ss_resolve_global = ss_loaded_by_attach();
-#define SS_RESOLVE(field, name) *(void **)&r.field = ss_sym(name)
+#define SS_RESOLVE(field, name) *(void **)&r.field = ss_real_sym(name, NULL)
     SS_RESOLVE(malloc, "malloc");
     SS_RESOLVE(calloc, "calloc");
     SS_RESOLVE(realloc, "realloc");
@@ -298,8 +295,8 @@ void ss_resolve(void) {
     SS_RESOLVE(spin_trylock, "pthread_spin_trylock");
     SS_RESOLVE(spin_unlock, "pthread_spin_unlock");
     /* The unversioned lookup finds the pre-2.3.2 condition variables; programs use the new ones. */
-    *(void **)&r.cond_wait = ss_vsym("pthread_cond_wait", "GLIBC_2.3.2");
-    *(void **)&r.cond_timedwait = ss_vsym("pthread_cond_timedwait", "GLIBC_2.3.2");
+    *(void **)&r.cond_wait = ss_real_sym("pthread_cond_wait", "GLIBC_2.3.2");
+    *(void **)&r.cond_timedwait = ss_real_sym("pthread_cond_timedwait", "GLIBC_2.3.2");
     SS_RESOLVE(cond_clockwait, "pthread_cond_clockwait");
     SS_RESOLVE(sigaction, "sigaction");
     SS_RESOLVE(signal, "signal");

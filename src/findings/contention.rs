@@ -192,15 +192,8 @@ fn lock_contention(rule: &Rule, a: &Analysis, runtime: bool) -> Vec<Finding> {
         // with the lock held: the waiting grows with the threads that want the CPUs, not with
         // the hold (rustc under a loaded `cargo build`: one 8.34 ms wait on jemalloc's mutex read
         // MEDIUM while its holder sat on a run queue). At most LOW: the remedy is CPUs.
-        let preempted_share = holder.map_or(0.0, |h| {
-            h.share(
-                h.activities
-                    .iter()
-                    .filter(|x| x.state() == Category::Runnable)
-                    .map(|x| x.ns)
-                    .sum(),
-            )
-        });
+        let preempted_share =
+            holder.map_or(0.0, |h| h.share_where(|x| x.state() == Category::Runnable));
         let preempted = if preempted_share >= rule.param("holder_preempted_share") {
             severity = severity.max(Severity::Low);
             format!(

@@ -213,16 +213,11 @@ fn is_gate(
     min_event_share: f64,
     max_waiter_hold_ns: f64,
 ) -> bool {
-    let event_ns: u64 = h
-        .activities
-        .iter()
-        .filter(|x| HolderTime::is_asleep(x.state()) && waits_for_event(&x.function))
-        .map(|x| x.ns)
-        .sum();
     h.sampled_ns > 0
         && !h.waiters.iter().any(|w| h.holders.contains(w))
         && waiters_hold_ns.is_none_or(|ns| ns <= max_waiter_hold_ns)
-        && h.share(event_ns) >= min_event_share
+        && h.share_where(|x| HolderTime::is_asleep(x.state()) && waits_for_event(&x.function))
+            >= min_event_share
 }
 
 /// The waiting threads' mean timed hold of the lock at `object` (None: none of their holds was

@@ -237,8 +237,9 @@ pub struct Summary {
     pub lock_timing_period: u32,
     pub threads: Vec<ThreadSummary>,
     /// The threads' allocator times on a CPU (`alloc_cpu_ns`) come from CPU samples, at least
-    /// `ALLOC_ON_CPU_MIN_SAMPLES` of them (see `net_allocator_time`): every view then shows that
-    /// time as the allocator's, the figure the findings take their shares of (`allocator_ns`).
+    /// `ALLOC_ON_CPU_MIN_SAMPLES` of them, or any where no call was counted (see
+    /// `net_allocator_time`): every view then shows that time as the allocator's, the figure the
+    /// findings take their shares of (`allocator_ns`).
     pub alloc_on_cpu: bool,
     /// The report's five groups: malloc, calloc, realloc, free, aligned.
     pub groups: Vec<FnSummary>,

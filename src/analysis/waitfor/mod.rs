@@ -125,6 +125,18 @@ impl HolderTime {
         crate::util::ratio(ns, self.sampled_ns)
     }
 
+    /// The share of the holders' sampled time inside the waits spent in the activities `which`
+    /// takes.
+    pub fn share_where(&self, which: impl Fn(&Activity) -> bool) -> f64 {
+        self.share(
+            self.activities
+                .iter()
+                .filter(|x| which(x))
+                .map(|x| x.ns)
+                .sum(),
+        )
+    }
+
     /// Whether a holder's state is asleep outside I/O.
     pub fn is_asleep(state: Category) -> bool {
         matches!(state, Category::Blocked | Category::Idle)
