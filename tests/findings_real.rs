@@ -265,7 +265,7 @@ fn stream_extraction_is_a_library_hot_spot_naming_the_caller() {
         return;
     }
     let dir = TempDir::new("findings-stream");
-    let (report, _) = profiled(&dir, "stream_parse.cpp");
+    let (report, prof) = profiled(&dir, "stream_parse.cpp");
     assert_well_formed(&report);
     let hotspots: Vec<&Value> = findings(&report)
         .iter()
@@ -275,14 +275,21 @@ fn stream_extraction_is_a_library_hot_spot_naming_the_caller() {
         .iter()
         .find(|f| f["title"].as_str().unwrap().contains("stream extraction"))
         .unwrap_or_else(|| {
-            // What the run found instead: a rare miss in a full suite (never alone) says which
-            // threshold it fell under.
+            // What the run found instead, and the report's figures: a rare miss in a full suite
+            // (never alone, once with no finding at all) says which threshold it fell under.
+            let text = Command::new(stallscope())
+                .arg("report")
+                .arg(&prof)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
             panic!(
-                "no stream extraction hot spot in {hotspots:?}; findings: {:?}",
+                "no stream extraction hot spot in {hotspots:?}; findings: {:?}; the report:\n{}",
                 findings(&report)
                     .iter()
                     .map(|f| format!("{} {}", f["id"], f["title"]))
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>(),
+                text.lines().take(60).collect::<Vec<_>>().join("\n")
             )
         });
     let title = extraction["title"].as_str().unwrap();
